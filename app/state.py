@@ -1,0 +1,97 @@
+"""Application state: the current data set, the results tagged with what produced them, and the
+one selection shared by every view. It knows nothing of widgets; views and panels react to its
+signals."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal
+
+
+class AppState(QObject):
+    """Holds what the window shows.
+
+    Signals
+    -------
+    datasetChanged(object)      the new Dataset (or None); all results are dropped.
+    resultAdded(str)            method name whose RunResult was stored (or replaced).
+    resultsCleared()
+    selectionChanged(object)    sorted int64 array of selected sample indices.
+    currentMethodChanged(str)
+    """
+
+    datasetChanged = Signal(object)
+    resultAdded = Signal(str)
+    resultsCleared = Signal()
+    selectionChanged = Signal(object)
+    currentMethodChanged = Signal(str)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._dataset = None
+        self._results: dict = {}
+        self._selection = np.zeros(0, dtype=np.int64)
+        self._current_method = "pca"
+        # Bumped on every data change so a result computed on older data is recognised as stale.
+        self.data_version = 0
+
+    # -- data ----------------------------------------------------------------------------
+    @property
+    def dataset(self):
+        return self._dataset
+
+    def set_dataset(self, dataset) -> None:
+        self._dataset = dataset
+        self.data_version += 1
+        self._results.clear()
+        self._selection = np.zeros(0, dtype=np.int64)
+        self.resultsCleared.emit()
+        self.datasetChanged.emit(dataset)
+        self.selectionChanged.emit(self._selection)
+
+    # -- results -------------------------------------------------------------------------
+    @property
+    def results(self) -> dict:
+        """method name -> RunResult (the latest run of each method on the current data)."""
+        return dict(self._results)
+
+    def result(self, method: str | None = None):
+        return self._results.get(method or self._current_method)
+
+    def add_result(self, result) -> bool:
+        """Store a result if it was computed on the current data; return whether it was kept."""
+        if self._dataset is None or result.data_fingerprint != self._dataset.fingerprint():
+            return False
+        self._results[result.method] = result
+        self.resultAdded.emit(result.method)
+        return True
+
+    # -- method --------------------------------------------------------------------------
+    @property
+    def current_method(self) -> str:
+        return self._current_method
+
+    def set_current_method(self, name: str) -> None:
+        if name != self._current_method:
+            self._current_method = name
+            self.currentMethodChanged.emit(name)
+
+    # -- selection -----------------------------------------------------------------------
+    @property
+    def selection(self) -> np.ndarray:
+        return self._selection
+
+    def set_selection(self, indices, mode: str = "replace") -> None:
+        """Change the selection: mode is "replace", "add" or "subtract"."""
+        idx = np.unique(np.asarray(indices, dtype=np.int64).ravel())
+        if self._dataset is not None and idx.size:
+            idx = idx[(idx >= 0) & (idx < self._dataset.n_samples)]
+        if mode == "add":
+            idx = np.union1d(self._selection, idx)
+        elif mode == "subtract":
+            idx = np.setdiff1d(self._selection, idx)
+        elif mode != "replace":
+            raise ValueError(f"mode must be one of replace, add, subtract; got {mode!r}")
+        if idx.shape == self._selection.shape and np.array_equal(idx, self._selection):
+            return
+        self._selection = idx
+        self.selectionChanged.emit(idx)

@@ -1,0 +1,52 @@
+"""Progress and cancellation protocol shared by every long fit (plain Python, no Qt).
+
+A fit takes ``progress=None`` or a callable ``progress(fraction, message)``:
+
+* ``fraction`` is a float in [0, 1] (monotone within one fit), ``message`` a short status text;
+* the callable cancels the fit by raising :class:`Cancelled` or by returning ``False``.
+
+A cancelled fit raises :class:`Cancelled` out of ``fit`` and leaves the estimator unfitted.
+The callable is invoked from the thread running the fit; throttling for display is the caller's
+business (the GUI throttles), so estimators may call it once per iteration.
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+__all__ = ["Cancelled", "Reporter", "ProgressCallback"]
+
+ProgressCallback = Callable[[float, str], Optional[bool]]
+
+
+class Cancelled(Exception):
+    """Raised when the progress callback asks a fit to stop."""
+
+
+class Reporter:
+    """Wraps an optional callback; ``report`` raises :class:`Cancelled` if asked to stop.
+
+    ``span(lo, hi)`` returns a child reporter that maps its own [0, 1] into [lo, hi] of the parent,
+    so a method built from steps reports one monotone fraction.
+    """
+
+    __slots__ = ("_cb", "_lo", "_hi")
+
+    def __init__(self, callback: ProgressCallback | None, lo: float = 0.0, hi: float = 1.0):
+        if callback is not None and not callable(callback):
+            raise ValueError(f"progress must be a callable progress(fraction, message) or None; got {callback!r}")
+        self._cb = callback
+        self._lo = lo
+        self._hi = hi
+
+    def report(self, fraction: float, message: str = "") -> None:
+        if self._cb is None:
+            return
+        f = self._lo + (self._hi - self._lo) * min(max(float(fraction), 0.0), 1.0)
+        if self._cb(f, message) is False:
+            raise Cancelled(message or "cancelled")
+
+    __call__ = report
+
+    def span(self, lo: float, hi: float) -> "Reporter":
+        width = self._hi - self._lo
+        return Reporter(self._cb, self._lo + width * lo, self._lo + width * hi)
