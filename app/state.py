@@ -31,6 +31,7 @@ class AppState(QObject):
         self._results: dict = {}
         self._selection = np.zeros(0, dtype=np.int64)
         self._current_method = "pca"
+        self._fingerprint: str | None = None
         # Bumped on every data change so a result computed on older data is recognised as stale.
         self.data_version = 0
 
@@ -39,14 +40,31 @@ class AppState(QObject):
     def dataset(self):
         return self._dataset
 
-    def set_dataset(self, dataset) -> None:
+    def set_dataset(self, dataset, fingerprint: str | None = None) -> None:
+        """Make ``dataset`` current. ``fingerprint`` (``dataset.fingerprint()``) may be passed when
+        it was already computed, e.g. off the GUI thread: hashing large in-memory data takes time."""
         self._dataset = dataset
+        self._fingerprint = fingerprint
         self.data_version += 1
         self._results.clear()
         self._selection = np.zeros(0, dtype=np.int64)
         self.resultsCleared.emit()
         self.datasetChanged.emit(dataset)
         self.selectionChanged.emit(self._selection)
+
+    def data_fingerprint(self) -> str | None:
+        """``dataset.fingerprint()`` of the current data, computed once per data set."""
+        if self._dataset is None:
+            return None
+        if self._fingerprint is None:
+            self._fingerprint = self._dataset.fingerprint()
+        return self._fingerprint
+
+    def adopt_fingerprint(self, fingerprint: str) -> None:
+        """Record the current data's fingerprint computed elsewhere (a worker that used this very
+        data set), so the GUI thread never has to hash it."""
+        if self._dataset is not None and self._fingerprint is None:
+            self._fingerprint = fingerprint
 
     # -- results -------------------------------------------------------------------------
     @property
@@ -59,7 +77,7 @@ class AppState(QObject):
 
     def add_result(self, result) -> bool:
         """Store a result if it was computed on the current data; return whether it was kept."""
-        if self._dataset is None or result.data_fingerprint != self._dataset.fingerprint():
+        if self._dataset is None or result.data_fingerprint != self.data_fingerprint():
             return False
         self._results[result.method] = result
         self.resultAdded.emit(result.method)

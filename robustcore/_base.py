@@ -5,11 +5,18 @@ from typing import Any, ClassVar
 
 from ._params import Param, validate_params
 
-__all__ = ["Estimator", "NotFittedError"]
+__all__ = ["ConvergenceWarning", "Estimator", "NotFittedError"]
 
 
 class NotFittedError(ValueError, AttributeError):
     """Raised when a method that needs a fitted estimator is called before ``fit``."""
+
+
+class ConvergenceWarning(UserWarning):
+    """Warned when an iterative fit stops at its iteration limit before meeting its tolerance.
+
+    The estimator is still fitted (with ``converged_ = False``) so the partial result can be inspected.
+    """
 
 
 class Estimator:

@@ -1,23 +1,229 @@
-"""Central area: one tab per view; placeholder shows the numeric summary of the latest fit."""
+"""Central area: one tab per kind of result view, shown when the current results feed it.
+
+View names (also the command line's ``--figure VIEW`` names): scatter, detail, decomposition,
+ranking, contour, learning-curve, comparison. A "summary" tab lists the numbers of every run.
+"""
 from __future__ import annotations
+
+import importlib
+import os
 
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget
 
+from ..export import export_results as _export_results
+from ..export import provenance_header
+from ._figure import export_widget
+
+VIEW_CLASSES = {
+    "scatter": ("scatter", "ScatterView"),
+    "detail": ("detail", "DetailView"),
+    "decomposition": ("decomposition", "DecompositionView"),
+    "ranking": ("ranking", "RankingView"),
+    "contour": ("contour", "ContourView"),
+    "learning-curve": ("learning_curve", "LearningCurveView"),
+    "comparison": ("comparison", "ComparisonView"),
+}
+VIEW_NAMES = tuple(VIEW_CLASSES)
+
+
+def _view_class(name):
+    module, cls = VIEW_CLASSES[name]
+    return getattr(importlib.import_module(f".{module}", __package__), cls)
+
 
 class ResultViews(QTabWidget):
-    def __init__(self, state, parent=None):
+    """The result views of one :class:`~app.state.AppState`.
+
+    ``view(name)`` gives a view, ``show_view(name)`` brings it to the front,
+    ``export_figure(path, scale)`` writes the current (or named) view's figure as PNG or SVG.
+    """
+
+    # Views that must watch results as they arrive exist from the start; the others are built
+    # the first time they have something to show (a PlotItem costs milliseconds; 24 add up).
+    EAGER = ("learning-curve",)
+
+    def __init__(self, state, parent=None, build_views: bool = True):
         super().__init__(parent)
         self.state = state
+        # False: views are built only when asked for by name (an offscreen render needs one).
+        self._build_views = build_views
+        self.setDocumentMode(True)
         self.summary = QPlainTextEdit(readOnly=True)
         self.addTab(self.summary, "Summary")
-        state.resultAdded.connect(self._show)
-        state.resultsCleared.connect(self.summary.clear)
+        self._classes = {}
+        for name in VIEW_NAMES:
+            try:
+                self._classes[name] = _view_class(name)
+            except (ImportError, AttributeError):  # a view still being written
+                continue
+        self._views = {}
+        for name in self.EAGER:
+            if name in self._classes:
+                self._create(name)
+        state.resultAdded.connect(self._on_result)
+        state.resultsCleared.connect(self._on_cleared)
+        state.datasetChanged.connect(lambda _d: self._on_cleared())
+        state.currentMethodChanged.connect(self._on_method)
+        self.currentChanged.connect(self._on_tab)
+        self._update_tabs()
 
-    def _show(self, method: str) -> None:
+    def _create(self, name):
+        v = self._classes[name](self.state)
+        # Tabs keep the order of VIEW_NAMES whatever order the views are built in.
+        before = sum(1 for n in VIEW_NAMES if n in self._views and VIEW_NAMES.index(n) < VIEW_NAMES.index(name))
+        self._views[name] = v
+        self.blockSignals(True)
+        self.insertTab(1 + before, v, v.title)
+        self.blockSignals(False)
+        return v
+
+    # -- public -----------------------------------------------------------------------------
+    def view_names(self) -> list[str]:
+        return list(self._classes)
+
+    def view(self, name: str):
+        """The view called ``name`` (built on first use)."""
+        if name not in self._classes:
+            raise ValueError(f"view must be one of {', '.join(VIEW_NAMES)}; got {name!r}")
+        v = self._views.get(name)
+        if v is None:
+            v = self._create(name)
+            self.setTabVisible(self.indexOf(v), v.available())
+        return v
+
+    def available_views(self) -> list[str]:
+        return [n for n in self._classes
+                if (self._views[n].available() if n in self._views else self._classes[n].available_in(self.state))]
+
+    def show_view(self, name: str):
+        v = self.view(name)
+        if not v.available():
+            raise ValueError(f"the {name!r} view has nothing to show yet; run one of: "
+                             f"{', '.join(v.methods)}")
+        self._ensure_fresh(v)
+        self.setCurrentWidget(v)
+        return v
+
+    def current_view_name(self) -> str | None:
+        w = self.currentWidget()
+        return next((n for n, v in self._views.items() if v is w), None)
+
+    def export_figure(self, path, scale: float = 1.0, view: str | None = None, overwrite: bool = True,
+                      provenance: bool = True) -> str:
+        """Write the figure of ``view`` (default: the current one) to a .png (``scale`` 1–4) or .svg.
+
+        With ``provenance`` the file records what produced it (method, parameters, data, versions):
+        a PNG text chunk "Comment" or an SVG ``<metadata>`` element, as JSON.
+        """
+        name = view or self.current_view_name()
+        if name is None:
+            raise ValueError("no result view is showing; choose a view to export")
+        v = self.view(name)
+        if not v.available():
+            raise ValueError(f"the {name!r} view has nothing to show yet")
+        self._ensure_fresh(v)
+        meta = self.figure_provenance(name) if provenance else None
+        return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
+
+    def figure_provenance(self, name: str) -> dict:
+        """JSON-able record of the results a view draws, as :func:`app.export.provenance_header`."""
+        ds = self.state.dataset
+        heads = [provenance_header(r, ds) for r in self.view(name).figure_results() if r is not None]
+        if len(heads) == 1:
+            return dict(heads[0], view=name)
+        return {"view": name, "results": heads}
+
+    def export_results(self, path, method: str | None = None, overwrite: bool = False) -> list[str]:
+        """Write the scores, flags and arrays of ``method`` (default: the current one)."""
         res = self.state.result(method)
         if res is None:
-            return
-        lines = [f"{res.method}  ({res.elapsed:.2f} s)"]
-        lines += [f"  {k}: {v}" for k, v in res.summary.items()]
-        lines += [f"  warning: {w}" for w in res.warnings]
+            raise ValueError(f"no result of {method or self.state.current_method!r} to export; run it first")
+        return _export_results(res, self.state.dataset, path, overwrite=overwrite)
+
+    # -- reacting to the state ------------------------------------------------------------
+    def _ensure_fresh(self, v) -> None:
+        if v._dirty and v.available():
+            v._dirty = False
+            v.refresh()
+
+    def _on_result(self, method: str) -> None:
+        self._write_summary()
+        for v in self._views.values():
+            if method in v.methods:
+                v._dirty = True
+        self._update_tabs()
+        cur = self.currentWidget()
+        if cur in self._views.values():
+            self._ensure_fresh(cur)
+        # Bring the first view this method feeds to the front when nothing relevant is showing.
+        from robustcore.methods import METHODS
+        m = METHODS.get(method)
+        cur_name = self.current_view_name()
+        if m is not None and (cur_name is None or not self._views[cur_name].available()):
+            for name in m.views:
+                if name in self._classes and name in self.available_views():
+                    self.show_view(name)
+                    break
+
+    def _on_cleared(self) -> None:
+        self.summary.clear()
+        for v in self._views.values():
+            v._dirty = True
+            if hasattr(v, "clear"):
+                v.clear()
+        self._update_tabs()
+
+    def _on_method(self, method: str) -> None:
+        for v in self._views.values():
+            if method in v.methods:
+                v._dirty = True
+        cur = self.currentWidget()
+        if cur in self._views.values():
+            self._ensure_fresh(cur)
+
+    def _on_tab(self, _i) -> None:
+        cur = self.currentWidget()
+        if cur in self._views.values():
+            self._ensure_fresh(cur)
+
+    def _update_tabs(self) -> None:
+        if self._build_views:
+            for name in self.available_views():
+                if name not in self._views:
+                    self._create(name)
+        for v in self._views.values():
+            self.setTabVisible(self.indexOf(v), v.available())
+        self.setTabVisible(self.indexOf(self.summary), True)
+
+    def _write_summary(self) -> None:
+        lines = []
+        for res in self.state.results.values():
+            lines.append(f"{res.method}  ({res.elapsed:.2f} s)")
+            lines += [f"  {k}: {v}" for k, v in res.summary.items()]
+            lines += [f"  warning: {w}" for w in res.warnings]
         self.summary.setPlainText("\n".join(lines))
+
+
+def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), overwrite: bool = True,
+                provenance: bool = False) -> str:
+    """Build view ``name`` offscreen for ``state`` and write its figure to ``path`` (.png or .svg).
+
+    For the command line (``--figure VIEW``): needs no window, creates the QApplication if none runs.
+    """
+    from .._qt import ensure_app
+    from PySide6.QtCore import Qt
+
+    app = ensure_app()
+    views = ResultViews(state, build_views=False)
+    views.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    views.resize(int(size[0]), int(size[1]))
+    views.show()
+    try:
+        views.show_view(name)
+        app.processEvents()
+        # The command line stamps its own provenance into the file; do not write it twice.
+        return views.export_figure(os.fspath(path), scale=scale, view=name, overwrite=overwrite,
+                                   provenance=provenance)
+    finally:
+        views.close()
+        views.deleteLater()

@@ -1,4 +1,15 @@
-"""Data in: the Dataset type, loaders per format, and the bundled demos."""
-from ._dataset import Dataset, Provenance, file_sha256
+"""Data in: the Dataset type, one loader per file format, and the bundled demos.
 
-__all__ = ["Dataset", "Provenance", "file_sha256"]
+``load(path, **options)`` picks the loader from the file's extension, checked against its
+content; ``LOADERS[name].options`` declares each loader's options as :class:`~robustcore._params.Param`
+(the window builds its forms from them). Every problem is a :class:`LoadError` (a ``ValueError``)
+whose message says what is wrong and how to fix it.
+"""
+from ._dataset import Dataset, Provenance, file_sha256
+from ._demos import demo, demos, resources_dir
+from ._errors import LoadError
+from ._load import LOADERS, detect_format, estimate_memory, formats, load
+from ._loader import DEFAULT_MAX_BYTES, Loader
+
+__all__ = ["Dataset", "Provenance", "file_sha256", "LoadError", "demo", "demos", "resources_dir",
+           "LOADERS", "Loader", "load", "estimate_memory", "formats", "detect_format", "DEFAULT_MAX_BYTES"]

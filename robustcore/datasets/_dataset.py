@@ -123,9 +123,21 @@ class Dataset:
     def is_image(self) -> bool:
         return self.image_shape is not None
 
-    def dense(self) -> np.ndarray:
-        """X as a dense array (callers check the memory estimate before calling on big data)."""
-        return self.X.toarray() if sp.issparse(self.X) else self.X
+    def dense(self, max_bytes: int | None = None) -> np.ndarray:
+        """X as a dense array.
+
+        A sparse ``X`` is densified only if the result fits in ``max_bytes`` (default: the
+        loaders' limit, 4 GiB); otherwise :class:`~robustcore.datasets.LoadError` (a ValueError)
+        names the size and the limit.
+        """
+        if not sp.issparse(self.X):
+            return self.X
+        from ._loader import DEFAULT_MAX_BYTES, check_memory
+        n, d = self.X.shape
+        check_memory(n * d * 8, DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes),
+                     f"a dense copy of the {n} x {d} sparse data set '{self.name}'",
+                     "use a method that accepts sparse data")
+        return self.X.toarray()
 
     def summary(self) -> dict:
         """What the dataset panel and logs show."""

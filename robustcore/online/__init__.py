@@ -1,0 +1,1 @@
+"""Online (streaming) classifiers: Soft Confidence-Weighted learning, :class:`~robustcore.online.scw.SCW`."""

@@ -1,0 +1,125 @@
+"""``robust-studio`` and ``python -m app``: open the window, or run a command-line subcommand.
+
+``robust-studio run|replay|methods|demos ...`` is the headless command line (:mod:`app.cli`).
+Anything else opens the window::
+
+    robust-studio [--demo NAME | DATAFILE] [--method NAME] [--run] [--session FILE]
+                  [--screenshot FILE.png]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+CLI_COMMANDS = ("run", "replay", "methods", "demos")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="robust-studio",
+        description="Robust Subspace Studio: robust subspace analysis of data with outliers. "
+                    f"Subcommands for headless use: {', '.join(CLI_COMMANDS)} "
+                    "(see 'robust-studio run --help').")
+    p.add_argument("data", nargs="?", help="a data file or image folder to open")
+    p.add_argument("--demo", metavar="NAME", help="open a bundled demo data set (see 'robust-studio demos')")
+    p.add_argument("--method", metavar="NAME", help="choose this method in the side panel")
+    p.add_argument("--run", action="store_true", help="start the fit once the data is loaded")
+    p.add_argument("--session", metavar="FILE", help="open a saved session file")
+    p.add_argument("--screenshot", metavar="FILE.png",
+                   help="save a picture of the whole window (after the run with --run) and quit")
+    p.add_argument("--settings", metavar="FILE.ini", help=argparse.SUPPRESS)
+    return p
+
+
+class _Launch:
+    """Carries out the command-line requests in order, each once the previous has finished."""
+
+    def __init__(self, app, window, args):
+        self.app = app
+        self.w = window
+        self.args = args
+        self.exit_code = 0
+        self._shot_done = False
+
+    def start(self) -> None:
+        a, w = self.args, self.w
+        if a.method and not w.method_panel.set_method(a.method):
+            self._fail(f"unknown or unavailable method {a.method!r}; choose one of: "
+                       f"{', '.join(n for n in w.methods if n not in w.method_panel.unavailable())}")
+            return
+        w.datasetLoaded.connect(self._data_ready)
+        w.loadFailed.connect(lambda msg: self._fail(msg))
+        w.idle.connect(self._run_over)
+        if a.session:
+            w.open_session(a.session)
+        elif a.demo:
+            w.load_demo(a.demo)
+        elif a.data:
+            w.open_path(a.data)
+        else:
+            self._maybe_screenshot()
+
+    def _data_ready(self, ds) -> None:
+        if self.args.run:
+            if self.w.run() is None:
+                self._fail(self.w.method_panel.run_block_reason() or "cannot run")
+        else:
+            self._maybe_screenshot()
+
+    def _run_over(self) -> None:
+        if self.args.run:
+            self._maybe_screenshot()
+
+    def _fail(self, message: str) -> None:
+        print(f"robust-studio: {message}", file=sys.stderr)
+        if self.args.screenshot:
+            self.exit_code = 2
+            self._maybe_screenshot()
+
+    def _maybe_screenshot(self) -> None:
+        if not self.args.screenshot or self._shot_done:
+            return
+        self._shot_done = True
+        from PySide6.QtCore import QTimer
+
+        # Let layouts settle and the views draw before grabbing.
+        QTimer.singleShot(400, self._grab)
+
+    def _grab(self) -> None:
+        path = os.path.abspath(self.args.screenshot)
+        pix = self.w.grab()
+        if not pix.save(path):
+            print(f"robust-studio: could not write {path}", file=sys.stderr)
+            self.exit_code = 2
+        else:
+            print(path)
+        self.w.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in CLI_COMMANDS:
+        from . import cli
+        return cli.main(argv)
+    args = build_parser().parse_args(argv)
+    if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") \
+            and sys.platform.startswith("linux"):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+    from ._qt import ensure_app
+    app = ensure_app([sys.argv[0] if sys.argv else "robust-studio"])
+    from .main_window import MainWindow
+    from .settings import Settings
+
+    window = MainWindow(settings=Settings(args.settings) if args.settings else None)
+    window.show()
+    launch = _Launch(app, window, args)
+    from PySide6.QtCore import QTimer
+    QTimer.singleShot(0, launch.start)
+    code = app.exec()
+    return launch.exit_code or int(code)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

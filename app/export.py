@@ -1,0 +1,287 @@
+"""Writing results to disk: per-sample CSV, arrays as NPZ, feature scores as CSV.
+
+Every file carries where it came from (method, parameters, data provenance, library versions):
+as ``#`` comment lines at the top of a CSV, as a JSON string entry ``metadata`` in an NPZ.
+Writes are atomic (a temporary file in the target directory, then ``os.replace``) so a crash or
+a full disk never leaves a half-written file under the final name, and an existing file is
+refused unless the caller says ``overwrite=True`` (the window asks the user first).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from importlib import metadata as _md
+
+import numpy as np
+
+__all__ = ["atomic_write_bytes", "atomic_write_text", "provenance_header", "export_results",
+           "write_samples_csv", "write_arrays_npz", "write_features_csv", "planned_files",
+           "library_versions"]
+
+
+# -- atomic writes ------------------------------------------------------------------------------
+
+def _umask() -> int:
+    # os.umask can only be read by setting it; put it straight back.
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def atomic_write_bytes(path, data: bytes, overwrite: bool = True) -> str:
+    """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
+
+    With ``overwrite=False`` an existing ``path`` raises ``FileExistsError`` and nothing is written.
+    Returns the path written.
+    """
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(f"{path} already exists; choose another name or allow overwriting")
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # mkstemp creates the file private (0600); give it the permissions a plain open() would.
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def atomic_write_text(path, text: str, overwrite: bool = True, encoding: str = "utf-8") -> str:
+    """Text version of :func:`atomic_write_bytes` (newlines are written as given)."""
+    return atomic_write_bytes(path, text.encode(encoding), overwrite=overwrite)
+
+
+# -- provenance ---------------------------------------------------------------------------------
+
+def library_versions() -> dict:
+    """Versions of this program and of the libraries that shape its numbers and figures."""
+    out = {}
+    for dist, module in (("robust-subspace-studio", "robustcore"), ("numpy", "numpy"),
+                         ("scipy", "scipy"), ("PySide6", "PySide6"), ("pyqtgraph", "pyqtgraph")):
+        version = None
+        try:
+            version = _md.version(dist)
+        except _md.PackageNotFoundError:
+            try:
+                mod = __import__(module)
+                version = getattr(mod, "__version__", None)
+            except ImportError:
+                version = None
+        out[dist] = version
+    return out
+
+
+def _jsonable(v):
+    """Parameters and provenance as plain JSON (numpy scalars, tuples, generators described)."""
+    if isinstance(v, (str, bool, int, float)) or v is None:
+        return v
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist() if v.size <= 64 else f"<array shape {v.shape}>"
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    return repr(v)
+
+
+def provenance_header(result, dataset) -> dict:
+    """What produced a result: method, parameters, seed, data identity and library versions."""
+    params = dict(getattr(result, "params", {}) or {})
+    prov = dataset.provenance.to_dict() if dataset is not None else {}
+    data = {"name": getattr(dataset, "name", None),
+            "samples": getattr(dataset, "n_samples", None),
+            "features": getattr(dataset, "n_features", None),
+            "fingerprint": getattr(result, "data_fingerprint", None),
+            "sha256": prov.get("sha256"), "path": prov.get("path"), "demo": prov.get("demo"),
+            "loader": prov.get("loader"), "loader_options": prov.get("options")}
+    return _jsonable({"method": result.method, "params": params, "seed": params.get("random_state"),
+                      "data": data, "versions": library_versions(),
+                      "warnings": list(getattr(result, "warnings", []) or [])})
+
+
+def _comment_block(header: dict) -> str:
+    lines = ["# Robust Subspace Studio export"]
+    for key, value in header.items():
+        lines.append(f"# {key}: {json.dumps(value, ensure_ascii=False, sort_keys=True)}")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(v) -> str:
+    # repr of a Python float is the shortest text that reads back to the same double.
+    if isinstance(v, (bool, np.bool_)):
+        return "1" if v else "0"
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return str(v)
+
+
+# -- the three kinds of file --------------------------------------------------------------------
+
+def samples_csv_text(result, dataset) -> str:
+    """Per-sample table: index, id, label, known outlier, every score, every flag (0/1)."""
+    n = dataset.n_samples
+    cols: list[tuple[str, object]] = [("index", np.arange(n)), ("sample_id", dataset.sample_ids)]
+    if dataset.labels is not None:
+        cols.append(("label", dataset.labels))
+    if dataset.outliers is not None:
+        cols.append(("known_outlier", dataset.outliers))
+    for name, v in result.sample_scores.items():
+        cols.append((name, np.asarray(v)))
+    for name, v in result.flags.items():
+        cols.append((f"flag_{name}", np.asarray(v, dtype=bool)))
+    for name, col in cols:
+        if len(col) != n:
+            raise ValueError(f"column {name!r} has {len(col)} values but the data set has {n} samples")
+    buf = io.StringIO()
+    buf.write(_comment_block(provenance_header(result, dataset)))
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([c for c, _ in cols])
+    for i in range(n):
+        w.writerow([_fmt(col[i]) for _, col in cols])
+    return buf.getvalue()
+
+
+def features_csv_text(result, dataset) -> str:
+    """Feature scores (EVSC) sorted by rank: rank, feature index, feature name, scores."""
+    if not result.feature_scores:
+        raise ValueError(f"result of {result.method!r} has no feature scores to export")
+    names = list(result.feature_scores)
+    first = np.asarray(result.feature_scores[names[0]], dtype=float)
+    ranking = result.arrays.get("ranking")
+    order = np.asarray(ranking, dtype=np.int64) if ranking is not None else np.argsort(-first, kind="stable")
+    buf = io.StringIO()
+    buf.write(_comment_block(provenance_header(result, dataset)))
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["rank", "feature_index", "feature_name", *names])
+    for rank, j in enumerate(order, start=1):
+        w.writerow([rank, int(j), dataset.feature_names[int(j)],
+                    *(_fmt(float(np.asarray(result.feature_scores[k])[j])) for k in names)])
+    return buf.getvalue()
+
+
+def arrays_npz_bytes(result, dataset) -> bytes:
+    """All arrays, scores and flags of a result plus a JSON ``metadata`` string, as NPZ bytes.
+
+    Keys: the result's array names as they are; ``score_<name>``, ``flag_<name>``,
+    ``feature_<name>`` for per-sample scores, flags and feature scores. Nothing needs pickle.
+    """
+    out = {}
+    for prefix, group in (("", result.arrays), ("score_", result.sample_scores),
+                          ("flag_", result.flags), ("feature_", result.feature_scores)):
+        for name, v in group.items():
+            a = np.asarray(v)
+            if a.dtype == object:
+                raise ValueError(f"array {name!r} of {result.method!r} holds Python objects and "
+                                 f"cannot be written without pickle")
+            out[prefix + name] = a
+    if "metadata" in out:
+        raise ValueError("a result array is named 'metadata', which the export reserves")
+    out["metadata"] = np.array(json.dumps(provenance_header(result, dataset), sort_keys=True))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **out)
+    return buf.getvalue()
+
+
+def write_samples_csv(result, dataset, path, overwrite=False) -> str:
+    return atomic_write_text(path, samples_csv_text(result, dataset), overwrite=overwrite)
+
+
+def write_features_csv(result, dataset, path, overwrite=False) -> str:
+    return atomic_write_text(path, features_csv_text(result, dataset), overwrite=overwrite)
+
+
+def write_arrays_npz(result, dataset, path, overwrite=False) -> str:
+    return atomic_write_bytes(path, arrays_npz_bytes(result, dataset), overwrite=overwrite)
+
+
+_KINDS = {"samples": ("-samples.csv", samples_csv_text, "text"),
+          "arrays": ("-arrays.npz", arrays_npz_bytes, "bytes"),
+          "features": ("-features.csv", features_csv_text, "text")}
+
+
+def _available_kinds(result) -> list[str]:
+    kinds = []
+    if result.sample_scores or result.flags:
+        kinds.append("samples")
+    if result.arrays or result.sample_scores or result.flags or result.feature_scores:
+        kinds.append("arrays")
+    if result.feature_scores:
+        kinds.append("features")
+    return kinds
+
+
+def planned_files(result, path) -> list[tuple[str, str]]:
+    """``[(kind, file path), ...]`` that :func:`export_results` would write for ``path``.
+
+    A directory gets every file the result has (``<method>-samples.csv``, ``<method>-arrays.npz``,
+    ``<method>-features.csv``); a ``.npz`` path gets the arrays; a ``.csv`` path gets the
+    per-sample table, or the feature scores for a result that has only those.
+    """
+    path = os.fspath(path)
+    kinds = _available_kinds(result)
+    if os.path.isdir(path):
+        return [(k, os.path.join(path, result.method + _KINDS[k][0])) for k in kinds]
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".npz":
+        return [("arrays", path)]
+    if ext == ".csv":
+        if "samples" in kinds:
+            return [("samples", path)]
+        if "features" in kinds:
+            return [("features", path)]
+        raise ValueError(f"result of {result.method!r} has no per-sample or feature scores for a CSV")
+    raise ValueError(f"export path must be an existing folder or end in .csv or .npz; got {path!r}")
+
+
+def export_results(result, dataset, path, overwrite: bool = False, kinds=None) -> list[str]:
+    """Write a result's scores, flags and arrays; return the paths written.
+
+    Parameters
+    ----------
+    result : robustcore.methods.RunResult
+    dataset : robustcore.datasets.Dataset the result was computed on.
+    path : a folder (every kind of file the result has) or a ``.csv`` / ``.npz`` file.
+    overwrite : bool
+        When False, an existing target raises ``FileExistsError`` before anything is written.
+    kinds : optional subset of {"samples", "arrays", "features"} for a folder export.
+    """
+    if dataset is None:
+        raise ValueError("no data set: results can only be exported with the data they came from")
+    if getattr(result, "data_fingerprint", None) not in (None, dataset.fingerprint()):
+        raise ValueError(f"the {result.method!r} result was computed on other data than "
+                         f"'{dataset.name}'; run it again before exporting")
+    plan = planned_files(result, path)
+    if kinds is not None:
+        plan = [(k, p) for k, p in plan if k in set(kinds)]
+    if not overwrite:
+        existing = [p for _, p in plan if os.path.exists(p)]
+        if existing:
+            raise FileExistsError(f"{', '.join(existing)} already exist(s); choose another name or "
+                                  f"allow overwriting")
+    written = []
+    for kind, p in plan:
+        _, make, mode = _KINDS[kind]
+        payload = make(result, dataset)
+        if mode == "text":
+            atomic_write_text(p, payload, overwrite=overwrite)
+        else:
+            atomic_write_bytes(p, payload, overwrite=overwrite)
+        written.append(p)
+    return written

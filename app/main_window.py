@@ -1,0 +1,868 @@
+"""The main window: menus, docks and status bar, wired to the state, the worker and the panels.
+
+Everything slow (loading a file or a demo, fitting a method) goes through a :class:`TaskRunner`,
+so the window never waits on numerics. A fit's result is stored only if, when it arrives, the
+data set and that method's parameters are still the ones it was started with; otherwise it is
+discarded and the log says why.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QPlainTextEdit)
+
+from robustcore.methods import METHODS
+
+from .fit_process import shared_pool
+from .panels import DatasetPanel, LogEntry, MethodPanel, RunLog
+from .settings import Settings
+from .state import AppState
+from .tasks import Job, TaskRunner
+
+__all__ = ["MainWindow", "file_filter"]
+
+_FALLBACK_FORMATS = [
+    ("CSV / TSV", ["*.csv", "*.tsv", "*.txt"]),
+    ("NumPy", ["*.npy", "*.npz"]),
+    ("LIBSVM / svmlight", ["*.svm", "*.libsvm", "*.svmlight"]),
+    ("MNIST IDX", ["*-ubyte", "*-ubyte.gz", "*.idx"]),
+    ("MATLAB", ["*.mat"]),
+    ("Images / TIFF stacks", ["*.tif", "*.tiff", "*.png", "*.jpg", "*.jpeg", "*.bmp"]),
+]
+
+
+def _datasets_api():
+    """The data engineer's API (imported late so the window starts even if a loader is broken)."""
+    import robustcore.datasets as d
+    return d
+
+
+def supported_formats() -> list[tuple[str, list[str]]]:
+    try:
+        fmts = _datasets_api().formats()
+        return [(str(label), [str(p) for p in pats]) for label, pats in fmts]
+    except Exception:  # noqa: BLE001 - formats() missing or broken: still offer a usable dialog
+        return list(_FALLBACK_FORMATS)
+
+
+def file_filter(formats=None) -> str:
+    """The Open dialog's filter: every supported pattern first, then one entry per format."""
+    formats = supported_formats() if formats is None else formats
+    every = sorted({p for _, pats in formats for p in pats})
+    parts = [f"All supported data ({' '.join(every)})"]
+    parts += [f"{label} ({' '.join(pats)})" for label, pats in formats]
+    parts.append("All files (*)")
+    return ";;".join(parts)
+
+
+def _demo_list() -> dict:
+    try:
+        return dict(_datasets_api().demos())
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+class MainWindow(QMainWindow):
+    """Robust Subspace Studio's window.
+
+    Signals (for scripts and tests)
+    -------
+    datasetLoaded(object)          a data set became current.
+    loadFailed(str)                a file or demo could not be loaded (message).
+    runFinished(object)            a RunResult was stored in the state.
+    runFailed(str)                 a fit raised (message); a dialog shows the details.
+    runCancelled()                 the current fit was cancelled.
+    runDiscarded(str)              a fit finished but its result was dropped (reason).
+    idle()                         no fit is running any more (after any of the above).
+    """
+
+    datasetLoaded = Signal(object)
+    loadFailed = Signal(str)
+    runFinished = Signal(object)
+    runFailed = Signal(str)
+    runCancelled = Signal()
+    runDiscarded = Signal(str)
+    idle = Signal()
+
+    def __init__(self, state: AppState | None = None, settings: Settings | None = None,
+                 methods: dict | None = None, restore: bool = True, isolation: str | None = None):
+        super().__init__()
+        # "process": fits run in a worker process (default; see app.fit_process for why),
+        # "thread": in a worker thread of this process (RSS_FIT_ISOLATION=thread).
+        self.isolation = isolation or os.environ.get("RSS_FIT_ISOLATION", "process")
+        if self.isolation not in ("process", "thread"):
+            raise ValueError(f"isolation must be 'process' or 'thread'; got {self.isolation!r}")
+        self.setWindowTitle("Robust Subspace Studio")
+        self.setObjectName("main_window")
+        self.state = state or AppState(self)
+        self.settings = settings or Settings()
+        self.methods = dict(METHODS if methods is None else methods)
+        self.runner = TaskRunner(self)
+        self.loader = TaskRunner(self)
+        self.warmer = TaskRunner(self)
+        self.error_box: QMessageBox | None = None
+        self.notices: list[str] = []
+        self._loading_what: str | None = None
+
+        self._build_central()
+        self._build_docks()
+        self._build_actions()
+        self._build_menus()
+        self._build_status()
+        self._connect()
+        self.setAcceptDrops(True)
+        self.resize(1360, 860)
+        if restore:
+            self._restore_settings()
+        self._on_method_changed(self.method_panel.method_name())
+        self._on_dataset(self.state.dataset)
+        self._first_show = True
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._first_show:
+            self._first_show = False
+            if self.settings.window_state() is None:
+                self.resizeDocks([self.dataset_dock, self.method_dock], [350, 320], Qt.Orientation.Horizontal)
+                self.resizeDocks([self.log_dock], [150], Qt.Orientation.Vertical)
+            self.warmer.submit(self._warm_up, tag={"what": "warm-up"})
+            if self.isolation == "process":
+                try:
+                    shared_pool().warm()
+                except Exception as exc:  # noqa: BLE001 - e.g. no permission to start processes
+                    self.isolation = "thread"
+                    self.statusBar().showMessage(f"Fits run in this process ({exc})", 10000)
+
+    def _warm_up(self, progress) -> None:
+        # Import the estimators (scipy.stats and friends take seconds on a cold start) off the GUI
+        # thread while the user looks at the window, so the first form and the first Run are quick.
+        import importlib
+        for m in self.methods.values():
+            if progress(0.0, "") is False:
+                return
+            try:
+                m.factory()
+            except Exception:  # noqa: BLE001 - reported when the user picks the method
+                pass
+        for mod in ("robustcore.anomaly", "robustcore.datasets"):
+            try:
+                importlib.import_module(mod)
+            except Exception:  # noqa: BLE001
+                pass
+
+    # == construction ================================================================================
+    def _build_central(self) -> None:
+        try:
+            from .views import ResultViews
+            self.views = ResultViews(self.state)
+        except Exception as exc:  # noqa: BLE001 - views broken: keep the loop usable with a summary
+            self.views = QPlainTextEdit(readOnly=True)
+            self.views.setPlainText(f"Result views could not be loaded ({type(exc).__name__}: {exc}).")
+            self.state.resultAdded.connect(self._fallback_summary)
+        self.setCentralWidget(self.views)
+
+    def _fallback_summary(self, method: str) -> None:
+        res = self.state.result(method)
+        if res is not None:
+            lines = [f"{res.method} ({res.elapsed:.2f} s)"] + [f"  {k}: {v}" for k, v in res.summary.items()]
+            self.views.setPlainText("\n".join(lines))
+
+    def _dock(self, title: str, name: str, widget, area) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                         | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_docks(self) -> None:
+        self.dataset_panel = DatasetPanel(_demo_list())
+        self.method_panel = MethodPanel(self.methods)
+        self.run_log = RunLog()
+        self.dataset_dock = self._dock("Data", "dock_data", self.dataset_panel,
+                                       Qt.DockWidgetArea.LeftDockWidgetArea)
+        self.method_dock = self._dock("Method", "dock_method", self.method_panel,
+                                      Qt.DockWidgetArea.RightDockWidgetArea)
+        self.log_dock = self._dock("Run log", "dock_log", self.run_log,
+                                   Qt.DockWidgetArea.BottomDockWidgetArea)
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "", name: str = "") -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            shortcuts = shortcut if isinstance(shortcut, list) else [shortcut]
+            act.setShortcuts([QKeySequence(s) for s in shortcuts])
+        if tip:
+            act.setStatusTip(tip)
+            act.setToolTip(tip)
+        if name:
+            act.setObjectName(name)
+        act.triggered.connect(lambda checked=False: slot())
+        self.addAction(act)
+        return act
+
+    def _build_actions(self) -> None:
+        self.act_open = self._action("&Open data…", self.open_dialog, "Ctrl+O",
+                                     "Open a data file", "act_open")
+        self.act_open_options = self._action("Open with o&ptions…", self.open_with_options_dialog,
+                                             "Ctrl+Shift+O", "Open a data file choosing the loader's "
+                                             "options (label column, delimiter…)", "act_open_options")
+        self.act_open_folder = self._action("Open image &folder…", self.open_folder_dialog, None,
+                                            "Open a folder of images as one sample per image",
+                                            "act_open_folder")
+        self.act_open_session = self._action("Open &session…", self.open_session_dialog, None,
+                                             "Reopen a saved session", "act_open_session")
+        self.act_save_session = self._action("Sa&ve session…", self.save_session_dialog, "Ctrl+S",
+                                             "Save data reference, parameters and results", "act_save_session")
+        self.act_export_figure = self._action("Export &figure…", self.export_figure_dialog, "Ctrl+Shift+E",
+                                              "Save the current view as PNG or SVG", "act_export_figure")
+        self.act_export_results = self._action("&Export results…", self.export_results_dialog, "Ctrl+E",
+                                               "Save scores, flags and arrays of the current method",
+                                               "act_export_results")
+        self.act_quit = self._action("&Quit", self.close, "Ctrl+Q", "Quit Robust Subspace Studio", "act_quit")
+        self.act_run = self._action("&Run", self.run, ["Ctrl+R", "F5"],
+                                    "Fit the chosen method on the current data set", "act_run")
+        self.act_cancel = self._action("&Cancel", self.cancel, ["Esc", "Ctrl+."],
+                                       "Stop the running fit", "act_cancel")
+        self.act_cancel.setEnabled(False)
+        self.act_reset = self._action("Reset parameters to &defaults", self.method_panel.reset_current,
+                                      None, "", "act_reset")
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m_file = mb.addMenu("&File")
+        m_file.addAction(self.act_open)
+        m_file.addAction(self.act_open_options)
+        m_file.addAction(self.act_open_folder)
+        self.recent_menu = m_file.addMenu("Open &recent")
+        self.recent_menu.setObjectName("menu_recent")
+        m_file.addSeparator()
+        m_file.addAction(self.act_open_session)
+        m_file.addAction(self.act_save_session)
+        m_file.addSeparator()
+        m_file.addAction(self.act_export_figure)
+        m_file.addAction(self.act_export_results)
+        m_file.addSeparator()
+        m_file.addAction(self.act_quit)
+
+        self.demos_menu = mb.addMenu("&Demos")
+        self.demos_menu.setObjectName("menu_demos")
+        self.demos_menu.setToolTipsVisible(True)
+        self.demo_actions: dict[str, QAction] = {}
+        for name, desc in _demo_list().items():
+            act = QAction(f"{name}  —  {desc}", self)
+            act.setToolTip(desc)
+            act.setStatusTip(desc)
+            act.setObjectName(f"demo_{name}")
+            act.triggered.connect(lambda checked=False, n=name: self.load_demo(n))
+            self.demos_menu.addAction(act)
+            self.demo_actions[name] = act
+        if not self.demo_actions:
+            none = self.demos_menu.addAction("No demos available")
+            none.setEnabled(False)
+
+        m_run = mb.addMenu("&Run")
+        m_run.addAction(self.act_run)
+        m_run.addAction(self.act_cancel)
+        m_run.addSeparator()
+        m_run.addAction(self.act_reset)
+
+        m_view = mb.addMenu("&View")
+        for dock in (self.dataset_dock, self.method_dock, self.log_dock):
+            m_view.addAction(dock.toggleViewAction())
+
+        m_help = mb.addMenu("&Help")
+        self._action_about = m_help.addAction("&About")
+        self._action_about.triggered.connect(self._about)
+        self._rebuild_recent_menu()
+
+    def _build_status(self) -> None:
+        self.data_status = QLabel("No data")
+        self.statusBar().addPermanentWidget(self.data_status)
+
+    def _connect(self) -> None:
+        st = self.state
+        st.datasetChanged.connect(self._on_dataset)
+        self.dataset_panel.openRequested.connect(self.open_dialog)
+        self.dataset_panel.demoRequested.connect(self.load_demo)
+        self.dataset_panel.optionsRequested.connect(self.reload_with_options)
+        mp = self.method_panel
+        mp.runRequested.connect(self.run)
+        mp.cancelRequested.connect(self.cancel)
+        mp.methodChanged.connect(self._on_method_changed)
+        mp.paramsChanged.connect(self._on_params_changed)
+        r = self.runner
+        r.busyChanged.connect(self._on_busy)
+        r.progress.connect(self._on_progress)
+        r.finished.connect(self._on_run_finished)
+        r.failed.connect(self._on_run_failed)
+        r.cancelled.connect(self._on_run_cancelled)
+        ld = self.loader
+        ld.finished.connect(self._on_load_finished)
+        ld.failed.connect(self._on_load_failed)
+        ld.busyChanged.connect(self._on_load_busy)
+
+    # == settings =====================================================================================
+    def _restore_settings(self) -> None:
+        s = self.settings
+        geo = s.geometry()
+        if geo is not None:
+            self.restoreGeometry(geo)
+        ws = s.window_state()
+        if ws is not None:
+            self.restoreState(ws)
+        self.notices = list(s.problems)
+        for name in self.method_panel.built_forms():
+            self._restore_form(name, announce=False)
+        self.method_panel.formCreated.connect(self._restore_form)
+        last = s.last_method()
+        if last:
+            self.method_panel.set_method(last)
+        if self.notices:
+            self.statusBar().showMessage("Settings: " + "; ".join(self.notices), 20000)
+
+    def _restore_form(self, name: str, announce: bool = True) -> None:
+        """Fill a method's new form with the values saved last time (those still valid)."""
+        form = self.method_panel.built_forms()[name]
+        values, messages = self.settings.restore_params(name, form.params)
+        form.set_values(values)
+        self.notices.extend(messages)
+        if announce and messages:
+            self.statusBar().showMessage("Settings: " + "; ".join(messages), 20000)
+
+    def save_settings(self) -> None:
+        s = self.settings
+        s.set_window(self.saveGeometry(), self.saveState())
+        for name, form in self.method_panel.built_forms().items():
+            if form.is_valid():
+                s.set_method_params(name, form.values())
+        if self.method_panel.method_name():
+            s.set_last_method(self.method_panel.method_name())
+        s.sync()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.settings.recent_files()
+        for i, path in enumerate(files):
+            label = f"&{i + 1}  {os.path.basename(path) or path}" if i < 9 else os.path.basename(path)
+            act = self.recent_menu.addAction(label)
+            act.setToolTip(path)
+            act.setStatusTip(path)
+            act.triggered.connect(lambda checked=False, p=path: self._open_recent(p))
+        if files:
+            self.recent_menu.addSeparator()
+            clear = self.recent_menu.addAction("Clear list")
+            clear.triggered.connect(self._clear_recent)
+        self.recent_menu.setToolTipsVisible(True)
+        self.recent_menu.setEnabled(bool(files))
+
+    def _clear_recent(self) -> None:
+        self.settings.clear_recent_files()
+        self._rebuild_recent_menu()
+
+    def _open_recent(self, path: str) -> None:
+        if not os.path.exists(path):
+            self.settings.remove_recent_file(path)
+            self._rebuild_recent_menu()
+            self._show_error("File not found", f"{path} no longer exists; it was removed from the recent files.")
+            return
+        self.open_path(path)
+
+    # == data in ======================================================================================
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open data", self.settings.last_directory(),
+                                              file_filter())
+        if path:
+            self.open_path(path)
+
+    def open_with_options_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open data with options", self.settings.last_directory(),
+                                              file_filter())
+        if path:
+            self.open_with_options(path)
+
+    def reload_with_options(self) -> None:
+        ds = self.state.dataset
+        if ds is not None and ds.provenance.path:
+            self.open_with_options(ds.provenance.path, ds.provenance.options)
+
+    def open_with_options(self, path: str, values: dict | None = None):
+        """Show the loader's options for ``path`` (non-blocking); Load reads the file with them."""
+        from .panels.load_options import LoadOptionsDialog
+        d = _datasets_api()
+        try:
+            loader = d.LOADERS[d.detect_format(path)]
+        except Exception as exc:  # noqa: BLE001 - LoadError: unknown format, missing file...
+            self._show_error(f"Could not open {os.path.basename(path)}", str(exc))
+            return None
+        dlg = LoadOptionsDialog(loader, path, values, self)
+        dlg.setObjectName("load_options_dialog")
+        dlg.accepted.connect(lambda: self.open_path(path, format=loader.name, **dlg.options()))
+        dlg.open()
+        self.options_dialog = dlg
+        return dlg
+
+    def open_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open a folder of images",
+                                                self.settings.last_directory())
+        if path:
+            self.open_path(path)
+
+    def open_path(self, path: str, **options) -> Job:
+        """Load a file (or image folder) in the background; the one path for dialog, drop and recent."""
+        path = os.path.abspath(os.fspath(path))
+
+        def job(progress):
+            ds = _datasets_api().load(path, **options)
+            return ds, ds.fingerprint()  # hashed here, off the GUI thread
+
+        return self._start_load(job, os.path.basename(path) or path, {"path": path})
+
+    def load_demo(self, name: str) -> Job:
+        def job(progress):
+            ds = _datasets_api().demo(name)
+            return ds, ds.fingerprint()
+
+        return self._start_load(job, f"demo '{name}'", {"demo": name})
+
+    def open_session(self, path: str, data_path: str | None = None) -> Job:
+        """Reopen a session file: data verified by hash, fits reloaded or re-run, in the background.
+
+        When the session's data file is missing or changed, the user is offered to point to it
+        (``data_path``), and the session is opened again with that file.
+        """
+        path = os.path.abspath(os.fspath(path))
+
+        def job(progress):
+            from . import session as S
+            s = S.load_session(path)
+            try:
+                ds = S.resolve_dataset(s, path=data_path) if data_path else S.resolve_dataset(s)
+            except (S.DataMissingError, S.DataMismatchError) as exc:
+                return ("locate", s, exc)
+            results, notes = S.rerun(s, ds, progress)
+            return s, ds, results, notes
+
+        return self._start_load(job, f"session {os.path.basename(path)}", {"session": path})
+
+    def _offer_locate(self, job: Job, error) -> None:
+        """Say why the session's data cannot be used and offer to point to the file (non-blocking)."""
+        from .session_dialogs import locate_box
+        box, locate = locate_box(self, error)
+
+        def clicked(button):
+            if locate is not None and button is locate:
+                ref = error.ref
+                start = os.path.dirname(ref.path) if ref.path and os.path.isdir(os.path.dirname(ref.path)) \
+                    else self.settings.last_directory()
+                found, _ = QFileDialog.getOpenFileName(self, "Locate the session's data file", start,
+                                                       file_filter())
+                if found:
+                    self.open_session(job.tag["session"], data_path=found)
+
+        box.buttonClicked.connect(clicked)
+        box.open()
+        self.error_box = box
+        self.statusBar().showMessage(f"Could not open {job.tag['what']}", 8000)
+        self.loadFailed.emit(str(error))
+
+    def save_session_dialog(self) -> None:
+        try:
+            from . import session as S
+        except ImportError:
+            self._show_error("Save session", "Sessions are not available in this build yet.")
+            return
+        if self.state.dataset is None:
+            self._show_error("Save session", "Nothing to save yet: load a data set first.")
+            return
+        base = os.path.join(self.settings.last_directory(), f"{self.state.dataset.name}{S.SESSION_SUFFIX}")
+        path, _ = QFileDialog.getSaveFileName(self, "Save session", base, "Session (*.json)")
+        if not path:
+            return
+        try:
+            view = self.views.current_view_name() if hasattr(self.views, "current_view_name") else None
+            sess = S.session_from_state(self.state, view=view)
+            S.save_session(path, sess, results=self.state.results, dataset=self.state.dataset)
+            S.remember_session(path)
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            import traceback
+            self._show_error("Save session failed", str(exc), traceback.format_exc())
+            return
+        self.statusBar().showMessage(f"Saved session {path}", 8000)
+
+    def open_session_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open session", self.settings.last_directory(),
+                                              "Session (*.json);;All files (*)")
+        if path:
+            self.open_session(path)
+
+    def _apply_session(self, job: Job, payload) -> None:
+        from . import session as S
+        if payload[0] == "locate":
+            self._offer_locate(job, payload[2])
+            return
+        sess, ds, results, notes = payload
+        if self.runner.is_busy():
+            self._log_job(self.runner.cancel(), "cancelled", "muted", detail="a session was opened")
+        view = S.apply_to_state(sess, self.state, ds, results)
+        for rec in sess.runs:
+            form = self.method_panel.form(rec.method)
+            if form is not None:
+                form.set_values(rec.params)
+        if sess.current_method:
+            self.method_panel.set_method(sess.current_method)
+        name = (view or {}).get("name") if isinstance(view, dict) else None
+        if name and hasattr(self.views, "show_view"):
+            try:
+                self.views.show_view(name)
+            except Exception:  # noqa: BLE001 - a view that no longer exists is not fatal
+                pass
+        try:
+            S.remember_session(job.tag["session"])
+        except Exception:  # noqa: BLE001
+            pass
+        self.statusBar().showMessage("; ".join(notes) or f"Opened {job.tag['what']}", 15000)
+        self.datasetLoaded.emit(ds)
+
+    def _start_load(self, fn, what: str, tag: dict) -> Job:
+        self._loading_what = what
+        self.dataset_panel.set_loading(f"Loading {what}…")
+        self.statusBar().showMessage(f"Loading {what}…")
+        return self.loader.submit(fn, tag=dict(tag, what=what))
+
+    def _on_load_busy(self, busy: bool) -> None:
+        if not busy:
+            self.dataset_panel.set_loading(None)
+
+    def _on_load_finished(self, job: Job, payload) -> None:
+        if "session" in job.tag:
+            self._apply_session(job, payload)
+            return
+        ds, fingerprint = payload
+        path = job.tag.get("path")
+        if path:
+            self.settings.add_recent_file(path)
+            self.settings.set_last_directory(path)
+            self._rebuild_recent_menu()
+        self.statusBar().showMessage(f"Loaded {job.tag['what']} in {job.elapsed:.2f} s", 8000)
+        self.set_dataset(ds, fingerprint)
+
+    def _on_load_failed(self, job: Job, message: str, details: str) -> None:
+        self.statusBar().showMessage(f"Could not load {job.tag['what']}", 8000)
+        self._show_error(f"Could not load {job.tag['what']}", message, details)
+        self.loadFailed.emit(message)
+
+    def set_dataset(self, ds, fingerprint: str | None = None) -> None:
+        """Make ``ds`` current: a running fit is cancelled, since its result would be stale.
+
+        ``fingerprint`` is ``ds.fingerprint()`` when already known (it is computed otherwise, once).
+        """
+        if self.runner.is_busy():
+            job = self.runner.cancel()
+            self._log_job(job, "cancelled", "muted", detail="the data set changed during the fit")
+        self.state.set_dataset(ds, fingerprint)
+        self.datasetLoaded.emit(ds)
+
+    def _on_dataset(self, ds) -> None:
+        self.dataset_panel.set_dataset(ds)
+        if ds is None:
+            self.data_status.setText("No data")
+            self.setWindowTitle("Robust Subspace Studio")
+        else:
+            self.data_status.setText(f"{ds.name}: {ds.n_samples:,} × {ds.n_features:,}")
+            self.setWindowTitle(f"{ds.name} — Robust Subspace Studio")
+        self._update_blocker()
+
+    # drag and drop -----------------------------------------------------------------------------
+    @staticmethod
+    def _dropped_paths(mime) -> list[str]:
+        if not mime.hasUrls():
+            return []
+        return [u.toLocalFile() for u in mime.urls() if u.isLocalFile() and u.toLocalFile()]
+
+    def dragEnterEvent(self, event) -> None:
+        if self._dropped_paths(event.mimeData()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event) -> None:
+        self.dragEnterEvent(event)
+
+    def dropEvent(self, event) -> None:
+        paths = self._dropped_paths(event.mimeData())
+        if not paths:
+            event.ignore()
+            return
+        event.acceptProposedAction()
+        if len(paths) > 1:
+            self.statusBar().showMessage(f"{len(paths)} files dropped; opening the first one", 8000)
+        self.open_path(paths[0])
+
+    # == runs ============================================================================================
+    def _update_blocker(self) -> None:
+        ds = self.state.dataset
+        m = self.method_panel.method()
+        if ds is None:
+            reason = "Load a data set first (File → Open or the Demos menu)."
+        elif m is not None and m.needs_labels and ds.labels is None:
+            reason = f"{m.title} needs class labels and '{ds.name}' has none."
+        else:
+            reason = None
+        self.method_panel.set_blocker(reason)
+
+    def _on_method_changed(self, name: str | None) -> None:
+        if name:
+            self.state.set_current_method(name)
+        self._update_blocker()
+
+    def current_params(self, name: str | None = None) -> dict | None:
+        """Validated parameters in the form of ``name`` (default: the chosen method), or None if invalid."""
+        form = self.method_panel.form(name)
+        if form is None:
+            return None
+        try:
+            return self.methods[name or self.method_panel.method_name()].validate(form.values())
+        except ValueError:
+            return None
+
+    def run(self) -> Job | None:
+        """Start the chosen method on the current data (cancelling a fit in flight).
+
+        Returns the job, or None when Run is refused; the reason is then shown in the status bar
+        and beside the Run button.
+        """
+        reason = self.method_panel.run_block_reason()
+        if reason is not None:
+            self.statusBar().showMessage(f"Cannot run: {reason}", 10000)
+            return None
+        name = self.method_panel.method_name()
+        method = self.methods[name]
+        params = self.current_params(name)
+        ds = self.state.dataset
+        if self.runner.is_busy():
+            old = self.runner.current
+            self._log_job(old, "cancelled", "muted", detail="replaced by a new run")
+        tag = {"method": name, "title": method.title, "params": params, "dataset": ds.name,
+               "data_version": self.state.data_version}
+        self.settings.set_method_params(name, params)
+        self.settings.set_last_method(name)
+        if self.isolation == "process":
+            # Registry methods travel by name; others (scripts, tests) as the Method itself.
+            spec = name if METHODS.get(name) is method else method
+            pool = shared_pool()
+            fn = lambda progress: pool.run(spec, ds, params, progress)  # noqa: E731
+        else:
+            fn = lambda progress: method.run(ds, params, progress)  # noqa: E731
+        job = self.runner.submit(fn, tag=tag)
+        self.method_panel.set_status(f"Running {method.title} on {ds.name}…")
+        return job
+
+    def cancel(self) -> None:
+        job = self.runner.cancel()
+        if job is not None:
+            self._log_job(job, "cancelled", "muted", seconds=time.perf_counter() - job.submitted)
+            self.method_panel.set_status("Cancelled", done=False)
+            self.statusBar().showMessage(f"Cancelled {job.tag['title']}", 5000)
+            self.runCancelled.emit()
+            self.idle.emit()
+
+    def _on_busy(self, busy: bool) -> None:
+        self.method_panel.set_busy(busy)
+        self.act_cancel.setEnabled(busy)
+
+    def _on_progress(self, job: Job, fraction: float, message: str) -> None:
+        self.method_panel.set_progress(fraction, message)
+
+    def _on_params_changed(self, name: str) -> None:
+        job = self.runner.current
+        if job is not None and job.tag["method"] == name and self.current_params(name) != job.tag["params"]:
+            self.method_panel.set_status("Parameters changed: this run's result will be discarded. "
+                                         "Press Run to use the new values.")
+
+    def _stale_reason(self, job: Job, result) -> str | None:
+        ds = self.state.dataset
+        if ds is not None and self.state.data_version == job.tag["data_version"]:
+            # The fit ran on this very object and hashed it already.
+            self.state.adopt_fingerprint(result.data_fingerprint)
+        if ds is None or self.state.data_version != job.tag["data_version"] \
+                or result.data_fingerprint != self.state.data_fingerprint():
+            return "the data set changed during the fit"
+        if self.current_params(job.tag["method"]) != job.tag["params"]:
+            return "the parameters were changed during the fit; press Run to use the new values"
+        return None
+
+    def _on_run_finished(self, job: Job, result) -> None:
+        reason = self._stale_reason(job, result)
+        if reason is not None:
+            self._log_job(job, "discarded", "muted", seconds=job.elapsed, detail=reason)
+            self.method_panel.set_status(f"Result discarded: {reason}", done=False)
+            self.runDiscarded.emit(reason)
+            self.idle.emit()
+            return
+        converged = result.summary.get("converged")
+        if converged is None:
+            converged = getattr(result.estimator, "converged_", None)
+        if converged is None:
+            outcome, level = "finished", "ok"
+        elif converged:
+            outcome, level = "converged", "ok"
+        else:
+            outcome, level = "not converged", "warning"
+        if result.warnings and level == "ok":
+            level = "warning"
+        self._log_job(job, outcome, level, seconds=result.elapsed, warnings=result.warnings)
+        self.state.set_current_method(result.method)
+        self.state.add_result(result)
+        text = f"{job.tag['title']}: {outcome} in {result.elapsed:.2f}\u00a0s"
+        if result.warnings:
+            text += f" ({len(result.warnings)} warning{'s' if len(result.warnings) > 1 else ''}, see the log)"
+        self.method_panel.set_status(text, done=True)
+        self.statusBar().showMessage(text, 8000)
+        self.runFinished.emit(result)
+        self.idle.emit()
+
+    def _on_run_failed(self, job: Job, message: str, details: str) -> None:
+        self._log_job(job, "failed", "error", seconds=job.elapsed, detail=message)
+        self.method_panel.set_status(f"Failed: {message}", done=False)
+        self._show_error(f"{job.tag['title']} failed", message, details)
+        self.runFailed.emit(message)
+        self.idle.emit()
+
+    def _on_run_cancelled(self, job: Job) -> None:
+        # The log line was written when Cancel was pressed; now the thread has really stopped.
+        if not self.runner.is_busy():
+            self.method_panel.set_status(f"Cancelled after {job.elapsed:.1f}\u00a0s", done=False)
+
+    def _log_job(self, job: Job | None, outcome: str, level: str, seconds: float | None = None,
+                 warnings=(), detail: str = "") -> None:
+        if job is None:
+            return
+        t = job.tag
+        self.run_log.add(LogEntry(method=t["title"], params=t["params"], dataset=t["dataset"],
+                                  outcome=outcome, seconds=seconds, warnings=list(warnings),
+                                  detail=detail, level=level))
+
+    # == errors, export, misc ==================================================================================
+    def _show_error(self, title: str, message: str, details: str = "") -> QMessageBox:
+        """A non-blocking message box (the window stays usable), with the traceback folded away."""
+        if self.error_box is not None:
+            self.error_box.close()
+        box = QMessageBox(QMessageBox.Icon.Warning, title, message, QMessageBox.StandardButton.Ok, self)
+        box.setObjectName("error_box")
+        if details:
+            box.setDetailedText(details)
+        box.setWindowModality(Qt.WindowModality.WindowModal)
+        box.open()
+        self.error_box = box
+        return box
+
+    def export_figure_dialog(self) -> None:
+        if self._export_refusal(figure=True):
+            return
+        base = os.path.join(self.settings.last_directory(), f"{self.state.current_method}.png")
+        path, flt = QFileDialog.getSaveFileName(self, "Export figure", base,
+                                                "PNG image, 2× screen resolution (*.png);;SVG drawing (*.svg)")
+        if not path:
+            return
+        if not os.path.splitext(path)[1]:
+            path += ".svg" if "svg" in flt.lower() else ".png"
+        self.export_figure_to(path)
+
+    def _export_refusal(self, figure: bool) -> bool:
+        """Explain (and return True) when there is nothing to export or no exporter."""
+        if figure and not hasattr(self.views, "export_figure"):
+            self._show_error("Export figure", "Figure export is not available in this build yet.")
+            return True
+        if not figure:
+            try:
+                from .export import export_results  # noqa: F401
+            except ImportError:
+                self._show_error("Export results", "Result export is not available in this build yet.")
+                return True
+        if self.state.result() is None:
+            what = "Export figure" if figure else "Export results"
+            self._show_error(what, f"Nothing to export yet: run {self._method_title()} first.")
+            return True
+        return False
+
+    def _method_title(self) -> str:
+        m = self.methods.get(self.state.current_method)
+        return m.title if m is not None else self.state.current_method
+
+    def export_figure_to(self, path: str) -> str | None:
+        """Write the current view to ``path`` (.png at 2x, or .svg); the dialog's code path."""
+        if self._export_refusal(figure=True):
+            return None
+        try:
+            written = self.views.export_figure(path, scale=2.0 if path.lower().endswith(".png") else 1.0)
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            import traceback
+            self._show_error("Export figure failed", str(exc), traceback.format_exc())
+            return None
+        self.settings.set_last_directory(path)
+        self.statusBar().showMessage(f"Saved {written or path}", 8000)
+        return written or path
+
+    def export_results_dialog(self) -> None:
+        if self._export_refusal(figure=False):
+            return
+        folder = QFileDialog.getExistingDirectory(self, "Export results into folder",
+                                                  self.settings.last_directory())
+        if folder:
+            self.export_results_to(folder)
+
+    def export_results_to(self, folder: str, overwrite: bool | None = None) -> list[str]:
+        """Write the current method's scores, flags and arrays into ``folder``.
+
+        ``overwrite=None`` asks the user before replacing existing files.
+        """
+        if self._export_refusal(figure=False):
+            return []
+        from .export import export_results
+        res, ds = self.state.result(), self.state.dataset
+        try:
+            try:
+                written = export_results(res, ds, folder, overwrite=bool(overwrite))
+            except FileExistsError as exc:
+                if overwrite is False:
+                    raise
+                answer = QMessageBox.question(self, "Overwrite files?", f"{exc}\n\nOverwrite them?")
+                if answer != QMessageBox.StandardButton.Yes:
+                    return []
+                written = export_results(res, ds, folder, overwrite=True)
+        except Exception as exc:  # noqa: BLE001 - shown to the user
+            import traceback
+            self._show_error("Export results failed", str(exc), traceback.format_exc())
+            return []
+        self.settings.set_last_directory(folder)
+        self.statusBar().showMessage(f"Saved {len(written)} file(s) in {folder}", 8000)
+        return list(written)
+
+    def _about(self) -> None:
+        from robustcore import __version__
+        QMessageBox.about(self, "About Robust Subspace Studio",
+                          f"<b>Robust Subspace Studio</b> {__version__}<br>Robust subspace analysis of "
+                          f"data with outliers: PCA, Coherence Pursuit, PCP, SPE/T² scoring, ESFS, SCW.")
+
+    # == closing ========================================================================================
+    def closeEvent(self, event) -> None:
+        self.save_settings()
+        t0 = time.monotonic()
+        ok_fit = self.runner.shutdown(timeout=3.0)
+        ok_load = self.loader.shutdown(timeout=max(0.1, 3.0 - (time.monotonic() - t0)))
+        self.warmer.shutdown(timeout=0.1)
+        if not (ok_fit and ok_load):
+            # A fit deep in one long BLAS call: the thread stays referenced and is joined at exit
+            # (app.tasks), so nothing is destroyed while it runs.
+            print("Robust Subspace Studio: waiting for a running computation to stop…", file=sys.stderr)
+        if self.error_box is not None:
+            self.error_box.close()
+        event.accept()
+        super().closeEvent(event)

@@ -1,0 +1,262 @@
+"""Dataset panel: open a file or a demo, see what was loaded (summary and a preview table)."""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton,
+                               QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
+
+__all__ = ["DatasetPanel", "PreviewModel"]
+
+MAX_PREVIEW_ROWS = 5000
+MAX_PREVIEW_COLS = 200
+
+
+class PreviewModel(QAbstractTableModel):
+    """The first rows and columns of a data set; cells are formatted only when shown."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.dataset = None
+        self._extra: list[tuple[str, object]] = []
+        self._rows = 0
+        self._cols = 0
+
+    def set_dataset(self, ds) -> None:
+        self.beginResetModel()
+        self.dataset = ds
+        self._extra = []
+        if ds is not None:
+            if ds.labels is not None:
+                self._extra.append(("label", ds.labels))
+            if ds.outliers is not None:
+                self._extra.append(("outlier", ds.outliers))
+            self._rows = min(ds.n_samples, MAX_PREVIEW_ROWS)
+            self._cols = min(ds.n_features, MAX_PREVIEW_COLS)
+        else:
+            self._rows = self._cols = 0
+        self.endResetModel()
+
+    def rowCount(self, parent=QModelIndex()):
+        return 0 if parent.isValid() else self._rows
+
+    def columnCount(self, parent=QModelIndex()):
+        return 0 if parent.isValid() else self._cols + len(self._extra)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or self.dataset is None:
+            return None
+        r, c = index.row(), index.column()
+        if role == Qt.ItemDataRole.TextAlignmentRole:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role != Qt.ItemDataRole.DisplayRole:
+            return None
+        if c < len(self._extra):
+            name, arr = self._extra[c]
+            v = arr[r]
+            if name == "outlier":
+                return "yes" if v else ""
+            return str(v)
+        j = c - len(self._extra)
+        X = self.dataset.X
+        v = X[r, j] if not sp.issparse(X) else X[r, j]
+        return f"{float(v):.4g}"
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
+        if role != Qt.ItemDataRole.DisplayRole or self.dataset is None:
+            return None
+        if orientation == Qt.Orientation.Horizontal:
+            if section < len(self._extra):
+                return self._extra[section][0]
+            return str(self.dataset.feature_names[section - len(self._extra)])
+        return str(self.dataset.sample_ids[section])
+
+
+class DatasetPanel(QWidget):
+    """Signals: openRequested(), demoRequested(str), optionsRequested() (reload the current file
+    with other loader options)."""
+
+    openRequested = Signal()
+    demoRequested = Signal(str)
+    optionsRequested = Signal()
+
+    def __init__(self, demos: dict | None = None, parent=None):
+        super().__init__(parent)
+        self.open_button = QPushButton("Open…")
+        self.open_button.setToolTip("Open a data file (Ctrl+O); you can also drop a file on the window")
+        self.open_button.clicked.connect(self.openRequested)
+        self.demo_button = QToolButton()
+        self.demo_button.setText("Demo data")
+        self.demo_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.demo_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
+        self.demo_button.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        self.demo_menu = QMenu(self)
+        self.demo_menu.setToolTipsVisible(True)
+        self.demo_button.setMenu(self.demo_menu)
+        self.set_demos(demos or {})
+
+        self.title = QLabel("No data loaded")
+        self.title.setObjectName("dataset_title")
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.title.setWordWrap(True)
+        self.hint = QLabel("Open a file (CSV, NPY/NPZ, LIBSVM, IDX, MATLAB, images) or pick a demo. "
+                           "You can also drop a file on the window.")
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet("color: #555;")
+        self.summary_box = QWidget()
+        self.summary_form = QFormLayout(self.summary_box)
+        self.summary_form.setContentsMargins(0, 0, 0, 0)
+        self.summary_form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+        self.summary_form.setHorizontalSpacing(10)
+        self.summary_form.setVerticalSpacing(2)
+        self.description = QLabel()
+        self.description.setWordWrap(True)
+        self.description.setStyleSheet("color: #555;")
+        self.description.setVisible(False)
+        self.options_button = QPushButton("Load options…")
+        self.options_button.setToolTip("Load this file again with other options (label column, "
+                                       "delimiter, variables…)")
+        self.options_button.clicked.connect(self.optionsRequested)
+        self.options_button.setVisible(False)
+        self.busy_label = QLabel()
+        self.busy_label.setVisible(False)
+
+        self.model = PreviewModel(self)
+        self.table = QTableView()
+        self.table.setObjectName("preview_table")
+        self.table.setModel(self.model)
+        self.table.setAlternatingRowColors(True)
+        self.table.verticalHeader().setDefaultSectionSize(20)
+        self.table.horizontalHeader().setDefaultSectionSize(64)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        # Size columns from the first rows only: measuring thousands of cells would stall the GUI.
+        self.table.horizontalHeader().setResizeContentsPrecision(40)
+        self.table.verticalHeader().setResizeContentsPrecision(40)
+        self.table.setVisible(False)
+        self.preview_note = QLabel()
+        self.preview_note.setStyleSheet("color: #555;")
+        self.preview_note.setWordWrap(True)
+        self.preview_note.setVisible(False)
+
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.open_button, 1)
+        buttons.addWidget(self.demo_button, 1)
+        lay = QVBoxLayout(self)
+        lay.addLayout(buttons)
+        lay.addWidget(self.busy_label)
+        lay.addWidget(self.title)
+        lay.addWidget(self.hint)
+        lay.addWidget(self.summary_box)
+        lay.addWidget(self.description)
+        opt_row = QHBoxLayout()
+        opt_row.addStretch(1)
+        opt_row.addWidget(self.options_button)
+        lay.addLayout(opt_row)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.preview_note)
+        lay.addStretch(0)
+        self._stretch_when_empty = lay
+
+    def set_demos(self, demos: dict) -> None:
+        self.demo_menu.clear()
+        for name, desc in demos.items():
+            act = self.demo_menu.addAction(name)
+            act.setToolTip(desc)
+            act.triggered.connect(lambda checked=False, n=name: self.demoRequested.emit(n))
+        self.demo_button.setEnabled(bool(demos))
+
+    def set_loading(self, text: str | None) -> None:
+        self.busy_label.setText(text or "")
+        self.busy_label.setVisible(bool(text))
+
+    def set_dataset(self, ds) -> None:
+        while self.summary_form.rowCount():
+            self.summary_form.removeRow(0)
+        self.model.set_dataset(ds)
+        if ds is None:
+            self.title.setText("No data loaded")
+            self.hint.setVisible(True)
+            self.description.setVisible(False)
+            self.table.setVisible(False)
+            self.preview_note.setVisible(False)
+            self.options_button.setVisible(False)
+            return
+        self.options_button.setVisible(bool(ds.provenance.path) and not ds.provenance.demo)
+        self.hint.setVisible(False)
+        self.title.setText(ds.name)
+        for key, value in dataset_summary(ds):
+            lab = QLabel(str(value))
+            lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            lab.setWordWrap(True)
+            lab.setObjectName(f"summary_{key.replace(' ', '_')}")
+            key_label = QLabel(key)
+            key_label.setStyleSheet("color: #555;")
+            self.summary_form.addRow(key_label, lab)
+        self.description.setText(ds.description or "")
+        self.description.setVisible(bool(ds.description))
+        self.table.setVisible(True)
+        self.table.resizeColumnsToContents()
+        n, d = ds.n_samples, ds.n_features
+        notes = []
+        if n > MAX_PREVIEW_ROWS:
+            notes.append(f"first {MAX_PREVIEW_ROWS:,} of {n:,} samples")
+        if d > MAX_PREVIEW_COLS:
+            notes.append(f"first {MAX_PREVIEW_COLS:,} of {d:,} features")
+        self.preview_note.setText("Preview shows the " + " and the ".join(notes) if notes else "")
+        self.preview_note.setVisible(bool(notes))
+
+    def summary_text(self) -> dict:
+        """What the summary shows, as {key: text} (for tests and logs)."""
+        out = {}
+        for row in range(self.summary_form.rowCount()):
+            k = self.summary_form.itemAt(row, QFormLayout.ItemRole.LabelRole).widget().text()
+            v = self.summary_form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget().text()
+            out[k] = v
+        return out
+
+
+def dataset_summary(ds) -> list[tuple[str, str]]:
+    """(key, text) rows: shape, labels, outliers, image shape, provenance."""
+    rows = [("shape", f"{ds.n_samples:,} samples × {ds.n_features:,} features"
+                      + (" (sparse)" if ds.is_sparse else ""))]
+    if ds.labels is not None:
+        names = [str(c) for c in (ds.class_names or [])]
+        counts = []
+        labels = np.asarray(ds.labels)
+        for c in (ds.class_names or [])[:8]:
+            counts.append(f"{c}: {int(np.sum(labels == c))}")
+        more = f", … ({len(names)} classes)" if len(names) > 8 else ""
+        rows.append(("labels", ", ".join(counts) + more))
+    else:
+        rows.append(("labels", "none"))
+    if ds.outliers is not None:
+        k = int(np.sum(ds.outliers))
+        rows.append(("known outliers", f"{k:,} ({100.0 * k / max(ds.n_samples, 1):.1f} %)"))
+    if ds.image_shape is not None:
+        h, w = ds.image_shape
+        rows.append(("image shape", f"{h} × {w} pixels" + (", video frames" if ds.frame_order is not None else "")))
+    p = ds.provenance
+    if p.demo:
+        rows.append(("source", f"bundled demo '{p.demo}'"))
+    elif p.path:
+        rows.append(("source", p.path))
+    else:
+        rows.append(("source", p.loader))
+    if p.path and p.demo is None:
+        rows.append(("loader", p.loader + (f" {p.options}" if p.options else "")))
+    if p.size:
+        rows.append(("file size", _size(p.size)))
+    if p.sha256:
+        rows.append(("sha256", p.sha256[:16] + "…"))
+    return rows
+
+
+def _size(n: int) -> str:
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
+    return str(n)

@@ -1,0 +1,81 @@
+"""Run log: one row per run (method, parameters, data set, wall time, outcome) and its warnings."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
+
+from .param_form import format_value
+
+__all__ = ["RunLog", "LogEntry"]
+
+COLUMNS = ("Time", "Method", "Data set", "Outcome", "Wall time", "Parameters")
+_COLOURS = {"ok": None, "warning": QColor("#9a6700"), "error": QColor("#b03a2e"),
+            "muted": QColor("#6b6b6b")}
+
+
+@dataclass
+class LogEntry:
+    method: str
+    params: dict
+    dataset: str
+    outcome: str                 # "converged", "finished", "not converged", "cancelled", "failed", ...
+    seconds: float | None = None
+    warnings: list = field(default_factory=list)
+    detail: str = ""
+    level: str = "ok"            # ok | warning | error | muted
+    when: float = field(default_factory=time.time)
+
+
+def format_params(params: dict) -> str:
+    return ", ".join(f"{k}={format_value(v) if v is not None else 'auto'}" for k, v in params.items())
+
+
+class RunLog(QTreeWidget):
+    """Newest run at the top; warnings and details are child rows."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.entries: list[LogEntry] = []
+        self.setColumnCount(len(COLUMNS))
+        self.setHeaderLabels(COLUMNS)
+        self.setRootIsDecorated(True)
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.setObjectName("run_log")
+        h = self.header()
+        h.setStretchLastSection(True)
+        for i in range(len(COLUMNS) - 1):
+            h.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+
+    def add(self, entry: LogEntry) -> QTreeWidgetItem:
+        self.entries.append(entry)
+        secs = "" if entry.seconds is None else f"{entry.seconds:.2f} s"
+        params = format_params(entry.params)
+        item = QTreeWidgetItem([time.strftime("%H:%M:%S", time.localtime(entry.when)), entry.method,
+                                entry.dataset, entry.outcome, secs, params])
+        item.setToolTip(len(COLUMNS) - 1, params)
+        item.setTextAlignment(4, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        colour = _COLOURS.get(entry.level)
+        if colour is not None:
+            item.setForeground(3, QBrush(colour))
+        for w in entry.warnings:
+            child = QTreeWidgetItem(["", "", "", "warning", "", str(w)])
+            child.setForeground(3, QBrush(_COLOURS["warning"]))
+            child.setToolTip(len(COLUMNS) - 1, str(w))
+            item.addChild(child)
+        if entry.detail:
+            child = QTreeWidgetItem(["", "", "", "", "", entry.detail])
+            child.setToolTip(len(COLUMNS) - 1, entry.detail)
+            item.addChild(child)
+        self.insertTopLevelItem(0, item)
+        item.setExpanded(True)
+        self.scrollToItem(item)
+        return item
+
+    def last(self) -> LogEntry | None:
+        return self.entries[-1] if self.entries else None

@@ -1,0 +1,277 @@
+"""The one worker mechanism: every fit (and every file load) runs on its own QThread.
+
+A job is a plain callable ``fn(progress) -> result`` where ``progress(fraction, message)`` is the
+robustcore progress protocol: it returns ``False`` once the job is cancelled, which makes the
+estimator's :class:`~robustcore._progress.Reporter` raise ``Cancelled`` at its next report.
+
+Guarantees the window relies on:
+
+* the callable runs off the GUI thread; progress reaches the GUI at most every ``throttle``
+  seconds (the last report of a job is never lost, it is delivered with the result);
+* starting a job cancels the one in flight; only the newest job's signals are forwarded, so a
+  late result of an older job can never be mistaken for the current one;
+* :meth:`TaskRunner.cancel` returns at once: the runner is idle immediately and the old thread
+  winds down in the background (within one progress report of the estimator);
+* an exception in the job becomes :attr:`TaskRunner.failed` with a one-line message and the
+  traceback as details; the thread always ends normally;
+* :meth:`TaskRunner.shutdown` cancels and joins every thread. Threads are also kept referenced
+  in a module-level set until they finish, so a ``QThread`` object is never destroyed while its
+  thread runs, whatever happens to the runner or the window.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import threading
+import time
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from PySide6.QtCore import QObject, Qt, QThread, Signal
+
+from robustcore._progress import Cancelled
+
+__all__ = ["Job", "TaskRunner", "describe_error"]
+
+_SEQ = itertools.count(1)
+# Every QThread started here, until its run() has returned (see module docstring).
+_LIVE: set["_JobThread"] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@dataclass(eq=False)
+class Job:
+    """One submitted job and what it was submitted with.
+
+    ``tag`` is whatever the caller needs to judge the result when it arrives (method, validated
+    parameters, data fingerprint, data set name...). ``status`` moves from "running" to one of
+    "done", "failed", "cancelled". ``elapsed`` is the wall time of the callable in seconds.
+    """
+
+    seq: int
+    tag: dict = field(default_factory=dict)
+    status: str = "running"
+    elapsed: float = 0.0
+    fraction: float = 0.0
+    message: str = ""
+    submitted: float = field(default_factory=time.perf_counter)
+    cancel_event: threading.Event = field(default_factory=threading.Event, repr=False)
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_event.is_set()
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for the user: the library's own message for bad input, else the type too."""
+    text = str(exc).strip()
+    if isinstance(exc, ValueError) and text:
+        return text
+    name = type(exc).__name__
+    return f"{name}: {text}" if text else name
+
+
+class _JobSignals(QObject):
+    """Lives in the GUI thread; the worker emits on it and queued connections carry the call."""
+
+    progress = Signal(object, float, str)
+    done = Signal(object, object)
+    error = Signal(object, str, str)
+    stopped = Signal(object)
+    ended = Signal(object)
+
+
+class _JobThread(QThread):
+    def __init__(self, job: Job, fn: Callable[[Callable], Any], throttle: float):
+        super().__init__()
+        self.job = job
+        self.fn = fn
+        self.throttle = throttle
+        self.signals = _JobSignals()
+
+    def _progress(self, fraction, message=""):
+        job = self.job
+        if job.cancel_event.is_set():
+            return False
+        job.fraction = float(fraction)
+        job.message = str(message)
+        now = time.monotonic()
+        if now - self._last >= self.throttle:
+            self._last = now
+            self.signals.progress.emit(job, job.fraction, job.message)
+        return True
+
+    def run(self) -> None:
+        job = self.job
+        self._last = 0.0
+        t0 = time.perf_counter()
+        try:
+            result = self.fn(self._progress)
+        except Cancelled:
+            job.elapsed = time.perf_counter() - t0
+            job.status = "cancelled"
+            self.signals.stopped.emit(job)
+        except Exception as exc:  # noqa: BLE001 - everything must reach the user, not kill the thread
+            job.elapsed = time.perf_counter() - t0
+            job.status = "failed"
+            remote = getattr(exc, "remote_traceback", None)  # raised in a worker process
+            message = str(exc) if remote and not isinstance(exc, ValueError) else describe_error(exc)
+            self.signals.error.emit(job, message, remote or traceback.format_exc())
+        else:
+            job.elapsed = time.perf_counter() - t0
+            if job.cancel_event.is_set():
+                job.status = "cancelled"
+                self.signals.stopped.emit(job)
+            else:
+                job.status = "done"
+                self.signals.done.emit(job, result)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(self)
+            self.signals.ended.emit(job)
+
+
+class TaskRunner(QObject):
+    """Runs one job at a time off the GUI thread (a new job cancels the previous one).
+
+    Signals (all delivered in the GUI thread, and only for the current job)
+    -------
+    started(Job)
+    progress(Job, float, str)     fraction in [0, 1] and status text, throttled.
+    finished(Job, object)         the callable's return value.
+    failed(Job, str, str)         one-line message and the traceback.
+    cancelled(Job)                the job stopped after :meth:`cancel` (or was superseded).
+    busyChanged(bool)
+    """
+
+    started = Signal(object)
+    progress = Signal(object, float, str)
+    finished = Signal(object, object)
+    failed = Signal(object, str, str)
+    cancelled = Signal(object)
+    busyChanged = Signal(bool)
+
+    def __init__(self, parent=None, throttle: float = 0.05):
+        super().__init__(parent)
+        self.throttle = float(throttle)
+        self._current: Job | None = None
+        self._threads: dict[int, _JobThread] = {}
+        self._busy = False
+        self._closed = False
+
+    # -- queries ----------------------------------------------------------------------------
+    @property
+    def current(self) -> Job | None:
+        """The newest job while it runs and has not been cancelled, else None."""
+        return self._current
+
+    def is_busy(self) -> bool:
+        return self._busy
+
+    def live_threads(self) -> int:
+        """Threads of this runner still running (cancelled ones may still be winding down)."""
+        return sum(1 for t in self._threads.values() if t.isRunning())
+
+    # -- control ----------------------------------------------------------------------------
+    def submit(self, fn: Callable[[Callable], Any], tag: dict | None = None) -> Job:
+        """Start ``fn(progress)`` on a new thread, cancelling the job in flight."""
+        if self._closed:
+            raise RuntimeError("this TaskRunner has been shut down")
+        self.cancel()
+        job = Job(seq=next(_SEQ), tag=dict(tag or {}))
+        th = _JobThread(job, fn, self.throttle)
+        q = Qt.ConnectionType.QueuedConnection
+        sig = th.signals
+        # Bound slots of this GUI-thread object with queued connections: every call below runs
+        # in the GUI thread, in the order the worker emitted.
+        sig.progress.connect(self._on_progress, q)
+        sig.done.connect(self._on_done, q)
+        sig.error.connect(self._on_error, q)
+        sig.stopped.connect(self._on_stopped, q)
+        sig.ended.connect(self._reap, q)
+        self._threads[job.seq] = th
+        with _LIVE_LOCK:
+            _LIVE.add(th)
+        self._current = job
+        self._set_busy(True)
+        self.started.emit(job)
+        th.start()
+        return job
+
+    def cancel(self) -> Job | None:
+        """Ask the current job to stop; the runner is idle at once. Returns that job."""
+        job = self._current
+        if job is None:
+            return None
+        job.cancel_event.set()
+        self._current = None
+        self._set_busy(False)
+        return job
+
+    def shutdown(self, timeout: float = 5.0) -> bool:
+        """Cancel everything and join the threads; True when all have ended within ``timeout``."""
+        self._closed = True
+        self.cancel()
+        for th in list(self._threads.values()):
+            th.job.cancel_event.set()
+        deadline = time.monotonic() + timeout
+        ok = True
+        for th in list(self._threads.values()):
+            left = max(0, int((deadline - time.monotonic()) * 1000))
+            if not th.wait(left):
+                ok = False
+        return ok
+
+    # -- from the worker (GUI thread, queued) -------------------------------------------------
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busyChanged.emit(busy)
+
+    def _is_current(self, job: Job) -> bool:
+        return self._current is job
+
+    def _on_progress(self, job: Job, fraction: float, message: str) -> None:
+        if self._is_current(job):
+            self.progress.emit(job, fraction, message)
+
+    def _on_done(self, job: Job, result) -> None:
+        if self._is_current(job):
+            self._current = None
+            self._set_busy(False)
+            self.finished.emit(job, result)
+
+    def _on_error(self, job: Job, message: str, details: str) -> None:
+        if self._is_current(job):
+            self._current = None
+            self._set_busy(False)
+            self.failed.emit(job, message, details)
+
+    def _on_stopped(self, job: Job) -> None:
+        if self._is_current(job):
+            self._current = None
+            self._set_busy(False)
+        # Reported even for a superseded job: the log records that it stopped and when.
+        self.cancelled.emit(job)
+
+    def _reap(self, job: Job) -> None:
+        th = self._threads.pop(job.seq, None)
+        if th is not None:
+            th.wait()
+            th.deleteLater()
+
+
+@atexit.register
+def _join_live_threads() -> None:
+    # Last line of defence at interpreter exit: stop and join any thread still running so Qt
+    # never destroys a running QThread ("QThread: Destroyed while thread is still running").
+    with _LIVE_LOCK:
+        threads = list(_LIVE)
+    for th in threads:
+        th.job.cancel_event.set()
+    for th in threads:
+        try:
+            th.wait(30_000)
+        except RuntimeError:  # the C++ object is already gone, so is its thread
+            pass

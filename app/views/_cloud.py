@@ -1,0 +1,311 @@
+"""A scatter of samples that shows the shared selection and changes it.
+
+``SelectViewBox`` turns left-drags into rectangle or lasso selections (or pans, in pan mode) and
+left-clicks into point picks; Shift adds to the selection, Ctrl (or Alt) subtracts, no modifier
+replaces. ``PointCloud`` draws the points as ONE ScatterPlotItem with shared brushes, the flagged
+points and the selection as two small overlay items, and finds the point under the mouse in
+screen pixels so a tooltip always belongs to the point drawn under the cursor.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QPointF, Qt, Signal
+from PySide6.QtGui import QCursor, QPainterPath
+from PySide6.QtWidgets import QGraphicsPathItem, QToolTip
+
+from . import _geometry as geo
+from . import _style as st
+
+TOOLS = ("rect", "lasso", "pan")
+
+
+def mode_for(modifiers) -> str:
+    """Selection mode for keyboard modifiers: Shift adds, Ctrl/Alt/Meta subtract."""
+    m = Qt.KeyboardModifier
+    if modifiers & m.ShiftModifier:
+        return "add"
+    if modifiers & (m.ControlModifier | m.AltModifier | m.MetaModifier):
+        return "subtract"
+    return "replace"
+
+
+class SelectViewBox(pg.ViewBox):
+    """ViewBox whose left-drag selects (rectangle or lasso) instead of panning, unless tool="pan"."""
+
+    sigRegion = Signal(str, object, str)   # kind ("rect", "lasso"), (m, 2) data points, mode
+    sigPick = Signal(object, str)          # QPointF in data coordinates, mode
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.tool = "rect"
+        self._trace: list[QPointF] = []
+        self._outline = QGraphicsPathItem()
+        self._outline.setPen(st.pen(st.SELECT_COLOR, 1.5, Qt.PenStyle.DashLine))
+        self._outline.setZValue(1e6)
+        self._outline.setVisible(False)  # an empty path breaks pyqtgraph's SVG export
+        self.addItem(self._outline, ignoreBounds=True)
+
+    def set_tool(self, tool: str) -> None:
+        if tool not in TOOLS:
+            raise ValueError(f"tool must be one of {', '.join(TOOLS)}; got {tool!r}")
+        self.tool = tool
+
+    def mouseDragEvent(self, ev, axis=None):
+        if self.tool == "pan" or ev.button() != Qt.MouseButton.LeftButton:
+            return super().mouseDragEvent(ev, axis)
+        ev.accept()
+        pos = self.mapSceneToView(ev.scenePos())
+        if ev.isStart():
+            self._trace = [self.mapSceneToView(ev.buttonDownScenePos())]
+        self._trace.append(pos)
+        path = QPainterPath()
+        if self.tool == "rect":
+            a = self._trace[0]
+            path.addRect(min(a.x(), pos.x()), min(a.y(), pos.y()), abs(pos.x() - a.x()), abs(pos.y() - a.y()))
+        else:
+            path.moveTo(self._trace[0])
+            for p in self._trace[1:]:
+                path.lineTo(p)
+            path.closeSubpath()
+        self._outline.setPath(path)
+        self._outline.setVisible(True)
+        if ev.isFinish():
+            self._outline.setVisible(False)
+            self._outline.setPath(QPainterPath())
+            mode = mode_for(ev.modifiers())
+            if self.tool == "rect":
+                a = self._trace[0]
+                pts = np.array([[a.x(), a.y()], [pos.x(), pos.y()]])
+            else:
+                pts = np.array([[p.x(), p.y()] for p in self._trace])
+            self._trace = []
+            self.sigRegion.emit(self.tool, pts, mode)
+
+    def mouseClickEvent(self, ev):
+        if ev.button() == Qt.MouseButton.LeftButton:
+            ev.accept()
+            self.sigPick.emit(self.mapSceneToView(ev.scenePos()), mode_for(ev.modifiers()))
+            return
+        super().mouseClickEvent(ev)
+
+
+def new_plot(layout, row=None, col=None, **kwargs) -> pg.PlotItem:
+    """A PlotItem with a SelectViewBox, added to a GraphicsLayout."""
+    vb = SelectViewBox()
+    plot = pg.PlotItem(viewBox=vb, **kwargs)
+    layout.addItem(plot, row=row, col=col)
+    st.style_plot(plot)
+    return plot
+
+
+class PointCloud(QObject):
+    """Samples drawn in one plot, linked to ``state``'s selection.
+
+    Points are drawn as one ScatterPlotItem per distinct brush (a colour group), each with a
+    single shared brush: pyqtgraph then never walks the points in Python, so building,
+    recolouring (regrouping with numpy) and painting stay fast at 100,000 points. Higher groups
+    are drawn on top (for a score colouring: the highest scores last).
+
+    ``sample_index`` maps each drawn point to its sample (identity by default); ``describe(i)``
+    gives the tooltip text of sample i.
+    """
+
+    sigHovered = Signal(int)  # sample index under the mouse, -1 when none
+
+    def __init__(self, plot: pg.PlotItem, state, size: float = 6.0, parent=None):
+        super().__init__(parent)
+        self.plot = plot
+        self.vb = plot.getViewBox()
+        self.state = state
+        self.size = float(size)
+        self.x = np.zeros(0)
+        self.y = np.zeros(0)
+        self.sample_index = np.zeros(0, dtype=np.int64)
+        self.codes = np.zeros(0, dtype=np.int64)   # colour group of each point
+        self.table = [st.brush(st.category_color(0))]  # brush of each group
+        self.sizes = None
+        self.flags = None
+        self.hovered = -1
+        self.hover_text = ""
+        self.describe = lambda i: f"sample {i}"
+        self.groups: list = []
+        self.flag_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 5, symbol="o", brush=None,
+                                            pen=st.pen(st.FLAG_COLOR, 1.3), name="flagged")
+        self.sel_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 10, symbol="o", brush=None,
+                                           pen=st.pen(st.SELECT_COLOR, 2.5), name="selected")
+        self.flag_item.setZValue(5)
+        self.sel_item.setZValue(10)
+        for it in (self.flag_item, self.sel_item):
+            plot.addItem(it)
+        if isinstance(self.vb, SelectViewBox):
+            self.vb.sigRegion.connect(self._on_region)
+            self.vb.sigPick.connect(self._on_pick)
+        self._scene = None
+        self._connect_scene()
+        state.selectionChanged.connect(self.show_selection)
+
+    def _connect_scene(self):
+        sc = self.plot.scene()
+        if sc is not None and sc is not self._scene:
+            sc.sigMouseMoved.connect(self._on_move)
+            self._scene = sc
+
+    # -- data -----------------------------------------------------------------------------
+    def set_points(self, x, y, brushes=None, sizes=None, sample_index=None, flags=None) -> None:
+        """Draw points (x, y); ``brushes`` one shared QBrush per point (or None: one colour)."""
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        self.x, self.y = x, y
+        self.sample_index = (np.arange(x.size, dtype=np.int64) if sample_index is None
+                             else np.asarray(sample_index, dtype=np.int64))
+        self.sizes = None if sizes is None or np.isscalar(sizes) else np.asarray(sizes, dtype=float)
+        self._group(brushes)
+        self._draw()
+        self.set_flags(flags)
+        self.show_selection(self.state.selection)
+        self._connect_scene()
+
+    def _group(self, brushes) -> None:
+        n = self.x.size
+        if brushes is None:
+            self.codes = np.zeros(n, dtype=np.int64)
+            self.table = [st.brush(st.category_color(0))]
+            return
+        brushes = list(brushes)
+        if len(brushes) != n:
+            raise ValueError(f"brushes must have one entry per point ({n}); got {len(brushes)}")
+        # Group by brush identity: the palette's brushes are shared objects, so a few groups.
+        ids = np.fromiter(map(id, brushes), dtype=np.int64, count=n)
+        _, first, codes = np.unique(ids, return_index=True, return_inverse=True)
+        self.table = [brushes[i] for i in first]
+        self.codes = codes.astype(np.int64)
+        # Draw groups in palette order where known, so "highest score level on top" holds.
+        order = _palette_order(self.table)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        self.table = [self.table[i] for i in order]
+        self.codes = rank[self.codes]
+
+    def _draw(self) -> None:
+        k = len(self.table)
+        while len(self.groups) < k:
+            it = pg.ScatterPlotItem(pxMode=True, size=self.size, pen=None, symbol="o")
+            it.setZValue(1 + len(self.groups) * 1e-3)
+            self.plot.addItem(it)
+            self.groups.append(it)
+        order = np.argsort(self.codes, kind="stable")
+        bounds = np.searchsorted(self.codes[order], np.arange(k + 1))
+        for g, it in enumerate(self.groups):
+            if g >= k:
+                it.setData(x=[], y=[])
+                continue
+            sel = order[bounds[g]:bounds[g + 1]]
+            size = self.size if self.sizes is None else self.sizes[sel]
+            it.setData(x=self.x[sel], y=self.y[sel], brush=self.table[g], pen=None, size=size)
+
+    def points(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.x, self.y
+
+    def point_brushes(self) -> list:
+        """The brush each point is drawn with (shared objects)."""
+        table = np.empty(len(self.table), dtype=object)
+        table[:] = self.table
+        return list(table[self.codes])
+
+    def drawn_count(self) -> int:
+        return int(sum(it.getData()[0].size for it in self.groups))
+
+    def set_brushes(self, brushes) -> None:
+        """Recolour every point at once (one shared brush per point)."""
+        self._group(brushes)
+        self._draw()
+
+    def set_sizes(self, sizes) -> None:
+        self.sizes = None if sizes is None or np.isscalar(sizes) else np.asarray(sizes, dtype=float)
+        self._draw()
+
+    def set_flags(self, flags) -> None:
+        self.flags = None if flags is None else np.asarray(flags, dtype=bool)
+        if self.flags is None or self.flags.size != self.x.size:
+            self.flag_item.setData(x=[], y=[])
+            return
+        self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags])
+
+    def clear(self) -> None:
+        self.x = np.zeros(0)
+        self.y = np.zeros(0)
+        self.sample_index = np.zeros(0, dtype=np.int64)
+        self.codes = np.zeros(0, dtype=np.int64)
+        for it in (*self.groups, self.flag_item, self.sel_item):
+            it.setData(x=[], y=[])
+
+    # -- selection ------------------------------------------------------------------------
+    def selected_points(self) -> np.ndarray:
+        return np.flatnonzero(np.isin(self.sample_index, self.state.selection))
+
+    def show_selection(self, _sel=None) -> None:
+        pts = self.selected_points()
+        self.sel_item.setData(x=self.x[pts], y=self.y[pts])
+
+    def select_rect(self, x0, y0, x1, y1, mode="replace") -> np.ndarray:
+        idx = self.sample_index[geo.in_rect(self.x, self.y, x0, y0, x1, y1)]
+        self.state.set_selection(idx, mode)
+        return idx
+
+    def select_polygon(self, poly, mode="replace") -> np.ndarray:
+        idx = self.sample_index[geo.in_polygon(self.x, self.y, poly)]
+        self.state.set_selection(idx, mode)
+        return idx
+
+    def _on_region(self, kind, pts, mode):
+        if kind == "rect":
+            self.select_rect(pts[0, 0], pts[0, 1], pts[1, 0], pts[1, 1], mode)
+        else:
+            self.select_polygon(pts, mode)
+
+    def _on_pick(self, pos, mode):
+        i = self.index_at(pos.x(), pos.y())
+        if i >= 0:
+            self.state.set_selection([i], mode)
+        elif mode == "replace":
+            self.state.set_selection([], "replace")
+
+    # -- hover ----------------------------------------------------------------------------
+    def index_at(self, x: float, y: float, radius: float | None = None) -> int:
+        """Sample index of the drawn point nearest data position (x, y) within ``radius`` pixels."""
+        sx, sy = self.vb.viewPixelSize()
+        if not (sx > 0 and sy > 0):
+            return -1
+        r = self.size / 2 + 4 if radius is None else radius
+        j = geo.nearest_index(self.x, self.y, x, y, sx, sy, r)
+        return int(self.sample_index[j]) if j >= 0 else -1
+
+    def _on_move(self, scene_pos):
+        if not self.vb.sceneBoundingRect().contains(scene_pos):
+            self._set_hover(-1)
+            return
+        p = self.vb.mapSceneToView(scene_pos)
+        self._set_hover(self.index_at(p.x(), p.y()))
+
+    def _set_hover(self, i: int) -> None:
+        if i == self.hovered:
+            return
+        self.hovered = i
+        self.hover_text = self.describe(i) if i >= 0 else ""
+        if i >= 0:
+            QToolTip.showText(QCursor.pos(), self.hover_text)
+        else:
+            QToolTip.hideText()
+        self.sigHovered.emit(i)
+
+
+def _palette_order(table) -> list[int]:
+    """Order of brushes: the category palette first (in palette order), then score levels low
+    to high, then anything else in the order met."""
+    known = {}
+    for i, c in enumerate(st.CATEGORY_COLORS):
+        known[id(st.brush(c))] = (0, i)
+    for i, b in enumerate(st.level_brushes()):
+        known[id(b)] = (1, i)
+    return sorted(range(len(table)), key=lambda j: known.get(id(table[j]), (2, j)))

@@ -1,0 +1,86 @@
+"""Small helpers several views share: combo boxes that keep the user's choice across refreshes,
+label codes, and the one-line description of a sample used by every tooltip."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtWidgets import QComboBox, QLabel
+
+METHOD_TITLES = {"pca": "PCA", "coherence-pursuit": "Coherence Pursuit", "pcp": "Robust PCA (PCP)",
+                 "residual": "SPE / T²", "esfs": "ESFS", "scw": "SCW"}
+
+
+def title_of(method: str) -> str:
+    return METHOD_TITLES.get(method, method)
+
+
+class Choice(QComboBox):
+    """A combo box of (text, key) items that keeps the selected key when its items are replaced."""
+
+    def set_items(self, items, default=None) -> None:
+        keep = self.key()
+        keys = [k for _, k in items]
+        self.blockSignals(True)
+        self.clear()
+        for text, key in items:
+            self.addItem(text, key)
+        target = keep if keep in keys else default if default in keys else (keys[0] if keys else None)
+        if target is not None:
+            self.setCurrentIndex(keys.index(target))
+        self.blockSignals(False)
+
+    def key(self):
+        i = self.currentIndex()
+        return self.itemData(i) if i >= 0 else None
+
+    def set_key(self, key) -> bool:
+        for i in range(self.count()):
+            if self.itemData(i) == key:
+                self.setCurrentIndex(i)
+                return True
+        return False
+
+    def keys(self) -> list:
+        return [self.itemData(i) for i in range(self.count())]
+
+
+def labelled(text: str, widget):
+    lab = QLabel(text)
+    lab.setBuddy(widget)
+    return lab
+
+
+def label_codes(dataset) -> tuple[np.ndarray, list[str]]:
+    """(codes (n,) int with -1 for unknown, names) of the data set's labels in class order."""
+    if dataset is None or dataset.labels is None:
+        return np.full(0 if dataset is None else dataset.n_samples, -1, dtype=np.int64), []
+    names = list(dataset.class_names or [])
+    uniq, inv = np.unique(dataset.labels, return_inverse=True)
+    pos = {str(c): i for i, c in enumerate(names)}
+    table = np.array([pos.get(str(u), -1) for u in uniq], dtype=np.int64)
+    return table[inv], [str(c) for c in names]
+
+
+def fmt(v) -> str:
+    v = float(v)
+    if v == 0 or 1e-3 <= abs(v) < 1e5:
+        return f"{v:.4g}"
+    return f"{v:.3e}"
+
+
+def describe_sample(dataset, i: int, result=None, flags=None) -> str:
+    """'#12 (id 12) · label 8 · known outlier · spe 3.1 · flagged' for tooltips and status lines."""
+    parts = [f"#{i}"]
+    if dataset is not None:
+        sid = dataset.sample_ids[i]
+        if sid != str(i):
+            parts.append(f"id {sid}")
+        if dataset.labels is not None:
+            parts.append(f"label {dataset.labels[i]}")
+        if dataset.outliers is not None and dataset.outliers[i]:
+            parts.append("known outlier")
+    if result is not None:
+        for name, s in result.sample_scores.items():
+            parts.append(f"{name} {fmt(np.asarray(s)[i])}")
+    if flags is not None and flags[i]:
+        parts.append("flagged")
+    return " · ".join(parts)

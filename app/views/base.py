@@ -1,0 +1,56 @@
+"""What every result view has: the state it draws, a figure (one GraphicsLayoutWidget, the part
+that figure export writes), a row of controls above it and a status line below it."""
+from __future__ import annotations
+
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+
+from . import _style as st
+
+
+class BaseView(QWidget):
+    """Subclasses set ``name`` (the CLI's view name) and ``title``, and implement
+    :meth:`available` (is there anything to draw?) and :meth:`refresh` (draw it)."""
+
+    name = ""
+    title = ""
+    methods: tuple = ()  # results this view draws, in order of preference
+
+    def __init__(self, state, parent=None):
+        super().__init__(parent)
+        self.state = state
+        self.figure = st.figure_widget()
+        self.controls = QHBoxLayout()
+        self.controls.setContentsMargins(4, 2, 4, 0)
+        self.status = QLabel(" ")
+        self.status.setWordWrap(True)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(2)
+        lay.addLayout(self.controls)
+        lay.addWidget(self.figure, 1)
+        lay.addWidget(self.status)
+        self._dirty = True
+
+    @classmethod
+    def available_in(cls, state) -> bool:
+        """Whether ``state`` holds anything this kind of view draws (no view needs to exist)."""
+        return any(state.result(m) is not None for m in cls.methods)
+
+    def available(self) -> bool:
+        return self.available_in(self.state)
+
+    def available_methods(self) -> list[str]:
+        return [m for m in self.methods if self.state.result(m) is not None]
+
+    def refresh(self) -> None:  # pragma: no cover - every view overrides it
+        raise NotImplementedError
+
+    def figure_results(self) -> list:
+        """The results this view is drawing (what a figure export records as its provenance)."""
+        pick = getattr(self, "result", None)
+        if callable(pick) and pick() is not None:
+            return [pick()]
+        return [self.state.result(m) for m in self.available_methods()]
+
+    def set_status(self, text: str) -> None:
+        self.status.setText(text or " ")

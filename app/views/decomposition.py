@@ -1,0 +1,265 @@
+"""L/S viewer for robust PCA: original | low-rank L | sparse S | foreground mask (|S| above a
+threshold the user sets), with a frame slider and play/pause for image stacks and video, or
+heatmaps of X, L and S for tables; beneath, the solver's convergence (relative residual and
+rank of L per iteration).
+
+Colour scales are fixed over the whole stack (X and L share one grey scale, S a symmetric
+diverging one), so a frame's brightness never changes because its neighbours did.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSlider, QToolButton
+
+from . import _style as st
+from ._cloud import mode_for
+from ._common import fmt, labelled
+from .base import BaseView
+
+PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
+          ("sparse", "sparse S (foreground)"), ("mask", "mask |S| > threshold"))
+
+
+class _ClickImage(pg.ImageItem):
+    """An ImageItem that reports left clicks (position in image pixels, keyboard modifiers)."""
+
+    def __init__(self, on_click, *a, **k):
+        super().__init__(*a, **k)
+        self._on_click = on_click
+
+    def mouseClickEvent(self, ev):
+        if ev.button() == Qt.MouseButton.LeftButton:
+            ev.accept()
+            self._on_click(ev.pos(), ev.modifiers())
+
+
+class DecompositionView(BaseView):
+    name = "decomposition"
+    title = "L + S"
+    methods = ("pcp",)
+
+    def __init__(self, state, parent=None):
+        super().__init__(state, parent)
+        self.play_button = QToolButton(text="Play", checkable=True, toolTip="Play the frames in time order")
+        self.frame_slider = QSlider(Qt.Orientation.Horizontal)
+        self.frame_slider.setMinimumWidth(240)
+        self.frame_label = QLabel("")
+        self.threshold_box = QDoubleSpinBox(decimals=3, maximum=1e12, singleStep=1.0, keyboardTracking=False,
+                                            toolTip="Pixels with |S| above this value form the foreground mask")
+        self.controls.addWidget(self.play_button)
+        self.controls.addWidget(labelled("Frame", self.frame_slider))
+        self.controls.addWidget(self.frame_slider, 1)
+        self.controls.addWidget(self.frame_label)
+        self.controls.addWidget(labelled("Mask threshold |S| >", self.threshold_box))
+        self.controls.addWidget(self.threshold_box)
+        self.timer = QTimer(self, interval=100)
+        self.timer.timeout.connect(self._next_frame)
+        self.play_button.toggled.connect(self._toggle_play)
+        self.frame_slider.valueChanged.connect(self._show_frame)
+        self.threshold_box.valueChanged.connect(lambda _v: self._show_frame())
+        state.selectionChanged.connect(self._follow_selection)
+        self.panels = {}
+        self.images = {}
+        self.mode = None
+        self._res = None
+        self.order = np.zeros(0, dtype=np.int64)
+        self.sel_markers = {}
+        lay = self.figure.ci
+        for col, (key, ttl) in enumerate(PANELS):
+            p = lay.addPlot(row=0, col=col)
+            lay.layout.setColumnStretchFactor(col, 1)
+            st.style_plot(p, title=ttl)
+            img = _ClickImage(self._image_clicked)
+            p.addItem(img)
+            self.panels[key], self.images[key] = p, img
+        self.res_plot = lay.addPlot(row=1, col=0, colspan=2)
+        self.rank_plot = lay.addPlot(row=1, col=2, colspan=2)
+        st.style_plot(self.res_plot, title="convergence: ‖X − L − S‖F / ‖X‖F", left="relative residual",
+                      bottom="iteration")
+        self.res_plot.setLogMode(y=True)
+        self.res_plot.getAxis("left").enableAutoSIPrefix(False)
+        st.style_plot(self.rank_plot, title="rank of L per iteration", left="rank", bottom="iteration")
+        self.residual_curve = self.res_plot.plot(pen=st.pen(st.category_color(0), 1.8), symbol="o", symbolSize=4,
+                                                 symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
+        self.tol_line = pg.InfiniteLine(angle=0, pen=st.pen("#555555", 1.2, Qt.PenStyle.DashLine))
+        self.res_plot.addItem(self.tol_line, ignoreBounds=True)
+        self.rank_curve = self.rank_plot.plot(pen=st.pen(st.category_color(1), 1.8), stepMode=None, symbol="o",
+                                              symbolSize=4, symbolBrush=st.brush(st.category_color(1)), symbolPen=None)
+        lay.layout.setRowStretchFactor(0, 3)
+        lay.layout.setRowStretchFactor(1, 2)
+
+    # -- data -----------------------------------------------------------------------------
+    def refresh(self):
+        res, ds = self.state.result("pcp"), self.state.dataset
+        if res is None or ds is None:
+            return
+        self._res = res
+        X = ds.dense()
+        L = np.asarray(res.arrays["low_rank"])
+        S = np.asarray(res.arrays["sparse"])
+        self.X, self.L, self.S = X, L, S
+        lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
+        self.gray_levels = (lo, hi if hi > lo else lo + 1)
+        smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
+        if smax <= 0:
+            smax = float(np.abs(S).max()) or 1.0
+        self.s_levels = (-smax, smax)
+        span = self.gray_levels[1] - self.gray_levels[0]
+        self.threshold_box.blockSignals(True)
+        self.threshold_box.setSingleStep(span / 100)
+        self.threshold_box.setValue(0.1 * span)  # a tenth of the data range: visible foreground
+        self.threshold_box.blockSignals(False)
+        self.mode = "image" if ds.is_image else "table"
+        n = ds.n_samples
+        self.order = (np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
+                      else np.arange(n))
+        self.position = np.empty(n, dtype=np.int64)
+        self.position[self.order] = np.arange(n)
+        h = res.arrays["history_residual"]
+        it = np.arange(1, len(h) + 1)
+        self.residual_curve.setData(it, np.maximum(np.asarray(h, float), 1e-300))
+        self.rank_curve.setData(it, np.asarray(res.arrays["history_rank"], float))
+        tol = res.params.get("tol")
+        if tol:
+            self.tol_line.setPos(np.log10(tol))
+            self.tol_line.setVisible(True)
+        else:
+            self.tol_line.setVisible(False)
+        conv = res.summary.get("converged")
+        self.res_plot.setTitle(f"convergence ({'converged' if conv else 'stopped at max_iter'} after "
+                               f"{len(h)} iterations; dashed: tol)", color=st.AXIS_COLOR, size="10pt")
+        for key, p in self.panels.items():
+            p.invertY(True)
+            p.setAspectLocked(self.mode == "image")
+            for ax in ("left", "bottom"):
+                p.showAxis(ax, self.mode == "table")
+        self.frame_slider.setEnabled(self.mode == "image")
+        self.play_button.setEnabled(self.mode == "image")
+        self.panels["mask"].setVisible(True)
+        self.frame_slider.blockSignals(True)
+        self.frame_slider.setRange(0, n - 1)
+        sel = self.state.selection
+        self.frame_slider.setValue(int(self.position[sel[0]]) if sel.size else 0)
+        self.frame_slider.blockSignals(False)
+        if self.mode == "table":
+            self._draw_tables()
+        self._show_frame()
+        for p in self.panels.values():
+            p.autoRange(padding=0.02)
+
+    def clear(self):
+        self.pause()
+        self._res = None
+        for img in self.images.values():
+            img.clear()
+        self.residual_curve.setData([], [])
+        self.rank_curve.setData([], [])
+
+    # -- frames ---------------------------------------------------------------------------
+    @property
+    def current_sample(self) -> int:
+        return int(self.order[self.frame_slider.value()]) if self.order.size else -1
+
+    def set_frame(self, k: int) -> None:
+        """Show the k-th frame in time order."""
+        self.frame_slider.setValue(int(k))
+
+    def threshold(self) -> float:
+        return float(self.threshold_box.value())
+
+    def set_threshold(self, t: float) -> None:
+        self.threshold_box.setValue(float(t))
+
+    def mask_of(self, i: int) -> np.ndarray:
+        return np.abs(self.S[i]) > self.threshold()
+
+    def _show_frame(self, *_):
+        if self._res is None:
+            return
+        i = self.current_sample
+        ds = self.state.dataset
+        self.frame_label.setText(f"{self.frame_slider.value() + 1} / {len(self.order)}  ({ds.sample_ids[i]})")
+        if self.mode != "image":
+            self._draw_tables()
+            return
+        shape = ds.image_shape
+        self.images["original"].setImage(self.X[i].reshape(shape), levels=self.gray_levels)
+        self.images["low_rank"].setImage(self.L[i].reshape(shape), levels=self.gray_levels)
+        self.images["sparse"].setImage(self.S[i].reshape(shape), levels=self.s_levels,
+                                       lut=st.colormap(st.DIVERGING).getLookupTable(nPts=256))
+        m = self.mask_of(i)
+        self.images["mask"].setImage(m.reshape(shape).astype(np.uint8), levels=(0, 1),
+                                     lut=np.array([[255, 255, 255, 255], [0, 0, 0, 255]], dtype=np.uint8))
+        frac = float(m.mean())
+        self.panels["mask"].setTitle(f"mask |S| > {fmt(self.threshold())} ({100 * frac:.1f}% of pixels)",
+                                     color=st.AXIS_COLOR, size="10pt")
+        sel = "selected" if i in set(self.state.selection.tolist()) else "click a picture to select this frame"
+        self.set_status(f"frame {self.frame_slider.value() + 1} of {len(self.order)} · sample #{i} · "
+                        f"‖S‖₁ of this frame {fmt(np.abs(self.S[i]).sum())} · {sel}")
+
+    def _draw_tables(self):
+        shape_levels = {"original": self.gray_levels, "low_rank": self.gray_levels, "sparse": self.s_levels}
+        for key, lev in shape_levels.items():
+            data = {"original": self.X, "low_rank": self.L, "sparse": self.S}[key]
+            lut = st.colormap(st.DIVERGING).getLookupTable(nPts=256) if key == "sparse" else None
+            self.images[key].setImage(data, levels=lev, lut=lut)
+        thr = self.threshold()
+        self.images["mask"].setImage((np.abs(self.S) > thr).astype(np.uint8), levels=(0, 1),
+                                     lut=np.array([[255, 255, 255, 255], [0, 0, 0, 255]], dtype=np.uint8))
+        self.panels["mask"].setTitle(f"|S| > {fmt(thr)}", color=st.AXIS_COLOR, size="10pt")
+        for key, p in self.panels.items():
+            st.style_plot(p, left="sample", bottom="feature")
+        self._mark_selected_rows()
+        self.set_status(f"{self.X.shape[0]} samples × {self.X.shape[1]} features · click a row to select "
+                        f"that sample (Shift adds, Ctrl subtracts)")
+
+    def _mark_selected_rows(self):
+        sel = self.state.selection
+        for key, p in self.panels.items():
+            mk = self.sel_markers.get(key)
+            if mk is None:
+                mk = pg.ScatterPlotItem(symbol="t2", size=9, brush=st.brush(st.SELECT_COLOR), pen=None)
+                p.addItem(mk)
+                self.sel_markers[key] = mk
+            mk.setData(x=np.full(sel.size, -1.0), y=sel + 0.5)
+
+    def _image_clicked(self, pos, modifiers):
+        mode = mode_for(modifiers)
+        if self.mode == "image":
+            self.state.set_selection([self.current_sample], mode)
+        else:
+            row = int(np.floor(pos.y()))
+            if 0 <= row < self.X.shape[0]:
+                self.state.set_selection([row], mode)
+
+    def _follow_selection(self, sel):
+        if self._res is None:
+            return
+        if self.mode == "table":
+            self._mark_selected_rows()
+            return
+        if sel.size and not self.timer.isActive() and self.current_sample not in set(sel.tolist()):
+            self.frame_slider.setValue(int(self.position[sel[0]]))
+        else:
+            self._show_frame()
+
+    # -- playback -------------------------------------------------------------------------
+    def play(self):
+        self.play_button.setChecked(True)
+
+    def pause(self):
+        self.play_button.setChecked(False)
+
+    def _toggle_play(self, on):
+        if on:
+            self.timer.start()
+            self.play_button.setText("Pause")
+        else:
+            self.timer.stop()
+            self.play_button.setText("Play")
+
+    def _next_frame(self):
+        n = self.frame_slider.maximum() + 1
+        self.frame_slider.setValue((self.frame_slider.value() + 1) % max(n, 1))

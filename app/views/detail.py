@@ -1,0 +1,154 @@
+"""Sample detail: for image data the selected sample as a picture beside its reconstruction,
+its L and S parts (robust PCA) and its residual; for tables the per-feature residual
+contributions as bars (which features make this sample an outlier)."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QToolButton
+
+from . import _derived as der
+from . import _style as st
+from ._common import Choice, describe_sample, fmt, labelled, title_of  # noqa: F401
+from .base import BaseView
+
+
+class DetailView(BaseView):
+    name = "detail"
+    title = "Sample detail"
+    methods = ("pcp", "coherence-pursuit", "pca", "residual")
+
+    def __init__(self, state, parent=None):
+        super().__init__(state, parent)
+        self.method_box = Choice()
+        self.prev_button = QToolButton(text="◀", toolTip="Previous selected sample")
+        self.next_button = QToolButton(text="▶", toolTip="Next selected sample")
+        self.controls.addWidget(labelled("Result", self.method_box))
+        self.controls.addWidget(self.method_box)
+        self.controls.addWidget(self.prev_button)
+        self.controls.addWidget(self.next_button)
+        self.controls.addStretch(1)
+        self.method_box.currentIndexChanged.connect(self.redraw)
+        self.prev_button.clicked.connect(lambda: self._step(-1))
+        self.next_button.clicked.connect(lambda: self._step(1))
+        state.selectionChanged.connect(self._selection_changed)
+        self._pos = 0
+        self.current_sample = -1
+        self.panels = {}
+        self.images = {}
+        for col, key in enumerate(("original", "reconstruction", "part", "residual")):
+            p = self.figure.ci.addPlot(row=0, col=col)
+            st.style_plot(p)
+            p.invertY(True)
+            p.setAspectLocked(True)
+            p.hideAxis("left")
+            p.hideAxis("bottom")
+            img = pg.ImageItem()
+            p.addItem(img)
+            self.panels[key], self.images[key] = p, img
+            self.figure.ci.layout.setColumnStretchFactor(col, 1)
+        self.bar_plot = self.figure.ci.addPlot(row=1, col=0, colspan=4)
+        st.style_plot(self.bar_plot)
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
+        self.bar_plot.addItem(self.bars)
+        self.bar_values = np.zeros(0)
+
+    def result(self):
+        m = self.method_box.key()
+        return self.state.result(m) if m else None
+
+    def refresh(self):
+        avail = self.available_methods()
+        cur = self.state.current_method
+        self.method_box.set_items([(title_of(m), m) for m in avail], default=cur if cur in avail else avail[0])
+        self.redraw()
+
+    def clear(self):
+        for img in self.images.values():
+            img.clear()
+        self.bars.setOpts(x=[], height=[])
+        self.current_sample = -1
+
+    def _selection_changed(self, sel):
+        self._pos = 0
+        if self.isVisible() or not self._dirty:
+            self.redraw()
+
+    def _step(self, k):
+        sel = self.state.selection
+        if sel.size:
+            self._pos = (self._pos + k) % sel.size
+            self.redraw()
+
+    def _pick_sample(self, res, ds):
+        sel = self.state.selection
+        if sel.size:
+            self._pos = min(self._pos, sel.size - 1)
+            return int(sel[self._pos]), f"{self._pos + 1} of {sel.size} selected"
+        fl = der.outlier_flags(res, ds)
+        score = "spe" if "spe" in res.sample_scores else res.primary_score
+        s = np.asarray(res.sample_scores[score], dtype=float) if score else None
+        if fl is not None and fl[0].any():
+            cand = np.flatnonzero(fl[0])
+            i = int(cand[np.argmax(s[cand])]) if s is not None else int(cand[0])
+            return i, "nothing selected: showing the flagged sample with the highest " + (score or "score")
+        if s is not None:
+            return int(np.argmax(s)), f"nothing selected: showing the highest {score}"
+        return 0, "nothing selected: showing sample 0"
+
+    def redraw(self, *_):
+        res, ds = self.result(), self.state.dataset
+        if res is None or ds is None:
+            return
+        i, why = self._pick_sample(res, ds)
+        self.current_sample = i
+        x = ds.dense()[i]
+        recon = der.reconstruction(res, ds, [i])[0]
+        is_pcp = "sparse" in res.arrays
+        s_part = np.asarray(res.arrays["sparse"])[i] if is_pcp else None
+        resid = x - recon - (s_part if is_pcp else 0.0)
+        self.parts = {"original": x, "reconstruction": recon, "part": s_part, "residual": resid}
+        titles = {"original": f"sample #{i}",
+                  "reconstruction": "low-rank part L" if is_pcp else f"reconstruction ({title_of(res.method)})",
+                  "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual (x minus reconstruction)"}
+        image = ds.is_image
+        for key, p in self.panels.items():
+            p.setVisible(image and (key != "part" or is_pcp))
+        self.bar_plot.setVisible(not image)
+        if image:
+            shape = ds.image_shape
+            lo = float(min(x.min(), recon.min()))
+            hi = float(max(x.max(), recon.max()))
+            dev = [np.abs(resid).max()] + ([np.abs(s_part).max()] if is_pcp else [])
+            m = float(max(max(dev), 1e-12))
+            div = st.colormap(st.DIVERGING).getLookupTable(nPts=256)
+            for key, v in self.parts.items():
+                if v is None:
+                    self.images[key].clear()
+                    continue
+                signed = key in ("part", "residual")
+                self.images[key].setImage(v.reshape(shape), levels=(-m, m) if signed else (lo, hi if hi > lo else lo + 1),
+                                          lut=div if signed else None)
+                ttl = titles[key]
+                if signed:  # the shared symmetric scale: yellow positive, blue negative
+                    ttl += f" (max |·| {fmt(np.abs(v).max())})"
+                self.panels[key].setTitle(ttl, color=st.AXIS_COLOR, size="10pt")
+                self.panels[key].autoRange(padding=0.02)
+        else:
+            contrib = der.contributions(res, ds, i)
+            signed = is_pcp
+            vals = np.asarray(s_part if is_pcp else contrib, dtype=float)
+            self.bar_values = vals
+            d = vals.size
+            top = np.argsort(-np.abs(vals))[:3]
+            colours = [st.brush(st.category_color(5) if j in set(top.tolist()) else st.category_color(0)) for j in range(d)]
+            self.bars.setOpts(x=np.arange(d), height=vals, width=0.8, brushes=colours, pen=None)
+            ax = self.bar_plot.getAxis("bottom")
+            ax.setTicks([[(j, ds.feature_names[j]) for j in range(d)]] if d <= 30 else None)
+            st.style_plot(self.bar_plot, title=(f"sample #{i}: sparse part S per feature" if signed else
+                                                f"sample #{i}: residual contribution e_j² per feature (sum = SPE)"),
+                          left="S entry" if signed else "e_j²", bottom="feature")
+            self.bar_plot.enableAutoRange()
+            why += " · largest: " + ", ".join(f"{ds.feature_names[j]} ({fmt(vals[j])})" for j in top)
+        fl = der.outlier_flags(res, ds)
+        self.set_status(describe_sample(ds, i, res, fl[0] if fl else None) + " · " + why)

@@ -1,0 +1,126 @@
+"""EVSC ranking: features as bars sorted by their eigenvalue-sensitivity score with the top k
+highlighted, the eigenvalue spectrum of the graph Laplacian beside it (a gap after the k-th
+eigenvalue suggests k clusters), and a click on a bar showing that feature against the
+next-ranked one as a scatter linked to the shared selection."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QSpinBox
+
+from . import _style as st
+from ._cloud import PointCloud, new_plot
+from ._common import describe_sample, fmt, label_codes, labelled
+from .base import BaseView
+
+
+class RankingView(BaseView):
+    name = "ranking"
+    title = "Feature ranking"
+    methods = ("esfs",)
+
+    def __init__(self, state, parent=None):
+        super().__init__(state, parent)
+        self.k_box = QSpinBox(minimum=1, maximum=1, toolTip="How many top-ranked features to highlight")
+        self.controls.addWidget(labelled("Highlight top", self.k_box))
+        self.controls.addWidget(self.k_box)
+        self.controls.addStretch(1)
+        lay = self.figure.ci
+        self.bar_plot = lay.addPlot(row=0, col=0)
+        self.spec_plot = lay.addPlot(row=0, col=1)
+        self.pair_plot = new_plot(lay, row=0, col=2)
+        lay.layout.setColumnStretchFactor(0, 5)
+        lay.layout.setColumnStretchFactor(1, 3)
+        lay.layout.setColumnStretchFactor(2, 4)
+        st.style_plot(self.bar_plot, title="EVSC score by rank", left="EVSC", bottom="rank")
+        st.style_plot(self.spec_plot, title="Laplacian eigenvalues", left="λ", bottom="index")
+        self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
+        self.bar_plot.addItem(self.bars)
+        self.spectrum = self.spec_plot.plot(pen=st.pen("#444444", 1.2), symbol="o", symbolSize=7,
+                                            symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
+        self.used = pg.ScatterPlotItem(size=11, symbol="o", brush=None, pen=st.pen(st.category_color(5), 2))
+        self.spec_plot.addItem(self.used)
+        self.cloud = PointCloud(self.pair_plot, state, size=6)
+        self.cloud.sigHovered.connect(lambda i: i >= 0 and self.set_status("under the mouse: " + self.cloud.hover_text))
+        self.figure.scene().sigMouseClicked.connect(self._clicked)
+        self.k_box.valueChanged.connect(self._color_bars)
+        self.ranking = np.zeros(0, dtype=np.int64)
+        self.scores = np.zeros(0)
+        self.pair = None
+        self.chosen_rank = 0
+
+    def refresh(self):
+        res, ds = self.state.result("esfs"), self.state.dataset
+        if res is None or ds is None:
+            return
+        self.scores = np.asarray(res.feature_scores["evsc"], dtype=float)
+        self.ranking = np.asarray(res.arrays["ranking"], dtype=np.int64)
+        d = self.ranking.size
+        self.bar_heights = self.scores[self.ranking]
+        k = res.params.get("n_features_to_select") or min(2, d)
+        self.k_box.blockSignals(True)
+        self.k_box.setMaximum(d)
+        self.k_box.setValue(int(min(k, d)))
+        self.k_box.blockSignals(False)
+        ax = self.bar_plot.getAxis("bottom")
+        ax.setTicks([[(r, ds.feature_names[j]) for r, j in enumerate(self.ranking)]] if d <= 25 else None)
+        self.bar_plot.setLabel("bottom", "feature, in ranking order" if d <= 25 else "rank", color=st.AXIS_COLOR)
+        ev = np.asarray(res.arrays["eigenvalues"], dtype=float)
+        self.spectrum.setData(np.arange(ev.size), ev)
+        used = int(res.params.get("n_eigenpairs") or 0)
+        # The trivial eigenvalue 0 comes first; EVSC sums the next n_eigenpairs ones.
+        sel = np.arange(1, min(used + 1, ev.size))
+        self.used.setData(x=sel, y=ev[sel])
+        self.spec_plot.setTitle(f"Laplacian eigenvalues (ringed: the {sel.size} summed)", color=st.AXIS_COLOR,
+                                size="10pt")
+        self._color_bars()
+        self.show_pair(0 if d > 1 else None)
+        self.bar_plot.enableAutoRange()
+
+    def clear(self):
+        self.bars.setOpts(x=[], height=[])
+        self.spectrum.setData([], [])
+        self.cloud.clear()
+
+    def _color_bars(self, *_):
+        d = self.ranking.size
+        k = self.k_box.value()
+        top, rest = st.brush(st.category_color(5)), st.brush("#9DB7D0")
+        brushes = [top if r < k else rest for r in range(d)]
+        pens = [st.pen("#000000", 2.0) if r == self.chosen_rank else st.pen("#FFFFFF", 0.5) for r in range(d)]
+        self.bars.setOpts(x=np.arange(d), height=self.bar_heights, width=0.8, brushes=brushes, pens=pens)
+        self.bar_plot.setTitle(f"EVSC score by rank (top {k} highlighted)", color=st.AXIS_COLOR, size="10pt")
+
+    def _clicked(self, ev):
+        vb = self.bar_plot.getViewBox()
+        if not vb.sceneBoundingRect().contains(ev.scenePos()):
+            return
+        p = vb.mapSceneToView(ev.scenePos())
+        r = int(round(p.x()))
+        if 0 <= r < self.ranking.size and 0 <= p.y() <= max(self.bar_heights[r], 0) * 1.02 + 1e-12:
+            self.show_pair(r)
+
+    def show_pair(self, rank):
+        """Scatter the feature at ``rank`` against the next-ranked one (the previous for the last)."""
+        ds = self.state.dataset
+        if rank is None or ds is None or self.ranking.size < 2:
+            self.cloud.clear()
+            return
+        rank = int(rank)
+        other = rank + 1 if rank + 1 < self.ranking.size else rank - 1
+        fa, fb = int(self.ranking[rank]), int(self.ranking[other])
+        self.pair = (fa, fb)
+        self.chosen_rank = rank
+        X = ds.dense()
+        codes, names = label_codes(ds)
+        brushes = st.category_brushes(codes, len(names)) if names else None
+        self.cloud.describe = lambda i: describe_sample(ds, i) + f" · {ds.feature_names[fa]} {fmt(X[i, fa])} · " \
+                                                                  f"{ds.feature_names[fb]} {fmt(X[i, fb])}"
+        self.cloud.set_points(X[:, fa], X[:, fb], brushes=brushes)
+        st.style_plot(self.pair_plot, title=f"rank {rank + 1} vs rank {other + 1}",
+                      bottom=f"{ds.feature_names[fa]} (rank {rank + 1})", left=f"{ds.feature_names[fb]} (rank {other + 1})")
+        self.pair_plot.enableAutoRange()
+        self._color_bars()
+        self.set_status(f"{self.ranking.size} features ranked · top: " +
+                        ", ".join(f"{ds.feature_names[j]} ({fmt(self.scores[j])})" for j in self.ranking[:3]) +
+                        " · click a bar to plot that feature against the next-ranked one")

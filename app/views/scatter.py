@@ -1,0 +1,196 @@
+"""Scatter projection: samples on two axes of a fitted subspace (or on their scores), coloured by
+label, by ground truth or by a score, sized by a score, flagged points ringed, selection shown."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtWidgets import QButtonGroup, QToolButton
+
+from . import _derived as der
+from . import _style as st
+from ._cloud import PointCloud, new_plot
+from ._common import Choice, describe_sample, label_codes, labelled, title_of
+from .base import BaseView
+
+
+class ScatterView(BaseView):
+    name = "scatter"
+    title = "Scatter"
+    methods = ("pca", "coherence-pursuit", "pcp", "residual")
+
+    def __init__(self, state, parent=None):
+        super().__init__(state, parent)
+        self.method_box = Choice()
+        self.x_box = Choice()
+        self.y_box = Choice()
+        self.color_box = Choice()
+        self.size_box = Choice()
+        self.flag_box = Choice()
+        for text, box in (("Result", self.method_box), ("x", self.x_box), ("y", self.y_box),
+                          ("Colour", self.color_box), ("Size", self.size_box), ("Ring", self.flag_box)):
+            self.controls.addWidget(labelled(text, box))
+            self.controls.addWidget(box)
+        self.tool_buttons = {}
+        group = QButtonGroup(self)
+        for tool, text, tip in (("rect", "Rectangle", "Drag to select a rectangle"),
+                                ("lasso", "Lasso", "Drag to draw around points"),
+                                ("pan", "Pan", "Drag to move the view")):
+            b = QToolButton(text=text, checkable=True, toolTip=tip + " (Shift adds, Ctrl subtracts)")
+            group.addButton(b)
+            self.controls.addWidget(b)
+            self.tool_buttons[tool] = b
+            b.toggled.connect(lambda on, t=tool: on and self.set_tool(t))
+        self.controls.addStretch(1)
+
+        self.plot = new_plot(self.figure.ci, row=0, col=0)
+        self.legend = pg.LegendItem(offset=(-10, 10), labelTextColor=st.AXIS_COLOR,
+                                    brush=st.brush("#FFFFFF", 200), pen=st.pen("#BBBBBB"))
+        self.legend.setParentItem(self.plot.getViewBox())
+        self.cloud = PointCloud(self.plot, state, size=6)
+        self.cloud.sigHovered.connect(self._on_hover)
+        self.colorbar = None
+        self._legend_samples = []
+        self.tool_buttons["rect"].setChecked(True)
+        self.method_box.currentIndexChanged.connect(self._method_changed)
+        for box in (self.x_box, self.y_box, self.color_box, self.size_box, self.flag_box):
+            box.currentIndexChanged.connect(self.redraw)
+        state.selectionChanged.connect(lambda _s: self._update_status())
+
+    # -- controls -------------------------------------------------------------------------
+    def set_tool(self, tool: str) -> None:
+        self.plot.getViewBox().set_tool(tool)
+        if not self.tool_buttons[tool].isChecked():
+            self.tool_buttons[tool].setChecked(True)
+
+    def result(self):
+        m = self.method_box.key()
+        return self.state.result(m) if m else None
+
+    def refresh(self) -> None:
+        avail = self.available_methods()
+        cur = self.state.current_method
+        self.method_box.set_items([(title_of(m), m) for m in avail], default=cur if cur in avail else None)
+        self._method_changed()
+
+    def _method_changed(self, *_):
+        res = self.result()
+        ds = self.state.dataset
+        if res is None or ds is None:
+            self.cloud.clear()
+            return
+        sub = der.subspace(res)
+        r = sub["projection"].shape[1]
+        axes = [(f"component {k + 1}", ("comp", k)) for k in range(r)]
+        axes += [(f"score: {s}", ("score", s)) for s in res.sample_scores]
+        self.x_box.set_items(axes, default=("comp", 0))
+        ydef = ("comp", 1) if r > 1 else ("score", res.primary_score)
+        self.y_box.set_items(axes, default=ydef)
+        colours = []
+        if ds.labels is not None:
+            colours.append(("label", ("label", None)))
+        if ds.outliers is not None:
+            colours.append(("known outlier", ("truth", None)))
+        colours += [(f"score: {s}", ("score", s)) for s in res.sample_scores]
+        colours.append(("one colour", ("none", None)))
+        self.color_box.set_items(colours)
+        self.size_box.set_items([("fixed", None)] + [(f"score: {s}", s) for s in res.sample_scores])
+        flag_items = [("method's outliers", ("derived", None))]
+        flag_items += [(f"flag: {f}", ("flag", f)) for f in res.flags if f != "outlier"]
+        if ds.outliers is not None:
+            flag_items.append(("known outliers", ("truth", None)))
+        flag_items.append(("none", ("none", None)))
+        self.flag_box.set_items(flag_items)
+        self.redraw()
+
+    # -- drawing --------------------------------------------------------------------------
+    def _axis_values(self, key, res, sub):
+        kind, k = key
+        if kind == "comp":
+            return sub["projection"][:, k], f"component {k + 1} ({sub['source'] if sub['source'] == 'PCA of L' else title_of(res.method)})"
+        return np.asarray(res.sample_scores[k], dtype=float), k
+
+    def current_flags(self):
+        res, ds = self.result(), self.state.dataset
+        kind, k = self.flag_box.key() or ("none", None)
+        if kind == "derived":
+            got = der.outlier_flags(res, ds)
+            return (got[0], got[1]) if got else (None, "")
+        if kind == "flag":
+            return np.asarray(res.flags[k], dtype=bool), k
+        if kind == "truth":
+            return ds.outliers, "known outlier"
+        return None, ""
+
+    def redraw(self, *_):
+        res, ds = self.result(), self.state.dataset
+        if res is None or ds is None or self.x_box.key() is None:
+            return
+        sub = der.subspace(res)
+        x, xl = self._axis_values(self.x_box.key(), res, sub)
+        y, yl = self._axis_values(self.y_box.key(), res, sub)
+        brushes, legend = self._brushes(res, ds)
+        sizes = self._sizes(res)
+        flags, flag_rule = self.current_flags()
+        self._flags = flags
+        self.cloud.describe = lambda i: describe_sample(ds, i, res, flags)
+        self.cloud.set_points(x, y, brushes=brushes, sizes=sizes, flags=flags)
+        st.style_plot(self.plot, title=f"{title_of(res.method)} — {ds.name}", left=yl, bottom=xl)
+        self._fill_legend(legend, flag_rule, flags)
+        self.plot.enableAutoRange()
+        self._update_status()
+
+    def _brushes(self, res, ds):
+        kind, k = self.color_box.key() or ("none", None)
+        n = ds.n_samples
+        self._remove_colorbar()
+        if kind == "label":
+            codes, names = label_codes(ds)
+            return st.category_brushes(codes, len(names)), [(st.category_color(i), nm) for i, nm in enumerate(names)]
+        if kind == "truth":
+            codes = ds.outliers.astype(np.int64)
+            return st.category_brushes(codes, 2), [(st.category_color(0), "inlier"), (st.category_color(1), "known outlier")]
+        if kind == "score":
+            levels, (lo, hi) = st.value_levels(res.sample_scores[k])
+            table = np.array(st.level_brushes(), dtype=object)
+            self._add_colorbar(k, lo, hi)
+            return list(table[levels]), []
+        return [st.brush(st.category_color(0))] * n, []
+
+    def _sizes(self, res):
+        k = self.size_box.key()
+        if k is None:
+            return None
+        lv, _ = st.value_levels(res.sample_scores[k], n=11)
+        return 4.0 + lv.astype(float)  # 4 to 14 pixels, 1st to 99th percentile of the score
+
+    def _add_colorbar(self, name, lo, hi):
+        self.colorbar = pg.ColorBarItem(values=(float(lo), float(hi)), colorMap=st.colormap(),
+                                        interactive=False, label=name, width=14)
+        self.colorbar.getAxis("right").setTextPen(st.pen(st.AXIS_COLOR))
+        self.figure.ci.addItem(self.colorbar, row=0, col=1)
+
+    def _remove_colorbar(self):
+        if self.colorbar is not None:
+            self.figure.ci.removeItem(self.colorbar)
+            self.colorbar = None
+
+    def _fill_legend(self, entries, flag_rule, flags):
+        self.legend.clear()
+        self._legend_samples = []
+        for color, text in entries:
+            item = pg.ScatterPlotItem(size=8, brush=st.brush(color), pen=None, symbol="o")
+            self._legend_samples.append(item)
+            self.legend.addItem(item, text)
+        if flags is not None:
+            self.legend.addItem(self.cloud.flag_item, f"ringed: {flag_rule} ({int(np.sum(flags))})")
+        self.legend.addItem(self.cloud.sel_item, "selected")
+
+    def _on_hover(self, i):
+        self._update_status()
+
+    def _update_status(self):
+        n = self.cloud.x.size
+        parts = [f"{n} points", f"{self.state.selection.size} selected"]
+        if self.cloud.hovered >= 0:
+            parts.append("under the mouse: " + self.cloud.hover_text)
+        self.set_status(" · ".join(parts))

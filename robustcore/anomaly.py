@@ -1,0 +1,366 @@
+"""Residual (SPE, also called Q) and Hotelling T² anomaly scores against a subspace, with limits.
+
+SPE measures how far a sample is from the subspace; T² measures how far it is along the
+subspace, in units of the training spread. Each is blind to what the other sees: SPE does not
+change when a sample moves along the subspace, however far. So both are reported and a sample is
+flagged when either exceeds its control limit.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from ._base import Estimator
+from ._params import Param, check_range
+from ._progress import Reporter
+from ._validation import check_array
+
+__all__ = ["ResidualScorer", "jackson_mudholkar_limit", "box_limit", "t2_limit_new",
+           "t2_limit_training"]
+
+# Rows per block when scoring: temporaries of about 2.6e5 doubles (2 MB) stay in cache.
+_BLOCK_ENTRIES = 262_144
+# Tolerance on orthonormality of user-supplied bases.
+_ORTHO_TOL = 1e-6
+
+
+def _thetas(residual_eigenvalues):
+    lam = np.asarray(residual_eigenvalues, dtype=np.float64)
+    return float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))
+
+
+def box_limit(residual_eigenvalues, alpha: float) -> float:
+    """Box's approximation SPE ~ g chi²_h (g = θ2/θ1, h = θ1²/θ2): the limit g·chi²_{h,1-α}."""
+    t1, t2, _ = _thetas(residual_eigenvalues)
+    if t1 <= 0.0 or t2 <= 0.0:
+        return 0.0
+    return float(t2 / t1 * stats.chi2.ppf(1.0 - alpha, t1 * t1 / t2))
+
+
+def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, str]:
+    """Jackson-Mudholkar (1979) limit of SPE at false-alarm rate ``alpha``.
+
+    ``residual_eigenvalues`` must be ALL eigenvalues of the covariance beyond the retained ones
+    (θ_i = sum λ_j^i over them). Returns ``(limit, method)``; ``method`` says
+    ``"box (h0 <= 0)"`` when the JM formula is undefined for this spectrum and Box's
+    approximation was used instead.
+    """
+    t1, t2, t3 = _thetas(residual_eigenvalues)
+    if t1 <= 0.0 or t2 <= 0.0:
+        return 0.0, "jackson-mudholkar"
+    h0 = 1.0 - 2.0 * t1 * t3 / (3.0 * t2 * t2)
+    if h0 <= 0.0:
+        return box_limit(residual_eigenvalues, alpha), "box (h0 <= 0)"
+    c = stats.norm.ppf(1.0 - alpha)
+    base = c * np.sqrt(2.0 * t2 * h0 * h0) / t1 + 1.0 + t2 * h0 * (h0 - 1.0) / (t1 * t1)
+    if base <= 0.0:
+        return box_limit(residual_eigenvalues, alpha), "box (JM bracket <= 0)"
+    with np.errstate(over="ignore"):
+        q = float(t1 * base ** (1.0 / h0))
+    if not np.isfinite(q):
+        # h0 just above 0 makes the exponent 1/h0 overflow; Box stays finite there.
+        return box_limit(residual_eigenvalues, alpha), "box (h0 near 0)"
+    return q, "jackson-mudholkar"
+
+
+def t2_limit_new(p: int, n: int, alpha: float) -> float:
+    """T² limit for NEW observations, mean and covariance estimated from n training rows:
+    p (n-1)(n+1) / (n (n-p)) · F_{1-α}(p, n-p)."""
+    return float(p * (n - 1) * (n + 1) / (n * (n - p)) * stats.f.ppf(1.0 - alpha, p, n - p))
+
+
+def t2_limit_training(p: int, n: int, alpha: float) -> float:
+    """T² limit for the TRAINING rows themselves (Phase I): (n-1)²/n · Beta_{1-α}(p/2, (n-p-1)/2)."""
+    return float((n - 1) ** 2 / n * stats.beta.ppf(1.0 - alpha, p / 2.0, (n - p - 1) / 2.0))
+
+
+class ResidualScorer(Estimator):
+    """SPE (squared reconstruction error) and Hotelling T² scores with control limits.
+
+    With ``z = x - mean_``, scores ``t = components_ @ z`` and residual ``e = z - components_.T @ t``:
+    ``SPE(x) = |e|²`` and ``T²(x) = sum_j t_j² / variances_[j]``. SPE is exactly unchanged by
+    moves along the subspace, T² by moves orthogonal to it: look at both (``flag``).
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        Dimension p of the subspace, 1 <= p < min(n_samples, n_features).
+    alpha : float in (0, 1), default 0.01
+        False-alarm rate of each control limit.
+    limit : {"jackson-mudholkar", "box"}, default "jackson-mudholkar"
+        SPE limit: Jackson-Mudholkar's normal approximation (falls back to Box when its h0 <= 0,
+        recorded in ``spe_limit_method_``) or Box's scaled chi-square.
+    t2_limit : {"new", "training"}, default "new"
+        T² limit for new observations (F distribution) or for the training rows themselves
+        (Phase I, Beta distribution; smaller, because training rows shaped the estimates).
+    center : bool, default True
+        ``fit`` centres at the training mean (False: the subspace goes through the origin).
+
+    Attributes
+    ----------
+    components_ : ndarray (p, d)
+        Orthonormal rows spanning the subspace.
+    mean_ : ndarray (d,)
+    variances_ : ndarray (p,)
+        Training variance along each component (sum of squared scores / (n - 1)).
+    residual_eigenvalues_ : ndarray (k,)
+        Eigenvalues (descending) of the training residual covariance, all of them: what the
+        Jackson-Mudholkar θ's are made of.
+    thetas_ : ndarray (3,)
+        θ1, θ2, θ3 = sums of the residual eigenvalues to the powers 1, 2, 3.
+    spe_limit_, t2_limit_ : float
+    spe_limit_method_ : str
+    plane_ : ndarray (2, d)
+        Default plane of ``grid``: the unit axes for 2-D data, otherwise the first two principal
+        directions of the training data.
+    n_samples_fit_, n_features_in_ : int
+    """
+
+    _params = (
+        Param("n_components", int, 2, "Dimension of the subspace the scores are measured against.",
+              low=1),
+        Param("alpha", float, 0.01, "False-alarm rate of the SPE and T² control limits.",
+              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
+        Param("limit", str, "jackson-mudholkar", "SPE control limit: Jackson-Mudholkar or Box's "
+              "chi-square approximation.", choices=("jackson-mudholkar", "box")),
+        Param("t2_limit", str, "new", "T² limit for new observations (F) or for the training rows "
+              "themselves (Beta).", choices=("new", "training")),
+        Param("center", bool, True, "Centre at the training mean (otherwise a linear subspace)."),
+    )
+
+    def __init__(self, n_components: int = 2, alpha: float = 0.01, limit: str = "jackson-mudholkar",
+                 t2_limit: str = "new", center: bool = True):
+        self.n_components = n_components
+        self.alpha = alpha
+        self.limit = limit
+        self.t2_limit = t2_limit
+        self.center = center
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(self, X, y=None, progress=None):
+        """PCA subspace of X (n_samples, n_features) and limits calibrated on X. Returns self."""
+        from .subspace.pca import PCA
+
+        p = self._start_fit()
+        rep = Reporter(progress)
+        X = check_array(X, min_samples=2, min_features=2)
+        n, d = X.shape
+        k = self._check_rank(p, n, d)
+        pca = PCA(n_components=max(k, 2), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
+        comps = pca.components_[:k]
+        plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
+        # all_variances_ holds every nonzero eigenvalue (min(n, d) of them): the rest are zero.
+        fitted = self._limits(p, n, d, comps, pca.mean_, pca.all_variances_[:k].copy(),
+                              pca.all_variances_[k:].copy(), plane)
+        rep(1.0, "done")
+        self._set_fitted(**fitted)
+        return self
+
+    def fit_subspace(self, X, components, mean, progress=None):
+        """Use a subspace fitted elsewhere; calibrate variances and limits on training data X.
+
+        Parameters
+        ----------
+        X : array (n_samples, n_features)
+            Training data for calibration (ideally clean: outliers widen both limits).
+        components : array (n_components, n_features)
+            Orthonormal rows, e.g. ``CoherencePursuit().components_``.
+        mean : array (n_features,)
+            The centre of the subspace.
+
+        Returns self. The variances along the components and the residual eigenvalues are
+        those of X about ``mean`` (sums of squares divided by n - 1).
+        """
+        p = self._start_fit()
+        rep = Reporter(progress)
+        X = check_array(X, min_samples=2, min_features=2)
+        n, d = X.shape
+        k = self._check_rank(p, n, d)
+        C = check_array(components, name="components")
+        if C.shape != (k, d):
+            raise ValueError(f"components must have shape (n_components, n_features) = ({k}, {d}); "
+                             f"got {C.shape}")
+        if np.abs(C @ C.T - np.eye(k)).max() > _ORTHO_TOL:
+            raise ValueError("components must have orthonormal rows (C @ C.T = I); got a basis that "
+                             "is not orthonormal -- orthonormalise it first, e.g. np.linalg.qr(C.T)")
+        m = np.asarray(mean, dtype=np.float64)
+        if m.shape != (d,) or not np.all(np.isfinite(m)):
+            raise ValueError(f"mean must be a finite array of shape ({d},); got shape {m.shape}")
+        rep(0.0, "scores")
+        Z = X - m
+        T = Z @ C.T
+        E = Z - T @ C
+        var = np.einsum("ij,ij->j", T, T) / (n - 1)
+        rep(0.3, "residual spectrum")
+        # Nonzero eigenvalues of E'E and EE' coincide: use the smaller Gram matrix.
+        G = E.T @ E if n >= d else E @ E.T
+        lam = np.linalg.eigvalsh(G)[::-1] / (n - 1)
+        lam = np.maximum(lam, 0.0)[: max(min(n, d) - k, 1)]
+        rep(0.6, "principal plane")
+        if d == 2:
+            plane = np.eye(2)
+        else:
+            Zc = X - X.mean(axis=0)
+            if n >= d:
+                w, V = np.linalg.eigh(Zc.T @ Zc)
+                plane = V[:, ::-1][:, :2].T
+            else:
+                _, _, vt = np.linalg.svd(Zc, full_matrices=False)
+                plane = vt[:2]
+            from .subspace.pca import fix_signs
+            plane = fix_signs(plane)
+        fitted = self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane)
+        rep(1.0, "done")
+        self._set_fitted(**fitted)
+        return self
+
+    def _check_rank(self, p, n, d):
+        return check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
+                           hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual is left")
+
+    @staticmethod
+    def _limits(p, n, d, comps, mean, var, lam, plane):
+        k = comps.shape[0]
+        tiny = 1e-12 * max(float(var.max()), float(lam.max(initial=0.0)), 1e-300)
+        if np.any(var <= tiny):
+            j = int(np.argmax(var <= tiny))
+            raise ValueError(f"the training data has (almost) no variance along component {j + 1}, "
+                             f"so T² is undefined; n_components must be at most {j} for this data "
+                             f"(got {k})")
+        alpha = p["alpha"]
+        if p["limit"] == "box":
+            spe_lim, method = box_limit(lam, alpha), "box"
+        else:
+            spe_lim, method = jackson_mudholkar_limit(lam, alpha)
+        # Exactly low-rank training data give θ = 0 and a zero limit that rounding would cross;
+        # squared residuals below 1e-20 of the total variance are rounding, not departures.
+        spe_lim = max(spe_lim, 1e-20 * (float(var.sum()) + float(lam.sum())))
+        if p["t2_limit"] == "new":
+            t2_lim = t2_limit_new(k, n, alpha)
+        else:
+            if n - k - 1 <= 0:
+                raise ValueError(f"t2_limit='training' needs n_samples > n_components + 1; got "
+                                 f"n_samples = {n}, n_components = {k}")
+            t2_lim = t2_limit_training(k, n, alpha)
+        return dict(components_=comps, mean_=mean, variances_=var, residual_eigenvalues_=lam,
+                    thetas_=np.array(_thetas(lam)), spe_limit_=float(spe_lim),
+                    spe_limit_method_=method, t2_limit_=float(t2_lim), plane_=plane,
+                    n_samples_fit_=n, n_features_in_=d)
+
+    # -- scores ---------------------------------------------------------------------------
+    def _checked(self, X):
+        self._check_fitted("components_")
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this ResidualScorer was fitted on "
+                             f"{self.n_features_in_}")
+        return X
+
+    def _blocks(self, n):
+        b = max(1, _BLOCK_ENTRIES // max(self.n_features_in_, 1))
+        return range(0, n, b), b
+
+    def _spe_t2(self, X, want_spe=True, want_t2=True):
+        X = self._checked(X)
+        n = X.shape[0]
+        C, m, inv = self.components_, self.mean_, 1.0 / self.variances_
+        mC = m @ C.T
+        spe = np.empty(n) if want_spe else None
+        t2 = np.empty(n) if want_t2 else None
+        starts, b = self._blocks(n)
+        for s in starts:
+            B = X[s:s + b]
+            # Scores of x - m without materialising x - m (one memory pass fewer per block).
+            T = B @ C.T
+            T -= mC
+            if want_t2:
+                t2[s:s + b] = (T * T) @ inv
+            if want_spe:
+                # The explicit residual keeps SPE exact when it is much smaller than |z|².
+                E = T @ C
+                E += m
+                np.subtract(B, E, out=E)
+                spe[s:s + b] = np.einsum("ij,ij->i", E, E)
+        return spe, t2
+
+    def scores(self, X):
+        """``(spe, t2)`` in one pass over X (faster than calling ``spe`` and ``t2``)."""
+        return self._spe_t2(X)
+
+    def spe(self, X):
+        """Squared prediction error |x - mean_ - projection|² (n_samples,); larger = more anomalous."""
+        return self._spe_t2(X, want_t2=False)[0]
+
+    def t2(self, X):
+        """Hotelling T² = sum_j t_j² / variances_[j] (n_samples,); larger = more anomalous."""
+        return self._spe_t2(X, want_spe=False)[1]
+
+    def score_samples(self, X):
+        """The SPE (n_samples,): LARGER means MORE anomalous (off the subspace). Use ``t2`` for
+        departures along the subspace, which SPE cannot see."""
+        return self.spe(X)
+
+    def transform(self, X):
+        """Scores (n_samples, n_components): (X - mean_) @ components_.T."""
+        X = self._checked(X)
+        return (X - self.mean_) @ self.components_.T
+
+    def contributions(self, X):
+        """Per-feature squared residuals (n_samples, n_features); each row sums to the SPE."""
+        X = self._checked(X)
+        Z = X - self.mean_
+        Z -= (Z @ self.components_.T) @ self.components_
+        return Z * Z
+
+    def flag(self, X):
+        """Which samples exceed each limit: ``{"spe", "t2", "either"}`` -> bool (n_samples,)."""
+        spe, t2 = self._spe_t2(X)
+        out_spe = spe > self.spe_limit_
+        out_t2 = t2 > self.t2_limit_
+        return {"spe": out_spe, "t2": out_t2, "either": out_spe | out_t2}
+
+    def grid(self, xs, ys, plane=None):
+        """SPE and T² on the grid ``mean_ + x u + y v`` for x in xs, y in ys.
+
+        Parameters
+        ----------
+        xs, ys : 1-D arrays
+            Offsets FROM ``mean_`` along u and v.
+        plane : array (2, d) or None
+            Orthonormal rows u, v. None: ``plane_`` (the feature axes for 2-D data, otherwise the
+            first two principal directions of the training data, so that with n_components = 1
+            the SPE blind spot along PC1 is visible).
+
+        Returns
+        -------
+        spe_grid, t2_grid : ndarrays (len(ys), len(xs))
+
+        Both are quadratic forms in (x, y), evaluated in closed form: O(len(xs) * len(ys)) work
+        and memory whatever d is.
+        """
+        self._check_fitted("components_")
+        xs = np.asarray(xs, dtype=np.float64).ravel()
+        ys = np.asarray(ys, dtype=np.float64).ravel()
+        if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):
+            raise ValueError("xs and ys must be finite")
+        d = self.n_features_in_
+        if plane is None:
+            P = self.plane_
+        else:
+            P = np.asarray(plane, dtype=np.float64)
+            if P.shape != (2, d) or not np.all(np.isfinite(P)):
+                raise ValueError(f"plane must be a finite array of shape (2, {d}); got shape {P.shape}")
+            if np.abs(P @ P.T - np.eye(2)).max() > _ORTHO_TOL:
+                raise ValueError("plane must have two orthonormal rows (plane @ plane.T = I)")
+        C = self.components_
+        A = P @ C.T                      # (2, k): scores of u and v
+        R = P - A @ C                    # residuals of u and v
+        Ruu, Ruv, Rvv = R[0] @ R[0], R[0] @ R[1], R[1] @ R[1]
+        x = xs[None, :]
+        y = ys[:, None]
+        spe = x * x * Ruu + 2.0 * x * y * Ruv + y * y * Rvv
+        t2 = np.zeros((ys.size, xs.size))
+        for j in range(C.shape[0]):
+            t = x * A[0, j] + y * A[1, j]
+            t2 += t * t / self.variances_[j]
+        return np.maximum(spe, 0.0), t2

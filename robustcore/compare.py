@@ -1,0 +1,130 @@
+"""Numbers the result views show but the fits do not produce directly.
+
+Principal angles between fitted subspaces, the subspace of a robust-PCA low-rank part,
+reconstructions and per-feature residuals of chosen samples, and a flag rule for scores that
+come without a control limit. The views call these once when a result arrives; paint code never
+computes.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import subspace_angles
+
+from .subspace.pca import fix_signs
+
+__all__ = ["principal_angles", "lowrank_subspace", "reconstruct", "residual_contributions",
+           "robust_threshold", "flags_above", "reconstruction_errors", "plane_coordinates",
+           "component_plane"]
+
+
+def principal_angles(A, B) -> np.ndarray:
+    """Principal angles in degrees, ascending, between the row spaces of A (r1, d) and B (r2, d).
+
+    Returns min(r1, r2) angles; 0 means a shared direction, 90 an orthogonal one.
+    """
+    A = np.atleast_2d(np.asarray(A, dtype=np.float64))
+    B = np.atleast_2d(np.asarray(B, dtype=np.float64))
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"subspaces must live in the same space; got {A.shape[1]} and {B.shape[1]} features")
+    # scipy returns them descending, in radians, for column spaces.
+    ang = subspace_angles(A.T, B.T)
+    return np.sort(np.degrees(ang))
+
+
+def lowrank_subspace(L, n_components=None, tol=1e-6) -> dict:
+    """Affine subspace of a low-rank matrix L (n, d): PCA of L.
+
+    Parameters
+    ----------
+    L : (n, d) array, e.g. PCP's low-rank part.
+    n_components : int or None
+        Number of directions to keep; None keeps the numerical rank of the centred L
+        (singular values above ``tol`` times the largest), at least 1. The singular values
+        come from an eigendecomposition of a Gram matrix, accurate to about sqrt(machine
+        epsilon) relative to the largest: hence the default ``tol`` of 1e-6, not 1e-12.
+
+    Returns
+    -------
+    dict with ``components`` (r, d) orthonormal rows (sign-fixed), ``mean`` (d,),
+    ``projection`` (n, r) coordinates of the rows of L, ``singular_values`` (r,).
+    """
+    L = np.asarray(L, dtype=np.float64)
+    mean = L.mean(axis=0)
+    Z = L - mean
+    n, d = Z.shape
+    # The Gram route is much cheaper than an SVD of Z when one side is small (video: n << d).
+    if n <= d:
+        G = Z @ Z.T
+        w, U = np.linalg.eigh(G)
+        w, U = w[::-1], U[:, ::-1]
+        s = np.sqrt(np.clip(w, 0, None))
+        rank = int(np.sum(s > tol * max(s[0], 1e-300))) if s.size else 0
+        r = max(1, rank) if n_components is None else int(min(n_components, min(n, d)))
+        r = min(r, max(rank, 1))
+        V = (U[:, :r].T @ Z) / np.where(s[:r] > 0, s[:r], 1.0)[:, None]
+    else:
+        C = Z.T @ Z
+        w, V = np.linalg.eigh(C)
+        w, V = w[::-1], V[:, ::-1]
+        s = np.sqrt(np.clip(w, 0, None))
+        rank = int(np.sum(s > tol * max(s[0], 1e-300))) if s.size else 0
+        r = max(1, rank) if n_components is None else int(min(n_components, min(n, d)))
+        r = min(r, max(rank, 1))
+        V = V[:, :r].T
+    comps = fix_signs(V)
+    return {"components": comps, "mean": mean, "projection": Z @ comps.T, "singular_values": s[:r].copy()}
+
+
+def reconstruct(X, components, mean) -> np.ndarray:
+    """Orthogonal projection of the rows of X (m, d) onto the affine subspace mean + span(components)."""
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    C = np.atleast_2d(np.asarray(components, dtype=np.float64))
+    Z = X - mean
+    return mean + (Z @ C.T) @ C
+
+
+def residual_contributions(X, components, mean) -> np.ndarray:
+    """Per-feature squared residuals e_j² (m, d) of the rows of X; each row sums to its SPE."""
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    return (X - reconstruct(X, components, mean)) ** 2
+
+
+def reconstruction_errors(X, components, mean) -> np.ndarray:
+    """SPE of every row of X against the subspace: ||x - x_hat||² (n,)."""
+    X = np.asarray(X, dtype=np.float64)
+    Z = X - mean
+    T = Z @ np.atleast_2d(components).T
+    err = np.einsum("ij,ij->i", Z, Z) - np.einsum("ij,ij->i", T, T)
+    return np.clip(err, 0.0, None)
+
+
+def robust_threshold(scores, n_mad: float = 3.0) -> float:
+    """median + n_mad * 1.4826 * MAD of ``scores``: a cut for scores that have no control limit.
+
+    1.4826 makes the MAD a consistent estimate of the standard deviation for Gaussian scores.
+    When the MAD is zero (more than half the scores equal, e.g. PCP's all-zero sparse rows),
+    the cut is the median itself, so every sample above the typical value is flagged.
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if s.size == 0:
+        raise ValueError("scores must not be empty")
+    med = float(np.median(s))
+    mad = float(np.median(np.abs(s - med)))
+    return med + n_mad * 1.4826 * mad
+
+
+def flags_above(scores, threshold) -> np.ndarray:
+    """Boolean flags scores > threshold (n,)."""
+    return np.asarray(scores, dtype=np.float64) > float(threshold)
+
+
+def plane_coordinates(X, mean, plane) -> np.ndarray:
+    """Coordinates (n, 2) of the rows of X in the plane ``mean + span(plane)`` (plane: (2, d) orthonormal)."""
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    return (X - mean) @ np.asarray(plane, dtype=np.float64).T
+
+
+def component_plane(components, i: int, j: int) -> np.ndarray:
+    """The (2, d) plane spanned by components i and j (orthonormal rows of ``components``)."""
+    C = np.atleast_2d(np.asarray(components, dtype=np.float64))
+    return C[[i, j]].copy()

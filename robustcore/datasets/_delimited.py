@@ -1,0 +1,347 @@
+"""CSV / TSV / whitespace-separated text tables."""
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import numpy as np
+
+from .._params import Param
+from ._dataset import Dataset
+from ._errors import LoadError
+from ._loader import (IMAGE_SHAPE_OPTION, MAX_BYTES, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
+                      parse_image_shape, parse_labels, read_all)
+
+__all__ = ["DelimitedLoader"]
+
+# Cells read as "missing" (case-insensitive). A value is never guessed: the ``missing`` option
+# decides what happens to these, and everything else must parse as a number.
+MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
+
+_DELIMS = {",": ",", "\t": "\t", ";": ";", "|": "|"}
+_NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", "whitespace": "whitespace"}
+
+# Rough peak bytes per cell while parsing text (a Python str and its list slot, plus the float).
+_BYTES_PER_CELL = 80
+# Lines read to detect the delimiter and the header.
+_HEAD_LINES = 200
+
+
+class DelimitedLoader(Loader):
+    """Delimited text: one sample per line, numeric feature columns.
+
+    The delimiter and a header row are detected unless given. A label column and a sample-id
+    column may be chosen by name or by 0-based index (negative counts from the end). Missing
+    or non-finite cells are handled only as the ``missing`` option says.
+    """
+
+    name = "csv"
+    label = "CSV / TSV"
+    patterns = ("*.csv", "*.tsv", "*.txt", "*.dat", "*.csv.gz", "*.tsv.gz", "*.csv.bz2", "*.csv.xz")
+    options = (
+        Param("delimiter", str, "auto", "field separator; auto detects comma, tab, semicolon, pipe "
+              "or runs of whitespace", choices=("auto", ",", "tab", ";", "|", "whitespace")),
+        Param("header", bool, None, "whether the first row holds column names", allow_none=True,
+              none_label="detect"),
+        Param("label_column", str, None, "column holding class labels: its name, or its 0-based "
+              "index (negative counts from the end)", allow_none=True, none_label="no labels"),
+        Param("id_column", str, None, "column holding sample ids: its name or 0-based index",
+              allow_none=True, none_label="row numbers", advanced=True),
+        MISSING_OPTION,
+        Param("comment", str, "#", "lines starting with this text are skipped", allow_none=True,
+              none_label="no comments", advanced=True),
+        Param("encoding", str, "utf-8", "text encoding of the file, e.g. utf-8 or latin-1",
+              advanced=True),
+        IMAGE_SHAPE_OPTION,
+        OUTLIER_LABEL,
+        MAX_BYTES,
+    )
+    _int_or_name = frozenset({"label_column", "id_column"})
+    _aliases = {"delimiter": {"\t": "tab", "comma": ",", "semicolon": ";", "pipe": "|", " ": "whitespace"}}
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        if not head or b"\0" in head:
+            return False
+        try:
+            text = head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            # A multi-byte character cut at the end of the sample is still text.
+            if exc.start < len(head) - 4:
+                return False
+            text = head[: exc.start].decode("utf-8")
+        return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
+
+    def _prepare(self, path: Path, opts: dict) -> bytes:
+        return read_all(path, limit=opts["max_bytes"])
+
+    def _estimate(self, path: Path, opts: dict, raw: bytes) -> int:
+        lines = raw.count(b"\n") + 1
+        first = raw[:65536].splitlines()[:5]
+        fields = max((len(l.replace(b"\t", b",").replace(b";", b",").split(b",")) for l in first),
+                     default=1)
+        return lines * fields * _BYTES_PER_CELL
+
+    def _decode(self, raw: bytes, path: Path, encoding: str) -> str:
+        enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
+        try:
+            text = raw.decode(enc)
+        except LookupError:
+            raise LoadError(f"encoding must be a known text encoding such as 'utf-8' or 'latin-1'; "
+                            f"got {encoding!r}") from None
+        except UnicodeDecodeError as exc:
+            line = raw[: exc.start].count(b"\n") + 1
+            raise LoadError(f"{path.name} is not valid {encoding} text (byte {exc.start}, line {line}); "
+                            f"if it is text in another encoding pass e.g. encoding='latin-1', otherwise "
+                            f"check that it is really a delimited text file") from None
+        if "\0" in text:
+            line = text[: text.index("\0")].count("\n") + 1
+            raise LoadError(f"{path.name} holds a NUL byte on line {line}, so it is not a text table; "
+                            f"check the file's format (binary files need another loader)")
+        return text
+
+    def _rows(self, text: str, delim: str, comment: str | None, path: Path) -> list[tuple[int, list[str]]]:
+        rows = []
+        if delim == "whitespace":
+            for no, line in enumerate(text.splitlines(), 1):
+                s = line.strip()
+                if not s or (comment and s.startswith(comment)):
+                    continue
+                rows.append((no, s.split()))
+            return rows
+        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
+        start = 1
+        try:
+            for row in reader:
+                no = start
+                start = reader.line_num + 1
+                if not row or (len(row) == 1 and not row[0].strip()):
+                    continue
+                if comment and row[0].lstrip().startswith(comment):
+                    continue
+                rows.append((no, [c.strip() for c in row]))
+        except csv.Error as exc:
+            raise LoadError(f"{path.name}, line {reader.line_num}: malformed quoting ({exc}); check the "
+                            f"quotes on that line") from None
+        return rows
+
+    @staticmethod
+    def _detect_delimiter(text: str, comment: str | None, path: Path) -> str:
+        if path.name.lower().split(".")[-1] == "tsv" or ".tsv." in path.name.lower():
+            return "\t"
+        lines = [l for l in text.splitlines() if l.strip() and not (comment and l.lstrip().startswith(comment))][:50]
+        if not lines:
+            return ","
+        best = None
+        for d in _DELIMS:
+            counts = [l.count(d) for l in lines]
+            if counts[0] > 0 and len(set(counts)) == 1:
+                if best is None or counts[0] > best[1]:
+                    best = (d, counts[0])
+        if best:
+            return best[0]
+        ws = [len(l.split()) for l in lines]
+        if ws[0] > 1 and len(set(ws)) == 1:
+            return "whitespace"
+        # Inconsistent counts: take the most frequent candidate and let the ragged-row check speak.
+        scores = {d: sum(l.count(d) for l in lines) for d in _DELIMS}
+        d = max(scores, key=scores.get)
+        if scores[d] == 0:
+            return "whitespace" if max(ws) > 1 else ","
+        return d
+
+    @staticmethod
+    def _is_number(cell: str) -> bool:
+        try:
+            float(cell)
+            return True
+        except ValueError:
+            return cell.lower() in MISSING_TOKENS
+
+    def _detect_header(self, rows) -> bool:
+        first = rows[0][1]
+        rest = rows[1:51]
+        if all(self._is_number(c) and c != "" for c in first):
+            return False
+        if not rest:
+            return True
+        for j, cell in enumerate(first):
+            if self._is_number(cell):
+                continue
+            below = [r[1][j] for r in rest if j < len(r[1])]
+            if below and all(self._is_number(c) for c in below):
+                return True
+        return False
+
+    @staticmethod
+    def _resolve(option: str, spec: str, names: list[str], has_header: bool) -> int:
+        if has_header and spec in names:
+            return names.index(spec)
+        try:
+            idx = int(spec)
+        except ValueError:
+            avail = ", ".join(repr(n) for n in names[:20]) + (" ..." if len(names) > 20 else "")
+            why = "" if has_header else " (the file has no header row, so use a 0-based column index)"
+            raise LoadError(f"{option}={spec!r} is not a column of this file{why}; its columns are: "
+                            f"{avail}") from None
+        if not -len(names) <= idx < len(names):
+            raise LoadError(f"{option} must be a column name or an index in [{-len(names)}, "
+                            f"{len(names) - 1}] (the file has {len(names)} columns); got {spec!r}")
+        return idx % len(names)
+
+    def _load(self, path: Path, opts: dict, raw: bytes) -> Dataset:
+        text = self._decode(raw, path, opts["encoding"])
+        comment = opts["comment"] or None
+        # Detection and the header need only the top of the file; the whole file is parsed once,
+        # by numpy's C parser when the file is plain, else row by row for precise messages.
+        head_text = text
+        if "\"" not in text:
+            head_lines = text.split("\n", _HEAD_LINES)[:_HEAD_LINES]
+            if len(head_lines) == _HEAD_LINES:
+                head_text = "\n".join(head_lines)
+        delim = opts["delimiter"]
+        if delim == "auto":
+            delim = self._detect_delimiter(head_text, comment, path)
+        elif delim == "tab":
+            delim = "\t"
+        rows = self._rows(head_text, delim, comment, path)
+        if len(rows) < 2 and head_text is not text:
+            head_text = text
+            rows = self._rows(text, delim, comment, path)
+        if not rows:
+            raise LoadError(f"{path.name} has no data rows (only blank or comment lines)")
+        header = opts["header"]
+        if header is None:
+            header = self._detect_header(rows)
+        # Record what was detected so the provenance reloads the file the same way.
+        opts["delimiter"], opts["header"] = ("tab" if delim == "\t" else delim), bool(header)
+        width = len(rows[0][1])
+        if header:
+            hline, names = rows[0]
+            for j, n in enumerate(names):
+                if not n:
+                    raise LoadError(f"{path.name}: header cell {j + 1} (line {hline}) is empty; name every "
+                                    f"column, or pass header=False if the first row is data")
+            seen = {}
+            for j, n in enumerate(names):
+                if n in seen:
+                    raise LoadError(f"{path.name}: column name {n!r} appears twice in the header (columns "
+                                    f"{seen[n] + 1} and {j + 1}); make the names unique")
+                seen[n] = j
+            rows = rows[1:]
+            if not rows:
+                raise LoadError(f"{path.name} has a header but no data rows")
+        else:
+            names = [f"x{j}" for j in range(width)]
+        first_line = rows[0][0] if not header else hline
+        _check_width(rows, width, first_line, delim, path)
+        label_j = id_j = None
+        header_line = hline if header else 0
+        if opts["label_column"] is not None:
+            label_j = self._resolve("label_column", opts["label_column"], names, header)
+        if opts["id_column"] is not None:
+            id_j = self._resolve("id_column", opts["id_column"], names, header)
+            if id_j == label_j:
+                raise LoadError("label_column and id_column name the same column; choose different ones")
+        feat = [j for j in range(width) if j not in (label_j, id_j)]
+        if not feat:
+            raise LoadError(f"{path.name} has no feature columns left after the label/id columns")
+        fast = self._fast(text, delim, comment, header_line, width, feat, label_j, id_j)
+        if fast is not None:
+            X, labels, ids = fast
+            return Dataset(X=X, labels=None if labels is None else parse_labels(labels),
+                           feature_names=[names[j] for j in feat], sample_ids=ids,
+                           image_shape=parse_image_shape(opts["image_shape"], X.shape[1]))
+        if head_text is not text:
+            rows = self._rows(text, delim, comment, path)
+            if header:
+                rows = rows[1:]
+            _check_width(rows, width, first_line, delim, path)
+        lines = np.array([no for no, _ in rows])
+        X = np.empty((len(rows), len(feat)))
+        for k, j in enumerate(feat):
+            X[:, k] = self._column([cells[j] for _, cells in rows], j, names, header, lines, path)
+
+        def where(i, k):
+            return f"line {lines[i]}, column {_colname(names, feat[k], header)}"
+
+        X, keep = handle_missing(X, opts["missing"], where, lambda k: _colname(names, feat[k], header))
+        labels = ids = None
+        if label_j is not None:
+            labels = parse_labels([cells[label_j] for (_, cells), k in zip(rows, keep) if k])
+        if id_j is not None:
+            ids = [cells[id_j] for (_, cells), k in zip(rows, keep) if k]
+        else:
+            ids = [str(int(n)) for n in lines[keep]] if not keep.all() else None
+        return Dataset(X=X, labels=labels, feature_names=[names[j] for j in feat], sample_ids=ids,
+                       image_shape=parse_image_shape(opts["image_shape"], X.shape[1]))
+
+    @staticmethod
+    def _fast(text, delim, comment, header_line, width, feat, label_j, id_j):
+        """numpy's C parser for a plain file (no quotes, no missing values, regular rows).
+
+        Returns None whenever anything is irregular; the careful row-by-row path then loads the
+        file or says exactly where it is wrong.
+        """
+        if "\"" in text or "\0" in text:
+            return None
+        data = []
+        for no, line in enumerate(text.splitlines(), 1):
+            if no <= header_line:
+                continue
+            s = line.strip()
+            if not s or (comment and s.startswith(comment)):
+                continue
+            data.append(line)
+        if not data:
+            return None
+        if delim == "whitespace":
+            if any(len(l.split()) != width for l in data):
+                return None
+        elif any(l.count(delim) != width - 1 for l in data):
+            return None
+        try:
+            X = np.loadtxt(data, delimiter=None if delim == "whitespace" else delim, usecols=feat,
+                           comments=None, dtype=np.float64, ndmin=2, quotechar=None)
+        except Exception:  # any parse problem: let the careful path report it
+            return None
+        if X.shape != (len(data), len(feat)) or not np.all(np.isfinite(X)):
+            return None
+        def column(j):
+            return [(l.split() if delim == "whitespace" else l.split(delim))[j].strip() for l in data]
+        labels = column(label_j) if label_j is not None else None
+        ids = column(id_j) if id_j is not None else None
+        return X, labels, ids
+
+    @staticmethod
+    def _column(cells: list[str], j: int, names, header, lines, path: Path) -> np.ndarray:
+        low = [c.lower() for c in cells]
+        cleaned = ["nan" if c in MISSING_TOKENS else c for c in low]
+        try:
+            return np.array(cleaned, dtype=str).astype(np.float64)
+        except ValueError:
+            pass
+        out = np.empty(len(cells))
+        for i, c in enumerate(cleaned):
+            try:
+                out[i] = float(c)
+            except ValueError:
+                ref = repr(names[j]) if header else str(j)
+                raise LoadError(f"{path.name}, line {lines[i]}, column {_colname(names, j, header)}: "
+                                f"{cells[i][:40]!r} is not a number; features must be numeric: if this column "
+                                f"holds class labels pass label_column={ref} (or id_column={ref} for sample "
+                                f"names), otherwise fix the cell"
+                                + ("" if header or i else "; if this row is a header, pass header=True")) from None
+        return out
+
+
+def _colname(names: list[str], j: int, header: bool) -> str:
+    return f"{names[j]!r} (column {j + 1})" if header else f"{j + 1}"
+
+
+def _check_width(rows, width: int, first_line: int, delim: str, path: Path) -> None:
+    for no, cells in rows:
+        if len(cells) != width:
+            raise LoadError(f"{path.name}, line {no}: {len(cells)} field(s), but line {first_line} has {width} "
+                            f"({_NAMES.get(delim, repr(delim))}-separated); every row needs the same number "
+                            f"of fields (check the delimiter option or that line)")

@@ -1,0 +1,270 @@
+"""Grayscale image stacks: a folder of image files (Pillow) or a multi-frame TIFF (tifffile).
+
+Why two libraries: Pillow is the standard, well-maintained Python imaging library and reads every
+common single-image format (PNG, JPEG, BMP, GIF, TIFF pages); tifffile (by C. Gohlke, maintained
+for scientific imaging) reads multi-page, 16-bit, float and BigTIFF stacks with their axis
+metadata, which Pillow handles only page by page and not for every bit depth. Both are imported
+only when an image is loaded.
+
+Every frame becomes one row, flattened row-major, with ``image_shape = (height, width)``; colour
+is converted to luminance 0.299 R + 0.587 G + 0.114 B (ITU-R BT.601) in float64, without rounding.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .._params import Param
+from ._dataset import Dataset, Provenance
+from ._errors import LoadError
+from ._loader import MAX_BYTES, Loader, _jsonable, folder_sha256
+
+__all__ = ["ImageFolderLoader", "TiffStackLoader", "IMAGE_SUFFIXES"]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".pgm", ".ppm", ".pbm", ".webp")
+_LUMA = np.array([0.299, 0.587, 0.114])
+
+
+def _require(module: str, package: str):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise LoadError(f"reading this file needs the {package} package, which is not installed; "
+                        f"install it with: pip install {package.lower()}") from None
+
+
+def _natural_key(p: Path):
+    """frame2 before frame10."""
+    return [int(t) if t.isdigit() else t.lower() for t in re.split(r"(\d+)", p.name)]
+
+
+def _to_gray(a: np.ndarray, name: str) -> np.ndarray:
+    if a.dtype.kind not in "biuf":
+        raise LoadError(f"{name}: pixel type {a.dtype} is not supported")
+    a = a.astype(np.float64)
+    if a.ndim == 3 and a.shape[-1] in (3, 4):
+        a = a[..., :3] @ _LUMA
+    elif a.ndim == 3 and a.shape[-1] == 2:  # gray + alpha
+        a = a[..., 0]
+    if a.ndim != 2:
+        raise LoadError(f"{name}: an image of shape {a.shape} is not a 2-D grayscale or colour image")
+    return a
+
+
+def _pil_gray(path: Path) -> np.ndarray:
+    Image = _require("PIL.Image", "Pillow")
+    UnidentifiedImageError = _require("PIL", "Pillow").UnidentifiedImageError
+    try:
+        with Image.open(path) as im:
+            im.seek(0)
+            mode = im.mode
+            if mode in ("1", "L", "I", "F") or mode.startswith("I;"):
+                a = np.asarray(im)
+            elif mode in ("LA", "La"):
+                a = np.asarray(im.convert("LA"))[..., 0]
+            else:
+                a = np.asarray(im.convert("RGB"))
+    except UnidentifiedImageError:
+        raise LoadError(f"{path.name} is not an image Pillow can read; remove it from the folder or convert "
+                        f"it to PNG") from None
+    except Image.DecompressionBombError as exc:
+        raise LoadError(f"{path.name} is too large to decode safely ({exc})") from None
+    except (OSError, ValueError, SyntaxError, EOFError, MemoryError, IndexError, TypeError) as exc:
+        raise LoadError(f"{path.name} could not be decoded ({type(exc).__name__}: {exc}); it may be "
+                        f"truncated or damaged") from None
+    return _to_gray(a, path.name)
+
+
+def _pil_size(path: Path) -> tuple[int, int]:
+    Image = _require("PIL.Image", "Pillow")
+    try:
+        with Image.open(path) as im:
+            w, h = im.size
+    except Exception as exc:  # Pillow raises many types for unreadable files
+        raise LoadError(f"{path.name} is not a readable image ({type(exc).__name__}: {exc})") from None
+    return h, w
+
+
+class ImageFolderLoader(Loader):
+    """A folder of same-size images, one per sample, in natural name order (frame2 before frame10).
+
+    If the folder holds no images but sub-folders that do (one per class), the sub-folder names
+    become the labels. A single image file loads as one sample.
+    """
+
+    name = "images"
+    label = "Image folder"
+    patterns = ("*.png", "*.jpg", "*.jpeg", "*.bmp", "*.gif", "*.pgm", "*.ppm", "*.webp")
+    options = (
+        Param("max_samples", int, None, "load only the first this many images", low=1,
+              allow_none=True, none_label="all"),
+        MAX_BYTES,
+    )
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8", b"RIFF", b"P2", b"P5", b"P6"))
+
+    def _check_path(self, path) -> Path:
+        try:
+            p = Path(path)
+        except TypeError:
+            raise LoadError(f"path must be a file or folder path; got {path!r}") from None
+        if not p.exists():
+            raise LoadError(f"no such file or folder: {p}")
+        if p.is_file() and p.stat().st_size == 0:
+            raise LoadError(f"{p} is empty (0 bytes); nothing to load")
+        return p.resolve()
+
+    @staticmethod
+    def _files(p: Path) -> tuple[list[Path], list[str] | None]:
+        if p.is_file():
+            return [p], None
+        def images(d: Path) -> list[Path]:
+            return sorted((f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
+                           and not f.name.startswith(".")), key=_natural_key)
+        files = images(p)
+        if files:
+            return files, None
+        files, labels = [], []
+        for sub in sorted((d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".")), key=_natural_key):
+            found = images(sub)
+            files += found
+            labels += [sub.name] * len(found)
+        if not files:
+            raise LoadError(f"the folder {p} holds no images ({', '.join(IMAGE_SUFFIXES)}), neither directly "
+                            f"nor in class sub-folders")
+        return files, labels
+
+    def _prepare(self, path: Path, opts: dict):
+        files, labels = self._files(path)
+        if opts["max_samples"] is not None:
+            files = files[: opts["max_samples"]]
+            labels = labels[: opts["max_samples"]] if labels else labels
+        return files, labels
+
+    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+        files, _ = ctx
+        h, w = _pil_size(files[0])
+        return len(files) * h * w * 8
+
+    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
+        files, labels = ctx
+        first = _pil_gray(files[0])
+        h, w = first.shape
+        X = np.empty((len(files), h * w))
+        X[0] = first.ravel()
+        for k, f in enumerate(files[1:], 1):
+            a = _pil_gray(f)
+            if a.shape != (h, w):
+                raise LoadError(f"images differ in size: {f.name} is {a.shape[0]}x{a.shape[1]} (height x width) "
+                                f"but {files[0].name} is {h}x{w}; all images of a stack must have the same size")
+            X[k] = a.ravel()
+        root = path if path.is_dir() else path.parent
+        ids = [str(f.relative_to(root)) for f in files]
+        return Dataset(X=X, labels=np.array(labels) if labels else None, image_shape=(h, w),
+                       frame_order=np.arange(len(files)), sample_ids=ids,
+                       feature_names=[f"p{j}" for j in range(h * w)])
+
+    def load(self, path, **options) -> Dataset:
+        ds = super().load(path, **options)
+        if Path(path).is_dir():
+            ds.name = Path(path).resolve().name
+        return ds
+
+    def _provenance(self, p: Path, opts: dict) -> Provenance:
+        if p.is_file():
+            return super()._provenance(p, opts)
+        files, _ = self._files(p)
+        digest, size = folder_sha256(files, p)
+        return Provenance(loader=self.name, options=_jsonable(opts), path=str(p), size=size, sha256=digest)
+
+
+@contextlib.contextmanager
+def _quiet_tifffile():
+    """tifffile logs its complaints about damaged files; they become one LoadError here instead."""
+    log = logging.getLogger("tifffile")
+    old = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(old)
+
+
+class TiffStackLoader(Loader):
+    """A (multi-page) TIFF: every 2-D plane is one frame, in file order."""
+
+    name = "tiff"
+    label = "TIFF stack"
+    patterns = ("*.tif", "*.tiff")
+    options = (
+        Param("max_samples", int, None, "load only the first this many frames", low=1,
+              allow_none=True, none_label="all"),
+        MAX_BYTES,
+    )
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return head[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
+
+    @staticmethod
+    def _series(path: Path):
+        tifffile = _require("tifffile", "tifffile")
+        try:
+            with _quiet_tifffile(), tifffile.TiffFile(path) as tf:
+                s = tf.series[0]
+                return tuple(s.shape), s.axes, np.dtype(s.dtype)
+        except LoadError:
+            raise
+        except Exception as exc:  # tifffile raises many types for damaged files
+            raise LoadError(f"{path.name} is not a readable TIFF ({type(exc).__name__}: {exc}); it may be "
+                            f"truncated or damaged") from None
+
+    @staticmethod
+    def _frames_shape(shape, axes, name):
+        if "Y" not in axes or "X" not in axes:
+            raise LoadError(f"{name}: the TIFF's axes {axes!r} have no Y and X (image) axes")
+        h, w = shape[axes.index("Y")], shape[axes.index("X")]
+        n = int(np.prod([s for s, a in zip(shape, axes) if a not in "YXS"], dtype=np.int64))
+        if min(n, h, w) <= 0:
+            raise LoadError(f"{name}: the TIFF holds {n} frame(s) of {h}x{w} pixels; nothing to load")
+        return n, h, w
+
+    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+        shape, axes, dtype = self._series(path)
+        n, h, w = self._frames_shape(shape, axes, path.name)
+        m = n if opts["max_samples"] is None else min(n, opts["max_samples"])
+        return int(np.prod(shape, dtype=np.float64)) * dtype.itemsize + m * h * w * 8
+
+    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
+        tifffile = _require("tifffile", "tifffile")
+        shape, axes, _ = self._series(path)
+        n, h, w = self._frames_shape(shape, axes, path.name)
+        try:
+            with _quiet_tifffile():
+                arr = tifffile.imread(path)
+        except Exception as exc:  # tifffile raises many types for damaged files
+            raise LoadError(f"{path.name} could not be decoded ({type(exc).__name__}: {exc}); it may be "
+                            f"truncated or damaged") from None
+        if tuple(arr.shape) != shape:
+            raise LoadError(f"{path.name}: read shape {arr.shape} but the header announced {shape}")
+        # Put frames first, then Y, X, then colour samples.
+        order = [i for i, a in enumerate(axes) if a not in "YXS"] + [axes.index("Y"), axes.index("X")]
+        if "S" in axes:
+            order.append(axes.index("S"))
+        arr = np.transpose(arr, order)
+        arr = arr.reshape((n, h, w) + ((arr.shape[-1],) if "S" in axes else ()))
+        m = n if opts["max_samples"] is None else min(n, opts["max_samples"])
+        X = np.empty((m, h * w))
+        for k in range(m):
+            X[k] = _to_gray(arr[k], path.name).ravel()
+        if not np.all(np.isfinite(X)):
+            i, j = np.argwhere(~np.isfinite(X))[0]
+            raise LoadError(f"{path.name}: frame {i} holds a non-finite pixel (index {j})")
+        return Dataset(X=X, image_shape=(h, w), frame_order=np.arange(m),
+                       sample_ids=[f"frame {k}" for k in range(m)],
+                       feature_names=[f"p{j}" for j in range(h * w)])

@@ -1,0 +1,179 @@
+"""MATLAB ``.mat`` files up to version 7 (scipy.io); version 7.3 (HDF5) gets a clear refusal."""
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import scipy.io as sio
+import scipy.sparse as sp
+
+from .._params import Param
+from ._dataset import Dataset
+from ._errors import LoadError
+from ._matv5 import check_mat5
+from ._loader import (check_memory, MAX_BYTES, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing, parse_image_shape,
+                      parse_labels)
+
+__all__ = ["MatLoader"]
+
+_X_NAMES = ("X", "x", "data", "D", "features")
+_Y_NAMES = ("y", "Y", "labels", "label", "gt", "target")
+
+
+class MatLoader(Loader):
+    """Variables of a MATLAB file: ``variable`` is the data (samples in rows, or in columns with
+    ``transpose=True``), ``labels_variable`` the labels. Sparse variables stay sparse.
+    """
+
+    name = "mat"
+    label = "MATLAB"
+    patterns = ("*.mat",)
+    options = (
+        Param("variable", str, None, "name of the data variable", allow_none=True,
+              none_label="X, data, or the only 2-D numeric variable"),
+        Param("labels_variable", str, None, "name of the labels variable, or 'none'", allow_none=True,
+              none_label="y or labels if present"),
+        Param("transpose", bool, False, "the data holds one sample per column (as in many MATLAB "
+              "codes): transpose it"),
+        MISSING_OPTION,
+        Param("image_shape", str, None, "each sample is a MATLAB image of this size, 'HEIGHTxWIDTH' "
+              "as size(frame) reports (pixels stored column by column, as MATLAB does)",
+              allow_none=True, none_label="not images", advanced=True),
+        OUTLIER_LABEL,
+        MAX_BYTES,
+    )
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return head[:6] == b"MATLAB"
+
+    @staticmethod
+    def _check_version(path: Path) -> None:
+        with open(path, "rb") as fh:
+            head = fh.read(128)
+        if head[:10] == b"MATLAB 7.3" or (len(head) >= 128 and head[:6] == b"MATLAB" and b"HDF" in head[:116]):
+            raise LoadError(f"{path.name} is a MATLAB v7.3 (HDF5) file, which this program cannot read; "
+                            f"in MATLAB re-save it with save('{path.name}', '-v7'), or export the data to "
+                            f".npz or .csv")
+        with open(path, "rb") as fh:
+            if fh.read(8) == b"\x89HDF\r\n\x1a\n":
+                raise LoadError(f"{path.name} is an HDF5 file (like MATLAB v7.3), which this program cannot "
+                                f"read; export the data to .npz, .csv or a MATLAB -v7 file")
+
+    def _prepare(self, path: Path, opts: dict) -> None:
+        self._check_version(path)
+        check_memory(path.stat().st_size, opts["max_bytes"], f"reading {path.name}")
+        check_mat5(path.read_bytes(), path.name, opts["max_bytes"])
+
+    def _variables(self, path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                info = sio.whosmat(path)
+        except Exception as exc:  # scipy raises many types for damaged files
+            raise LoadError(f"{path.name} is not a readable MATLAB file ({type(exc).__name__}: {exc}); "
+                            f"it may be truncated or damaged") from None
+        return {name: (tuple(shape), cls) for name, shape, cls in info}
+
+    def _pick(self, path: Path, variables: dict, opts: dict) -> tuple[str, str | None]:
+        numeric = {k: v for k, v in variables.items() if v[1] not in ("struct", "cell", "char", "object",
+                                                                      "function_handle", "logical_sparse")}
+        listing = ", ".join(f"{k} {'x'.join(map(str, v[0]))} {v[1]}" for k, v in variables.items()) or "nothing"
+        xname = opts["variable"]
+        if xname is None:
+            xname = next((c for c in _X_NAMES if c in numeric), None)
+            if xname is None:
+                two_d = [k for k, v in numeric.items() if len(v[0]) == 2 and min(v[0]) > 1]
+                if len(two_d) != 1:
+                    raise LoadError(f"{path.name} holds {listing}; choose the data with variable='NAME'")
+                xname = two_d[0]
+        elif xname not in variables:
+            raise LoadError(f"variable={xname!r} is not in {path.name}; it holds: {listing}")
+        yname = opts["labels_variable"]
+        if yname is not None and yname.lower() == "none":
+            yname = None
+        elif yname is None:
+            shape = variables[xname][0]
+            n = (shape[1] if opts["transpose"] else shape[0]) if len(shape) == 2 else -1
+            yname = next((c for c in _Y_NAMES if c in variables and c != xname
+                          and n in variables[c][0] and int(np.prod(variables[c][0])) == n), None)
+        elif yname not in variables:
+            raise LoadError(f"labels_variable={yname!r} is not in {path.name}; it holds: {listing}")
+        return xname, yname
+
+    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+        variables = self._variables(path)
+        xname, _ = self._pick(path, variables, opts)
+        return int(np.prod(variables[xname][0], dtype=np.float64)) * 8
+
+    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
+        variables = self._variables(path)
+        xname, yname = self._pick(path, variables, opts)
+        opts["variable"], opts["labels_variable"] = xname, yname or "none"
+        names = [xname] + ([yname] if yname else [])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                m = sio.loadmat(path, variable_names=names, squeeze_me=False, struct_as_record=True)
+        except Exception as exc:  # scipy raises many types for damaged files
+            raise LoadError(f"{path.name} could not be read ({type(exc).__name__}: {exc}); it may be "
+                            f"truncated or damaged") from None
+        if xname not in m:
+            raise LoadError(f"{path.name}: variable {xname!r} could not be read")
+        X = m[xname]
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=np.float64)
+            if opts["transpose"]:
+                X = X.T.tocsr()
+        else:
+            X = np.asarray(X)
+            if X.dtype.kind not in "biuf":
+                raise LoadError(f"variable {xname!r} in {path.name} is of type {X.dtype} ({variables[xname][1]}); "
+                                f"the data must be a numeric matrix")
+            if X.ndim != 2:
+                raise LoadError(f"variable {xname!r} in {path.name} has shape {X.shape}; the data must be a "
+                                f"2-D matrix")
+            if opts["transpose"]:
+                X = X.T
+            X = X.astype(np.float64)
+        n = X.shape[0]
+        if n == 0 or X.shape[1] == 0:
+            raise LoadError(f"variable {xname!r} in {path.name} has shape {X.shape}: no samples or features")
+        keep = np.ones(n, dtype=bool)
+        if sp.issparse(X):
+            if not np.all(np.isfinite(X.data)):
+                raise LoadError(f"sparse variable {xname!r} in {path.name} holds NaN or infinite values; "
+                                f"clean them before saving")
+        else:
+            X, keep = handle_missing(X, opts["missing"], lambda i, j: f"row {i + 1}, column {j + 1}",
+                                     lambda j: str(j + 1))
+        labels = None
+        if yname:
+            y = m[yname]
+            if sp.issparse(y):
+                y = y.toarray()
+            y = np.asarray(y)
+            if y.dtype.kind == "U" and y.ndim == 2 and y.shape[0] == n:
+                y = np.array(["".join(r).strip() for r in y])  # char matrix: one label per row
+            elif y.dtype.kind == "O" and y.size == n:
+                try:
+                    y = np.array([str(np.asarray(v).squeeze()) for v in y.ravel()])  # cellstr
+                except Exception:
+                    raise LoadError(f"labels variable {yname!r} could not be read as text or numbers") from None
+            y = y.reshape(-1)
+            if y.shape[0] != n:
+                hint = "; if samples are in columns pass transpose=True" if y.shape[0] == X.shape[1] else ""
+                raise LoadError(f"labels variable {yname!r} has {y.shape[0]} entries but the data has {n} "
+                                f"samples{hint}")
+            if y.dtype.kind not in "biufU":
+                raise LoadError(f"labels variable {yname!r} has type {y.dtype}; labels must be numbers or text")
+            labels = parse_labels(y[keep])
+        ids = None if keep.all() else [str(i) for i in np.flatnonzero(keep)]
+        image_shape = parse_image_shape(opts["image_shape"], X.shape[1])
+        if image_shape is not None:
+            if sp.issparse(X):
+                raise LoadError(f"variable {xname!r} is sparse; image_shape applies to dense image data")
+            h, w = image_shape
+            # MATLAB flattens an h x w image column by column; rows here are row-major images.
+            X = np.ascontiguousarray(X.reshape(-1, w, h).transpose(0, 2, 1).reshape(X.shape[0], -1))
+        return Dataset(X=X, labels=labels, sample_ids=ids, image_shape=image_shape)

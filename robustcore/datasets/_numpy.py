@@ -1,0 +1,189 @@
+"""NumPy ``.npy`` and ``.npz`` files (never unpickled)."""
+from __future__ import annotations
+
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from .._params import Param
+from ._dataset import Dataset
+from ._errors import LoadError
+from ._loader import (IMAGE_SHAPE_OPTION, MAX_BYTES, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
+                      parse_image_shape, parse_labels)
+
+__all__ = ["NumpyLoader"]
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK\x03\x04"
+# Array names tried, in order, when the NPZ array is not given.
+_X_NAMES = ("X", "x", "data", "features")
+_Y_NAMES = ("y", "labels", "label", "target", "targets")
+
+
+def _header(fh) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(fh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a damaged header may hold deprecated aliases or escapes
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+        elif version in ((2, 0), (3, 0)):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+        else:
+            raise ValueError(f"unsupported .npy format version {version}")
+    return shape, dtype
+
+
+class NumpyLoader(Loader):
+    """A 2-D array (samples x features), or a 3-D stack of images (samples x height x width,
+    flattened row-major, ``image_shape`` set). In an NPZ, ``array`` picks the data and
+    ``labels_array`` the labels; object arrays are refused rather than unpickled.
+    """
+
+    name = "npy"
+    label = "NumPy"
+    patterns = ("*.npy", "*.npz")
+    options = (
+        Param("array", str, None, "name of the data array inside an .npz", allow_none=True,
+              none_label="X, data, or the only array"),
+        Param("labels_array", str, None, "name of the labels array inside an .npz, or 'none'",
+              allow_none=True, none_label="y or labels if present"),
+        MISSING_OPTION,
+        IMAGE_SHAPE_OPTION,
+        OUTLIER_LABEL,
+        MAX_BYTES,
+    )
+
+    def sniff(self, head: bytes, path: Path) -> bool:
+        return head.startswith(_NPY_MAGIC) or (head.startswith(_ZIP_MAGIC) and path.suffix.lower() == ".npz")
+
+    # -- reading -----------------------------------------------------------------------------------
+    def _members(self, path: Path) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """Name -> (shape, dtype) of each array in an .npz, read from headers only."""
+        out = {}
+        try:
+            with zipfile.ZipFile(path) as zf:
+                for info in zf.infolist():
+                    if not info.filename.endswith(".npy"):
+                        continue
+                    with zf.open(info) as fh:
+                        out[info.filename[:-4]] = _header(fh)
+        except Exception as exc:  # zipfile and numpy's header parser raise many types
+            raise LoadError(f"{path.name} is not a readable .npz archive ({exc}); it may be truncated or "
+                            f"not a NumPy file") from None
+        if not out:
+            raise LoadError(f"{path.name} holds no arrays (an .npz is a zip of .npy files)")
+        return out
+
+    def _is_npz(self, path: Path) -> bool:
+        with open(path, "rb") as fh:
+            return fh.read(4) == _ZIP_MAGIC
+
+    def _pick(self, path: Path, members: dict, opts: dict) -> tuple[str, str | None]:
+        names = list(members)
+        listing = ", ".join(f"{k} {members[k][0]}" for k in names)
+        xname = opts["array"]
+        if xname is None:
+            xname = next((n for n in _X_NAMES if n in members), None)
+            if xname is None:
+                multi = [n for n in names if len(members[n][0]) >= 2]
+                if len(multi) != 1:
+                    raise LoadError(f"{path.name} holds several arrays ({listing}); choose the data with "
+                                    f"array='NAME'")
+                xname = multi[0]
+        elif xname not in members:
+            raise LoadError(f"array={xname!r} is not in {path.name}; it holds: {listing}")
+        yname = opts["labels_array"]
+        if yname is not None and yname.lower() == "none":
+            yname = None
+        elif yname is None:
+            n = members[xname][0][0] if members[xname][0] else -1
+            yname = next((c for c in _Y_NAMES if c in members and c != xname
+                          and len(members[c][0]) >= 1 and members[c][0][0] == n
+                          and all(s == 1 for s in members[c][0][1:])), None)
+        elif yname not in members:
+            raise LoadError(f"labels_array={yname!r} is not in {path.name}; it holds: {listing}")
+        return xname, yname
+
+    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+        if self._is_npz(path):
+            members = self._members(path)
+            xname, _ = self._pick(path, members, opts)
+            shape = members[xname][0]
+        else:
+            try:
+                with open(path, "rb") as fh:
+                    shape, _ = _header(fh)
+            except Exception as exc:  # numpy's header parser raises many types
+                raise LoadError(f"{path.name} is not a readable .npy file ({exc})") from None
+        return int(np.prod(shape, dtype=np.float64)) * 8
+
+    def _read(self, path: Path, name: str | None):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # deprecated dtype aliases in damaged headers
+                if name is None:
+                    return np.load(path, allow_pickle=False)
+                with np.load(path, allow_pickle=False) as z:
+                    return z[name]
+        except ValueError as exc:
+            if "pickle" in str(exc):
+                raise LoadError(f"{path.name}{f' array {name!r}' if name else ''} holds Python objects, which "
+                                f"are never unpickled (unsafe); save plain numeric arrays instead") from None
+            raise LoadError(f"{path.name} is damaged or not a NumPy array file ({exc})") from None
+        except MemoryError:
+            raise
+        except Exception as exc:  # zipfile, zlib and numpy's header parser raise many types
+            raise LoadError(f"{path.name} is damaged or truncated ({type(exc).__name__}: {exc})") from None
+
+    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
+        yname = None
+        if self._is_npz(path):
+            members = self._members(path)
+            xname, yname = self._pick(path, members, opts)
+            opts["array"], opts["labels_array"] = xname, yname or "none"
+            arr = self._read(path, xname)
+        else:
+            if opts["array"] is not None or opts["labels_array"] not in (None, "none"):
+                raise LoadError(f"{path.name} is a single-array .npy file; the array and labels_array "
+                                f"options apply to .npz archives only")
+            xname = "array"
+            arr = self._read(path, None)
+        if not isinstance(arr, np.ndarray):
+            raise LoadError(f"{path.name} did not hold an array")
+        if arr.dtype.kind not in "biuf":
+            raise LoadError(f"{path.name} ({xname}) has dtype {arr.dtype}; the data must be numeric "
+                            f"(bool, integer or float)")
+        image_shape = None
+        if arr.ndim == 0 or arr.ndim == 1:
+            raise LoadError(f"{path.name} ({xname}) is {arr.ndim}-D with shape {arr.shape}; the data must "
+                            f"be 2-D (samples x features) or 3-D (images); reshape it before saving, e.g. "
+                            f"x.reshape(-1, 1) for one feature")
+        if arr.ndim == 3:
+            image_shape = arr.shape[1:]
+            if opts["image_shape"] is not None:
+                raise LoadError(f"{path.name} ({xname}) is already a 3-D image stack of {image_shape[0]}x"
+                                f"{image_shape[1]} images; leave image_shape unset")
+        elif arr.ndim == 2:
+            image_shape = parse_image_shape(opts["image_shape"], arr.shape[1])
+        if arr.ndim >= 3:
+            arr = arr.reshape(arr.shape[0], -1)
+        if arr.shape[0] == 0 or arr.shape[1] == 0:
+            raise LoadError(f"{path.name} ({xname}) has shape {arr.shape}: no samples or no features")
+        X = arr.astype(np.float64)
+        X, keep = handle_missing(X, opts["missing"], lambda i, j: f"row {i}, column {j}", str)
+        labels = None
+        if yname is not None:
+            y = self._read(path, yname).reshape(-1)
+            if y.shape[0] != arr.shape[0]:
+                raise LoadError(f"labels array {yname!r} has {y.shape[0]} entries but {xname!r} has "
+                                f"{arr.shape[0]} samples; choose another with labels_array= or 'none'")
+            if y.dtype.kind not in "biufUS":
+                raise LoadError(f"labels array {yname!r} has dtype {y.dtype}; labels must be numbers or text")
+            if y.dtype.kind == "S":
+                y = y.astype(str)
+            labels = parse_labels(y[keep])
+        ids = None if keep.all() else [str(i) for i in np.flatnonzero(keep)]
+        return Dataset(X=X, labels=labels, sample_ids=ids, image_shape=image_shape,
+                       feature_names=[f"p{j}" for j in range(X.shape[1])] if image_shape else None)

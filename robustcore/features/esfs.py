@@ -1,0 +1,327 @@
+"""Eigenvalue Sensitive Feature Selection (ESFS): rank features by how much the small
+eigenvalues of a similarity-graph Laplacian move when the feature is re-weighted (Jiang & Ren 2011).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._base import ConvergenceWarning, Estimator
+from .._params import Param, check_range, validate_params
+from .._progress import Reporter
+from .._validation import check_array
+from . import _graph, _spectral
+
+__all__ = ["ESFS", "DENSE_MAX_SAMPLES"]
+
+# graph="auto" builds the dense n x n graph up to this many samples, the kNN graph beyond.
+# Measured by benchmarks/bench_esfs.py (results_esfs.md): up to here the dense fit stays within
+# a few seconds and ~0.5 GB; past it time and memory grow as n².
+DENSE_MAX_SAMPLES = 3000
+
+# Relative tie tolerance under which two eigenvalues count as repeated.
+_TIE_RTOL = 1e-6
+
+
+def _check_random_state(random_state) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
+def _constant_columns(X: np.ndarray) -> np.ndarray:
+    """Columns whose spread is zero or only rounding noise relative to their magnitude."""
+    spread = X.max(axis=0) - X.min(axis=0)
+    scale = np.abs(X).max(axis=0)
+    return spread <= 1e-12 * scale
+
+
+class ESFS(Estimator):
+    """Eigenvalue Sensitive Feature Selection: unsupervised feature ranking by EVSC scores.
+
+    Each feature t gets a weight w_t (evaluated at w = 1) inside a Gaussian similarity graph
+    S_ij = exp(-Σ_t w_t² (x_it - x_jt)² / (2σ²)) (no self-loops). With degrees D = diag(S·1) and
+    L = D - S, the generalised eigenproblem L q = λ D q is solved with D-normalised eigenvectors
+    (qᵀDq = 1), and the score of feature t is the eigenvalue sensitivity
+
+        EVSC(t) = Σ_{r in R} |dλ_r/dw_t|,
+        dλ_r/dw_t = -(1/σ²) Σ_{i<j} S_ij (x_it - x_jt)² [(q_ri - q_rj)² - λ_r (q_ri² + q_rj²)].
+
+    A large score means re-weighting the feature reshapes the cluster structure that the small
+    eigenvalues describe; features are ranked by decreasing score.
+
+    Parameters
+    ----------
+    sigma : float or None
+        Width σ of the Gaussian similarity (> 0). None (default) chooses it from the data:
+        ``sigma_scale`` x the median pairwise distance (dense graph) or x the median distance to
+        the ``n_neighbors``-th neighbour (kNN graph), both measured after standardising.
+    sigma_scale : float or None
+        Multiplier of the automatic σ (ignored when ``sigma`` is given). None (default) means 0.5
+        for the dense graph and 1.0 for the kNN graph. Why: on two clusters separated along one
+        feature (methods.md §4.5), σ = 1.0 x the median pairwise distance put a noise feature
+        first in 9 of 20 seeds (k = 1) while 0.5 x median ranked correctly in 20 of 20 (also
+        measured here, benchmarks/results_esfs.md); for kNN the K-th neighbour distance is
+        already a local scale, and scales 0.5 to 2 ranked alike there, so 1.0 is kept.
+    n_eigenpairs : int
+        k, the number of eigenpairs summed in EVSC: the k smallest **non-trivial** ones, i.e. after
+        skipping the λ = 0 pair of each connected component of the graph. Set it to the expected
+        number of clusters minus one or so; default 2. Why: the smallest non-trivial pairs carry
+        the coarse cluster structure (high-frequency pairs mostly carry noise), and k = 2 ranked
+        the planted features first in every seed of the two- and four-cluster checks
+        (benchmarks/results_esfs.md), where k = 1 missed some four-cluster seeds.
+        Must satisfy 1 <= k < n_samples (and k + components <= n_samples).
+    graph : {"auto", "dense", "knn"}
+        "dense": all n² similarities (O(n²) memory). "knn": the symmetrised (union) graph of the
+        ``n_neighbors`` nearest neighbours, with ARPACK on a deflated operator; memory O(n·K).
+        "auto" (default): dense up to ``DENSE_MAX_SAMPLES`` = 3000 samples, kNN beyond.
+    n_neighbors : int
+        K for the kNN graph, 1 <= K < n_samples (default 10). The derivative treats the set of kNN
+        edges as fixed (it changes discontinuously with the weights).
+    standardize : bool
+        Z-score every feature first (default True); otherwise large-scale features dominate both
+        the graph and the derivatives. Constant features are left at 0, not divided by 0.
+    n_features_to_select : int or None
+        How many top-ranked features :meth:`transform` keeps; None (default) keeps half of them
+        (``max(1, n_features // 2)``, scikit-learn's RFE convention), so transform always reduces.
+    random_state : None, int or numpy.random.Generator
+        Seed of the eigensolver's starting vector (kNN graph / large problems only).
+
+    Attributes
+    ----------
+    scores_ : ndarray (d,)
+        EVSC score per feature (>= 0); exactly 0 for constant features.
+    ranking_ : ndarray (d,) of int
+        Feature indices, best (largest score) first; ties keep the original order.
+    eigenvalues_ : ndarray (c + k + m,)
+        All eigenvalues computed, ascending: the c trivial zeros (one per connected component;
+        c = 1 for a connected graph), then the k chosen ones, then m = min(max(5, k), 20) more (as
+        far as the data allow) so the spectrum and the gap after the chosen set can be shown.
+    eigenvectors_ : ndarray (n, c + k + m)
+        The matching D-normalised eigenvectors (columns).
+    selected_eigenpairs_ : ndarray (k,) of int
+        Positions in ``eigenvalues_`` of the pairs summed in EVSC.
+    derivatives_ : ndarray (k, d)
+        dλ_r/dw_t for the chosen pairs (signed); ``scores_ = abs(derivatives_).sum(0)``.
+    degrees_ : ndarray (n,)
+        Diagonal of the mass matrix D (graph degrees plus a 1e-12 relative guard).
+    sigma_ : float
+        The σ actually used.
+    graph_ : str
+        "dense" or "knn", the graph actually built.
+    n_graph_components_ : int
+        Connected components of the graph (their λ = 0 pairs are skipped).
+    constant_features_ : ndarray (d,) of bool
+        Features with no spread; scored 0.
+    support_ : ndarray (d,) of bool
+        Features kept by :meth:`transform`.
+    n_features_in_ : int
+    converged_ : bool
+        False if the iterative eigensolver stopped before full accuracy (a ConvergenceWarning is
+        issued).
+    """
+
+    _params = (
+        Param("sigma", float, None, "Gaussian width σ of the similarity graph.", low=0.0,
+              low_inclusive=False, allow_none=True, none_label="sigma_scale x median distance"),
+        Param("sigma_scale", float, None, "Multiplier of the automatic σ.", low=0.0,
+              low_inclusive=False, allow_none=True, none_label="0.5 dense, 1.0 kNN",
+              advanced=True),
+        Param("n_eigenpairs", int, 2, "Number of smallest non-trivial eigenpairs summed in EVSC.",
+              low=1),
+        Param("graph", str, "auto", "Similarity graph: all pairs (dense) or k nearest neighbours.",
+              choices=("auto", "dense", "knn")),
+        Param("n_neighbors", int, 10, "Neighbours per sample in the kNN graph.", low=1),
+        Param("standardize", bool, True, "Z-score each feature before building the graph."),
+        Param("n_features_to_select", int, None, "Top-ranked features kept by transform.", low=1,
+              allow_none=True, none_label="half of the features"),
+        Param("random_state", int, None, "Seed of the eigensolver's starting vector.", low=0,
+              allow_none=True, none_label="random", advanced=True),
+    )
+
+    def __init__(self, sigma=None, sigma_scale=None, n_eigenpairs=2, graph="auto",
+                 n_neighbors=10, standardize=True, n_features_to_select=None, random_state=None):
+        self.sigma = sigma
+        self.sigma_scale = sigma_scale
+        self.n_eigenpairs = n_eigenpairs
+        self.graph = graph
+        self.n_neighbors = n_neighbors
+        self.standardize = standardize
+        self.n_features_to_select = n_features_to_select
+        self.random_state = random_state
+
+    def _start_fit(self):
+        # A Generator is a valid random_state for scripts but cannot be declared as a Param kind.
+        self._clear_fit()
+        values = self.get_params()
+        rs = values.pop("random_state")
+        specs = [p for p in self._params if p.name != "random_state"]
+        out = validate_params(specs, values)
+        if not isinstance(rs, np.random.Generator):
+            rs = next(p for p in self._params if p.name == "random_state").validate(rs)
+        out["random_state"] = rs
+        return out
+
+    def fit(self, X, y=None, progress=None):
+        """Score and rank the features of X (n_samples, n_features). ``y`` is ignored.
+
+        ``progress(fraction, message)`` is called during the graph, eigensolver and derivative
+        steps; returning False (or raising Cancelled) cancels and leaves the estimator unfitted.
+        Returns self.
+        """
+        p = self._start_fit()
+        rep = Reporter(progress)
+        X = check_array(X, min_samples=2, min_features=2)
+        n, d = X.shape
+        k = check_range("n_eigenpairs", p["n_eigenpairs"], 1, n - 1, integer=True,
+                        hint=f"fewer than n_samples = {n}")
+        n_select = p["n_features_to_select"]
+        if n_select is not None:
+            n_select = check_range("n_features_to_select", n_select, 1, d, integer=True,
+                                   hint=f"at most n_features = {d}")
+        else:
+            n_select = max(1, d // 2)
+        graph = p["graph"]
+        if graph == "auto":
+            graph = "dense" if n <= DENSE_MAX_SAMPLES else "knn"
+        K = None
+        if graph == "knn":
+            K = check_range("n_neighbors", p["n_neighbors"], 1, n - 1, integer=True,
+                            hint=f"fewer than n_samples = {n}")
+        rng = _check_random_state(p["random_state"])
+
+        rep(0.0, "preparing data")
+        constant = _constant_columns(X)
+        if constant.all():
+            raise ValueError(f"X must have at least one non-constant feature to rank; all {d} "
+                             f"features are constant")
+        Xc = X - X.mean(axis=0)
+        Xc[:, constant] = 0.0
+        if p["standardize"]:
+            std = Xc.std(axis=0)
+            std[constant | (std == 0)] = 1.0
+            Xc /= std
+
+        scale = p["sigma_scale"]
+        if scale is None:
+            scale = 0.5 if graph == "dense" else 1.0
+        graph_rep = rep.span(0.0, 0.35)
+        if graph == "dense":
+            graph_rep(0.0, "dense graph: distances")
+            S = _graph.sq_distances(Xc)
+            sigma = p["sigma"]
+            if sigma is None:
+                sigma = scale * _graph.median_pairwise_distance(S)
+                if not sigma > 0:
+                    raise ValueError("X has only identical samples; no similarity graph to analyse")
+            graph_rep(0.6, "dense graph: similarities")
+            S = _graph.dense_affinity(S, sigma, out=S)
+            degrees = S.sum(axis=1)
+            rows = cols = weights = None
+        else:
+            idx, dist = _graph.knn_indices(Xc, K, graph_rep.span(0.0, 0.8))
+            sigma = p["sigma"]
+            if sigma is None:
+                kth = dist.max(axis=1)
+                kth = kth[kth > 0]
+                if kth.size == 0:
+                    raise ValueError("X has only duplicate samples within every neighbourhood; "
+                                     "pass sigma explicitly or increase n_neighbors")
+                sigma = scale * float(np.median(kth))
+            graph_rep(0.8, "kNN graph: edges")
+            rows, cols = _graph.knn_edges(idx, n)
+            del idx, dist
+            weights = _graph.edge_affinity(_graph.edge_sq_distances(Xc, rows, cols), sigma)
+            S = sp.coo_matrix((np.concatenate([weights, weights]),
+                               (np.concatenate([rows, cols]), np.concatenate([cols, rows]))),
+                              shape=(n, n)).tocsr()
+            degrees = np.asarray(S.sum(axis=1)).ravel()
+        graph_rep(1.0, "graph built")
+
+        n_comp, labels = _spectral.graph_components(S)
+        if n_comp + k > n:
+            raise ValueError(f"n_eigenpairs must be an integer in [1, {n - n_comp}] (the graph has "
+                             f"{n_comp} connected components, each with a trivial eigenvalue 0; "
+                             f"increase sigma or n_neighbors to connect it); got {k}")
+        if n_comp > 1:
+            warnings.warn(f"the {graph} similarity graph has {n_comp} connected components; their "
+                          f"{n_comp} zero eigenvalues are skipped, and separation between components "
+                          f"does not enter the scores (increase "
+                          f"{'n_neighbors' if graph == 'knn' else 'sigma'} to connect them)",
+                          UserWarning, stacklevel=2)
+        m_extra = min(max(5, k), 20, n - n_comp - k)
+        lam, Q, B, converged = _spectral.smallest_eigenpairs(
+            S, degrees, labels, n_comp, k + m_extra, rng=rng, rep=rep.span(0.35, 0.8))
+        chosen = np.arange(n_comp, n_comp + k)
+        self._warn_ties(lam, chosen)
+        if not converged:
+            warnings.warn("the eigensolver stopped before full accuracy; scores may be inexact",
+                          ConvergenceWarning, stacklevel=2)
+
+        der_rep = rep.span(0.8, 1.0)
+        der_rep(0.0, "derivatives")
+        if graph == "dense":
+            deriv = _spectral.derivatives_dense(Xc, S, lam[chosen], Q[:, chosen], sigma)
+        else:
+            deriv = _spectral.derivatives_edges(Xc, rows, cols, weights, lam[chosen],
+                                                Q[:, chosen], sigma, der_rep)
+        deriv[:, constant] = 0.0
+        scores = np.abs(deriv).sum(axis=0)
+        ranking = np.argsort(-scores, kind="stable")
+        support = np.zeros(d, dtype=bool)
+        support[ranking[:n_select]] = True
+        der_rep(1.0, "done")
+        self._set_fitted(
+            scores_=scores,
+            ranking_=ranking,
+            eigenvalues_=lam,
+            eigenvectors_=Q,
+            selected_eigenpairs_=chosen,
+            derivatives_=deriv,
+            degrees_=B,
+            sigma_=float(sigma),
+            graph_=graph,
+            n_graph_components_=n_comp,
+            constant_features_=constant,
+            support_=support,
+            n_features_in_=d,
+            converged_=bool(converged),
+        )
+        return self
+
+    @staticmethod
+    def _warn_ties(lam, chosen):
+        """Warn when a chosen eigenvalue is repeated: |dλ| of a single pair is then ill-defined."""
+        lo, hi = int(chosen[0]), int(chosen[-1])
+        span = lam[lo: min(hi + 2, lam.size)]
+        if span.size < 2:
+            return
+        gaps = np.diff(span)
+        tol = _TIE_RTOL * max(float(np.abs(span).max()), 1e-300)
+        if np.any(gaps <= tol):
+            warnings.warn("some chosen eigenvalues are repeated (or tie with the next one); the "
+                          "individual derivatives, and so the scores, depend on an arbitrary basis "
+                          "of the repeated eigenspace; change n_eigenpairs to include or exclude "
+                          "the whole group", UserWarning, stacklevel=3)
+
+    def transform(self, X):
+        """Keep the selected features: (n_samples, n_features_to_select), in their original order."""
+        self._check_fitted("support_")
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this ESFS was fitted on "
+                             f"{self.n_features_in_}")
+        return X[:, self.support_]
+
+    def fit_transform(self, X, y=None, progress=None):
+        """Fit, then return the selected features of X."""
+        return self.fit(X, progress=progress).transform(X)
+
+    def get_support(self, indices: bool = False):
+        """Mask (d,) of the selected features, or their indices (ascending)."""
+        self._check_fitted("support_")
+        if indices:
+            return np.flatnonzero(self.support_)
+        return self.support_.copy()

@@ -1,0 +1,198 @@
+"""Partial singular value decompositions shared by the methods (numpy/scipy only).
+
+Three ways to get the leading singular triplets of a dense ``A`` (m, n), each returning
+``U`` (m, k), ``s`` (k,) descending and ``Vt`` (k, n):
+
+* :func:`gram_svd` -- eigendecomposition of the Gram matrix of the *smaller* side. One
+  symmetric rank-update plus one small ``eigh``: the fastest route when many triplets are
+  wanted (k a sizeable fraction of min(m, n)). Squaring loses accuracy for singular values
+  below about ``sqrt(eps) * s[0]``; the singular values returned are recomputed as norms of
+  projections, which is accurate for the leading ones.
+* :func:`randomized_svd` -- Halko, Martinsson & Tropp's range finder with power (subspace)
+  iterations; accepts a starting subspace so an iterative method can warm-start it from the
+  previous iteration's singular vectors. Fastest when k is small compared with min(m, n).
+* :func:`partial_svd` -- picks one of the above (or LAPACK's full SVD) from the shape.
+
+:func:`spectral_norm` gives ``||A||_2``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+from ._params import check_range
+
+__all__ = ["gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator"]
+
+
+def as_generator(random_state) -> np.random.Generator:
+    """``None`` / int seed / ``numpy.random.Generator`` -> ``Generator``."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
+            or random_state < 0:
+        raise ValueError("random_state must be None, a non-negative integer seed or a "
+                         f"numpy.random.Generator; got {random_state!r}")
+    return np.random.default_rng(int(random_state))
+
+
+def _check_k(k, m, n, upper=None):
+    upper = min(m, n) if upper is None else upper
+    return check_range("k", k, 1, upper, integer=True,
+                       hint=f"number of singular triplets, at most {upper} for a {m} x {n} matrix")
+
+
+def _sym_eig_desc(G, k=None):
+    """Eigenpairs of a symmetric PSD matrix, descending; the top k only if k is given."""
+    s = G.shape[0]
+    if k is not None and k < s // 3:
+        # Computing only the wanted eigenvectors pays once they are a small part of the spectrum.
+        w, V = sla.eigh(G, subset_by_index=(s - k, s - 1), driver="evr", check_finite=False)
+    else:
+        w, V = np.linalg.eigh(G)
+    return w[::-1], V[:, ::-1]
+
+
+def gram_svd(A, k=None, threshold=None):
+    """Leading singular triplets of ``A`` (m, n) from the Gram matrix of its smaller side.
+
+    Parameters
+    ----------
+    A : ndarray (m, n), float64
+    k : int or None
+        Number of triplets (1 <= k <= min(m, n)); ``None`` means all with ``s > threshold``
+        (or all of them when ``threshold`` is None too).
+    threshold : float or None
+        Keep only singular values strictly above this value (applied after ``k``).
+
+    Returns
+    -------
+    U : (m, r), s : (r,), Vt : (r, n) with r <= k; ``s`` descending and positive.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    m, n = A.shape
+    if k is not None:
+        k = _check_k(k, m, n)
+    wide = n > m
+    G = A @ A.T if wide else A.T @ A
+    w, E = _sym_eig_desc(G, k)
+    if k is not None:
+        w, E = w[:k], E[:, :k]
+    w = np.maximum(w, 0.0)
+    if threshold is not None:
+        # A loose pre-selection on the squared values; the exact test follows on recomputed norms.
+        keep = np.sqrt(w) > threshold * (1.0 - 1e-6)
+        w, E = w[keep], E[:, keep]
+    if E.shape[1] == 0:
+        return np.zeros((m, 0)), np.zeros(0), np.zeros((0, n))
+    if wide:
+        B = E.T @ A                      # (r, n) = diag(s) Vt
+        s = np.sqrt(np.einsum("ij,ij->i", B, B))
+    else:
+        B = A @ E                        # (m, r) = U diag(s)
+        s = np.sqrt(np.einsum("ij,ij->j", B, B))
+    keep = s > (0.0 if threshold is None else threshold)
+    keep &= s > 0
+    order = np.argsort(-s[keep], kind="stable")
+    s = s[keep][order]
+    if wide:
+        U = E[:, keep][:, order]
+        Vt = B[keep][order] / s[:, None]
+    else:
+        U = B[:, keep][:, order] / s
+        Vt = E[:, keep][:, order].T
+    return U, s, np.ascontiguousarray(Vt)
+
+
+def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_state=None):
+    """Leading ``k`` singular triplets by a randomized range finder with subspace iteration.
+
+    Parameters
+    ----------
+    A : ndarray (m, n), float64
+    k : int, 1 <= k <= min(m, n)
+    n_oversamples : int
+        Extra columns in the sketch (accuracy of the k-th triplet improves with it).
+    n_power_iter : int
+        Subspace iterations (each costs two products with A); 1 is enough with a good ``init``.
+    init : ndarray (n, j) or None
+        Starting right subspace (e.g. previous right singular vectors ``Vt.T``); padded with
+        Gaussian columns to ``k + n_oversamples``.
+    random_state : None, int or numpy.random.Generator
+
+    Returns
+    -------
+    U : (m, k), s : (k,) descending, Vt : (k, n)
+    """
+    A = np.asarray(A, dtype=np.float64)
+    m, n = A.shape
+    k = _check_k(k, m, n)
+    check_range("n_oversamples", n_oversamples, 0, integer=True)
+    check_range("n_power_iter", n_power_iter, 0, integer=True)
+    ell = min(k + int(n_oversamples), m, n)
+    rng = as_generator(random_state)
+    if init is not None:
+        init = np.asarray(init, dtype=np.float64)
+        if init.ndim != 2 or init.shape[0] != n:
+            raise ValueError(f"init must have shape ({n}, j); got {init.shape}")
+        init = init[:, :ell]
+        extra = ell - init.shape[1]
+        Omega = np.hstack([init, rng.standard_normal((n, extra))]) if extra > 0 else init
+    else:
+        Omega = rng.standard_normal((n, ell))
+    Q = np.linalg.qr(A @ Omega)[0]
+    for _ in range(int(n_power_iter)):
+        Q = np.linalg.qr(A.T @ Q)[0]
+        Q = np.linalg.qr(A @ Q)[0]
+    B = Q.T @ A                                          # (ell, n)
+    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
+    U = Q @ Ub[:, :k]
+    return U, s[:k], Vt[:k]
+
+
+def partial_svd(A, k, *, method="auto", random_state=None, **kwargs):
+    """Leading ``k`` singular triplets of ``A``; ``method`` is "auto", "full", "gram" or
+    "randomized" (extra keyword arguments go to :func:`randomized_svd`).
+
+    "auto" uses the Gram route when ``k`` exceeds a quarter of min(m, n), the randomized one
+    otherwise, and LAPACK's full SVD for tiny matrices.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    m, n = A.shape
+    k = _check_k(k, m, n)
+    if method not in ("auto", "full", "gram", "randomized"):
+        raise ValueError(f"method must be one of auto, full, gram, randomized; got {method!r}")
+    if method == "auto":
+        small = min(m, n)
+        method = "full" if small <= 20 else ("gram" if 4 * (k + 10) > small else "randomized")
+    if method == "full":
+        U, s, Vt = np.linalg.svd(A, full_matrices=False)
+        return U[:, :k], s[:k], Vt[:k]
+    if method == "gram":
+        U, s, Vt = gram_svd(A, k)
+        if s.size < k:  # rank-deficient A: pad with an orthonormal completion and zeros
+            U2, s2, Vt2 = np.linalg.svd(A, full_matrices=False)
+            return U2[:, :k], s2[:k], Vt2[:k]
+        return U, s, Vt
+    return randomized_svd(A, k, random_state=random_state, **kwargs)
+
+
+def spectral_norm(A, *, random_state=None) -> float:
+    """``||A||_2``, the largest singular value (to about 1e-10 relative accuracy)."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.size == 0:
+        return 0.0
+    m, n = A.shape
+    small = min(m, n)
+    if small <= 300:
+        G = A @ A.T if n > m else A.T @ A
+        return float(np.sqrt(max(sla.eigh(G, eigvals_only=True, subset_by_index=(small - 1, small - 1),
+                                          driver="evr", check_finite=False)[0], 0.0)))
+    from scipy.sparse.linalg import svds
+    rng = as_generator(random_state)
+    v0 = rng.standard_normal(small)
+    B = A if m <= n else A.T
+    s = svds(B, k=1, return_singular_vectors=False, v0=v0, tol=1e-12)
+    return float(s[0])

@@ -1,0 +1,478 @@
+"""Coherence Pursuit: a robust subspace from the samples that agree most with the others.
+
+Rahmani & Atia, "Coherence Pursuit: Fast, Simple, and Robust Subspace Recovery", ICML 2017.
+Samples are ROWS here (the paper puts them in columns). Inliers lying in an r-dimensional
+subspace have large inner products with one another after normalisation, while outliers spread
+over the whole space are nearly orthogonal to everything, so ranking samples by their summed
+(squared) coherence with the rest separates the two without any iterative optimisation.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+from scipy import stats
+
+from .._base import ConvergenceWarning, Estimator
+from .._params import Param, check_range, param_error, validate_params
+from .._progress import Reporter
+from .._validation import check_array
+from .pca import fix_signs
+
+__all__ = ["CoherencePursuit", "coherence_scores", "RankDeficientWarning"]
+
+# Entries of one Gram block (rows x n); 1e7 doubles = 80 MB.
+_GRAM_BLOCK_ENTRIES = 10_000_000
+# Entries of one (rows x d) block in the d x d shortcut.
+_ROW_BLOCK_ENTRIES = 4_000_000
+# A row is degenerate when its centred norm is this small relative to the largest norm.
+_DEGENERATE_RTOL = 1e-12
+# In adaptive sampling a sample whose sketch has shrunk below this fraction of its original
+# length is already explained by the picked directions; only rounding is left of it.
+_DEFLATION_FLOOR = 1e-8
+# Refinement repeats calibrate-and-refit until the kept set stops changing, at most this often.
+# The first limit comes from the few selected samples, whose residuals are biased low (they
+# shaped the subspace), so it is too tight; each pass calibrates on a larger, less biased set.
+_REFINE_MAX_PASSES = 10
+
+
+class RankDeficientWarning(UserWarning):
+    """The selected samples span fewer than n_components directions."""
+
+
+def _check_random_state(random_state) -> np.random.Generator:
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return np.random.default_rng(random_state)
+
+
+def coherence_scores(Xn, norm: int = 2, *, method: str = "auto", chunk_size: int | None = None,
+                     progress=None) -> np.ndarray:
+    """Coherence of every row of a row-normalised matrix with all the other rows.
+
+    Parameters
+    ----------
+    Xn : ndarray (n, d)
+        Rows of unit length, or all-zero rows (which get score 0).
+    norm : {1, 2}
+        ``2``: ``p_i = sqrt(sum_{j != i} (x_i . x_j)^2)``; ``1``: ``p_i = sum_{j != i} |x_i . x_j|``.
+    method : {"auto", "gram", "shortcut"}
+        ``"gram"`` forms the Gram matrix one block of rows at a time (b x n entries each);
+        ``"shortcut"`` (norm 2 only) uses ``p_i^2 = x_i' C x_i - |x_i|^4`` with the d x d matrix
+        ``C = Xn' Xn``; ``"auto"`` takes the shortcut for norm 2 when ``2 d <= n`` (it costs
+        ``2 n d^2`` instead of ``n^2 d``).
+    chunk_size : int or None
+        Rows per block; None picks blocks of about 1e7 Gram entries (or 4e6 row entries for the
+        shortcut), so memory stays O(n * chunk) and no n x n matrix is ever formed.
+    progress : callable or Reporter, optional
+        Called once per block.
+
+    Returns
+    -------
+    scores : ndarray (n,)
+    """
+    rep = progress if isinstance(progress, Reporter) else Reporter(progress)
+    Xn = np.asarray(Xn, dtype=np.float64)
+    n, d = Xn.shape
+    if norm not in (1, 2):
+        raise param_error("norm", "one of 1, 2", norm)
+    if method == "auto":
+        method = "shortcut" if (norm == 2 and 2 * d <= n) else "gram"
+    if method == "shortcut" and norm != 2:
+        raise ValueError("method='shortcut' exists only for norm=2; use method='gram' for norm=1")
+    if method not in ("gram", "shortcut"):
+        raise param_error("method", "one of 'auto', 'gram', 'shortcut'", method)
+    sq = np.einsum("ij,ij->i", Xn, Xn)
+    out = np.empty(n)
+    if method == "shortcut":
+        b = chunk_size or max(1, _ROW_BLOCK_ENTRIES // max(d, 1))
+        nblocks = 2 * math.ceil(n / b)
+        C = np.zeros((d, d))
+        for k, start in enumerate(range(0, n, b)):
+            B = Xn[start:start + b]
+            C += B.T @ B
+            rep((k + 1) / nblocks, "coherence (covariance)")
+        done = nblocks // 2
+        for k, start in enumerate(range(0, n, b)):
+            B = Xn[start:start + b]
+            q = np.einsum("ij,ij->i", B @ C, B) - sq[start:start + b] ** 2
+            # Rounding can leave tiny negatives where the true value is 0.
+            out[start:start + b] = np.sqrt(np.maximum(q, 0.0))
+            rep((done + k + 1) / nblocks, "coherence scores")
+        return out
+    b = chunk_size or max(1, _GRAM_BLOCK_ENTRIES // max(n, 1))
+    nblocks = math.ceil(n / b)
+    for k, start in enumerate(range(0, n, b)):
+        stop = min(start + b, n)
+        G = Xn[start:stop] @ Xn.T
+        G[np.arange(stop - start), np.arange(start, stop)] = 0.0
+        if norm == 1:
+            out[start:stop] = np.abs(G, out=G).sum(axis=1)
+        else:
+            out[start:stop] = np.sqrt(np.einsum("ij,ij->i", G, G))
+        rep((k + 1) / nblocks, "coherence scores")
+    return out
+
+
+def _svd_rows(Y):
+    """Singular values and right singular vectors of Y; tall Y is reduced by QR first (faster)."""
+    if Y.shape[0] > 2 * Y.shape[1]:
+        Y = np.linalg.qr(Y, mode="r")
+    _, s, vt = np.linalg.svd(Y, full_matrices=False)
+    return s, vt
+
+
+def _residual_sq(Z, V, chunk_rows: int) -> np.ndarray:
+    """Squared distance of each row of Z to span(V's rows), from the explicit residual."""
+    out = np.empty(Z.shape[0])
+    for start in range(0, Z.shape[0], chunk_rows):
+        B = Z[start:start + chunk_rows]
+        E = B - (B @ V.T) @ V
+        out[start:start + chunk_rows] = np.einsum("ij,ij->i", E, E)
+    return out
+
+
+class CoherencePursuit(Estimator):
+    """Coherence Pursuit (CoP) robust subspace recovery, samples as rows.
+
+    Steps: centre the data (``center``); normalise every row to unit length; score each row by
+    its coherence with all other rows (``norm``); select the most coherent rows (``selection``);
+    the subspace is spanned by the top ``n_components`` right singular vectors of the selected
+    NORMALISED rows (so no sample weighs more because it is large). Optionally ``refine``: refit
+    by PCA on every sample close enough to that subspace.
+
+    Parameters
+    ----------
+    n_components : int, default 2
+        Rank r of the subspace, 1 <= r < min(n_samples, n_features).
+    norm : {2, 1}, default 2
+        2 (the paper's recommendation, and the default): coherence is the root of the summed
+        squared inner products -- the larger inlier/outlier gap, and it tolerates more outliers.
+        1: summed absolute inner products -- more robust when outliers repeat (are linearly
+        dependent), at O(n^2 d) cost because no d x d shortcut exists.
+    selection : {"count", "fraction", "adaptive"}, default "count"
+        "count": the ``n_inliers`` most coherent samples. "fraction": all but the
+        ``outlier_fraction`` least coherent samples. "adaptive": the paper's Algorithm 2
+        (adaptive column sampling), which needs only the rank: it picks the most coherent sample
+        that adds a new direction, r times, in a random sketch of dimension 2r, repeated
+        ``n_repeats`` times (Remark 1).
+    n_inliers : int or None, default None
+        For selection="count"; between r and the number of non-degenerate samples. None takes
+        half of the non-degenerate samples (the paper's choice for Hopkins155), which assumes
+        outliers are fewer than the inliers; with more outliers give a smaller count.
+    outlier_fraction : float in [0, 1), default 0.5
+        For selection="fraction": an upper bound on the share of outliers among the
+        non-degenerate samples; that share of least coherent samples is dropped.
+    center : {"median", "mean", "none"}, default "median"
+        Location subtracted before normalising. CoP finds a LINEAR subspace, so data around an
+        offset need centring; the coordinate-wise median is robust while outliers are fewer than
+        half, the mean is pulled by outliers, "none" keeps the data as it is.
+    refine : bool, default False
+        Refit by PCA (centred at the mean of the kept samples, unless center="none") of the
+        un-normalised samples whose residual to the CoP subspace is below a robust limit,
+        repeated until the kept set stops changing (at most 10 passes).
+        The limit: with s_i the squared residual, s^(1/3) is close to normal (Wilson-Hilferty
+        for a scaled chi-square); its median and MAD over the currently trusted samples (first
+        the CoP selection, then the kept set) give the cut median + z_(1-refine_alpha) * 1.4826 MAD.
+        Degenerate samples are never kept.
+        Refitting on the un-normalised samples measured better than on the normalised ones.
+        On USPS 1s with as many (structured) 8s as 1s, refinement removed the 8s CoP had
+        selected and closed 54-83 % of the gap to the inlier-only subspace; when CoP's selection
+        was already clean it changed little, either way (benchmarks/results_subspace.md).
+    refine_alpha : float in (0, 1), default 0.01
+        Nominal share of inliers the refinement limit leaves out. Smaller keeps more inliers but
+        with many structured outliers (USPS: 1e-3) lets the kept set grow into them.
+    noise_threshold : float in [0, 1), default 0.0
+        Algorithm 2's nu, here RELATIVE: a sample stops being a candidate when the part of its
+        sketch not explained by the directions picked so far is at most this fraction of its
+        length. 0 suits noise-free data; raise it (e.g. 0.1-0.3) for noisy data.
+    n_repeats : int, default 1
+        Algorithm 2's rounds (Remark 1): each round picks r new samples, never re-using a sample;
+        the subspace is the top r singular vectors of all picked samples. More rounds average
+        noise, too many start picking outliers.
+    chunk_size : int or None, default None
+        Rows per block in the coherence computation; None keeps blocks near 1e7 entries.
+    random_state : None, int or numpy.random.Generator
+        Seeds the random sketch of selection="adaptive" (the only random step).
+
+    Attributes
+    ----------
+    components_ : ndarray (r, d)
+        Orthonormal basis rows of the subspace, sign-fixed (largest |entry| positive).
+    mean_ : ndarray (d,)
+        The centre used (zeros for center="none"; after refinement the mean of the kept samples).
+    coherence_ : ndarray (n,)
+        Coherence score per training sample; higher = more inlier-like. 0 for degenerate samples.
+    selected_indices_ : ndarray of int
+        Sorted indices of the samples CoP selected (before refinement).
+    inlier_indices_ : ndarray of int
+        Sorted indices of the samples the final subspace was fitted on (the refined set when
+        ``refine=True``, otherwise ``selected_indices_``).
+    degenerate_ : ndarray (n,) of bool
+        Samples equal to the centre (zero after centring): neither inlier nor outlier.
+    singular_values_ : ndarray (r,)
+        Top singular values of the matrix the subspace was taken from.
+    refine_limit_ : float or None
+        The squared-residual cut of the last refinement pass (None without refinement).
+    n_refine_passes_ : int
+        Refits done by the refinement (0 without refinement).
+    converged_ : bool
+        False only when the refinement's kept set was still changing after 10 passes (a
+        ConvergenceWarning is issued; the last pass is used).
+    n_features_in_, n_samples_fit_ : int
+    """
+
+    _params = (
+        Param("n_components", int, 2, "Rank of the subspace to recover.", low=1),
+        Param("norm", int, 2, "Coherence score: 2 = squared inner products (default), "
+              "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1)),
+        Param("selection", str, "count", "How samples are selected: a fixed count, all but a "
+              "known outlier fraction, or adaptive sampling (needs only the rank).",
+              choices=("count", "fraction", "adaptive")),
+        Param("n_inliers", int, None, "Number of most coherent samples to use (selection=count).",
+              low=1, allow_none=True, none_label="half of the samples"),
+        Param("outlier_fraction", float, 0.5, "Upper bound on the share of outliers "
+              "(selection=fraction).", low=0.0, high=1.0, high_inclusive=False),
+        Param("center", str, "median", "Location subtracted first: robust median, mean, or none "
+              "(linear subspace).", choices=("median", "mean", "none")),
+        Param("refine", bool, False, "Refit by PCA on all samples near the CoP subspace."),
+        Param("refine_alpha", float, 0.01, "Share of inliers the refinement limit may leave out.",
+              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False, advanced=True),
+        Param("noise_threshold", float, 0.0, "Adaptive sampling: relative leftover below which a "
+              "sample is considered explained (0 for noise-free data).", low=0.0, high=1.0,
+              high_inclusive=False, advanced=True),
+        Param("n_repeats", int, 1, "Adaptive sampling: rounds of r picks each.", low=1,
+              advanced=True),
+        Param("chunk_size", int, None, "Rows per block when computing coherence.", low=1,
+              allow_none=True, none_label="about 1e7 entries per block", advanced=True),
+        Param("random_state", int, None, "Seed of the random sketch (selection=adaptive).",
+              low=0, allow_none=True, none_label="fresh randomness", advanced=True),
+    )
+
+    def __init__(self, n_components: int = 2, norm: int = 2, selection: str = "count",
+                 n_inliers: int | None = None, outlier_fraction: float = 0.5,
+                 center: str = "median", refine: bool = False, refine_alpha: float = 0.01,
+                 noise_threshold: float = 0.0, n_repeats: int = 1, chunk_size: int | None = None,
+                 random_state=None):
+        self.n_components = n_components
+        self.norm = norm
+        self.selection = selection
+        self.n_inliers = n_inliers
+        self.outlier_fraction = outlier_fraction
+        self.center = center
+        self.refine = refine
+        self.refine_alpha = refine_alpha
+        self.noise_threshold = noise_threshold
+        self.n_repeats = n_repeats
+        self.chunk_size = chunk_size
+        self.random_state = random_state
+
+    def _start_fit(self):
+        # A Generator is a valid random_state for scripts but cannot be declared as a Param kind.
+        rs = self.random_state
+        if isinstance(rs, np.random.Generator):
+            self._clear_fit()
+            values = validate_params(self._params, {**self.get_params(), "random_state": None})
+            values["random_state"] = rs
+            return values
+        return super()._start_fit()
+
+    # -- fitting --------------------------------------------------------------------------
+    def fit(self, X, y=None, progress=None):
+        """Recover the subspace from X (n_samples, n_features). Returns self.
+
+        ``progress(fraction, message)`` is called once per block of the coherence computation;
+        returning False (or raising Cancelled) stops the fit and leaves the estimator unfitted.
+        """
+        p = self._start_fit()
+        rep = Reporter(progress)
+        X = check_array(X, min_samples=2, min_features=2)
+        n, d = X.shape
+        r = check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
+                        hint=f"below min(n_samples, n_features) = {min(n, d)} for this data")
+        norm = int(p["norm"])
+
+        rep(0.0, "centring")
+        if p["center"] == "median":
+            centre = np.median(X, axis=0)
+        elif p["center"] == "mean":
+            centre = X.mean(axis=0)
+        else:
+            centre = np.zeros(d)
+        Xn = X - centre
+        norms = np.sqrt(np.einsum("ij,ij->i", Xn, Xn))
+        top = norms.max()
+        degenerate = norms <= _DEGENERATE_RTOL * top if top > 0 else np.ones(n, dtype=bool)
+        valid_idx = np.flatnonzero(~degenerate)
+        n_valid = valid_idx.size
+        if n_valid <= r:
+            raise ValueError(f"X has only {n_valid} sample(s) that differ from the centre "
+                             f"({p['center']}), but n_components = {r} needs at least {r + 1}")
+        scale = np.zeros(n)
+        scale[valid_idx] = 1.0 / norms[valid_idx]
+        Xn *= scale[:, None]
+        rep(0.05, "coherence scores")
+
+        score = coherence_scores(Xn, norm, chunk_size=p["chunk_size"], progress=rep.span(0.05, 0.85))
+        score[degenerate] = 0.0
+
+        rep(0.85, "selecting samples")
+        order = valid_idx[np.argsort(-score[valid_idx], kind="stable")]
+        deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
+        if p["selection"] == "count":
+            k = p["n_inliers"]
+            if k is None:
+                k = max(r, math.ceil(n_valid / 2))
+            k = check_range("n_inliers", k, r, n_valid, integer=True,
+                            hint=f"between n_components and the {n_valid} usable samples{deg_note}")
+            selected = order[:k]
+        elif p["selection"] == "fraction":
+            f = p["outlier_fraction"]
+            keep = n_valid - math.floor(f * n_valid)
+            if keep < r:
+                fmax = (n_valid - r) / n_valid
+                raise param_error("outlier_fraction", f"a number in [0, {fmax:.4g}] so that at least "
+                                  f"n_components = {r} of the {n_valid} usable samples remain", f)
+            selected = order[:keep]
+        else:
+            selected = self._adaptive(Xn, score, ~degenerate, r, p, _check_random_state(p["random_state"]))
+            if selected.size < r:
+                raise ValueError(f"adaptive sampling found only {selected.size} sample(s) adding a new "
+                                 f"direction, fewer than n_components = {r}; lower noise_threshold "
+                                 f"(now {p['noise_threshold']:g}) or n_components")
+
+        rep(0.9, "subspace")
+        s, vt = _svd_rows(Xn[selected])
+        if s.size < r or s[r - 1] <= 1e-10 * s[0]:
+            warnings.warn(f"the {selected.size} selected samples span fewer than n_components = {r} "
+                          f"directions; the basis is partly arbitrary. Select more samples or lower "
+                          f"n_components", RankDeficientWarning, stacklevel=2)
+        comps = vt[:r]
+        sing = s[:r].copy()
+        mean = centre
+        inliers = np.sort(selected)
+        limit = None
+        passes = 0
+        converged = True
+        if p["refine"]:
+            del Xn  # the refinement works on the un-normalised data
+            comps, mean, sing, inliers, limit, passes, converged = self._refine(X, centre, comps, sing, inliers,
+                                                             ~degenerate, r, p, rep.span(0.95, 1.0))
+        rep(1.0, "done")
+        self._set_fitted(
+            components_=fix_signs(comps),
+            mean_=mean,
+            coherence_=score,
+            selected_indices_=np.sort(selected),
+            inlier_indices_=inliers,
+            degenerate_=degenerate,
+            singular_values_=sing,
+            refine_limit_=limit,
+            n_refine_passes_=passes,
+            converged_=converged,
+            n_features_in_=d,
+            n_samples_fit_=n,
+        )
+        return self
+
+    @staticmethod
+    def _adaptive(Xn, score, usable, r, p, rng):
+        """Algorithm 2 (adaptive column sampling), with Remark 1's repeats; returns indices."""
+        n, d = Xn.shape
+        sdim = 2 * r
+        if sdim < d:
+            Q, _ = np.linalg.qr(rng.standard_normal((d, sdim)))
+            sketch = Xn @ Q
+        else:
+            sketch = Xn
+        base = np.sqrt(np.einsum("ij,ij->i", sketch, sketch))
+        floor = np.maximum(p["noise_threshold"], _DEFLATION_FLOOR) * base
+        available = usable.copy()
+        picked: list[int] = []
+        for _ in range(p["n_repeats"]):
+            cur = sketch.copy()
+            for _ in range(r):
+                left = np.sqrt(np.einsum("ij,ij->i", cur, cur))
+                cand = np.where(available & (left > floor), score, -np.inf)
+                j = int(np.argmax(cand))
+                if not np.isfinite(cand[j]):
+                    break
+                f = cur[j] / left[j]
+                cur -= np.outer(cur @ f, f)
+                available[j] = False
+                picked.append(j)
+        return np.array(picked, dtype=np.intp)
+
+    @staticmethod
+    def _refine(X, centre, comps, sing, trusted, usable, r, p, rep):
+        """Refit by PCA on every usable sample within a robust residual limit (see class doc)."""
+        n, d = X.shape
+        chunk = max(1, _ROW_BLOCK_ENTRIES // d)
+        z = stats.norm.ppf(1.0 - p["refine_alpha"])
+        mean = centre
+        kept = trusted
+        limit = None
+        passes = 0
+        for k in range(_REFINE_MAX_PASSES):
+            Z = X - mean
+            res = _residual_sq(Z, comps, chunk)
+            t = np.cbrt(res[trusted])
+            med = np.median(t)
+            mad = 1.4826 * np.median(np.abs(t - med))
+            # Residuals below 1e-10 of a typical sample's length are rounding, i.e. exact fits.
+            floor = 1e-20 * float(np.median(np.einsum("ij,ij->i", Z[trusted], Z[trusted])))
+            limit = max(float((med + z * mad) ** 3), floor)
+            del Z
+            new = np.flatnonzero(usable & (res <= limit))
+            if new.size <= r:
+                warnings.warn(f"refinement kept only {new.size} samples, too few for "
+                              f"n_components = {r}; keeping the subspace of the previous step",
+                              RankDeficientWarning, stacklevel=3)
+                break
+            if k > 0 and np.array_equal(new, kept):
+                break
+            kept = new
+            passes = k + 1
+            mean = X[kept].mean(axis=0) if p["center"] != "none" else np.zeros(d)
+            s, vt = _svd_rows(X[kept] - mean)
+            comps, sing = vt[:r], s[:r].copy()
+            trusted = kept
+            rep((k + 1) / _REFINE_MAX_PASSES, "refining")
+        else:
+            warnings.warn(f"refinement did not settle within {_REFINE_MAX_PASSES} passes (the kept "
+                          f"set still changed); using the last pass", ConvergenceWarning, stacklevel=3)
+            return comps, mean, sing, np.sort(kept), limit, passes, False
+        return comps, mean, sing, np.sort(kept), limit, passes, True
+
+    # -- using the fit --------------------------------------------------------------------
+    def transform(self, X):
+        """Coordinates (n_samples, r) of X in the subspace: (X - mean_) @ components_.T."""
+        X = self._checked(X)
+        return (X - self.mean_) @ self.components_.T
+
+    def fit_transform(self, X, y=None, progress=None):
+        return self.fit(X, progress=progress).transform(X)
+
+    def inverse_transform(self, T):
+        """Points (n_samples, d) in feature space for coordinates T (n_samples, r)."""
+        self._check_fitted("components_")
+        T = check_array(T, name="scores")
+        if T.shape[1] != self.components_.shape[0]:
+            raise ValueError(f"scores have {T.shape[1]} columns, but the subspace has "
+                             f"{self.components_.shape[0]} components")
+        return T @ self.components_ + self.mean_
+
+    def score_samples(self, X):
+        """Squared distance (n_samples,) of each sample to the fitted affine subspace
+        ``mean_ + span(components_)``; LARGER means MORE anomalous (unlike ``coherence_``)."""
+        X = self._checked(X)
+        return _residual_sq(X - self.mean_, self.components_, max(1, _ROW_BLOCK_ENTRIES // X.shape[1]))
+
+    def _checked(self, X):
+        self._check_fitted("components_")
+        X = check_array(X)
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this {type(self).__name__} was "
+                             f"fitted on {self.n_features_in_}")
+        return X

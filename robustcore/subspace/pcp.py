@@ -1,0 +1,519 @@
+"""Principal Component Pursuit (robust PCA): split X into a low-rank L plus a sparse S.
+
+Solves  minimise ||L||_* + lam * ||S||_1  subject to  L + S = X  (Candès, Li, Ma & Wright,
+JACM 2011) by the inexact augmented Lagrange multiplier method (Lin, Chen & Ma), with the
+reference code's settings: mu0 = 1.25 / ||X||_2, mu capped at 1e7 * mu0, rho = 1.5,
+Y0 = X / J(X), and the sparse step before the low-rank step.
+
+Speed comes from the singular value thresholding step, which only needs the singular triplets
+above 1/mu:
+
+* a rank prediction (reference code rule, with d = min(n, d)) sizes a partial SVD;
+* when that rank is a sizeable part of min(n, d), the SVD comes from ``eigh`` of the Gram
+  matrix of the smaller side (one syrk plus a small eigh, instead of a full SVD);
+* otherwise a randomized range finder warm-started from the previous iteration's right
+  singular vectors (one subspace iteration usually suffices), grown and recomputed whenever
+  every computed singular value survives the threshold (so the threshold is never truncated);
+* elementwise work is done in place on four n x d buffers (X itself is not copied).
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg as sla
+
+from .._base import ConvergenceWarning, Estimator
+from .._params import Param, param_error
+from .._progress import Reporter
+from .._validation import check_array
+from ..linalg import as_generator, gram_svd, randomized_svd, spectral_norm
+
+__all__ = ["PCP", "svd_threshold"]
+
+
+class _SeedParam(Param):
+    """An integer seed that also accepts a ``numpy.random.Generator`` from scripts."""
+
+    def validate(self, value):
+        if isinstance(value, np.random.Generator):
+            return value
+        return super().validate(value)
+
+
+# Above this fraction of min(n, d) for the predicted rank (plus oversampling), the Gram/eigh
+# route beats the randomized one on numpy/OpenBLAS (measured on the project's 2-core machine,
+# see benchmarks/results_pcp.md).
+_GRAM_FRACTION = 0.2
+_OVERSAMPLE = 10
+
+
+def _pick_route(method: str, sv: int, small: int) -> str:
+    if method != "auto":
+        return method
+    if small <= 50:
+        return "gram"
+    return "gram" if sv + _OVERSAMPLE > _GRAM_FRACTION * small else "randomized"
+
+
+def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None):
+    """Singular triplets of ``A`` (m, n) whose singular values exceed ``tau``.
+
+    Parameters
+    ----------
+    A : ndarray (m, n)
+    tau : float >= 0
+    sv : int
+        Predicted number of triplets above ``tau`` (sizes the partial SVD; grown as needed).
+    method : "auto", "full", "gram" or "randomized"
+    init : ndarray (n, j) or None
+        Warm start for the randomized route (previous right singular vectors, transposed).
+    random_state : numpy.random.Generator or seed
+
+    Returns
+    -------
+    U : (m, r), s : (r,), Vt : (r, n), all singular values ``s > tau`` (descending), and the
+    route used.
+    """
+    m, n = A.shape
+    small = min(m, n)
+    sv = int(min(max(sv, 1), small))
+    route = _pick_route(method, sv, small)
+    if route == "full":
+        U, s, Vt = np.linalg.svd(A, full_matrices=False)
+        r = int(np.count_nonzero(s > tau))
+        return U[:, :r], s[:r], Vt[:r], route
+    if route == "gram":
+        U, s, Vt = gram_svd(A, threshold=tau)
+        return U, s, Vt, route
+    rng = as_generator(random_state)
+    n_power = 1 if init is not None and init.shape[1] > 0 else 2
+    while True:
+        if sv + _OVERSAMPLE > _GRAM_FRACTION * small and method == "auto":
+            U, s, Vt = gram_svd(A, threshold=tau)
+            return U, s, Vt, "gram"
+        if sv >= small:
+            U, s, Vt = gram_svd(A, threshold=tau)
+            return U, s, Vt, "gram"
+        U, s, Vt = randomized_svd(A, sv, n_oversamples=_OVERSAMPLE, n_power_iter=n_power, init=init,
+                                  random_state=rng)
+        r = int(np.count_nonzero(s > tau))
+        if r < sv:
+            return U[:, :r], s[:r], Vt[:r], route
+        # Every computed value survived: the threshold may be truncated; grow and recompute,
+        # warm-started from what was just found.
+        init = Vt.T
+        sv = min(small, sv + max(1, round(0.05 * small)))
+
+
+_BLOCK = 1 << 16   # elements per block of the fused elementwise sweep (a few hundred kB)
+
+
+class _Sweeper:
+    """The IALM state and its two steps, with X never copied and L never stored densely.
+
+    Buffers (n x d each): W = Y / mu (scaled multiplier), A (the matrix whose SVT gives L),
+    S_cur / S_nxt (the current sparse part and the one for the next iteration). L = P @ Q is
+    held as factors; when the SVD came from the Gram matrix, one factor is a product with A
+    and is formed block by block during the sweep, while that block of A is in cache.
+
+    One iteration = ``lowrank_step`` (SVT of A) + ``sweep`` (multiplier update, residual and
+    the next sparse step, fused into one pass over the data in blocks).
+    """
+
+    def __init__(self, M, lam, method, rng):
+        self.M = M
+        self.n, self.d = M.shape
+        self.small = min(self.n, self.d)
+        self.tall = self.n >= self.d
+        self.method = method
+        self.rng = rng
+        self.sv = 10
+        self.Vt = None            # right singular vectors of the current L (warm start)
+        self.kind = None          # "PQ": L = P @ Q; "AR": P = A @ R; "LA": Q = Lm @ A
+        self.P = self.Q = self.R = self.Lm = None
+        self.sL = np.zeros(0)
+        if self.tall:
+            step = max(1, _BLOCK // self.d)
+            self.blocks = [np.s_[i:i + step, :] for i in range(0, self.n, step)]
+        else:
+            step = max(1, _BLOCK // self.n)
+            self.blocks = [np.s_[:, j:j + step] for j in range(0, self.d, step)]
+
+    # -- state ----------------------------------------------------------------------------
+    def start(self, w_scale, t):
+        """First sparse step with L = 0 and Y = M / J."""
+        M = self.M
+        self.W = M * w_scale
+        self.A = np.empty_like(self.W)
+        self.S_cur = np.empty_like(self.W)
+        self.S_nxt = np.empty_like(self.W)
+        np.add(M, self.W, out=self.A)
+        np.clip(self.A, -t, t, out=self.S_cur)
+        np.subtract(self.A, self.S_cur, out=self.S_cur)
+        np.subtract(self.A, self.S_cur, out=self.A)
+        self.nnz_cur = int(np.count_nonzero(self.S_cur))
+        self.nnz_nxt = self.nnz_cur
+
+    def advance(self):
+        self.S_cur, self.S_nxt = self.S_nxt, self.S_cur
+        self.nnz_cur = self.nnz_nxt
+
+    # -- low-rank step --------------------------------------------------------------------
+    def lowrank_step(self, tau):
+        """Threshold the singular values of A at tau; sets the factors of L. Returns rank(L)."""
+        A = self.A
+        sv = self.sv
+        route = self.method
+        if route == "auto":
+            route = _choose_route(self.n, self.d, sv, warm=self.Vt is not None)
+        if route == "gram":
+            kind, E, sig = _gram_eig(A, tau, sv)
+            svp = sig.size
+            sL = sig - tau
+            if svp == 0:
+                self.kind = None
+            elif kind == "right":      # E = V (d, k): L = (A V diag(sL/sig)) V^T
+                self.kind, self.R, self.Q = "AR", E * (sL / sig), np.ascontiguousarray(E.T)
+                self.P = np.empty((self.n, svp))
+            else:                      # E = U (n, k): L = U (diag(sL/sig) U^T A)
+                self.kind, self.P = "LA", np.ascontiguousarray(E)
+                self.Lm = np.ascontiguousarray((E * (sL / sig)).T)
+                self.Q = np.empty((svp, self.d))
+        else:
+            init = self.Vt.T if self.Vt is not None and self.Vt.shape[0] else None
+            U, sig, Vt, _ = svd_threshold(A, tau, sv=sv, method=route, init=init, random_state=self.rng)
+            svp = sig.size
+            sL = sig - tau
+            if svp == 0:
+                self.kind = None
+            else:
+                self.kind, self.P, self.Q = "PQ", U * sL, Vt
+        self.sL = sL
+        self.sv = min(svp + 1, self.small) if svp < sv else min(svp + round(0.05 * self.small), self.small)
+        return svp
+
+    def _lowrank_block(self, b, out):
+        """L restricted to block b, written into ``out`` (forming A-products as needed)."""
+        kind = self.kind
+        if kind == "PQ":
+            if self.tall:
+                return np.matmul(self.P[b[0]], self.Q, out=out)
+            return np.matmul(self.P, self.Q[b], out=out)
+        if kind == "AR":               # tall: rows block
+            Pb = np.matmul(self.A[b], self.R, out=self.P[b[0]])
+            return np.matmul(Pb, self.Q, out=out)
+        Qb = self.Lm @ self.A[b]       # "LA", wide: columns block
+        self.Q[b] = Qb
+        return np.matmul(self.P, Qb, out=out)
+
+    def _temps(self):
+        cache = {}
+        for b in self.blocks:
+            shape = self.M[b].shape
+            if shape not in cache:
+                cache[shape] = tuple(np.empty(shape) for _ in range(3))
+            yield b, cache[shape]
+
+    # -- fused elementwise sweep ----------------------------------------------------------
+    def sweep(self, c, t_next, final=False):
+        """Y <- Y + mu Z (scaled by c = mu/mu_next), return ||Z||_F, and (unless ``final``)
+        do the next sparse step S = soft(M + Y/mu - L, t_next) and A = M - S + Y/mu."""
+        M, W, A, S = self.M, self.W, self.A, self.S_nxt
+        acc = 0.0
+        nnz = 0
+        has_l = self.kind is not None
+        for b, (T1, T2, T3) in self._temps():
+            Ab = A[b]
+            Wb = W[b]
+            if has_l:
+                Lb = self._lowrank_block(b, T3)
+                np.subtract(Ab, Lb, out=T1)              # G = Y_new / mu
+            else:
+                np.copyto(T1, Ab)
+            np.subtract(Wb, T1, out=T2)                  # -(M - L - S)
+            z = T2.ravel()
+            acc += float(np.dot(z, z))
+            np.multiply(T1, c, out=Wb)
+            if final:
+                continue
+            np.add(M[b], Wb, out=T2)                     # R = M + Y/mu - L
+            if has_l:
+                T2 -= Lb
+            np.clip(T2, -t_next, t_next, out=T1)
+            np.subtract(T2, T1, out=T2)                  # soft threshold of R
+            nnz += int(np.count_nonzero(T2))             # (on the contiguous copy: faster)
+            np.copyto(S[b], T2)
+            if has_l:
+                np.add(T1, Lb, out=Ab)                   # A = R - S + L
+            else:
+                np.copyto(Ab, T1)
+        self.nnz_nxt = nnz
+        if has_l:
+            self.Vt = self.Q if self.kind != "LA" else self.Q / self.sL[:, None]
+        else:
+            self.Vt = None
+        return math.sqrt(acc)
+
+    def result(self):
+        """(L dense, S, Vt of L, singular values of L) after the last sweep."""
+        S = self.S_cur
+        self.S_nxt = None
+        L = self.A
+        self.A = None
+        if self.kind is None:
+            L.fill(0.0)
+            return L, S, np.zeros((0, self.d)), np.zeros(0)
+        np.matmul(self.P, self.Q, out=L)
+        Vt = self.Q if self.kind != "LA" else self.Q / self.sL[:, None]
+        sL = self.sL
+        order = np.argsort(-sL, kind="stable")
+        return L, S, np.ascontiguousarray(Vt[order]), sL[order].copy()
+
+
+def _nonzero_lines(M):
+    """Indices of the rows and columns of M holding a nonzero, or None when all do (or when
+    dropping the few zero ones would not pay for the copy)."""
+    n, d = M.shape
+    cols = np.flatnonzero(np.any(M != 0, axis=0))
+    rows = np.flatnonzero(np.any(M != 0, axis=1))
+    if cols.size == 0 or rows.size == 0:
+        return None, None
+    if (rows.size * cols.size) > 0.95 * n * d:
+        return None, None
+    return (None if rows.size == n else rows), (None if cols.size == d else cols)
+
+
+def _ix(rows, cols, n, d):
+    return np.ix_(np.arange(n) if rows is None else rows, np.arange(d) if cols is None else cols)
+
+
+def _expand(B, rows, cols, n, d):
+    out = np.zeros((n, d))
+    out[_ix(rows, cols, n, d)] = B
+    return out
+
+
+def _choose_route(n, d, sv, warm):
+    """Gram (syrk + eigh) or randomized subspace iteration, by a flop count tuned on numpy."""
+    small, big = min(n, d), max(n, d)
+    if small <= 64:
+        return "gram"
+    ell = sv + _OVERSAMPLE
+    if ell >= small // 2:
+        return "gram"
+    q = 1 if warm else 2
+    cost_gram = big * small * small + _EIGH_WEIGHT * small ** 3
+    # skinny products re-read A from memory each time: they run well below GEMM speed
+    cost_rand = _SKINNY_WEIGHT * ((2 * q + 2) * 2 * big * small * ell + (2 * q + 2) * big * ell * ell)
+    return "gram" if cost_gram <= cost_rand else "randomized"
+
+
+_EIGH_WEIGHT = 4.0   # LAPACK eigh runs at a fraction of GEMM speed (tridiagonal reduction)
+_SKINNY_WEIGHT = 2.5
+
+
+def _gram_eig(A, tau, sv):
+    """Eigenpairs of the smaller Gram matrix of A with singular value > tau.
+
+    Returns ("right", V (d, k), sigma) when d <= n (Gram = A^T A) or ("left", U (n, k), sigma).
+    """
+    n, d = A.shape
+    right = d <= n
+    G = A.T @ A if right else A @ A.T
+    s = G.shape[0]
+    t2 = tau * tau
+    if 5 * (sv + _OVERSAMPLE) < s:
+        w, E = sla.eigh(G, subset_by_value=(t2, np.inf), driver="evr", check_finite=False)
+    else:
+        w, E = np.linalg.eigh(G)
+    keep = w > t2
+    w, E = w[keep][::-1], E[:, keep][:, ::-1]
+    sig = np.sqrt(w)
+    keep = sig > tau
+    return ("right" if right else "left"), E[:, keep], sig[keep]
+
+
+class PCP(Estimator):
+    """Robust PCA by Principal Component Pursuit, solved by inexact ALM.
+
+    Samples are rows: ``X`` (n_samples, n_features), e.g. a table, or an image/video stack with
+    one flattened frame per row. Decomposes ``X = L + S`` with ``L`` low-rank and ``S`` sparse.
+
+    Parameters
+    ----------
+    lam : float or None
+        Weight of the l1 term; None means ``1 / sqrt(max(n_samples, n_features))`` (the JACM
+        theorem's universal value). Larger values make S sparser.
+    tol : float in (0, 1)
+        Stop when ``||X - L - S||_F / ||X||_F < tol``.
+    max_iter : int >= 1
+        Iteration limit; reaching it warns with :class:`ConvergenceWarning`.
+    mu : float or None
+        Initial penalty; None means ``1.25 / ||X||_2``. It grows by ``rho`` per iteration up to
+        ``1e7 * mu``.
+    rho : float > 1
+        Growth factor of the penalty (reference code: 1.5).
+    svd : "auto", "gram", "randomized" or "full"
+        How singular value thresholding is computed: "gram" = eigh of the smaller Gram matrix,
+        "randomized" = warm-started range finder with rank prediction, "full" = LAPACK SVD each
+        iteration (slow; for checking). "auto" chooses by the predicted rank.
+    score : "l1" or "l2"
+        Per-sample outlier score from S: the l1 norm (default) or l2 norm of each row of S.
+    random_state : None, int or numpy.random.Generator
+        Seed for the randomized SVD and the spectral norm estimate.
+
+    Fitted attributes
+    -----------------
+    low_rank_ : (n, d) the low-rank part L.
+    sparse_ : (n, d) the sparse part S (exact zeros off its support).
+    rank_ : int, rank of L.
+    components_ : (rank_, d) orthonormal right singular vectors of L (its row space).
+    singular_values_ : (rank_,) singular values of L, descending.
+    sample_scores_ : (n,) row l1 (or l2) norms of S; large = sample carries gross errors.
+    n_iter_ : int, iterations run.
+    converged_ : bool, whether the tolerance was met.
+    history_ : dict of equal-length lists, one entry per iteration: "residual"
+        (||X - L - S||_F / ||X||_F), "rank" (of L), "nnz" (of S), "mu" (penalty used),
+        "time" (seconds since the start of the fit).
+    lam_ : float, the lambda used.  mu_ : float, initial mu.  mu_final_ : float, last mu used.
+    n_features_in_ : int
+    """
+
+    _params = (
+        Param("lam", float, None, "Weight of the sparse term lambda (larger = sparser S).",
+              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(max(n, d))"),
+        Param("tol", float, 1e-7, "Stop when ||X - L - S||_F / ||X||_F falls below this.",
+              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
+        Param("max_iter", int, 1000, "Maximum number of iterations.", low=1),
+        Param("mu", float, None, "Initial augmented-Lagrangian penalty mu.", low=0.0,
+              low_inclusive=False, allow_none=True, none_label="1.25/||X||_2", advanced=True),
+        Param("rho", float, 1.5, "Growth factor of mu per iteration.", low=1.0, low_inclusive=False,
+              advanced=True),
+        Param("svd", str, "auto", "SVD used for thresholding: auto, gram (eigh), randomized or full.",
+              choices=("auto", "gram", "randomized", "full"), advanced=True),
+        Param("score", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
+              choices=("l1", "l2")),
+        _SeedParam("random_state", int, None, "Seed for the randomized SVD.", low=0, allow_none=True,
+                   none_label="fresh randomness", advanced=True),
+    )
+
+    def __init__(self, lam=None, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto", score="l1",
+                 random_state=None):
+        self.lam = lam
+        self.tol = tol
+        self.max_iter = max_iter
+        self.mu = mu
+        self.rho = rho
+        self.svd = svd
+        self.score = score
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------------------------
+    def fit(self, X, y=None, progress=None):
+        """Decompose X (n_samples, n_features) into low_rank_ + sparse_. Returns self."""
+        p = self._start_fit()
+        rep = Reporter(progress)
+        M = check_array(X, min_samples=2)
+        n, d = M.shape
+        rng = as_generator(p["random_state"])
+        t_start = time.perf_counter()
+        lam = p["lam"] if p["lam"] is not None else 1.0 / math.sqrt(max(n, d))
+        tol, rho, max_iter = p["tol"], p["rho"], p["max_iter"]
+
+        norm_fro = float(np.sqrt(np.dot(M.ravel(), M.ravel()))) if M.flags.c_contiguous \
+            else float(np.linalg.norm(M))
+        hist = {"residual": [], "rank": [], "nnz": [], "mu": [], "time": []}
+        if norm_fro == 0.0:
+            rep(1.0, "X is all zeros: L = S = 0")
+            mu0 = float(p["mu"] or 1.0)
+            self._publish(np.zeros((n, d)), np.zeros((n, d)), np.zeros((0, d)), np.zeros(0), p,
+                          lam=lam, mu=mu0, mu_final=mu0, n_iter=0, converged=True, hist=hist)
+            return self
+
+        rep(0.0, "estimating ||X||_2")
+        norm2 = spectral_norm(M, random_state=rng)
+        mu = p["mu"] if p["mu"] is not None else 1.25 / norm2
+        mu0 = mu
+        mu_bar = mu0 * 1e7
+        J = max(norm2, float(np.max(np.abs(M))) / lam)
+
+        # All-zero rows and columns (blank image borders, dead pixels) stay exactly zero in L, S
+        # and Y at every iteration and at the optimum, so they are dropped from the work; lam
+        # keeps the full shape.
+        rows, cols = _nonzero_lines(M)
+        Mw = M if rows is None and cols is None else M[_ix(rows, cols, n, d)]
+        solver = _Sweeper(Mw, lam, p["svd"], rng)
+        solver.start(1.0 / (J * mu), lam / mu)
+        res0 = None
+        frac = 0.0
+        converged = False
+        it = 0
+        for it in range(1, max_iter + 1):
+            mu_next = min(mu * rho, mu_bar)
+            last = it == max_iter
+            svp = solver.lowrank_step(1.0 / mu)
+            res = solver.sweep(mu / mu_next, lam / mu_next, final=last) / norm_fro
+            hist["residual"].append(res)
+            hist["rank"].append(svp)
+            hist["nnz"].append(solver.nnz_cur)
+            hist["mu"].append(mu)
+            hist["time"].append(time.perf_counter() - t_start)
+            if not np.isfinite(res):
+                raise FloatingPointError(f"PCP diverged at iteration {it} (residual {res}); "
+                                         "check the scale of X and the mu/rho settings")
+            if res0 is None:
+                res0 = res
+            if res < tol:
+                converged = True
+                frac = 1.0
+            elif res < res0:
+                frac = max(frac, min(1.0, math.log(res0 / res) / math.log(res0 / tol)))
+            rep(frac, f"iter {it}: residual {res:.1e}, rank {svp}")
+            if converged:
+                break
+            solver.advance()
+            mu = mu_next
+
+        if not converged:
+            warnings.warn(f"PCP did not converge in {max_iter} iterations (relative residual "
+                          f"{hist['residual'][-1]:.2e} > tol {tol:g}); increase max_iter or tol",
+                          ConvergenceWarning, stacklevel=2)
+        L, S, Vt, sL = solver.result()
+        del solver, Mw
+        if rows is not None or cols is not None:
+            L, S, Vt = _expand(L, rows, cols, n, d), _expand(S, rows, cols, n, d), \
+                _expand(Vt, None, cols, Vt.shape[0], d)
+        self._publish(L, S, Vt, sL, p, lam=lam, mu=mu0, mu_final=hist["mu"][-1], n_iter=it,
+                      converged=converged, hist=hist)
+        return self
+
+    def _publish(self, L, S, Vt, sL, p, *, lam, mu, mu_final, n_iter, converged, hist):
+        n, d = S.shape
+        scores = np.empty(n)
+        step = max(1, _BLOCK // max(d, 1))
+        for i in range(0, n, step):   # in blocks: no n x d temporary
+            blk = S[i:i + step]
+            scores[i:i + step] = (np.abs(blk).sum(axis=1) if p["score"] == "l1"
+                                  else np.sqrt(np.einsum("ij,ij->i", blk, blk)))
+        self._set_fitted(
+            low_rank_=L,
+            sparse_=S,
+            rank_=int(sL.size),
+            components_=np.ascontiguousarray(Vt),
+            singular_values_=np.asarray(sL, dtype=np.float64).copy(),
+            sample_scores_=scores,
+            n_iter_=int(n_iter),
+            converged_=bool(converged),
+            history_=hist,
+            lam_=float(lam),
+            mu_=float(mu),
+            mu_final_=float(mu_final),
+            n_features_in_=L.shape[1],
+        )
+
+    def fit_transform(self, X, y=None, progress=None):
+        """Fit and return the low-rank part L (n_samples, n_features)."""
+        return self.fit(X, progress=progress).low_rank_

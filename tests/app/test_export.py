@@ -1,0 +1,140 @@
+"""Result export: atomic writes, no silent overwrite, and files that carry their provenance and
+read back to exactly the numbers of the result."""
+import csv
+import io
+import json
+import os
+
+import numpy as np
+import pytest
+
+from app import export
+from robustcore.datasets import demo
+from robustcore.methods import get_method
+
+
+@pytest.fixture(scope="module")
+def iris_pca():
+    ds = demo("iris")
+    return get_method("pca").run(ds, {"n_components": 2}), ds
+
+
+@pytest.fixture(scope="module")
+def clusters_esfs():
+    ds = demo("clusters-3d")
+    return get_method("esfs").run(ds, {}), ds
+
+
+def _read_csv(path):
+    lines = open(path, encoding="utf-8").read().splitlines()
+    comments = [ln for ln in lines if ln.startswith("#")]
+    body = [ln for ln in lines if not ln.startswith("#")]
+    header = {}
+    for ln in comments[1:]:
+        key, _, value = ln[2:].partition(": ")
+        header[key] = json.loads(value)
+    rows = list(csv.reader(io.StringIO("\n".join(body))))
+    return header, rows[0], rows[1:]
+
+
+def test_atomic_write_replaces_in_one_step_and_leaves_no_temp(tmp_path, monkeypatch):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    p = folder / "out.csv"
+    export.atomic_write_text(p, "first\n")
+    assert p.read_text() == "first\n"
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk full"):
+        export.atomic_write_text(p, "second\n")
+    assert p.read_text() == "first\n"  # the old file is intact
+    assert os.listdir(folder) == ["out.csv"]  # and the temporary file is gone
+
+
+def test_written_file_has_ordinary_permissions(tmp_path):
+    p = export.atomic_write_bytes(tmp_path / "a.bin", b"x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert os.stat(p).st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_existing_files_are_never_overwritten_silently(tmp_path, iris_pca):
+    res, ds = iris_pca
+    target = tmp_path / "scores.csv"
+    target.write_text("keep me")
+    with pytest.raises(FileExistsError):
+        export.export_results(res, ds, target)
+    assert target.read_text() == "keep me"
+    export.export_results(res, ds, target, overwrite=True)
+    assert target.read_text().startswith("# Robust Subspace Studio export")
+
+
+def test_samples_csv_reads_back_exactly_with_provenance(tmp_path, iris_pca):
+    res, ds = iris_pca
+    (path,) = export.export_results(res, ds, tmp_path / "iris-pca.csv")
+    header, cols, rows = _read_csv(path)
+    assert header["method"] == "pca"
+    assert header["params"] == {"n_components": 2, "center": True}
+    assert header["data"]["sha256"] == ds.provenance.sha256 and header["data"]["demo"] == "iris"
+    assert set(header["versions"]) == {"robust-subspace-studio", "numpy", "scipy", "PySide6", "pyqtgraph"}
+    assert header["versions"]["numpy"] == np.__version__
+    assert cols[:3] == ["index", "sample_id", "label"]
+    assert len(rows) == ds.n_samples
+    spe = np.array([float(r[cols.index("spe")]) for r in rows])
+    np.testing.assert_array_equal(spe, res.sample_scores["spe"])  # shortest round-trip repr: exact
+    assert [r[2] for r in rows] == list(ds.labels)
+
+
+def test_flags_are_written_as_0_1_columns(tmp_path):
+    ds = demo("gaussian-2d")
+    res = get_method("residual").run(ds, {"n_components": 1})
+    (path,) = export.export_results(res, ds, tmp_path / "flags.csv")
+    _, cols, rows = _read_csv(path)
+    col = cols.index("flag_outside_either")
+    got = np.array([r[col] == "1" for r in rows])
+    np.testing.assert_array_equal(got, res.flags["outside_either"])
+    assert {r[col] for r in rows} <= {"0", "1"}
+
+
+def test_npz_holds_arrays_and_metadata_without_pickle(tmp_path, iris_pca):
+    res, ds = iris_pca
+    (path,) = export.export_results(res, ds, tmp_path / "iris-pca.npz")
+    with np.load(path, allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["components"], res.arrays["components"])
+        np.testing.assert_array_equal(z["projection"], res.arrays["projection"])
+        np.testing.assert_array_equal(z["score_t2"], res.sample_scores["t2"])
+        meta = json.loads(str(z["metadata"]))
+    assert meta["method"] == "pca" and meta["data"]["sha256"] == ds.provenance.sha256
+
+
+def test_evsc_csv_is_in_ranking_order(tmp_path, clusters_esfs):
+    res, ds = clusters_esfs
+    (path,) = export.export_results(res, ds, tmp_path / "evsc.csv")
+    header, cols, rows = _read_csv(path)
+    assert cols == ["rank", "feature_index", "feature_name", "evsc"]
+    assert [int(r[1]) for r in rows] == list(res.arrays["ranking"])
+    assert [r[2] for r in rows] == [ds.feature_names[j] for j in res.arrays["ranking"]]
+    np.testing.assert_array_equal([float(r[3]) for r in rows], res.feature_scores["evsc"][res.arrays["ranking"]])
+    assert header["method"] == "esfs"
+
+
+def test_folder_export_writes_every_kind_or_nothing(tmp_path, clusters_esfs, iris_pca):
+    res, ds = iris_pca
+    written = export.export_results(res, ds, tmp_path)
+    assert sorted(os.path.basename(p) for p in written) == ["pca-arrays.npz", "pca-samples.csv"]
+    res2, ds2 = clusters_esfs
+    (tmp_path / "esfs-features.csv").write_text("old")
+    with pytest.raises(FileExistsError):
+        export.export_results(res2, ds2, tmp_path)
+    assert not (tmp_path / "esfs-arrays.npz").exists()  # nothing written when one target exists
+
+
+def test_result_of_other_data_and_bad_paths_are_refused(tmp_path, iris_pca):
+    res, _ = iris_pca
+    with pytest.raises(ValueError, match="computed on other data"):
+        export.export_results(res, demo("clusters-3d"), tmp_path / "x.csv")
+    with pytest.raises(ValueError, match="end in .csv or .npz"):
+        export.export_results(res, demo("iris"), tmp_path / "x.xlsx")

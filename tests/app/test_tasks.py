@@ -1,0 +1,230 @@
+"""The worker: off-thread execution, throttled progress, cancel, supersede, errors, shutdown."""
+import threading
+import time
+
+import pytest
+
+from app.tasks import TaskRunner, describe_error
+from robustcore._progress import Reporter
+
+
+def _loop(n_steps, step_s=0.002, value="ok", seen_thread=None):
+    """A job in the robustcore style: reports every step and honours cancellation."""
+    def fn(progress):
+        if seen_thread is not None:
+            seen_thread.append(threading.get_ident())
+        rep = Reporter(progress)
+        for i in range(n_steps):
+            time.sleep(step_s)
+            rep(i / n_steps, f"step {i}")
+        return value
+    return fn
+
+
+@pytest.fixture
+def runner(qtbot):
+    r = TaskRunner(throttle=0.05)
+    yield r
+    assert r.shutdown(5.0)
+
+
+def test_runs_off_the_gui_thread_and_returns_result(qtbot, runner):
+    seen = []
+    with qtbot.waitSignal(runner.finished, timeout=5000) as blocker:
+        job = runner.submit(_loop(5, value=42, seen_thread=seen), tag={"k": 1})
+        assert runner.is_busy()
+    got_job, result = blocker.args
+    assert got_job is job and result == 42 and job.status == "done"
+    assert job.tag == {"k": 1} and job.elapsed > 0
+    assert seen and seen[0] != threading.get_ident()
+    assert not runner.is_busy()
+
+
+def test_progress_is_throttled(qtbot, runner):
+    reports = []
+    runner.progress.connect(lambda j, f, m: reports.append((time.monotonic(), f, m)))
+    # 400 reports over about 0.8 s; at most one per 50 ms may reach the GUI.
+    with qtbot.waitSignal(runner.finished, timeout=10000):
+        runner.submit(_loop(400, step_s=0.002))
+    assert 1 <= len(reports) <= 0.8 / 0.05 * 3 + 2
+    assert len(reports) < 100
+    fractions = [f for _, f, _ in reports]
+    assert fractions == sorted(fractions)
+    assert all(0.0 <= f <= 1.0 for f in fractions)
+
+
+def test_cancel_makes_runner_idle_at_once_and_thread_stops(qtbot, runner):
+    started = threading.Event()
+
+    def fn(progress):
+        rep = Reporter(progress)
+        started.set()
+        for i in range(100000):
+            time.sleep(0.001)
+            rep(i / 100000, "")
+        return "never"
+
+    finished = []
+    runner.finished.connect(lambda j, r: finished.append(r))
+    job = runner.submit(fn)
+    assert started.wait(5)
+    t0 = time.monotonic()
+    with qtbot.waitSignal(runner.cancelled, timeout=2000) as blocker:
+        assert runner.cancel() is job
+        assert not runner.is_busy() and runner.current is None
+    assert blocker.args[0] is job and job.status == "cancelled"
+    assert time.monotonic() - t0 < 1.0
+    qtbot.waitUntil(lambda: runner.live_threads() == 0, timeout=2000)
+    assert finished == []
+
+
+def test_new_submit_supersedes_old_job(qtbot, runner):
+    results, cancelled = [], []
+    runner.finished.connect(lambda j, r: results.append(r))
+    runner.cancelled.connect(lambda j: cancelled.append(j))
+    old = runner.submit(_loop(100000, step_s=0.001, value="old"))
+    with qtbot.waitSignal(runner.finished, timeout=5000):
+        new = runner.submit(_loop(3, value="new"))
+    assert old.cancel_requested and runner.current is None
+    qtbot.waitUntil(lambda: old.status == "cancelled", timeout=2000)
+    assert results == ["new"] and new.status == "done"
+    assert old in cancelled
+
+
+def test_result_of_job_that_ignores_cancel_is_dropped(qtbot, runner):
+    gate = threading.Event()
+
+    def stubborn(progress):
+        gate.wait(5)  # never reports, so cannot be cancelled early
+        return "late"
+
+    results = []
+    runner.finished.connect(lambda j, r: results.append(r))
+    job = runner.submit(stubborn)
+    runner.cancel()
+    gate.set()
+    qtbot.waitUntil(lambda: job.status == "cancelled", timeout=3000)
+    assert results == []
+
+
+def test_exception_reaches_failed_with_details(qtbot, runner):
+    def boom(progress):
+        raise ValueError("n_components must be an integer in [1, 4]; got 9")
+
+    with qtbot.waitSignal(runner.failed, timeout=5000) as blocker:
+        runner.submit(boom)
+    job, message, details = blocker.args
+    assert message == "n_components must be an integer in [1, 4]; got 9"
+    assert "Traceback" in details and "boom" in details
+    assert job.status == "failed" and not runner.is_busy()
+    # The runner is still usable.
+    with qtbot.waitSignal(runner.finished, timeout=5000) as blocker:
+        runner.submit(_loop(2, value="again"))
+    assert blocker.args[1] == "again"
+
+
+def test_describe_error_names_unexpected_types():
+    assert describe_error(ValueError("bad x")) == "bad x"
+    assert describe_error(ZeroDivisionError("division by zero")) == "ZeroDivisionError: division by zero"
+    assert describe_error(MemoryError()) == "MemoryError"
+
+
+def test_shutdown_joins_running_threads(qtbot):
+    r = TaskRunner()
+    r.submit(_loop(100000, step_s=0.001))
+    t0 = time.monotonic()
+    assert r.shutdown(5.0)
+    assert time.monotonic() - t0 < 1.0
+    assert r.live_threads() == 0
+    with pytest.raises(RuntimeError):
+        r.submit(_loop(1))
+
+
+# -- fits in a worker process (app.fit_process) ----------------------------------------------------
+
+import os  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from app.fit_process import FitPool, RemoteError, WorkerDied  # noqa: E402
+from robustcore._progress import Cancelled  # noqa: E402
+from robustcore.datasets import Dataset  # noqa: E402
+from robustcore.methods import METHODS, Method  # noqa: E402
+
+
+def _pca_class():
+    from robustcore.subspace.pca import PCA
+    return PCA
+
+
+def _hog(est, dataset, values, rep):
+    import scipy.linalg as sla
+    rep(0.01, "hogging")
+    A = np.random.default_rng(0).standard_normal((600, 600))
+    for _ in range(10000):
+        sla.svd(A, check_finite=False)
+
+
+def _die(est, dataset, values, rep):
+    os._exit(3)
+
+
+def _key_error(est, dataset, values, rep):
+    return {}["missing key"]
+
+
+HOG = Method("hog", "Hog", "", _pca_class, _hog)
+DIE = Method("die", "Die", "", _pca_class, _die)
+KEY = Method("key", "Key", "", _pca_class, _key_error)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    p = FitPool()
+    yield p
+    p.close()
+
+
+def _data():
+    X = np.random.default_rng(1).standard_normal((60, 5)) @ np.diag([5, 3, 1, 0.5, 0.1])
+    return Dataset(X=X, name="d")
+
+
+def test_process_fit_gives_the_same_numbers_as_in_process(pool):
+    ds = _data()
+    reports = []
+    res = pool.run("pca", ds, {"n_components": 2}, lambda f, m: reports.append(f) or True)
+    ref = METHODS["pca"].run(ds, {"n_components": 2})
+    np.testing.assert_allclose(res.sample_scores["spe"], ref.sample_scores["spe"], rtol=1e-12)
+    np.testing.assert_allclose(res.arrays["components"], ref.arrays["components"], rtol=1e-12)
+    assert res.data_fingerprint == ds.fingerprint() and res.params == ref.params
+    assert reports and all(0 <= f <= 1 for f in reports)
+
+
+def test_process_errors_keep_their_kind_and_traceback(pool):
+    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 5\]"):
+        pool.run("pca", _data(), {"n_components": 9}, lambda f, m: True)
+    with pytest.raises(RemoteError, match="KeyError: 'missing key'") as info:
+        pool.run(KEY, _data(), {}, lambda f, m: True)
+    assert "_key_error" in info.value.details
+    # The worker survives its job's errors and serves the next one.
+    assert pool.run("pca", _data(), {}, lambda f, m: True).method == "pca"
+
+
+def test_process_fit_in_a_gil_holding_call_is_cancelled_within_a_second(pool):
+    state = {"t_cancel": None}
+
+    def progress(f, m):
+        if m == "hogging" and state["t_cancel"] is None:
+            state["t_cancel"] = time.monotonic() + 0.3
+        return state["t_cancel"] is None or time.monotonic() < state["t_cancel"]
+
+    with pytest.raises(Cancelled):
+        pool.run(HOG, _data(), {}, progress)
+    assert time.monotonic() - state["t_cancel"] < 1.0
+
+
+def test_worker_death_is_reported_and_the_pool_recovers(pool):
+    with pytest.raises(WorkerDied, match="exit code 3"):
+        pool.run(DIE, _data(), {}, lambda f, m: True)
+    assert pool.run("pca", _data(), {}, lambda f, m: True).method == "pca"

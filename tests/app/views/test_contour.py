@@ -1,0 +1,77 @@
+"""SPE / T² map on the 2-D Gaussian demo: isolines at the control limits, bands that change
+colour at the limit, the SPE blind spot along the principal axis, and the flag-rule switch."""
+import numpy as np
+import pytest
+
+from .conftest import data, make_state
+
+
+@pytest.fixture
+def contour(views_for):
+    state = make_state("gaussian-2d", ("residual", {"n_components": 1}))
+    views = views_for(state)
+    return state, views.show_view("contour")
+
+
+def test_isolines_sit_at_the_control_limits(contour):
+    state, v = contour
+    est = state.result("residual").estimator
+    for grid_name in ("spe", "t2"):
+        assert v.isolines[(grid_name, "spe")].level == pytest.approx(est.spe_limit_)
+        assert v.isolines[(grid_name, "t2")].level == pytest.approx(est.t2_limit_)
+    # The isoline is drawn (a non-empty path) and passes where the grid crosses the limit.
+    path = v.isolines[("spe", "spe")].path
+    assert path is not None and path.elementCount() > 10
+
+
+def test_grids_are_the_estimators_and_show_the_blind_spot(contour):
+    state, v = contour
+    est = state.result("residual").estimator
+    xs, ys = v.grid_axes
+    spe_g, t2_g = est.grid(xs, ys)
+    np.testing.assert_allclose(v.grids["spe"], spe_g)
+    np.testing.assert_allclose(v.grids["t2"], t2_g)
+    # Along the principal axis through the mean SPE is zero however far out; T² grows.
+    u = est.plane_ @ est.components_[0]
+    far = np.array([0.5, 3.0, 6.0]) * np.sqrt(est.variances_[0])
+    pts = est.mean_ + far[:, None] * (u @ est.plane_)[None, :]
+    np.testing.assert_allclose(est.spe(pts), 0.0, atol=1e-9)
+    assert np.all(np.diff(est.t2(pts)) > 0)
+    # The principal axis drawn has the direction of PC1 in the plane.
+    ang = v.axis_lines["spe"].angle
+    assert np.isclose(np.tan(np.radians(ang)), u[1] / u[0], rtol=1e-6)
+
+
+def test_band_colour_changes_at_the_limit(contour):
+    state, v = contour
+    img = v.images["spe"].image
+    lim = v.limits["spe"]
+    g = v.grids["spe"]
+    inside = g < lim * 0.99
+    outside = g > lim * 1.01
+    assert img[inside].max() <= 0 < img[outside].min()
+
+
+def test_rule_switch_rings_the_right_points(contour):
+    state, v = contour
+    est = state.result("residual").estimator
+    X = data("gaussian-2d").X
+    flags = est.flag(X)
+    for rule in ("spe", "t2", "either"):
+        v.set_rule(rule)
+        fx, fy = v.clouds["spe"].flag_item.getData()
+        assert fx.size == int(flags[rule].sum())
+        np.testing.assert_array_equal(v.current_flags, flags[rule])
+    with pytest.raises(ValueError, match="rule must be one of"):
+        v.set_rule("both")
+
+
+def test_training_points_are_drawn_and_selectable(contour):
+    state, v = contour
+    x, y = v.clouds["t2"].points()
+    assert x.size == 1000
+    v.clouds["spe"].select_rect(0, 0, 100, 100)
+    expect = np.flatnonzero((x >= 0) & (y >= 0))
+    np.testing.assert_array_equal(state.selection, expect)
+    sx, _ = v.clouds["t2"].sel_item.getData()
+    assert sx.size == expect.size

@@ -1,0 +1,86 @@
+"""L/S viewer: robust PCA on the first 24 escalator frames (images) and on iris (a table)."""
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from .conftest import data, make_state
+
+
+@pytest.fixture
+def video(views_for):
+    state = make_state("escalator-24", "pcp")
+    views = views_for(state)
+    return state, views.show_view("decomposition")
+
+
+def test_panels_show_the_frame_its_L_S_and_mask(video):
+    state, v = video
+    res, ds = state.result("pcp"), data("escalator-24")
+    v.set_frame(5)
+    i = v.current_sample
+    assert i == 5  # frame_order is the identity for this video
+    shape = ds.image_shape
+    np.testing.assert_array_equal(v.images["original"].image, ds.X[i].reshape(shape))
+    np.testing.assert_array_equal(v.images["low_rank"].image, res.arrays["low_rank"][i].reshape(shape))
+    np.testing.assert_array_equal(v.images["sparse"].image, res.arrays["sparse"][i].reshape(shape))
+    v.set_threshold(30.0)
+    mask = v.images["mask"].image.astype(bool)
+    np.testing.assert_array_equal(mask, (np.abs(res.arrays["sparse"][i]) > 30.0).reshape(shape))
+    assert "mask |S| > 30" in v.panels["mask"].titleLabel.text
+
+
+def test_colour_scales_are_fixed_over_the_stack(video):
+    state, v = video
+    v.set_frame(0)
+    levels0 = [v.images[k].getLevels() for k in ("original", "low_rank", "sparse")]
+    v.set_frame(20)
+    levels20 = [v.images[k].getLevels() for k in ("original", "low_rank", "sparse")]
+    for a, b in zip(levels0, levels20):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(levels0[0], levels0[1])  # X and L share one scale
+    lo, hi = levels0[2]
+    assert lo == -hi  # S: symmetric about zero
+
+
+def test_slider_play_and_selection(video, qtbot):
+    state, v = video
+    assert v.frame_slider.maximum() == 23
+    v.set_frame(0)
+    v.timer.setInterval(5)
+    v.play()
+    qtbot.waitUntil(lambda: v.frame_slider.value() >= 3, timeout=3000)
+    v.pause()
+    assert not v.timer.isActive()
+    # A selection made elsewhere brings its frame up ...
+    state.set_selection([17])
+    assert v.current_sample == 17
+    # ... and a click on a picture selects the frame shown.
+    v.set_frame(9)
+    v._image_clicked(QPointF(3, 3), Qt.KeyboardModifier.ShiftModifier)
+    np.testing.assert_array_equal(state.selection, [9, 17])
+
+
+def test_convergence_plot_has_one_point_per_iteration(video):
+    state, v = video
+    res = state.result("pcp")
+    x, y = v.residual_curve.getData()
+    n_it = res.summary["iterations"]
+    assert x.size == n_it == len(res.arrays["history_residual"])
+    # getData gives what is drawn: log10 of the residuals on this logarithmic axis.
+    np.testing.assert_allclose(10 ** y, res.arrays["history_residual"], rtol=1e-10)
+    _, r = v.rank_curve.getData()
+    np.testing.assert_array_equal(r, res.arrays["history_rank"])
+
+
+def test_tables_show_heatmaps_and_mark_the_selection(views_for):
+    state = make_state("iris", "pcp")
+    v = views_for(state).show_view("decomposition")
+    res, ds = state.result("pcp"), data("iris")
+    assert v.mode == "table"
+    np.testing.assert_array_equal(v.images["original"].image, ds.X)
+    np.testing.assert_array_equal(v.images["low_rank"].image, res.arrays["low_rank"])
+    np.testing.assert_array_equal(v.images["sparse"].image, res.arrays["sparse"])
+    v._image_clicked(QPointF(1.5, 42.3), Qt.KeyboardModifier.NoModifier)
+    np.testing.assert_array_equal(state.selection, [42])
+    x, y = v.sel_markers["original"].getData()
+    np.testing.assert_array_equal(y, [42.5])

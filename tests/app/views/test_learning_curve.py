@@ -1,0 +1,36 @@
+"""SCW learning curves on iris: SCW-I and SCW-II overlaid, one point per sample seen."""
+import numpy as np
+
+from robustcore.methods import get_method
+
+from .conftest import data, make_state
+
+
+def test_both_variants_are_overlaid(views_for):
+    state = make_state("iris")
+    views = views_for(state)  # the views watch the runs as they arrive, as in the window
+    res1 = get_method("scw").run(data("iris"), {"variant": "I", "shuffle": True, "random_state": 0})
+    res2 = get_method("scw").run(data("iris"), {"variant": "II", "shuffle": True, "random_state": 0})
+    assert state.add_result(res1) and state.add_result(res2)
+    v = views.show_view("learning-curve")
+    assert sorted(v.curves) == ["I", "II"]
+    for variant, res in (("I", res1), ("II", res2)):
+        c_rate, c_upd = v.curves[variant]
+        x, y = c_rate.getData()
+        np.testing.assert_array_equal(x, np.arange(1, 151))
+        np.testing.assert_allclose(y, res.arrays["history_mistake_rate"])
+        np.testing.assert_allclose(c_upd.getData()[1], res.arrays["history_updates"])
+    names = [lab.text for _, lab in v.rate_legend.items]
+    assert any("SCW-I " in n for n in names) and any("SCW-II" in n for n in names)
+    assert not v.acc_plot.isVisible()  # no test split in this run
+    assert "no test split" in v.status.text()
+
+
+def test_new_data_forgets_old_runs(views_for):
+    state = make_state("iris", "scw")
+    views = views_for(state)
+    v = views.show_view("learning-curve")
+    assert list(v.runs) == ["I"]
+    state.set_dataset(data("clusters-3d"))
+    assert not v.runs
+    assert "learning-curve" not in views.available_views()

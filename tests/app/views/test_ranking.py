@@ -1,0 +1,58 @@
+"""EVSC ranking on the 3-D clusters demo: bars in ranking order, top k highlighted, the spectrum
+beside it, and a click on a bar plotting that feature against the next-ranked one."""
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF
+
+from app.views import _style as st
+
+from .conftest import data, make_state
+
+
+@pytest.fixture
+def ranking(views_for):
+    state = make_state("clusters-3d", "esfs")
+    return state, views_for(state).show_view("ranking")
+
+
+def test_bars_are_in_ranking_order_with_top_k_highlighted(ranking):
+    state, v = ranking
+    res = state.result("esfs")
+    scores, order = res.feature_scores["evsc"], res.arrays["ranking"]
+    h = np.asarray(v.bars.opts["height"])
+    np.testing.assert_allclose(h, scores[order])
+    assert np.all(np.diff(h) <= 0)
+    ticks = v.bar_plot.getAxis("bottom")._tickLevels[0]
+    assert [t for _, t in ticks] == [data("clusters-3d").feature_names[j] for j in order]
+    v.k_box.setValue(1)
+    brushes = v.bars.opts["brushes"]
+    assert brushes[0] is st.brush(st.category_color(5))
+    assert all(b is not st.brush(st.category_color(5)) for b in brushes[1:])
+
+
+def test_spectrum_is_the_eigenvalues(ranking):
+    state, v = ranking
+    x, y = v.spectrum.getData()
+    np.testing.assert_allclose(y, state.result("esfs").arrays["eigenvalues"])
+
+
+def test_click_on_a_bar_shows_that_feature_against_the_next(ranking, qtbot):
+    state, v = ranking
+    order = state.result("esfs").arrays["ranking"]
+    X = data("clusters-3d").X
+    vb = v.bar_plot.getViewBox()
+    h = v.bars.opts["height"]
+    scene_pt = vb.mapViewToScene(QPointF(1.0, h[1] / 2))
+
+    class Ev:  # what GraphicsScene.sigMouseClicked hands its slots
+        def scenePos(self):
+            return scene_pt
+
+    v._clicked(Ev())
+    assert v.pair == (order[1], order[2])
+    x, y = v.cloud.points()
+    np.testing.assert_array_equal(x, X[:, order[1]])
+    np.testing.assert_array_equal(y, X[:, order[2]])
+    # The pair scatter shares the selection.
+    v.cloud.select_rect(0, -10, 10, 10)
+    np.testing.assert_array_equal(state.selection, np.flatnonzero(X[:, order[1]] >= 0))

@@ -1,0 +1,172 @@
+"""Scatter view on real fits: the points a user sees, hover, rectangle/lasso selection with
+modifiers, and the selection shared with the state."""
+import numpy as np
+import pytest
+from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
+
+from app.views import _style as st
+from app.views._cloud import mode_for
+
+from .conftest import make_state
+
+
+def _send(widget, kind, pos, button, buttons, modifiers=Qt.KeyboardModifier.NoModifier):
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtWidgets import QApplication
+
+    ev = QMouseEvent(kind, QPointF(pos), QPointF(widget.mapToGlobal(pos)), button, buttons, modifiers)
+    QApplication.sendEvent(widget, ev)
+
+
+@pytest.fixture
+def scatter(views_for):
+    state = make_state("usps-1-vs-8", "coherence-pursuit", "pca")
+    views = views_for(state)
+    v = views.show_view("scatter")
+    v.method_box.set_key("pca")
+    return state, v
+
+
+def test_points_are_the_pca_projection_coloured_by_label(scatter):
+    state, v = scatter
+    res, ds = state.result("pca"), state.dataset
+    x, y = v.cloud.points()
+    assert x.size == ds.n_samples == 430
+    np.testing.assert_allclose(x, res.arrays["projection"][:, 0])
+    np.testing.assert_allclose(y, res.arrays["projection"][:, 1])
+    brushes = np.array(v.cloud.point_brushes(), dtype=object)
+    ones, eights = ds.labels == "1", ds.labels == "8"
+    assert all(b is st.brush(st.category_color(0)) for b in brushes[ones])
+    assert all(b is st.brush(st.category_color(1)) for b in brushes[eights])
+    # Brushes are shared objects, not one per point (what keeps 100k points fluid).
+    assert len({id(b) for b in brushes}) == 2
+
+
+def test_flagged_ring_matches_the_method_flags(scatter):
+    state, v = scatter
+    v.method_box.set_key("coherence-pursuit")
+    v.flag_box.set_key(("derived", None))
+    flags = state.result("coherence-pursuit").flags["outlier"]
+    fx, fy = v.cloud.flag_item.getData()
+    assert fx.size == int(flags.sum()) > 0
+    proj = state.result("coherence-pursuit").arrays["projection"]
+    np.testing.assert_allclose(np.sort(fx), np.sort(proj[flags, 0]))
+
+
+def test_colour_by_score_uses_binned_shared_brushes(scatter):
+    state, v = scatter
+    v.color_box.set_key(("score", "spe"))
+    brushes = np.array(v.cloud.point_brushes(), dtype=object)
+    spe = state.result("pca").sample_scores["spe"]
+    table = st.level_brushes()
+    assert brushes[int(np.argmax(spe))] is table[-1]
+    assert brushes[int(np.argmin(spe))] is table[0]
+    assert v.colorbar is not None
+
+
+def test_hover_reports_the_point_under_the_mouse(scatter, qtbot):
+    state, v = scatter
+    x, y = v.cloud.points()
+    i = int(np.argmax(x))  # the right-most point stands apart
+    vb = v.plot.getViewBox()
+    scene_pt = vb.mapViewToScene(QPointF(x[i], y[i]))
+    view_pt = v.figure.mapFromScene(scene_pt)
+    qtbot.mouseMove(v.figure.viewport(), QPoint(int(view_pt.x()), int(view_pt.y())))
+    qtbot.waitUntil(lambda: v.cloud.hovered == i, timeout=2000)
+    assert v.cloud.hover_text.startswith(f"#{i} ")
+    assert f"label {state.dataset.labels[i]}" in v.cloud.hover_text
+    # Every point is found at its own position.
+    for j in np.random.default_rng(0).choice(x.size, 20, replace=False):
+        k = v.cloud.index_at(x[j], y[j], radius=0.5)
+        assert k == j or (x[k] == x[j] and y[k] == y[j])
+
+
+def test_rectangle_selection_with_modifiers(scatter):
+    state, v = scatter
+    x, y = v.cloud.points()
+    inside = np.flatnonzero((x > 0) & (x < 5) & (y > -1) & (y < 2))
+    v.cloud.select_rect(0, -1, 5, 2)
+    np.testing.assert_array_equal(state.selection, inside)
+    more = np.flatnonzero((x > 6) & (x < 8) & (y > -5) & (y < 5))
+    v.cloud.select_rect(6, -5, 8, 5, "add")
+    np.testing.assert_array_equal(state.selection, np.union1d(inside, more))
+    v.cloud.select_rect(0, -1, 5, 2, "subtract")
+    np.testing.assert_array_equal(state.selection, more)
+    sx, _ = v.cloud.sel_item.getData()
+    assert sx.size == more.size
+
+
+def test_lasso_selection_is_the_points_inside_the_polygon(scatter):
+    state, v = scatter
+    x, y = v.cloud.points()
+    tri = np.array([[-4.0, -4.0], [4.0, -4.0], [0.0, 4.0]])
+    v.cloud.select_polygon(tri)
+    # Independent check: inside a triangle = on the inner side of its three edges.
+    def side(a, b):
+        return (b[0] - a[0]) * (y - a[1]) - (b[1] - a[1]) * (x - a[0])
+    inside = np.flatnonzero((side(tri[0], tri[1]) > 0) & (side(tri[1], tri[2]) > 0) & (side(tri[2], tri[0]) > 0))
+    assert inside.size > 10
+    np.testing.assert_array_equal(state.selection, inside)
+
+
+def test_modifier_keys_map_to_selection_modes():
+    m = Qt.KeyboardModifier
+    assert mode_for(m.NoModifier) == "replace"
+    assert mode_for(m.ShiftModifier) == "add"
+    assert mode_for(m.ControlModifier) == "subtract"
+    assert mode_for(m.AltModifier) == "subtract"
+
+
+def test_mouse_drag_selects_a_rectangle(scatter, qtbot):
+    state, v = scatter
+    vb = v.plot.getViewBox()
+    x, y = v.cloud.points()
+
+    def to_widget(px, py):
+        p = v.figure.mapFromScene(vb.mapViewToScene(QPointF(px, py)))
+        return QPoint(int(p.x()), int(p.y()))
+
+    a, b = to_widget(-4.5, -5.5), to_widget(-2.0, 6.0)
+    vp = v.figure.viewport()
+    left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
+    # QTest's mouseMove carries no button state in Qt 6, so a drag is sent as raw events.
+    _send(vp, QEvent.Type.MouseButtonPress, a, left, left)
+    for t in np.linspace(0, 1, 8)[1:]:
+        _send(vp, QEvent.Type.MouseMove, QPoint(int(a.x() + t * (b.x() - a.x())), int(a.y() + t * (b.y() - a.y()))),
+              none, left)
+    _send(vp, QEvent.Type.MouseButtonRelease, b, left, none)
+    qtbot.waitUntil(lambda: state.selection.size > 0, timeout=2000)
+    # The drag ends on whole pixels: compare with the rectangle the mouse actually spanned.
+    p0, p1 = vb.mapSceneToView(v.figure.mapToScene(a)), vb.mapSceneToView(v.figure.mapToScene(b))
+    inside = np.flatnonzero((x >= min(p0.x(), p1.x())) & (x <= max(p0.x(), p1.x()))
+                            & (y >= min(p0.y(), p1.y())) & (y <= max(p0.y(), p1.y())))
+    np.testing.assert_array_equal(state.selection, inside)
+
+
+def test_selection_made_elsewhere_is_drawn(scatter):
+    state, v = scatter
+    state.set_selection([3, 5, 8])
+    sx, sy = v.cloud.sel_item.getData()
+    proj = state.result("pca").arrays["projection"]
+    np.testing.assert_allclose(np.sort(sx), np.sort(proj[[3, 5, 8], 0]))
+
+
+def test_hundred_thousand_points_share_a_few_brushes(qtbot):
+    import pyqtgraph as pg
+
+    from app.state import AppState
+    from app.views._cloud import PointCloud, new_plot
+
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    plot = new_plot(w.ci, row=0, col=0)
+    state = AppState()
+    cloud = PointCloud(plot, state)
+    rng = np.random.default_rng(1)
+    n = 100_000
+    codes = rng.integers(0, 3, n)
+    cloud.set_points(rng.standard_normal(n), rng.standard_normal(n), brushes=st.category_brushes(codes, 3))
+    assert cloud.drawn_count() == n
+    assert len({id(b) for b in cloud.point_brushes()}) == 3
+    cloud.select_rect(-0.1, -0.1, 0.1, 0.1)
+    assert 0 < state.selection.size < 1000

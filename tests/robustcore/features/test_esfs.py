@@ -1,0 +1,291 @@
+"""ESFS against ground truth: finite differences of the eigenvalues, the dense vs edge-list forms on
+one graph, a planted informative feature, and the error/cancel contracts."""
+import warnings
+
+import numpy as np
+import pytest
+import scipy.linalg as sla
+import scipy.sparse as sp
+from scipy.spatial.distance import pdist
+
+from robustcore import Cancelled, NotFittedError
+from robustcore.features import _graph, _spectral
+from robustcore.features.esfs import ESFS
+
+
+def _standardize(X):
+    Z = X - X.mean(0)
+    return Z / Z.std(0)
+
+
+def _two_clusters(seed, n=300, d=6, shift=5.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    X[: n // 2, 0] += shift
+    return X
+
+
+def _pencil_eigenvalues(Xc, w, sigma):
+    """All eigenvalues of L q = λ B q by the generalised LAPACK solver (another route than ESFS's)."""
+    S = _graph.dense_affinity(_graph.sq_distances(Xc * w), sigma)
+    deg = S.sum(1)
+    B = _spectral.mass_matrix(deg)
+    return sla.eigh(np.diag(deg) - S, np.diag(B), eigvals_only=True)
+
+
+def _dense_all_pairs(Xc, sigma):
+    n = Xc.shape[0]
+    S = _graph.dense_affinity(_graph.sq_distances(Xc), sigma)
+    c, labels = _spectral.graph_components(S)
+    lam, Q, B, ok = _spectral.smallest_eigenpairs(S, S.sum(1), labels, c, n - c,
+                                                  rng=np.random.default_rng(0), solver="dense")
+    return S, lam, Q, B
+
+
+def test_derivatives_match_central_differences_for_every_eigenpair():
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 4)) * [1.0, 2.0, 0.5, 1.0]
+    Xc = _standardize(X)
+    sigma = 1.3
+    S, lam, Q, B = _dense_all_pairs(Xc, sigma)
+    assert lam.size == 40
+    np.testing.assert_allclose(lam, _pencil_eigenvalues(Xc, np.ones(4), sigma), atol=1e-10)
+    analytic = _spectral.derivatives_dense(Xc, S, lam, Q, sigma)
+    h = 1e-5
+    fd = np.empty_like(analytic)
+    for t in range(4):
+        e = np.zeros(4)
+        e[t] = h
+        fd[:, t] = (_pencil_eigenvalues(Xc, 1 + e, sigma) - _pencil_eigenvalues(Xc, 1 - e, sigma)) / (2 * h)
+    scale = np.abs(analytic).max()
+    assert scale > 1e-3
+    assert np.abs(analytic - fd).max() <= 1e-6 * scale
+    # the trivial pair (λ = 0, q constant) never moves
+    assert np.abs(analytic[0]).max() <= 1e-12 * scale
+
+
+def test_eigenvectors_are_d_normalised_dense_and_knn():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((700, 5))
+    X[:350, 1] += 3
+    for graph in ("dense", "knn"):
+        est = ESFS(graph=graph, n_eigenpairs=3, random_state=0).fit(X)
+        Q, B = est.eigenvectors_, est.degrees_
+        assert np.abs(Q.T @ (B[:, None] * Q) - np.eye(Q.shape[1])).max() < 1e-8
+        assert est.eigenvalues_[0] == 0.0
+        assert np.all(np.diff(est.eigenvalues_) >= -1e-12)
+        assert est.graph_ == graph
+
+
+def test_lanczos_route_matches_dense_eigensolver_on_a_knn_graph():
+    rng = np.random.default_rng(2)
+    X = _standardize(rng.standard_normal((800, 6)))
+    idx, _ = _graph.knn_indices(X, 8)
+    rows, cols = _graph.knn_edges(idx, 800)
+    w = _graph.edge_affinity(_graph.edge_sq_distances(X, rows, cols), 1.0)
+    S = sp.coo_matrix((np.r_[w, w], (np.r_[rows, cols], np.r_[cols, rows])), shape=(800, 800)).tocsr()
+    deg = np.asarray(S.sum(1)).ravel()
+    c, labels = _spectral.graph_components(S)
+    out = [_spectral.smallest_eigenpairs(S, deg, labels, c, 6, rng=np.random.default_rng(0), solver=s)
+           for s in ("dense", "lanczos")]
+    np.testing.assert_allclose(out[0][0], out[1][0], atol=1e-8)
+    # eigenvectors agree up to sign
+    Qd, Ql = out[0][1], out[1][1]
+    np.testing.assert_allclose(np.abs(np.sum(Qd * deg[:, None] * Ql, 0)), 1.0, atol=1e-6)
+
+
+def test_dense_and_edge_forms_agree_on_the_same_knn_graph():
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((250, 7))
+    X[:100, 2] += 4
+    est = ESFS(graph="knn", n_neighbors=6, n_eigenpairs=3, random_state=0).fit(X)
+    Xc = _standardize(X)
+    idx, _ = _graph.knn_indices(Xc, 6)
+    rows, cols = _graph.knn_edges(idx, 250)
+    w = _graph.edge_affinity(_graph.edge_sq_distances(Xc, rows, cols), est.sigma_)
+    S = sp.coo_matrix((np.r_[w, w], (np.r_[rows, cols], np.r_[cols, rows])), shape=(250, 250)).toarray()
+    sel = est.selected_eigenpairs_
+    lam, Q = est.eigenvalues_[sel], est.eigenvectors_[:, sel]
+    dense = _spectral.derivatives_dense(Xc, S, lam, Q, est.sigma_)
+    edges = _spectral.derivatives_edges(Xc, rows, cols, w, lam, Q, est.sigma_)
+    assert np.abs(dense).max() > 1e-4
+    np.testing.assert_allclose(edges, dense, rtol=0, atol=1e-10 * np.abs(dense).max())
+    np.testing.assert_allclose(est.derivatives_, edges, rtol=0, atol=1e-10 * np.abs(dense).max())
+    # the eigenpairs solve L q = λ D q on this graph
+    deg = S.sum(1)
+    resid = (np.diag(deg) - S) @ Q - est.degrees_[:, None] * Q * lam
+    assert np.abs(resid).max() < 1e-8
+    np.testing.assert_allclose(est.scores_, np.abs(est.derivatives_).sum(0))
+
+
+def test_informative_feature_ranks_first_for_20_seeds():
+    # methods.md §4.5 acceptance: sigma pinned at 0.5 x median pairwise distance, k = 1 and k = 2.
+    # The k = 1 scores are the first row of the k = 2 derivatives (same graph, same pairs).
+    for seed in range(20):
+        X = _two_clusters(seed)
+        sigma = 0.5 * np.median(pdist(_standardize(X)))
+        est = ESFS(sigma=sigma, n_eigenpairs=2, graph="dense").fit(X)
+        assert est.ranking_[0] == 0, f"seed {seed}, k=2: ranking {est.ranking_}"
+        assert np.argmax(np.abs(est.derivatives_[0])) == 0, f"seed {seed}, k=1"
+        assert est.sigma_ == pytest.approx(sigma)
+
+
+def test_default_sigma_is_half_the_median_pairwise_distance():
+    X = _two_clusters(0)
+    est = ESFS().fit(X)
+    assert est.graph_ == "dense"
+    assert est.sigma_ == pytest.approx(0.5 * np.median(pdist(_standardize(X))), rel=1e-9)
+    assert est.ranking_[0] == 0
+    assert est.derivatives_.shape == (2, 6)
+    assert list(est.selected_eigenpairs_) == [1, 2]
+    assert est.eigenvalues_.shape == (1 + 2 + 5,)
+
+
+def test_constant_feature_scores_zero_without_nan():
+    X = _two_clusters(1, n=120)
+    X[:, 3] = 7.25
+    for standardize in (True, False):
+        for graph in ("dense", "knn"):
+            est = ESFS(standardize=standardize, graph=graph, random_state=0).fit(X)
+            assert est.constant_features_.tolist() == [False, False, False, True, False, False]
+            assert est.scores_[3] == 0.0
+            assert np.all(np.isfinite(est.scores_)) and np.all(np.isfinite(est.derivatives_))
+            assert np.all(np.isfinite(est.eigenvalues_))
+            assert est.ranking_[-1] == 3
+
+
+def test_transform_keeps_the_top_features():
+    X = _two_clusters(2)
+    est = ESFS(n_features_to_select=1)
+    Z = est.fit_transform(X)
+    np.testing.assert_array_equal(Z, X[:, [0]])
+    est = ESFS().fit(X)
+    Z = est.transform(X)
+    assert Z.shape == (300, 3)
+    np.testing.assert_array_equal(est.get_support(indices=True), np.sort(est.ranking_[:3]))
+    np.testing.assert_array_equal(Z, X[:, est.support_])
+    with pytest.raises(ValueError, match="features"):
+        est.transform(X[:, :4])
+
+
+def test_knn_graph_with_two_components_skips_both_zero_eigenvalues():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((200, 3))
+    X[:100, 0] += 50
+    with pytest.warns(UserWarning, match="2 connected components"):
+        est = ESFS(graph="knn", n_neighbors=5, random_state=0).fit(X)
+    assert est.n_graph_components_ == 2
+    assert np.all(est.eigenvalues_[:2] == 0) and est.eigenvalues_[2] > 1e-6
+    assert list(est.selected_eigenpairs_) == [2, 3]
+    assert np.all(np.isfinite(est.scores_)) and est.scores_.max() > 0
+
+
+def test_duplicate_rows_never_are_their_own_neighbours():
+    X = np.repeat(np.arange(12.0).reshape(6, 2), 3, axis=0)
+    for d in (2, 12):
+        Y = np.tile(X, (1, d // 2))
+        idx, dist = _graph.knn_indices(Y, 3)
+        assert not np.any(idx == np.arange(18)[:, None])
+        assert idx.shape == (18, 3)
+
+
+@pytest.mark.parametrize("kwargs, X_shape, match", [
+    ({}, (1, 4), "at least 2 sample"),
+    ({}, (10, 1), "at least 2 feature"),
+    ({"sigma": 0.0}, (10, 3), r"sigma must be a number > 0.*got 0"),
+    ({"sigma": -1.0}, (10, 3), r"sigma must be .*got -1"),
+    ({"n_eigenpairs": 0}, (10, 3), r"n_eigenpairs must be an integer >= 1.*got 0"),
+    ({"n_eigenpairs": 10}, (10, 3), r"n_eigenpairs must be an integer in \[1, 9\].*got 10"),
+    ({"n_neighbors": 0, "graph": "knn"}, (10, 3), r"n_neighbors must be .*got 0"),
+    ({"n_neighbors": 10, "graph": "knn"}, (10, 3), r"n_neighbors must be an integer in \[1, 9\].*got 10"),
+    ({"graph": "full"}, (10, 3), r"graph must be one of 'auto', 'dense', 'knn'; got 'full'"),
+    ({"n_features_to_select": 4}, (10, 3), r"n_features_to_select must be an integer in \[1, 3\].*got 4"),
+    ({"random_state": "x"}, (10, 3), "random_state"),
+])
+def test_bad_input_names_parameter_range_and_value(kwargs, X_shape, match):
+    X = np.random.default_rng(0).standard_normal(X_shape)
+    with pytest.raises(ValueError, match=match):
+        ESFS(**kwargs).fit(X)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_or_inf_rejected(bad):
+    X = np.random.default_rng(0).standard_normal((10, 3))
+    X[4, 1] = bad
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        ESFS().fit(X)
+
+
+def test_all_constant_features_rejected():
+    with pytest.raises(ValueError, match="non-constant"):
+        ESFS().fit(np.ones((10, 3)))
+
+
+@pytest.mark.parametrize("graph, n", [("dense", 200), ("knn", 900)])
+def test_cancel_leaves_the_estimator_unfitted(graph, n):
+    X = _two_clusters(0, n=n)
+    est = ESFS(graph=graph, random_state=0).fit(X)
+    seen = []
+
+    def record(f, msg):
+        seen.append((f, msg))
+
+    est.fit(X, progress=record)
+    fr = [f for f, _ in seen]
+    assert fr[0] == 0.0 and fr[-1] == 1.0 and all(0 <= f <= 1 for f in fr)
+    assert all(b >= a for a, b in zip(fr, fr[1:]))
+    for step in ("graph", "eigensolver", "derivatives"):
+        calls = []
+
+        def stop(f, msg, step=step):
+            calls.append(msg)
+            return False if step in msg else None
+
+        with pytest.raises(Cancelled):
+            est.fit(X, progress=stop)
+        assert any(step in m for m in calls)
+        assert not hasattr(est, "scores_")
+        with pytest.raises(NotFittedError):
+            est.transform(X)
+
+
+def test_params_declared_once_and_random_state_generator_accepted():
+    names = [p.name for p in ESFS.param_specs()]
+    assert names == ["sigma", "sigma_scale", "n_eigenpairs", "graph", "n_neighbors", "standardize",
+                     "n_features_to_select", "random_state"]
+    assert all(p.help for p in ESFS.param_specs())
+    est = ESFS(n_eigenpairs=3)
+    assert est.get_params()["n_eigenpairs"] == 3
+    X = _two_clusters(0, n=700)
+    a = ESFS(graph="knn", random_state=np.random.default_rng(1)).fit(X)
+    b = ESFS(graph="knn", random_state=1).fit(X)
+    np.testing.assert_allclose(a.scores_, b.scores_, rtol=1e-8)
+    assert a.ranking_[0] == 0
+
+
+def test_registry_runs_esfs_on_a_dataset():
+    from robustcore.datasets._dataset import Dataset
+    from robustcore.methods import get_method
+    X = _two_clusters(6, n=150)
+    ds = Dataset(X=X, name="two", feature_names=[f"f{i}" for i in range(6)])
+    res = get_method("esfs").run(ds, {"n_eigenpairs": 1})
+    assert res.summary["top feature"] == "f0"
+    assert res.feature_scores["evsc"].shape == (6,)
+    assert res.arrays["derivatives"].shape == (1, 6)
+
+
+def test_repeated_eigenvalue_warns():
+    # points evenly spaced on a circle: the graph is circulant, its eigenvalues come in equal pairs
+    t = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    X = np.c_[np.cos(t), np.sin(t)]
+    with pytest.warns(UserWarning, match="repeated"):
+        est = ESFS(n_eigenpairs=1).fit(X)
+    assert est.eigenvalues_[1] == pytest.approx(est.eigenvalues_[2], rel=1e-9)
+
+
+def test_smallest_problems_work():
+    est = ESFS(n_eigenpairs=1).fit(np.array([[0.0, 1.0], [1.0, 3.0]]))
+    assert est.eigenvalues_.shape == (2,) and np.all(np.isfinite(est.scores_))
+    # n = 2: λ_2 = 2 whatever the similarity, so nothing moves it
+    assert est.eigenvalues_[1] == pytest.approx(2.0)
+    assert np.abs(est.scores_).max() < 1e-9

@@ -1,0 +1,122 @@
+"""PCA against a directly computed eigendecomposition of the covariance and a plain SVD."""
+import numpy as np
+import pytest
+
+from robustcore import Cancelled, NotFittedError
+from robustcore.subspace.pca import PCA, fix_signs
+
+
+def data(seed=0, n=120, d=7):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)) * np.linspace(4, 0.5, d) @ np.linalg.qr(rng.standard_normal((d, d)))[0] + 3.0
+
+
+def test_matches_eigh_of_covariance():
+    X = data()
+    pca = PCA(n_components=3).fit(X)
+    w, V = np.linalg.eigh(np.cov(X, rowvar=False))
+    w, V = w[::-1], V[:, ::-1]
+    np.testing.assert_allclose(pca.explained_variance_, w[:3], rtol=1e-10)
+    np.testing.assert_allclose(pca.all_variances_, w, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(pca.explained_variance_ratio_, w[:3] / w.sum(), rtol=1e-10)
+    # Same directions up to sign.
+    np.testing.assert_allclose(np.abs(pca.components_ @ V[:, :3]), np.eye(3), atol=1e-9)
+    np.testing.assert_allclose(pca.mean_, X.mean(axis=0), rtol=1e-12)
+
+
+def test_uncentred_matches_svd_of_raw_data():
+    X = data(1)
+    pca = PCA(n_components=2, center=False).fit(X)
+    _, s, vt = np.linalg.svd(X, full_matrices=False)
+    np.testing.assert_allclose(pca.singular_values_, s[:2], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(pca.components_), np.abs(vt[:2]), atol=1e-12)
+    np.testing.assert_array_equal(pca.mean_, np.zeros(7))
+
+
+def test_signs_are_deterministic_and_fixed():
+    X = data(2)
+    a = PCA(n_components=4).fit(X).components_
+    b = PCA(n_components=4).fit(-X[::-1] + 1.0).components_  # mirrored data: SVD may flip signs
+    np.testing.assert_allclose(a, b, atol=1e-10)
+    idx = np.argmax(np.abs(a), axis=1)
+    assert np.all(a[np.arange(4), idx] > 0)
+    np.testing.assert_allclose(a @ a.T, np.eye(4), atol=1e-12)
+
+
+def test_fix_signs():
+    C = np.array([[0.1, -0.9], [0.0, 0.0], [-0.6, 0.5]])
+    out = fix_signs(C)
+    np.testing.assert_array_equal(out, [[-0.1, 0.9], [0.0, 0.0], [0.6, -0.5]])
+    assert C[0, 1] == -0.9  # input untouched
+    assert fix_signs(np.zeros((0, 3))).shape == (0, 3)
+
+
+def test_transform_inverse_and_score_samples():
+    X = data(3)
+    pca = PCA(n_components=3).fit(X)
+    T = pca.transform(X)
+    np.testing.assert_allclose(T.var(axis=0, ddof=1), pca.explained_variance_, rtol=1e-10)
+    R = X - pca.inverse_transform(T)
+    np.testing.assert_allclose(pca.score_samples(X), (R**2).sum(axis=1), rtol=1e-10)
+    # Sum of training SPE = (n - 1) * sum of discarded eigenvalues.
+    np.testing.assert_allclose(pca.score_samples(X).sum(), (X.shape[0] - 1) * pca.all_variances_[3:].sum(),
+                               rtol=1e-9)
+    np.testing.assert_allclose(pca.fit_transform(X), T, rtol=1e-12)
+
+
+def test_full_rank_reconstructs_exactly():
+    X = data(4, n=20, d=5)
+    pca = PCA(n_components=5).fit(X)
+    np.testing.assert_allclose(pca.inverse_transform(pca.transform(X)), X, atol=1e-10)
+
+
+def test_wide_data():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((10, 50))
+    pca = PCA(n_components=10).fit(X)
+    assert pca.all_variances_.shape == (10,)
+    assert pca.all_variances_[-1] == pytest.approx(0.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [0, 8, 2.5, "2", None, True])
+def test_bad_n_components(k):
+    with pytest.raises(ValueError, match="n_components"):
+        PCA(n_components=k).fit(data())
+
+
+def test_rank_above_min_n_d_names_the_range():
+    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 4\].*got 5"):
+        PCA(n_components=5).fit(data(n=4))
+
+
+@pytest.mark.parametrize("bad, match", [
+    (np.ones((1, 3)), "at least 2 sample"), (np.zeros((0, 3)), "at least 2 sample"),
+    (np.array([[1.0, np.nan], [0, 1], [1, 1]]), "NaN"), (np.ones(4), "2-D"), ([["a", "b"]], "numeric"),
+])
+def test_bad_data(bad, match):
+    with pytest.raises(ValueError, match=match):
+        PCA(n_components=1).fit(bad)
+
+
+def test_unfitted_width_and_center_errors():
+    with pytest.raises(NotFittedError):
+        PCA().transform(data())
+    pca = PCA().fit(data())
+    with pytest.raises(ValueError, match="7"):
+        pca.transform(data()[:, :5])
+    with pytest.raises(ValueError, match="center"):
+        PCA(center="yes").fit(data())
+
+
+def test_cancel_leaves_unfitted():
+    pca = PCA().fit(data())
+    with pytest.raises(Cancelled):
+        pca.fit(data(), progress=lambda f, m: f < 0.05)
+    assert not hasattr(pca, "components_")
+
+
+def test_square_ish_data_matches_eigh():
+    X = data(6, n=12, d=7)  # n <= 2d: the plain SVD path
+    pca = PCA(n_components=7).fit(X)
+    w = np.linalg.eigvalsh(np.cov(X, rowvar=False))[::-1]
+    np.testing.assert_allclose(pca.all_variances_, w, rtol=1e-9, atol=1e-12)

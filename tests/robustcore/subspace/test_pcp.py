@@ -1,0 +1,237 @@
+"""PCP against planted low-rank + sparse structure (Candès et al. 2011, Table I) and the contracts."""
+import warnings
+
+import numpy as np
+import pytest
+
+from robustcore import Cancelled, NotFittedError
+from robustcore._base import ConvergenceWarning
+from robustcore.subspace.pcp import PCP, svd_threshold
+
+
+def planted(m, n, r, frac, seed):
+    """JACM Table I model: L0 = X Y^T with N(0, 1/n) entries, +-1 errors on a uniform support."""
+    rng = np.random.default_rng(seed)
+    big = max(m, n)
+    L0 = rng.normal(0, np.sqrt(1 / big), (m, r)) @ rng.normal(0, np.sqrt(1 / big), (n, r)).T
+    k = int(round(frac * m * n))
+    S0 = np.zeros(m * n)
+    S0[rng.choice(m * n, k, replace=False)] = rng.choice([-1.0, 1.0], k)
+    return L0, S0.reshape(m, n)
+
+
+def check_exact_recovery(est, L0, S0, max_iter=30):
+    assert est.converged_
+    assert est.n_iter_ <= max_iter
+    assert est.rank_ == np.linalg.matrix_rank(L0)
+    assert np.count_nonzero(est.sparse_) == np.count_nonzero(S0)
+    assert np.array_equal(est.sparse_ != 0, S0 != 0)
+    assert np.linalg.norm(est.low_rank_ - L0) / np.linalg.norm(L0) < 1e-5
+    assert np.linalg.norm(est.sparse_ - S0) / np.linalg.norm(S0) < 1e-5
+    assert est.history_["residual"][-1] < 1e-7
+    # rank_ agrees with the dense L it describes
+    assert np.linalg.matrix_rank(est.low_rank_, tol=1e-9 * np.linalg.norm(est.low_rank_, 2)) == est.rank_
+
+
+@pytest.mark.parametrize("frac", [0.05, 0.10])
+def test_table1_n500(frac):
+    L0, S0 = planted(500, 500, 25, frac, seed=1)
+    est = PCP(random_state=0).fit(L0 + S0)
+    check_exact_recovery(est, L0, S0)
+
+
+def test_table1_n1000():
+    L0, S0 = planted(1000, 1000, 50, 0.05, seed=2)
+    est = PCP(random_state=0).fit(L0 + S0)
+    check_exact_recovery(est, L0, S0)
+
+
+@pytest.mark.parametrize("svd", ["gram", "randomized", "full"])
+def test_every_svd_route_recovers(svd):
+    L0, S0 = planted(300, 300, 10, 0.05, seed=3)
+    est = PCP(svd=svd, random_state=0).fit(L0 + S0)
+    check_exact_recovery(est, L0, S0)
+
+
+@pytest.mark.parametrize("shape", [(600, 200), (200, 600)])
+def test_rectangular_samples_as_rows(shape):
+    m, n = shape
+    L0, S0 = planted(m, n, 8, 0.05, seed=4)
+    est = PCP(random_state=0).fit(L0 + S0)
+    assert est.lam_ == pytest.approx(1 / np.sqrt(600))
+    check_exact_recovery(est, L0, S0, max_iter=40)
+    assert est.low_rank_.shape == shape and est.sparse_.shape == shape
+    assert est.n_features_in_ == n
+    # the row space of L is the planted one
+    V = est.components_.T
+    _, _, Vt0 = np.linalg.svd(L0, full_matrices=False)
+    V0 = Vt0[:8].T
+    assert np.linalg.norm(V0 - V @ (V.T @ V0)) < 1e-5
+    np.testing.assert_allclose(V.T @ V, np.eye(8), atol=1e-8)
+
+
+def test_transposed_problem_gives_transposed_answer():
+    L0, S0 = planted(240, 160, 6, 0.05, seed=5)
+    a = PCP(random_state=0).fit(L0 + S0)
+    b = PCP(random_state=0).fit((L0 + S0).T)
+    np.testing.assert_allclose(a.low_rank_, b.low_rank_.T, atol=1e-6)
+    assert np.array_equal(a.sparse_ != 0, b.sparse_.T != 0)
+
+
+def test_outlier_rows_get_the_largest_scores():
+    rng = np.random.default_rng(6)
+    n, d, r = 300, 40, 3
+    X = rng.standard_normal((n, r)) @ rng.standard_normal((r, d))
+    bad = rng.choice(n, 10, replace=False)
+    X[bad[:, None], rng.choice(d, 6, replace=False)[None, :]] += 8.0 * rng.choice([-1, 1], (10, 6))
+    for score in ("l1", "l2"):
+        est = PCP(score=score, random_state=0).fit(X)
+        top = np.argsort(-est.sample_scores_)[:10]
+        assert set(top) == set(bad)
+        S = est.sparse_
+        expect = np.abs(S).sum(1) if score == "l1" else np.sqrt((S ** 2).sum(1))
+        np.testing.assert_allclose(est.sample_scores_, expect)
+
+
+def test_history_and_attributes():
+    L0, S0 = planted(200, 150, 5, 0.05, seed=7)
+    X = L0 + S0
+    est = PCP(random_state=0).fit(X)
+    h = est.history_
+    lengths = {len(v) for v in h.values()}
+    assert lengths == {est.n_iter_}
+    assert {"residual", "rank", "nnz", "mu", "time"} <= set(h)
+    assert h["rank"][-1] == est.rank_
+    assert h["nnz"][-1] == np.count_nonzero(est.sparse_)
+    # residual history is the real residual of the returned pair
+    assert np.linalg.norm(X - est.low_rank_ - est.sparse_) / np.linalg.norm(X) == pytest.approx(
+        h["residual"][-1], rel=1e-3, abs=1e-12)
+    norm2 = np.linalg.norm(X, 2)
+    assert est.mu_ == pytest.approx(1.25 / norm2, rel=1e-8)
+    assert est.mu_final_ == pytest.approx(h["mu"][-1])
+    np.testing.assert_allclose(np.diff(np.log(h["mu"])), np.log(1.5), rtol=1e-12)
+    assert est.lam_ == pytest.approx(1 / np.sqrt(200))
+    # the factored description of L matches the dense one
+    U, s, Vt = np.linalg.svd(est.low_rank_, full_matrices=False)
+    np.testing.assert_allclose(est.singular_values_, s[:est.rank_], rtol=1e-8)
+    np.testing.assert_allclose(np.abs(est.components_ @ Vt[:est.rank_].T), np.eye(est.rank_), atol=1e-6)
+    assert np.all(np.isfinite(est.low_rank_)) and np.all(np.isfinite(est.sparse_))
+    np.testing.assert_array_equal(PCP(random_state=0).fit_transform(X), est.low_rank_)
+
+
+def test_planted_pair_does_not_beat_the_solution():
+    """The returned pair is feasible and its objective ||L||_* + lam ||S||_1 is not beaten by the
+    planted pair (which is itself feasible), nor by L = X, S = 0 or L = 0, S = X."""
+    L0, S0 = planted(200, 200, 5, 0.05, seed=8)
+    X = L0 + S0
+    est = PCP(random_state=0, tol=1e-9).fit(X)
+    lam = est.lam_
+
+    def obj(L, S):
+        return np.linalg.svd(L, compute_uv=False).sum() + lam * np.abs(S).sum()
+
+    best = obj(est.low_rank_, est.sparse_)
+    assert best <= obj(L0, S0) * (1 + 1e-7)
+    assert best < obj(X, 0 * X) and best < obj(0 * X, X)
+    assert np.linalg.norm(X - est.low_rank_ - est.sparse_) < 1e-8 * np.linalg.norm(X)
+
+
+def test_progress_is_monotone_and_cancel_leaves_unfitted():
+    L0, S0 = planted(200, 200, 5, 0.05, seed=9)
+    seen = []
+    est = PCP(random_state=0).fit(L0 + S0, progress=lambda f, msg: seen.append((f, msg)))
+    fr = [f for f, _ in seen]
+    assert all(b >= a for a, b in zip(fr, fr[1:]))
+    assert fr[-1] == 1.0 and 0.0 <= fr[0] <= 1.0
+    assert any(msg.startswith("iter 3: residual") and "rank" in msg for _, msg in seen)
+
+    def stop_at_5(f, msg):
+        if msg.startswith("iter 5:"):
+            return False
+    with pytest.raises(Cancelled):
+        est.fit(L0 + S0, progress=stop_at_5)
+    with pytest.raises(AttributeError):
+        est.low_rank_
+    assert not hasattr(est, "n_iter_")
+
+
+def test_max_iter_warns_and_flags_not_converged():
+    L0, S0 = planted(100, 80, 3, 0.05, seed=10)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        est = PCP(max_iter=2, random_state=0).fit(L0 + S0)
+    assert est.converged_ is False and est.n_iter_ == 2
+    assert len(est.history_["residual"]) == 2
+    assert np.all(np.isfinite(est.low_rank_)) and np.all(np.isfinite(est.sparse_))
+
+
+def test_zero_matrix_and_constant():
+    est = PCP().fit(np.zeros((5, 4)))
+    assert est.converged_ and est.rank_ == 0 and not est.sparse_.any() and not est.low_rank_.any()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = PCP(random_state=0).fit(np.full((30, 20), 3.0))
+    np.testing.assert_allclose(est.low_rank_, 3.0, atol=1e-5)
+    assert est.rank_ == 1
+
+
+@pytest.mark.parametrize("kwargs, text", [
+    (dict(lam=0.0), "lam must be a number > 0"),
+    (dict(lam=-1.0), "lam must be"),
+    (dict(tol=0.0), "tol must be a number in (0, 1)"),
+    (dict(tol=1.0), "tol must be"),
+    (dict(rho=1.0), "rho must be a number > 1"),
+    (dict(max_iter=0), "max_iter must be an integer >= 1"),
+    (dict(mu=0.0), "mu must be"),
+    (dict(svd="lanczos"), "svd must be one of"),
+    (dict(score="max"), "score must be one of"),
+    (dict(random_state=-3), "random_state"),
+])
+def test_bad_parameters(kwargs, text):
+    X = np.random.default_rng(0).standard_normal((10, 5))
+    with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
+        PCP(**kwargs).fit(X)
+
+
+def test_bad_input():
+    X = np.random.default_rng(0).standard_normal((10, 5))
+    for bad, text in [(np.where(np.eye(10, 5) > 0, np.nan, X), "NaN"),
+                      (np.where(np.eye(10, 5) > 0, np.inf, X), "infinite"),
+                      (np.zeros((0, 5)), "at least"),
+                      (X[:1], "at least 2 sample"),
+                      (X[:, 0], "2-D")]:
+        with pytest.raises(ValueError, match=text):
+            PCP().fit(bad)
+    with pytest.raises(NotFittedError):
+        PCP()._check_fitted("low_rank_")
+
+
+def test_generator_seed_and_declared_params():
+    X = planted(60, 50, 2, 0.05, seed=11)
+    X = X[0] + X[1]
+    est = PCP(random_state=np.random.default_rng(3)).fit(X)
+    assert est.converged_
+    names = [p.name for p in PCP.param_specs()]
+    assert names == ["lam", "tol", "max_iter", "mu", "rho", "svd", "score", "random_state"]
+    assert all(p.help for p in PCP.param_specs())
+    assert PCP.param_specs()[-1].parse("7") == 7
+
+
+def test_svd_threshold_keeps_exactly_the_values_above_tau():
+    rng = np.random.default_rng(12)
+    m, n = 400, 300
+    Ut, _ = np.linalg.qr(rng.standard_normal((m, n)))
+    Vt, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    s = np.geomspace(100, 1e-3, n)
+    A = (Ut * s) @ Vt.T
+    tau = s[37] * 0.999  # 38 values above
+    for method in ("gram", "randomized", "full", "auto"):
+        # a too-small prediction must be grown, never truncating the threshold
+        U, sv, V, _ = svd_threshold(A, tau, sv=5, method=method, random_state=0)
+        assert sv.size == 38, method
+        # a slowly decaying spectrum is the randomized route's worst case (it is warm-started
+        # inside PCP, where it is accurate); the deterministic routes are exact
+        rtol = 1e-3 if method in ("randomized", "auto") else 1e-9
+        np.testing.assert_allclose(sv, s[:38], rtol=rtol)
+        if rtol < 1e-6:
+            np.testing.assert_allclose(np.abs(np.sum(V * Vt[:, :38].T, axis=1)), 1.0, atol=1e-8)
+        np.testing.assert_allclose(U.T @ U, np.eye(38), atol=1e-8)

@@ -1,0 +1,101 @@
+"""Partial SVD helpers against numpy's full SVD on matrices with a known spectrum."""
+import numpy as np
+import pytest
+
+from robustcore.linalg import as_generator, gram_svd, partial_svd, randomized_svd, spectral_norm
+
+
+def known_spectrum(m, n, s, seed):
+    rng = np.random.default_rng(seed)
+    r = len(s)
+    U, _ = np.linalg.qr(rng.standard_normal((m, r)))
+    V, _ = np.linalg.qr(rng.standard_normal((n, r)))
+    return (U * s) @ V.T, U, np.asarray(s, float), V
+
+
+def same_triplets(U, s, Vt, A, k, rtol=1e-9, vtol=1e-7):
+    U0, s0, Vt0 = np.linalg.svd(A, full_matrices=False)
+    np.testing.assert_allclose(s, s0[:k], rtol=rtol)
+    # singular vectors agree up to sign
+    np.testing.assert_allclose(np.abs(np.sum(U * U0[:, :k], axis=0)), 1.0, atol=vtol)
+    np.testing.assert_allclose(np.abs(np.sum(Vt * Vt0[:k], axis=1)), 1.0, atol=vtol)
+    np.testing.assert_allclose(U.T @ U, np.eye(k), atol=1e-9)
+    np.testing.assert_allclose(Vt @ Vt.T, np.eye(k), atol=1e-9)
+    # A v_i = s_i u_i
+    np.testing.assert_allclose(A @ Vt.T, U * s, atol=1e-8 * s[0])
+
+
+@pytest.mark.parametrize("shape", [(300, 120), (120, 300)])
+def test_gram_svd_leading_triplets(shape):
+    m, n = shape
+    A, *_ = known_spectrum(m, n, np.geomspace(50, 0.5, 40), seed=0)
+    A = A + 1e-3 * np.random.default_rng(1).standard_normal(shape)
+    U, s, Vt = gram_svd(A, k=10)
+    assert U.shape == (m, 10) and s.shape == (10,) and Vt.shape == (10, n)
+    same_triplets(U, s, Vt, A, 10)
+
+
+def test_gram_svd_threshold_keeps_values_above():
+    A, _, s0, _ = known_spectrum(200, 150, np.linspace(10, 1, 30), seed=2)
+    tau = (s0[11] + s0[12]) / 2
+    U, s, Vt = gram_svd(A, threshold=tau)
+    assert s.size == 12
+    same_triplets(U, s, Vt, A, 12)
+    U, s, Vt = gram_svd(A, threshold=100.0)
+    assert U.shape == (200, 0) and s.size == 0 and Vt.shape == (0, 150)
+
+
+@pytest.mark.parametrize("shape", [(400, 250), (250, 400)])
+def test_randomized_svd_leading_triplets(shape):
+    m, n = shape
+    spectrum = np.r_[np.geomspace(100, 10, 15), np.full(60, 0.01)]  # a clear gap after 15
+    A, *_ = known_spectrum(m, n, spectrum, seed=3)
+    U, s, Vt = randomized_svd(A, 15, n_power_iter=2, random_state=0)
+    same_triplets(U, s, Vt, A, 15, rtol=1e-10, vtol=1e-8)
+
+
+def test_randomized_svd_warm_start_needs_no_power_iterations():
+    A, U0, s0, V0 = known_spectrum(300, 200, np.geomspace(10, 1, 8), seed=4)
+    A = A + 1e-6 * np.random.default_rng(5).standard_normal(A.shape)
+    U, s, Vt = randomized_svd(A, 8, n_power_iter=0, init=V0, random_state=0)
+    same_triplets(U, s, Vt, A, 8, rtol=1e-9, vtol=1e-8)
+
+
+def test_randomized_svd_slow_decay_is_close():
+    rng = np.random.default_rng(6)
+    A = rng.standard_normal((300, 200))
+    U, s, Vt = randomized_svd(A, 5, n_power_iter=6, random_state=rng)
+    s0 = np.linalg.svd(A, compute_uv=False)
+    np.testing.assert_allclose(s, s0[:5], rtol=2e-2)
+
+
+@pytest.mark.parametrize("method", ["auto", "full", "gram", "randomized"])
+def test_partial_svd_methods_agree(method):
+    spectrum = np.r_[np.geomspace(30, 3, 12), np.full(20, 1e-3)]
+    A, *_ = known_spectrum(260, 180, spectrum, seed=7)
+    U, s, Vt = partial_svd(A, 12, method=method, random_state=0)
+    same_triplets(U, s, Vt, A, 12, rtol=1e-9, vtol=1e-7)
+
+
+def test_spectral_norm():
+    rng = np.random.default_rng(8)
+    for shape in [(50, 30), (30, 50), (500, 420), (420, 500)]:
+        A = rng.standard_normal(shape)
+        assert spectral_norm(A, random_state=0) == pytest.approx(np.linalg.norm(A, 2), rel=1e-10)
+    assert spectral_norm(np.zeros((3, 4))) == 0.0
+
+
+def test_bad_arguments():
+    A = np.ones((5, 4))
+    with pytest.raises(ValueError, match="k must be an integer in \\[1, 4\\]"):
+        partial_svd(A, 5)
+    with pytest.raises(ValueError, match="k must be"):
+        randomized_svd(A, 0)
+    with pytest.raises(ValueError, match="method must be one of"):
+        partial_svd(A, 2, method="lanczos")
+    with pytest.raises(ValueError, match="random_state"):
+        as_generator(-1)
+    with pytest.raises(ValueError, match="init must have shape"):
+        randomized_svd(A, 2, init=np.ones((3, 2)))
+    g = np.random.default_rng(0)
+    assert as_generator(g) is g
