@@ -1,5 +1,9 @@
 """The one worker mechanism: every fit (and every file load) runs on its own QThread.
 
+For fits, the window's job function hands the work to a worker *process* and relays its
+progress (:mod:`app.fit_process`): LAPACK calls that hold the GIL cannot freeze the window, and a
+fit that does not answer Cancel is ended. The thread side below is the same for every job.
+
 A job is a plain callable ``fn(progress) -> result`` where ``progress(fraction, message)`` is the
 robustcore progress protocol: it returns ``False`` once the job is cancelled, which makes the
 estimator's :class:`~robustcore._progress.Reporter` raise ``Cancelled`` at its next report.

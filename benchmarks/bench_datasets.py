@@ -100,8 +100,10 @@ def main():
             t, m = out.stdout.split()
             res[which] = (float(t), float(m))
         (t_o, m_o), (t_r, m_r) = res["ours"], res["ref"]
+        # Below ~1 MB the RSS growth is page-granularity noise, so no ratio is shown.
+        ratio = f"{m_o / m_r:.2f}" if m_r >= 2 ** 20 else "n/a (ref < 1 MB)"
         print(f"| {name} | {refname} | {t_o:.3f} | {t_r:.3f} | {t_o / t_r:.2f} | "
-              f"{m_o / 2**20:.0f} MB / {m_r / 2**20:.0f} MB = {m_o / max(m_r, 1):.2f} |", flush=True)
+              f"{m_o / 2**20:.0f} MB / {m_r / 2**20:.0f} MB = {ratio} |", flush=True)
 
 
 if __name__ == "__main__":

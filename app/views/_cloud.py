@@ -90,6 +90,38 @@ class SelectViewBox(pg.ViewBox):
         super().mouseClickEvent(ev)
 
 
+class GroupScatter(pg.ScatterPlotItem):
+    """A ScatterPlotItem for points that all share one symbol, size, pen and brush.
+
+    pyqtgraph's ``updateSpots`` builds a Python tuple per point to look up each point's symbol
+    in its atlas, even when every point looks the same; here the one lookup is done once and
+    broadcast with numpy. Points with their own style fall back to pyqtgraph's path.
+    """
+
+    def _uniform(self, data) -> bool:
+        if len(data) == 0:
+            return True
+        if np.any(data["size"] != -1):
+            return False
+        for col in ("symbol", "pen", "brush"):
+            if not np.all(np.equal(data[col], None)):
+                return False
+        return True
+
+    def updateSpots(self, dataSet=None):
+        data = self.data if dataSet is None else dataSet
+        if not (self.opts["pxMode"] and self.opts["useCache"]) or not self._uniform(data):
+            return super().updateSpots(dataSet)
+        mask = data["sourceRect"]["w"] == 0
+        if np.any(mask):
+            style = (self.opts["symbol"], self.opts["size"], self.opts["pen"], self.opts["brush"])
+            (coords,) = self.fragmentAtlas[[style]]
+            data["sourceRect"][mask] = coords
+            self._maybeRebuildAtlas()
+        self._updateMaxSpotSizes(data=data)
+        self.invalidate()
+
+
 def new_plot(layout, row=None, col=None, **kwargs) -> pg.PlotItem:
     """A PlotItem with a SelectViewBox, added to a GraphicsLayout."""
     vb = SelectViewBox()
@@ -190,7 +222,7 @@ class PointCloud(QObject):
     def _draw(self) -> None:
         k = len(self.table)
         while len(self.groups) < k:
-            it = pg.ScatterPlotItem(pxMode=True, size=self.size, pen=None, symbol="o")
+            it = GroupScatter(pxMode=True, size=self.size, pen=None, symbol="o")
             it.setZValue(1 + len(self.groups) * 1e-3)
             self.plot.addItem(it)
             self.groups.append(it)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableWidget, QTableWidgetItem
 
 from robustcore import compare
@@ -203,7 +203,6 @@ class ComparisonView(BaseView):
             wanted = set(np.asarray(sel).tolist())
             self.table.clearSelection()
             model = self.table.selectionModel()
-            from PySide6.QtCore import QItemSelection, QItemSelectionModel
             selection = QItemSelection()
             for r in range(self.table.rowCount()):
                 if self.table.item(r, 0).value in wanted:

@@ -70,6 +70,10 @@ class DecompositionView(BaseView):
         for col, (key, ttl) in enumerate(PANELS):
             p = lay.addPlot(row=0, col=col)
             lay.layout.setColumnStretchFactor(col, 1)
+            # Equal columns whatever the title lengths (a long title would widen its column).
+            p.setPreferredWidth(10)
+            p.titleLabel.setMinimumWidth(10)
+            p.titleLabel.setPreferredWidth(10)
             st.style_plot(p, title=ttl)
             img = _ClickImage(self._image_clicked)
             p.addItem(img)
@@ -180,7 +184,7 @@ class DecompositionView(BaseView):
             return
         i = self.current_sample
         ds = self.state.dataset
-        self.frame_label.setText(f"{self.frame_slider.value() + 1} / {len(self.order)}  ({ds.sample_ids[i]})")
+        self.frame_label.setText(f"{ds.sample_ids[i]} ({self.frame_slider.value() + 1} of {len(self.order)})")
         if self.mode != "image":
             self._draw_tables()
             return

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QToolButton
 
 from . import _derived as der
 from . import _style as st
-from ._common import Choice, describe_sample, fmt, labelled, title_of  # noqa: F401
+from ._common import Choice, describe_sample, fmt, labelled, title_of
 from .base import BaseView
 
 
@@ -37,7 +37,7 @@ class DetailView(BaseView):
         self.panels = {}
         self.images = {}
         for col, key in enumerate(("original", "reconstruction", "part", "residual")):
-            p = self.figure.ci.addPlot(row=0, col=col)
+            p = pg.PlotItem()
             st.style_plot(p)
             p.invertY(True)
             p.setAspectLocked(True)
@@ -46,12 +46,35 @@ class DetailView(BaseView):
             img = pg.ImageItem()
             p.addItem(img)
             self.panels[key], self.images[key] = p, img
-            self.figure.ci.layout.setColumnStretchFactor(col, 1)
-        self.bar_plot = self.figure.ci.addPlot(row=1, col=0, colspan=4)
+            # Equal columns whatever the title lengths (a long title would widen its column).
+            p.setPreferredWidth(10)
+            p.titleLabel.setMinimumWidth(10)
+            p.titleLabel.setPreferredWidth(10)
+        self.bar_plot = pg.PlotItem()
         st.style_plot(self.bar_plot)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.bar_plot.addItem(self.bars)
         self.bar_values = np.zeros(0)
+
+    def _arrange(self, keys):
+        """Put the shown picture panels side by side in consecutive columns (a hidden item would
+        still hold its grid cell) and the bar chart under them."""
+        if keys == getattr(self, "_arranged", None):
+            return
+        lay = self.figure.ci
+        for p in (*self.panels.values(), self.bar_plot):
+            if p in lay.items:
+                lay.removeItem(p)
+            p.setVisible(False)
+        for col, key in enumerate(keys):
+            lay.addItem(self.panels[key], row=0, col=col)
+            self.panels[key].setVisible(True)
+        for col in range(4):
+            lay.layout.setColumnStretchFactor(col, 1 if col < max(len(keys), 1) else 0)
+        if not keys:
+            lay.addItem(self.bar_plot, row=0, col=0)
+            self.bar_plot.setVisible(True)
+        self._arranged = keys
 
     def result(self):
         m = self.method_box.key()
@@ -109,12 +132,10 @@ class DetailView(BaseView):
         resid = x - recon - (s_part if is_pcp else 0.0)
         self.parts = {"original": x, "reconstruction": recon, "part": s_part, "residual": resid}
         titles = {"original": f"sample #{i}",
-                  "reconstruction": "low-rank part L" if is_pcp else f"reconstruction ({title_of(res.method)})",
-                  "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual (x minus reconstruction)"}
+                  "reconstruction": "low-rank part L" if is_pcp else "reconstruction",
+                  "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual"}
         image = ds.is_image
-        for key, p in self.panels.items():
-            p.setVisible(image and (key != "part" or is_pcp))
-        self.bar_plot.setVisible(not image)
+        self._arrange(["original", "reconstruction"] + (["part"] if is_pcp else []) + ["residual"] if image else [])
         if image:
             shape = ds.image_shape
             lo = float(min(x.min(), recon.min()))

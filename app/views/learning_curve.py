@@ -4,7 +4,6 @@ test accuracy when the run had a test split (``history_test_accuracy`` in the re
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt
 
 from . import _style as st

@@ -141,10 +141,20 @@ class ResultViews(QTabWidget):
         return _export_results(res, self.state.dataset, path, overwrite=overwrite)
 
     # -- reacting to the state ------------------------------------------------------------
-    def _ensure_fresh(self, v) -> None:
+    def _ensure_fresh(self, v, strict: bool = True) -> None:
+        """Redraw ``v`` if its results changed. From signal handlers (``strict=False``) a failure
+        is shown in the view's status line instead of escaping into Qt's event loop."""
         if v._dirty and v.available():
             v._dirty = False
-            v.refresh()
+            try:
+                v.refresh()
+            except Exception as exc:
+                v._dirty = True
+                if strict:
+                    raise
+                import traceback
+                traceback.print_exc()
+                v.set_status(f"This view could not be drawn: {type(exc).__name__}: {exc}")
 
     def _on_result(self, method: str) -> None:
         self._write_summary()
@@ -154,7 +164,7 @@ class ResultViews(QTabWidget):
         self._update_tabs()
         cur = self.currentWidget()
         if cur in self._views.values():
-            self._ensure_fresh(cur)
+            self._ensure_fresh(cur, strict=False)
         # Bring the first view this method feeds to the front when nothing relevant is showing.
         from robustcore.methods import METHODS
         m = METHODS.get(method)
@@ -162,7 +172,8 @@ class ResultViews(QTabWidget):
         if m is not None and (cur_name is None or not self._views[cur_name].available()):
             for name in m.views:
                 if name in self._classes and name in self.available_views():
-                    self.show_view(name)
+                    self.setCurrentWidget(self.view(name))
+                    self._ensure_fresh(self.view(name), strict=False)
                     break
 
     def _on_cleared(self) -> None:
@@ -179,12 +190,12 @@ class ResultViews(QTabWidget):
                 v._dirty = True
         cur = self.currentWidget()
         if cur in self._views.values():
-            self._ensure_fresh(cur)
+            self._ensure_fresh(cur, strict=False)
 
     def _on_tab(self, _i) -> None:
         cur = self.currentWidget()
         if cur in self._views.values():
-            self._ensure_fresh(cur)
+            self._ensure_fresh(cur, strict=False)
 
     def _update_tabs(self) -> None:
         if self._build_views:
@@ -225,5 +236,10 @@ def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), ov
         return views.export_figure(os.fspath(path), scale=scale, view=name, overwrite=overwrite,
                                    provenance=provenance)
     finally:
+        # Delete now rather than at interpreter exit: PySide6 6.12 with pyqtgraph may crash when
+        # plot widgets outlive the QApplication during shutdown.
+        from PySide6.QtCore import QCoreApplication, QEvent
+
         views.close()
         views.deleteLater()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

@@ -4,8 +4,8 @@ Run by hand from the repository root (it fits robust PCA on video and MNIST: a f
 
     xvfb-run -a -s "-screen 0 1400x900x24" python docs/views/make_screenshots.py [view ...]
 
-Writes docs/views/<view>.png (the window area a user sees, palette-reduced to stay small) and
-docs/views/<view>-figure.svg is NOT written (figures are for users to export themselves).
+Writes docs/views/<view>.png: the result area as a user sees it, reduced to a 128-colour
+palette (ImageMagick, when installed) so each stays near or under 100 KB.
 """
 from __future__ import annotations
 
@@ -42,7 +42,9 @@ def _prepare(name, views, state):
         x, y = v.cloud.points()
         v.cloud.select_rect(np.percentile(x, 97), y.min() - 1, x.max() + 1, y.max() + 1)
     elif name == "comparison":
-        v.table.sortItems(v.table.columnCount() - 3, v.table.horizontalHeader().sortIndicatorOrder().DescendingOrder)
+        from PySide6.QtCore import Qt
+
+        v.table.sortItems(v.table.columnCount() - 3, Qt.SortOrder.DescendingOrder)  # by SPE of PCA
         v.table.selectRow(0)
     elif name == "detail":
         res = state.result("pcp")
@@ -83,7 +85,11 @@ def shoot(name, out_dir=HERE, size=(1200, 760)):
     if shutil.which("convert"):  # a 128-colour palette keeps a screenshot near 100 KB
         subprocess.run(["convert", path, "-colors", "128", f"PNG8:{path}"], check=True)
     print(f"{path}: {os.path.getsize(path) // 1024} KB")
+    from PySide6.QtCore import QCoreApplication, QEvent
+
     views.close()
+    views.deleteLater()  # now, not at exit (plot widgets outliving the app may crash Python)
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 if __name__ == "__main__":

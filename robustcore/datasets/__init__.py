@@ -4,6 +4,13 @@
 content; ``LOADERS[name].options`` declares each loader's options as :class:`~robustcore._params.Param`
 (the window builds its forms from them). Every problem is a :class:`LoadError` (a ``ValueError``)
 whose message says what is wrong and how to fix it.
+
+Loaders (``LOADERS`` keys): ``csv`` (CSV/TSV/whitespace text, optionally .gz/.bz2/.xz), ``npy``
+(.npy/.npz, never unpickled), ``libsvm`` (sparse CSR), ``idx`` (MNIST-style, labels found beside
+the images), ``mat`` (MATLAB v5/v7; v7.3 is refused with advice), ``tiff`` (multi-page TIFF via
+tifffile) and ``images`` (a folder of images, or one image, via Pillow). Every loader takes
+``max_bytes`` and refuses, naming the size and the limit, before loading more than that.
+``demo(name)`` / ``demos()`` give the bundled data sets.
 """
 from ._dataset import Dataset, Provenance, file_sha256
 from ._demos import demo, demos, resources_dir

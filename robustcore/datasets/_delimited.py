@@ -215,6 +215,11 @@ class DelimitedLoader(Loader):
             header = self._detect_header(rows)
         # Record what was detected so the provenance reloads the file the same way.
         opts["delimiter"], opts["header"] = ("tab" if delim == "\t" else delim), bool(header)
+        # Some exports end every line with a delimiter: an empty last field everywhere is not a column.
+        trailing = (delim != "whitespace" and len(rows[0][1]) > 1
+                    and all(len(c) == len(rows[0][1]) and c[-1] == "" for _, c in rows))
+        if trailing:
+            rows = _drop_trailing(rows)
         width = len(rows[0][1])
         if header:
             hline, names = rows[0]
@@ -234,7 +239,7 @@ class DelimitedLoader(Loader):
         else:
             names = [f"x{j}" for j in range(width)]
         first_line = rows[0][0] if not header else hline
-        _check_width(rows, width, first_line, delim, path)
+        _check_width(rows, width, first_line, delim, path, trailing)
         label_j = id_j = None
         header_line = hline if header else 0
         if opts["label_column"] is not None:
@@ -246,7 +251,7 @@ class DelimitedLoader(Loader):
         feat = [j for j in range(width) if j not in (label_j, id_j)]
         if not feat:
             raise LoadError(f"{path.name} has no feature columns left after the label/id columns")
-        fast = self._fast(text, delim, comment, header_line, width, feat, label_j, id_j)
+        fast = self._fast(text, delim, comment, header_line, width + trailing, feat, label_j, id_j, trailing)
         if fast is not None:
             X, labels, ids = fast
             return Dataset(X=X, labels=None if labels is None else parse_labels(labels),
@@ -254,9 +259,11 @@ class DelimitedLoader(Loader):
                            image_shape=parse_image_shape(opts["image_shape"], X.shape[1]))
         if head_text is not text:
             rows = self._rows(text, delim, comment, path)
+            if trailing:
+                rows = _drop_trailing(rows)
             if header:
                 rows = rows[1:]
-            _check_width(rows, width, first_line, delim, path)
+            _check_width(rows, width, first_line, delim, path, trailing)
         lines = np.array([no for no, _ in rows])
         X = np.empty((len(rows), len(feat)))
         for k, j in enumerate(feat):
@@ -277,7 +284,7 @@ class DelimitedLoader(Loader):
                        image_shape=parse_image_shape(opts["image_shape"], X.shape[1]))
 
     @staticmethod
-    def _fast(text, delim, comment, header_line, width, feat, label_j, id_j):
+    def _fast(text, delim, comment, header_line, width, feat, label_j, id_j, trailing=False):
         """numpy's C parser for a plain file (no quotes, no missing values, regular rows).
 
         Returns None whenever anything is irregular; the careful row-by-row path then loads the
@@ -299,6 +306,8 @@ class DelimitedLoader(Loader):
             if any(len(l.split()) != width for l in data):
                 return None
         elif any(l.count(delim) != width - 1 for l in data):
+            return None
+        if trailing and not all(l.rstrip("\r\n ").endswith(delim) for l in data):
             return None
         try:
             X = np.loadtxt(data, delimiter=None if delim == "whitespace" else delim, usecols=feat,
@@ -339,9 +348,14 @@ def _colname(names: list[str], j: int, header: bool) -> str:
     return f"{names[j]!r} (column {j + 1})" if header else f"{j + 1}"
 
 
-def _check_width(rows, width: int, first_line: int, delim: str, path: Path) -> None:
+def _check_width(rows, width: int, first_line: int, delim: str, path: Path, trailing: bool = False) -> None:
+    note = " after its trailing delimiter is ignored" if trailing else ""
     for no, cells in rows:
         if len(cells) != width:
-            raise LoadError(f"{path.name}, line {no}: {len(cells)} field(s), but line {first_line} has {width} "
+            raise LoadError(f"{path.name}, line {no}: {len(cells)} field(s), but line {first_line} has {width}{note} "
                             f"({_NAMES.get(delim, repr(delim))}-separated); every row needs the same number "
                             f"of fields (check the delimiter option or that line)")
+
+
+def _drop_trailing(rows):
+    return [(no, c[:-1] if c and c[-1] == "" else c) for no, c in rows]

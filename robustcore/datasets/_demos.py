@@ -70,7 +70,7 @@ def _usps(name: str) -> Dataset:
                    feature_names=_pixels(256), sample_ids=a["sample_ids"].astype(str).tolist(),
                    image_shape=(16, 16), provenance=_provenance(name, path),
                    description=DESCRIPTIONS[name] + " Pixel values in [-1, 1]; all 264 ones are "
-                   "inliers, all 166 eights (38.6%) are the ground-truth outliers.")
+                   "inliers, the first 50 eights of the file (15.9%) are the ground-truth outliers.")
 
 
 def _mnist(name: str) -> Dataset:

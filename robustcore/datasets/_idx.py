@@ -126,7 +126,8 @@ class IdxLoader(Loader):
         spec = opts["labels_file"]
         if spec is None:
             lp = _labels_path(path)
-            opts["labels_file"] = str(lp) if lp else "none"
+            # Beside the images: record the bare name, so a moved folder still reloads.
+            opts["labels_file"] = lp.name if lp else "none"
         elif spec.lower() == "none":
             lp = None
         else:

@@ -1,6 +1,7 @@
 """LIBSVM / svmlight sparse text: ``label index:value index:value ...`` per line."""
 from __future__ import annotations
 
+import io
 import re
 import warnings
 from pathlib import Path
@@ -16,7 +17,9 @@ from ._loader import MAX_BYTES, OUTLIER_LABEL, Loader, check_memory, parse_label
 __all__ = ["LibsvmLoader"]
 
 # Peak parsing bytes per "index:value" pair (joined text copies, then the float/int arrays).
-_BYTES_PER_ENTRY = 64
+_BYTES_PER_ENTRY = 96
+# Lines parsed per vectorised step (bounds the temporary copies of the text).
+_CHUNK_LINES = 20000
 # A field with no colon, or with two.
 _BAD_FIELD = re.compile(r"(?:^|\s)[^\s:]+(?=\s|$)|:[^\s]*:")
 
@@ -79,8 +82,29 @@ class LibsvmLoader(Loader):
             line = raw[: exc.start].count(b"\n") + 1
             raise LoadError(f"{path.name}, line {line}: not text (byte {exc.start}); a LIBSVM file is plain "
                             f"text 'label index:value ...'") from None
-        labels, rests, counts, linenos = [], [], [], []
-        for no, line in enumerate(text.splitlines(), 1):
+        labels, counts, linenos = [], [], []
+        idx_parts, val_parts = [], []
+        rests, chunk_lines = [], []
+
+        def flush():
+            # The pairs of a chunk of lines are parsed from one joined string: no Python object
+            # per field, so the peak memory stays a small multiple of the file size. On any
+            # irregularity the careful token-by-token pass finds the line to blame.
+            c = np.array([r.count(":") for r in rests], dtype=np.int64)
+            parsed = self._fast_pairs(rests, c)
+            if parsed is None:
+                tokens = [t for r in rests for t in r.split()]
+                tcounts = np.array([len(r.split()) for r in rests], dtype=np.int64)
+                self._pairs(tokens, np.repeat(np.arange(len(tcounts)), tcounts), chunk_lines, path)
+                raise LoadError(f"{path.name}: could not read the index:value fields near line "
+                                f"{chunk_lines[0]}")
+            idx_parts.append(parsed[0])
+            val_parts.append(parsed[1])
+            counts.extend(c.tolist())
+            rests.clear()
+            chunk_lines.clear()
+
+        for no, line in enumerate(io.StringIO(text, newline=None), 1):
             parts = line.split("#", 1)[0].split(None, 1)
             if not parts:
                 continue
@@ -90,25 +114,20 @@ class LibsvmLoader(Loader):
                 hint = " (multi-label files are not supported)" if "," in parts[0] else ""
                 raise LoadError(f"{path.name}, line {no}: the label {parts[0][:40]!r} is not a number{hint}; "
                                 f"each line must be 'label index:value ...'") from None
-            rest = parts[1] if len(parts) > 1 else ""
+            rest = parts[1].strip() if len(parts) > 1 else ""
             if rest.startswith("qid:"):
                 rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""
             rests.append(rest)
-            counts.append(rest.count(":"))
+            chunk_lines.append(no)
             linenos.append(no)
+            if len(rests) >= _CHUNK_LINES:
+                flush()
+        if rests:
+            flush()
         if not labels:
             raise LoadError(f"{path.name} has no data lines (only blank or comment lines)")
         counts = np.array(counts, dtype=np.int64)
-        # The pairs are parsed from one joined string (no per-token Python objects, so the peak
-        # memory stays a small multiple of the file size); on any irregularity the careful
-        # token-by-token pass below finds the line to blame.
-        parsed = self._fast_pairs(rests, counts)
-        if parsed is None:
-            tokens = [t for r in rests for t in r.split()]
-            tcounts = np.array([len(r.split()) for r in rests], dtype=np.int64)
-            self._pairs(tokens, np.repeat(np.arange(len(tcounts)), tcounts), linenos, path)
-            raise LoadError(f"{path.name}: could not read the index:value fields")  # pragma: no cover
-        idx, val = parsed
+        idx, val = np.concatenate(idx_parts), np.concatenate(val_parts)
         row_of = np.repeat(np.arange(len(counts)), counts)
         if not np.all(np.isfinite(val)):
             k = int(np.flatnonzero(~np.isfinite(val))[0])
@@ -131,15 +150,21 @@ class LibsvmLoader(Loader):
                 raise LoadError(f"n_features={opts['n_features']} is too small: line {linenos[row_of[k]]} "
                                 f"has feature index {idx[k]}; pass n_features >= {n_feat} or leave it unset")
             n_feat = opts["n_features"]
-        order = np.lexsort((col, row_of))
-        r, c = row_of[order], col[order]
-        dup = np.flatnonzero((r[1:] == r[:-1]) & (c[1:] == c[:-1]))
-        if dup.size:
-            k = int(order[dup[0]])
-            raise LoadError(f"{path.name}, line {linenos[row_of[k]]}: feature index {idx[k]} appears more "
-                            f"than once; each index may appear once per line")
-        X = sp.csr_matrix((val[order], c, np.concatenate([[0], np.cumsum(counts)])),
-                          shape=(len(labels), n_feat))
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        same_row = row_of[1:] == row_of[:-1]
+        if not np.all(np.diff(col)[same_row] > 0):
+            # Indices out of order within a line (LIBSVM writes them ascending): sort, then any
+            # repeated index shows up as two equal neighbours.
+            order = np.lexsort((col, row_of))
+            c = col[order]
+            dup = np.flatnonzero(same_row & (c[1:] == c[:-1]))
+            if dup.size:
+                k = int(order[dup[0]])
+                raise LoadError(f"{path.name}, line {linenos[row_of[k]]}: feature index {idx[k]} appears "
+                                f"more than once; each index may appear once per line")
+            col, val = c, val[order]
+        index_type = np.int32 if n_feat < 2 ** 31 and col.size < 2 ** 31 else np.int64
+        X = sp.csr_matrix((val, col.astype(index_type), indptr.astype(index_type)), shape=(len(labels), n_feat))
         if opts["dense"]:
             check_memory(X.shape[0] * X.shape[1] * 8, opts["max_bytes"],
                          f"a dense {X.shape[0]} x {X.shape[1]} array", "keep it sparse (dense=False)")

@@ -23,7 +23,8 @@ _Y_NAMES = ("y", "Y", "labels", "label", "gt", "target")
 
 class MatLoader(Loader):
     """Variables of a MATLAB file: ``variable`` is the data (samples in rows, or in columns with
-    ``transpose=True``), ``labels_variable`` the labels. Sparse variables stay sparse.
+    ``transpose=True``), ``labels_variable`` the labels. Sparse variables stay sparse. A 3-D
+    variable is read as MATLAB's height x width x frames image stack, one frame per row.
     """
 
     name = "mat"
@@ -83,7 +84,7 @@ class MatLoader(Loader):
         if xname is None:
             xname = next((c for c in _X_NAMES if c in numeric), None)
             if xname is None:
-                two_d = [k for k, v in numeric.items() if len(v[0]) == 2 and min(v[0]) > 1]
+                two_d = [k for k, v in numeric.items() if len(v[0]) in (2, 3) and min(v[0]) > 1]
                 if len(two_d) != 1:
                     raise LoadError(f"{path.name} holds {listing}; choose the data with variable='NAME'")
                 xname = two_d[0]
@@ -121,7 +122,11 @@ class MatLoader(Loader):
         if xname not in m:
             raise LoadError(f"{path.name}: variable {xname!r} could not be read")
         X = m[xname]
+        stack_shape = None
         if sp.issparse(X):
+            if X.dtype.kind not in "biuf":
+                raise LoadError(f"variable {xname!r} in {path.name} is a sparse {X.dtype} matrix; the data must "
+                                f"be real numbers (complex values are not supported)")
             X = sp.csr_matrix(X, dtype=np.float64)
             if opts["transpose"]:
                 X = X.T.tocsr()
@@ -129,10 +134,15 @@ class MatLoader(Loader):
             X = np.asarray(X)
             if X.dtype.kind not in "biuf":
                 raise LoadError(f"variable {xname!r} in {path.name} is of type {X.dtype} ({variables[xname][1]}); "
-                                f"the data must be a numeric matrix")
+                                f"the data must be a real numeric matrix")
+            stack_shape = None
+            if X.ndim == 3 and not opts["transpose"] and opts["image_shape"] is None:
+                # MATLAB keeps a video or image stack as height x width x frames.
+                stack_shape = X.shape[:2]
+                X = X.transpose(2, 0, 1).reshape(X.shape[2], -1)
             if X.ndim != 2:
                 raise LoadError(f"variable {xname!r} in {path.name} has shape {X.shape}; the data must be a "
-                                f"2-D matrix")
+                                f"2-D matrix or a height x width x frames stack")
             if opts["transpose"]:
                 X = X.T
             X = X.astype(np.float64)
@@ -170,7 +180,9 @@ class MatLoader(Loader):
             labels = parse_labels(y[keep])
         ids = None if keep.all() else [str(i) for i in np.flatnonzero(keep)]
         image_shape = parse_image_shape(opts["image_shape"], X.shape[1])
-        if image_shape is not None:
+        if not sp.issparse(X) and stack_shape is not None:
+            image_shape = stack_shape
+        elif image_shape is not None:
             if sp.issparse(X):
                 raise LoadError(f"variable {xname!r} is sparse; image_shape applies to dense image data")
             h, w = image_shape

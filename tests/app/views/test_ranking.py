@@ -2,7 +2,7 @@
 beside it, and a click on a bar plotting that feature against the next-ranked one."""
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF
+from PySide6.QtCore import QPoint, QPointF, Qt
 
 from app.views import _style as st
 
@@ -56,3 +56,15 @@ def test_click_on_a_bar_shows_that_feature_against_the_next(ranking, qtbot):
     # The pair scatter shares the selection.
     v.cloud.select_rect(0, -10, 10, 10)
     np.testing.assert_array_equal(state.selection, np.flatnonzero(X[:, order[1]] >= 0))
+
+
+def test_a_real_mouse_click_on_a_bar(ranking, qtbot):
+    state, v = ranking
+    order = state.result("esfs").arrays["ranking"]
+    vb = v.bar_plot.getViewBox()
+    h = v.bars.opts["height"]
+    p = v.figure.mapFromScene(vb.mapViewToScene(QPointF(2.0, h[2] / 2)))
+    qtbot.mouseClick(v.figure.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(int(p.x()), int(p.y())))
+    qtbot.waitUntil(lambda: v.chosen_rank == 2, timeout=2000)
+    # The last-ranked feature is plotted against the one before it.
+    assert v.pair == (order[2], order[1])

@@ -31,7 +31,7 @@ def test_points_are_the_pca_projection_coloured_by_label(scatter):
     state, v = scatter
     res, ds = state.result("pca"), state.dataset
     x, y = v.cloud.points()
-    assert x.size == ds.n_samples == 430
+    assert x.size == ds.n_samples == 314
     np.testing.assert_allclose(x, res.arrays["projection"][:, 0])
     np.testing.assert_allclose(y, res.arrays["projection"][:, 1])
     brushes = np.array(v.cloud.point_brushes(), dtype=object)

@@ -148,3 +148,15 @@ def test_delimiter_aliases_and_image_shape(tmp_path):
         assert ds.provenance.options["delimiter"] == "tab"
         assert ds.image_shape == (2, 2) and np.array_equal(ds.X[1].reshape(2, 2), [[5, 6], [7, 8]])
     assert load(p).provenance.options["delimiter"] == "tab"
+
+
+def test_trailing_delimiter_on_every_line_is_not_a_column(tmp_path):
+    p = write(tmp_path, "t.csv", "a,b,\n1,2,\n3,4,\n")
+    ds = load(p)
+    assert ds.feature_names == ["a", "b"] and np.array_equal(ds.X, [[1, 2], [3, 4]])
+    q = write(tmp_path, "q.csv", "a,b,\n1,2,\n3,4,5\n")  # not every line: the header is at fault
+    with pytest.raises(LoadError, match="header cell 3"):
+        load(q)
+    big = write(tmp_path, "big.csv", "1,2,\n" * 300 + "3,4,x\n")  # beyond the head: a ragged line
+    with pytest.raises(LoadError, match="line 301: 3 field"):
+        load(big)

@@ -8,7 +8,7 @@ from robustcore.datasets import Dataset, LoadError, demo, demos, resources_dir
 
 EXPECTED = {
     # name: (shape, image_shape, n_outliers or None, class_names or None)
-    "usps-1-vs-8": ((430, 256), (16, 16), 166, ["1", "8"]),
+    "usps-1-vs-8": ((314, 256), (16, 16), 50, ["1", "8"]),
     "mnist-3000": ((3000, 784), (28, 28), None, list(range(10))),
     "escalator": ((200, 20800), (130, 160), None, None),
     "iris": ((150, 4), None, None, ["setosa", "versicolor", "virginica"]),

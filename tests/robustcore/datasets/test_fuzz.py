@@ -219,12 +219,14 @@ def test_fuzz_dispatch_on_random_bytes(workdir, raw, name):
 @settings(FUZZ, max_examples=150)
 @given(X=st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=3, max_size=3),
                   min_size=1, max_size=8),
-       delim=st.sampled_from([",", ";", "\t", " "]), quote=st.booleans(), header=st.booleans())
-def test_round_trip_property_fast_and_careful_paths_agree(workdir, X, delim, quote, header):
+       delim=st.sampled_from([",", ";", "\t", " "]), quote=st.booleans(), header=st.booleans(),
+       trail=st.booleans())
+def test_round_trip_property_fast_and_careful_paths_agree(workdir, X, delim, quote, header, trail):
     # Quoting forces the careful row-by-row parser; plain files take numpy's C parser.
     q = '"' if quote and delim != " " else ""
-    lines = [delim.join(f"{q}c{j}{q}" for j in range(3))] if header else []
-    lines += [delim.join(f"{q}{v!r}{q}" for v in row) for row in X]
+    end = delim if trail and delim != " " else ""  # some exports end every line with a delimiter
+    lines = [delim.join(f"{q}c{j}{q}" for j in range(3)) + end] if header else []
+    lines += [delim.join(f"{q}{v!r}{q}" for v in row) + end for row in X]
     p = workdir / "rt.csv"
     p.write_text("\n".join(lines) + "\n")
     ds = load(p, header=header)

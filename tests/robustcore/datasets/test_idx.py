@@ -31,7 +31,9 @@ def test_gzipped_round_trip_with_labels_beside(mnist_like):
     assert np.array_equal(ds.X, images.reshape(12, 20))
     assert ds.labels.tolist() == labels.tolist()
     assert ds.provenance.loader == "idx"
-    assert ds.provenance.options["labels_file"].endswith("train-labels-idx1-ubyte.gz")
+    assert ds.provenance.options["labels_file"] == "train-labels-idx1-ubyte.gz"  # relative: survives a move
+    again = load(root / "train-images-idx3-ubyte.gz", format="idx", **ds.provenance.options)
+    assert np.array_equal(again.labels, ds.labels)
     few = load(root / "train-images-idx3-ubyte.gz", max_samples=5)
     assert few.X.shape == (5, 20) and few.labels.tolist() == labels[:5].tolist()
 

@@ -108,3 +108,11 @@ def test_memory_estimate_and_refusal(tmp_path):
 def test_dataset_dense_guard_and_plain_arrays():
     ds = Dataset(X=np.ones((2, 3)))
     assert ds.dense() is ds.X
+
+
+def test_imaging_libraries_are_imported_only_when_images_are_loaded():
+    import subprocess
+    import sys
+    code = ("import sys, robustcore.datasets as d; d.demo('iris'); "
+            "assert 'PIL' not in sys.modules and 'tifffile' not in sys.modules, 'eager import'")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -97,3 +97,18 @@ def test_structure_check_accepts_every_kind_of_variable(tmp_path, compress):
     with pytest.raises(LoadError, match="numeric"):
         load(tmp_path / "all.mat", variable="st")
     assert np.allclose(load(tmp_path / "all.mat", variable="sp").X.toarray(), variables["sp"].toarray())
+
+
+def test_complex_data_is_refused_not_truncated(tmp_path):
+    sio.savemat(tmp_path / "c.mat", {"D": np.array([[1 + 2j, 3]]), "S": sp.csc_matrix(np.array([[1j, 0], [0, 2]]))})
+    for var in ("D", "S"):
+        with pytest.raises(LoadError, match="real"):
+            load(tmp_path / "c.mat", variable=var, labels_variable="none")
+
+
+def test_matlab_3d_stack_is_height_width_frames(tmp_path):
+    frames = np.random.default_rng(9).normal(size=(5, 3, 4))  # 5 frames of 3 x 4
+    sio.savemat(tmp_path / "stack.mat", {"V": np.moveaxis(frames, 0, -1)})  # MATLAB: 3 x 4 x 5
+    ds = load(tmp_path / "stack.mat")
+    assert ds.image_shape == (3, 4) and ds.X.shape == (5, 12)
+    assert np.array_equal(ds.X.reshape(5, 3, 4), frames)

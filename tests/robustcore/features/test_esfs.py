@@ -132,13 +132,28 @@ def test_informative_feature_ranks_first_for_20_seeds():
 
 def test_default_sigma_is_half_the_median_pairwise_distance():
     X = _two_clusters(0)
-    est = ESFS().fit(X)
+    est = ESFS(graph="dense").fit(X)
     assert est.graph_ == "dense"
     assert est.sigma_ == pytest.approx(0.5 * np.median(pdist(_standardize(X))), rel=1e-9)
     assert est.ranking_[0] == 0
     assert est.derivatives_.shape == (2, 6)
     assert list(est.selected_eigenpairs_) == [1, 2]
     assert est.eigenvalues_.shape == (1 + 2 + 5,)
+
+
+def test_auto_graph_is_knn_except_for_tiny_data():
+    assert ESFS(random_state=0).fit(_two_clusters(0, n=300)).graph_ == "knn"
+    assert ESFS(n_neighbors=10).fit(_two_clusters(0, n=50)).graph_ == "dense"
+    assert ESFS(n_neighbors=5, random_state=0).fit(_two_clusters(0, n=50)).graph_ == "knn"
+
+
+def test_knn_default_sigma_is_the_median_kth_neighbour_distance():
+    from scipy.spatial import cKDTree
+    X = _two_clusters(3)
+    est = ESFS(graph="knn", n_neighbors=7, random_state=0).fit(X)
+    dist, _ = cKDTree(_standardize(X)).query(_standardize(X), 8)
+    assert est.sigma_ == pytest.approx(np.median(dist[:, 7]), rel=1e-9)
+    assert est.ranking_[0] == 0
 
 
 def test_constant_feature_scores_zero_without_nan():

@@ -235,3 +235,32 @@ def test_svd_threshold_keeps_exactly_the_values_above_tau():
         if rtol < 1e-6:
             np.testing.assert_allclose(np.abs(np.sum(V * Vt[:, :38].T, axis=1)), 1.0, atol=1e-8)
         np.testing.assert_allclose(U.T @ U, np.eye(38), atol=1e-8)
+
+
+def test_all_zero_rows_and_columns_are_exact_zeros_and_change_nothing_else():
+    """Blank lines (image borders) stay zero at every iteration, so they are dropped from the work:
+    the answer must equal PCP on the reduced matrix with the full-shape lambda."""
+    L0, S0 = planted(150, 120, 4, 0.05, seed=13)
+    X = L0 + S0
+    X[:, :20] = 0.0
+    X[10:25] = 0.0
+    est = PCP(random_state=0).fit(X)
+    assert est.low_rank_.shape == X.shape
+    assert not est.low_rank_[:, :20].any() and not est.sparse_[:, :20].any()
+    assert not est.low_rank_[10:25].any() and not est.sparse_[10:25].any()
+    assert not est.components_[:, :20].any()
+    rows = np.r_[0:10, 25:150]
+    ref = PCP(lam=1 / np.sqrt(150), random_state=0).fit(X[rows][:, 20:])
+    assert est.n_iter_ == ref.n_iter_ and est.rank_ == ref.rank_
+    np.testing.assert_allclose(est.low_rank_[rows][:, 20:], ref.low_rank_, atol=1e-12)
+    np.testing.assert_allclose(est.sparse_[rows][:, 20:], ref.sparse_, atol=1e-12)
+    assert est.history_["residual"] == pytest.approx(ref.history_["residual"], rel=1e-9)
+
+
+def test_seeds_agree_and_a_seed_repeats_exactly():
+    L0, S0 = planted(300, 300, 10, 0.05, seed=14)
+    a = PCP(random_state=1, svd="randomized").fit(L0 + S0)
+    b = PCP(random_state=2, svd="randomized").fit(L0 + S0)
+    c = PCP(random_state=1, svd="randomized").fit(L0 + S0)
+    assert np.linalg.norm(a.low_rank_ - b.low_rank_) / np.linalg.norm(a.low_rank_) < 1e-6
+    np.testing.assert_array_equal(a.low_rank_, c.low_rank_)
