@@ -74,6 +74,12 @@ def t2_limit_training(p: int, n: int, alpha: float) -> float:
     return float((n - 1) ** 2 / n * stats.beta.ppf(1.0 - alpha, p / 2.0, (n - p - 1) / 2.0))
 
 
+def _auto_rank(explained_ratio, max_rank: int, share: float = 0.9) -> int:
+    """Fewest leading components whose variance reaches ``share`` of the total (at least 1)."""
+    k = int(np.searchsorted(np.cumsum(explained_ratio), share - 1e-12) + 1)
+    return max(1, min(k, max_rank))
+
+
 class ResidualScorer(Estimator):
     """SPE (squared reconstruction error) and Hotelling T² scores with control limits.
 
@@ -117,8 +123,8 @@ class ResidualScorer(Estimator):
     """
 
     _params = (
-        Param("n_components", int, 2, "Dimension of the subspace the scores are measured against.",
-              low=1),
+        Param("n_components", int, None, "Dimension of the subspace the scores are measured against.",
+              low=1, allow_none=True, none_label="fewest components explaining 90 % of the variance"),
         Param("alpha", float, 0.01, "False-alarm rate of the SPE and T² control limits.",
               low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
         Param("limit", str, "jackson-mudholkar", "SPE control limit: Jackson-Mudholkar or Box's "
@@ -128,7 +134,7 @@ class ResidualScorer(Estimator):
         Param("center", bool, True, "Centre at the training mean (otherwise a linear subspace)."),
     )
 
-    def __init__(self, n_components: int = 2, alpha: float = 0.01, limit: str = "jackson-mudholkar",
+    def __init__(self, n_components: int | None = None, alpha: float = 0.01, limit: str = "jackson-mudholkar",
                  t2_limit: str = "new", center: bool = True):
         self.n_components = n_components
         self.alpha = alpha
@@ -145,8 +151,12 @@ class ResidualScorer(Estimator):
         rep = Reporter(progress)
         X = check_array(X, min_samples=2, min_features=2)
         n, d = X.shape
-        k = self._check_rank(p, n, d)
-        pca = PCA(n_components=max(k, 2), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
+        if p["n_components"] is None:
+            pca = PCA(n_components=min(n, d), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
+            k = _auto_rank(pca.explained_variance_ratio_, min(n, d) - 1)
+        else:
+            k = self._check_rank(p, n, d)
+            pca = PCA(n_components=max(k, 2), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
         comps = pca.components_[:k]
         plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
         # all_variances_ holds every nonzero eigenvalue (min(n, d) of them): the rest are zero.
@@ -175,8 +185,10 @@ class ResidualScorer(Estimator):
         rep = Reporter(progress)
         X = check_array(X, min_samples=2, min_features=2)
         n, d = X.shape
-        k = self._check_rank(p, n, d)
         C = check_array(components, name="components")
+        if p["n_components"] is None:
+            p = {**p, "n_components": C.shape[0]}
+        k = self._check_rank(p, n, d)
         if C.shape != (k, d):
             raise ValueError(f"components must have shape (n_components, n_features) = ({k}, {d}); "
                              f"got {C.shape}")
@@ -214,7 +226,8 @@ class ResidualScorer(Estimator):
         self._set_fitted(**fitted)
         return self
 
-    def _check_rank(self, p, n, d):
+    @staticmethod
+    def _check_rank(p, n, d):
         return check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
                            hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual is left")
 

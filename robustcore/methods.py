@@ -89,6 +89,7 @@ class Method:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fields = self.adapter(est, dataset, values, Reporter(progress))
+        fields.setdefault("warnings", [])
         elapsed = time.perf_counter() - t0
         res = RunResult(method=self.name, params=values, data_fingerprint=dataset.fingerprint(),
                         estimator=est, elapsed=elapsed, **fields)
@@ -102,89 +103,160 @@ def _X(dataset, accept_sparse=False):
     return dataset.X if accept_sparse else dataset.dense()
 
 
-def _subspace_fields(est, X, extra_scores=None):
-    """Shared result fields of anything with components_ and mean_ (projection and SPE)."""
+_LIMIT_ALPHA = 0.01  # false-alarm rate of the limits behind the outlier flags of pca/cp/pcp
+
+
+def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None):
+    """Projection, SPE and T² against a subspace, and flags "SPE or T² above its limit".
+
+    ``calibrate`` (row indices) are the samples the limits are calibrated on: a robust method's
+    inliers, so that the outliers it found do not widen the limits that flag them.
+    """
     from .anomaly import ResidualScorer
-    scorer = ResidualScorer(n_components=est.components_.shape[0]).fit_subspace(
-        X, components=est.components_, mean=est.mean_)
-    proj = (X - est.mean_) @ est.components_.T
+    from .compare import reconstruction_errors
+    components = np.atleast_2d(components)
     scores = dict(extra_scores or {})
-    scores["spe"] = scorer.spe(X)
-    scores["t2"] = scorer.t2(X)
-    arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
-    return scores, arrays, scorer
+    arrays = {"components": components, "mean": mean, "projection": (X - mean) @ components.T}
+    flags, summary, notes = {}, {}, []
+    r = components.shape[0]
+    Xc = X if calibrate is None else X[calibrate]
+    try:
+        scorer = ResidualScorer(n_components=r, alpha=_LIMIT_ALPHA).fit_subspace(
+            Xc, components=components, mean=mean)
+    except ValueError as exc:
+        # Full rank (no residual left) or a flat direction: SPE still means something, T² and
+        # its limit do not; say why instead of failing the whole run.
+        scores["spe"] = reconstruction_errors(X, components, mean)
+        notes.append(f"no SPE/T² limits for this subspace: {exc}")
+        return scores, flags, arrays, summary, notes
+    spe, t2 = scorer.scores(X)
+    scores["spe"], scores["t2"] = spe, t2
+    fl = {"spe": spe > scorer.spe_limit_, "t2": t2 > scorer.t2_limit_}
+    flags["outlier"] = fl["spe"] | fl["t2"]
+    flags["outside_spe"], flags["outside_t2"] = fl["spe"], fl["t2"]
+    summary["outlier rule"] = f"SPE or T² above its limit (alpha = {_LIMIT_ALPHA:g})"
+    summary["SPE limit"], summary["T2 limit"] = float(scorer.spe_limit_), float(scorer.t2_limit_)
+    summary["flagged"] = int(flags["outlier"].sum())
+    return scores, flags, arrays, summary, notes
 
 
 def _run_pca(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    scores, arrays, _ = _subspace_fields(est, X)
-    summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum())}
+    scores, flags, arrays, summary, notes = _subspace_fields(X, est.components_, est.mean_)
     arrays["explained_variance"] = est.explained_variance_
-    return dict(sample_scores=scores, arrays=arrays, summary=summary)
+    summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum()), **summary}
+    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 
 def _run_cop(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    scores, arrays, _ = _subspace_fields(est, X, {"coherence": est.coherence_})
-    inlier = np.zeros(X.shape[0], dtype=bool)
-    inlier[est.inlier_indices_] = True
-    flags = {"outlier": ~inlier & ~est.degenerate_, "degenerate": est.degenerate_.copy()}
-    summary = {"selected inliers": int(inlier.sum()), "degenerate samples": int(est.degenerate_.sum())}
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary)
+    scores, flags, arrays, summary, notes = _subspace_fields(
+        X, est.components_, est.mean_, calibrate=est.inlier_indices_,
+        extra_scores={"coherence": est.coherence_})
+    selected = np.zeros(X.shape[0], dtype=bool)
+    selected[est.inlier_indices_] = True
+    flags["selected"] = selected
+    flags["degenerate"] = est.degenerate_.copy()
+    if "outlier" in flags:
+        flags["outlier"] &= ~est.degenerate_
+        summary["flagged"] = int(flags["outlier"].sum())
+    summary = {"selected inliers": int(selected.sum()), "degenerate samples": int(est.degenerate_.sum()),
+               **summary}
+    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 
 def _run_pcp(est, dataset, values, rep):
+    from .compare import flags_above, lowrank_subspace, robust_threshold
     X = _X(dataset)
-    est.fit(X, progress=rep)
+    est.fit(X, progress=rep.span(0, 0.95))
     h = est.history_
     arrays = {"low_rank": est.low_rank_, "sparse": est.sparse_,
               "history_residual": np.asarray(h["residual"]), "history_rank": np.asarray(h["rank"]),
               "history_nnz": np.asarray(h["nnz"])}
+    # The subspace of L (at most 10 directions: enough for every scatter and angle the views show).
+    sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), 10))
+    arrays.update(components=sub["components"], mean=sub["mean"], projection=(X - sub["mean"]) @ sub["components"].T)
+    score = est.sample_scores_
+    cut = robust_threshold(score)
     summary = {"iterations": est.n_iter_, "converged": bool(est.converged_), "rank of L": int(est.rank_),
-               "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_}
-    scores = {"sparse_score": est.sample_scores_}
-    return dict(sample_scores=scores, arrays=arrays, summary=summary)
+               "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_,
+               "outlier rule": "sparse-part score above median + 3 MAD", "flagged": int((score > cut).sum())}
+    return dict(sample_scores={"sparse_score": score}, flags={"outlier": flags_above(score, cut)},
+                arrays=arrays, summary=summary)
 
 
 def _run_residual(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep)
-    spe, t2 = est.spe(X), est.t2(X)
-    flags = est.flag(X)
+    spe, t2 = est.scores(X)
+    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
     summary = {"SPE limit": est.spe_limit_, "T2 limit": est.t2_limit_, "alpha": est.alpha,
-               "flagged (either)": int(flags["either"].sum())}
+               "outlier rule": f"SPE or T² above its limit (alpha = {est.alpha:g})",
+               "flagged": int((out_spe | out_t2).sum()), "flagged by SPE only": int((out_spe & ~out_t2).sum()),
+               "flagged by T2 only": int((out_t2 & ~out_spe).sum())}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": est.transform(X),
               "contributions": est.contributions(X)}
-    return dict(sample_scores={"spe": spe, "t2": t2}, flags={f"outside_{k}": v for k, v in flags.items()},
-                arrays=arrays, summary=summary)
+    flags = {"outlier": out_spe | out_t2, "outside_spe": out_spe, "outside_t2": out_t2,
+             "outside_either": out_spe | out_t2}
+    return dict(sample_scores={"spe": spe, "t2": t2}, flags=flags, arrays=arrays, summary=summary)
 
 
 def _run_esfs(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep)
-    arrays = {"eigenvalues": est.eigenvalues_, "derivatives": est.derivatives_, "ranking": est.ranking_}
+    arrays = {"eigenvalues": est.eigenvalues_, "derivatives": est.derivatives_, "ranking": est.ranking_,
+              "selected_eigenpairs": np.asarray(est.selected_eigenpairs_)}
     summary = {"sigma": est.sigma_, "graph": est.graph_, "top feature": dataset.feature_names[int(est.ranking_[0])]}
     return dict(feature_scores={"evsc": est.scores_}, arrays=arrays, summary=summary)
 
 
 def _run_scw(est, dataset, values, rep):
+    """One pass over a random order of the training samples, test accuracy measured along the way.
+
+    Online learners see samples in order, and data files are often sorted by class (iris is): the
+    stream is a seeded random permutation so the learning curve means something. With
+    ``test_fraction`` > 0 a random held-out share is scored after every chunk of the stream.
+    """
     X = _X(dataset, accept_sparse=est.covariance == "diagonal")
-    y = dataset.labels
-    est.fit(X, y, progress=rep)
+    y = np.asarray(dataset.labels)
+    n = X.shape[0]
+    seed = est.random_state if est.random_state is not None else 0
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    n_test = int(round(values.get("test_fraction", 0.0) * n))
+    test, train = np.sort(order[:n_test]), order[n_test:]
+    classes = np.unique(y)
+    if np.unique(y[train]).size < 2:
+        raise ValueError("test_fraction leaves fewer than 2 classes to train on; lower test_fraction")
+    chunks = np.array_split(train, min(100, train.size))
+    test_seen, test_acc = [], []
+    seen = 0
+    for k, idx in enumerate(chunks):
+        est.partial_fit(X[idx], y[idx], classes=classes)
+        seen += idx.size
+        if n_test:
+            test_seen.append(seen)
+            test_acc.append(float(np.mean(est.predict(X[test]) == y[test])))
+        rep((k + 1) / len(chunks), f"{seen} of {train.size} samples")
     h = est.history_
     pred = est.predict(X)
     arrays = {"mean": est.mean_, "history_mistake_rate": np.asarray(h["mistake_rate"]),
-              "history_updates": np.asarray(h["updates"])}
+              "history_updates": np.asarray(h["updates"]), "order": train}
     summary = {"online mistake rate": float(h["mistake_rate"][-1]), "updates": int(h["updates"][-1]),
-               "training accuracy": float(np.mean(pred == y))}
-    flags = {"misclassified": pred != y}
-    return dict(flags=flags, arrays=arrays, summary=summary)
+               "training accuracy": float(np.mean(pred[train] == y[train]))}
+    if n_test:
+        arrays["history_test_seen"] = np.asarray(test_seen)
+        arrays["history_test_accuracy"] = np.asarray(test_acc)
+        summary["test accuracy"] = test_acc[-1]
+        summary["test samples"] = n_test
+    return dict(flags={"misclassified": pred != y}, arrays=arrays, summary=summary)
 
 
-_ALPHA = Param("alpha", float, 0.01, "False-alarm rate of the SPE and T² control limits.",
-               low=0.0, high=1.0, low_inclusive=False, high_inclusive=False)
+_TEST_FRACTION = Param("test_fraction", float, 0.25,
+                       "Share of samples held out at random to measure test accuracy along the stream.",
+                       low=0.0, high=0.9)
 
 
 def _cls(module, name):
@@ -213,7 +285,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("scw", "SCW online classifier",
            "Soft Confidence-Weighted online learning, SCW-I / SCW-II (Wang, Zhao & Hoi 2012).",
            _cls(".online.scw", "SCW"), _run_scw, views=("learning-curve",), needs_labels=True,
-           accepts_sparse=True),
+           accepts_sparse=True, extra_params=(_TEST_FRACTION,)),
 ]}
 
 

@@ -86,7 +86,7 @@ def outlier_flags(result, dataset) -> tuple[np.ndarray, str] | None:
         return None
     f = result.flags
     if "outlier" in f:
-        return np.asarray(f["outlier"], dtype=bool), "not among the selected inliers"
+        return np.asarray(f["outlier"], dtype=bool), str(result.summary.get("outlier rule", "flagged by the method"))
     if "outside_either" in f:
         return np.asarray(f["outside_either"], dtype=bool), "SPE or T² above its limit"
     if "sparse_score" in result.sample_scores:

@@ -69,10 +69,12 @@ class ESFS(Estimator):
     n_eigenpairs : int
         k, the number of eigenpairs summed in EVSC: the k smallest **non-trivial** ones, i.e. after
         skipping the λ = 0 pair of each connected component of the graph. Set it to the expected
-        number of clusters minus one or so; default 2. Why: the smallest non-trivial pairs carry
-        the coarse cluster structure (high-frequency pairs mostly carry noise), and k = 2 ranked
-        the planted features first in every seed of the two- and four-cluster checks
-        (benchmarks/results_esfs.md), where k = 1 missed some four-cluster seeds.
+        number of clusters minus one; default 1 (two groups). Why: c well-separated groups are
+        described by the c - 1 smallest non-trivial pairs; further pairs describe the spread
+        *within* groups, which noise features share. On the bundled ``clusters-3d`` demo (two
+        groups, one pure-noise feature) k = 1 ranks x, y, z for both graphs, while k = 2 and 3
+        put the noise feature z first. For four groups, k = 2 or 3 did better than 1
+        (benchmarks/results_esfs.md): raise it when more groups are expected.
         Must satisfy 1 <= k < n_samples (and k + components <= n_samples).
     graph : {"auto", "dense", "knn"}
         "dense": all n² similarities (O(n²) memory). "knn": the symmetrised (union) graph of the
@@ -135,7 +137,7 @@ class ESFS(Estimator):
         Param("sigma_scale", float, None, "Multiplier of the automatic σ.", low=0.0,
               low_inclusive=False, allow_none=True, none_label="0.5 dense, 1.0 kNN",
               advanced=True),
-        Param("n_eigenpairs", int, 2, "Number of smallest non-trivial eigenpairs summed in EVSC.",
+        Param("n_eigenpairs", int, 1, "Number of smallest non-trivial eigenpairs summed in EVSC.",
               low=1),
         Param("graph", str, "auto", "Similarity graph: all pairs (dense) or k nearest neighbours.",
               choices=("auto", "dense", "knn")),
@@ -147,7 +149,7 @@ class ESFS(Estimator):
               allow_none=True, none_label="random", advanced=True),
     )
 
-    def __init__(self, sigma=None, sigma_scale=None, n_eigenpairs=2, graph="auto",
+    def __init__(self, sigma=None, sigma_scale=None, n_eigenpairs=1, graph="auto",
                  n_neighbors=10, standardize=True, n_features_to_select=None, random_state=None):
         self.sigma = sigma
         self.sigma_scale = sigma_scale

@@ -120,7 +120,6 @@ class _Sweeper:
         self.method = method
         self.rng = rng
         self.sv = 10
-        self.Vt = None            # right singular vectors of the current L (warm start)
         self.kind = None          # "PQ": L = P @ Q; "AR": P = A @ R; "LA": Q = Lm @ A
         self.P = self.Q = self.R = self.Lm = None
         self.sL = np.zeros(0)
@@ -157,7 +156,7 @@ class _Sweeper:
         sv = self.sv
         route = self.method
         if route == "auto":
-            route = _choose_route(self.n, self.d, sv, warm=self.Vt is not None)
+            route = _choose_route(self.n, self.d, sv, warm=self.kind is not None)
         if route == "gram":
             kind, E, sig = _gram_eig(A, tau)
             svp = sig.size
@@ -172,7 +171,8 @@ class _Sweeper:
                 self.Lm = np.ascontiguousarray((E * (sL / sig)).T)
                 self.Q = np.empty((svp, self.d))
         else:
-            init = self.Vt.T if self.Vt is not None and self.Vt.shape[0] else None
+            Vt = self._right_vectors()
+            init = Vt.T if Vt is not None else None
             U, sig, Vt, _ = svd_threshold(A, tau, sv=sv, method=route, init=init, random_state=self.rng)
             svp = sig.size
             sL = sig - tau
@@ -240,11 +240,13 @@ class _Sweeper:
             else:
                 np.copyto(Ab, T1)
         self.nnz_nxt = nnz
-        if has_l:
-            self.Vt = self.Q if self.kind != "LA" else self.Q / self.sL[:, None]
-        else:
-            self.Vt = None
         return math.sqrt(acc)
+
+    def _right_vectors(self):
+        """Right singular vectors (k, d) of the current L, or None (warm start)."""
+        if self.kind is None:
+            return None
+        return self.Q if self.kind != "LA" else self.Q / self.sL[:, None]
 
     def result(self):
         """(L dense, S, Vt of L, singular values of L) after the last sweep."""

@@ -136,8 +136,8 @@ def test_default_sigma_is_half_the_median_pairwise_distance():
     assert est.graph_ == "dense"
     assert est.sigma_ == pytest.approx(0.5 * np.median(pdist(_standardize(X))), rel=1e-9)
     assert est.ranking_[0] == 0
-    assert est.derivatives_.shape == (2, 6)
-    assert list(est.selected_eigenpairs_) == [1, 2]
+    assert est.derivatives_.shape == (1, 6)  # default: one non-trivial pair (two groups)
+    assert list(est.selected_eigenpairs_) == [1]
     assert est.eigenvalues_.shape == (1 + 2 + 5,)
 
 
@@ -188,7 +188,7 @@ def test_knn_graph_with_two_components_skips_both_zero_eigenvalues():
     X = rng.standard_normal((200, 3))
     X[:100, 0] += 50
     with pytest.warns(UserWarning, match="2 connected components"):
-        est = ESFS(graph="knn", n_neighbors=5, random_state=0).fit(X)
+        est = ESFS(graph="knn", n_neighbors=5, n_eigenpairs=2, random_state=0).fit(X)
     assert est.n_graph_components_ == 2
     assert np.all(est.eigenvalues_[:2] == 0) and est.eigenvalues_[2] > 1e-6
     assert list(est.selected_eigenpairs_) == [2, 3]

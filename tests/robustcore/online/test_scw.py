@@ -714,6 +714,11 @@ def test_registry_runs_scw_dense_and_sparse():
     res = method.run(Dataset(X, labels=y), {"variant": "II"})
     assert 0.0 <= res.summary["online mistake rate"] < 0.2
     assert res.arrays["mean"].shape == (6,)
-    assert len(res.arrays["history_mistake_rate"]) == 300
+    # 25 % held out by default: the stream is the other 225, test accuracy measured along it.
+    assert len(res.arrays["history_mistake_rate"]) == 225
+    assert res.summary["test samples"] == 75 and res.summary["test accuracy"] > 0.8
+    assert np.all(np.diff(res.arrays["history_test_seen"]) > 0)
+    res = method.run(Dataset(X, labels=y), {"variant": "II", "test_fraction": 0.0})
+    assert len(res.arrays["history_mistake_rate"]) == 300 and "test accuracy" not in res.summary
     res = method.run(Dataset(sp.csr_matrix(X), labels=y), {"covariance": "diagonal"})
     assert res.summary["training accuracy"] > 0.8
