@@ -138,7 +138,7 @@ def test_default_sigma_is_half_the_median_pairwise_distance():
     assert est.ranking_[0] == 0
     assert est.derivatives_.shape == (1, 6)  # default: one non-trivial pair (two groups)
     assert list(est.selected_eigenpairs_) == [1]
-    assert est.eigenvalues_.shape == (1 + 2 + 5,)
+    assert est.eigenvalues_.shape == (1 + 1 + 5,)
 
 
 def test_auto_graph_is_knn_except_for_tiny_data():
