@@ -22,7 +22,7 @@ import scipy.linalg as sla
 
 from ._params import check_range
 
-__all__ = ["gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator"]
+__all__ = ["gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator", "orthonormalize"]
 
 
 def as_generator(random_state) -> np.random.Generator:
@@ -142,14 +142,64 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
         Omega = np.hstack([init, rng.standard_normal((n, extra))]) if extra > 0 else init
     else:
         Omega = rng.standard_normal((n, ell))
-    Q = np.linalg.qr(A @ Omega)[0]
+    Q = orthonormalize(A @ Omega)
     for _ in range(int(n_power_iter)):
-        Q = np.linalg.qr(A.T @ Q)[0]
-        Q = np.linalg.qr(A @ Q)[0]
+        Q = orthonormalize(A.T @ Q)
+        Q = orthonormalize(A @ Q)
     B = Q.T @ A                                          # (ell, n)
-    Ub, s, Vt = np.linalg.svd(B, full_matrices=False)
+    Ub, s, Vt = _small_side_svd(B)
     U = Q @ Ub[:, :k]
+    if s.size < k:   # A has numerical rank below k: complete with zero singular values
+        pad = k - s.size
+        U = np.hstack([U, _orth_complement(U, pad, rng)])
+        Vt = np.vstack([Vt, _orth_complement(Vt.T, pad, rng).T])
+        s = np.concatenate([s, np.zeros(pad)])
     return U, s[:k], Vt[:k]
+
+
+def orthonormalize(Y):
+    """Orthonormal basis (m, j <= ell) of the columns of ``Y`` (m, ell), from BLAS-3 products
+    and a small ``eigh`` only.
+
+    Householder QR of a tall matrix is BLAS-2 bound and, with a multithreaded BLAS on a busy
+    machine, can be many times slower than its flop count suggests; this two-pass eigen-based
+    Cholesky-QR is not. Directions whose weight is below rounding level are dropped.
+    """
+    Q = Y
+    # Pass 1 keeps every direction with positive weight (weak ones come out inaccurate but stay
+    # inside span(Y), which is all a range finder needs); pass 2 sees nearly orthonormal columns,
+    # restores orthogonality to rounding level and drops the dependent ones.
+    for rel in (1e-30, 1e-8):
+        C = Q.T @ Q
+        w, V = np.linalg.eigh(C)
+        keep = w > w[-1] * rel if w.size and w[-1] > 0 else np.zeros(w.size, bool)
+        if not keep.any():
+            return np.zeros((Y.shape[0], 0))
+        V = V[:, keep][:, ::-1] / np.sqrt(w[keep][::-1])
+        Q = Q @ V
+    return Q
+
+
+def _small_side_svd(B):
+    """Thin SVD of a short-and-wide B (j, n), j small, via ``eigh`` of B B^T (j x j); singular
+    values are recomputed as row norms for accuracy. Values below rounding level are dropped."""
+    C = B @ B.T
+    w, V = np.linalg.eigh(C)
+    w, V = w[::-1], V[:, ::-1]
+    W = V.T @ B                                          # rows = s_i v_i^T
+    s = np.sqrt(np.einsum("ij,ij->i", W, W))
+    keep = s > (s[0] if s.size else 0.0) * 1e-13
+    keep &= s > 0
+    order = np.argsort(-s[keep], kind="stable")
+    s = s[keep][order]
+    return V[:, keep][:, order], s, W[keep][order] / s[:, None]
+
+
+def _orth_complement(U, count, rng):
+    R = rng.standard_normal((U.shape[0], count))
+    R -= U @ (U.T @ R)
+    R -= U @ (U.T @ R)
+    return np.linalg.qr(R)[0]
 
 
 def partial_svd(A, k, *, method="auto", random_state=None, **kwargs):

@@ -97,7 +97,7 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None)
         sv = min(small, sv + max(1, round(0.05 * small)))
 
 
-_BLOCK = 1 << 16   # elements per block of the fused elementwise sweep (a few hundred kB)
+_BLOCK = int(__import__("os").environ.get("PCP_BLOCK", 1 << 16))   # elements per block of the fused elementwise sweep (a few hundred kB)
 
 
 class _Sweeper:
@@ -223,8 +223,8 @@ class _Sweeper:
             else:
                 np.copyto(T1, Ab)
             np.subtract(Wb, T1, out=T2)                  # -(M - L - S)
-            z = T2.ravel()
-            acc += float(np.dot(z, z))
+            np.square(T2, out=T2)                        # (not BLAS: no thread wake-ups)
+            acc += float(T2.sum())
             np.multiply(T1, c, out=Wb)
             if final:
                 continue

@@ -99,3 +99,17 @@ def test_bad_arguments():
         randomized_svd(A, 2, init=np.ones((3, 2)))
     g = np.random.default_rng(0)
     assert as_generator(g) is g
+
+
+def test_orthonormalize_spans_the_columns_even_when_ill_conditioned():
+    from robustcore.linalg import orthonormalize
+    rng = np.random.default_rng(9)
+    Y = rng.standard_normal((500, 30)) * np.geomspace(1, 1e-7, 30)
+    Q = orthonormalize(Y)
+    assert Q.shape == (500, 30)
+    np.testing.assert_allclose(Q.T @ Q, np.eye(30), atol=1e-12)
+    # every column of Y lies in span(Q), to its own scale
+    R = Y - Q @ (Q.T @ Y)
+    assert np.all(np.linalg.norm(R, axis=0) <= 1e-8 * np.linalg.norm(Y, axis=0) + 1e-15)
+    Z = orthonormalize(np.hstack([Y[:, :5], Y[:, :5] @ rng.standard_normal((5, 3))]))
+    assert Z.shape[1] == 5   # dependent columns dropped
