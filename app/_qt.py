@@ -14,26 +14,25 @@ APPLICATION = "Robust Subspace Studio"
 _configured = False
 
 
-def _pin_bool_refcounts() -> None:
-    """Work around a PySide6 6.12 reference-count bug on Python < 3.12.
+def _check_pyside() -> None:
+    """Refuse PySide6 6.12.0 on Python < 3.12 with a message that says how to fix it.
 
-    ``SignalInstance.emit()`` on a signal with no receivers returns ``True`` without a new
-    reference, so every such emit steals one reference from the ``True`` singleton. A few hundred
-    of them (routine in a GUI session) drive its count to zero and CPython aborts with
-    "bool_dealloc: deallocating True or False" at exit or mid-session. From Python 3.12 the bool
-    singletons are immortal and this is harmless; before that, give them a reference count no
-    session can exhaust. (Reproduce: emit an unconnected ``Signal(int)`` 1000 times.)
+    That release drops a reference to None/True/False on every void Qt call and every emit with
+    no receiver; CPython aborts ("deallocating None") after a few thousand redraws. pyproject.toml
+    pins PySide6 below 6.12; this catches an environment that was set up by hand.
     """
-    if sys.version_info >= (3, 12) or getattr(sys, "_rss_bools_pinned", False):
+    if sys.version_info >= (3, 12):
         return
-    import ctypes
+    import PySide6
 
-    for obj in (True, False):
-        ctypes.c_ssize_t.from_address(id(obj)).value += 1 << 40
-    sys._rss_bools_pinned = True
+    if PySide6.__version__.startswith("6.12.0"):
+        raise RuntimeError(
+            "PySide6 6.12.0 has a reference-counting bug that crashes Robust Subspace Studio on "
+            f"Python {sys.version_info[0]}.{sys.version_info[1]}; install an earlier release with "
+            "pip install 'PySide6-Essentials<6.12' (or use Python 3.12 or later)")
 
 
-_pin_bool_refcounts()
+_check_pyside()
 
 
 def configure_pyqtgraph() -> None:

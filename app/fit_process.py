@@ -21,6 +21,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import multiprocessing as mp
+import pickle
 import threading
 import time
 import traceback
@@ -63,7 +64,10 @@ def _serve(conn) -> None:
             importlib.import_module(mod)
         except Exception:  # noqa: BLE001
             pass
-    conn.send(("ready",))
+    try:
+        conn.send(("ready",))
+    except (EOFError, OSError):
+        return
     while True:
         try:
             msg = conn.recv()
@@ -77,33 +81,47 @@ def _serve(conn) -> None:
         last = [0.0]
 
         def progress(fraction, message="", job_id=job_id, last=last):
-            while conn.poll():
-                m = conn.recv()
-                if m[0] == "cancel" and m[1] == job_id:
-                    return False
-                if m[0] == "quit":
-                    raise SystemExit(0)
-            now = time.monotonic()
-            if now - last[0] >= _THROTTLE:
-                last[0] = now
-                conn.send(("progress", job_id, float(fraction), str(message)))
-            return True
+            try:
+                return _check(conn, job_id, fraction, message, last)
+            except (EOFError, OSError):  # the window has gone: stop quietly
+                raise SystemExit(0) from None
 
         try:
             method = get_method(spec) if isinstance(spec, str) else spec
             result = method.run(dataset, params, progress)
         except Cancelled:
-            conn.send(("cancelled", job_id))
+            reply = ("cancelled", job_id)
         except Exception as exc:  # noqa: BLE001 - everything goes back to the window
-            conn.send(("error", job_id, _describe(exc), traceback.format_exc(), isinstance(exc, ValueError)))
+            reply = ("error", job_id, _describe(exc), traceback.format_exc(), isinstance(exc, ValueError))
         else:
-            # A fitted estimator may hold a progress callback or other closure; results carry
-            # arrays and numbers, and the estimator only when it can be sent.
+            reply = ("done", job_id, result)
+        try:
             try:
-                conn.send(("done", job_id, result))
-            except Exception:  # noqa: BLE001 - unpicklable estimator attribute
-                result.estimator = None
-                conn.send(("done", job_id, result))
+                conn.send(reply)
+            except (TypeError, AttributeError, pickle.PicklingError):
+                if reply[0] != "done":
+                    raise
+                # A fitted estimator may hold something that cannot be sent (a closure); the
+                # result's arrays and numbers are what matters, so send it without the estimator.
+                reply[2].estimator = None
+                conn.send(reply)
+        except (EOFError, OSError):
+            return
+
+
+def _check(conn, job_id, fraction, message, last) -> bool:
+    """The child's progress callback: read control messages, forward progress (throttled)."""
+    while conn.poll():
+        m = conn.recv()
+        if m[0] == "cancel" and m[1] == job_id:
+            return False
+        if m[0] == "quit":
+            raise SystemExit(0)
+    now = time.monotonic()
+    if now - last[0] >= _THROTTLE:
+        last[0] = now
+        conn.send(("progress", job_id, float(fraction), str(message)))
+    return True
 
 
 class _Worker:

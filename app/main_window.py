@@ -653,13 +653,18 @@ class MainWindow(QMainWindow):
                "data_version": self.state.data_version}
         self.settings.set_method_params(name, params)
         self.settings.set_last_method(name)
+        # A seed left on "auto" is fixed for the fit only (the form keeps "auto", so the stale
+        # check still compares like with like): the result and any session saved from it record
+        # the seed that was used, and replay gives the same numbers.
+        from .session import pin_seed
+        fit_params = pin_seed(method, params)
         if self.isolation == "process":
             # Registry methods travel by name; others (scripts, tests) as the Method itself.
             spec = name if METHODS.get(name) is method else method
             pool = shared_pool()
-            fn = lambda progress: pool.run(spec, ds, params, progress)  # noqa: E731
+            fn = lambda progress: pool.run(spec, ds, fit_params, progress)  # noqa: E731
         else:
-            fn = lambda progress: method.run(ds, params, progress)  # noqa: E731
+            fn = lambda progress: method.run(ds, fit_params, progress)  # noqa: E731
         job = self.runner.submit(fn, tag=tag)
         self.method_panel.set_status(f"Running {method.title} on {ds.name}…")
         return job

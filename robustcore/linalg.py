@@ -11,9 +11,12 @@ Three ways to get the leading singular triplets of a dense ``A`` (m, n), each re
 * :func:`randomized_svd` -- Halko, Martinsson & Tropp's range finder with power (subspace)
   iterations; accepts a starting subspace so an iterative method can warm-start it from the
   previous iteration's singular vectors. Fastest when k is small compared with min(m, n).
+  It uses only matrix products and small ``eigh`` calls (:func:`orthonormalize` instead of a
+  Householder QR of a tall matrix, ``eigh`` of B B^T instead of an SVD of B).
 * :func:`partial_svd` -- picks one of the above (or LAPACK's full SVD) from the shape.
 
-:func:`spectral_norm` gives ``||A||_2``.
+:func:`spectral_norm` gives ``||A||_2``; :func:`orthonormalize` an orthonormal basis of the
+columns of a tall matrix.
 """
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ class LearningCurveView(BaseView):
                 at = np.asarray(res.arrays.get("history_test_seen", np.linspace(seen[0], seen[-1], acc.size)), float)
                 self.acc_plot.plot(at, acc, pen=pen, symbol="o", symbolSize=5, symbolBrush=st.brush(color), symbolPen=None)
             parts.append(f"SCW-{variant}: final mistake rate {fmt(rate[-1])}, {int(upd[-1])} updates over "
-                         f"{int(seen[-1])} samples")
+                         f"{int(seen[-1])} samples" + ("" if acc is None else f", test accuracy {fmt(acc[-1])}"))
         self.acc_plot.setVisible(has_test)
         self.rate_plot.enableAutoRange()
         self.upd_plot.enableAutoRange()

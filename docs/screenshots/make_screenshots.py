@@ -66,10 +66,11 @@ def main() -> None:
     save(w, out, "data-loaded.png")
 
     # A deliberately long fit (tiny tolerance) to show progress, then cancel it.
-    w.method_panel.form().set_values({"tol": 1e-12, "max_iter": 100000, "rho": 1.0001})
+    w.method_panel.form().set_values({"tol": 1e-300, "max_iter": 100000})
     w.run()
-    while w.method_panel.progress.value() < 250 and w.runner.is_busy():
+    while w.method_panel.progress.value() == 0 and w.runner.is_busy():
         wait(100)
+    wait(4000)
     save(w, out, "fit-running.png")
     w.cancel()
 

@@ -97,7 +97,9 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None)
         sv = min(small, sv + max(1, round(0.05 * small)))
 
 
-_BLOCK = int(__import__("os").environ.get("PCP_BLOCK", 1 << 16))   # elements per block of the fused elementwise sweep (a few hundred kB)
+# Elements per block of the fused sweep (2 MB per array block). Smaller blocks stay in L2 but
+# multiply the number of BLAS calls, which a multithreaded BLAS on a busy machine punishes.
+_BLOCK = 1 << 18
 
 
 class _Sweeper:

@@ -17,13 +17,14 @@ def test_both_variants_are_overlaid(views_for):
     for variant, res in (("I", res1), ("II", res2)):
         c_rate, c_upd = v.curves[variant]
         x, y = c_rate.getData()
-        np.testing.assert_array_equal(x, np.arange(1, 151))
+        n_train = 150 - res.summary["test samples"]  # the rest is the held-out test split
+        np.testing.assert_array_equal(x, np.arange(1, n_train + 1))
         np.testing.assert_allclose(y, res.arrays["history_mistake_rate"])
         np.testing.assert_allclose(c_upd.getData()[1], res.arrays["history_updates"])
     names = [lab.text for _, lab in v.rate_legend.items]
     assert any("SCW-I " in n for n in names) and any("SCW-II" in n for n in names)
-    assert not v.acc_plot.isVisible()  # no test split in this run
-    assert "no test split" in v.status.text()
+    assert v.acc_plot.isVisible() and len(v.acc_plot.listDataItems()) == 2  # held-out split, both runs
+    assert "test accuracy" in v.status.text() and "no test split" not in v.status.text()
 
 
 def test_new_data_forgets_old_runs(views_for):

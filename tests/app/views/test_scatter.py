@@ -126,7 +126,10 @@ def test_mouse_drag_selects_a_rectangle(scatter, qtbot):
         p = v.figure.mapFromScene(vb.mapViewToScene(QPointF(px, py)))
         return QPoint(int(p.x()), int(p.y()))
 
-    a, b = to_widget(-4.5, -5.5), to_widget(-2.0, 6.0)
+    # A rectangle over the left part of the cloud, whatever the data: x from its minimum to its
+    # 30th percentile, the full height.
+    x0, x1 = float(x.min()) - 0.1, float(np.percentile(x, 30))
+    a, b = to_widget(x0, float(y.min()) - 0.1), to_widget(x1, float(y.max()) + 0.1)
     vp = v.figure.viewport()
     left, none = Qt.MouseButton.LeftButton, Qt.MouseButton.NoButton
     # QTest's mouseMove carries no button state in Qt 6, so a drag is sent as raw events.
