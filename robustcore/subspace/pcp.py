@@ -125,6 +125,7 @@ class _Sweeper:
         self.kind = None          # "PQ": L = P @ Q; "AR": P = A @ R; "LA": Q = Lm @ A
         self.P = self.Q = self.R = self.Lm = None
         self.sL = np.zeros(0)
+        self._scratch = {}
         if self.tall:
             step = max(1, _BLOCK // self.d)
             self.blocks = [np.s_[i:i + step, :] for i in range(0, self.n, step)]
@@ -136,7 +137,8 @@ class _Sweeper:
     def start(self, w_scale, t):
         """First sparse step with L = 0 and Y = M / J."""
         M = self.M
-        self.W = M * w_scale
+        # explicit C order: M may be a transposed (Fortran-ordered) view of the caller's X
+        self.W = np.multiply(M, w_scale, out=np.empty(M.shape))
         self.A = np.empty_like(self.W)
         self.S_cur = np.empty_like(self.W)
         self.S_nxt = np.empty_like(self.W)
@@ -201,7 +203,9 @@ class _Sweeper:
         return np.matmul(self.P, Qb, out=out)
 
     def _temps(self):
-        cache = {}
+        """(block, (T1, T2, T3)) with scratch arrays shaped like the block. The scratch is
+        allocated once per fit: fresh multi-megabyte arrays each sweep cost page faults."""
+        cache = self._scratch
         for b in self.blocks:
             shape = self.M[b].shape
             if shape not in cache:
@@ -225,18 +229,25 @@ class _Sweeper:
             else:
                 np.copyto(T1, Ab)
             np.subtract(Wb, T1, out=T2)                  # -(M - L - S)
-            np.square(T2, out=T2)                        # (not BLAS: no thread wake-ups)
-            acc += float(T2.sum())
+            # one read pass, no squared copy; einsum's own loop, not BLAS (no thread wake-ups)
+            acc += float(np.einsum("ij,ij->", T2, T2))
             np.multiply(T1, c, out=Wb)
             if final:
                 continue
-            np.add(M[b], Wb, out=T2)                     # R = M + Y/mu - L
             if has_l:
-                T2 -= Lb
+                np.subtract(M[b], Lb, out=T2)
+                T2 += Wb                                 # R = M + Y/mu - L
+            else:
+                np.add(M[b], Wb, out=T2)
             np.clip(T2, -t_next, t_next, out=T1)
-            np.subtract(T2, T1, out=T2)                  # soft threshold of R
-            nnz += int(np.count_nonzero(T2))             # (on the contiguous copy: faster)
-            np.copyto(S[b], T2)
+            Sb = S[b]
+            if self.tall:                                # contiguous rows: write S in place
+                np.subtract(T2, T1, out=Sb)              # soft threshold of R
+                nnz += int(np.count_nonzero(Sb))
+            else:
+                np.subtract(T2, T1, out=T2)
+                nnz += int(np.count_nonzero(T2))         # (on the contiguous copy: faster)
+                np.copyto(Sb, T2)
             if has_l:
                 np.add(T1, Lb, out=Ab)                   # A = R - S + L
             else:
