@@ -11,6 +11,7 @@ from functools import lru_cache
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont
 
 CATEGORY_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442",
@@ -91,13 +92,44 @@ def style_plot(plot: pg.PlotItem, title: str | None = None, left: str | None = N
         ax.setTextPen(pen(AXIS_COLOR))
         ax.setTickFont(font)
         ax.enableAutoSIPrefix(False)  # "(x0.001)" beside a label reads as part of the unit
+    _let_title_shrink(plot.titleLabel)
     if title:
-        plot.setTitle(title, color=AXIS_COLOR, size="10pt")
+        set_title(plot, title)
     if left:
         plot.setLabel("left", left, color=AXIS_COLOR)
     if bottom:
         plot.setLabel("bottom", bottom, color=AXIS_COLOR)
     return plot
+
+
+def _let_title_shrink(label) -> None:
+    """Stop a title's text width from being its plot's minimum width.
+
+    pyqtgraph's LabelItem re-imposes its text width as minimum and preferred width on every
+    resize, so side-by-side plots with long titles overflow a narrow window and the last plot is
+    cut off. Keep the text's height, drop its width: the column decides, the text stays centred.
+    """
+    if getattr(label, "_rss_shrinks", False):
+        return
+    base = type(label).updateMin
+
+    def update_min():
+        base(label)
+        height = label._sizeHint[Qt.SizeHint.MinimumSize][1]
+        label.setMinimumWidth(10)
+        label._sizeHint[Qt.SizeHint.MinimumSize] = (10, height)
+        label._sizeHint[Qt.SizeHint.PreferredSize] = (10, height)
+        label.updateGeometry()
+
+    label.updateMin = update_min
+    label._rss_shrinks = True
+    update_min()
+
+
+def set_title(plot: pg.PlotItem, text: str, color: str = AXIS_COLOR, size: str = "10pt") -> None:
+    """Set a plot title that never widens its column (see ``_let_title_shrink``)."""
+    _let_title_shrink(plot.titleLabel)
+    plot.setTitle(text, color=color, size=size)
 
 
 def figure_widget() -> pg.GraphicsLayoutWidget:

@@ -171,9 +171,9 @@ class ContourView(BaseView):
                               + f" · SPE {fmt(scores['spe'][i])} · T² {fmt(scores['t2'][i])}")
             st.style_plot(self.plots[kname], bottom=ax_names[0] + " − mean" if key is None and ds.n_features == 2
                           else ax_names[0], left=ax_names[1] + (" − mean" if key is None and ds.n_features == 2 else ""))
-        self.plots["spe"].setTitle(f"SPE (reconstruction error), limit {fmt(self.limits['spe'])}",
+        st.set_title(self.plots["spe"], f"SPE (reconstruction error), limit {fmt(self.limits['spe'])}",
                                    color=st.AXIS_COLOR, size="10pt")
-        self.plots["t2"].setTitle(f"Hotelling T², limit {fmt(self.limits['t2'])}", color=st.AXIS_COLOR, size="10pt")
+        st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}", color=st.AXIS_COLOR, size="10pt")
         self._apply_rule()
         self.plots["spe"].getViewBox().setRange(rect, padding=0)
 

@@ -132,7 +132,7 @@ class DecompositionView(BaseView):
         else:
             self.tol_line.setVisible(False)
         conv = res.summary.get("converged")
-        self.res_plot.setTitle(f"convergence ({'converged' if conv else 'stopped at max_iter'} after "
+        st.set_title(self.res_plot, f"convergence ({'converged' if conv else 'stopped at max_iter'} after "
                                f"{len(h)} iterations; dashed: tol)", color=st.AXIS_COLOR, size="10pt")
         for key, p in self.panels.items():
             p.invertY(True)
@@ -197,7 +197,7 @@ class DecompositionView(BaseView):
         self.images["mask"].setImage(m.reshape(shape).astype(np.uint8), levels=(0, 1),
                                      lut=np.array([[255, 255, 255, 255], [0, 0, 0, 255]], dtype=np.uint8))
         frac = float(m.mean())
-        self.panels["mask"].setTitle(f"mask |S| > {fmt(self.threshold())} ({100 * frac:.1f}% of pixels)",
+        st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())} ({100 * frac:.1f}% of pixels)",
                                      color=st.AXIS_COLOR, size="10pt")
         sel = "selected" if i in set(self.state.selection.tolist()) else "click a picture to select this frame"
         self.set_status(f"frame {self.frame_slider.value() + 1} of {len(self.order)} · sample #{i} · "
@@ -212,7 +212,7 @@ class DecompositionView(BaseView):
         thr = self.threshold()
         self.images["mask"].setImage((np.abs(self.S) > thr).astype(np.uint8), levels=(0, 1),
                                      lut=np.array([[255, 255, 255, 255], [0, 0, 0, 255]], dtype=np.uint8))
-        self.panels["mask"].setTitle(f"|S| > {fmt(thr)}", color=st.AXIS_COLOR, size="10pt")
+        st.set_title(self.panels["mask"], f"|S| > {fmt(thr)}", color=st.AXIS_COLOR, size="10pt")
         for key, p in self.panels.items():
             st.style_plot(p, left="sample", bottom="feature")
         self._mark_selected_rows()

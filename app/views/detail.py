@@ -153,7 +153,7 @@ class DetailView(BaseView):
                 ttl = titles[key]
                 if signed:  # the shared symmetric scale: yellow positive, blue negative
                     ttl += f" (max |·| {fmt(np.abs(v).max())})"
-                self.panels[key].setTitle(ttl, color=st.AXIS_COLOR, size="10pt")
+                st.set_title(self.panels[key], ttl, color=st.AXIS_COLOR, size="10pt")
                 self.panels[key].autoRange(padding=0.02)
         else:
             contrib = der.contributions(res, ds, i)

