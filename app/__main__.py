@@ -15,6 +15,14 @@ import sys
 CLI_COMMANDS = ("run", "replay", "methods", "demos")
 
 
+def _last_session() -> str | None:
+    from .session import last_session
+    try:
+        return last_session()
+    except Exception:  # noqa: BLE001 - unreadable settings must not stop the window opening
+        return None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="robust-studio",
@@ -57,6 +65,8 @@ class _Launch:
             w.load_demo(a.demo)
         elif a.data:
             w.open_path(a.data)
+        elif not a.screenshot and (last := _last_session()):
+            w.open_session(last)  # the user asked for it: File > Reopen last session at start
         else:
             self._maybe_screenshot()
 

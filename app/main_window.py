@@ -97,6 +97,9 @@ class MainWindow(QMainWindow):
         self.isolation = isolation or os.environ.get("RSS_FIT_ISOLATION", "process")
         if self.isolation not in ("process", "thread"):
             raise ValueError(f"isolation must be 'process' or 'thread'; got {self.isolation!r}")
+        # The session file that Save writes to: set by Save as and by opening a session, and
+        # forgotten when other data is loaded, so Save never writes one data set over another's.
+        self.session_path: str | None = None
         self.setWindowTitle("Robust Subspace Studio")
         self.setObjectName("main_window")
         self.state = state or AppState(self)
@@ -218,8 +221,20 @@ class MainWindow(QMainWindow):
                                             "act_open_folder")
         self.act_open_session = self._action("Open &session…", self.open_session_dialog, None,
                                              "Reopen a saved session", "act_open_session")
-        self.act_save_session = self._action("Sa&ve session…", self.save_session_dialog, "Ctrl+S",
+        self.act_save_session = self._action("Sa&ve session", self.save_session_dialog, "Ctrl+S",
                                              "Save data reference, parameters and results", "act_save_session")
+        self.act_save_session_as = self._action("Save session &as…", lambda: self.save_session_dialog(as_new=True),
+                                                "Ctrl+Shift+S", "Save the session under a new name",
+                                                "act_save_session_as")
+        self.act_reopen_last = self._action("Reopen last session at start", self._toggle_reopen_last, None,
+                                            "Open the last saved or opened session when the window starts",
+                                            "act_reopen_last")
+        self.act_reopen_last.setCheckable(True)
+        try:
+            from .session import reopen_last_enabled
+            self.act_reopen_last.setChecked(reopen_last_enabled())
+        except Exception:  # noqa: BLE001 - an unreadable setting leaves the option off
+            pass
         self.act_export_figure = self._action("Export &figure…", self.export_figure_dialog, "Ctrl+Shift+E",
                                               "Save the current view as PNG or SVG", "act_export_figure")
         self.act_export_results = self._action("&Export results…", self.export_results_dialog, "Ctrl+E",
@@ -245,6 +260,8 @@ class MainWindow(QMainWindow):
         m_file.addSeparator()
         m_file.addAction(self.act_open_session)
         m_file.addAction(self.act_save_session)
+        m_file.addAction(self.act_save_session_as)
+        m_file.addAction(self.act_reopen_last)
         m_file.addSeparator()
         m_file.addAction(self.act_export_figure)
         m_file.addAction(self.act_export_results)
@@ -472,7 +489,12 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Could not open {job.tag['what']}", 8000)
         self.loadFailed.emit(str(error))
 
-    def save_session_dialog(self) -> None:
+    def _toggle_reopen_last(self) -> None:
+        from .session import set_reopen_last
+        set_reopen_last(self.act_reopen_last.isChecked())
+
+    def save_session_dialog(self, as_new: bool = False) -> None:
+        """Save to the session last saved or opened (ask for a name the first time, or with as_new)."""
         try:
             from . import session as S
         except ImportError:
@@ -481,8 +503,10 @@ class MainWindow(QMainWindow):
         if self.state.dataset is None:
             self._show_error("Save session", "Nothing to save yet: load a data set first.")
             return
-        base = os.path.join(self.settings.last_directory(), f"{self.state.dataset.name}{S.SESSION_SUFFIX}")
-        path, _ = QFileDialog.getSaveFileName(self, "Save session", base, "Session (*.json)")
+        path = None if as_new else self.session_path
+        if not path:
+            base = os.path.join(self.settings.last_directory(), f"{self.state.dataset.name}{S.SESSION_SUFFIX}")
+            path, _ = QFileDialog.getSaveFileName(self, "Save session", base, "Session (*.json)")
         if not path:
             return
         try:
@@ -490,6 +514,7 @@ class MainWindow(QMainWindow):
             sess = S.session_from_state(self.state, view=view)
             S.save_session(path, sess, results=self.state.results, dataset=self.state.dataset)
             S.remember_session(path)
+            self.session_path = path
         except Exception as exc:  # noqa: BLE001 - shown to the user
             import traceback
             self._show_error("Save session failed", str(exc), traceback.format_exc())
@@ -523,6 +548,7 @@ class MainWindow(QMainWindow):
                 self.views.show_view(name)
             except Exception:  # noqa: BLE001 - a view that no longer exists is not fatal
                 pass
+        self.session_path = job.tag["session"]
         try:
             S.remember_session(job.tag["session"])
         except Exception:  # noqa: BLE001
@@ -566,6 +592,7 @@ class MainWindow(QMainWindow):
         if self.runner.is_busy():
             job = self.runner.cancel()
             self._log_job(job, "cancelled", "muted", detail="the data set changed during the fit")
+        self.session_path = None
         self.state.set_dataset(ds, fingerprint)
         self.datasetLoaded.emit(ds)
 

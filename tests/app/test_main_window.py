@@ -558,3 +558,38 @@ def test_session_with_moved_data_offers_to_locate_it(qtbot, window, tmp_path, se
     with qtbot.waitSignal(window.datasetLoaded, timeout=20000):
         window.open_session(path, data_path=str(moved / "renamed.npy"))
     assert window.state.result("pca") is not None
+
+
+def test_save_as_then_save_and_reopen_at_start(qtbot, window, tmp_path, settings_path, monkeypatch):
+    """File > Save session as… asks for a name once; Save then writes there without asking; the
+    selection comes back; "Reopen last session at start" makes the next launch open it."""
+    import app.session as S
+    from PySide6.QtWidgets import QFileDialog
+    _load(qtbot, window, "iris")
+    _run(qtbot, window, "pca")
+    window.state.set_selection([3, 7, 11])
+    path = str(tmp_path / "mine.rss.json")
+    asked = []
+    monkeypatch.setattr(QFileDialog, "getSaveFileName",
+                        staticmethod(lambda *a, **k: (asked.append(1), (path, ""))[1]))
+    window.act_save_session_as.trigger()
+    assert os.path.exists(path) and window.session_path == path and len(asked) == 1
+    window.state.set_selection([5])
+    window.act_save_session.trigger()  # no dialog the second time: same file, new selection
+    assert len(asked) == 1
+    assert list(S.load_session(path).selection) == [5]
+    # Loading other data forgets the session file, so Save cannot write one data set over another.
+    _load(qtbot, window, "clusters-3d")
+    assert window.session_path is None
+
+    assert not S.last_session()  # remembered, but reopening is off until the user asks
+    window.act_reopen_last.trigger()
+    assert window.act_reopen_last.isChecked() and S.last_session() == path
+    w2 = MainWindow(settings=Settings(settings_path), methods=_methods())
+    qtbot.addWidget(w2)
+    assert w2.act_reopen_last.isChecked()
+    with qtbot.waitSignal(w2.datasetLoaded, timeout=30000):
+        w2.open_session(S.last_session())
+    assert w2.state.dataset.name == "iris" and list(w2.state.selection) == [5]
+    assert w2.state.result("pca") is not None and w2.session_path == path
+    w2.close()
