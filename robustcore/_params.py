@@ -10,7 +10,7 @@ import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-__all__ = ["Param", "param_error", "validate_params", "check_range"]
+__all__ = ["Param", "SeedParam", "param_error", "validate_params", "check_range"]
 
 
 def _fmt(value: Any) -> str:
@@ -157,6 +157,21 @@ class Param:
                     return c
             raise param_error(self.name, self.allowed(), raw)
         return self.validate(raw)
+
+
+class SeedParam(Param):
+    """``random_state``: None (fresh randomness), a non-negative int seed, or, from scripts, a
+    ``numpy.random.Generator`` (which forms and the command line cannot express)."""
+
+    def __init__(self, help: str, name: str = "random_state", **kw):
+        kw.setdefault("advanced", True)
+        kw.setdefault("none_label", "fresh randomness")
+        super().__init__(name, int, None, help, low=0, allow_none=True, **kw)
+
+    def validate(self, value: Any) -> Any:
+        if type(value).__name__ == "Generator" and hasattr(value, "bit_generator"):
+            return value
+        return super().validate(value)
 
 
 def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:

@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._base import ConvergenceWarning, Estimator
-from .._params import Param, check_range, validate_params
+from .._params import Param, SeedParam, check_range
 from .._progress import Reporter
 from .._validation import check_array
 from . import _graph, _spectral
@@ -145,8 +145,7 @@ class ESFS(Estimator):
         Param("standardize", bool, True, "Z-score each feature before building the graph."),
         Param("n_features_to_select", int, None, "Top-ranked features kept by transform.", low=1,
               allow_none=True, none_label="half of the features"),
-        Param("random_state", int, None, "Seed of the eigensolver's starting vector.", low=0,
-              allow_none=True, none_label="random", advanced=True),
+        SeedParam("Seed of the eigensolver's starting vector."),
     )
 
     def __init__(self, sigma=None, sigma_scale=None, n_eigenpairs=1, graph="auto",
@@ -159,18 +158,6 @@ class ESFS(Estimator):
         self.standardize = standardize
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
-
-    def _start_fit(self):
-        # A Generator is a valid random_state for scripts but cannot be declared as a Param kind.
-        self._clear_fit()
-        values = self.get_params()
-        rs = values.pop("random_state")
-        specs = [p for p in self._params if p.name != "random_state"]
-        out = validate_params(specs, values)
-        if not isinstance(rs, np.random.Generator):
-            rs = next(p for p in self._params if p.name == "random_state").validate(rs)
-        out["random_state"] = rs
-        return out
 
     def fit(self, X, y=None, progress=None):
         """Score and rank the features of X (n_samples, n_features). ``y`` is ignored.

@@ -11,7 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._base import Estimator
-from .._params import Param, param_error, validate_params
+from .._params import Param, SeedParam, param_error, validate_params
 from .._progress import Reporter
 from .._validation import check_array
 from ._scw_steps import loss_scale, phi_from_eta
@@ -168,8 +168,7 @@ class SCW(Estimator):
               "Multi-class form: one shared covariance (M-SCW) or one binary SCW per class.",
               choices=("shared", "ovr"), advanced=True),
         Param("shuffle", bool, False, "Visit the samples of fit in a random order.", advanced=True),
-        Param("random_state", int, None, "Seed of the shuffle.", low=0, allow_none=True,
-              none_label="fresh randomness", advanced=True),
+        SeedParam("Seed of the shuffle."),
     )
 
     def __init__(self, variant="I", C=1.0, eta=None, covariance="full", a=1.0, multiclass="shared",
@@ -185,15 +184,7 @@ class SCW(Estimator):
 
     # -- parameters --------------------------------------------------------------------------
     def _validated_params(self) -> dict:
-        # random_state may be a numpy Generator, which the int declaration cannot describe.
-        values = self.get_params()
-        gen = values["random_state"]
-        is_gen = isinstance(gen, np.random.Generator)
-        if is_gen:
-            values["random_state"] = None
-        p = validate_params(self._params, values)
-        if is_gen:
-            p["random_state"] = gen
+        p = validate_params(self._params, self.get_params())
         p["eta"] = DEFAULT_ETA[p["variant"]] if p["eta"] is None else p["eta"]
         return p
 

@@ -15,7 +15,7 @@ import numpy as np
 from scipy import stats
 
 from .._base import ConvergenceWarning, Estimator
-from .._params import Param, check_range, param_error, validate_params
+from .._params import Param, SeedParam, check_range, param_error
 from .._progress import Reporter
 from .._validation import check_array
 from .pca import fix_signs
@@ -246,8 +246,7 @@ class CoherencePursuit(Estimator):
               advanced=True),
         Param("chunk_size", int, None, "Rows per block when computing coherence.", low=1,
               allow_none=True, none_label="about 1e7 entries per block", advanced=True),
-        Param("random_state", int, None, "Seed of the random sketch (selection=adaptive).",
-              low=0, allow_none=True, none_label="fresh randomness", advanced=True),
+        SeedParam("Seed of the random sketch (selection=adaptive)."),
     )
 
     def __init__(self, n_components: int = 2, norm: int = 2, selection: str = "count",
@@ -267,16 +266,6 @@ class CoherencePursuit(Estimator):
         self.n_repeats = n_repeats
         self.chunk_size = chunk_size
         self.random_state = random_state
-
-    def _start_fit(self):
-        # A Generator is a valid random_state for scripts but cannot be declared as a Param kind.
-        rs = self.random_state
-        if isinstance(rs, np.random.Generator):
-            self._clear_fit()
-            values = validate_params(self._params, {**self.get_params(), "random_state": None})
-            values["random_state"] = rs
-            return values
-        return super()._start_fit()
 
     # -- fitting --------------------------------------------------------------------------
     def fit(self, X, y=None, progress=None):

@@ -126,6 +126,7 @@ class _Sweeper:
         self.P = self.Q = self.R = self.Lm = None
         self.sL = np.zeros(0)
         self._scratch = {}
+        self._pbuf = None
         if self.tall:
             step = max(1, _BLOCK // self.d)
             self.blocks = [np.s_[i:i + step, :] for i in range(0, self.n, step)]
@@ -169,7 +170,7 @@ class _Sweeper:
                 self.kind = None
             elif kind == "right":      # E = V (d, k): L = (A V diag(sL/sig)) V^T
                 self.kind, self.R, self.Q = "AR", E * (sL / sig), np.ascontiguousarray(E.T)
-                self.P = np.empty((self.n, svp))
+                self.P = self._p_buffer(svp)
             else:                      # E = U (n, k): L = U (diag(sL/sig) U^T A)
                 self.kind, self.P = "LA", np.ascontiguousarray(E)
                 self.Lm = np.ascontiguousarray((E * (sL / sig)).T)
@@ -187,6 +188,15 @@ class _Sweeper:
         self.sL = sL
         self.sv = min(svp + 1, self.small) if svp < sv else min(svp + round(0.05 * self.small), self.small)
         return svp
+
+    def _p_buffer(self, k):
+        """An n x k C-ordered array carved from a buffer reused across iterations: a fresh
+        multi-megabyte array every iteration costs page faults that rival the products."""
+        size = self.n * k
+        if self._pbuf is None or self._pbuf.size < size:
+            cap = min(self.small, k + max(8, round(0.1 * self.small)))
+            self._pbuf = np.empty(self.n * cap)
+        return self._pbuf[:size].reshape(self.n, k)
 
     def _lowrank_block(self, b, out):
         """L restricted to block b, written into ``out`` (forming A-products as needed)."""

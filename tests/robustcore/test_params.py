@@ -278,3 +278,16 @@ def test_refit_after_param_change_and_failed_fit_leaves_unfitted(make):
     assert not est.__sklearn_is_fitted__()
     est.set_params(n_components=1).fit(_X())
     assert est.components_.shape == (1, 6)
+
+
+def test_seed_param_takes_none_int_or_generator_and_nothing_else():
+    from robustcore._params import SeedParam
+    p = SeedParam("Seed of something.")
+    assert p.name == "random_state" and p.advanced and p.default is None
+    gen = np.random.default_rng(3)
+    assert p.validate(None) is None and p.validate(7) == 7 and p.validate(gen) is gen
+    assert p.parse("auto") is None and p.parse("12") == 12
+    with pytest.raises(ValueError, match=r"random_state must be an integer >= 0.*got -1"):
+        p.validate(-1)
+    with pytest.raises(ValueError, match="random_state"):
+        p.validate("seed")
