@@ -10,7 +10,9 @@ Speed comes from doing only the work the answer needs:
 * singular value thresholding needs only the triplets above 1/mu. A rank prediction (the
   reference code's rule, with min(n, d) in place of n) sizes a partial SVD; the route is chosen
   each iteration by a flop count tuned for numpy/OpenBLAS (``_choose_route``):
-  - "gram": one syrk on the smaller side and a small ``eigh`` (large ranks: MNIST, video);
+  - "gram": one syrk on the smaller side and a small symmetric eigensolver (large ranks:
+    MNIST, video); the syrk is accumulated block by block inside the sweep that writes A, and
+    only the wanted eigenvectors are back-transformed (``linalg.eigh_above``);
   - "randomized": a range finder warm-started from the previous right singular vectors (one
     subspace iteration), grown and recomputed whenever every computed singular value survives
     the threshold, so the threshold is never truncated (small ranks: JACM Table I);
@@ -19,7 +21,10 @@ Speed comes from doing only the work the answer needs:
   the next sparse step while the block is in cache. Four n x d buffers are used (X itself is
   not copied unless it has all-zero rows or columns, which are dropped: they stay exactly zero
   in L, S and Y, so removing them changes nothing but the cost);
-* the sparse step is ``R - clip(R, -t, t)``, two passes instead of sign * max(|R| - t, 0).
+* the sparse step is ``R - clip(R, -t, t)``, two passes instead of sign * max(|R| - t, 0);
+* wide data (n < d, e.g. video frames as rows) is solved transposed, so the sweep always
+  works on contiguous row blocks; scratch arrays live for the whole fit (fresh
+  multi-megabyte arrays cost page faults every iteration).
 """
 from __future__ import annotations
 
@@ -28,23 +33,15 @@ import time
 import warnings
 
 import numpy as np
+from scipy.linalg.blas import dsyrk as _dsyrk
 
 from .._base import ConvergenceWarning, Estimator
-from .._params import Param
+from .._params import Param, SeedParam
 from .._progress import Reporter
 from .._validation import check_array
-from ..linalg import as_generator, gram_svd, randomized_svd, spectral_norm
+from ..linalg import as_generator, eigh_above, gram_svd, randomized_svd, spectral_norm
 
 __all__ = ["PCP", "svd_threshold"]
-
-
-class _SeedParam(Param):
-    """An integer seed that also accepts a ``numpy.random.Generator`` from scripts."""
-
-    def validate(self, value):
-        if isinstance(value, np.random.Generator):
-            return value
-        return super().validate(value)
 
 
 _OVERSAMPLE = 10
@@ -112,6 +109,9 @@ class _Sweeper:
 
     One iteration = ``lowrank_step`` (SVT of A) + ``sweep`` (multiplier update, residual and
     the next sparse step, fused into one pass over the data in blocks).
+
+    ``PCP.fit`` always hands it a tall matrix (n >= d); the column-block path for wide input
+    is kept so the class stays correct on any shape.
     """
 
     def __init__(self, M, lam, method, rng):
@@ -127,6 +127,7 @@ class _Sweeper:
         self.sL = np.zeros(0)
         self._scratch = {}
         self._pbuf = None
+        self._gram = None         # A^T A accumulated by the sweep (lower triangle), or None
         if self.tall:
             step = max(1, _BLOCK // self.d)
             self.blocks = [np.s_[i:i + step, :] for i in range(0, self.n, step)]
@@ -163,7 +164,8 @@ class _Sweeper:
         if route == "auto":
             route = _choose_route(self.n, self.d, sv, warm=self.kind is not None)
         if route == "gram":
-            kind, E, sig = _gram_eig(A, tau)
+            kind, E, sig = _gram_eig(A, tau, G=self._gram)
+            self._gram = None
             svp = sig.size
             sL = sig - tau
             if svp == 0:
@@ -230,6 +232,15 @@ class _Sweeper:
         acc = 0.0
         nnz = 0
         has_l = self.kind is not None
+        # When the next low-rank step will use the Gram route, accumulate A^T A block by block
+        # (syrk) while each new block of A is in cache, instead of reading A again: ~8 % less
+        # time for the Gram product on the escalator video.
+        route = self.method
+        if route == "auto":
+            route = _choose_route(self.n, self.d, self.sv, warm=has_l)
+        gram = None
+        if not final and self.tall and route == "gram":
+            gram = np.zeros((self.d, self.d), order="F")
         for b, (T1, T2, T3) in self._temps():
             Ab = A[b]
             Wb = W[b]
@@ -262,6 +273,9 @@ class _Sweeper:
                 np.add(T1, Lb, out=Ab)                   # A = R - S + L
             else:
                 np.copyto(Ab, T1)
+            if gram is not None:                         # Ab.T is Fortran-ordered: no copy
+                gram = _dsyrk(1.0, Ab.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
+        self._gram = gram
         self.nnz_nxt = nnz
         return math.sqrt(acc)
 
@@ -333,21 +347,24 @@ _EIGH_WEIGHT = 4.0   # LAPACK eigh runs at a fraction of GEMM speed (tridiagonal
 _SKINNY_WEIGHT = 2.5
 
 
-def _gram_eig(A, tau):
+def _gram_eig(A, tau, G=None):
     """Eigenpairs of the smaller Gram matrix of A with singular value > tau.
 
+    ``G`` is that Gram matrix if already known (only its lower triangle is read).
     Returns ("right", V (d, k), sigma) when d <= n (Gram = A^T A) or ("left", U (n, k), sigma).
-    A full ``eigh`` is used: a warm-started subspace step with Rayleigh-Ritz was tried and
+    An exact dense eigensolver is used (``eigh_above``: every eigenvalue, only the wanted
+    vectors back-transformed): a warm-started subspace step with Rayleigh-Ritz was tried and
     rejected, as it misses eigenvalues just above the threshold (MNIST: rank 244 instead of
     251) for a saving of under 10 %.
     """
     n, d = A.shape
     right = d <= n
-    G = A.T @ A if right else A @ A.T
+    own = G is not None           # the sweep's Gram matrix is ours to overwrite
+    if G is None:
+        G = A.T @ A if right else A @ A.T
     t2 = tau * tau
-    w, E = np.linalg.eigh(G)
-    keep = w > t2
-    w, E = w[keep][::-1], E[:, keep][:, ::-1]
+    w, E = eigh_above(G, t2, overwrite=own)
+    w, E = w[::-1], E[:, ::-1]
     sig = np.sqrt(w)
     keep = sig > tau
     return ("right" if right else "left"), E[:, keep], sig[keep]
@@ -386,7 +403,8 @@ class PCP(Estimator):
     -----
     Memory: X (not copied when it is a C-ordered float64 array) plus four n x d work arrays,
     and one reduced copy of X when it has all-zero rows or columns (these are dropped from the
-    work; they come back as exact zeros of L and S). The returned L and S reuse work arrays.
+    work; they come back as exact zeros of L and S). The returned L and S reuse work arrays;
+    for wide X (n_samples < n_features) they are Fortran-ordered (transposed work arrays).
     Results are deterministic for a given ``random_state``; different seeds agree to about
     the tolerance.
 
@@ -421,8 +439,7 @@ class PCP(Estimator):
               choices=("auto", "gram", "randomized", "full"), advanced=True),
         Param("score", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
               choices=("l1", "l2")),
-        _SeedParam("random_state", int, None, "Seed for the randomized SVD.", low=0, allow_none=True,
-                   none_label="fresh randomness", advanced=True),
+        SeedParam("Seed for the randomized SVD."),
     )
 
     def __init__(self, lam=None, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto", score="l1",

@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 
+from robustcore import linalg
 from robustcore.linalg import as_generator, gram_svd, partial_svd, randomized_svd, spectral_norm
 
 
@@ -113,3 +114,19 @@ def test_orthonormalize_spans_the_columns_even_when_ill_conditioned():
     assert np.all(np.linalg.norm(R, axis=0) <= 1e-8 * np.linalg.norm(Y, axis=0) + 1e-15)
     Z = orthonormalize(np.hstack([Y[:, :5], Y[:, :5] @ rng.standard_normal((5, 3))]))
     assert Z.shape[1] == 5   # dependent columns dropped
+
+
+@pytest.mark.parametrize("s, lower", [(40, True), (200, True), (200, False)])
+def test_eigh_above_matches_eigh_on_the_wanted_part(s, lower):
+    rng = np.random.default_rng(7)
+    B = rng.standard_normal((s + 30, s))
+    G = B.T @ B
+    w_all, V_all = np.linalg.eigh(G)
+    thr = float(np.median(w_all))
+    H = np.tril(G) if lower else np.triu(G)      # only the named triangle may be read
+    w, E = linalg.eigh_above(np.asfortranarray(H), thr, lower=lower)
+    keep = w_all > thr
+    np.testing.assert_allclose(w, w_all[keep], rtol=1e-10)
+    np.testing.assert_allclose(G @ E, E * w, atol=1e-9 * w_all[-1])
+    np.testing.assert_allclose(E.T @ E, np.eye(w.size), atol=1e-10)
+    assert linalg.eigh_above(G, 2 * w_all[-1])[1].shape == (s, 0)

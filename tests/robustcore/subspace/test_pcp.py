@@ -264,3 +264,35 @@ def test_seeds_agree_and_a_seed_repeats_exactly():
     c = PCP(random_state=1, svd="randomized").fit(L0 + S0)
     assert np.linalg.norm(a.low_rank_ - b.low_rank_) / np.linalg.norm(a.low_rank_) < 1e-6
     np.testing.assert_array_equal(a.low_rank_, c.low_rank_)
+
+
+def test_wide_input_with_blank_lines_matches_the_reduced_problem():
+    """Wide data is solved transposed and blank lines are dropped; both must be invisible."""
+    L0, S0 = planted(120, 150, 4, 0.05, seed=15)
+    X = L0 + S0
+    X[:20] = 0.0
+    X[:, 10:25] = 0.0
+    est = PCP(random_state=0).fit(X)
+    assert est.low_rank_.shape == X.shape and est.components_.shape == (est.rank_, 150)
+    assert not est.low_rank_[:20].any() and not est.sparse_[:, 10:25].any()
+    cols = np.r_[0:10, 25:150]
+    ref = PCP(lam=1 / np.sqrt(150), random_state=0).fit(X[20:][:, cols])
+    assert est.n_iter_ == ref.n_iter_ and est.rank_ == ref.rank_
+    np.testing.assert_allclose(est.low_rank_[20:][:, cols], ref.low_rank_, atol=1e-12)
+    np.testing.assert_array_equal(est.sparse_[20:][:, cols] != 0, ref.sparse_ != 0)
+    # components_ are the right singular vectors of L (rows = samples)
+    _, s, Vt = np.linalg.svd(est.low_rank_, full_matrices=False)
+    np.testing.assert_allclose(est.singular_values_, s[:est.rank_], rtol=1e-8)
+    np.testing.assert_allclose(np.abs(est.components_ @ Vt[:est.rank_].T), np.eye(est.rank_), atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(400, 90), (90, 400)])
+def test_gram_route_with_sweep_accumulated_gram_matches_full_svd(shape):
+    """The Gram matrix is accumulated block by block during the sweep; it must give the
+    same iterates as LAPACK's full SVD of the same matrix."""
+    L0, S0 = planted(*shape, 5, 0.05, seed=16)
+    a = PCP(svd="gram", random_state=0).fit(L0 + S0)
+    b = PCP(svd="full", random_state=0).fit(L0 + S0)
+    assert a.n_iter_ == b.n_iter_ and a.rank_ == b.rank_ == 5
+    np.testing.assert_allclose(a.low_rank_, b.low_rank_, atol=1e-8)
+    assert a.history_["rank"] == b.history_["rank"]
