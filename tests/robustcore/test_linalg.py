@@ -14,7 +14,7 @@ def known_spectrum(m, n, s, seed):
     return (U * s) @ V.T, U, np.asarray(s, float), V
 
 
-def same_triplets(U, s, Vt, A, k, rtol=1e-9, vtol=1e-7):
+def assert_same_triplets(U, s, Vt, A, k, rtol=1e-9, vtol=1e-7):
     U0, s0, Vt0 = np.linalg.svd(A, full_matrices=False)
     np.testing.assert_allclose(s, s0[:k], rtol=rtol)
     # singular vectors agree up to sign
@@ -33,7 +33,7 @@ def test_gram_svd_leading_triplets(shape):
     A = A + 1e-3 * np.random.default_rng(1).standard_normal(shape)
     U, s, Vt = gram_svd(A, k=10)
     assert U.shape == (m, 10) and s.shape == (10,) and Vt.shape == (10, n)
-    same_triplets(U, s, Vt, A, 10)
+    assert_same_triplets(U, s, Vt, A, 10)
 
 
 def test_gram_svd_threshold_keeps_values_above():
@@ -41,7 +41,7 @@ def test_gram_svd_threshold_keeps_values_above():
     tau = (s0[11] + s0[12]) / 2
     U, s, Vt = gram_svd(A, threshold=tau)
     assert s.size == 12
-    same_triplets(U, s, Vt, A, 12)
+    assert_same_triplets(U, s, Vt, A, 12)
     U, s, Vt = gram_svd(A, threshold=100.0)
     assert U.shape == (200, 0) and s.size == 0 and Vt.shape == (0, 150)
 
@@ -52,14 +52,14 @@ def test_randomized_svd_leading_triplets(shape):
     spectrum = np.r_[np.geomspace(100, 10, 15), np.full(60, 0.01)]  # a clear gap after 15
     A, *_ = known_spectrum(m, n, spectrum, seed=3)
     U, s, Vt = randomized_svd(A, 15, n_power_iter=2, random_state=0)
-    same_triplets(U, s, Vt, A, 15, rtol=1e-10, vtol=1e-8)
+    assert_same_triplets(U, s, Vt, A, 15, rtol=1e-10, vtol=1e-8)
 
 
 def test_randomized_svd_warm_start_needs_no_power_iterations():
     A, U0, s0, V0 = known_spectrum(300, 200, np.geomspace(10, 1, 8), seed=4)
     A = A + 1e-6 * np.random.default_rng(5).standard_normal(A.shape)
     U, s, Vt = randomized_svd(A, 8, n_power_iter=0, init=V0, random_state=0)
-    same_triplets(U, s, Vt, A, 8, rtol=1e-9, vtol=1e-8)
+    assert_same_triplets(U, s, Vt, A, 8, rtol=1e-9, vtol=1e-8)
 
 
 def test_randomized_svd_slow_decay_is_close():
@@ -75,7 +75,7 @@ def test_partial_svd_methods_agree(method):
     spectrum = np.r_[np.geomspace(30, 3, 12), np.full(20, 1e-3)]
     A, *_ = known_spectrum(260, 180, spectrum, seed=7)
     U, s, Vt = partial_svd(A, 12, method=method, random_state=0)
-    same_triplets(U, s, Vt, A, 12, rtol=1e-9, vtol=1e-7)
+    assert_same_triplets(U, s, Vt, A, 12, rtol=1e-9, vtol=1e-7)
 
 
 def test_spectral_norm():
