@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from . import _style as st
+from ._common import title_of
 
 
 class BaseView(QWidget):
@@ -41,6 +42,19 @@ class BaseView(QWidget):
 
     def available_methods(self) -> list[str]:
         return [m for m in self.methods if self.state.result(m) is not None]
+
+    def result(self):
+        """The result picked in the view's method box (``None`` for views that draw several)."""
+        box = getattr(self, "method_box", None)
+        key = box.key() if box is not None else None
+        return self.state.result(key) if key else None
+
+    def fill_method_box(self, first_by_default: bool = True) -> None:
+        """Offer the methods with a result, preferring the one chosen in the method panel."""
+        avail = self.available_methods()
+        cur = self.state.current_method
+        default = cur if cur in avail else (avail[0] if first_by_default and avail else None)
+        self.method_box.set_items([(title_of(m), m) for m in avail], default=default)
 
     def refresh(self) -> None:  # pragma: no cover - every view overrides it
         raise NotImplementedError

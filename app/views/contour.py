@@ -91,14 +91,8 @@ class ContourView(BaseView):
         self.plane_box.currentIndexChanged.connect(self.redraw)
         self.rule_box.currentIndexChanged.connect(self._apply_rule)
 
-    def result(self):
-        m = self.method_box.key()
-        return self.state.result(m) if m else None
-
     def refresh(self):
-        avail = self.available_methods()
-        cur = self.state.current_method
-        self.method_box.set_items([(title_of(m), m) for m in avail], default=cur if cur in avail else avail[0])
+        self.fill_method_box()
         self._method_changed()
 
     def set_rule(self, rule: str) -> None:

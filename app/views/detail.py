@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QToolButton
 
 from . import _derived as der
 from . import _style as st
-from ._common import Choice, describe_sample, fmt, labelled, title_of
+from ._common import Choice, describe_sample, fmt, labelled
 from .base import BaseView
 
 
@@ -76,14 +76,8 @@ class DetailView(BaseView):
             self.bar_plot.setVisible(True)
         self._arranged = keys
 
-    def result(self):
-        m = self.method_box.key()
-        return self.state.result(m) if m else None
-
     def refresh(self):
-        avail = self.available_methods()
-        cur = self.state.current_method
-        self.method_box.set_items([(title_of(m), m) for m in avail], default=cur if cur in avail else avail[0])
+        self.fill_method_box()
         self.redraw()
 
     def clear(self):

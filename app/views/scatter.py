@@ -62,14 +62,8 @@ class ScatterView(BaseView):
         if not self.tool_buttons[tool].isChecked():
             self.tool_buttons[tool].setChecked(True)
 
-    def result(self):
-        m = self.method_box.key()
-        return self.state.result(m) if m else None
-
     def refresh(self) -> None:
-        avail = self.available_methods()
-        cur = self.state.current_method
-        self.method_box.set_items([(title_of(m), m) for m in avail], default=cur if cur in avail else None)
+        self.fill_method_box(first_by_default=False)
         self._method_changed()
 
     def _method_changed(self, *_):
