@@ -49,6 +49,11 @@ class ResultViews(QTabWidget):
         self._build_views = build_views
         self.setDocumentMode(True)
         self.summary = QPlainTextEdit(readOnly=True)
+        # What an empty window should say: where to start.
+        self.summary.setPlaceholderText(
+            "No results yet.\n\n1. Open a data file (Ctrl+O) or pick one from the Demos menu.\n"
+            "2. Choose a method and its parameters in the Method panel.\n"
+            "3. Press Run (Ctrl+R). The views for that method appear here as tabs.")
         self.addTab(self.summary, "Summary")
         self._classes = {}
         for name in VIEW_NAMES:
