@@ -90,6 +90,18 @@ def full_pass(X, yf, yi, mean, cov, phi, C, squared, multiclass, scores, vs, upd
         updated[i] = True
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _diag_update(mean, sdiag, a, xa, alpha, beta, r, s, yb, multiclass):
+    """One coordinate of the diagonal-covariance update (shared by the dense and sparse passes)."""
+    ga = sdiag[a] * xa
+    if multiclass:
+        mean[r, a] += alpha * ga
+        mean[s, a] -= alpha * ga
+    else:
+        mean[0, a] += alpha * yb * ga
+    sdiag[a] -= beta * (ga * ga)
+
+
 @njit(cache=True, nogil=True)
 def diag_dense_pass(X, yf, yi, mean, sdiag, phi, C, squared, multiclass, scores, vs, updated, start, stop):
     d = X.shape[1]
@@ -112,13 +124,7 @@ def diag_dense_pass(X, yf, yi, mean, sdiag, phi, C, squared, multiclass, scores,
             continue
         alpha, beta = _step(m, v, phi, C, squared, multiclass)
         for a in range(d):
-            ga = sdiag[a] * x[a]
-            if multiclass:
-                mean[r, a] += alpha * ga
-                mean[s, a] -= alpha * ga
-            else:
-                mean[0, a] += alpha * yf[i] * ga
-            sdiag[a] -= beta * (ga * ga)
+            _diag_update(mean, sdiag, a, x[a], alpha, beta, r, s, yf[i], multiclass)
         updated[i] = True
 
 
@@ -148,12 +154,5 @@ def diag_sparse_pass(indptr, indices, data, yf, yi, mean, sdiag, phi, C, squared
             continue
         alpha, beta = _step(m, v, phi, C, squared, multiclass)
         for p in range(p0, p1):
-            a = indices[p]
-            ga = sdiag[a] * data[p]
-            if multiclass:
-                mean[r, a] += alpha * ga
-                mean[s, a] -= alpha * ga
-            else:
-                mean[0, a] += alpha * yf[i] * ga
-            sdiag[a] -= beta * (ga * ga)
+            _diag_update(mean, sdiag, indices[p], data[p], alpha, beta, r, s, yf[i], multiclass)
         updated[i] = True
