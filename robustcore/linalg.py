@@ -148,7 +148,8 @@ def gram_svd(A, k=None, threshold=None):
     return U, s, np.ascontiguousarray(Vt)
 
 
-def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_state=None):
+def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_state=None,
+                   products=None):
     """Leading ``k`` singular triplets by a randomized range finder with subspace iteration.
 
     Parameters
@@ -163,6 +164,9 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
         Starting right subspace (e.g. previous right singular vectors ``Vt.T``); padded with
         Gaussian columns to ``k + n_oversamples``.
     random_state : None, int or numpy.random.Generator
+    products : object with ``dot(A, B)`` (A @ B) and ``tdot(A, B)`` (A.T @ B), or None
+        How products with the tall side are computed (e.g. ``_threads.RowSplit``, several
+        threads); None means numpy's products.
 
     Returns
     -------
@@ -184,13 +188,17 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
         Omega = np.hstack([init, rng.standard_normal((n, extra))]) if extra > 0 else init
     else:
         Omega = rng.standard_normal((n, ell))
-    Q = orthonormalize(A @ Omega)
+    if products is None:
+        dot, tdot = np.matmul, (lambda X, Y: X.T @ Y)
+    else:
+        dot, tdot = products.dot, products.tdot
+    Q = orthonormalize(dot(A, Omega), products)
     for _ in range(int(n_power_iter)):
-        Q = orthonormalize(A.T @ Q)
-        Q = orthonormalize(A @ Q)
-    B = Q.T @ A                                          # (ell, n)
+        Q = orthonormalize(tdot(A, Q))
+        Q = orthonormalize(dot(A, Q), products)
+    B = tdot(Q, A)                                       # (ell, n) = Q^T A
     Ub, s, Vt = _small_side_svd(B)
-    U = Q @ Ub[:, :k]
+    U = dot(Q, Ub[:, :k])
     if s.size < k:   # A has numerical rank below k: complete with zero singular values
         pad = k - s.size
         U = np.hstack([U, _orth_complement(U, pad, rng)])
@@ -199,9 +207,9 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
     return U, s[:k], Vt[:k]
 
 
-def orthonormalize(Y):
+def orthonormalize(Y, products=None):
     """Orthonormal basis (m, j <= ell) of the columns of ``Y`` (m, ell), from BLAS-3 products
-    and a small ``eigh`` only.
+    and a small ``eigh`` only (``products`` as in :func:`randomized_svd`).
 
     Householder QR of a tall matrix is BLAS-2 bound and, with a multithreaded BLAS on a busy
     machine, can be many times slower than its flop count suggests; this two-pass eigen-based
@@ -212,13 +220,13 @@ def orthonormalize(Y):
     # inside span(Y), which is all a range finder needs); pass 2 sees nearly orthonormal columns,
     # restores orthogonality to rounding level and drops the dependent ones.
     for rel in (1e-30, 1e-8):
-        C = Q.T @ Q
+        C = Q.T @ Q if products is None else products.tdot(Q, Q)
         w, V = np.linalg.eigh(C)
         keep = w > w[-1] * rel if w.size and w[-1] > 0 else np.zeros(w.size, bool)
         if not keep.any():
             return np.zeros((Y.shape[0], 0))
         V = V[:, keep][:, ::-1] / np.sqrt(w[keep][::-1])
-        Q = Q @ V
+        Q = Q @ V if products is None else products.dot(Q, V)
     return Q
 
 

@@ -24,13 +24,20 @@ Speed comes from doing only the work the answer needs:
 * the sparse step is ``R - clip(R, -t, t)``, two passes instead of sign * max(|R| - t, 0);
 * wide data (n < d, e.g. video frames as rows) is solved transposed, so the sweep always
   works on contiguous row blocks; scratch arrays live for the whole fit (fresh
-  multi-megabyte arrays cost page faults every iteration).
+  multi-megabyte arrays cost page faults every iteration);
+* the sweep, the Gram product and the randomized route's products run on ``n_jobs`` threads,
+  each over its own range of rows (numpy releases the GIL in products and elementwise loops),
+  with BLAS held to one thread meanwhile. Only the small eigenproblem stays on one core (scipy's
+  LAPACK wrappers hold the GIL). On the 2-core development machine this takes MNIST-3000 from
+  3.8 s to about 2.5 s and the escalator video from 2.8 s to 1.7 s.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.linalg.blas import dsyrk as _dsyrk
@@ -38,6 +45,7 @@ from scipy.linalg.blas import dsyrk as _dsyrk
 from .._base import ConvergenceWarning, Estimator
 from .._params import Param, SeedParam
 from .._progress import Reporter
+from .._threads import RowSplit, resolve_n_jobs, single_threaded_blas
 from .._validation import check_array
 from ..linalg import as_generator, eigh_above, gram_svd, randomized_svd, spectral_norm
 
@@ -47,7 +55,7 @@ __all__ = ["PCP", "svd_threshold"]
 _OVERSAMPLE = 10
 
 
-def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None):
+def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None, products=None):
     """Singular triplets of ``A`` (m, n) whose singular values exceed ``tau``.
 
     Parameters
@@ -60,6 +68,8 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None)
     init : ndarray (n, j) or None
         Warm start for the randomized route (previous right singular vectors, transposed).
     random_state : numpy.random.Generator or seed
+    products : how products with the tall side of A are computed in the randomized route
+        (see :func:`robustcore.linalg.randomized_svd`); None means numpy's.
 
     Returns
     -------
@@ -84,7 +94,7 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None)
             U, s, Vt = gram_svd(A, threshold=tau)
             return U, s, Vt, "gram"
         U, s, Vt = randomized_svd(A, sv, n_oversamples=_OVERSAMPLE, n_power_iter=n_power, init=init,
-                                  random_state=rng)
+                                  random_state=rng, products=products)
         r = int(np.count_nonzero(s > tau))
         if r < sv:
             return U[:, :r], s[:r], Vt[:r], route
@@ -112,9 +122,14 @@ class _Sweeper:
 
     ``PCP.fit`` always hands it a tall matrix (n >= d); the column-block path for wide input
     is kept so the class stays correct on any shape.
+
+    With ``n_jobs`` > 1 (tall input only) the rows are cut into that many equal ranges, each
+    swept by its own thread with its own scratch and its own part of the Gram matrix; numpy
+    releases the GIL in the products and the elementwise loops, so the ranges run in parallel.
+    Call ``close`` to stop the threads.
     """
 
-    def __init__(self, M, lam, method, rng):
+    def __init__(self, M, lam, method, rng, n_jobs=1):
         self.M = M
         self.n, self.d = M.shape
         self.small = min(self.n, self.d)
@@ -122,34 +137,74 @@ class _Sweeper:
         self.method = method
         self.rng = rng
         self.sv = 10
+        self._last_svp = 0
         self.kind = None          # "PQ": L = P @ Q; "AR": P = A @ R; "LA": Q = Lm @ A
         self.P = self.Q = self.R = self.Lm = None
         self.sL = np.zeros(0)
         self._scratch = {}
         self._pbuf = None
         self._gram = None         # A^T A accumulated by the sweep (lower triangle), or None
+        self._pool = None
         if self.tall:
             step = max(1, _BLOCK // self.d)
-            self.blocks = [np.s_[i:i + step, :] for i in range(0, self.n, step)]
+            # at least two blocks of rows per thread, or threads cost more than they bring
+            jobs = max(1, min(int(n_jobs), -(-self.n // step) // 2))
+            edges = np.linspace(0, self.n, jobs + 1).round().astype(int)
+            self.groups = []
+            for lo, hi in zip(edges[:-1].tolist(), edges[1:].tolist()):
+                size = -(-(hi - lo) // -(-(hi - lo) // step))   # equal blocks within the range
+                self.groups.append([np.s_[i:min(i + size, hi), :] for i in range(lo, hi, size)])
         else:
             step = max(1, _BLOCK // self.n)
-            self.blocks = [np.s_[:, j:j + step] for j in range(0, self.d, step)]
+            self.groups = [[np.s_[:, j:j + step] for j in range(0, self.d, step)]]
+        self.n_jobs = len(self.groups)
+
+    def _executor(self):
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n_jobs, thread_name_prefix="pcp-sweep")
+        return self._pool
+
+    def _products(self):
+        """Products with A split over the sweep's row ranges and threads (None: one thread)."""
+        if self.n_jobs == 1:
+            return None
+        ranges = [(g[0][0].start, g[-1][0].stop) for g in self.groups]
+        return RowSplit(self.n, ranges, self._executor())
+
+    def close(self):
+        """Stop the sweep threads (if any were started)."""
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     # -- state ----------------------------------------------------------------------------
     def start(self, w_scale, t):
-        """First sparse step with L = 0 and Y = M / J."""
-        M = self.M
+        """First sparse step with L = 0 and Y = M / J (each thread group on its own blocks,
+        which also spreads the first touch of the new arrays' pages over the threads)."""
         # explicit C order: M may be a transposed (Fortran-ordered) view of the caller's X
-        self.W = np.multiply(M, w_scale, out=np.empty(M.shape))
-        self.A = np.empty_like(self.W)
-        self.S_cur = np.empty_like(self.W)
-        self.S_nxt = np.empty_like(self.W)
-        np.add(M, self.W, out=self.A)
-        np.clip(self.A, -t, t, out=self.S_cur)
-        np.subtract(self.A, self.S_cur, out=self.S_cur)
-        np.subtract(self.A, self.S_cur, out=self.A)
-        self.nnz_cur = int(np.count_nonzero(self.S_cur))
-        self.nnz_nxt = self.nnz_cur
+        shape = self.M.shape
+        self.W, self.A, self.S_cur, self.S_nxt = (np.empty(shape) for _ in range(4))
+        self.nnz_cur = self.nnz_nxt = sum(self._run(self._start_group, w_scale, t))
+
+    def _start_group(self, g, w_scale, t):
+        nnz = 0
+        for b in self.groups[g]:
+            Wb, Ab, Sb = self.W[b], self.A[b], self.S_cur[b]
+            np.multiply(self.M[b], w_scale, out=Wb)
+            np.add(self.M[b], Wb, out=Ab)
+            np.clip(Ab, -t, t, out=Sb)
+            np.subtract(Ab, Sb, out=Sb)
+            np.subtract(Ab, Sb, out=Ab)
+            nnz += int(np.count_nonzero(Sb))
+            self.S_nxt[b].fill(0.0)
+        return nnz
+
+    def _run(self, fn, *args):
+        """fn(g, *args) for every thread group g, in the pool when there are several."""
+        if self.n_jobs == 1:
+            return [fn(0, *args)]
+        pool = self._executor()
+        return [f.result() for f in [pool.submit(fn, g, *args) for g in range(self.n_jobs)]]
 
     def advance(self):
         self.S_cur, self.S_nxt = self.S_nxt, self.S_cur
@@ -180,7 +235,8 @@ class _Sweeper:
         else:
             Vt = self._right_vectors()
             init = Vt.T if Vt is not None else None
-            U, sig, Vt, _ = svd_threshold(A, tau, sv=sv, method=route, init=init, random_state=self.rng)
+            U, sig, Vt, _ = svd_threshold(A, tau, sv=sv, method=route, init=init, random_state=self.rng,
+                                          products=self._products())
             svp = sig.size
             sL = sig - tau
             if svp == 0:
@@ -188,7 +244,14 @@ class _Sweeper:
             else:
                 self.kind, self.P, self.Q = "PQ", U * sL, Vt
         self.sL = sL
-        self.sv = min(svp + 1, self.small) if svp < sv else min(svp + round(0.05 * self.small), self.small)
+        # The reference code predicts svp + 1 (or + 5 % of the size when every computed value
+        # survived). While the rank is still climbing (MNIST: 1, 6, 16, 31, 47, ...) that is
+        # short every time, and the randomized route has to grow its SVD and recompute;
+        # expecting the last step's growth again avoids most of those recomputations.
+        growth = max(1, svp - self._last_svp)
+        self._last_svp = svp
+        nxt = svp + growth if svp < sv else svp + round(0.05 * self.small)
+        self.sv = min(nxt, self.small)
         return svp
 
     def _p_buffer(self, k):
@@ -214,34 +277,48 @@ class _Sweeper:
         self.Q[b] = Qb
         return np.matmul(self.P, Qb, out=out)
 
-    def _temps(self):
-        """(block, (T1, T2, T3)) with scratch arrays shaped like the block. The scratch is
-        allocated once per fit: fresh multi-megabyte arrays each sweep cost page faults."""
-        cache = self._scratch
-        for b in self.blocks:
-            shape = self.M[b].shape
-            if shape not in cache:
-                cache[shape] = tuple(np.empty(shape) for _ in range(3))
-            yield b, cache[shape]
+    def _scratch_for(self, g, shape, count=3):
+        """``count`` scratch arrays of ``shape`` owned by thread group g, allocated once per fit:
+        fresh multi-megabyte arrays each sweep cost page faults."""
+        key = (g, shape, count)
+        if key not in self._scratch:
+            self._scratch[key] = tuple(np.empty(shape) for _ in range(count))
+        return self._scratch[key]
 
     # -- fused elementwise sweep ----------------------------------------------------------
     def sweep(self, c, t_next, final=False):
         """Y <- Y + mu Z (scaled by c = mu/mu_next), return ||Z||_F, and (unless ``final``)
         do the next sparse step S = soft(M + Y/mu - L, t_next) and A = M - S + Y/mu."""
-        M, W, A, S = self.M, self.W, self.A, self.S_nxt
-        acc = 0.0
-        nnz = 0
         has_l = self.kind is not None
-        # When the next low-rank step will use the Gram route, accumulate A^T A block by block
-        # (syrk) while each new block of A is in cache, instead of reading A again: ~8 % less
-        # time for the Gram product on the escalator video.
         route = self.method
         if route == "auto":
             route = _choose_route(self.n, self.d, self.sv, warm=has_l)
+        want_gram = not final and self.tall and route == "gram"
+        parts = self._run(self._sweep_group, c, t_next, final, has_l, want_gram)
         gram = None
-        if not final and self.tall and route == "gram":
-            gram = np.zeros((self.d, self.d), order="F")
-        for b, (T1, T2, T3) in self._temps():
+        if want_gram:
+            gram = parts[0][2]
+            for part in parts[1:]:
+                gram += part[2]
+        self._gram = gram
+        self.nnz_nxt = sum(part[1] for part in parts)
+        return math.sqrt(sum(part[0] for part in parts))
+
+    def _sweep_group(self, g, c, t_next, final, has_l, want_gram):
+        """The sweep over the blocks of group g: (sum of squared residuals, nnz of the new S,
+        the group's share of A^T A (Fortran-ordered, lower triangle valid) or None)."""
+        M, W, A, S = self.M, self.W, self.A, self.S_nxt
+        blocks = self.groups[g]
+        acc = 0.0
+        nnz = 0
+        # One thread: accumulate A^T A block by block (scipy's syrk) while each new block of A
+        # is in cache, instead of reading A again (~8 % less time for the Gram product on the
+        # escalator video). Several threads: scipy's wrappers hold the GIL, so each thread
+        # takes numpy's syrk of its whole row range at the end, which releases it.
+        fused = want_gram and self.n_jobs == 1
+        gram = np.zeros((self.d, self.d), order="F") if fused else None
+        for b in blocks:
+            T1, T2, T3 = self._scratch_for(g, M[b].shape)
             Ab = A[b]
             Wb = W[b]
             if has_l:
@@ -273,11 +350,13 @@ class _Sweeper:
                 np.add(T1, Lb, out=Ab)                   # A = R - S + L
             else:
                 np.copyto(Ab, T1)
-            if gram is not None:                         # Ab.T is Fortran-ordered: no copy
+            if fused:                                    # Ab.T is Fortran-ordered: no copy
                 gram = _dsyrk(1.0, Ab.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
-        self._gram = gram
-        self.nnz_nxt = nnz
-        return math.sqrt(acc)
+        if want_gram and not fused:
+            Ag = A[blocks[0][0].start:blocks[-1][0].stop]
+            # Ag^T Ag is symmetric: its transpose is the same matrix, Fortran-ordered
+            gram = np.matmul(Ag.T, Ag, out=self._scratch_for(g, (self.d, self.d), 1)[0]).T
+        return acc, nnz, gram
 
     def _right_vectors(self):
         """Right singular vectors (k, d) of the current L, or None (warm start)."""
@@ -295,7 +374,11 @@ class _Sweeper:
         if self.kind is None:
             L.fill(0.0)
             return L, S, np.zeros((self.n, 0)), np.zeros((0, self.d)), np.zeros(0)
-        np.matmul(self.P, self.Q, out=L)
+        products = self._products()
+        if products is None:
+            np.matmul(self.P, self.Q, out=L)
+        else:
+            products.dot(self.P, self.Q, out=L)
         sL = self.sL
         if self.kind == "LA":          # P = U, Q = diag(sL) Vt
             U, Vt = self.P, self.Q / sL[:, None]
@@ -398,6 +481,11 @@ class PCP(Estimator):
         Per-sample outlier score from S: the l1 norm (default) or l2 norm of each row of S.
     random_state : None, int or numpy.random.Generator
         Seed for the randomized SVD and the spectral norm estimate.
+    n_jobs : int >= 1 or None
+        Threads for the passes over the data; None uses every core available to the process.
+        While more than one runs, BLAS is held to one thread (with threadpoolctl installed),
+        since BLAS's own threads would compete with them. Results do not depend on it beyond
+        rounding (sums are split differently).
 
     Notes
     -----
@@ -440,10 +528,12 @@ class PCP(Estimator):
         Param("score", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
               choices=("l1", "l2")),
         SeedParam("Seed for the randomized SVD."),
+        Param("n_jobs", int, None, "Threads for the passes over the data.", low=1, allow_none=True,
+              none_label="all cores", advanced=True),
     )
 
     def __init__(self, lam=None, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto", score="l1",
-                 random_state=None):
+                 random_state=None, n_jobs=None):
         self.lam = lam
         self.tol = tol
         self.max_iter = max_iter
@@ -452,6 +542,7 @@ class PCP(Estimator):
         self.svd = svd
         self.score = score
         self.random_state = random_state
+        self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------------------------
     def fit(self, X, y=None, progress=None):
@@ -494,43 +585,45 @@ class PCP(Estimator):
         nw, dw = Mt.shape
         rows, cols = _nonzero_lines(Mt)
         Mw = Mt if rows is None and cols is None else Mt[_ix(rows, cols, nw, dw)]
-        solver = _Sweeper(Mw, lam, p["svd"], rng)
-        solver.start(1.0 / (J * mu), lam / mu)
+        solver = _Sweeper(Mw, lam, p["svd"], rng, n_jobs=resolve_n_jobs(p["n_jobs"]))
         res0 = None
         frac = 0.0
         converged = False
         it = 0
-        for it in range(1, max_iter + 1):
-            mu_next = min(mu * rho, mu_bar)
-            last = it == max_iter
-            svp = solver.lowrank_step(1.0 / mu)
-            res = solver.sweep(mu / mu_next, lam / mu_next, final=last) / norm_fro
-            hist["residual"].append(res)
-            hist["rank"].append(svp)
-            hist["nnz"].append(solver.nnz_cur)
-            hist["mu"].append(mu)
-            hist["time"].append(time.perf_counter() - t_start)
-            if not np.isfinite(res):
-                raise FloatingPointError(f"PCP diverged at iteration {it} (residual {res}); "
-                                         "check the scale of X and the mu/rho settings")
-            if res0 is None:
-                res0 = res
-            if res < tol:
-                converged = True
-                frac = 1.0
-            elif res < res0:
-                frac = max(frac, min(1.0, math.log(res0 / res) / math.log(res0 / tol)))
-            rep(frac, f"iter {it}: residual {res:.1e}, rank {svp}")
-            if converged:
-                break
-            solver.advance()
-            mu = mu_next
+        # A Cancelled or FloatingPointError leaves through here too: the threads always stop.
+        with single_threaded_blas(solver.n_jobs > 1), contextlib.closing(solver):
+            solver.start(1.0 / (J * mu), lam / mu)
+            for it in range(1, max_iter + 1):
+                mu_next = min(mu * rho, mu_bar)
+                last = it == max_iter
+                svp = solver.lowrank_step(1.0 / mu)
+                res = solver.sweep(mu / mu_next, lam / mu_next, final=last) / norm_fro
+                hist["residual"].append(res)
+                hist["rank"].append(svp)
+                hist["nnz"].append(solver.nnz_cur)
+                hist["mu"].append(mu)
+                hist["time"].append(time.perf_counter() - t_start)
+                if not np.isfinite(res):
+                    raise FloatingPointError(f"PCP diverged at iteration {it} (residual {res}); "
+                                             "check the scale of X and the mu/rho settings")
+                if res0 is None:
+                    res0 = res
+                if res < tol:
+                    converged = True
+                    frac = 1.0
+                elif res < res0:
+                    frac = max(frac, min(1.0, math.log(res0 / res) / math.log(res0 / tol)))
+                rep(frac, f"iter {it}: residual {res:.1e}, rank {svp}")
+                if converged:
+                    break
+                solver.advance()
+                mu = mu_next
+            L, S, U, Vt, sL = solver.result()
 
         if not converged:
             warnings.warn(f"PCP did not converge in {max_iter} iterations (relative residual "
                           f"{hist['residual'][-1]:.2e} > tol {tol:g}); increase max_iter or tol",
                           ConvergenceWarning, stacklevel=2)
-        L, S, U, Vt, sL = solver.result()
         del solver, Mw
         if rows is not None or cols is not None:
             L, S = _expand(L, rows, cols, nw, dw), _expand(S, rows, cols, nw, dw)

@@ -185,6 +185,8 @@ def test_zero_matrix_and_constant():
     (dict(svd="lanczos"), "svd must be one of"),
     (dict(score="max"), "score must be one of"),
     (dict(random_state=-3), "random_state"),
+    (dict(n_jobs=0), "n_jobs must be an integer >= 1"),
+    (dict(n_jobs=1.5), "n_jobs must be"),
 ])
 def test_bad_parameters(kwargs, text):
     X = np.random.default_rng(0).standard_normal((10, 5))
@@ -211,9 +213,10 @@ def test_generator_seed_and_declared_params():
     est = PCP(random_state=np.random.default_rng(3)).fit(X)
     assert est.converged_
     names = [p.name for p in PCP.param_specs()]
-    assert names == ["lam", "tol", "max_iter", "mu", "rho", "svd", "score", "random_state"]
+    assert names == ["lam", "tol", "max_iter", "mu", "rho", "svd", "score", "random_state", "n_jobs"]
     assert all(p.help for p in PCP.param_specs())
-    assert PCP.param_specs()[-1].parse("7") == 7
+    seed = next(p for p in PCP.param_specs() if p.name == "random_state")
+    assert seed.parse("7") == 7
 
 
 def test_svd_threshold_keeps_exactly_the_values_above_tau():
@@ -296,3 +299,69 @@ def test_gram_route_with_sweep_accumulated_gram_matches_full_svd(shape):
     assert a.n_iter_ == b.n_iter_ and a.rank_ == b.rank_ == 5
     np.testing.assert_allclose(a.low_rank_, b.low_rank_, atol=1e-8)
     assert a.history_["rank"] == b.history_["rank"]
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of a few rows, so small test matrices are cut into many blocks and threads."""
+    import robustcore.subspace.pcp as pcp
+    monkeypatch.setattr(pcp, "_BLOCK", 1 << 11)
+
+
+def sweep_threads():
+    import threading
+    return [t for t in threading.enumerate() if t.name.startswith("pcp-sweep")]
+
+
+@pytest.mark.parametrize("svd", ["gram", "randomized"])
+def test_threads_give_the_serial_iterates(small_blocks, svd):
+    """Each thread sweeps its own rows and its share of the Gram matrix; the sums are only
+    split differently, so the iterates match the one-thread solve to rounding."""
+    L0, S0 = planted(600, 120, 6, 0.05, seed=21)
+    one = PCP(svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
+    three = PCP(svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
+    check_exact_recovery(three, L0, S0, max_iter=40)
+    assert three.n_iter_ == one.n_iter_
+    assert three.history_["rank"] == one.history_["rank"]
+    assert three.history_["nnz"] == one.history_["nnz"]
+    np.testing.assert_allclose(three.history_["residual"], one.history_["residual"], rtol=1e-6)
+    np.testing.assert_allclose(three.low_rank_, one.low_rank_, atol=1e-10)
+    assert not sweep_threads()
+
+
+def test_threads_stop_when_a_fit_is_cancelled(small_blocks):
+    L0, S0 = planted(600, 120, 6, 0.05, seed=22)
+    alive = []
+
+    def stop_at_4(f, msg):
+        alive.append(len(sweep_threads()))
+        if msg.startswith("iter 4:"):
+            return False
+    est = PCP(random_state=0, n_jobs=2)
+    with pytest.raises(Cancelled):
+        est.fit(L0 + S0, progress=stop_at_4)
+    assert max(alive) == 2          # the sweep really ran on two threads
+    assert not sweep_threads() and not hasattr(est, "n_iter_")
+
+
+def test_blas_is_held_to_one_thread_only_during_a_threaded_fit(small_blocks):
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+
+    def blas_threads():
+        return {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"}
+    L0, S0 = planted(400, 100, 4, 0.05, seed=23)
+    during = []
+
+    def record(f, msg):
+        if msg.startswith("iter "):
+            during.append(blas_threads())
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):   # as a user may have it
+        before = blas_threads()
+        PCP(random_state=0, n_jobs=2).fit(L0 + S0, progress=record)
+        after = blas_threads()
+        n_threaded = len(during)
+        PCP(random_state=0, n_jobs=1).fit(L0 + S0, progress=record)
+    assert set(before.values()) == {2}
+    assert n_threaded > 3 and all(set(d.values()) == {1} for d in during[:n_threaded])
+    assert after == before and during[-1] == before   # n_jobs=1 leaves BLAS as the user set it
