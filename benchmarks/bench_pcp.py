@@ -12,6 +12,10 @@ Memory: for our solver and the textbook one, the peak of numpy allocations alive
 the solve (tracemalloc, a separate run; X itself excluded); for the packages, the growth of the
 process's peak RSS. The machine is shared, so compare RATIOS from one run.
 
+Solvers: "ours" = PCP() (its own threads on every core, BLAS held to one thread meanwhile),
+"ours-1" = PCP(n_jobs=1), "textbook" (written below), and the PyPI packages. Run once with
+the default BLAS threads and once with OPENBLAS_NUM_THREADS=1 to compare both ways.
+
 Cases: JACM Table I (n = 1000, rank 50, 5 % +-1 errors), the first 3000 MNIST training
 images (3000 x 784, /255) and the escalator video as 200 frames x 20800 pixels (/255);
 all to tol = 1e-7 (relative Frobenius residual).
