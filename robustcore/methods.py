@@ -182,8 +182,9 @@ def _run_cop(est, dataset, values, rep):
     if "outlier" in flags:
         flags["outlier"] &= ~est.degenerate_
         summary["flagged"] = int(flags["outlier"].sum())
-    summary = {"selected inliers": int(selected.sum()), "degenerate samples": int(est.degenerate_.sum()),
-               **summary}
+    rank = f"{est.n_components_} (estimated)" if values.get("n_components") is None else est.n_components_
+    summary = {"rank": rank, "selected inliers": int(selected.sum()),
+               "degenerate samples": int(est.degenerate_.sum()), **summary}
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 

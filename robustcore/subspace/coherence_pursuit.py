@@ -20,7 +20,7 @@ from .._progress import Reporter
 from .._validation import check_array
 from .pca import fix_signs
 
-__all__ = ["CoherencePursuit", "coherence_scores", "RankDeficientWarning"]
+__all__ = ["CoherencePursuit", "coherence_scores", "estimate_rank", "RankDeficientWarning"]
 
 # Entries of one Gram block (rows x n); 1e7 doubles = 80 MB.
 _GRAM_BLOCK_ENTRIES = 10_000_000
@@ -123,6 +123,30 @@ def _svd_rows(Y):
     return s, vt
 
 
+def estimate_rank(s, max_rank=None, energy=0.99) -> int:
+    """Rank of a subspace from singular values ``s`` (descending) of samples drawn from it.
+
+    The eigenvalue-ratio rule (Ahn & Horenstein, Econometrica 2013): the k maximising
+    s_k^2 / s_(k+1)^2, i.e. the sharpest drop of the spectrum. k is searched only among the
+    directions that together carry ``energy`` of the total (and up to ``max_rank``): far in the
+    tail, ratios of rounding-level values are huge and meaningless (the USPS 1s have an exact
+    drop to zero after 101 directions, which is not the subspace anyone wants).
+    """
+    s = np.asarray(s, dtype=np.float64)
+    lam = s * s
+    if s.size <= 1 or not lam.sum() > 0:
+        return 1
+    cum = np.cumsum(lam) / lam.sum()
+    kmax = min(int(np.searchsorted(cum, energy)) + 1, s.size - 1)
+    if max_rank is not None:
+        kmax = min(kmax, int(max_rank))
+    kmax = max(kmax, 1)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):   # exact drops: inf
+        ratio = lam[:kmax] / lam[1:kmax + 1]
+    ratio[np.isnan(ratio)] = 0.0        # 0 / 0 past the exact rank
+    return int(np.argmax(ratio)) + 1
+
+
 def _residual_sq(Z, V, chunk_rows: int) -> np.ndarray:
     """Squared distance of each row of Z to span(V's rows), from the explicit residual."""
     out = np.empty(Z.shape[0])
@@ -144,8 +168,12 @@ class CoherencePursuit(Estimator):
 
     Parameters
     ----------
-    n_components : int, default 2
-        Rank r of the subspace, 1 <= r < min(n_samples, n_features).
+    n_components : int or None, default 2
+        Rank r of the subspace, 1 <= r < min(n_samples, n_features). None estimates it from the
+        singular values of the selected (normalised) samples: the sharpest drop of their
+        spectrum among the directions holding 99 % of its energy (:func:`estimate_rank`), as
+        the authors suggest ("estimated using the data points with high coherence values").
+        Not with selection="adaptive", which samples r directions and so needs r first.
     norm : {2, 1}, default 2
         2 (the paper's recommendation, and the default): coherence is the root of the summed
         squared inner products -- the larger inlier/outlier gap, and it tolerates more outliers.
@@ -198,6 +226,8 @@ class CoherencePursuit(Estimator):
 
     Attributes
     ----------
+    n_components_ : int
+        The rank r used: ``n_components``, or the estimate when it is None.
     components_ : ndarray (r, d)
         Orthonormal basis rows of the subspace, sign-fixed (largest |entry| positive).
     mean_ : ndarray (d,)
@@ -224,7 +254,8 @@ class CoherencePursuit(Estimator):
     """
 
     _params = (
-        Param("n_components", int, 2, "Rank of the subspace to recover.", low=1),
+        Param("n_components", int, 2, "Rank of the subspace to recover.", low=1, allow_none=True,
+              none_label="estimate (sharpest drop)"),
         Param("norm", int, 2, "Coherence score: 2 = squared inner products (default), "
               "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1)),
         Param("selection", str, "count", "How samples are selected: a fixed count, all but a "
@@ -278,8 +309,16 @@ class CoherencePursuit(Estimator):
         rep = Reporter(progress)
         X = check_array(X, min_samples=2, min_features=2)
         n, d = X.shape
-        r = check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
-                        hint=f"below min(n_samples, n_features) = {min(n, d)} for this data")
+        max_r = min(n, d) - 1
+        estimate = p["n_components"] is None
+        if estimate and p["selection"] == "adaptive":
+            raise param_error("n_components", "an integer >= 1 with selection='adaptive' (it samples "
+                              "r directions, so r must be given; use selection='count' to estimate it)",
+                              None)
+        # while estimating, r = 1 stands in for the bounds that involve it (rank >= 1 always)
+        r = 1 if estimate else check_range(
+            "n_components", p["n_components"], 1, max_r, integer=True,
+            hint=f"below min(n_samples, n_features) = {min(n, d)} for this data")
         norm = int(p["norm"])
 
         rep(0.0, "centring")
@@ -333,6 +372,8 @@ class CoherencePursuit(Estimator):
 
         rep(0.9, "subspace")
         s, vt = _svd_rows(Xn[selected])
+        if estimate:
+            r = estimate_rank(s, max_rank=max_r)
         if s.size < r or s[r - 1] <= 1e-10 * s[0]:
             warnings.warn(f"the {selected.size} selected samples span fewer than n_components = {r} "
                           f"directions; the basis is partly arbitrary. Select more samples or lower "
@@ -350,6 +391,7 @@ class CoherencePursuit(Estimator):
                                                              ~degenerate, r, p, rep.span(0.95, 1.0))
         rep(1.0, "done")
         self._set_fitted(
+            n_components_=r,
             components_=fix_signs(comps),
             mean_=mean,
             coherence_=score,

@@ -4,7 +4,7 @@ import pytest
 
 from robustcore import Cancelled, NotFittedError
 from robustcore.subspace.coherence_pursuit import (CoherencePursuit, RankDeficientWarning,
-                                                   coherence_scores)
+                                                   coherence_scores, estimate_rank)
 from robustcore.subspace.pca import PCA
 
 
@@ -351,3 +351,48 @@ def test_refinement_pass_limit_warns_and_still_fits(monkeypatch):
     with pytest.warns(ConvergenceWarning, match="did not settle"):
         cop = CoherencePursuit(n_components=2, n_inliers=10, center="none", refine=True).fit(X)
     assert not cop.converged_ and cop.n_refine_passes_ == 1 and cop.components_.shape == (2, 20)
+
+
+# -- rank estimation (n_components=None) -----------------------------------------------------
+
+@pytest.mark.parametrize("r, noise", [(2, 0.0), (5, 0.0), (8, 0.0), (5, 0.01), (3, 0.05)])
+def test_unknown_rank_is_estimated_and_the_subspace_recovered(r, noise):
+    """Planted r-dim subspaces with 5x as many outliers on the sphere: the estimate is r in
+    every draw, and then the subspace is the fixed-rank fit's."""
+    for seed in range(5):
+        X, U = planted(np.random.default_rng(100 + seed), d=60, r=r, n1=80, ratio=5, noise=noise)
+        est = CoherencePursuit(n_components=None, n_inliers=40, center="none").fit(X)
+        assert est.n_components_ == r and est.components_.shape == (r, 60)
+        fixed = CoherencePursuit(n_components=r, n_inliers=40, center="none").fit(X)
+        np.testing.assert_allclose(est.components_, fixed.components_, atol=1e-12)
+        assert subspace_error(U, est.components_) < (1e-10 if noise == 0 else 20 * noise)
+
+
+def test_unknown_rank_with_the_default_selection_half_outliers_selected():
+    """Even when the selected half holds more outliers than inliers (n1 = 200 of 1200), the
+    inliers' directions stand out of the spectrum (the subspace itself is then pulled by the
+    selected outliers: give n_inliers for an exact one)."""
+    X, U = planted(np.random.default_rng(7), d=50, r=5, n1=200, ratio=5, noise=0.01)
+    est = CoherencePursuit(n_components=None, center="none").fit(X)
+    assert est.n_components_ == 5
+    assert subspace_error(U, est.components_) < 0.15
+
+
+def test_estimate_rank_ignores_the_rounding_cliff_in_the_tail():
+    # a clear drop after 3 directions, then a long tail ending in an exact drop to ~0 (as the
+    # USPS 1s have after 101 directions): the tail holds < 1 % of the energy and is not searched
+    s = np.r_[10.0, 9.0, 8.0, np.geomspace(0.5, 0.05, 40), 1e-12, 1e-13]
+    assert estimate_rank(s) == 3
+    assert estimate_rank(s, max_rank=2) in (1, 2)
+    assert estimate_rank(np.r_[4.0, 3.0, 0.0, 0.0]) == 2          # exact rank 2
+    assert estimate_rank(np.array([2.0])) == 1
+    assert estimate_rank(np.zeros(4)) == 1
+
+
+def test_unknown_rank_needs_a_selection_that_does_not_use_it():
+    X, _ = planted(np.random.default_rng(0), d=20, r=2, n1=30, ratio=2)
+    with pytest.raises(ValueError, match="n_components must be an integer >= 1 with selection='adaptive'"):
+        CoherencePursuit(n_components=None, selection="adaptive").fit(X)
+    est = CoherencePursuit(n_components=None, selection="fraction", outlier_fraction=0.6,
+                           center="none").fit(X)
+    assert est.n_components_ == 2
