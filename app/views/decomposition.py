@@ -78,8 +78,13 @@ class DecompositionView(BaseView):
             img = _ClickImage(self._image_clicked)
             p.addItem(img)
             self.panels[key], self.images[key] = p, img
-        self.res_plot = lay.addPlot(row=1, col=0, colspan=2)
-        self.rank_plot = lay.addPlot(row=1, col=2, colspan=2)
+        # The convergence plots live in a layout of their own: as cells of the picture grid,
+        # their different axis widths made the picture columns unequal.
+        bottom = lay.addLayout(row=1, col=0, colspan=len(PANELS))
+        self.res_plot = bottom.addPlot(row=0, col=0)
+        self.rank_plot = bottom.addPlot(row=0, col=1)
+        bottom.layout.setColumnStretchFactor(0, 1)
+        bottom.layout.setColumnStretchFactor(1, 1)
         st.style_plot(self.res_plot, title="convergence: ‖X − L − S‖F / ‖X‖F", left="relative residual",
                       bottom="iteration")
         self.res_plot.setLogMode(y=True)

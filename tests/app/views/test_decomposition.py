@@ -84,3 +84,16 @@ def test_tables_show_heatmaps_and_mark_the_selection(views_for):
     np.testing.assert_array_equal(state.selection, [42])
     x, y = v.sel_markers["original"].getData()
     np.testing.assert_array_equal(y, [42.5])
+
+
+def test_the_four_pictures_are_drawn_the_same_size(video, qtbot):
+    """The convergence plots below have different axis widths; they must not make one picture
+    column wider than another (the pictures are compared side by side)."""
+    state, v = video
+    qtbot.wait(50)
+    widths = []
+    for key in ("original", "low_rank", "sparse", "mask"):
+        img = v.images[key]
+        widths.append(img.mapRectToScene(img.boundingRect()).width())
+    assert min(widths) > 50
+    assert max(widths) - min(widths) < 1.0, widths
