@@ -19,7 +19,7 @@ try:
 except ImportError:       # optional: without it the user's BLAS threads are left alone
     threadpool_limits = None
 
-__all__ = ["RowSplit", "resolve_n_jobs", "single_threaded_blas"]
+__all__ = ["PLAIN_PRODUCTS", "RowSplit", "resolve_n_jobs", "single_threaded_blas"]
 
 
 def available_cores() -> int:
@@ -81,3 +81,7 @@ class RowSplit:
         for part in parts[1:]:
             total += part
         return total
+
+
+# numpy's own products, in the same interface (no pool: nothing is split).
+PLAIN_PRODUCTS = RowSplit(0, [])

@@ -26,6 +26,7 @@ import scipy.linalg as sla
 from scipy.linalg import lapack as _lapack
 
 from ._params import check_range
+from ._threads import PLAIN_PRODUCTS
 
 __all__ = ["eigh_above", "gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator",
            "orthonormalize"]
@@ -188,17 +189,14 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
         Omega = np.hstack([init, rng.standard_normal((n, extra))]) if extra > 0 else init
     else:
         Omega = rng.standard_normal((n, ell))
-    if products is None:
-        dot, tdot = np.matmul, (lambda X, Y: X.T @ Y)
-    else:
-        dot, tdot = products.dot, products.tdot
-    Q = orthonormalize(dot(A, Omega), products)
+    ops = products or PLAIN_PRODUCTS
+    Q = orthonormalize(ops.dot(A, Omega), ops)
     for _ in range(int(n_power_iter)):
-        Q = orthonormalize(tdot(A, Q))
-        Q = orthonormalize(dot(A, Q), products)
-    B = tdot(Q, A)                                       # (ell, n) = Q^T A
+        Q = orthonormalize(ops.tdot(A, Q))
+        Q = orthonormalize(ops.dot(A, Q), ops)
+    B = ops.tdot(Q, A)                                   # (ell, n) = Q^T A
     Ub, s, Vt = _small_side_svd(B)
-    U = dot(Q, Ub[:, :k])
+    U = ops.dot(Q, Ub[:, :k])
     if s.size < k:   # A has numerical rank below k: complete with zero singular values
         pad = k - s.size
         U = np.hstack([U, _orth_complement(U, pad, rng)])
@@ -215,18 +213,19 @@ def orthonormalize(Y, products=None):
     machine, can be many times slower than its flop count suggests; this two-pass eigen-based
     Cholesky-QR is not. Directions whose weight is below rounding level are dropped.
     """
+    ops = products or PLAIN_PRODUCTS
     Q = Y
     # Pass 1 keeps every direction with positive weight (weak ones come out inaccurate but stay
     # inside span(Y), which is all a range finder needs); pass 2 sees nearly orthonormal columns,
     # restores orthogonality to rounding level and drops the dependent ones.
     for rel in (1e-30, 1e-8):
-        C = Q.T @ Q if products is None else products.tdot(Q, Q)
+        C = ops.tdot(Q, Q)
         w, V = np.linalg.eigh(C)
         keep = w > w[-1] * rel if w.size and w[-1] > 0 else np.zeros(w.size, bool)
         if not keep.any():
             return np.zeros((Y.shape[0], 0))
         V = V[:, keep][:, ::-1] / np.sqrt(w[keep][::-1])
-        Q = Q @ V if products is None else products.dot(Q, V)
+        Q = ops.dot(Q, V)
     return Q
 
 
