@@ -109,8 +109,14 @@ def provenance_header(result, dataset) -> dict:
             "fingerprint": getattr(result, "data_fingerprint", None),
             "sha256": prov.get("sha256"), "path": prov.get("path"), "demo": prov.get("demo"),
             "loader": prov.get("loader"), "loader_options": prov.get("options")}
+    from robustcore.methods import SCORE_DIRECTIONS
+    # Which way each score column runs, so no reader has to guess (scikit-learn's score_samples
+    # runs the other way from the SPE written here).
+    directions = {k: SCORE_DIRECTIONS[k] for k in getattr(result, "sample_scores", {}) or {}
+                  if k in SCORE_DIRECTIONS}
     return _jsonable({"method": result.method, "params": params, "seed": params.get("random_state"),
                       "data": data, "versions": library_versions(),
+                      "score directions": directions,
                       "warnings": list(getattr(result, "warnings", []) or [])})
 
 

@@ -11,9 +11,9 @@ This module imports no Qt: the command line uses it headless. The functions that
 window's state (:func:`session_from_state`, :func:`apply_to_state`, :func:`restore`) only call
 methods of :class:`app.state.AppState`.
 
-Schema, version 1 (every field is written; readers ignore fields they do not know)::
+Schema, version 2 (every field is written; readers ignore fields they do not know)::
 
-    {"format": "robust-subspace-studio session", "schema_version": 1, "created": ISO-8601 UTC,
+    {"format": "robust-subspace-studio session", "schema_version": 2, "created": ISO-8601 UTC,
      "versions": {"python", "robustcore", "numpy", "scipy", "PySide6", "pyqtgraph", ...},
      "dataset": {"name", "loader", "options", "path", "relative_path", "size", "sha256", "demo",
                  "fingerprint", "n_samples", "n_features", "snapshot"} or null,
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 FORMAT_NAME = "robust-subspace-studio session"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SESSION_SUFFIX = ".rss.json"
 RESULTS_SUFFIX = ".results.npz"
 DATA_SUFFIX = ".data.npz"
@@ -489,9 +489,21 @@ def _as_tuple(t):
     return t if isinstance(t, tuple) else (t,)
 
 
+def _upgrade_run_params(d: dict) -> dict:
+    """1 -> 2: parameters renamed in robustcore 0.2 (ESFS standardize -> scale, PCP score ->
+    score_norm; robustcore.methods.RENAMED_PARAMS)."""
+    from robustcore.methods import upgrade_params
+    runs = d.get("runs")
+    if isinstance(runs, list):
+        d = {**d, "runs": [{**r, "params": upgrade_params(r.get("method"), r["params"])}
+                           if isinstance(r, dict) and isinstance(r.get("params"), dict) else r
+                           for r in runs]}
+    return d
+
+
 # from-version -> function turning a parsed document of that version into the next version's.
-# Empty while only version 1 exists; a format change adds its step here (never edits old files).
-_MIGRATIONS: dict = {}
+# A format change adds its step here (never edits old files).
+_MIGRATIONS: dict = {1: _upgrade_run_params}
 
 
 def session_from_json(text: str, source: str | None = None) -> Session:

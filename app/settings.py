@@ -179,7 +179,8 @@ class Settings:
         Returns (values, messages): a value that no longer validates, or a parameter the method
         no longer has, is skipped with a message saying so (the default is used instead).
         """
-        saved = self.method_params(method)
+        from robustcore.methods import upgrade_params
+        saved = upgrade_params(method, self.method_params(method))
         by_name = {p.name: p for p in specs}
         values, messages = {}, []
         for name, raw in saved.items():

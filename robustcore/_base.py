@@ -1,64 +1,81 @@
-"""Base class giving every estimator scikit-learn's conventions from its parameter declaration."""
+"""The estimator base: scikit-learn's ``BaseEstimator`` driven by our ``Param`` declarations.
+
+Each estimator declares its parameters once (``_params``, a tuple of :class:`~._params.Param`).
+From that declaration come scikit-learn's ``_parameter_constraints`` (for
+``check_param_validation`` and any tool that reads them), the validation in ``fit`` (one message
+style: what is wrong, what is allowed, what was received), the window's forms and the command
+line's help.
+"""
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
-from ._params import Param, validate_params
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils._param_validation import InvalidParameterError
 
-__all__ = ["ConvergenceWarning", "Estimator", "NotFittedError"]
+from ._blas_policy import fit_blas_threads
+from ._params import _INVALID, Param, _fmt
+
+__all__ = ["ConvergenceWarning", "Estimator", "NotFittedError", "fit_method"]
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a method that needs a fitted estimator is called before ``fit``."""
+def fit_method(clear_on_error: bool = True):
+    """Decorator for ``fit`` (and, with ``clear_on_error=False``, ``partial_fit``).
 
-
-class ConvergenceWarning(UserWarning):
-    """Warned when an iterative fit stops at its iteration limit before meeting its tolerance.
-
-    The estimator is still fitted (with ``converged_ = False``) so the partial result can be inspected.
+    The fit runs under robustcore's BLAS thread rule (:mod:`._blas_policy`), and a fit that
+    fails or is cancelled leaves the estimator unfitted rather than half-fitted (scikit-learn's
+    ``validate_data`` sets ``n_features_in_`` before the work starts).
     """
+    def wrap(fn):
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            with fit_blas_threads():
+                try:
+                    return fn(self, *args, **kwargs)
+                except BaseException:
+                    if clear_on_error:
+                        self._clear_fit()
+                    raise
+        return wrapper
+    return wrap
 
 
-class Estimator:
+class Estimator(BaseEstimator):
     """Parameters live in ``__init__`` (stored unchanged), are declared once in ``_params`` and
     validated in ``fit``; fitted attributes end in ``_``.
 
-    Subclasses write an explicit ``__init__`` that stores every declared parameter under its own
-    name, as scikit-learn requires, and call ``self._start_fit()`` first thing in ``fit`` to get
-    the validated parameters and drop any previous fit (so a failed or cancelled fit leaves the
-    estimator unfitted rather than half-fitted).
+    Subclasses write an explicit ``__init__`` (first parameter positional, the rest keyword-only)
+    that stores every declared parameter under its own name, as scikit-learn requires; the
+    tests check that its defaults are the declared ones. ``fit`` is decorated with
+    :func:`fit_method` and calls ``self._start_fit()`` first to drop any previous fit and get the
+    validated parameters; it publishes its results with ``_set_fitted`` at the end.
     """
 
     _params: ClassVar[tuple[Param, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._parameter_constraints = {p.name: p.constraints() for p in cls._params}
 
     @classmethod
     def param_specs(cls) -> tuple[Param, ...]:
         return cls._params
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        return {p.name: getattr(self, p.name) for p in self._params}
-
-    def set_params(self, **params: Any) -> "Estimator":
-        known = {p.name for p in self._params}
-        for k, v in params.items():
-            if k not in known:
-                raise ValueError(f"unknown parameter {k!r} for {type(self).__name__}; "
-                                 f"valid parameters: {', '.join(sorted(known))}")
-            setattr(self, k, v)
-        return self
-
-    def __repr__(self) -> str:
-        changed = []
+    def _validate_params(self) -> dict[str, Any]:
+        """The validated parameters, or :class:`InvalidParameterError` in scikit-learn's form
+        ("The 'x' parameter of Cls must be <allowed>. Got <value> instead.")."""
+        values = self.get_params(deep=False)
+        out = {}
         for p in self._params:
-            v = getattr(self, p.name, p.default)
-            try:
-                same = v == p.default
-                same = bool(same)
-            except Exception:
-                same = False
-            if not same:
-                changed.append(f"{p.name}={v!r}")
-        return f"{type(self).__name__}({', '.join(changed)})"
+            v = p._check(values[p.name])
+            if v is _INVALID:
+                raise InvalidParameterError(
+                    f"The {p.name!r} parameter of {type(self).__name__} must be {p.allowed()}. "
+                    f"Got {_fmt(values[p.name])} instead.")
+            out[p.name] = v
+        return out
 
     # -- fitting helpers -------------------------------------------------------------------
     def _fitted_names(self) -> list[str]:
@@ -71,20 +88,14 @@ class Estimator:
     def _start_fit(self) -> dict[str, Any]:
         """Drop any previous fit and return the validated parameters."""
         self._clear_fit()
-        return validate_params(self._params, self.get_params())
+        return self._validate_params()
 
     def _set_fitted(self, **attrs: Any) -> None:
-        """Publish all fitted attributes at once, at the very end of a successful fit."""
+        """Publish fitted attributes (all at once, at the end of a successful fit)."""
         for k, v in attrs.items():
             if not k.endswith("_"):
                 raise AssertionError(f"fitted attribute {k!r} must end in '_'")
             setattr(self, k, v)
-
-    def _check_fitted(self, *names: str) -> None:
-        names = names or ()
-        fitted = self._fitted_names()
-        if not fitted or any(n not in fitted for n in names):
-            raise NotFittedError(f"this {type(self).__name__} is not fitted yet; call fit(X) first")
 
     def __sklearn_is_fitted__(self) -> bool:
         return bool(self._fitted_names())

@@ -1,7 +1,9 @@
 """Parameter declarations: each method states its parameters once.
 
 The same :class:`Param` objects validate arguments in ``fit`` (one error style for the whole
-library), describe the methods on the command line, and build the window's parameter forms.
+library), describe the methods on the command line, build the window's parameter forms, and give
+scikit-learn its ``_parameter_constraints`` (:meth:`Param.constraints`), so none of these can
+drift from the others.
 """
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
+
+import numpy as np
 
 __all__ = ["Param", "SeedParam", "param_error", "validate_params", "check_range"]
 
@@ -36,27 +40,33 @@ def _interval(low, high, low_inclusive, high_inclusive) -> str:
     return ""
 
 
+def _number_in_range(value, low, high, low_inclusive, high_inclusive, integer):
+    """The number as int/float when it is one and lies in the range, else None (the one range
+    check: declared parameters and data-dependent bounds both go through here)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        return None
+    v = float(value)
+    if not math.isfinite(v) or (integer and not v.is_integer()):
+        return None
+    if low is not None and (v < low or (v == low and not low_inclusive)):
+        return None
+    if high is not None and (v > high or (v == high and not high_inclusive)):
+        return None
+    return int(value) if integer else v
+
+
 def check_range(name: str, value, low=None, high=None, *, low_inclusive=True,
                 high_inclusive=True, integer=False, hint: str = ""):
     """Check a number against bounds that may depend on the data (e.g. rank < min(n, d)).
 
     ``hint`` is appended to the message to say how to fix the problem.
     """
-    kind = "an integer" if integer else "a number"
-    allowed = f"{kind} {_interval(low, high, low_inclusive, high_inclusive)}".strip()
-    if hint:
-        allowed = f"{allowed} ({hint})"
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise param_error(name, allowed, value)
-    if integer and not float(value).is_integer():
-        raise param_error(name, allowed, value)
-    if not math.isfinite(float(value)):
-        raise param_error(name, allowed, value)
-    if low is not None and (value < low or (value == low and not low_inclusive)):
-        raise param_error(name, allowed, value)
-    if high is not None and (value > high or (value == high and not high_inclusive)):
-        raise param_error(name, allowed, value)
-    return int(value) if integer else float(value)
+    out = _number_in_range(value, low, high, low_inclusive, high_inclusive, integer)
+    if out is None:
+        kind = "an integer" if integer else "a number"
+        allowed = f"{kind} {_interval(low, high, low_inclusive, high_inclusive)}".strip()
+        raise param_error(name, f"{allowed} ({hint})" if hint else allowed, value)
+    return out
 
 
 @dataclass(frozen=True)
@@ -66,7 +76,8 @@ class Param:
     kind: ``int``, ``float``, ``bool`` or ``str`` (``str`` needs ``choices``).
     ``allow_none`` means ``None`` is accepted and means "automatic"; ``none_label`` says what
     automatic does (shown in forms and help). ``low``/``high`` bound numbers; the bounds may be
-    exclusive. ``advanced`` parameters are folded away in the GUI form.
+    exclusive. ``special`` lists strings a number parameter also takes (scikit-learn's
+    ``contamination="auto"``). ``advanced`` parameters are folded away in the GUI form.
     """
 
     name: str
@@ -80,6 +91,7 @@ class Param:
     choices: Sequence[Any] | None = None
     allow_none: bool = False
     none_label: str = "auto"
+    special: Sequence[str] = ()
     advanced: bool = False
     # A parameter that exists only for scripts (e.g. a callable) is hidden from forms and CLI.
     scriptable_only: bool = False
@@ -96,46 +108,46 @@ class Param:
             text = f"{kind} {_interval(self.low, self.high, self.low_inclusive, self.high_inclusive)}".strip()
         else:
             text = f"a {self.kind.__name__}"
+        if self.special:
+            text = " or ".join(repr(s) for s in self.special) + ", or " + text
         if self.allow_none:
             text += f", or None ({self.none_label})"
         return text
 
+    def _check(self, value: Any) -> Any:
+        """The value in canonical type, or ``_INVALID``."""
+        if value is None:
+            return None if self.allow_none else _INVALID
+        if isinstance(value, str) and value in self.special:
+            return value
+        if self.choices is not None:
+            for c in self.choices:
+                # 1 == True in Python; a parameter keeps bools and numbers apart
+                if isinstance(value, (bool, np.bool_)) == isinstance(c, bool) and _equal(value, c):
+                    return c
+            return _INVALID
+        if self.kind is bool:
+            return bool(value) if isinstance(value, (bool, np.bool_)) else _INVALID
+        if self.kind in (int, float):
+            out = _number_in_range(value, self.low, self.high, self.low_inclusive,
+                                   self.high_inclusive, self.kind is int)
+            return _INVALID if out is None else out
+        return value if isinstance(value, self.kind) else _INVALID
+
     def validate(self, value: Any) -> Any:
         """Return the value in canonical type, or raise ``ValueError`` in the library's style."""
-        if value is None:
-            if self.allow_none:
-                return None
+        out = self._check(value)
+        if out is _INVALID:
             raise param_error(self.name, self.allowed(), value)
-        if self.choices is not None:
-            if value in self.choices and not (isinstance(value, bool) and self.kind is not bool):
-                return value
-            raise param_error(self.name, self.allowed(), value)
-        if self.kind is bool:
-            if isinstance(value, (bool,)) or (hasattr(value, "dtype") and value.dtype == bool):
-                return bool(value)
-            raise param_error(self.name, self.allowed(), value)
-        if self.kind in (int, float):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise param_error(self.name, self.allowed(), value)
-            if self.kind is int and not float(value).is_integer():
-                raise param_error(self.name, self.allowed(), value)
-            if not math.isfinite(float(value)):
-                raise param_error(self.name, self.allowed(), value)
-            v = int(value) if self.kind is int else float(value)
-            if self.low is not None and (v < self.low or (v == self.low and not self.low_inclusive)):
-                raise param_error(self.name, self.allowed(), value)
-            if self.high is not None and (v > self.high or (v == self.high and not self.high_inclusive)):
-                raise param_error(self.name, self.allowed(), value)
-            return v
-        if not isinstance(value, self.kind):
-            raise param_error(self.name, self.allowed(), value)
-        return value
+        return out
 
     def parse(self, text: str) -> Any:
         """Parse a value typed by a user (command line ``key=value`` or a form) and validate it."""
         raw = text.strip()
         if self.allow_none and raw.lower() in ("none", "auto", ""):
             return None
+        if raw in self.special:
+            return raw
         if self.kind is bool:
             low = raw.lower()
             if low in ("1", "true", "yes", "on"):
@@ -158,20 +170,73 @@ class Param:
             raise param_error(self.name, self.allowed(), raw)
         return self.validate(raw)
 
+    def constraints(self) -> list:
+        """The same declaration in scikit-learn's ``_parameter_constraints`` vocabulary."""
+        from numbers import Integral, Real
+
+        from sklearn.utils._param_validation import Interval, Options, StrOptions
+        out: list = []
+        if self.special:
+            out.append(StrOptions(set(self.special)))
+        if self.choices is not None:
+            if all(isinstance(c, str) for c in self.choices):
+                out.append(StrOptions(set(self.choices)))
+            else:
+                out.append(Options(self.kind, set(self.choices)))
+        elif self.kind is bool:
+            out.append("boolean")
+        elif self.kind in (int, float):
+            if self.low is None and self.high is None:
+                closed = "neither"
+            elif self.low is None:
+                closed = "right" if self.high_inclusive else "neither"
+            elif self.high is None:
+                closed = "left" if self.low_inclusive else "neither"
+            else:
+                closed = {(True, True): "both", (True, False): "left", (False, True): "right",
+                          (False, False): "neither"}[(self.low_inclusive, self.high_inclusive)]
+            out.append(Interval(Integral if self.kind is int else Real, self.low, self.high,
+                                closed=closed))
+        else:
+            out.append(self.kind)
+        if self.allow_none:
+            out.append(None)
+        return out
+
+
+class _Invalid:
+    pass
+
+
+_INVALID = _Invalid()
+
+
+def _equal(a, b) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:       # e.g. an array compared with a number
+        return False
+
 
 class SeedParam(Param):
-    """``random_state``: None (fresh randomness), a non-negative int seed, or, from scripts, a
-    ``numpy.random.Generator`` (which forms and the command line cannot express)."""
+    """``random_state``: None, a non-negative int seed, or, from scripts, a
+    ``numpy.random.Generator`` or ``RandomState`` (which forms and the command line cannot
+    express). None draws fresh randomness in a script; the window and the command line pin an
+    unset seed to 0 so that every run can be repeated (``app.session.pin_seed``)."""
 
     def __init__(self, help: str, name: str = "random_state", **kw):
         kw.setdefault("advanced", True)
-        kw.setdefault("none_label", "fresh randomness")
+        # What an empty seed box does: the window and the command line pin it to 0.
+        kw.setdefault("none_label", "0 in the window and CLI; fresh randomness in scripts")
         super().__init__(name, int, None, help, low=0, allow_none=True, **kw)
 
-    def validate(self, value: Any) -> Any:
-        if type(value).__name__ == "Generator" and hasattr(value, "bit_generator"):
+    def _check(self, value: Any) -> Any:
+        if isinstance(value, (np.random.Generator, np.random.RandomState)):
             return value
-        return super().validate(value)
+        return super()._check(value)
+
+    def constraints(self) -> list:
+        return ["random_state", np.random.Generator]
 
 
 def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:

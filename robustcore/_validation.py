@@ -1,67 +1,88 @@
-"""Input checks shared by all estimators: one clear message per problem."""
+"""Input checks shared by all estimators: scikit-learn's ``validate_data`` plus the messages and
+guards it does not have (where a NaN is, values too large to square), and the one conversion of
+``random_state``.
+"""
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.validation import validate_data
 
-__all__ = ["check_array", "check_fraction"]
+__all__ = ["validate_X", "check_finite", "check_magnitude", "check_random_state", "MAX_ABS"]
+
+# Squares of larger values overflow float64 (1.8e308): every method here works with squares
+# (SVDs, Gram matrices, distances), so such values are refused or rescaled first.
+MAX_ABS = 1e150
 
 
-def check_array(X, *, name: str = "X", min_samples: int = 1, min_features: int = 1,
-                accept_sparse: bool = False, dtype=np.float64, copy: bool = False,
-                ensure_2d: bool = True):
-    """Return ``X`` as a finite 2-D float array (or CSR matrix if ``accept_sparse``).
+def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features: int = 1,
+               accept_sparse: bool = False, copy: bool = False):
+    """``X`` as a finite 2-D float64 array (or CSR matrix), with ``n_features_in_`` and
+    ``feature_names_in_`` set (``reset=True``, in fit) or checked against them (``reset=False``).
 
-    Raises ``ValueError`` naming the problem: not numeric, wrong dimensions, too few samples or
-    features, NaN or infinite entries (with the position of the first one).
+    scikit-learn's ``validate_data`` does the conversion (lists, DataFrames, other dtypes),
+    refuses complex, 1-D and empty input, and checks the width; NaN and infinite entries are
+    refused here with the position of the first one.
     """
-    if sp.issparse(X):
-        if not accept_sparse:
-            raise ValueError(f"{name} is a sparse matrix, which this method does not accept; "
-                             f"pass a dense array (e.g. {name}.toarray()) if it fits in memory")
-        X = sp.csr_matrix(X, dtype=dtype, copy=copy)
-        data = X.data
-        shape = X.shape
-    else:
-        try:
-            arr = np.array(X, dtype=dtype, copy=copy) if copy else np.asarray(X, dtype=dtype)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name} must be a numeric array; it could not be converted to numbers "
-                             f"({exc})") from None
-        if ensure_2d:
-            if arr.ndim == 1:
-                raise ValueError(f"{name} must be 2-D (n_samples, n_features); got a 1-D array of "
-                                 f"length {arr.shape[0]}. Use X.reshape(-1, 1) for one feature or "
-                                 f"X.reshape(1, -1) for one sample")
-            if arr.ndim != 2:
-                raise ValueError(f"{name} must be 2-D (n_samples, n_features); got shape {arr.shape}")
-        X = arr
-        data = arr
-        shape = arr.shape
-    if ensure_2d:
-        n, d = shape
-        if n < min_samples:
-            raise ValueError(f"{name} must have at least {min_samples} sample(s) (rows); got {n}")
-        if d < min_features:
-            raise ValueError(f"{name} must have at least {min_features} feature(s) (columns); got {d}")
-    if not np.all(np.isfinite(data)):
-        if sp.issparse(X):
-            coo = X.tocoo()
-            bad = ~np.isfinite(coo.data)
-            i, j = int(coo.row[bad][0]), int(coo.col[bad][0])
-            count = int(bad.sum())
-            kind = "NaN" if np.isnan(coo.data[bad][0]) else "infinite"
-        else:
-            badmask = ~np.isfinite(data)
-            count = int(badmask.sum())
-            pos = np.argwhere(badmask)[0]
-            i, j = (int(pos[0]), int(pos[1])) if len(pos) == 2 else (int(pos[0]), 0)
-            kind = "NaN" if np.isnan(data[tuple(pos)]) else "infinite"
-        raise ValueError(f"{name} contains {count} NaN or infinite value(s) (first: {kind} at row {i}, "
-                         f"column {j}); remove or impute them before fitting")
+    X = validate_data(estimator, X, reset=reset, accept_sparse="csr" if accept_sparse else False,
+                      dtype=np.float64, ensure_all_finite=False, ensure_min_samples=min_samples,
+                      ensure_min_features=min_features, copy=copy)
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    check_finite(X)
     return X
 
 
-def check_fraction(name: str, value, *, low_inclusive=False, high_inclusive=False):
-    from ._params import check_range
-    return check_range(name, value, 0.0, 1.0, low_inclusive=low_inclusive, high_inclusive=high_inclusive)
+def check_finite(X, name: str = "X") -> None:
+    """Raise ``ValueError`` naming the first NaN or infinite entry of ``X`` (dense or CSR)."""
+    data = X.data if sp.issparse(X) else X
+    if np.isfinite(data).all():
+        return
+    if sp.issparse(X):
+        coo = X.tocoo()
+        bad = ~np.isfinite(coo.data)
+        i, j = int(coo.row[bad][0]), int(coo.col[bad][0])
+        count = int(bad.sum())
+        first = coo.data[bad][0]
+    else:
+        badmask = ~np.isfinite(data)
+        count = int(badmask.sum())
+        i, j = (int(v) for v in np.argwhere(badmask)[0])
+        first = data[i, j]
+    kind = "NaN" if np.isnan(first) else "infinite"
+    raise ValueError(f"{name} contains {count} NaN or infinite value(s) (first: {kind} at row {i}, "
+                     f"column {j}); remove or impute them before fitting")
+
+
+def check_magnitude(X, *, method: str, fix: str) -> float:
+    """Largest |value| of X; refuse values whose squares overflow, saying what to do instead."""
+    data = X.data if sp.issparse(X) else X
+    top = float(np.abs(data).max(initial=0.0))
+    if top > MAX_ABS:
+        raise ValueError(f"X holds values as large as {top:.3g}; {method} works with their squares, "
+                         f"which overflow float64 beyond about {MAX_ABS:.0e}. {fix}")
+    return top
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """The one conversion of ``random_state`` to a ``numpy.random.Generator``.
+
+    ``None`` -> fresh randomness; an int seed ``s`` -> ``numpy.random.default_rng(s)`` (so seeds
+    give the same numbers as robustcore 0.1); a ``Generator`` is used as it is; a legacy
+    ``RandomState`` (what scikit-learn's own ``check_random_state`` returns) seeds a new
+    Generator from its stream. scikit-learn's helper is not used directly because it returns a
+    ``RandomState``, whose streams differ from ``default_rng``'s: sessions written with a seed
+    would no longer replay the same numbers.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**63 - 1, dtype=np.int64))
+    if random_state is None:
+        return np.random.default_rng()
+    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
+            or random_state < 0:
+        raise ValueError("random_state must be None, a non-negative integer seed, a "
+                         f"numpy.random.Generator or a RandomState; got {random_state!r}")
+    return np.random.default_rng(int(random_state))

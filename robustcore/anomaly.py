@@ -10,12 +10,17 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from ._base import Estimator
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ._base import Estimator, fit_method
+from ._outlier import CONTAMINATION, OutlierScores
 from ._params import Param, check_range
 from ._progress import Reporter
-from ._validation import check_array
+from ._scaling import scale_param
+from ._validation import check_magnitude, validate_X
+from .subspace._base import SubspaceModel
 
-__all__ = ["ResidualScorer", "jackson_mudholkar_limit", "box_limit", "t2_limit_new",
+__all__ = ["ResidualScorer", "jackson_mudholkar_limit", "box_limit", "spe_limit", "t2_limit_new",
            "t2_limit_training"]
 
 # Rows per block when scoring: temporaries of about 2.6e5 doubles (2 MB) stay in cache.
@@ -63,6 +68,23 @@ def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, 
     return q, "jackson-mudholkar"
 
 
+def spe_limit(residual_eigenvalues, alpha: float, *, total: float,
+              method: str = "jackson-mudholkar") -> float:
+    """The SPE control limit as the estimators use it: Jackson-Mudholkar's (or Box's with
+    ``method="box"``), floored at 1e-20 x ``total``, the total variance. Exactly low-rank
+    training data give theta = 0 and a zero limit that rounding would cross; squared residuals
+    below 1e-20 of the total variance are rounding, not departures."""
+    return _spe_limit_and_method(residual_eigenvalues, alpha, total, method)[0]
+
+
+def _spe_limit_and_method(lam, alpha, total, method):
+    if method == "box":
+        lim, used = box_limit(lam, alpha), "box"
+    else:
+        lim, used = jackson_mudholkar_limit(lam, alpha)
+    return max(lim, 1e-20 * total), used
+
+
 def t2_limit_new(p: int, n: int, alpha: float) -> float:
     """T² limit for NEW observations, mean and covariance estimated from n training rows:
     p (n-1)(n+1) / (n (n-p)) · F_{1-α}(p, n-p)."""
@@ -80,17 +102,19 @@ def _auto_rank(explained_ratio, max_rank: int, share: float = 0.9) -> int:
     return max(1, min(k, max_rank))
 
 
-class ResidualScorer(Estimator):
+class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     """SPE (squared reconstruction error) and Hotelling T² scores with control limits.
 
-    With ``z = x - mean_``, scores ``t = components_ @ z`` and residual ``e = z - components_.T @ t``:
-    ``SPE(x) = |e|²`` and ``T²(x) = sum_j t_j² / variances_[j]``. SPE is exactly unchanged by
-    moves along the subspace, T² by moves orthogonal to it: look at both (``flag``).
+    With ``z = x - mean_`` (x scaled, see ``scale``), scores ``t = components_ @ z`` and residual
+    ``e = z - components_.T @ t``: ``SPE(x) = |e|²`` and ``T²(x) = sum_j t_j² / variances_[j]``.
+    SPE is exactly unchanged by moves along the subspace, T² by moves orthogonal to it: look at
+    both (``flag``).
 
     Parameters
     ----------
-    n_components : int, default 2
-        Dimension p of the subspace, 1 <= p < min(n_samples, n_features).
+    n_components : int or None, default None
+        Dimension p of the subspace, 1 <= p < min(n_samples, n_features); None takes the fewest
+        components explaining 90 % of the variance.
     alpha : float in (0, 1), default 0.01
         False-alarm rate of each control limit.
     limit : {"jackson-mudholkar", "box"}, default "jackson-mudholkar"
@@ -101,6 +125,12 @@ class ResidualScorer(Estimator):
         (Phase I, Beta distribution; smaller, because training rows shaped the estimates).
     center : bool, default True
         ``fit`` centres at the training mean (False: the subspace goes through the origin).
+    scale : {"none", "standard", "robust"}, default "none"
+        Per-feature scaling inside the estimator; scores, limits and attributes are in the
+        scaled units.
+    contamination : "auto" or float in (0, 0.5], default "auto"
+        Outlier rule of ``predict``: "auto" = SPE above ``spe_limit_``; a fraction c = the
+        share c of training samples with the largest SPE. (``flag`` also reports T².)
 
     Attributes
     ----------
@@ -119,7 +149,14 @@ class ResidualScorer(Estimator):
     plane_ : ndarray (2, d)
         Default plane of ``grid``: the unit axes for 2-D data, otherwise the first two principal
         directions of the training data.
+    scale_center_, scale_ : ndarray (d,)
+    offset_ : float
     n_samples_fit_, n_features_in_ : int
+
+    Outlier score
+    -------------
+    ``_outlier_score``: the SPE of each (scaled) sample. ``score_samples`` is minus the SPE; use
+    ``t2`` for departures along the subspace, which SPE cannot see.
     """
 
     _params = (
@@ -132,40 +169,56 @@ class ResidualScorer(Estimator):
         Param("t2_limit", str, "new", "T² limit for new observations (F) or for the training rows "
               "themselves (Beta).", choices=("new", "training")),
         Param("center", bool, True, "Centre at the training mean (otherwise a linear subspace)."),
+        scale_param("none"),
+        CONTAMINATION,
     )
 
-    def __init__(self, n_components: int | None = None, alpha: float = 0.01, limit: str = "jackson-mudholkar",
-                 t2_limit: str = "new", center: bool = True):
+    def __init__(self, n_components: int | None = None, *, alpha: float = 0.01,
+                 limit: str = "jackson-mudholkar", t2_limit: str = "new", center: bool = True,
+                 scale: str = "none", contamination="auto"):
         self.n_components = n_components
         self.alpha = alpha
         self.limit = limit
         self.t2_limit = t2_limit
         self.center = center
+        self.scale = scale
+        self.contamination = contamination
 
     # -- fitting --------------------------------------------------------------------------
+    def _fit_input(self, X):
+        """Validated, scaled training rows and the scaling attributes."""
+        from .subspace.pca import OVERFLOW_FIX
+        X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
+        Z, scaling = self._fit_scaled(X, self.scale)
+        check_magnitude(Z, method="ResidualScorer", fix=OVERFLOW_FIX)
+        return Z, scaling
+
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         """PCA subspace of X (n_samples, n_features) and limits calibrated on X. Returns self."""
         from .subspace.pca import PCA
 
         p = self._start_fit()
         rep = Reporter(progress)
-        X = check_array(X, min_samples=2, min_features=2)
+        X, scaling = self._fit_input(X)
         n, d = X.shape
         if p["n_components"] is None:
-            pca = PCA(n_components=min(n, d), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
+            pca = PCA(min(n, d), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
             k = _auto_rank(pca.explained_variance_ratio_, min(n, d) - 1)
         else:
             k = self._check_rank(p, n, d)
-            pca = PCA(n_components=max(k, 2), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
+            pca = PCA(max(k, 2), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
         comps = pca.components_[:k]
         plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
         # all_variances_ holds every nonzero eigenvalue (min(n, d) of them): the rest are zero.
         fitted = self._limits(p, n, d, comps, pca.mean_, pca.all_variances_[:k].copy(),
                               pca.all_variances_[k:].copy(), plane)
         rep(1.0, "done")
-        self._set_fitted(**fitted)
+        self._set_fitted(**scaling, **fitted)
+        self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(X)))
         return self
 
+    @fit_method()
     def fit_subspace(self, X, components, mean, progress=None):
         """Use a subspace fitted elsewhere; calibrate variances and limits on training data X.
 
@@ -174,18 +227,19 @@ class ResidualScorer(Estimator):
         X : array (n_samples, n_features)
             Training data for calibration (ideally clean: outliers widen both limits).
         components : array (n_components, n_features)
-            Orthonormal rows, e.g. ``CoherencePursuit().components_``.
+            Orthonormal rows, e.g. ``CoherencePursuit().components_``, in the units of X after
+            this estimator's ``scale``.
         mean : array (n_features,)
-            The centre of the subspace.
+            The centre of the subspace, in the same units.
 
         Returns self. The variances along the components and the residual eigenvalues are
         those of X about ``mean`` (sums of squares divided by n - 1).
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X = check_array(X, min_samples=2, min_features=2)
+        X, scaling = self._fit_input(X)
         n, d = X.shape
-        C = check_array(components, name="components")
+        C = check_array(components, dtype=np.float64, input_name="components")
         if p["n_components"] is None:
             p = {**p, "n_components": C.shape[0]}
         k = self._check_rank(p, n, d)
@@ -223,13 +277,15 @@ class ResidualScorer(Estimator):
             plane = fix_signs(plane)
         fitted = self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane)
         rep(1.0, "done")
-        self._set_fitted(**fitted)
+        self._set_fitted(**scaling, **fitted)
+        self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(X)))
         return self
 
     @staticmethod
     def _check_rank(p, n, d):
         return check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
-                           hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual is left")
+                           hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual "
+                                f"is left; here n_samples = {n}, n_features = {d}")
 
     @staticmethod
     def _limits(p, n, d, comps, mean, var, lam, plane):
@@ -241,13 +297,8 @@ class ResidualScorer(Estimator):
                              f"so T² is undefined; n_components must be at most {j} for this data "
                              f"(got {k})")
         alpha = p["alpha"]
-        if p["limit"] == "box":
-            spe_lim, method = box_limit(lam, alpha), "box"
-        else:
-            spe_lim, method = jackson_mudholkar_limit(lam, alpha)
-        # Exactly low-rank training data give θ = 0 and a zero limit that rounding would cross;
-        # squared residuals below 1e-20 of the total variance are rounding, not departures.
-        spe_lim = max(spe_lim, 1e-20 * (float(var.sum()) + float(lam.sum())))
+        spe_lim, method = _spe_limit_and_method(lam, alpha, float(var.sum()) + float(lam.sum()),
+                                                p["limit"])
         if p["t2_limit"] == "new":
             t2_lim = t2_limit_new(k, n, alpha)
         else:
@@ -258,31 +309,25 @@ class ResidualScorer(Estimator):
         return dict(components_=comps, mean_=mean, variances_=var, residual_eigenvalues_=lam,
                     thetas_=np.array(_thetas(lam)), spe_limit_=float(spe_lim),
                     spe_limit_method_=method, t2_limit_=float(t2_lim), plane_=plane,
-                    n_samples_fit_=n, n_features_in_=d)
+                    n_samples_fit_=n)
 
     # -- scores ---------------------------------------------------------------------------
-    def _checked(self, X):
-        self._check_fitted("components_")
-        X = check_array(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this ResidualScorer was fitted on "
-                             f"{self.n_features_in_}")
-        return X
+    def _outlier_score(self, Z):
+        return self._spe_t2(Z, want_t2=False)[0]
 
-    def _blocks(self, n):
-        b = max(1, _BLOCK_ENTRIES // max(self.n_features_in_, 1))
-        return range(0, n, b), b
+    def _auto_threshold(self, training_scores):
+        return self.spe_limit_
 
-    def _spe_t2(self, X, want_spe=True, want_t2=True):
-        X = self._checked(X)
-        n = X.shape[0]
+    def _spe_t2(self, Z, want_spe=True, want_t2=True):
+        """SPE and T² of scaled rows Z, in blocks of rows."""
+        n = Z.shape[0]
         C, m, inv = self.components_, self.mean_, 1.0 / self.variances_
         mC = m @ C.T
         spe = np.empty(n) if want_spe else None
         t2 = np.empty(n) if want_t2 else None
-        starts, b = self._blocks(n)
-        for s in starts:
-            B = X[s:s + b]
+        b = max(1, _BLOCK_ENTRIES // max(self.n_features_in_, 1))
+        for s in range(0, n, b):
+            B = Z[s:s + b]
             # Scores of x - m without materialising x - m (one memory pass fewer per block).
             T = B @ C.T
             T -= mC
@@ -298,36 +343,25 @@ class ResidualScorer(Estimator):
 
     def scores(self, X):
         """``(spe, t2)`` in one pass over X (faster than calling ``spe`` and ``t2``)."""
-        return self._spe_t2(X)
+        return self._spe_t2(self._input(X))
 
     def spe(self, X):
         """Squared prediction error |x - mean_ - projection|² (n_samples,); larger = more anomalous."""
-        return self._spe_t2(X, want_t2=False)[0]
+        return self._spe_t2(self._input(X), want_t2=False)[0]
 
     def t2(self, X):
         """Hotelling T² = sum_j t_j² / variances_[j] (n_samples,); larger = more anomalous."""
-        return self._spe_t2(X, want_spe=False)[1]
-
-    def score_samples(self, X):
-        """The SPE (n_samples,): LARGER means MORE anomalous (off the subspace). Use ``t2`` for
-        departures along the subspace, which SPE cannot see."""
-        return self.spe(X)
-
-    def transform(self, X):
-        """Scores (n_samples, n_components): (X - mean_) @ components_.T."""
-        X = self._checked(X)
-        return (X - self.mean_) @ self.components_.T
+        return self._spe_t2(self._input(X), want_spe=False)[1]
 
     def contributions(self, X):
         """Per-feature squared residuals (n_samples, n_features); each row sums to the SPE."""
-        X = self._checked(X)
-        Z = X - self.mean_
+        Z = self._input(X) - self.mean_
         Z -= (Z @ self.components_.T) @ self.components_
         return Z * Z
 
     def flag(self, X):
         """Which samples exceed each limit: ``{"spe", "t2", "either"}`` -> bool (n_samples,)."""
-        spe, t2 = self._spe_t2(X)
+        spe, t2 = self.scores(X)
         out_spe = spe > self.spe_limit_
         out_t2 = t2 > self.t2_limit_
         return {"spe": out_spe, "t2": out_t2, "either": out_spe | out_t2}
@@ -351,7 +385,7 @@ class ResidualScorer(Estimator):
         Both are quadratic forms in (x, y), evaluated in closed form: O(len(xs) * len(ys)) work
         and memory whatever d is.
         """
-        self._check_fitted("components_")
+        check_is_fitted(self)
         xs = np.asarray(xs, dtype=np.float64).ravel()
         ys = np.asarray(ys, dtype=np.float64).ravel()
         if not (np.all(np.isfinite(xs)) and np.all(np.isfinite(ys))):

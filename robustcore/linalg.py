@@ -27,22 +27,11 @@ from scipy.linalg import lapack as _lapack
 
 from ._params import check_range
 from ._threads import PLAIN_PRODUCTS
+# the one random_state conversion, under the name this module has always exported
+from ._validation import check_random_state as as_generator
 
 __all__ = ["eigh_above", "gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator",
            "orthonormalize"]
-
-
-def as_generator(random_state) -> np.random.Generator:
-    """``None`` / int seed / ``numpy.random.Generator`` -> ``Generator``."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None:
-        return np.random.default_rng()
-    if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
-            or random_state < 0:
-        raise ValueError("random_state must be None, a non-negative integer seed or a "
-                         f"numpy.random.Generator; got {random_state!r}")
-    return np.random.default_rng(int(random_state))
 
 
 def _check_k(k, m, n, upper=None):

@@ -17,7 +17,8 @@ import numpy as np
 from ._params import Param, validate_params
 from ._progress import Reporter
 
-__all__ = ["Method", "RunResult", "METHODS", "get_method", "method_names"]
+__all__ = ["Method", "RunResult", "METHODS", "get_method", "method_names", "upgrade_params",
+           "SCORE_DIRECTIONS"]
 
 
 @dataclass
@@ -103,7 +104,28 @@ def _X(dataset, accept_sparse=False):
     return dataset.X if accept_sparse else dataset.dense()
 
 
-_LIMIT_ALPHA = 0.01  # false-alarm rate of the limits behind the outlier flags of pca/cp/pcp
+from ._outlier import LIMIT_ALPHA as _LIMIT_ALPHA  # false-alarm rate of the pca/cp flags' limits
+
+# Which way each per-sample score runs (written into exports beside the scores). The registry's
+# scores keep their own names and directions; scikit-learn's score_samples (higher = more normal)
+# is the estimators' API, not what the views draw.
+SCORE_DIRECTIONS = {
+    "spe": "higher = farther from the subspace (more abnormal)",
+    "t2": "higher = farther along the subspace from its centre (more abnormal)",
+    "sparse_score": "higher = larger sparse part (more abnormal)",
+    "coherence": "higher = more coherent with the other samples (more normal)",
+}
+
+
+def _contamination_flags(est, X, values, flags, summary):
+    """With a numeric ``contamination`` the estimator's own rule replaces the method's default
+    one: the given share of samples with the lowest score_samples is flagged."""
+    c = values.get("contamination", "auto")
+    if c == "auto":
+        return
+    flags["outlier"] = est.predict(X) == -1
+    summary["outlier rule"] = f"the {c:.3g} share of samples with the largest outlier score (contamination)"
+    summary["flagged"] = int(flags["outlier"].sum())
 
 
 def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None):
@@ -144,9 +166,10 @@ def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None):
 def _run_pca(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    scores, flags, arrays, summary, notes = _subspace_fields(X, est.components_, est.mean_)
+    scores, flags, arrays, summary, notes = _subspace_fields(est._scaled(X), est.components_, est.mean_)
     arrays["explained_variance"] = est.explained_variance_
     summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum()), **summary}
+    _contamination_flags(est, X, values, flags, summary)
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 
@@ -170,9 +193,10 @@ def _trimmed_calibration(X, components, mean, n_mad=3.0):
 def _run_cop(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    calibrate = _trimmed_calibration(X, est.components_, est.mean_)
+    Xs = est._scaled(X)
+    calibrate = _trimmed_calibration(Xs, est.components_, est.mean_)
     scores, flags, arrays, summary, notes = _subspace_fields(
-        X, est.components_, est.mean_, calibrate=calibrate,
+        Xs, est.components_, est.mean_, calibrate=calibrate,
         extra_scores={"coherence": est.coherence_})
     summary["calibrated on"] = f"{calibrate.size} samples (all but log-SPE outliers)"
     selected = np.zeros(X.shape[0], dtype=bool)
@@ -185,6 +209,7 @@ def _run_cop(est, dataset, values, rep):
     rank = f"{est.n_components_} (estimated)" if values.get("n_components") is None else est.n_components_
     summary = {"rank": rank, "selected inliers": int(selected.sum()),
                "degenerate samples": int(est.degenerate_.sum()), **summary}
+    _contamination_flags(est, X, values, flags, summary)
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 
@@ -204,8 +229,9 @@ def _run_pcp(est, dataset, values, rep):
     summary = {"iterations": est.n_iter_, "converged": bool(est.converged_), "rank of L": int(est.rank_),
                "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_,
                "outlier rule": "sparse-part score above median + 3 MAD", "flagged": int((score > cut).sum())}
-    return dict(sample_scores={"sparse_score": score}, flags={"outlier": flags_above(score, cut)},
-                arrays=arrays, summary=summary)
+    flags = {"outlier": flags_above(score, cut)}
+    _contamination_flags(est, X, values, flags, summary)
+    return dict(sample_scores={"sparse_score": score}, flags=flags, arrays=arrays, summary=summary)
 
 
 def _run_residual(est, dataset, values, rep):
@@ -221,6 +247,7 @@ def _run_residual(est, dataset, values, rep):
               "contributions": est.contributions(X)}
     flags = {"outlier": out_spe | out_t2, "outside_spe": out_spe, "outside_t2": out_t2,
              "outside_either": out_spe | out_t2}
+    _contamination_flags(est, X, values, flags, summary)
     return dict(sample_scores={"spe": spe, "t2": t2}, flags=flags, arrays=arrays, summary=summary)
 
 
@@ -243,9 +270,8 @@ def _run_scw(est, dataset, values, rep):
     X = _X(dataset, accept_sparse=est.covariance == "diagonal")
     y = np.asarray(dataset.labels)
     n = X.shape[0]
-    seed = est.random_state if est.random_state is not None else 0
-    rng = np.random.default_rng(seed)
-    order = rng.permutation(n)
+    from ._validation import check_random_state
+    order = check_random_state(0 if est.random_state is None else est.random_state).permutation(n)
     n_test = int(round(values.get("test_fraction", 0.0) * n))
     test, train = np.sort(order[:n_test]), order[n_test:]
     classes = np.unique(y)
@@ -308,6 +334,24 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            _cls(".online.scw", "SCW"), _run_scw, views=("learning-curve",), needs_labels=True,
            accepts_sparse=True, extra_params=(_TEST_FRACTION,)),
 ]}
+
+
+# Parameters renamed since 0.1: method -> {old name: (new name, {old value: new value} or None)}.
+# Sessions and settings written by 0.1 go through upgrade_params before they are validated.
+RENAMED_PARAMS = {
+    "esfs": {"standardize": ("scale", {True: "standard", False: "none"})},
+    "pcp": {"score": ("score_norm", None)},
+}
+
+
+def upgrade_params(method: str, params: dict) -> dict:
+    """``params`` of ``method`` with 0.1's parameter names and values turned into today's."""
+    out = dict(params)
+    for old, (new, values) in RENAMED_PARAMS.get(method, {}).items():
+        if old in out and new not in out:
+            v = out.pop(old)
+            out[new] = values.get(v, v) if values is not None and isinstance(v, (bool, str)) else v
+    return out
 
 
 def method_names() -> list[str]:

@@ -4,14 +4,18 @@ eigenvalues of a similarity-graph Laplacian move when the feature is re-weighted
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import ConvergenceWarning, Estimator
+from .._base import ConvergenceWarning, Estimator, fit_method
 from .._params import Param, SeedParam, check_range
 from .._progress import Reporter
-from .._validation import check_array
+from .._scaling import ScaledInput, scale_param
+from .._validation import check_magnitude, check_random_state, validate_X
 from . import _graph, _spectral
 
 __all__ = ["ESFS", "AUTO_DENSE_FACTOR"]
@@ -26,12 +30,6 @@ AUTO_DENSE_FACTOR = 5
 _TIE_RTOL = 1e-6
 
 
-def _check_random_state(random_state) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
-
-
 def _constant_columns(X: np.ndarray) -> np.ndarray:
     """Columns whose spread is zero or only rounding noise relative to their magnitude."""
     spread = X.max(axis=0) - X.min(axis=0)
@@ -39,7 +37,20 @@ def _constant_columns(X: np.ndarray) -> np.ndarray:
     return spread <= 1e-12 * scale
 
 
-class ESFS(Estimator):
+@dataclass
+class _Graph:
+    """The similarity graph: S (dense or CSR), its degrees, and for kNN its edge list."""
+
+    kind: str
+    S: object
+    degrees: np.ndarray
+    sigma: float
+    rows: np.ndarray | None = None
+    cols: np.ndarray | None = None
+    weights: np.ndarray | None = None
+
+
+class ESFS(SelectorMixin, ScaledInput, Estimator):
     """Eigenvalue Sensitive Feature Selection: unsupervised feature ranking by EVSC scores.
 
     Each feature t gets a weight w_t (evaluated at w = 1) inside a Gaussian similarity graph
@@ -88,14 +99,16 @@ class ESFS(Estimator):
     n_neighbors : int
         K for the kNN graph, 1 <= K < n_samples (default 10). The derivative treats the set of kNN
         edges as fixed (it changes discontinuously with the weights).
-    standardize : bool
-        Z-score every feature first (default True); otherwise large-scale features dominate both
-        the graph and the derivatives. Constant features are left at 0, not divided by 0.
     n_features_to_select : int or None
         How many top-ranked features :meth:`transform` keeps; None (default) keeps half of them
         (``max(1, n_features // 2)``, scikit-learn's RFE convention), so transform always reduces.
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy.random.Generator or RandomState
         Seed of the eigensolver's starting vector (kNN graph / large problems only).
+    scale : {"standard", "robust", "none"}, default "standard"
+        Per-feature scaling before the graph is built (robustcore._scaling): "standard"
+        z-scores every feature (otherwise large-scale features dominate both the graph and the
+        derivatives), "robust" uses median / MAD, "none" keeps the units. Constant features
+        get scale 1 and score 0. (Sessions of 0.1 said ``standardize=True/False``.)
 
     Attributes
     ----------
@@ -124,8 +137,9 @@ class ESFS(Estimator):
     constant_features_ : ndarray (d,) of bool
         Features with no spread; scored 0.
     support_ : ndarray (d,) of bool
-        Features kept by :meth:`transform`.
-    n_features_in_ : int
+        Features kept by :meth:`transform` (``get_support()``).
+    scale_center_, scale_ : ndarray (d,)
+    n_features_in_ : int; feature_names_in_ when X had string column names.
     converged_ : bool
         False if the iterative eigensolver stopped before full accuracy (a ConvergenceWarning is
         issued).
@@ -142,23 +156,24 @@ class ESFS(Estimator):
         Param("graph", str, "auto", "Similarity graph: all pairs (dense) or k nearest neighbours.",
               choices=("auto", "dense", "knn")),
         Param("n_neighbors", int, 10, "Neighbours per sample in the kNN graph.", low=1),
-        Param("standardize", bool, True, "Z-score each feature before building the graph."),
+        scale_param("standard"),
         Param("n_features_to_select", int, None, "Top-ranked features kept by transform.", low=1,
               allow_none=True, none_label="half of the features"),
         SeedParam("Seed of the eigensolver's starting vector."),
     )
 
-    def __init__(self, sigma=None, sigma_scale=None, n_eigenpairs=1, graph="auto",
-                 n_neighbors=10, standardize=True, n_features_to_select=None, random_state=None):
+    def __init__(self, sigma=None, *, sigma_scale=None, n_eigenpairs=1, graph="auto",
+                 n_neighbors=10, scale="standard", n_features_to_select=None, random_state=None):
         self.sigma = sigma
         self.sigma_scale = sigma_scale
         self.n_eigenpairs = n_eigenpairs
         self.graph = graph
         self.n_neighbors = n_neighbors
-        self.standardize = standardize
+        self.scale = scale
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         """Score and rank the features of X (n_samples, n_features). ``y`` is ignored.
 
@@ -168,7 +183,7 @@ class ESFS(Estimator):
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X = check_array(X, min_samples=2, min_features=2)
+        X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
         n, d = X.shape
         k = check_range("n_eigenpairs", p["n_eigenpairs"], 1, n - 1, integer=True,
                         hint=f"fewer than n_samples = {n}")
@@ -181,87 +196,21 @@ class ESFS(Estimator):
         graph = p["graph"]
         if graph == "auto":
             graph = "dense" if n <= AUTO_DENSE_FACTOR * p["n_neighbors"] else "knn"
-        K = None
         if graph == "knn":
-            K = check_range("n_neighbors", p["n_neighbors"], 1, n - 1, integer=True,
-                            hint=f"fewer than n_samples = {n}")
-        rng = _check_random_state(p["random_state"])
+            check_range("n_neighbors", p["n_neighbors"], 1, n - 1, integer=True,
+                        hint=f"fewer than n_samples = {n}")
 
         rep(0.0, "preparing data")
-        constant = _constant_columns(X)
-        if constant.all():
-            raise ValueError(f"X must have at least one non-constant feature to rank; all {d} "
-                             f"features are constant")
-        Xc = X - X.mean(axis=0)
-        Xc[:, constant] = 0.0
-        if p["standardize"]:
-            std = Xc.std(axis=0)
-            std[constant | (std == 0)] = 1.0
-            Xc /= std
-
-        scale = p["sigma_scale"]
-        if scale is None:
-            scale = 0.5 if graph == "dense" else 1.0
-        graph_rep = rep.span(0.0, 0.35)
-        if graph == "dense":
-            graph_rep(0.0, "dense graph: distances")
-            S = _graph.sq_distances(Xc)
-            sigma = p["sigma"]
-            if sigma is None:
-                sigma = scale * _graph.median_pairwise_distance(S)
-                if not sigma > 0:
-                    raise ValueError("X has only identical samples; no similarity graph to analyse")
-            graph_rep(0.6, "dense graph: similarities")
-            S = _graph.dense_affinity(S, sigma, out=S)
-            degrees = S.sum(axis=1)
-            rows = cols = weights = None
-        else:
-            idx, dist = _graph.knn_indices(Xc, K, graph_rep.span(0.0, 0.8))
-            sigma = p["sigma"]
-            if sigma is None:
-                kth = dist.max(axis=1)
-                kth = kth[kth > 0]
-                if kth.size == 0:
-                    raise ValueError("X has only duplicate samples within every neighbourhood; "
-                                     "pass sigma explicitly or increase n_neighbors")
-                sigma = scale * float(np.median(kth))
-            graph_rep(0.8, "kNN graph: edges")
-            rows, cols = _graph.knn_edges(idx, n)
-            del idx, dist
-            weights = _graph.edge_affinity(_graph.edge_sq_distances(Xc, rows, cols), sigma)
-            S = sp.coo_matrix((np.concatenate([weights, weights]),
-                               (np.concatenate([rows, cols]), np.concatenate([cols, rows]))),
-                              shape=(n, n)).tocsr()
-            degrees = np.asarray(S.sum(axis=1)).ravel()
-        graph_rep(1.0, "graph built")
-
-        n_comp, labels = _spectral.graph_components(S)
-        if n_comp + k > n:
-            raise ValueError(f"n_eigenpairs must be an integer in [1, {n - n_comp}] (the graph has "
-                             f"{n_comp} connected components, each with a trivial eigenvalue 0; "
-                             f"increase sigma or n_neighbors to connect it); got {k}")
-        if n_comp > 1:
-            warnings.warn(f"the {graph} similarity graph has {n_comp} connected components; their "
-                          f"{n_comp} zero eigenvalues are skipped, and separation between components "
-                          f"does not enter the scores (increase "
-                          f"{'n_neighbors' if graph == 'knn' else 'sigma'} to connect them)",
-                          UserWarning, stacklevel=2)
-        m_extra = min(max(5, k), 20, n - n_comp - k)
-        lam, Q, B, converged = _spectral.smallest_eigenpairs(
-            S, degrees, labels, n_comp, k + m_extra, rng=rng, rep=rep.span(0.35, 0.8))
-        chosen = np.arange(n_comp, n_comp + k)
-        self._warn_ties(lam, chosen)
-        if not converged:
-            warnings.warn("the eigensolver stopped before full accuracy; scores may be inexact",
-                          ConvergenceWarning, stacklevel=2)
-
+        Xc, constant, scaling = self._prepared(X, p["scale"])
+        g = self._graph(Xc, graph, p, rep.span(0.0, 0.35))
+        lam, Q, B, chosen, n_comp, converged = self._eigenpairs(g, k, p, rep.span(0.35, 0.8))
         der_rep = rep.span(0.8, 1.0)
         der_rep(0.0, "derivatives")
-        if graph == "dense":
-            deriv = _spectral.derivatives_dense(Xc, S, lam[chosen], Q[:, chosen], sigma)
+        if g.kind == "dense":
+            deriv = _spectral.derivatives_dense(Xc, g.S, lam[chosen], Q[:, chosen], g.sigma)
         else:
-            deriv = _spectral.derivatives_edges(Xc, rows, cols, weights, lam[chosen],
-                                                Q[:, chosen], sigma, der_rep)
+            deriv = _spectral.derivatives_edges(Xc, g.rows, g.cols, g.weights, lam[chosen],
+                                                Q[:, chosen], g.sigma, der_rep)
         deriv[:, constant] = 0.0
         scores = np.abs(deriv).sum(axis=0)
         ranking = np.argsort(-scores, kind="stable")
@@ -269,6 +218,7 @@ class ESFS(Estimator):
         support[ranking[:n_select]] = True
         der_rep(1.0, "done")
         self._set_fitted(
+            **scaling,
             scores_=scores,
             ranking_=ranking,
             eigenvalues_=lam,
@@ -276,15 +226,100 @@ class ESFS(Estimator):
             selected_eigenpairs_=chosen,
             derivatives_=deriv,
             degrees_=B,
-            sigma_=float(sigma),
-            graph_=graph,
+            sigma_=float(g.sigma),
+            graph_=g.kind,
             n_graph_components_=n_comp,
             constant_features_=constant,
             support_=support,
-            n_features_in_=d,
             converged_=bool(converged),
         )
         return self
+
+    def _prepared(self, X, how):
+        """Scaled, centred data with constant features zeroed; the mask of constant features."""
+        constant = _constant_columns(X)
+        if constant.all():
+            raise ValueError(f"X must have at least one non-constant feature to rank; all "
+                             f"{X.shape[1]} features are constant")
+        Z, scaling = self._fit_scaled(X, how)
+        check_magnitude(Z, method="ESFS", fix="Use scale='standard' or 'robust'.")
+        Xc = Z - Z.mean(axis=0)
+        Xc[:, constant] = 0.0
+        return Xc, constant, scaling
+
+    @staticmethod
+    def _graph(Xc, kind, p, rep) -> _Graph:
+        """The dense Gaussian graph or the kNN graph, with sigma chosen when it is None."""
+        n = Xc.shape[0]
+        scale = p["sigma_scale"]
+        if scale is None:
+            scale = 0.5 if kind == "dense" else 1.0
+        if kind == "dense":
+            rep(0.0, "dense graph: distances")
+            D2 = _graph.sq_distances(Xc)
+            typical = _graph.median_pairwise_distance(D2)
+            sigma = p["sigma"]
+            if sigma is None:
+                sigma = scale * typical
+                if not sigma > 0:
+                    raise ValueError("X has only identical samples; no similarity graph to analyse")
+            _check_sigma(sigma, typical)
+            rep(0.6, "dense graph: similarities")
+            S = _graph.dense_affinity(D2, sigma, out=D2)
+            g = _Graph("dense", S, S.sum(axis=1), sigma)
+        else:
+            idx, dist = _graph.knn_indices(Xc, p["n_neighbors"], rep.span(0.0, 0.8))
+            kth = dist.max(axis=1)
+            kth = kth[kth > 0]
+            typical = float(np.median(kth)) if kth.size else 0.0
+            sigma = p["sigma"]
+            if sigma is None:
+                if kth.size == 0:
+                    raise ValueError("X has only duplicate samples within every neighbourhood; "
+                                     "pass sigma explicitly or increase n_neighbors")
+                sigma = scale * typical
+            _check_sigma(sigma, typical)
+            rep(0.8, "kNN graph: edges")
+            rows, cols = _graph.knn_edges(idx, n)
+            del idx, dist
+            weights = _graph.edge_affinity(_graph.edge_sq_distances(Xc, rows, cols), sigma)
+            S = sp.coo_matrix((np.concatenate([weights, weights]),
+                               (np.concatenate([rows, cols]), np.concatenate([cols, rows]))),
+                              shape=(n, n)).tocsr()
+            g = _Graph("knn", S, np.asarray(S.sum(axis=1)).ravel(), sigma, rows, cols, weights)
+        if not g.degrees.max() > 0:
+            raise ValueError(f"sigma = {sigma:g} is so small that every similarity "
+                             f"exp(-distance^2 / (2 sigma^2)) underflows to 0 (the graph has no "
+                             f"edges); use a sigma near the typical distance between samples "
+                             f"({typical:.3g} here), or sigma=None to choose it")
+        rep(1.0, "graph built")
+        return g
+
+    def _eigenpairs(self, g: _Graph, k, p, rep):
+        """The trivial pairs, the k chosen ones and a few more; warns on ties, disconnected
+        graphs and an eigensolver short of full accuracy."""
+        n = g.degrees.size
+        n_comp, labels = _spectral.graph_components(g.S)
+        if n_comp + k > n:
+            raise ValueError(f"n_eigenpairs must be an integer in [1, {n - n_comp}] (the graph has "
+                             f"{n_comp} connected components, each with a trivial eigenvalue 0; "
+                             f"increase sigma or n_neighbors to connect it); got {k}")
+        if n_comp > 1:
+            warnings.warn(f"the {g.kind} similarity graph has {n_comp} connected components; their "
+                          f"{n_comp} zero eigenvalues are skipped, and separation between components "
+                          f"does not enter the scores (increase "
+                          f"{'n_neighbors' if g.kind == 'knn' else 'sigma'} to connect them)",
+                          UserWarning, stacklevel=4)
+        m_extra = min(max(5, k), 20, n - n_comp - k)
+        lam, Q, B, converged = _spectral.smallest_eigenpairs(
+            g.S, g.degrees, labels, n_comp, k + m_extra,
+            rng=check_random_state(p["random_state"]), rep=rep)
+        chosen = np.arange(n_comp, n_comp + k)
+        self._warn_ties(lam, chosen)
+        if not converged:
+            warnings.warn("the eigensolver stopped before full accuracy; scores may be inexact",
+                          ConvergenceWarning, stacklevel=4)
+        return lam, Q, B, chosen, n_comp, converged
 
     @staticmethod
     def _warn_ties(lam, chosen):
@@ -301,22 +336,14 @@ class ESFS(Estimator):
                           "of the repeated eigenspace; change n_eigenpairs to include or exclude "
                           "the whole group", UserWarning, stacklevel=3)
 
-    def transform(self, X):
-        """Keep the selected features: (n_samples, n_features_to_select), in their original order."""
-        self._check_fitted("support_")
-        X = check_array(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this ESFS was fitted on "
-                             f"{self.n_features_in_}")
-        return X[:, self.support_]
+    def _get_support_mask(self):
+        check_is_fitted(self)
+        return self.support_
 
-    def fit_transform(self, X, y=None, progress=None):
-        """Fit, then return the selected features of X."""
-        return self.fit(X, progress=progress).transform(X)
 
-    def get_support(self, indices: bool = False):
-        """Mask (d,) of the selected features, or their indices (ascending)."""
-        self._check_fitted("support_")
-        if indices:
-            return np.flatnonzero(self.support_)
-        return self.support_.copy()
+def _check_sigma(sigma, typical):
+    """Refuse a sigma whose 1 / (2 sigma^2) cannot be formed in float64."""
+    if not 0.0 < 2.0 * sigma * sigma < np.inf:
+        raise ValueError(f"sigma = {sigma:g} is outside the range float64 can square "
+                         f"(about 1e-154 to 1e154); use a sigma near the typical distance between "
+                         f"samples ({typical:.3g} here), or sigma=None to choose it")

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import ndtr
+from sklearn.base import ClassifierMixin
+from sklearn.utils import column_or_1d
+from sklearn.utils._available_if import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import Estimator
-from .._params import Param, SeedParam, param_error, validate_params
+from .._base import Estimator, fit_method
+from .._params import Param, SeedParam, param_error
 from .._progress import Reporter
-from .._validation import check_array
+from .._validation import check_magnitude, check_random_state, validate_X
 from ._scw_steps import loss_scale, phi_from_eta
 from ._scw_stream import run_stream
 
@@ -64,13 +70,16 @@ class _History:
         return {k: v[:self.n] for k, v in self.buf.items()}
 
 
-def _as_generator(random_state):
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
+# SCW's x^T Sigma x is a square of X's values: its largest |value| must stay well inside float64.
+_OVERFLOW_FIX = "Scale X first, e.g. make_pipeline(StandardScaler(), SCW())."
 
 
-class SCW(Estimator):
+def _binary_only(est):
+    """predict_proba exists for a fitted two-class model only (see SCW.predict_proba)."""
+    return getattr(est, "model_kind_", None) == "binary"
+
+
+class SCW(ClassifierMixin, Estimator):
     """Soft Confidence-Weighted linear classifier, learned online in one pass (SCW-I / SCW-II).
 
     The weights are a Gaussian N(mu, Sigma) (mu_1 = 0, Sigma_1 = a I). For each example (x, y)
@@ -115,7 +124,7 @@ class SCW(Estimator):
         Multi-class form (see above); ignored for two classes.
     shuffle : bool
         ``fit`` visits the samples in a random order (``partial_fit`` never shuffles).
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy.random.Generator or RandomState
         Seed of the shuffle.
 
     Fitted attributes
@@ -139,6 +148,15 @@ class SCW(Estimator):
     model_kind_ : "binary", "shared" or "ovr": which model the state holds.
     order_ : (n,) the row indices of the last ``fit``'s X in the order they were visited
         (``arange(n)`` unless ``shuffle``).
+
+    Probabilities
+    -------------
+    For two classes, ``predict_proba`` gives P(y = classes_[1] | x) = Phi(mu^T x / sqrt(x^T Sigma x)):
+    the probability, under the learned Gaussian over weights w ~ N(mu, Sigma), that w^T x > 0
+    (Phi is the standard normal CDF). It measures how sure the MODEL is of the sign of the
+    score, not a calibrated class frequency: it tends to 0 or 1 as Sigma shrinks with the data
+    seen. A zero x gets 1/2. There is no such closed form for the multi-class models, so
+    ``predict_proba`` exists only for two classes (``hasattr`` is False otherwise).
 
     Notes
     -----
@@ -171,7 +189,7 @@ class SCW(Estimator):
         SeedParam("Seed of the shuffle."),
     )
 
-    def __init__(self, variant="I", C=1.0, eta=None, covariance="full", a=1.0, multiclass="shared",
+    def __init__(self, variant="I", *, C=1.0, eta=None, covariance="full", a=1.0, multiclass="shared",
                  shuffle=False, random_state=None):
         self.variant = variant
         self.C = C
@@ -182,9 +200,14 @@ class SCW(Estimator):
         self.shuffle = shuffle
         self.random_state = random_state
 
-    # -- parameters --------------------------------------------------------------------------
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- parameters and input checks -----------------------------------------------------
     def _validated_params(self) -> dict:
-        p = validate_params(self._params, self.get_params())
+        p = self._validate_params()
         p["eta"] = DEFAULT_ETA[p["variant"]] if p["eta"] is None else p["eta"]
         return p
 
@@ -192,29 +215,31 @@ class SCW(Estimator):
         self._clear_fit()
         return self._validated_params()
 
-    # -- input checks ------------------------------------------------------------------------
-    @staticmethod
-    def _check_X(X, *, min_samples):
-        X = check_array(X, min_samples=min_samples, min_features=2, accept_sparse=True)
-        if sp.issparse(X):
-            X = X.copy() if not X.has_canonical_format else X
-            X.sum_duplicates()
+    def _check_X(self, X, *, reset, min_samples):
+        # after the first fit the width check says more than a minimum of 2 features would
+        X = validate_X(self, X, reset=reset, min_samples=min_samples, min_features=2 if reset else 1,
+                       accept_sparse=True)
+        check_magnitude(X, method="SCW", fix=_OVERFLOW_FIX)
         return X
 
     @staticmethod
     def _check_y(y, n):
-        y = np.asarray(y)
-        if y.ndim != 1:
-            if y.ndim == 2 and 1 in y.shape:
-                y = y.ravel()
-            else:
-                raise ValueError(f"y must be a 1-D array of {n} labels; got shape {y.shape}")
+        y = column_or_1d(y, warn=True)
         if y.shape[0] != n:
             raise ValueError(f"y must have one label per sample of X ({n}); got {y.shape[0]} labels")
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite labels; remove those samples before fitting")
-        if y.dtype.kind == "O" and any(lab is None for lab in y):
-            raise ValueError("y contains missing (None) labels; remove those samples before fitting")
+        if y.dtype.kind == "O":
+            if any(lab is None for lab in y):
+                raise ValueError("y contains missing (None) labels; remove those samples before fitting")
+            kinds = {isinstance(lab, str) for lab in y}
+            if len(kinds) > 1:
+                first_str = next(lab for lab in y if isinstance(lab, str))
+                first_other = next(lab for lab in y if not isinstance(lab, str))
+                raise ValueError(f"y mixes strings and other labels (e.g. {first_other!r} and "
+                                 f"{first_str!r}), which cannot be ordered; make them one type, "
+                                 f"e.g. y.astype(str)")
+        check_classification_targets(y)
         return y
 
     def _codes(self, y, classes, multiclass_shared):
@@ -236,6 +261,7 @@ class SCW(Estimator):
         return idx.astype(np.intp)
 
     # -- fitting -----------------------------------------------------------------------------
+    @fit_method()
     def fit(self, X, y, progress=None):
         """Learn from the rows of X in one pass (in order, or shuffled), starting afresh.
 
@@ -251,7 +277,7 @@ class SCW(Estimator):
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X = self._check_X(X, min_samples=2)
+        X = self._check_X(X, reset=True, min_samples=2)
         y = self._check_y(y, X.shape[0])
         classes = np.unique(y)
         if len(classes) < 2:
@@ -260,7 +286,7 @@ class SCW(Estimator):
                              f"class {only!r}")
         order = np.arange(X.shape[0])
         if p["shuffle"]:
-            order = _as_generator(p["random_state"]).permutation(X.shape[0])
+            order = check_random_state(p["random_state"]).permutation(X.shape[0])
             X = X[order]
             y = y[order]
         state = self._new_state(p, classes, X.shape[1])
@@ -272,6 +298,7 @@ class SCW(Estimator):
         self._set_fitted(history_=hist.views(), order_=order, n_samples_seen_=X.shape[0], **fitted)
         return self
 
+    @fit_method(clear_on_error=False)
     def partial_fit(self, X, y, classes=None, progress=None):
         """Continue learning from the rows of X, in order.
 
@@ -306,10 +333,7 @@ class SCW(Estimator):
             if len(classes) > 2 and p["multiclass"] != self.model_kind_:
                 raise param_error("multiclass", f"{self.model_kind_!r}, as when this model started "
                                   "learning (call fit to start afresh)", p["multiclass"])
-        X = self._check_X(X, min_samples=1)
-        if fitted and X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have n_features = {self.n_features_in_} columns, as in the "
-                             f"earlier calls; got {X.shape[1]}")
+        X = self._check_X(X, reset=not fitted, min_samples=1)
         y = self._check_y(y, X.shape[0])
         if fitted:
             state = self._state_copy()
@@ -400,8 +424,7 @@ class SCW(Estimator):
             loss = np.maximum(0.0, phi * np.sqrt(np.maximum(scale * res.v, 0.0)) - m)
             upd_flags = res.updated.astype(np.int64)
         out = self._publishable(state, p)
-        out.update(phi_=phi, eta_=p["eta"], classes_=classes, n_features_in_=state["d"],
-                   model_kind_=kind)
+        out.update(phi_=phi, eta_=p["eta"], classes_=classes, model_kind_=kind)
         return out, (mistake, upd_flags, loss)
 
     @staticmethod
@@ -430,13 +453,9 @@ class SCW(Estimator):
     def decision_function(self, X):
         """Scores mu^T x: (n_samples,) for two classes (positive means classes_[1]),
         (n_samples, n_classes) otherwise."""
-        self._check_fitted("mean_")
-        X = check_array(X, accept_sparse=True)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X must have n_features = {self.n_features_in_} columns, as when fitted; "
-                             f"got {X.shape[1]}")
-        out = X @ self.mean_.T
-        return np.asarray(out, dtype=np.float64)
+        check_is_fitted(self)
+        X = validate_X(self, X, reset=False, accept_sparse=True)
+        return np.asarray(X @ self.mean_.T, dtype=np.float64)
 
     def predict(self, X):
         """Predicted labels (n_samples,); a zero binary score predicts classes_[1], as in training."""
@@ -445,7 +464,20 @@ class SCW(Estimator):
             return self.classes_[(scores >= 0.0).astype(np.intp)]
         return self.classes_[np.argmax(scores, axis=1)]
 
-    def score(self, X, y):
-        """Accuracy of predict(X) against y."""
-        y = self._check_y(y, X.shape[0])
-        return float(np.mean(self.predict(X) == y))
+    @available_if(_binary_only)
+    def predict_proba(self, X):
+        """(n_samples, 2): P(y = classes_[0] | x), P(y = classes_[1] | x), where the latter is
+        Phi(mu^T x / sqrt(x^T Sigma x)), the model's confidence in the sign (class doc)."""
+        check_is_fitted(self)
+        X = validate_X(self, X, reset=False, accept_sparse=True)
+        m = np.asarray(X @ self.mean_, dtype=np.float64).ravel()
+        if hasattr(self, "covariance_"):
+            XS = X @ self.covariance_
+            v = np.asarray(XS.multiply(X).sum(axis=1) if sp.issparse(X) else np.einsum("ij,ij->i", XS, X)).ravel()
+        else:
+            X2 = X.multiply(X) if sp.issparse(X) else X * X
+            v = np.asarray(X2 @ self.covariance_diag_, dtype=np.float64).ravel()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(v > 0, m / np.sqrt(np.maximum(v, 0.0)), 0.0)
+        p1 = ndtr(z)
+        return np.column_stack([1.0 - p1, p1])

@@ -10,17 +10,22 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-from .._base import ConvergenceWarning, Estimator
+from .._base import ConvergenceWarning, Estimator, fit_method
+from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
 from .._params import Param, SeedParam, check_range, param_error
 from .._progress import Reporter
-from .._validation import check_array
-from .pca import fix_signs
+from .._scaling import scale_param
+from .._validation import check_magnitude, check_random_state, validate_X
+from ._base import SubspaceModel, residual_sq
+from .pca import OVERFLOW_FIX, fix_signs
 
-__all__ = ["CoherencePursuit", "coherence_scores", "estimate_rank", "RankDeficientWarning"]
+__all__ = ["CoherencePursuit", "coherence_scores", "estimate_rank", "residual_limit",
+           "RankDeficientWarning"]
 
 # Entries of one Gram block (rows x n); 1e7 doubles = 80 MB.
 _GRAM_BLOCK_ENTRIES = 10_000_000
@@ -39,12 +44,6 @@ _REFINE_MAX_PASSES = 10
 
 class RankDeficientWarning(UserWarning):
     """The selected samples span fewer than n_components directions."""
-
-
-def _check_random_state(random_state) -> np.random.Generator:
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    return np.random.default_rng(random_state)
 
 
 def coherence_scores(Xn, norm: int = 2, *, method: str = "auto", chunk_size: int | None = None,
@@ -147,17 +146,43 @@ def estimate_rank(s, max_rank=None, energy=0.99) -> int:
     return int(np.argmax(ratio)) + 1
 
 
-def _residual_sq(Z, V, chunk_rows: int) -> np.ndarray:
-    """Squared distance of each row of Z to span(V's rows), from the explicit residual."""
-    out = np.empty(Z.shape[0])
-    for start in range(0, Z.shape[0], chunk_rows):
-        B = Z[start:start + chunk_rows]
-        E = B - (B @ V.T) @ V
-        out[start:start + chunk_rows] = np.einsum("ij,ij->i", E, E)
-    return out
+def residual_limit(sq, alpha: float) -> float:
+    """Robust cut for squared residuals ``sq`` at false-alarm rate ``alpha``.
+
+    With s a squared residual, s^(1/3) is close to normal (Wilson-Hilferty, for a scaled
+    chi-square); its median and MAD give the cut (median + z_(1-alpha) * 1.4826 MAD)^3, which a
+    minority of outliers does not move. Used by the refinement and by contamination="auto".
+    """
+    t = np.cbrt(np.asarray(sq, dtype=np.float64))
+    med = np.median(t)
+    mad = 1.4826 * np.median(np.abs(t - med))
+    return float((med + stats.norm.ppf(1.0 - alpha) * mad) ** 3)
 
 
-class CoherencePursuit(Estimator):
+@dataclass
+class _Refined:
+    """What the refinement ends with (see ``CoherencePursuit._refine``)."""
+
+    components: np.ndarray
+    mean: np.ndarray
+    singular_values: np.ndarray
+    inliers: np.ndarray
+    limit: float | None
+    passes: int
+    converged: bool
+
+
+@dataclass
+class _Centred:
+    """The data after the centring step: normalised rows and which rows are degenerate."""
+
+    centre: np.ndarray
+    Xn: np.ndarray
+    degenerate: np.ndarray
+    valid_idx: np.ndarray
+
+
+class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     """Coherence Pursuit (CoP) robust subspace recovery, samples as rows.
 
     Steps: centre the data (``center``); normalise every row to unit length; score each row by
@@ -198,12 +223,10 @@ class CoherencePursuit(Estimator):
         half, the mean is pulled by outliers, "none" keeps the data as it is.
     refine : bool, default False
         Refit by PCA (centred at the mean of the kept samples, unless center="none") of the
-        un-normalised samples whose residual to the CoP subspace is below a robust limit,
-        repeated until the kept set stops changing (at most 10 passes).
-        The limit: with s_i the squared residual, s^(1/3) is close to normal (Wilson-Hilferty
-        for a scaled chi-square); its median and MAD over the currently trusted samples (first
-        the CoP selection, then the kept set) give the cut median + z_(1-refine_alpha) * 1.4826 MAD.
-        Degenerate samples are never kept.
+        un-normalised samples whose residual to the CoP subspace is below a robust limit
+        (:func:`residual_limit` at ``refine_alpha`` over the currently trusted samples: first
+        the CoP selection, then the kept set), repeated until the kept set stops changing (at
+        most 10 passes). Degenerate samples are never kept.
         Refitting on the un-normalised samples measured better than on the normalised ones.
         On USPS 1s with as many (structured) 8s as 1s, refinement removed the 8s CoP had
         selected and closed 54-83 % of the gap to the inlier-only subspace; when CoP's selection
@@ -221,8 +244,16 @@ class CoherencePursuit(Estimator):
         noise, too many start picking outliers.
     chunk_size : int or None, default None
         Rows per block in the coherence computation; None keeps blocks near 1e7 entries.
-    random_state : None, int or numpy.random.Generator
+    random_state : None, int, numpy.random.Generator or RandomState
         Seeds the random sketch of selection="adaptive" (the only random step).
+    scale : {"none", "standard", "robust"}, default "none"
+        Per-feature scaling inside the estimator, before centring; attributes and scores are in
+        the scaled units.
+    contamination : "auto" or float in (0, 0.5], default "auto"
+        Outlier rule of ``predict``: "auto" flags samples whose squared distance to the subspace
+        exceeds :func:`residual_limit` at alpha = 0.01 over the non-degenerate training samples
+        (robust: the outliers do not widen it); a fraction c flags the share c of training
+        samples farthest from the subspace.
 
     Attributes
     ----------
@@ -250,7 +281,15 @@ class CoherencePursuit(Estimator):
     converged_ : bool
         False only when the refinement's kept set was still changing after 10 passes (a
         ConvergenceWarning is issued; the last pass is used).
+    scale_center_, scale_ : ndarray (d,)
+    offset_ : float
     n_features_in_, n_samples_fit_ : int
+
+    Outlier score
+    -------------
+    ``_outlier_score``: squared distance of each (scaled) sample to the fitted affine subspace
+    ``mean_ + span(components_)`` (unlike ``coherence_``, larger = more abnormal);
+    ``score_samples`` is minus that.
     """
 
     _params = (
@@ -278,13 +317,15 @@ class CoherencePursuit(Estimator):
         Param("chunk_size", int, None, "Rows per block when computing coherence.", low=1,
               allow_none=True, none_label="about 1e7 entries per block", advanced=True),
         SeedParam("Seed of the random sketch (selection=adaptive)."),
+        scale_param("none"),
+        CONTAMINATION,
     )
 
-    def __init__(self, n_components: int = 2, norm: int = 2, selection: str = "count",
+    def __init__(self, n_components: int | None = 2, *, norm: int = 2, selection: str = "count",
                  n_inliers: int | None = None, outlier_fraction: float = 0.5,
                  center: str = "median", refine: bool = False, refine_alpha: float = 0.01,
                  noise_threshold: float = 0.0, n_repeats: int = 1, chunk_size: int | None = None,
-                 random_state=None):
+                 random_state=None, scale: str = "none", contamination="auto"):
         self.n_components = n_components
         self.norm = norm
         self.selection = selection
@@ -297,8 +338,11 @@ class CoherencePursuit(Estimator):
         self.n_repeats = n_repeats
         self.chunk_size = chunk_size
         self.random_state = random_state
+        self.scale = scale
+        self.contamination = contamination
 
     # -- fitting --------------------------------------------------------------------------
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         """Recover the subspace from X (n_samples, n_features). Returns self.
 
@@ -307,24 +351,77 @@ class CoherencePursuit(Estimator):
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X = check_array(X, min_samples=2, min_features=2)
+        X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
         n, d = X.shape
-        max_r = min(n, d) - 1
-        estimate = p["n_components"] is None
-        if estimate and p["selection"] == "adaptive":
-            raise param_error("n_components", "an integer >= 1 with selection='adaptive' (it samples "
-                              "r directions, so r must be given; use selection='count' to estimate it)",
-                              None)
-        # while estimating, r = 1 stands in for the bounds that involve it (rank >= 1 always)
-        r = 1 if estimate else check_range(
-            "n_components", p["n_components"], 1, max_r, integer=True,
-            hint=f"below min(n_samples, n_features) = {min(n, d)} for this data")
-        norm = int(p["norm"])
+        X, scaling = self._fit_scaled(X, p["scale"])
+        check_magnitude(X, method="Coherence Pursuit", fix=OVERFLOW_FIX)
+        r, estimate = self._rank_to_use(p, n, d)
 
         rep(0.0, "centring")
-        if p["center"] == "median":
+        c = self._centre_and_normalise(X, p["center"], r)
+        rep(0.05, "coherence scores")
+        score = coherence_scores(c.Xn, int(p["norm"]), chunk_size=p["chunk_size"],
+                                 progress=rep.span(0.05, 0.85))
+        score[c.degenerate] = 0.0
+
+        rep(0.85, "selecting samples")
+        selected = self._select(c, score, r, p)
+
+        rep(0.9, "subspace")
+        s, vt = _svd_rows(c.Xn[selected])
+        if estimate:
+            r = estimate_rank(s, max_rank=min(n, d) - 1)
+        if s.size < r or s[r - 1] <= 1e-10 * s[0]:
+            warnings.warn(f"the {selected.size} selected samples span fewer than n_components = {r} "
+                          f"directions; the basis is partly arbitrary. Select more samples or lower "
+                          f"n_components", RankDeficientWarning, stacklevel=3)
+        degenerate = c.degenerate
+        fit = _Refined(vt[:r], c.centre, s[:r].copy(), np.sort(selected), None, 0, True)
+        if p["refine"]:
+            c.Xn = None   # the refinement works on the un-normalised data: free the copy
+            fit = self._refine(X, fit, ~degenerate, r, p, rep.span(0.95, 1.0))
+        rep(1.0, "done")
+        self._set_fitted(
+            **scaling,
+            n_components_=r,
+            components_=fix_signs(fit.components),
+            mean_=fit.mean,
+            coherence_=score,
+            selected_indices_=np.sort(selected),
+            inlier_indices_=fit.inliers,
+            degenerate_=degenerate,
+            singular_values_=fit.singular_values,
+            refine_limit_=fit.limit,
+            n_refine_passes_=fit.passes,
+            converged_=fit.converged,
+            n_samples_fit_=n,
+        )
+        self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(X)))
+        return self
+
+    @staticmethod
+    def _rank_to_use(p, n, d):
+        """(r, estimate): the rank to work with, and whether it is to be estimated (then r = 1
+        stands in for the bounds that involve it, since the rank is at least 1)."""
+        if p["n_components"] is None:
+            if p["selection"] == "adaptive":
+                raise param_error("n_components", "an integer >= 1 with selection='adaptive' (it "
+                                  "samples r directions, so r must be given; use selection='count' "
+                                  "to estimate it)", None)
+            return 1, True
+        r = check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
+                        hint=f"below min(n_samples, n_features) = {min(n, d)}; here n_samples = "
+                             f"{n}, n_features = {d}")
+        return r, False
+
+    @staticmethod
+    def _centre_and_normalise(X, how, r) -> _Centred:
+        """Subtract the centre, mark rows equal to it as degenerate, scale the rest to unit
+        length (degenerate rows become 0)."""
+        n, d = X.shape
+        if how == "median":
             centre = np.median(X, axis=0)
-        elif p["center"] == "mean":
+        elif how == "mean":
             centre = X.mean(axis=0)
         else:
             centre = np.zeros(d)
@@ -333,79 +430,42 @@ class CoherencePursuit(Estimator):
         top = norms.max()
         degenerate = norms <= _DEGENERATE_RTOL * top if top > 0 else np.ones(n, dtype=bool)
         valid_idx = np.flatnonzero(~degenerate)
-        n_valid = valid_idx.size
-        if n_valid <= r:
-            raise ValueError(f"X has only {n_valid} sample(s) that differ from the centre "
-                             f"({p['center']}), but n_components = {r} needs at least {r + 1}")
-        scale = np.zeros(n)
-        scale[valid_idx] = 1.0 / norms[valid_idx]
-        Xn *= scale[:, None]
-        rep(0.05, "coherence scores")
+        if valid_idx.size <= r:
+            raise ValueError(f"X has only {valid_idx.size} sample(s) that differ from the centre "
+                             f"({how}), but n_components = {r} needs at least {r + 1}")
+        inv = np.zeros(n)
+        inv[valid_idx] = 1.0 / norms[valid_idx]
+        Xn *= inv[:, None]
+        return _Centred(centre, Xn, degenerate, valid_idx)
 
-        score = coherence_scores(Xn, norm, chunk_size=p["chunk_size"], progress=rep.span(0.05, 0.85))
-        score[degenerate] = 0.0
-
-        rep(0.85, "selecting samples")
-        order = valid_idx[np.argsort(-score[valid_idx], kind="stable")]
-        deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
+    def _select(self, c: _Centred, score, r, p):
+        """Indices of the samples the subspace is taken from (``selection``)."""
+        n_valid = c.valid_idx.size
+        order = c.valid_idx[np.argsort(-score[c.valid_idx], kind="stable")]
         if p["selection"] == "count":
+            n = c.degenerate.size
+            deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
             k = p["n_inliers"]
             if k is None:
                 k = max(r, math.ceil(n_valid / 2))
             k = check_range("n_inliers", k, r, n_valid, integer=True,
                             hint=f"between n_components and the {n_valid} usable samples{deg_note}")
-            selected = order[:k]
-        elif p["selection"] == "fraction":
+            return order[:k]
+        if p["selection"] == "fraction":
             f = p["outlier_fraction"]
             keep = n_valid - math.floor(f * n_valid)
             if keep < r:
                 fmax = (n_valid - r) / n_valid
                 raise param_error("outlier_fraction", f"a number in [0, {fmax:.4g}] so that at least "
                                   f"n_components = {r} of the {n_valid} usable samples remain", f)
-            selected = order[:keep]
-        else:
-            selected = self._adaptive(Xn, score, ~degenerate, r, p, _check_random_state(p["random_state"]))
-            if selected.size < r:
-                raise ValueError(f"adaptive sampling found only {selected.size} sample(s) adding a new "
-                                 f"direction, fewer than n_components = {r}; lower noise_threshold "
-                                 f"(now {p['noise_threshold']:g}) or n_components")
-
-        rep(0.9, "subspace")
-        s, vt = _svd_rows(Xn[selected])
-        if estimate:
-            r = estimate_rank(s, max_rank=max_r)
-        if s.size < r or s[r - 1] <= 1e-10 * s[0]:
-            warnings.warn(f"the {selected.size} selected samples span fewer than n_components = {r} "
-                          f"directions; the basis is partly arbitrary. Select more samples or lower "
-                          f"n_components", RankDeficientWarning, stacklevel=2)
-        comps = vt[:r]
-        sing = s[:r].copy()
-        mean = centre
-        inliers = np.sort(selected)
-        limit = None
-        passes = 0
-        converged = True
-        if p["refine"]:
-            del Xn  # the refinement works on the un-normalised data
-            comps, mean, sing, inliers, limit, passes, converged = self._refine(X, centre, comps, sing, inliers,
-                                                             ~degenerate, r, p, rep.span(0.95, 1.0))
-        rep(1.0, "done")
-        self._set_fitted(
-            n_components_=r,
-            components_=fix_signs(comps),
-            mean_=mean,
-            coherence_=score,
-            selected_indices_=np.sort(selected),
-            inlier_indices_=inliers,
-            degenerate_=degenerate,
-            singular_values_=sing,
-            refine_limit_=limit,
-            n_refine_passes_=passes,
-            converged_=converged,
-            n_features_in_=d,
-            n_samples_fit_=n,
-        )
-        return self
+            return order[:keep]
+        selected = self._adaptive(c.Xn, score, ~c.degenerate, r, p,
+                                  check_random_state(p["random_state"]))
+        if selected.size < r:
+            raise ValueError(f"adaptive sampling found only {selected.size} sample(s) adding a new "
+                             f"direction, fewer than n_components = {r}; lower noise_threshold "
+                             f"(now {p['noise_threshold']:g}) or n_components")
+        return selected
 
     @staticmethod
     def _adaptive(Xn, score, usable, r, p, rng):
@@ -436,30 +496,26 @@ class CoherencePursuit(Estimator):
         return np.array(picked, dtype=np.intp)
 
     @staticmethod
-    def _refine(X, centre, comps, sing, trusted, usable, r, p, rep):
+    def _refine(X, start: _Refined, usable, r, p, rep) -> _Refined:
         """Refit by PCA on every usable sample within a robust residual limit (see class doc)."""
         n, d = X.shape
         chunk = max(1, _ROW_BLOCK_ENTRIES // d)
-        z = stats.norm.ppf(1.0 - p["refine_alpha"])
-        mean = centre
-        kept = trusted
+        comps, mean, sing = start.components, start.mean, start.singular_values
+        trusted = kept = start.inliers
         limit = None
         passes = 0
         for k in range(_REFINE_MAX_PASSES):
             Z = X - mean
-            res = _residual_sq(Z, comps, chunk)
-            t = np.cbrt(res[trusted])
-            med = np.median(t)
-            mad = 1.4826 * np.median(np.abs(t - med))
+            res = residual_sq(Z, comps, chunk)
             # Residuals below 1e-10 of a typical sample's length are rounding, i.e. exact fits.
             floor = 1e-20 * float(np.median(np.einsum("ij,ij->i", Z[trusted], Z[trusted])))
-            limit = max(float((med + z * mad) ** 3), floor)
+            limit = max(residual_limit(res[trusted], p["refine_alpha"]), floor)
             del Z
             new = np.flatnonzero(usable & (res <= limit))
             if new.size <= r:
                 warnings.warn(f"refinement kept only {new.size} samples, too few for "
                               f"n_components = {r}; keeping the subspace of the previous step",
-                              RankDeficientWarning, stacklevel=3)
+                              RankDeficientWarning, stacklevel=4)
                 break
             if k > 0 and np.array_equal(new, kept):
                 break
@@ -472,38 +528,13 @@ class CoherencePursuit(Estimator):
             rep((k + 1) / _REFINE_MAX_PASSES, "refining")
         else:
             warnings.warn(f"refinement did not settle within {_REFINE_MAX_PASSES} passes (the kept "
-                          f"set still changed); using the last pass", ConvergenceWarning, stacklevel=3)
-            return comps, mean, sing, np.sort(kept), limit, passes, False
-        return comps, mean, sing, np.sort(kept), limit, passes, True
+                          f"set still changed); using the last pass", ConvergenceWarning, stacklevel=4)
+            return _Refined(comps, mean, sing, np.sort(kept), limit, passes, False)
+        return _Refined(comps, mean, sing, np.sort(kept), limit, passes, True)
 
     # -- using the fit --------------------------------------------------------------------
-    def transform(self, X):
-        """Coordinates (n_samples, r) of X in the subspace: (X - mean_) @ components_.T."""
-        X = self._checked(X)
-        return (X - self.mean_) @ self.components_.T
+    def _outlier_score(self, Z):
+        return self._residual_sq(Z)
 
-    def fit_transform(self, X, y=None, progress=None):
-        return self.fit(X, progress=progress).transform(X)
-
-    def inverse_transform(self, T):
-        """Points (n_samples, d) in feature space for coordinates T (n_samples, r)."""
-        self._check_fitted("components_")
-        T = check_array(T, name="scores")
-        if T.shape[1] != self.components_.shape[0]:
-            raise ValueError(f"scores have {T.shape[1]} columns, but the subspace has "
-                             f"{self.components_.shape[0]} components")
-        return T @ self.components_ + self.mean_
-
-    def score_samples(self, X):
-        """Squared distance (n_samples,) of each sample to the fitted affine subspace
-        ``mean_ + span(components_)``; LARGER means MORE anomalous (unlike ``coherence_``)."""
-        X = self._checked(X)
-        return _residual_sq(X - self.mean_, self.components_, max(1, _ROW_BLOCK_ENTRIES // X.shape[1]))
-
-    def _checked(self, X):
-        self._check_fitted("components_")
-        X = check_array(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this {type(self).__name__} was "
-                             f"fitted on {self.n_features_in_}")
-        return X
+    def _auto_threshold(self, training_scores):
+        return residual_limit(training_scores()[~self.degenerate_], LIMIT_ALPHA)

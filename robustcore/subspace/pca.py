@@ -3,12 +3,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._base import Estimator
+from .._base import Estimator, fit_method
+from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
 from .._params import Param, check_range
 from .._progress import Reporter
-from .._validation import check_array
+from .._scaling import scale_param
+from .._validation import check_magnitude, validate_X
+from ._base import SubspaceModel
 
-__all__ = ["PCA", "fix_signs"]
+__all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX"]
+
+# What to do about values whose squares overflow (see robustcore._validation.check_magnitude).
+OVERFLOW_FIX = ("Pass scale='standard' or 'robust' (the estimator then rescales inside), or divide "
+                "X by a constant.")
+
+
+def rank_hint(n: int, d: int) -> str:
+    return f"at most min(n_samples, n_features) = {min(n, d)}; here n_samples = {n}, n_features = {d}"
 
 
 def fix_signs(components: np.ndarray) -> np.ndarray:
@@ -22,95 +33,94 @@ def fix_signs(components: np.ndarray) -> np.ndarray:
     return comps * signs[:, None]
 
 
-class PCA(Estimator):
+class PCA(SubspaceModel, OutlierScores, Estimator):
     """Principal component analysis by a thin SVD of the centred data.
 
     Parameters
     ----------
-    n_components : int
+    n_components : int, default 2
         Rank r of the subspace, 1 <= r <= min(n_samples, n_features).
-    center : bool
+    center : bool, default True
         Subtract the column means before the SVD (an affine subspace); False fits a linear one.
+    scale : {"none", "standard", "robust"}, default "none"
+        Per-feature scaling applied inside the estimator (robustcore._scaling); every fitted
+        attribute and score is in the scaled units.
+    contamination : "auto" or float in (0, 0.5], default "auto"
+        Outlier rule of ``predict``: "auto" flags samples whose squared distance to the subspace
+        (SPE) exceeds the Jackson-Mudholkar limit at alpha = 0.01 computed from the discarded
+        eigenvalues; a fraction c flags the share c of training samples farthest from it.
 
     Fitted attributes
     -----------------
     components_ : (r, d) orthonormal rows, sign-fixed (largest |loading| positive).
-    mean_ : (d,) the column means (zeros when ``center=False``).
+    mean_ : (d,) the column means of the scaled data (zeros when ``center=False``).
     explained_variance_ : (r,) variances along the components (divided by n - 1).
     explained_variance_ratio_ : (r,) share of the total variance.
     singular_values_ : (r,)
     all_variances_ : (min(n, d),) every eigenvalue of the sample covariance, descending
         (what residual control limits need).
-    n_features_in_ : int
+    scale_center_, scale_ : (d,) the scaling (zeros and ones for scale="none").
+    offset_ : float, ``score_samples - offset_ = decision_function`` (robustcore._outlier).
+    n_features_in_, n_samples_fit_ : int; feature_names_in_ when X had string column names.
+
+    Outlier score
+    -------------
+    ``_outlier_score``: squared distance of each (scaled) sample to the affine subspace
+    ``mean_ + span(components_)`` -- the SPE. ``score_samples`` is minus that.
     """
 
     _params = (
         Param("n_components", int, 2, "Number of principal components (rank of the subspace).", low=1),
         Param("center", bool, True, "Subtract the mean before fitting (affine subspace)."),
+        scale_param("none"),
+        CONTAMINATION,
     )
 
-    def __init__(self, n_components: int = 2, center: bool = True):
+    def __init__(self, n_components: int = 2, *, center: bool = True, scale: str = "none",
+                 contamination="auto"):
         self.n_components = n_components
         self.center = center
+        self.scale = scale
+        self.contamination = contamination
 
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         """Fit on X (n_samples, n_features). Returns self."""
         p = self._start_fit()
         rep = Reporter(progress)
-        X = check_array(X, min_samples=2)
+        X = validate_X(self, X, reset=True, min_samples=2)
         n, d = X.shape
         r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
-                        hint=f"at most min(n_samples, n_features) = {min(n, d)} for this data")
+                        hint=rank_hint(n, d))
         rep(0.0, "centring")
-        mean = X.mean(axis=0) if p["center"] else np.zeros(d)
-        Z = X - mean
+        Z, scaling = self._fit_scaled(X, p["scale"])
+        check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
+        mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
+        Zc = Z - mean
         rep(0.1, "SVD")
         # For tall data an R factor first makes the SVD d x d (same singular values and right
         # vectors, several times faster than LAPACK's SVD of the tall matrix here).
-        _, s, vt = np.linalg.svd(np.linalg.qr(Z, mode="r") if n > 2 * d else Z, full_matrices=False)
-        denom = max(n - 1, 1)
-        var = s**2 / denom
+        _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r") if n > 2 * d else Zc, full_matrices=False)
+        var = s**2 / max(n - 1, 1)
         total = var.sum()
-        comps = fix_signs(vt[:r])
         rep(1.0, "done")
         self._set_fitted(
-            components_=comps,
+            **scaling,
+            components_=fix_signs(vt[:r]),
             mean_=mean,
             singular_values_=s[:r].copy(),
             explained_variance_=var[:r].copy(),
             explained_variance_ratio_=(var[:r] / total) if total > 0 else np.zeros(r),
             all_variances_=var,
-            n_features_in_=d,
             n_samples_fit_=n,
         )
+        self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(Z)))
         return self
 
-    def transform(self, X):
-        """Scores (n_samples, r): coordinates of X in the fitted subspace."""
-        self._check_fitted("components_")
-        X = check_array(X)
-        self._check_width(X)
-        return (X - self.mean_) @ self.components_.T
+    def _outlier_score(self, Z):
+        return self._residual_sq(Z)
 
-    def fit_transform(self, X, y=None, progress=None):
-        return self.fit(X, progress=progress).transform(X)
-
-    def inverse_transform(self, T):
-        """Map scores (n_samples, r) back to feature space (n_samples, d)."""
-        self._check_fitted("components_")
-        T = check_array(T, name="scores")
-        return T @ self.components_ + self.mean_
-
-    def score_samples(self, X):
-        """Squared reconstruction error (SPE) per sample; larger means more anomalous."""
-        self._check_fitted("components_")
-        X = check_array(X)
-        self._check_width(X)
-        Z = X - self.mean_
-        R = Z - (Z @ self.components_.T) @ self.components_
-        return np.einsum("ij,ij->i", R, R)
-
-    def _check_width(self, X):
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this {type(self).__name__} was fitted "
-                             f"on {self.n_features_in_}")
+    def _auto_threshold(self, training_scores):
+        from ..anomaly import spe_limit
+        return spe_limit(self.all_variances_[self.components_.shape[0]:], LIMIT_ALPHA,
+                         total=float(self.all_variances_.sum()))

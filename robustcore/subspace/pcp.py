@@ -34,6 +34,7 @@ Speed comes from doing only the work the answer needs:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import math
 import time
 import warnings
@@ -41,12 +42,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.linalg.blas import dsyrk as _dsyrk
+from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 
-from .._base import ConvergenceWarning, Estimator
+from .._base import ConvergenceWarning, Estimator, fit_method
+from .._outlier import CONTAMINATION, OutlierScores
 from .._params import Param, SeedParam
 from .._progress import Reporter
+from .._scaling import ScaledInput, pow2_factor, scale_param
 from .._threads import RowSplit, resolve_n_jobs, single_threaded_blas
-from .._validation import check_array
+from .._validation import validate_X
 from ..linalg import as_generator, eigh_above, gram_svd, randomized_svd, spectral_norm
 
 __all__ = ["PCP", "svd_threshold"]
@@ -453,7 +457,7 @@ def _gram_eig(A, tau, G=None):
     return ("right" if right else "left"), E[:, keep], sig[keep]
 
 
-class PCP(Estimator):
+class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Estimator):
     """Robust PCA by Principal Component Pursuit, solved by inexact ALM.
 
     Samples are rows: ``X`` (n_samples, n_features), e.g. a table, or an image/video stack with
@@ -477,15 +481,24 @@ class PCP(Estimator):
         How singular value thresholding is computed: "gram" = eigh of the smaller Gram matrix,
         "randomized" = warm-started range finder with rank prediction, "full" = LAPACK SVD each
         iteration (slow; for checking). "auto" chooses by the predicted rank.
-    score : "l1" or "l2"
+    score_norm : "l1" or "l2"
         Per-sample outlier score from S: the l1 norm (default) or l2 norm of each row of S.
-    random_state : None, int or numpy.random.Generator
+        (Called ``score`` in 0.1, which hid scikit-learn's ``score`` method.)
+    random_state : None, int, numpy.random.Generator or RandomState
         Seed for the randomized SVD and the spectral norm estimate.
     n_jobs : int >= 1 or None
         Threads for the passes over the data; None uses every core available to the process.
         While more than one runs, BLAS is held to one thread (with threadpoolctl installed),
         since BLAS's own threads would compete with them. Results do not depend on it beyond
         rounding (sums are split differently).
+    scale : {"none", "standard", "robust"}, default "none"
+        Per-feature scaling inside the estimator: the scaled matrix is decomposed, and L and S
+        are returned in ORIGINAL units (L takes the centre: ``X = L + S`` as in the scaled
+        units). Scores are in the scaled units.
+    contamination : "auto" or float in (0, 0.5], default "auto"
+        Outlier rule of ``predict``: "auto" flags samples whose score exceeds median + 3 MAD of
+        the training scores (``robustcore.compare.robust_threshold``); a fraction c flags the
+        share c of training samples with the largest scores.
 
     Notes
     -----
@@ -494,7 +507,26 @@ class PCP(Estimator):
     work; they come back as exact zeros of L and S). The returned L and S reuse work arrays;
     for wide X (n_samples < n_features) they are Fortran-ordered (transposed work arrays).
     Results are deterministic for a given ``random_state``; different seeds agree to about
-    the tolerance.
+    the tolerance. Values too large or too small to square in float64 are brought near 1 by a
+    power of two before the decomposition and back after it (PCP is scale-equivariant, so this
+    is exact).
+
+    New samples
+    -----------
+    ``transform(X)`` returns the low-rank part of each row of X and ``score_samples`` minus the
+    norm of its sparse part. A row the model was fitted on gets the decomposition's own L and S
+    row (rows are recognised by their content), so ``fit_predict``, ``fit_transform`` and the
+    training scores are exactly those of the fit. Any other row x (scaled) is split as
+    ``x = c V + s`` with V = ``components_``, minimising ``sum_j c_j^2 / (2 sigma_j) +
+    lam_ * |s|_1`` (sigma = ``singular_values_``): the l1 term is PCP's own, the first is the
+    second-order increase of ||L||_* when the row is appended to L inside L's row space (exact
+    as the row's weight in L goes to zero). It is solved for all rows at once by the same
+    inexact augmented Lagrangian method as the fit (a few dozen vectorised iterations).
+
+    Outlier score
+    -------------
+    ``_outlier_score``: the l1 (or l2, ``score_norm``) norm of each row's sparse part, in scaled
+    units; for the training rows it is ``sample_scores_``.
 
     Fitted attributes
     -----------------
@@ -510,6 +542,7 @@ class PCP(Estimator):
         (||X - L - S||_F / ||X||_F), "rank" (of L), "nnz" (of S), "mu" (penalty used),
         "time" (seconds since the start of the fit).
     lam_ : float, the lambda used.  mu_ : float, initial mu.  mu_final_ : float, last mu used.
+    scale_center_, scale_ : (d,) the scaling.   offset_ : float.
     n_features_in_ : int
     """
 
@@ -525,31 +558,40 @@ class PCP(Estimator):
               advanced=True),
         Param("svd", str, "auto", "SVD used for thresholding: auto, gram (eigh), randomized or full.",
               choices=("auto", "gram", "randomized", "full"), advanced=True),
-        Param("score", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
+        Param("score_norm", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
               choices=("l1", "l2")),
         SeedParam("Seed for the randomized SVD."),
         Param("n_jobs", int, None, "Threads for the passes over the data.", low=1, allow_none=True,
               none_label="all cores", advanced=True),
+        scale_param("none"),
+        CONTAMINATION,
     )
 
-    def __init__(self, lam=None, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto", score="l1",
-                 random_state=None, n_jobs=None):
+    def __init__(self, lam=None, *, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto",
+                 score_norm="l1", random_state=None, n_jobs=None, scale="none", contamination="auto"):
         self.lam = lam
         self.tol = tol
         self.max_iter = max_iter
         self.mu = mu
         self.rho = rho
         self.svd = svd
-        self.score = score
+        self.score_norm = score_norm
         self.random_state = random_state
         self.n_jobs = n_jobs
+        self.scale = scale
+        self.contamination = contamination
 
     # ------------------------------------------------------------------------------------
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         """Decompose X (n_samples, n_features) into low_rank_ + sparse_. Returns self."""
         p = self._start_fit()
         rep = Reporter(progress)
-        M = np.ascontiguousarray(check_array(X, min_samples=2))  # row blocks want C order
+        X = validate_X(self, X, reset=True, min_samples=2)
+        Z, scaling = self._fit_scaled(X, p["scale"])
+        self._train_rows = _row_index(Z)
+        f = pow2_factor(Z)          # exact rescaling of extreme values, undone in _publish
+        M = np.ascontiguousarray(Z * f if f != 1.0 else Z)   # row blocks want C order
         n, d = M.shape
         rng = as_generator(p["random_state"])
         t_start = time.perf_counter()
@@ -563,7 +605,8 @@ class PCP(Estimator):
             rep(1.0, "X is all zeros: L = S = 0")
             mu0 = float(p["mu"] or 1.0)
             self._publish(np.zeros((n, d)), np.zeros((n, d)), np.zeros((0, d)), np.zeros(0), p,
-                          lam=lam, mu=mu0, mu_final=mu0, n_iter=0, converged=True, hist=hist)
+                          lam=lam, mu=mu0, mu_final=mu0, n_iter=0, converged=True, hist=hist,
+                          scaling=scaling, factor=f)
             return self
 
         rep(0.0, "estimating ||X||_2")
@@ -631,18 +674,25 @@ class PCP(Estimator):
         if flip:   # back to samples as rows: L and S become (Fortran-ordered) views
             L, S, Vt = L.T, S.T, U.T
         self._publish(L, S, Vt, sL, p, lam=lam, mu=mu0, mu_final=hist["mu"][-1], n_iter=it,
-                      converged=converged, hist=hist)
+                      converged=converged, hist=hist, scaling=scaling, factor=f)
         return self
 
-    def _publish(self, L, S, Vt, sL, p, *, lam, mu, mu_final, n_iter, converged, hist):
-        n, d = S.shape
-        scores = np.empty(n)
-        step = max(1, _BLOCK // max(d, 1))
-        for i in range(0, n, step):   # in blocks: no n x d temporary
-            blk = S[i:i + step]
-            scores[i:i + step] = (np.abs(blk).sum(axis=1) if p["score"] == "l1"
-                                  else np.sqrt(np.einsum("ij,ij->i", blk, blk)))
+    def _publish(self, L, S, Vt, sL, p, *, lam, mu, mu_final, n_iter, converged, hist, scaling,
+                 factor):
+        """Scores in scaled units; L and S back in original units, in place (the work arrays)."""
+        if factor != 1.0:
+            L /= factor
+            S /= factor
+            sL = sL / factor
+            mu, mu_final = mu * factor, mu_final * factor
+        scores = _row_norms(S, p["score_norm"])
+        center, scale = scaling["scale_center_"], scaling["scale_"]
+        if center.any() or np.any(scale != 1.0):
+            S *= scale
+            L *= scale
+            L += center
         self._set_fitted(
+            **scaling,
             low_rank_=L,
             sparse_=S,
             rank_=int(sL.size),
@@ -655,9 +705,98 @@ class PCP(Estimator):
             lam_=float(lam),
             mu_=float(mu),
             mu_final_=float(mu_final),
-            n_features_in_=L.shape[1],
         )
+        self._set_fitted(**self._offset(p["contamination"], lambda: scores))
 
-    def fit_transform(self, X, y=None, progress=None):
-        """Fit and return the low-rank part L (n_samples, n_features)."""
-        return self.fit(X, progress=progress).low_rank_
+    # -- new samples ----------------------------------------------------------------------
+    def _training_rows(self, Z):
+        """Index of each scaled row of Z among the training rows (-1 for a new row)."""
+        return np.array([self._train_rows.get(_row_key(z), -1) for z in Z], dtype=np.intp)
+
+    def transform(self, X):
+        """The low-rank part (n_samples, n_features) of each row of X, in original units: the
+        fit's L for training rows, the per-row projection for others (class doc)."""
+        Z = self._input(X)
+        idx = self._training_rows(Z)
+        known = idx >= 0
+        out = np.empty_like(Z)
+        out[known] = self.low_rank_[idx[known]]
+        if not known.all():
+            L, _ = project_rows(Z[~known], self.components_, self.singular_values_, self.lam_)
+            out[~known] = self._unscale(L)
+        return out
+
+    def _outlier_score(self, Z):
+        idx = self._training_rows(Z)
+        known = idx >= 0
+        out = np.empty(Z.shape[0])
+        out[known] = self.sample_scores_[idx[known]]
+        if not known.all():
+            _, S = project_rows(Z[~known], self.components_, self.singular_values_, self.lam_)
+            out[~known] = _row_norms(S, self.score_norm)
+        return out
+
+    def _auto_threshold(self, training_scores):
+        from ..compare import robust_threshold
+        return robust_threshold(training_scores())
+
+
+def _row_norms(S, kind):
+    """l1 or l2 norm of each row of S, in blocks (no n x d temporary)."""
+    n, d = S.shape
+    out = np.empty(n)
+    step = max(1, _BLOCK // max(d, 1))
+    for i in range(0, n, step):
+        blk = S[i:i + step]
+        out[i:i + step] = (np.abs(blk).sum(axis=1) if kind == "l1"
+                           else np.sqrt(np.einsum("ij,ij->i", blk, blk)))
+    return out
+
+
+def _row_key(z) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(z).tobytes(), digest_size=16).digest()
+
+
+def _row_index(Z) -> dict:
+    """Digest of each row's bytes -> its first row index (recognises the training rows)."""
+    out: dict = {}
+    for i, z in enumerate(Z):
+        out.setdefault(_row_key(z), i)
+    return out
+
+
+def project_rows(Z, V, sigma, lam, *, tol=1e-7, max_iter=500, rho=1.5):
+    """Split each row z of Z (m, d) as ``c V + s`` minimising
+    ``sum_j c_j^2 / (2 sigma_j) + lam * |s|_1`` (V: (r, d) orthonormal rows, sigma > 0).
+
+    Inexact ALM with one penalty per row (mu_i = 1.25 / |z_i|, growing by ``rho``); the c-step
+    is exact (V orthonormal), the s-step a soft threshold. Stops when every row's constraint
+    residual |z - cV - s| / |z| is below ``tol``. Returns (cV, s).
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    m, d = Z.shape
+    if m == 0:
+        return Z.copy(), Z.copy()
+    norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+    live = norms > 0
+    norms[~live] = 1.0
+    mu = (1.25 / norms)[:, None]
+    mu_bar = mu * 1e7
+    inv_sigma = 1.0 / np.asarray(sigma, dtype=np.float64)
+    Y = np.zeros_like(Z)
+    S = np.zeros_like(Z)
+    LV = np.zeros_like(Z)
+    for _ in range(max_iter):
+        if V.shape[0]:
+            C = ((Z - S + Y / mu) @ V.T) * (mu / (mu + inv_sigma))
+            LV = C @ V
+        R = Z - LV + Y / mu
+        S = R - np.clip(R, -lam / mu, lam / mu)
+        E = Z - LV - S
+        Y += mu * E
+        mu = np.minimum(mu * rho, mu_bar)
+        if np.all(np.sqrt(np.einsum("ij,ij->i", E, E)) <= tol * norms):
+            break
+    S[~live] = 0.0
+    LV[~live] = 0.0
+    return LV, S

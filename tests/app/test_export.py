@@ -77,7 +77,9 @@ def test_samples_csv_reads_back_exactly_with_provenance(tmp_path, iris_pca):
     (path,) = export.export_results(res, ds, tmp_path / "iris-pca.csv")
     header, cols, rows = _read_csv(path)
     assert header["method"] == "pca"
-    assert header["params"] == {"n_components": 2, "center": True}
+    assert header["params"] == {"n_components": 2, "center": True, "scale": "none",
+                                "contamination": "auto"}
+    assert header["score directions"]["spe"].startswith("higher = farther from the subspace")
     assert header["data"]["sha256"] == ds.provenance.sha256 and header["data"]["demo"] == "iris"
     assert set(header["versions"]) == {"robust-subspace-studio", "numpy", "scipy", "PySide6", "pyqtgraph"}
     assert header["versions"]["numpy"] == np.__version__

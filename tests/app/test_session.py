@@ -67,7 +67,8 @@ def test_round_trip_keeps_every_field(tmp_path):
     assert back.selection == [3, 7, 12]
     assert back.view == {"name": "scatter", "zoom": [0, 1]}
     assert back.current_method == "pca"
-    assert back.runs[0].params == {"n_components": 2, "center": True}
+    assert back.runs[0].params == {"n_components": 2, "center": True, "scale": "none",
+                                   "contamination": "auto"}
     assert back.runs[0].data_fingerprint == ds.fingerprint() == back.dataset.fingerprint
     assert back.runs[0].summary["explained variance ratio"] == pytest.approx(
         res.summary["explained variance ratio"], rel=1e-15)
@@ -87,6 +88,23 @@ def test_non_finite_summary_values_still_give_strict_json(tmp_path):
     doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
     assert doc["runs"][0]["summary"]["odd"] == "inf"
     assert doc["runs"][0]["summary"]["np"] == 1.5
+
+
+def test_sessions_of_0_1_open_with_renamed_parameters(tmp_path):
+    """0.1 wrote schema 1 with ESFS's standardize and PCP's score; they open as scale and
+    score_norm, and the runs validate against today's methods."""
+    ds = planted()
+    doc = json.loads(S.session_to_json(S.session_from_results(ds, [run(ds)])))
+    esfs_run = dict(doc["runs"][0], method="esfs",
+                    params={"n_eigenpairs": 1, "standardize": False, "random_state": 0})
+    pcp_run = dict(doc["runs"][0], method="pcp", params={"score": "l2", "random_state": 0})
+    doc.update(schema_version=1, runs=[esfs_run, pcp_run])
+    back = S.session_from_json(json.dumps(doc))
+    assert back.schema_version == S.SCHEMA_VERSION
+    assert back.runs[0].params == {"n_eigenpairs": 1, "scale": "none", "random_state": 0}
+    assert back.runs[1].params == {"score_norm": "l2", "random_state": 0}
+    for r in back.runs:
+        assert get_method(r.method).validate(r.params)
 
 
 # -- refusing bad files --------------------------------------------------------------------------

@@ -53,7 +53,7 @@ def test_scores_match_definitions():
     np.testing.assert_allclose(sc.variances_, w[:3], rtol=1e-10)
     np.testing.assert_allclose(sc.residual_eigenvalues_, w[3:], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(np.abs(sc.transform(X)), np.abs(T), rtol=1e-8, atol=1e-10)
-    np.testing.assert_array_equal(sc.score_samples(X), sc.spe(X))
+    np.testing.assert_array_equal(sc.score_samples(X), -sc.spe(X))   # higher = more normal
 
 
 def test_contributions_sum_to_spe():
@@ -240,7 +240,7 @@ def test_grid_rejects_bad_plane():
 @pytest.mark.parametrize("alpha", [0.0, 1.0, -0.1, 1.5, float("nan")])
 def test_alpha_outside_open_interval(alpha):
     _, X, _ = fitted()
-    with pytest.raises(ValueError, match=r"alpha must be a number in \(0, 1\)"):
+    with pytest.raises(ValueError, match=r"'alpha' parameter of \w+ must be a number in \(0, 1\)"):
         ResidualScorer(alpha=alpha).fit(X)
 
 

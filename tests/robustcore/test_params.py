@@ -6,12 +6,15 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import inspect
+
 from robustcore import Cancelled, NotFittedError
-from robustcore._base import Estimator
+from robustcore._base import Estimator, fit_method
 from robustcore._params import Param, check_range, param_error, validate_params
 from robustcore._progress import Reporter
-from robustcore._validation import check_array, check_fraction
+from robustcore._validation import check_random_state, validate_X
 from robustcore.anomaly import ResidualScorer
+from robustcore.methods import METHODS
 from robustcore.subspace.coherence_pursuit import CoherencePursuit
 from robustcore.subspace.pca import PCA
 
@@ -84,17 +87,45 @@ def test_validate_params_unknown_and_defaults():
         validate_params(specs, {"c": 1})
 
 
-@pytest.mark.parametrize("cls", [PCA, CoherencePursuit, ResidualScorer])
-def test_declarations_are_complete(cls):
+def test_param_special_strings_and_sklearn_constraints():
+    from sklearn.utils._param_validation import Interval, StrOptions
+    c = Param("contamination", float, "auto", "share", low=0.0, high=0.5, low_inclusive=False,
+              special=("auto",))
+    assert c.validate("auto") == "auto" and c.validate(0.1) == 0.1 and c.parse(" auto ") == "auto"
+    assert c.parse("0.25") == 0.25
+    with pytest.raises(ValueError, match=r"contamination must be 'auto', or a number in \(0, 0.5\]; got 0.7"):
+        c.validate(0.7)
+    with pytest.raises(ValueError, match="contamination"):
+        c.validate("automatic")
+    strs, interval = c.constraints()
+    assert isinstance(strs, StrOptions) and strs.options == {"auto"}
+    assert isinstance(interval, Interval) and interval.closed == "right"
+    q = Param("k", int, 2, "count", low=1, allow_none=True)
+    assert q.constraints()[1] is None and q.constraints()[0].closed == "left"
+    assert Param("f", bool, True, "").constraints() == ["boolean"]
+
+
+def _registered_classes():
+    return sorted({m.estimator_class for m in METHODS.values()}, key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", _registered_classes(), ids=lambda c: c.__name__)
+def test_declarations_match_init_of_every_registered_estimator(cls):
+    """Each default is written in the declaration and in __init__: this keeps them equal, in the
+    same order, with every parameter after the first keyword-only."""
     est = cls()
-    for p in cls.param_specs():
-        assert p.help and p.help.strip() and "\n" not in p.help
-        assert getattr(est, p.name) == p.default, p.name
-        # every default passes its own validation
-        assert p.validate(p.default) == p.default or p.default is None
-    import inspect
     sig = inspect.signature(cls.__init__)
-    assert [n for n in sig.parameters if n != "self"] == [p.name for p in cls.param_specs()]
+    params = [p for n, p in sig.parameters.items() if n != "self"]
+    assert [p.name for p in params] == [p.name for p in cls.param_specs()]
+    assert params[0].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in params[1:])
+    for p, spec in zip(params, cls.param_specs()):
+        assert p.default == spec.default, spec.name
+        assert getattr(est, spec.name) == spec.default, spec.name
+        assert spec.help and spec.help.strip() and "\n" not in spec.help
+        # every default passes its own validation
+        assert spec.validate(spec.default) == spec.default or spec.default is None
+    assert set(cls._parameter_constraints) == {p.name for p in cls.param_specs()}
 
 
 # -- Estimator base -----------------------------------------------------------------------
@@ -105,8 +136,10 @@ class Toy(Estimator):
     def __init__(self, k=1):
         self.k = k
 
+    @fit_method()
     def fit(self, X, progress=None):
         p = self._start_fit()
+        X = validate_X(self, X, reset=True)
         rep = Reporter(progress)
         rep(0.5, "half")
         self._set_fitted(k_=p["k"], total_=float(np.sum(X)))
@@ -117,69 +150,77 @@ def test_base_get_set_params_and_repr():
     t = Toy()
     assert t.get_params() == {"k": 1}
     assert t.set_params(k=3) is t and t.k == 3
-    with pytest.raises(ValueError, match="unknown parameter 'j' for Toy; valid parameters: k"):
+    with pytest.raises(ValueError, match="Invalid parameter 'j' for estimator Toy"):
         t.set_params(j=1)
     assert repr(t) == "Toy(k=3)" and repr(Toy()) == "Toy()"
 
 
 def test_base_fit_lifecycle():
+    from sklearn.utils.validation import check_is_fitted
     t = Toy()
     assert not t.__sklearn_is_fitted__()
     with pytest.raises(NotFittedError, match="not fitted"):
-        t._check_fitted("k_")
-    t.fit(np.ones(3))
-    assert t.__sklearn_is_fitted__() and t.total_ == 3.0
-    t._check_fitted("k_", "total_")
-    with pytest.raises(NotFittedError):
-        t._check_fitted("missing_")
+        check_is_fitted(t)
+    t.fit(np.ones((3, 2)))
+    assert t.__sklearn_is_fitted__() and t.total_ == 6.0 and t.n_features_in_ == 2
     with pytest.raises(Cancelled):
-        t.fit(np.ones(3), progress=lambda f, m: False)
-    assert not t.__sklearn_is_fitted__() and not hasattr(t, "k_")
+        t.fit(np.ones((3, 2)), progress=lambda f, m: False)
+    # validate_data set n_features_in_ before the cancel: the failed fit still leaves nothing
+    assert not t.__sklearn_is_fitted__() and not hasattr(t, "k_") and not hasattr(t, "n_features_in_")
     t.k = 0
-    with pytest.raises(ValueError, match="k must be an integer >= 1; got 0"):
-        t.fit(np.ones(3))
+    with pytest.raises(ValueError, match=r"^The 'k' parameter of Toy must be an integer >= 1\. Got 0 instead\.$"):
+        t.fit(np.ones((3, 2)))
     with pytest.raises(AssertionError):
         t._set_fitted(bad=1)
     assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
 
 
-# -- check_array ----------------------------------------------------------------------------
+# -- validate_X ----------------------------------------------------------------------------
 
-def test_check_array_conversions():
-    out = check_array([[1, 2], [3, 4]])
-    assert out.dtype == np.float64 and out.shape == (2, 2)
+def test_validate_x_conversions_and_width():
+    t = Toy()
+    out = validate_X(t, [[1, 2], [3, 4]], reset=True)
+    assert out.dtype == np.float64 and out.shape == (2, 2) and t.n_features_in_ == 2
     a = np.ones((3, 2))
-    assert check_array(a) is a  # no copy when nothing to convert
-    c = check_array(a, copy=True)
-    assert c is not a and np.array_equal(c, a)
-    s = check_array(sp.coo_matrix(np.eye(3)), accept_sparse=True)
-    assert sp.isspmatrix_csr(s)
+    assert validate_X(t, a, reset=False) is a  # no copy when nothing to convert
+    s = validate_X(t, sp.coo_matrix(np.eye(2)), reset=False, accept_sparse=True)
+    assert sp.isspmatrix_csr(s) or sp.issparse(s) and s.format == "csr"
+    with pytest.raises(ValueError, match="X has 3 features, but Toy is expecting 2 features"):
+        validate_X(t, np.ones((2, 3)), reset=False)
 
 
 @pytest.mark.parametrize("X, match", [
-    (np.array([1.0, 2.0]), "1-D array of length 2"),
-    (np.ones((2, 2, 2)), r"got shape \(2, 2, 2\)"),
-    (np.ones((0, 3)), "at least 1 sample"),
-    (np.ones((3, 0)), "at least 1 feature"),
-    ([["x"]], "numeric"),
+    (np.array([1.0, 2.0]), "Expected 2D array"),
+    (np.ones((0, 3)), r"0 sample\(s\)"),
+    (np.ones((3, 0)), r"0 feature\(s\)"),
     (np.array([[1.0, 2.0], [3.0, np.nan]]), r"1 NaN or infinite value\(s\) \(first: NaN at row 1, column 1\)"),
     (np.array([[np.inf, 2.0]]), "infinite at row 0, column 0"),
-    (sp.csr_matrix(np.eye(2)), "sparse matrix"),
+    (sp.csr_matrix(np.eye(2)), "[Ss]parse"),
+    (np.array([[1 + 2j, 0.0]]), "Complex data not supported"),
 ])
-def test_check_array_errors(X, match):
-    with pytest.raises(ValueError, match=match):
-        check_array(X)
+def test_validate_x_errors(X, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        validate_X(Toy(), X, reset=True)
 
 
-def test_check_array_sparse_nan_and_minimums():
+def test_validate_x_sparse_nan():
     m = sp.csr_matrix(np.array([[0.0, np.nan], [1.0, 0.0]]))
     with pytest.raises(ValueError, match="NaN at row 0, column 1"):
-        check_array(m, accept_sparse=True)
-    with pytest.raises(ValueError, match="Y must have at least 2 sample"):
-        check_array(np.ones((1, 2)), name="Y", min_samples=2)
-    assert check_fraction("f", 0.5) == 0.5
-    with pytest.raises(ValueError, match=r"f must be a number in \(0, 1\)"):
-        check_fraction("f", 1.0)
+        validate_X(Toy(), m, reset=True, accept_sparse=True)
+    with pytest.raises(ValueError, match=r"1 sample\(s\) .* minimum of 2"):
+        validate_X(Toy(), np.ones((1, 2)), reset=True, min_samples=2)
+
+
+def test_check_random_state_is_the_one_conversion():
+    g = np.random.default_rng(5)
+    assert check_random_state(g) is g
+    # an int seed gives default_rng(seed)'s stream, as in robustcore 0.1 (sessions replay)
+    assert check_random_state(7).random() == np.random.default_rng(7).random()
+    a = check_random_state(np.random.RandomState(3)).random()
+    assert a == check_random_state(np.random.RandomState(3)).random()
+    for bad in (-1, 1.5, "x", True):
+        with pytest.raises(ValueError, match="random_state must be"):
+            check_random_state(bad)
 
 
 # -- Reporter ---------------------------------------------------------------------------------
@@ -205,9 +246,8 @@ def test_reporter_maps_spans_and_cancels():
         Reporter(42)
 
 
-# -- scikit-learn API conventions for PCA, CoP, ResidualScorer -------------------------------
-# sklearn's check_estimator requires inheriting from sklearn's BaseEstimator (__sklearn_tags__),
-# which robustcore must not import, so the relevant checks are written out here instead.
+# -- conventions beyond check_estimator for PCA, CoP, ResidualScorer (tests/robustcore/
+# test_sklearn_contract.py runs scikit-learn's own checks) ---------------------------------------
 
 ESTIMATORS = [
     lambda: PCA(n_components=2),
@@ -253,7 +293,7 @@ def test_fit_returns_self_is_deterministic_and_does_not_mutate(make):
     np.testing.assert_allclose(est.components_ @ est.components_.T, np.eye(2), atol=1e-10)
     s = est.score_samples(X)
     np.testing.assert_array_equal(X, X0)
-    assert s.shape == (60,) and np.all(np.isfinite(s)) and np.all(s >= 0)
+    assert s.shape == (60,) and np.all(np.isfinite(s)) and np.all(s <= 0)   # minus a squared distance
     # list input gives the same answer as an array
     np.testing.assert_allclose(est.transform(X.tolist()), est.transform(X), rtol=1e-12)
 

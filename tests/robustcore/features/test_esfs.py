@@ -159,9 +159,9 @@ def test_knn_default_sigma_is_the_median_kth_neighbour_distance():
 def test_constant_feature_scores_zero_without_nan():
     X = _two_clusters(1, n=120)
     X[:, 3] = 7.25
-    for standardize in (True, False):
+    for scale in ("standard", "robust", "none"):
         for graph in ("dense", "knn"):
-            est = ESFS(standardize=standardize, graph=graph, random_state=0).fit(X)
+            est = ESFS(scale=scale, graph=graph, random_state=0).fit(X)
             assert est.constant_features_.tolist() == [False, False, False, True, False, False]
             assert est.scores_[3] == 0.0
             assert np.all(np.isfinite(est.scores_)) and np.all(np.isfinite(est.derivatives_))
@@ -205,15 +205,15 @@ def test_duplicate_rows_never_are_their_own_neighbours():
 
 
 @pytest.mark.parametrize("kwargs, X_shape, match", [
-    ({}, (1, 4), "at least 2 sample"),
-    ({}, (10, 1), "at least 2 feature"),
-    ({"sigma": 0.0}, (10, 3), r"sigma must be a number > 0.*got 0"),
-    ({"sigma": -1.0}, (10, 3), r"sigma must be .*got -1"),
-    ({"n_eigenpairs": 0}, (10, 3), r"n_eigenpairs must be an integer >= 1.*got 0"),
+    ({}, (1, 4), r"1 sample\(s\) .* minimum of 2"),
+    ({}, (10, 1), r"1 feature\(s\) .* minimum of 2"),
+    ({"sigma": 0.0}, (10, 3), r"'sigma' parameter of \w+ must be a number > 0.*Got 0"),
+    ({"sigma": -1.0}, (10, 3), r"'sigma' parameter of \w+ must be .*Got -1"),
+    ({"n_eigenpairs": 0}, (10, 3), r"'n_eigenpairs' parameter of \w+ must be an integer >= 1.*Got 0"),
     ({"n_eigenpairs": 10}, (10, 3), r"n_eigenpairs must be an integer in \[1, 9\].*got 10"),
-    ({"n_neighbors": 0, "graph": "knn"}, (10, 3), r"n_neighbors must be .*got 0"),
+    ({"n_neighbors": 0, "graph": "knn"}, (10, 3), r"'n_neighbors' parameter of \w+ must be .*Got 0"),
     ({"n_neighbors": 10, "graph": "knn"}, (10, 3), r"n_neighbors must be an integer in \[1, 9\].*got 10"),
-    ({"graph": "full"}, (10, 3), r"graph must be one of 'auto', 'dense', 'knn'; got 'full'"),
+    ({"graph": "full"}, (10, 3), r"'graph' parameter of \w+ must be one of 'auto', 'dense', 'knn'\. Got 'full'"),
     ({"n_features_to_select": 4}, (10, 3), r"n_features_to_select must be an integer in \[1, 3\].*got 4"),
     ({"random_state": "x"}, (10, 3), "random_state"),
 ])
@@ -266,7 +266,7 @@ def test_cancel_leaves_the_estimator_unfitted(graph, n):
 
 def test_params_declared_once_and_random_state_generator_accepted():
     names = [p.name for p in ESFS.param_specs()]
-    assert names == ["sigma", "sigma_scale", "n_eigenpairs", "graph", "n_neighbors", "standardize",
+    assert names == ["sigma", "sigma_scale", "n_eigenpairs", "graph", "n_neighbors", "scale",
                      "n_features_to_select", "random_state"]
     assert all(p.help for p in ESFS.param_specs())
     est = ESFS(n_eigenpairs=3)

@@ -609,16 +609,16 @@ def test_scw1_makes_fewer_online_mistakes_than_cw_and_pa1(backend):
 # -- bad input --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"eta": 0.5}, r"eta must be a number in \(0.5, 1\).*got 0.5"),
-    ({"eta": 1.0}, r"eta must be .*got 1"),
-    ({"eta": 0.3}, r"eta must be .*got 0.3"),
-    ({"C": 0.0}, r"C must be a number > 0.*got 0"),
-    ({"C": -1.0}, r"C must be a number > 0.*got -1"),
-    ({"a": 0.0}, r"a must be a number > 0"),
-    ({"variant": "III"}, r"variant must be one of 'I', 'II'.*got 'III'"),
-    ({"covariance": "sparse"}, r"covariance must be one of"),
-    ({"multiclass": "ovo"}, r"multiclass must be one of"),
-    ({"random_state": "x"}, r"random_state must be"),
+    ({"eta": 0.5}, r"'eta' parameter of \w+ must be a number in \(0.5, 1\).*Got 0.5"),
+    ({"eta": 1.0}, r"'eta' parameter of \w+ must be .*Got 1"),
+    ({"eta": 0.3}, r"'eta' parameter of \w+ must be .*Got 0.3"),
+    ({"C": 0.0}, r"'C' parameter of \w+ must be a number > 0.*Got 0"),
+    ({"C": -1.0}, r"'C' parameter of \w+ must be a number > 0.*Got -1"),
+    ({"a": 0.0}, r"'a' parameter of \w+ must be a number > 0"),
+    ({"variant": "III"}, r"'variant' parameter of \w+ must be one of 'I', 'II'.*Got 'III'"),
+    ({"covariance": "sparse"}, r"'covariance' parameter of \w+ must be one of"),
+    ({"multiclass": "ovo"}, r"'multiclass' parameter of \w+ must be one of"),
+    ({"random_state": "x"}, r"'random_state' parameter of \w+ must be"),
 ])
 def test_bad_parameters(kwargs, match):
     X = np.eye(3)
@@ -629,9 +629,9 @@ def test_bad_parameters(kwargs, match):
 def test_bad_data():
     X = np.random.default_rng(0).normal(size=(10, 3))
     y = np.arange(10) % 2
-    with pytest.raises(ValueError, match="at least 2 sample"):
+    with pytest.raises(ValueError, match=r"1 sample\(s\) .* minimum of 2"):
         SCW().fit(X[:1], y[:1])
-    with pytest.raises(ValueError, match="at least 2 feature"):
+    with pytest.raises(ValueError, match=r"1 feature\(s\) .* minimum of 2"):
         SCW().fit(X[:, :1], y)
     with pytest.raises(ValueError,
                        match=r"y must contain labels of at least 2 distinct classes; got only the class 0.0"):
@@ -652,9 +652,9 @@ def test_bad_data():
     est = SCW().partial_fit(X, y, classes=[0, 1])
     with pytest.raises(ValueError, match=r"not among the classes.*7"):
         est.partial_fit(X[:2], [0, 7])
-    with pytest.raises(ValueError, match="n_features = 3.*got 4"):
+    with pytest.raises(ValueError, match="X has 4 features, but SCW is expecting 3"):
         est.partial_fit(np.ones((2, 4)), [0, 1])
-    with pytest.raises(ValueError, match="n_features = 3.*got 2"):
+    with pytest.raises(ValueError, match="X has 2 features, but SCW is expecting 3"):
         est.predict(np.ones((2, 2)))
     with pytest.raises(ValueError, match="classes must be the classes of the first call"):
         est.partial_fit(X[:2], [0, 1], classes=[0, 1, 2])

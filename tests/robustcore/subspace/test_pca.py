@@ -57,9 +57,10 @@ def test_transform_inverse_and_score_samples():
     T = pca.transform(X)
     np.testing.assert_allclose(T.var(axis=0, ddof=1), pca.explained_variance_, rtol=1e-10)
     R = X - pca.inverse_transform(T)
-    np.testing.assert_allclose(pca.score_samples(X), (R**2).sum(axis=1), rtol=1e-10)
+    # score_samples is minus the squared distance to the subspace (higher = more normal)
+    np.testing.assert_allclose(-pca.score_samples(X), (R**2).sum(axis=1), rtol=1e-10)
     # Sum of training SPE = (n - 1) * sum of discarded eigenvalues.
-    np.testing.assert_allclose(pca.score_samples(X).sum(), (X.shape[0] - 1) * pca.all_variances_[3:].sum(),
+    np.testing.assert_allclose(-pca.score_samples(X).sum(), (X.shape[0] - 1) * pca.all_variances_[3:].sum(),
                                rtol=1e-9)
     np.testing.assert_allclose(pca.fit_transform(X), T, rtol=1e-12)
 
@@ -90,8 +91,9 @@ def test_rank_above_min_n_d_names_the_range():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (np.ones((1, 3)), "at least 2 sample"), (np.zeros((0, 3)), "at least 2 sample"),
-    (np.array([[1.0, np.nan], [0, 1], [1, 1]]), "NaN"), (np.ones(4), "2-D"), ([["a", "b"]], "numeric"),
+    (np.ones((1, 3)), r"1 sample\(s\) .* minimum of 2"), (np.zeros((0, 3)), r"0 sample\(s\)"),
+    (np.array([[1.0, np.nan], [0, 1], [1, 1]]), "NaN"), (np.ones(4), "2D array"),
+    ([["a", "b"]], "could not convert string to float"),
 ])
 def test_bad_data(bad, match):
     with pytest.raises(ValueError, match=match):
