@@ -24,6 +24,11 @@ def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features:
     refuses complex, 1-D and empty input, and checks the width; NaN and infinite entries are
     refused here with the position of the first one.
     """
+    if not sp.issparse(X) and not hasattr(X, "dtypes") and np.iscomplexobj(X):
+        # scikit-learn's own message prints the whole array
+        raise ValueError("Complex data not supported: X holds complex numbers, and these methods "
+                         "work on real data; pass X.real, np.abs(X), or the real and imaginary "
+                         "parts as separate features (np.hstack([X.real, X.imag]))")
     X = validate_data(estimator, X, reset=reset, accept_sparse="csr" if accept_sparse else False,
                       dtype=np.float64, ensure_all_finite=False, ensure_min_samples=min_samples,
                       ensure_min_features=min_features, copy=copy)
@@ -56,12 +61,17 @@ def check_finite(X, name: str = "X") -> None:
 
 
 def check_magnitude(X, *, method: str, fix: str) -> float:
-    """Largest |value| of X; refuse values whose squares overflow, saying what to do instead."""
+    """Largest |value| of X; refuse values whose squares overflow (or, all of them, underflow),
+    saying what to do instead."""
     data = X.data if sp.issparse(X) else X
     top = float(np.abs(data).max(initial=0.0))
     if top > MAX_ABS:
         raise ValueError(f"X holds values as large as {top:.3g}; {method} works with their squares, "
                          f"which overflow float64 beyond about {MAX_ABS:.0e}. {fix}")
+    if 0.0 < top < 1.0 / MAX_ABS:
+        raise ValueError(f"X's largest value is {top:.3g}; {method} works with squares of the "
+                         f"values, which underflow to 0 in float64 below about {1 / MAX_ABS:.0e}. "
+                         f"{fix}")
     return top
 
 

@@ -14,8 +14,8 @@ from ._base import SubspaceModel
 __all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX"]
 
 # What to do about values whose squares overflow (see robustcore._validation.check_magnitude).
-OVERFLOW_FIX = ("Pass scale='standard' or 'robust' (the estimator then rescales inside), or divide "
-                "X by a constant.")
+OVERFLOW_FIX = ("Pass scale='standard' or 'robust' (the estimator then rescales inside), or "
+                "multiply X by a constant that brings its values near 1.")
 
 
 def rank_hint(n: int, d: int) -> str:
