@@ -24,14 +24,18 @@ def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features:
     refuses complex, 1-D and empty input, and checks the width; NaN and infinite entries are
     refused here with the position of the first one.
     """
-    if not sp.issparse(X) and not hasattr(X, "dtypes") and np.iscomplexobj(X):
-        # scikit-learn's own message prints the whole array
-        raise ValueError("Complex data not supported: X holds complex numbers, and these methods "
-                         "work on real data; pass X.real, np.abs(X), or the real and imaginary "
-                         "parts as separate features (np.hstack([X.real, X.imag]))")
-    X = validate_data(estimator, X, reset=reset, accept_sparse="csr" if accept_sparse else False,
-                      dtype=np.float64, ensure_all_finite=False, ensure_min_samples=min_samples,
-                      ensure_min_features=min_features, copy=copy)
+    try:
+        X = validate_data(estimator, X, reset=reset, accept_sparse="csr" if accept_sparse else False,
+                          dtype=np.float64, ensure_all_finite=False, ensure_min_samples=min_samples,
+                          ensure_min_features=min_features, copy=copy)
+    except ValueError as exc:
+        if str(exc).startswith("Complex data not supported"):
+            # scikit-learn's own message prints the whole array and no way out
+            raise ValueError("Complex data not supported: X holds complex numbers, and these "
+                             "methods work on real data; pass X.real, np.abs(X), or the real and "
+                             "imaginary parts as separate features (np.hstack([X.real, X.imag]))"
+                             ) from None
+        raise
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
