@@ -223,7 +223,9 @@ class SCW(ClassifierMixin, Estimator):
         return X
 
     @staticmethod
-    def _check_y(y, n):
+    def _check_y(y, n, *, first=True):
+        """y as a 1-D label array; on later partial_fit calls (``first=False``) the labels are
+        checked against ``classes_`` instead of by scikit-learn's (slow) target-type analysis."""
         y = column_or_1d(y, warn=True)
         if y.shape[0] != n:
             raise ValueError(f"y must have one label per sample of X ({n}); got {y.shape[0]} labels")
@@ -239,7 +241,8 @@ class SCW(ClassifierMixin, Estimator):
                 raise ValueError(f"y mixes strings and other labels (e.g. {first_other!r} and "
                                  f"{first_str!r}), which cannot be ordered; make them one type, "
                                  f"e.g. y.astype(str)")
-        check_classification_targets(y)
+        if first:
+            check_classification_targets(y)
         return y
 
     def _codes(self, y, classes, multiclass_shared):
@@ -334,7 +337,7 @@ class SCW(ClassifierMixin, Estimator):
                 raise param_error("multiclass", f"{self.model_kind_!r}, as when this model started "
                                   "learning (call fit to start afresh)", p["multiclass"])
         X = self._check_X(X, reset=not fitted, min_samples=1)
-        y = self._check_y(y, X.shape[0])
+        y = self._check_y(y, X.shape[0], first=not fitted)
         if fitted:
             state = self._state_copy()
         else:
