@@ -117,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+    from ._platform_libs import platform_problem
+    problem = platform_problem()
+    if problem:         # say what is missing instead of Qt's abort
+        print(problem, file=sys.stderr)
+        return 1
     from ._qt import ensure_app
     app = ensure_app([sys.argv[0] if sys.argv else "robust-studio"])
     from .main_window import MainWindow
