@@ -87,6 +87,42 @@ def _margins(Q, codes, multiclass):
     return true - other[rows, s], s
 
 
+def _blocks(n, size, rep, n_done, n_total):
+    """(start, stop) of consecutive blocks of rows, reporting progress about every
+    ``_REPORT_EVERY`` rows."""
+    next_report = 0
+    for b0 in range(0, n, size):
+        if b0 >= next_report:
+            rep((n_done + b0) / n_total, f"sample {n_done + b0:,} of {n_total:,}")
+            next_report = b0 + _REPORT_EVERY
+        yield b0, min(b0 + size, n)
+
+
+def _triggers(vv, margins, thr, step, phi, C, variant):
+    """The rows of a block whose confidence loss is positive, in stream order, with their step
+    sizes: ``(row, competing class or None, alpha, beta)``.
+
+    ``margins(j)`` returns the current margins (and competing classes) of rows j: of the block.
+    The caller applies each update, changing the later rows' scores and ``v`` in place, before
+    the next trigger is looked for; rows that need no update are skipped in one vectorised test.
+    """
+    nb = vv.shape[0]
+    j = 0
+    while j < nb:
+        m, s = margins(j)
+        hit = np.flatnonzero(thr * vv[j:] > m * np.abs(m))
+        if hit.size == 0:
+            return
+        h0 = int(hit[0])
+        k = j + h0
+        j = k + 1
+        v = float(vv[k])
+        if not v > 0.0:
+            continue
+        alpha, beta = step(float(m[h0]), v, phi, C, variant)
+        yield k, (None if s is None else int(s[h0])), alpha, beta
+
+
 def _rows_dense(X, a, b):
     if sp.issparse(X):
         return X[a:b].toarray()
@@ -105,12 +141,7 @@ def _full_pass(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_
     # Hs[i] = sqrt(beta_i) * h_i restricted to the columns from k_i on (zeros before).
     Hs = np.zeros((B, B))
     sb = np.empty(B)
-    next_report = 0
-    for b0 in range(0, n, B):
-        if b0 >= next_report:
-            rep((n_done + b0) / n_total, f"sample {n_done + b0:,} of {n_total:,}")
-            next_report = b0 + _REPORT_EVERY
-        b1 = min(b0 + B, n)
+    for b0, b1 in _blocks(n, B, rep, n_done, n_total):
         nb = b1 - b0
         Xb = _rows_dense(X, b0, b1)
         cb = codes[b0:b1]
@@ -123,22 +154,11 @@ def _full_pass(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_
             M = cb * (Xb @ mean[0])     # signed margins under mu_0
         ks, alphas, wins = [], [], []
         u = 0
-        j = 0
-        while j < nb:
-            if multiclass:
-                m, s = _margins(Q[j:], cb[j:], True)
-            else:
-                m = M[j:]
-            hit = np.flatnonzero(thr * vv[j:] > m * np.abs(m))
-            if hit.size == 0:
-                break
-            h0 = int(hit[0])
-            k = j + h0
-            j = k + 1
-            v = float(vv[k])
-            if not v > 0.0:
-                continue
-            alpha, beta = step(float(m[h0]), v, phi, C, variant)
+        if multiclass:
+            margins = lambda j: _margins(Q[j:], cb[j:], True)  # noqa: E731
+        else:
+            margins = lambda j: (M[j:], None)  # noqa: E731
+        for k, sk, alpha, beta in _triggers(vv, margins, thr, step, phi, C, variant):
             if u:
                 hrow = G[k, k:nb] - Hs[:u, k] @ Hs[:u, k:nb]
             else:
@@ -151,7 +171,6 @@ def _full_pass(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_
                 tail = hrow[1:]
                 if multiclass:
                     r = int(cb[k])
-                    sk = int(s[h0])
                     Q[k + 1:, r] += alpha * tail
                     Q[k + 1:, sk] -= alpha * tail
                 else:
@@ -159,7 +178,7 @@ def _full_pass(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_
                 hs1 = hs[1:]
                 vv[k + 1:] -= hs1 * hs1
             if multiclass:
-                wins.append((int(cb[k]), int(s[h0])))
+                wins.append((int(cb[k]), sk))
             ks.append(k)
             alphas.append(alpha)
             u += 1
@@ -195,39 +214,21 @@ def _diag_dense_pass(X, codes, mean, sdiag, phi, C, variant, multiclass, rep, n_
     scores = np.empty((n, k_out))
     vs = np.empty(n)
     updated = np.zeros(n, dtype=bool)
-    B = _BLOCK_DIAG
-    next_report = 0
-    for b0 in range(0, n, B):
-        if b0 >= next_report:
-            rep((n_done + b0) / n_total, f"sample {n_done + b0:,} of {n_total:,}")
-            next_report = b0 + _REPORT_EVERY
-        b1 = min(b0 + B, n)
+    for b0, b1 in _blocks(n, _BLOCK_DIAG, rep, n_done, n_total):
         Xb = np.asarray(X[b0:b1])
         X2 = Xb * Xb
         cb = codes[b0:b1]
         Q = Xb @ mean.T
         vv = X2 @ sdiag
-        j = 0
         nb = b1 - b0
-        while j < nb:
-            m, s = _margins(Q[j:], cb[j:], multiclass)
-            hit = np.flatnonzero(thr * vv[j:] > m * np.abs(m))
-            if hit.size == 0:
-                break
-            h0 = int(hit[0])
-            k = j + h0
-            j = k + 1
-            v = float(vv[k])
-            if not v > 0.0:
-                continue
-            alpha, beta = step(float(m[h0]), v, phi, C, variant)
+        margins = lambda j: _margins(Q[j:], cb[j:], multiclass)  # noqa: E731
+        for k, sk, alpha, beta in _triggers(vv, margins, thr, step, phi, C, variant):
             g = sdiag * Xb[k]
             if k + 1 < nb:
                 dm = Xb[k + 1:] @ g
                 vv[k + 1:] -= beta * (X2[k + 1:] @ (g * g))
             if multiclass:
                 r = int(cb[k])
-                sk = int(s[h0])
                 if k + 1 < nb:
                     Q[k + 1:, r] += alpha * dm
                     Q[k + 1:, sk] -= alpha * dm
