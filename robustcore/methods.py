@@ -30,6 +30,8 @@ class RunResult:
     arrays : name -> ndarray (written to the NPZ: bases, L, S, projections, histories).
     feature_scores : name -> (d,) array (ESFS scores; written to their own CSV).
     summary : name -> number/str (what the log and the summary view show).
+    feature_names : the data set's feature names, in column order (what the scores, components
+        and rankings refer to).
     """
 
     method: str
@@ -43,6 +45,7 @@ class RunResult:
     summary: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     elapsed: float = 0.0
+    feature_names: list = field(default_factory=list)
 
     @property
     def primary_score(self) -> str | None:
@@ -93,7 +96,8 @@ class Method:
         fields.setdefault("warnings", [])
         elapsed = time.perf_counter() - t0
         res = RunResult(method=self.name, params=values, data_fingerprint=dataset.fingerprint(),
-                        estimator=est, elapsed=elapsed, **fields)
+                        estimator=est, elapsed=elapsed,
+                        feature_names=[str(f) for f in dataset.feature_names], **fields)
         res.warnings.extend(str(w.message) for w in caught)
         return res
 
@@ -163,11 +167,19 @@ def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None):
     return scores, flags, arrays, summary, notes
 
 
+def _scaling_arrays(est) -> dict:
+    """The estimator's scaling ("scale_center", "scale" (d,)) when it scaled its input: the
+    subspace arrays are in those units (app/views/_derived.model_units applies them)."""
+    c, s = est.scale_center_, est.scale_
+    return {} if not c.any() and np.all(s == 1.0) else {"scale_center": c, "scale": s}
+
+
 def _run_pca(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
     scores, flags, arrays, summary, notes = _subspace_fields(est._scaled(X), est.components_, est.mean_)
     arrays["explained_variance"] = est.explained_variance_
+    arrays.update(_scaling_arrays(est))
     summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum()), **summary}
     _contamination_flags(est, X, values, flags, summary)
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
@@ -199,6 +211,7 @@ def _run_cop(est, dataset, values, rep):
         Xs, est.components_, est.mean_, calibrate=calibrate,
         extra_scores={"coherence": est.coherence_})
     summary["calibrated on"] = f"{calibrate.size} samples (all but log-SPE outliers)"
+    arrays.update(_scaling_arrays(est))
     selected = np.zeros(X.shape[0], dtype=bool)
     selected[est.inlier_indices_] = True
     flags["selected"] = selected
@@ -244,7 +257,7 @@ def _run_residual(est, dataset, values, rep):
                "flagged": int((out_spe | out_t2).sum()), "flagged by SPE only": int((out_spe & ~out_t2).sum()),
                "flagged by T2 only": int((out_t2 & ~out_spe).sum())}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": est.transform(X),
-              "contributions": est.contributions(X)}
+              "contributions": est.contributions(X), **_scaling_arrays(est)}
     flags = {"outlier": out_spe | out_t2, "outside_spe": out_spe, "outside_t2": out_t2,
              "outside_either": out_spe | out_t2}
     _contamination_flags(est, X, values, flags, summary)

@@ -63,6 +63,22 @@ def subspace(result) -> dict | None:
     return None
 
 
+def model_units(result, X) -> np.ndarray:
+    """X in the units the result's subspace lives in: scaled as the estimator scaled its input
+    (arrays "scale_center" and "scale", present when it did), otherwise X itself."""
+    a = result.arrays
+    if "scale" in a and "scale_center" in a:
+        return (np.asarray(X, dtype=float) - a["scale_center"]) / a["scale"]
+    return X
+
+
+def _original_units(result, Z) -> np.ndarray:
+    a = result.arrays
+    if "scale" in a and "scale_center" in a:
+        return Z * a["scale"] + a["scale_center"]
+    return Z
+
+
 def scorer(result, dataset):
     """A fitted ResidualScorer for the result's subspace (the result's own for "residual")."""
     if result.method == "residual" and hasattr(result.estimator, "spe_limit_"):
@@ -73,7 +89,7 @@ def scorer(result, dataset):
 
     def make():
         from robustcore.anomaly import ResidualScorer
-        X = dataset.dense()
+        X = model_units(result, dataset.dense())
         r = sub["components"].shape[0]
         return ResidualScorer(n_components=r, alpha=ALPHA).fit_subspace(
             X, components=sub["components"], mean=sub["mean"])
@@ -98,7 +114,7 @@ def outlier_flags(result, dataset) -> tuple[np.ndarray, str] | None:
     if has_subspace(result):
         def make():
             sc = scorer(result, dataset)
-            fl = sc.flag(dataset.dense())
+            fl = sc.flag(model_units(result, dataset.dense()))
             return np.asarray(fl["either"], dtype=bool), f"SPE or T² above its limit (α = {ALPHA})"
         return _memo(result, "flags", make)
     if "misclassified" in f:
@@ -114,7 +130,8 @@ def reconstruction(result, dataset, rows) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    return compare.reconstruct(dataset.dense()[rows], sub["components"], sub["mean"])
+    X = model_units(result, dataset.dense()[rows])
+    return _original_units(result, compare.reconstruct(X, sub["components"], sub["mean"]))
 
 
 def contributions(result, dataset, row: int) -> np.ndarray | None:
@@ -126,4 +143,5 @@ def contributions(result, dataset, row: int) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    return compare.residual_contributions(dataset.dense()[row], sub["components"], sub["mean"])[0]
+    X = model_units(result, dataset.dense()[row])
+    return compare.residual_contributions(X, sub["components"], sub["mean"])[0]
