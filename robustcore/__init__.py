@@ -1,6 +1,7 @@
 """robustcore: robust subspace methods, anomaly scores, feature ranking and online classifiers.
 
-numpy and scipy only; usable from a script with scikit-learn's estimator conventions::
+numpy, scipy and scikit-learn, no Qt. Every estimator is a scikit-learn estimator (pipelines,
+clone, grid search, DataFrames; ``score_samples`` higher = more normal)::
 
     from robustcore import PCA, CoherencePursuit, PCP, ResidualScorer, ESFS, SCW
 """
