@@ -86,11 +86,11 @@ def missing_libraries(platform: str | None = "xcb") -> list[str]:
     files = sorted(qt.glob("QtWidgets*.so"))
     if platform:
         files.append(qt / "Qt" / "plugins" / "platforms" / f"libq{platform}.so")
-    missing: list[str] = []
+    missing: dict[str, None] = {}        # ordered, each library once
     for f in files:
         if f.is_file():
-            missing += [m for m in _ldd_missing(f) if m not in missing]
-    return missing
+            missing.update(dict.fromkeys(_ldd_missing(f)))
+    return list(missing)
 
 
 def install_hint(missing: list[str]) -> str:
