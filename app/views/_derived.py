@@ -80,8 +80,10 @@ def _original_units(result, Z) -> np.ndarray:
 
 
 def scorer(result, dataset):
-    """A fitted ResidualScorer for the result's subspace (the result's own for "residual")."""
-    if result.method == "residual" and hasattr(result.estimator, "spe_limit_"):
+    """A fitted ResidualScorer for the result's subspace, taking data in the subspace's units
+    (:func:`model_units`): the result's own for an unscaled "residual" run."""
+    if result.method == "residual" and hasattr(result.estimator, "spe_limit_") \
+            and "scale" not in result.arrays:
         return result.estimator
     sub = subspace(result)
     if sub is None:

@@ -95,7 +95,8 @@ class ComparisonView(BaseView):
         # Numbers (robustcore), once per refresh.
         self.angles = {(a, b): compare.principal_angles(subs[a]["components"], subs[b]["components"])
                        for i, a in enumerate(ms) for b in ms[i + 1:]}
-        self.spe = {m: compare.reconstruction_errors(X, subs[m]["components"], subs[m]["mean"]) for m in ms}
+        self.spe = {m: compare.reconstruction_errors(der.model_units(self.state.result(m), X),
+                                                     subs[m]["components"], subs[m]["mean"]) for m in ms}
         self.errors = {m: {"own inliers": float(np.median(self.spe[m][~self.flags[m][0]]))
                            if (~self.flags[m][0]).any() else float("nan")} for m in ms}
         if ds.outliers is not None and (~ds.outliers).any():

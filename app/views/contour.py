@@ -117,7 +117,7 @@ class ContourView(BaseView):
         if res is None or ds is None:
             return
         sc = der.scorer(res, ds)
-        X = ds.dense()
+        X = der.model_units(res, ds.dense())      # the units the scorer's subspace lives in
         key = self.plane_box.key()
         plane = sc.plane_ if key is None else compare.component_plane(sc.components_, *key)
         xy = compare.plane_coordinates(X, sc.mean_, plane)

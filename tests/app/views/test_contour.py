@@ -75,3 +75,13 @@ def test_training_points_are_drawn_and_selectable(contour):
     np.testing.assert_array_equal(state.selection, expect)
     sx, _ = v.clouds["t2"].sel_item.getData()
     assert sx.size == expect.size
+
+
+def test_a_scaled_fit_is_drawn_in_its_own_units(views_for):
+    """With scale="standard" the subspace lives in scaled units: the map's points, grids and
+    flags are the estimator's own, not those of the raw data against scaled components."""
+    state = make_state("gaussian-2d", ("residual", {"n_components": 1, "scale": "standard"}))
+    v = views_for(state).show_view("contour")
+    est = state.result("residual").estimator
+    flags = est.flag(data("gaussian-2d").dense())
+    np.testing.assert_array_equal(v.flags_by_rule["either"], flags["either"])
