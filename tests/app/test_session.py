@@ -442,3 +442,11 @@ def test_sparse_in_memory_data_round_trips(tmp_path):
     assert back.is_sparse and (back.X != ds.X).nnz == 0
     assert back.labels.dtype.kind == "i" and back.labels.tolist() == ds.labels.tolist()
     assert back.fingerprint() == ds.fingerprint()
+
+
+def test_saved_settings_of_0_1_restore_renamed_parameters(tmp_path):
+    from app.settings import Settings
+    s = Settings(str(tmp_path / "s.ini"))
+    s.set_method_params("esfs", {"standardize": False, "n_eigenpairs": 2})
+    values, messages = s.restore_params("esfs", get_method("esfs").params())
+    assert values == {"scale": "none", "n_eigenpairs": 2} and messages == []
