@@ -30,7 +30,8 @@ class Provenance:
     ``demo`` is the demo name for bundled data (then ``path`` may be None); ``loader`` the loader's
     name (e.g. ``"csv"``) and ``options`` the loader options that were used. ``sha256`` and
     ``size`` are of the file on disk (or, for a folder of images, of the sorted file list and
-    contents).
+    contents). ``details`` holds what the file itself told about the data and is not a loader
+    option (a video's frame rate and timestamps).
     """
 
     loader: str
@@ -39,15 +40,17 @@ class Provenance:
     size: int | None = None
     sha256: str | None = None
     demo: str | None = None
+    details: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"loader": self.loader, "options": dict(self.options), "path": self.path,
-                "size": self.size, "sha256": self.sha256, "demo": self.demo}
+                "size": self.size, "sha256": self.sha256, "demo": self.demo, "details": dict(self.details)}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Provenance":
         return cls(loader=d["loader"], options=dict(d.get("options") or {}), path=d.get("path"),
-                   size=d.get("size"), sha256=d.get("sha256"), demo=d.get("demo"))
+                   size=d.get("size"), sha256=d.get("sha256"), demo=d.get("demo"),
+                   details=dict(d.get("details") or {}))
 
 
 @dataclass

@@ -15,22 +15,24 @@ from ._libsvm import LibsvmLoader
 from ._loader import COMPRESSED, Loader, read_head
 from ._matlab import MatLoader
 from ._numpy import NumpyLoader
+from ._video import VIDEO_SUFFIXES, VideoLoader
 
 __all__ = ["LOADERS", "load", "estimate_memory", "formats", "detect_format"]
 
 #: name -> loader, in the order the Open dialog lists them.
 LOADERS: dict[str, Loader] = {ld.name: ld for ld in (
     DelimitedLoader(), NumpyLoader(), LibsvmLoader(), IdxLoader(), MatLoader(), TiffStackLoader(),
-    ImageFolderLoader())}
+    ImageFolderLoader(), VideoLoader())}
 
 # Content sniffing order: binary signatures first; LIBSVM before CSV since both are text.
-_SNIFF_ORDER = ("npy", "mat", "tiff", "images", "idx", "libsvm", "csv")
-_BINARY = {"npy", "mat", "tiff", "images", "idx"}
+_SNIFF_ORDER = ("npy", "mat", "tiff", "video", "images", "idx", "libsvm", "csv")
+_BINARY = {"npy", "mat", "tiff", "images", "idx", "video"}
 
 _BY_SUFFIX = {".csv": "csv", ".tsv": "csv", ".txt": "csv", ".dat": "csv", ".npy": "npy", ".npz": "npy",
               ".svm": "libsvm", ".libsvm": "libsvm", ".svmlight": "libsvm", ".mat": "mat",
               ".tif": "tiff", ".tiff": "tiff", ".idx": "idx", ".idx1": "idx", ".idx3": "idx"}
 _BY_SUFFIX.update({s: "images" for s in IMAGE_SUFFIXES if s not in (".tif", ".tiff")})
+_BY_SUFFIX.update({s: "video" for s in VIDEO_SUFFIXES})
 
 
 def formats() -> list[tuple[str, list[str]]]:
