@@ -1,0 +1,34 @@
+"""Beyond memory: lazy frame sources and tables, a per-frame result sink, and out-of-core
+estimators on Dask.
+
+Frames (video and image stacks, for streaming methods): :class:`FrameSource`,
+:class:`ArrayFrames`, ``robustcore.datasets.open_video`` (PyAV), results in a
+:class:`FrameSink` (memory or Zarr) read back with :func:`open_frame_store`.
+
+Tables (PCA, SPE/T², Coherence Pursuit ℓ2 out of core): :func:`open_table` (HDF5, Zarr,
+memory-mapped .npy) -> :class:`LazyTable`; :class:`DaskPCA`, :class:`DaskResidualScorer`,
+:class:`DaskCoherencePursuit`; :func:`settings` chooses the scheduler (local threads or a
+dask.distributed address) and where large results go; :func:`compute` runs a graph with
+progress and Cancel.
+
+Dask, Zarr and h5py are imported only when used (the ``big`` extra installs them).
+"""
+from ._dask import DEFAULT_MEMORY_BUDGET, Settings, compute, get_settings, settings
+from ._frames import ArrayFrames, FrameSource, as_frame_source
+from ._sink import FrameSink, open_frame_store
+
+__all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_frame_store",
+           "Settings", "settings", "get_settings", "compute", "DEFAULT_MEMORY_BUDGET",
+           "open_table", "LazyTable", "DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit",
+           "materialize", "median", "order_statistics"]
+
+_LAZY = {"open_table": "._tables", "LazyTable": "._tables", "DaskPCA": ".estimators",
+         "DaskResidualScorer": ".estimators", "DaskCoherencePursuit": ".estimators",
+         "median": ".estimators", "order_statistics": ".estimators", "materialize": "._rows"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,161 @@
+"""Block-wise statistics for tall tables: each is a function on one block of rows plus a merge,
+so Dask can run the blocks anywhere and combine the results in a tree.
+
+* moments: count, mean and centred cross-products, merged by the pairwise update of Chan, Golub
+  & LeVeque (1979): stable in one pass, unlike sums of squares minus n * mean².
+* R factor: the triangular factor of a QR of the (centred) rows, merged by QR of stacked R's
+  (TSQR); its singular values are those of the table, computed to the table's own precision.
+* exact order statistics (medians, the k-th largest score) in two passes: a sorted sketch per
+  block bounds where the wanted values can be, then the few values inside those bounds are
+  gathered and sorted. Exact, so results equal numpy's on data that fits in memory.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["tree_reduce", "moments", "merge_moments", "r_factor", "merge_r", "sketch",
+           "bracket", "gather", "pick"]
+
+# Sorted values kept per block and column by the order-statistic sketch. The values gathered in
+# the second pass number about 2 n / _SKETCH per column.
+_SKETCH = 512
+
+
+def tree_reduce(parts, merge, split_every: int = 8):
+    """Reduce a list of Dask delayed values pairwise-ish with ``merge(*values)``."""
+    from dask import delayed
+    parts = list(parts)
+    if not parts:
+        raise ValueError("nothing to reduce: the table has no blocks")
+    while len(parts) > 1:
+        parts = [delayed(merge)(*parts[i:i + split_every]) if len(parts[i:i + split_every]) > 1
+                 else parts[i] for i in range(0, len(parts), split_every)]
+    return parts[0]
+
+
+def as_float(B) -> np.ndarray:
+    return np.asarray(B, dtype=np.float64)
+
+
+# -- moments ------------------------------------------------------------------------------------
+
+def moments(B, center: bool = True):
+    """(n, mean, M2) of one block: M2 = sum (x - mean)(x - mean)ᵀ (or xxᵀ when not centring)."""
+    B = as_float(B)
+    n = B.shape[0]
+    if not center:
+        return n, np.zeros(B.shape[1]), B.T @ B
+    m = B.mean(axis=0) if n else np.zeros(B.shape[1])
+    Z = B - m
+    return n, m, Z.T @ Z
+
+
+def merge_moments(*parts):
+    n, m, M2 = parts[0]
+    m, M2 = m.copy(), M2.copy()
+    for nb, mb, M2b in parts[1:]:
+        if nb == 0:
+            continue
+        tot = n + nb
+        delta = mb - m
+        M2 += M2b + np.outer(delta, delta) * (n * nb / tot)
+        m += delta * (nb / tot)
+        n = tot
+    return n, m, M2
+
+
+# -- TSQR ---------------------------------------------------------------------------------------
+
+def r_factor(B, mean):
+    Z = as_float(B) - mean
+    if Z.shape[0] == 0:
+        return np.zeros((0, Z.shape[1]))
+    return np.linalg.qr(Z, mode="r")
+
+
+def merge_r(*Rs):
+    return np.linalg.qr(np.vstack(Rs), mode="r")
+
+
+# -- exact order statistics ---------------------------------------------------------------------
+
+def _as_columns(B) -> np.ndarray:
+    B = as_float(B)
+    return B[:, None] if B.ndim == 1 else B
+
+
+def sketch(B, size: int = _SKETCH):
+    """(n_b, ranks, values): values[j] = the ranks[j]-th smallest of each column of the block."""
+    B = _as_columns(B)
+    n = B.shape[0]
+    if n == 0:
+        return 0, np.zeros(0, np.int64), np.zeros((0, B.shape[1]))
+    ranks = np.unique(np.linspace(0, n - 1, min(size, n)).round().astype(np.int64))
+    S = np.sort(B, axis=0)
+    return n, ranks, S[ranks]
+
+
+def bracket(sketches, ks):
+    """Per column (lo, hi) such that the ks-th smallest values (0-based, all of them) lie in
+    [lo, hi], from the block sketches alone.
+
+    For a block with sketch values v_0 <= ... <= v_m at ranks r_0 < ... < r_m (and n_b rows),
+    count(< x) <= r_i for the first v_i >= x (n_b if none), and count(<= x) >= r_i + 1 for the
+    last v_i <= x (0 if none). Both bounds are step functions of x; summed over blocks they are
+    cumulative sums over the pooled, sorted sketch values.
+    """
+    ks = np.atleast_1d(ks)
+    k_lo, k_hi = int(ks.min()), int(ks.max())
+    live = [s for s in sketches if s[0]]
+    d = live[0][2].shape[1]
+    lo = np.full(d, -np.inf)
+    hi = np.full(d, np.inf)
+    # Steps of the upper bound of count(< x): it rises by r_(i+1) - r_i once x passes v_i.
+    up_base = sum(int(r[0]) for _, r, _ in live)
+    up_inc = np.concatenate([np.diff(np.append(r, n)) for n, r, _ in live]).astype(np.float64)
+    # Steps of the lower bound of count(<= x): it rises by r_i - r_(i-1) (r_(-1) = -1) at v_i.
+    low_inc = np.concatenate([np.diff(np.concatenate(([-1], r))) for _, r, _ in live]).astype(np.float64)
+    for j in range(d):
+        v = np.concatenate([sv[:, j] for _, _, sv in live])
+        order = np.argsort(v, kind="stable")
+        v = v[order]
+        up = up_base + np.concatenate(([0.0], np.cumsum(up_inc[order])))   # up[i]: x just above v[i-1]
+        low = np.cumsum(low_inc[order])                                    # low[i]: x = v[i] onwards
+        # upper(count < v[i]) = up[first index with value >= v[i]]
+        first = np.searchsorted(v, v, side="left")
+        ok = np.flatnonzero(up[first] <= k_lo)
+        if ok.size:
+            lo[j] = v[ok[-1]]
+        last = np.searchsorted(v, v, side="right") - 1
+        ok = np.flatnonzero(low[last] >= k_hi + 1)
+        if ok.size:
+            hi[j] = v[ok[0]]
+    return lo, hi
+
+
+def gather(B, lo, hi):
+    """(count below lo per column, values in [lo, hi] per column) of one block."""
+    B = _as_columns(B)
+    below = (B < lo).sum(axis=0)
+    inside = [B[(B[:, j] >= lo[j]) & (B[:, j] <= hi[j]), j] for j in range(B.shape[1])]
+    return below, inside
+
+
+def merge_gathered(*parts):
+    below = sum(p[0] for p in parts)
+    inside = [np.concatenate([p[1][j] for p in parts]) for j in range(len(parts[0][1]))]
+    return below, inside
+
+
+def pick(gathered, ks):
+    """The ks-th smallest values (rows) of every column, from the merged gather."""
+    below, inside = gathered
+    ks = np.atleast_1d(ks)
+    out = np.empty((ks.size, len(inside)))
+    for j, vals in enumerate(inside):
+        vals = np.sort(vals)
+        idx = ks - int(below[j])
+        if idx.min() < 0 or idx.max() >= vals.size:
+            raise AssertionError("order statistic outside its bracket (a bug: the sketch bounds are wrong)")
+        out[:, j] = vals[idx]
+    return out

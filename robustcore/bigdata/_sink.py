@@ -1,0 +1,216 @@
+"""Where per-frame results go: memory when they are small, a Zarr store when they are not.
+
+A streaming fit writes its outputs (low-rank L, sparse S, foreground mask) a batch of frames at
+a time; a viewer reads them back a frame at a time, also while the fit is still running
+(``n_written`` says how many leading frames are complete). A Zarr store is written under
+``PATH.partial`` and renamed to ``PATH`` by ``close()``, so a store at ``PATH`` is always
+complete; ``abort()`` (a cancelled fit) removes the partial store.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["FrameSink", "open_frame_store", "DEFAULT_RESULT_MEMORY"]
+
+#: Results larger than this (uncompressed) go to a Zarr store unless told otherwise.
+DEFAULT_RESULT_MEMORY = 1 << 30
+_PARTIAL = ".partial"
+# Frames per Zarr chunk: one frame read from a viewer decompresses one chunk.
+_CHUNK_FRAMES = 16
+
+
+def _zarr():
+    try:
+        import zarr
+    except ImportError:
+        raise ImportError("storing results on disk needs zarr, which is not installed; install it with: "
+                          "pip install zarr   (or the project's extra: pip install -e \".[big]\")") from None
+    return zarr
+
+
+class FrameSink:
+    """Per-frame arrays ``fields`` (name -> dtype), each (n_frames, n_features).
+
+    Parameters
+    ----------
+    n_frames, n_features : int
+    fields : dict name -> numpy dtype
+    path : str or Path or None
+        None keeps the arrays in memory; a path writes a Zarr store there (atomically, see the
+        module doc). An existing store at ``path`` is an error unless ``overwrite``.
+    frame_shape : (height, width) or None
+        How a row draws as an image (recorded in the store).
+    attrs : dict
+        JSON-able facts recorded with the store (method, parameters, thresholds).
+    """
+
+    def __init__(self, n_frames: int, n_features: int, fields: dict, path=None, frame_shape=None,
+                 attrs=None, overwrite: bool = False, chunk_frames: int = _CHUNK_FRAMES):
+        self.n_frames, self.n_features = int(n_frames), int(n_features)
+        self.fields = {k: np.dtype(v) for k, v in fields.items()}
+        self.frame_shape = None if frame_shape is None else tuple(int(v) for v in frame_shape)
+        self.attrs = dict(attrs or {})
+        self._done = np.zeros(self.n_frames, dtype=bool)
+        self.n_written = 0
+        self.closed = False
+        if path is None:
+            self.path = None
+            self._arrays = {k: np.zeros((self.n_frames, self.n_features), dt) for k, dt in self.fields.items()}
+            return
+        zarr = _zarr()
+        self.path = Path(path)
+        if self.path.exists() and not overwrite:
+            raise FileExistsError(f"{self.path} already exists; choose another path or pass overwrite=True")
+        self._partial = self.path.with_name(self.path.name + _PARTIAL)
+        if self._partial.exists():
+            shutil.rmtree(self._partial)
+        group = zarr.open_group(str(self._partial), mode="w")
+        cf = max(1, min(int(chunk_frames), self.n_frames))
+        self._arrays = {k: group.create_array(k, shape=(self.n_frames, self.n_features), dtype=dt,
+                                              chunks=(cf, self.n_features), fill_value=0)
+                        if hasattr(group, "create_array") else
+                        group.create_dataset(k, shape=(self.n_frames, self.n_features), dtype=dt,
+                                             chunks=(cf, self.n_features), fill_value=0)
+                        for k, dt in self.fields.items()}
+        self._group = group
+        self._write_attrs()
+
+    # -- facts ------------------------------------------------------------------------------
+    @property
+    def in_memory(self) -> bool:
+        return self.path is None
+
+    @property
+    def nbytes(self) -> int:
+        """Uncompressed bytes of all fields."""
+        return sum(self.n_frames * self.n_features * dt.itemsize for dt in self.fields.values())
+
+    @staticmethod
+    def estimate_bytes(n_frames: int, n_features: int, fields: dict) -> int:
+        return sum(int(n_frames) * int(n_features) * np.dtype(dt).itemsize for dt in fields.values())
+
+    def _write_attrs(self) -> None:
+        meta = {"n_frames": self.n_frames, "n_features": self.n_features, "frame_shape": self.frame_shape,
+                "fields": {k: dt.str for k, dt in self.fields.items()}, "n_written": self.n_written,
+                "attrs": self.attrs}
+        self._group.attrs["robust_studio"] = json.loads(json.dumps(meta, default=_jsonable))
+
+    # -- writing ----------------------------------------------------------------------------
+    def write(self, start: int, **arrays) -> None:
+        """Rows ``start`` .. ``start + len`` of each named field (all fields of one batch at once)."""
+        if self.closed:
+            raise ValueError("this FrameSink is closed; open a new one to write")
+        unknown = set(arrays) - set(self.fields)
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}; this sink holds {sorted(self.fields)}")
+        lengths = {np.shape(a)[0] for a in arrays.values()}
+        if len(lengths) != 1:
+            raise ValueError("all fields of one write must have the same number of rows")
+        b = lengths.pop()
+        if start < 0 or start + b > self.n_frames:
+            raise IndexError(f"rows {start}:{start + b} are outside the sink's {self.n_frames} frames")
+        for k, a in arrays.items():
+            a = np.asarray(a)
+            if a.shape != (b, self.n_features):
+                raise ValueError(f"field {k!r} must have shape ({b}, {self.n_features}); got {a.shape}")
+            self._arrays[k][start:start + b] = a.astype(self.fields[k], copy=False)
+        self._done[start:start + b] = True
+        # Leading complete frames: what a reader may show.
+        undone = np.flatnonzero(~self._done)
+        self.n_written = int(undone[0]) if undone.size else self.n_frames
+        if self.path is not None:
+            self._write_attrs()
+
+    def set_attrs(self, **attrs) -> None:
+        self.attrs.update(attrs)
+        if self.path is not None and not self.closed:
+            self._write_attrs()
+
+    def close(self):
+        """Finish writing; a Zarr store moves from ``PATH.partial`` to ``PATH``. Returns self."""
+        if self.closed:
+            return self
+        if self.path is not None:
+            self._write_attrs()
+            if self.path.exists():
+                shutil.rmtree(self.path) if self.path.is_dir() else self.path.unlink()
+            os.replace(self._partial, self.path)
+            self._arrays = _open_arrays(self.path, self.fields)
+            self._group = None
+        self.closed = True
+        return self
+
+    def abort(self) -> None:
+        """Throw the results away (a cancelled fit): the partial store is deleted."""
+        self.closed = True
+        if self.path is not None and self._partial.exists():
+            shutil.rmtree(self._partial, ignore_errors=True)
+        self._arrays = {}
+
+    # -- reading ----------------------------------------------------------------------------
+    def read(self, field: str, start: int | None = None, stop: int | None = None) -> np.ndarray:
+        """Rows ``start:stop`` of one field as a numpy array."""
+        if field not in self._arrays:
+            raise KeyError(f"no field {field!r}; this sink holds {sorted(self.fields)}")
+        start = 0 if start is None else int(start)
+        stop = self.n_frames if stop is None else int(stop)
+        return np.asarray(self._arrays[field][start:stop])
+
+    def frame(self, field: str, i: int) -> np.ndarray:
+        """One frame of one field, (n_features,)."""
+        if not 0 <= int(i) < self.n_frames:
+            raise IndexError(f"frame {i} is outside 0..{self.n_frames - 1}")
+        return self.read(field, i, i + 1)[0]
+
+    def array(self, field: str):
+        """The field as stored (a numpy array in memory, a Zarr array on disk): slices by rows."""
+        return self._arrays[field]
+
+    def __repr__(self) -> str:
+        where = "memory" if self.path is None else str(self.path)
+        return f"<FrameSink {self.n_frames} x {self.n_features} {sorted(self.fields)} in {where}>"
+
+
+def _jsonable(v):
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    return str(v)
+
+
+def _open_arrays(path: Path, fields) -> dict:
+    zarr = _zarr()
+    group = zarr.open_group(str(path), mode="r")
+    return {k: group[k] for k in fields}
+
+
+def open_frame_store(path) -> FrameSink:
+    """Open a finished store written by :class:`FrameSink` for reading (frame by frame)."""
+    zarr = _zarr()
+    p = Path(path)
+    if not p.exists():
+        partial = p.with_name(p.name + _PARTIAL)
+        hint = " (a partial store exists: the run that wrote it did not finish)" if partial.exists() else ""
+        raise FileNotFoundError(f"no result store at {p}{hint}")
+    group = zarr.open_group(str(p), mode="r")
+    meta = dict(group.attrs.get("robust_studio") or {})
+    if not meta:
+        raise ValueError(f"{p} is a Zarr store but not one written by Robust Subspace Studio")
+    sink = FrameSink.__new__(FrameSink)
+    sink.n_frames, sink.n_features = int(meta["n_frames"]), int(meta["n_features"])
+    sink.fields = {k: np.dtype(v) for k, v in meta["fields"].items()}
+    sink.frame_shape = tuple(meta["frame_shape"]) if meta.get("frame_shape") else None
+    sink.attrs = dict(meta.get("attrs") or {})
+    sink.n_written = int(meta.get("n_written", sink.n_frames))
+    sink._done = np.arange(sink.n_frames) < sink.n_written
+    sink.path = p
+    sink.closed = True
+    sink._group = None
+    sink._arrays = {k: group[k] for k in sink.fields}
+    return sink

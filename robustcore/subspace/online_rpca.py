@@ -1,0 +1,364 @@
+"""Online robust PCA: low-rank + sparse, one batch of frames at a time, in memory that does not
+grow with the number of frames.
+
+OR-PCA (Feng, Xu & Yan, "Online Robust PCA via Stochastic Optimization", NIPS 2013). The
+nuclear norm of PCP is replaced by its factorisation bound
+||L||_* = min over L = U Rᵀ of (||U||_F² + ||R||_F²) / 2, which splits the batch problem into
+one small problem per frame z (a row here):
+
+    minimise over r, e   ½ ||z - U r - e||² + λ1/2 ||r||² + λ2 ||e||_1
+
+solved by alternating a ridge solve r = (UᵀU + λ1 I)⁻¹ Uᵀ (z - e) and a soft threshold
+e = soft(z - U r, λ2); then the basis U (d x k) is updated by block coordinate descent on
+½ tr(Uᵀ (A + λ1 I) U) - tr(Uᵀ B) with the running sums A = Σ r rᵀ (k x k) and
+B = Σ (z - e) rᵀ (d x k). Memory: U, B and one batch, O(d k + b d), whatever the number of
+frames. Frame t's outputs are L_t = U r_t (the background, exactly rank k) and S_t = e_t (the
+foreground); what is left, X - L - S, is the dense residual within ±λ2 (noise).
+
+Choices made here (not in the paper), each measured in benchmarks/results_bigdata.md:
+* frames are processed in mini-batches (the per-frame solves are vectorised over the batch and
+  the basis is updated once per batch) -- the same fixed point, far fewer Python steps;
+* the basis starts from the SVD of the first batch rather than at random, and the first batch
+  is solved a few times before its outputs are written, so early frames are not wasted;
+* the λ's are in units of the data's range (``scale_``: 255 for 8-bit video), so the same
+  defaults serve pixel values 0-255 and 0-1;
+* ``forgetting`` < 1 down-weights old statistics (a slowly changing background, e.g. daylight).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from .._base import Estimator
+from .._params import Param
+from .._progress import Reporter
+from .._validation import check_array
+from .pca import fix_signs
+
+__all__ = ["OnlineRPCA"]
+
+# Passes over the first batch before its outputs are written (basis from its SVD, then refined).
+_WARMUP_PASSES = 3
+# Block-coordinate sweeps of the basis update per batch (each costs d k²; the fixed point moves little).
+_BCD_SWEEPS = 3
+
+
+def _soft(R, t):
+    """Soft threshold in place: R - clip(R, -t, t) (two passes, no sign/abs temporaries)."""
+    C = np.clip(R, -t, t)
+    R -= C
+    return R
+
+
+class OnlineRPCA(Estimator):
+    """Online robust PCA (OR-PCA) for long recordings: rows of X are frames, fed in batches.
+
+    Parameters
+    ----------
+    n_components : int, default 3
+        Rank k of the low-rank part (the number of basis vectors). A static background needs 1;
+        a few more absorb slow illumination changes.
+    lambda1 : float or None, default None
+        Weight of the factor penalty (||U||² + ||R||²)/2, in units of the data range.
+        None: 1 / sqrt(n_features), the paper's choice.
+    lambda2 : float or None, default None
+        Weight of the sparse term ||e||_1, in units of the data range: residuals smaller than
+        this go to L, larger ones to S. None: 0.02 (about 5 grey levels of 8-bit video).
+    batch_size : int, default 64
+        Frames per batch: the basis is updated and progress reported once per batch.
+    forgetting : float in (0, 1], default 1.0
+        Weight each frame's statistics keep per later frame; 1 remembers all frames equally,
+        0.999 forgets with a time constant of about 1000 frames.
+    max_inner : int, default 30
+        Most alternations of the (r, e) solve per batch.
+    tol : float, default 1e-4
+        The (r, e) solve stops when the coefficients change by less than this (relative).
+    mask_threshold : float or None, default None
+        Foreground mask = |S| above this, in data units. None: a tenth of the data range (the
+        decomposition view's default).
+    data_scale : float or None, default None
+        The data range the λ's are measured in. None: the frame source's value range (255 for
+        8-bit video), else the first batch's max - min.
+
+    Attributes
+    ----------
+    components_ : ndarray (k, d)
+        Orthonormal rows spanning the learned low-rank subspace, sign-fixed.
+    basis_ : ndarray (d, k)
+        The factor U, in units of the data range.
+    scale_, lambda1_, lambda2_, mask_threshold_ : float
+    n_frames_seen_ : int
+    sample_scores_ : ndarray (n_frames,)
+        Row l1 norm of S per frame, as PCP's score (large = much foreground).
+    foreground_fraction_ : ndarray (n_frames,)
+        Share of each frame's pixels in the mask.
+    sink_ : FrameSink
+        The per-frame ``low_rank``, ``sparse`` and ``mask`` (in memory or a Zarr store).
+    history_ : dict of lists, one entry per batch: "frames" (seen so far), "basis_change"
+        (sine of the largest principal angle between the subspaces before and after the batch),
+        "inner" (alternations used), "foreground" (mask share of the batch), "time" (seconds).
+    n_features_in_ : int
+    """
+
+    _params = (
+        Param("n_components", int, 3, "Rank of the low-rank part (background).", low=1),
+        Param("lambda1", float, None, "Weight of the factor penalty, in units of the data range.",
+              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(n_features)", advanced=True),
+        Param("lambda2", float, None, "Sparsity weight, in units of the data range: residuals above it "
+              "go to the sparse part.", low=0.0, low_inclusive=False, allow_none=True, none_label="0.02"),
+        Param("batch_size", int, 64, "Frames per batch (basis update and progress per batch).", low=1),
+        Param("forgetting", float, 1.0, "Weight a frame's statistics keep per later frame (1 = "
+              "remember all; below 1 follows a changing background).", low=0.0, high=1.0,
+              low_inclusive=False),
+        Param("max_inner", int, 30, "Most alternations of the per-batch solve.", low=1, advanced=True),
+        Param("tol", float, 1e-4, "Relative change of the coefficients that ends the per-batch solve.",
+              low=0.0, low_inclusive=False, advanced=True),
+        Param("mask_threshold", float, None, "Foreground mask: |S| above this (data units).", low=0.0,
+              allow_none=True, none_label="a tenth of the data range"),
+        Param("data_scale", float, None, "Data range the lambdas are measured in.", low=0.0,
+              low_inclusive=False, allow_none=True, none_label="value range of the source", advanced=True),
+    )
+
+    FIELDS = {"low_rank": np.float32, "sparse": np.float32, "mask": np.bool_}
+
+    def __init__(self, n_components: int = 3, lambda1: float | None = None, lambda2: float | None = None,
+                 batch_size: int = 64, forgetting: float = 1.0, max_inner: int = 30, tol: float = 1e-4,
+                 mask_threshold: float | None = None, data_scale: float | None = None):
+        self.n_components = n_components
+        self.lambda1 = lambda1
+        self.lambda2 = lambda2
+        self.batch_size = batch_size
+        self.forgetting = forgetting
+        self.max_inner = max_inner
+        self.tol = tol
+        self.mask_threshold = mask_threshold
+        self.data_scale = data_scale
+
+    # -- the numerics ----------------------------------------------------------------------
+    def _solve(self, Z, U):
+        """(R, E, iterations) minimising ½||Z - R Uᵀ - E||² + λ1/2 ||R||² + λ2 ||E||_1 for fixed U."""
+        lam1, lam2 = self._lam1, self._lam2
+        k = U.shape[1]
+        P = np.linalg.solve(U.T @ U + lam1 * np.eye(k), U.T)      # (k, d): the ridge projector
+        R = Z @ P.T
+        E = np.empty_like(Z)
+        it = 0
+        for it in range(1, self._p["max_inner"] + 1):
+            np.matmul(R, U.T, out=E)
+            np.subtract(Z, E, out=E)
+            _soft(E, lam2)
+            R_new = (Z - E) @ P.T
+            change = np.linalg.norm(R_new - R) / max(np.linalg.norm(R_new), 1e-300)
+            R = R_new
+            if change <= self._p["tol"]:
+                break
+        # The sparse part that goes with the final coefficients.
+        np.matmul(R, U.T, out=E)
+        np.subtract(Z, E, out=E)
+        _soft(E, lam2)
+        return R, E, it
+
+    def _update_basis(self, U, A, B):
+        """Block coordinate descent on ½ tr(Uᵀ(A + λ1 I)U) - tr(UᵀB), column by column."""
+        At = A + self._lam1 * np.eye(A.shape[0])
+        for _ in range(_BCD_SWEEPS):
+            for j in range(U.shape[1]):
+                U[:, j] += (B[:, j] - U @ At[:, j]) / At[j, j]
+        return U
+
+    def _init_basis(self, Z):
+        """U from the SVD of the first batch: Z ≈ (V √s)(√s Wᵀ)-balanced factors."""
+        k = self._p["n_components"]
+        _, s, vt = np.linalg.svd(Z, full_matrices=False)
+        U = np.zeros((Z.shape[1], k))
+        m = min(k, s.size)
+        U[:, :m] = vt[:m].T * np.sqrt(np.maximum(s[:m], 1e-12))
+        if m < k:
+            # Fewer frames than components: the remaining directions start as small fixed vectors
+            # (deterministic, so fits repeat) and grow if the data need them.
+            rng = np.random.default_rng(0)
+            U[:, m:] = 1e-3 * rng.standard_normal((Z.shape[1], k - m)) / math.sqrt(Z.shape[1])
+        return U
+
+    def _step(self, Z, first):
+        """One batch: solve, accumulate, update the basis. Returns (R, E, inner iterations, angle)."""
+        k = self._p["n_components"]
+        if first:
+            U = self._init_basis(Z)
+            for _ in range(_WARMUP_PASSES):
+                R, E, it = self._solve(Z, U)
+                U = self._update_basis(U, R.T @ R, (Z - E).T @ R)
+            self._U, self._A, self._B = U, np.zeros((k, k)), np.zeros((Z.shape[1], k))
+        old = self._pre_update_U = self._U.copy()
+        R, E, it = self._solve(Z, self._U)
+        beta = self._p["forgetting"] ** Z.shape[0]
+        self._A *= beta
+        self._A += R.T @ R
+        self._B *= beta
+        self._B += (Z - E).T @ R
+        self._U = self._update_basis(self._U, self._A, self._B)
+        return R, E, it, _subspace_change(old, self._U)
+
+    # -- public API ------------------------------------------------------------------------
+    def _prepare(self, d, scale_hint=None, first_batch=None):
+        p = self._p
+        if p["data_scale"] is not None:
+            scale = float(p["data_scale"])
+        elif scale_hint is not None and scale_hint[1] > scale_hint[0]:
+            scale = float(scale_hint[1] - scale_hint[0])
+        else:
+            span = float(np.max(first_batch) - np.min(first_batch)) if first_batch is not None else 0.0
+            scale = span if span > 0 else 1.0
+        self._scale = scale
+        self._lam1 = p["lambda1"] if p["lambda1"] is not None else 1.0 / math.sqrt(d)
+        self._lam2 = p["lambda2"] if p["lambda2"] is not None else 0.02
+        self._mask_t = p["mask_threshold"] if p["mask_threshold"] is not None else 0.1 * scale
+
+    def fit(self, X, y=None, progress=None, sink=None, store=None):
+        """Stream all frames of X through the estimator, writing L, S and the mask per frame.
+
+        Parameters
+        ----------
+        X : array (n_frames, n_features), a Dataset, or a FrameSource (e.g. ``open_video(...)``)
+            Read one batch at a time; a FrameSource is never read whole.
+        progress : callable ``progress(fraction, message)``, optional
+            Called once per batch; returning False (or raising Cancelled) stops the fit, which
+            leaves the estimator unfitted and deletes a partial store.
+        sink : FrameSink, optional
+            Where the per-frame outputs go (fields ``low_rank``, ``sparse``, ``mask``). The
+            caller keeps a reference and may read finished frames while the fit runs
+            (``sink.n_written``).
+        store : str or Path, optional
+            Without ``sink``: write the outputs to a new Zarr store at this path. Without either,
+            outputs are kept in memory when they take at most 1 GiB (float32 L and S), and the
+            fit refuses otherwise, asking for a store.
+
+        Returns self.
+        """
+        from ..bigdata._frames import as_frame_source
+        from ..bigdata._sink import DEFAULT_RESULT_MEMORY, FrameSink
+
+        self._p = self._start_fit()
+        rep = Reporter(progress)
+        source = as_frame_source(X)
+        n, d = source.n_frames, source.n_features
+        if n < 1 or d < 2:
+            raise ValueError(f"X must have at least 1 frame of at least 2 pixels; got {n} x {d}")
+        k = self._p["n_components"]
+        if k >= d:
+            raise ValueError(f"n_components must be below n_features = {d}; got {k}")
+        own_sink = sink is None
+        if sink is None:
+            need = FrameSink.estimate_bytes(n, d, self.FIELDS)
+            if store is None and need > DEFAULT_RESULT_MEMORY:
+                raise ValueError(f"the per-frame results (L, S, mask) of {n} frames take "
+                                 f"{need / 2**30:.1f} GiB; pass store=PATH to write them to a Zarr store")
+            sink = FrameSink(n, d, self.FIELDS, path=store, frame_shape=getattr(source, "display_shape", None))
+        elif (sink.n_frames, sink.n_features) != (n, d) or set(sink.fields) != set(self.FIELDS):
+            raise ValueError(f"sink must hold fields {sorted(self.FIELDS)} of shape ({n}, {d}); got "
+                             f"{sorted(sink.fields)} of shape ({sink.n_frames}, {sink.n_features})")
+        scores = np.zeros(n)
+        fg = np.zeros(n)
+        hist = {"frames": [], "basis_change": [], "inner": [], "foreground": [], "time": []}
+        t0 = time.perf_counter()
+        b = self._p["batch_size"]
+        try:
+            for start, rows in source.iter_batches(b):
+                rows = check_array(rows, name="frames")
+                first = start == 0
+                if first:
+                    self._prepare(d, getattr(source, "value_range", None), rows)
+                Z = rows / self._scale
+                R, E, it, change = self._step(Z, first)
+                S = E * self._scale
+                Lr = (R @ self._pre_update_U.T) * self._scale
+                mask = np.abs(S) > self._mask_t
+                sink.write(start, low_rank=Lr, sparse=S, mask=mask)
+                stop = start + rows.shape[0]
+                scores[start:stop] = np.abs(S).sum(axis=1)
+                fg[start:stop] = mask.mean(axis=1)
+                for key, val in (("frames", stop), ("basis_change", change), ("inner", it),
+                                 ("foreground", float(mask.mean())), ("time", time.perf_counter() - t0)):
+                    hist[key].append(val)
+                rep(stop / n, f"frame {stop} of {n}")
+        except BaseException:
+            if own_sink:
+                sink.abort()
+            raise
+        if own_sink:
+            sink.close()
+        sink.set_attrs(method="OnlineRPCA", params=self.get_params(), scale=self._scale,
+                       lambda1=self._lam1, lambda2=self._lam2, mask_threshold=self._mask_t)
+        self._publish(d, n, scores, fg, hist, sink)
+        return self
+
+    def _publish(self, d, n_seen, scores, fg, hist, sink):
+        U = self._U
+        Q, _ = np.linalg.qr(U)
+        self._set_fitted(components_=fix_signs(Q.T), basis_=U.copy(), scale_=self._scale,
+                         lambda1_=float(self._lam1), lambda2_=float(self._lam2),
+                         mask_threshold_=float(self._mask_t), n_frames_seen_=int(n_seen),
+                         sample_scores_=scores, foreground_fraction_=fg, history_=hist, sink_=sink,
+                         stats_=(self._A.copy(), self._B.copy()), n_features_in_=d)
+
+    def partial_fit(self, X, y=None):
+        """Update the basis with one batch of frames X (n, d); no outputs are stored.
+
+        The first call fixes the data scale (``data_scale`` or the batch's max - min) and starts
+        the basis from the batch's SVD. Returns self.
+        """
+        X = check_array(X, name="X")
+        fitted = hasattr(self, "basis_")
+        if not fitted:
+            self._p = self._start_fit()
+            self._prepare(X.shape[1], None, X)
+            if self._p["n_components"] >= X.shape[1]:
+                raise ValueError(f"n_components must be below n_features = {X.shape[1]}")
+        elif X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this OnlineRPCA was fitted on {self.n_features_in_}")
+        else:
+            self._restore()
+        self._step(X / self._scale, first=not fitted)
+        seen = (self.n_frames_seen_ if fitted else 0) + X.shape[0]
+        self._clear_fit()
+        Q, _ = np.linalg.qr(self._U)
+        self._set_fitted(components_=fix_signs(Q.T), basis_=self._U.copy(), scale_=self._scale,
+                         lambda1_=float(self._lam1), lambda2_=float(self._lam2),
+                         mask_threshold_=float(self._mask_t), n_frames_seen_=int(seen),
+                         stats_=(self._A.copy(), self._B.copy()), n_features_in_=X.shape[1])
+        return self
+
+    def _restore(self):
+        """Internal state from the fitted attributes (after a fit or partial_fit)."""
+        from .._params import validate_params
+        self._p = validate_params(self._params, self.get_params())
+        self._U = self.basis_.copy()
+        self._A, self._B = (a.copy() for a in self.stats_)
+        self._scale, self._lam1, self._lam2 = self.scale_, self.lambda1_, self.lambda2_
+        self._mask_t = self.mask_threshold_
+
+    def decompose(self, X):
+        """(L, S) of frames X (n, d) against the current basis, without updating it: L = U r is
+        exactly rank k, S the sparse part; X - L - S is the residual within ±lambda2 (noise)."""
+        self._check_fitted("basis_")
+        X = check_array(X, name="X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this OnlineRPCA was fitted on {self.n_features_in_}")
+        self._restore()
+        R, E, _ = self._solve(X / self._scale, self._U)
+        return (R @ self._U.T) * self._scale, E * self._scale
+
+    def transform(self, X):
+        """Coordinates (n, k) of X in the learned subspace: X @ components_.T."""
+        self._check_fitted("components_")
+        return check_array(X) @ self.components_.T
+
+
+def _subspace_change(U0, U1) -> float:
+    """Sine of the largest principal angle between span(U0) and span(U1)."""
+    Q0, _ = np.linalg.qr(U0)
+    Q1, _ = np.linalg.qr(U1)
+    s = np.linalg.svd(Q0.T @ Q1, compute_uv=False)
+    return float(np.sqrt(max(0.0, 1.0 - min(1.0, float(s.min()) ** 2))))
