@@ -143,6 +143,17 @@ def _parse_scale(text: str) -> float:
     return v
 
 
+def _parse_budget(text: str) -> int:
+    try:
+        v = float(text)
+        if not 1e-6 <= v <= 1e6:
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"memory budget must be a number of gigabytes in [1e-6, 1e6]; "
+                                         f"got {text!r}") from None
+    return int(v * 2**30)
+
+
 def _loader_names() -> list[str]:
     from robustcore.datasets import LOADERS
     return list(LOADERS)
@@ -194,6 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
                    help="loader option for --data (repeatable), e.g. label_column=species; an unknown "
                    "option's error lists the loader's options")
+    r.add_argument("--lazy", action="store_true",
+                   help="open --data out of core (HDF5, Zarr, .npy tables and videos are read block by "
+                   "block, never whole); automatic for .h5/.hdf5/.zarr. Methods that run out of core: "
+                   "pca, residual, coherence-pursuit (tables) and online-rpca (videos)")
+    r.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="run out-of-core work on this dask.distributed scheduler (e.g. tcp://host:8786) "
+                   "instead of this machine's threads")
+    r.add_argument("--memory-budget", metavar="GB", type=_parse_budget, default=None,
+                   help="out of core: results larger than this stay on disk in Zarr stores (default 1)")
     r.add_argument("--method", action="append", required=True, metavar="NAME",
                    help=f"method to run (repeatable; see '{PROG} methods')")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -289,6 +309,34 @@ def _check_figures(figures: list[str], methods: list) -> None:
         if not any(v in m.views for m in methods):
             drawn = "; ".join(f"{m.name}: {', '.join(m.views)}" for m in methods)
             raise UsageError(f"--figure {v}: no method in this run draws that view ({drawn})")
+
+
+_LAZY_ONLY = (".h5", ".hdf5", ".he5", ".zarr")
+
+
+def _wants_lazy(args) -> bool:
+    if args.demo is not None:
+        if args.lazy:
+            raise UsageError("--lazy applies to --data files, not to the bundled demos")
+        return False
+    p = args.data.rstrip("/\\")
+    return args.lazy or p.lower().endswith(_LAZY_ONLY)
+
+
+def _load_lazy(args):
+    from robustcore.bigdata._lazy import open_lazy
+    if args.format:
+        raise UsageError("--format does not apply to data opened out of core (the extension decides)")
+    if not os.path.exists(args.data):
+        raise UsageError(f"data file {args.data} does not exist")
+    from robustcore.datasets import LOADERS
+    from robustcore.datasets._video import VIDEO_SUFFIXES
+    video = args.data.lower().endswith(VIDEO_SUFFIXES)
+    try:
+        options = parse_options(args.option, LOADERS["video"] if video else None)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return open_lazy(args.data, **options)
 
 
 def _load_data(args):
@@ -440,6 +488,12 @@ def _cmd_run(args) -> int:
         params[m.name] = S.pin_seed(m, params[m.name], args.seed)
         m.validate(params[m.name])  # bad combinations fail before the data is loaded
     _check_figures(args.figure, methods)
+    lazy = _wants_lazy(args)
+    if (args.scheduler or args.memory_budget) and not lazy:
+        raise UsageError("--scheduler and --memory-budget apply to data opened out of core (--lazy, or an "
+                         ".h5/.hdf5/.zarr file)")
+    if lazy:
+        return _run_lazy(args, con, methods, params)
     views_of = _views_of
     out = _prepare_out(args.out, names, args.figure, args.force, views_of)
     dataset = _load_data(args)
@@ -455,6 +509,107 @@ def _cmd_run(args) -> int:
                                      view=args.figure[0] if args.figure else None, base_dir=out)
     _write_outputs(con, args, session, dataset, results, out)
     return EXIT_OK
+
+
+def _lazy_files(method: str) -> list[str]:
+    return [f"{method}-results.zarr", f"{method}-arrays.npz", f"{method}-summary.json"]
+
+
+def _run_lazy(args, con, methods, params) -> int:
+    """Out of core: each method writes METHOD-results.zarr (per-sample scores, flags and per-row
+    arrays, read back by slices), METHOD-arrays.npz (the small arrays) and METHOD-summary.json
+    (parameters, summary, data identity). Figures and run.json need the data in memory."""
+    from robustcore.bigdata import settings
+    from robustcore.methods import METHODS
+    if args.figure:
+        raise UsageError("--figure needs the data in memory; it is not available with --lazy")
+    if args.select:
+        raise UsageError("--select needs the data in memory; it is not available with --lazy")
+    able = [m.name for m in METHODS.values() if m.lazy is not None]
+    for m in methods:
+        if m.lazy is None:
+            raise UsageError(f"{m.name} needs the data in memory; methods that run out of core: {', '.join(able)}")
+    out = os.path.abspath(args.out)
+    names = [n for m in methods for n in _lazy_files(m.name)]
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise UsageError(f"--out {out} is a file; give a folder")
+    if not args.force and os.path.isdir(out):
+        existing = [n for n in names if os.path.exists(os.path.join(out, n))]
+        if existing:
+            raise UsageError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite, "
+                             f"or choose another --out folder")
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out folder {out}: {exc.strerror or exc}") from None
+    dataset = _load_lazy(args)
+    work = os.path.join(out, ".work")
+    written = []
+    try:
+        with settings(scheduler=args.scheduler, store_dir=work, memory_budget=args.memory_budget):
+            if args.scheduler:
+                con.note(f"out-of-core work runs on the Dask scheduler at {args.scheduler}")
+            for m in methods:
+                try:
+                    res = m.run(dataset, params[m.name], progress=con.progress(m.name))
+                finally:
+                    con.end_progress()
+                _print_result(con, res)
+                written += _write_lazy_result(res, dataset, out, args.force)
+    finally:
+        dataset.close()
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+    con.say("wrote:")
+    for p in written:
+        con.say(f"  {p}")
+    return EXIT_OK
+
+
+def _write_lazy_result(res, dataset, out: str, force: bool) -> list[str]:
+    import shutil
+
+    import numpy as np
+    import zarr
+
+    from app.export import atomic_write_bytes, provenance_header
+    n = dataset.n_samples
+    zpath = os.path.join(out, f"{res.method}-results.zarr")
+    partial = zpath + ".partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    group = zarr.open_group(partial, mode="w")
+    per_row = {f"score_{k}": v for k, v in res.sample_scores.items()}
+    per_row.update({f"flag_{k}": v for k, v in res.flags.items()})
+    small = {}
+    for k, v in res.arrays.items():
+        if getattr(v, "shape", None) and v.shape[0] == n and len(v.shape) <= 2 and n > 1:
+            per_row[k] = v
+        else:
+            small[k] = np.asarray(v)
+    make = group.create_array if hasattr(group, "create_array") else group.create_dataset
+    for k, v in per_row.items():
+        shape = tuple(v.shape)
+        row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
+        rows = max(1, min(n, (16 << 20) // row_bytes))
+        z = make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:])
+        for s0 in range(0, n, rows):      # block by block: a store of any size, in bounded memory
+            z[s0:s0 + rows] = np.asarray(v[s0:s0 + rows])
+    header = provenance_header(res, dataset)
+    group.attrs["robust_studio"] = json.loads(json.dumps({**header, "summary": res.summary}, default=str))
+    if os.path.exists(zpath):
+        if not force:
+            raise UsageError(f"{zpath} already exists; pass --force to overwrite")
+        shutil.rmtree(zpath)
+    os.replace(partial, zpath)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, metadata=np.array(json.dumps(header, default=str)), **small)
+    npz = atomic_write_bytes(os.path.join(out, f"{res.method}-arrays.npz"), buf.getvalue(), overwrite=True)
+    summary = {**header, "summary": res.summary, "elapsed_s": res.elapsed,
+               "data": {**header.get("data", {}), "out_of_core": dataset.summary()},
+               "per_sample_results": os.path.basename(zpath)}
+    js = atomic_write_bytes(os.path.join(out, f"{res.method}-summary.json"),
+                            json.dumps(summary, indent=2, default=str).encode("utf-8"), overwrite=True)
+    return [zpath, npz, js]
 
 
 def _write_outputs(con, args, session, dataset, results, out) -> list[str]:

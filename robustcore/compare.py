@@ -98,18 +98,21 @@ def reconstruction_errors(X, components, mean) -> np.ndarray:
     return np.clip(err, 0.0, None)
 
 
-def robust_threshold(scores, n_mad: float = 3.0) -> float:
+def robust_threshold(scores, n_mad: float = 3.0, median=None) -> float:
     """median + n_mad * 1.4826 * MAD of ``scores``: a cut for scores that have no control limit.
 
     1.4826 makes the MAD a consistent estimate of the standard deviation for Gaussian scores.
     When the MAD is zero (more than half the scores equal, e.g. PCP's all-zero sparse rows),
     the cut is the median itself, so every sample above the typical value is flagged.
+    ``median``: the function computing medians (default numpy's; the out-of-core path passes an
+    exact one for Dask arrays, which are then left as they are).
     """
-    s = np.asarray(scores, dtype=np.float64)
-    if s.size == 0:
+    if median is None:
+        scores, median = np.asarray(scores, dtype=np.float64), np.median
+    if scores.size == 0:
         raise ValueError("scores must not be empty")
-    med = float(np.median(s))
-    mad = float(np.median(np.abs(s - med)))
+    med = float(median(scores))
+    mad = float(median(abs(scores - med)))
     return med + n_mad * 1.4826 * mad
 
 

@@ -63,6 +63,8 @@ class Method:
     needs_labels: bool = False
     accepts_sparse: bool = False
     extra_params: tuple = ()    # run-level parameters that are not the estimator's (e.g. alpha)
+    # Adapter for data opened out of core (a bigdata.LazyDataset); None: the method needs memory.
+    lazy: Callable | None = None
 
     @property
     def estimator_class(self) -> type:
@@ -87,12 +89,21 @@ class Method:
         if self.needs_labels and dataset.labels is None:
             raise ValueError(f"{self.title} needs class labels, and data set '{dataset.name}' has none; "
                              f"load a file with a label column")
+        adapter = self.adapter
+        if getattr(dataset, "is_lazy", False):
+            if self.lazy is None:
+                able = ", ".join(m.name for m in METHODS.values() if m.lazy is not None)
+                raise ValueError(f"{self.title} needs the data in memory, and '{dataset.name}' is opened out "
+                                 f"of core; methods that run out of core: {able}")
+            adapter = self.lazy
         est_names = {p.name for p in self.estimator_class.param_specs()}
         est = self.estimator_class(**{k: v for k, v in values.items() if k in est_names})
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fields = self.adapter(est, dataset, values, Reporter(progress))
+            fields = adapter(est, dataset, values, Reporter(progress))
+        # An out-of-core adapter fits its own (Dask) estimator.
+        est = fields.pop("estimator", est)
         fields.setdefault("warnings", [])
         elapsed = time.perf_counter() - t0
         res = RunResult(method=self.name, params=values, data_fingerprint=dataset.fingerprint(),
@@ -319,6 +330,14 @@ _TEST_FRACTION = Param("test_fraction", float, 0.25,
                        low=0.0, high=0.9)
 
 
+def _bigdata(name):
+    """An adapter of robustcore.bigdata._adapters, imported when first run (it needs Dask only then)."""
+    def run(est, dataset, values, rep):
+        from .bigdata import _adapters
+        return getattr(_adapters, name)(est, dataset, values, rep)
+    return run
+
+
 def _cls(module, name):
     def load():
         import importlib
@@ -328,17 +347,23 @@ def _cls(module, name):
 
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
-           _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "comparison")),
+           _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "comparison"),
+           lazy=_bigdata("run_pca")),
     Method("coherence-pursuit", "Coherence Pursuit",
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
-           views=("scatter", "detail", "contour", "comparison")),
+           views=("scatter", "detail", "contour", "comparison"), lazy=_bigdata("run_cop")),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "comparison")),
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
-           _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail")),
+           _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail"),
+           lazy=_bigdata("run_residual")),
+    Method("online-rpca", "Online robust PCA (streaming)",
+           "Low-rank + sparse one batch of frames at a time, for long videos (OR-PCA, Feng, Xu & Yan 2013).",
+           _cls(".subspace.online_rpca", "OnlineRPCA"), _bigdata("run_online_rpca"),
+           views=("decomposition", "detail", "comparison"), lazy=_bigdata("run_online_rpca")),
     Method("esfs", "ESFS feature ranking",
            "Eigenvalue Sensitive Feature Selection from Laplacian eigenmaps (Jiang & Ren 2011).",
            _cls(".features.esfs", "ESFS"), _run_esfs, views=("ranking",)),

@@ -141,12 +141,13 @@ def _compute_distributed(client, collections, rep, message):
     futures = client.compute(list(collections))
     t0 = time.monotonic()
     try:
-        while True:
-            try:
-                wait(futures, timeout=0.25)
-                break
-            except TimeoutError:
-                rep(0.0, f"{message} on the cluster ({time.monotonic() - t0:.0f} s)")
+        with client.as_current():
+            while True:
+                try:
+                    wait(futures, timeout=0.25)
+                    break
+                except TimeoutError:
+                    rep(0.0, f"{message} on the cluster ({time.monotonic() - t0:.0f} s)")
         out = client.gather(futures)
     except (Cancelled, KeyboardInterrupt):
         client.cancel(futures)

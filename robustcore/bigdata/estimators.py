@@ -351,11 +351,13 @@ def order_statistics(A, ks, progress=None, message="order statistics"):
 
 
 def median(A, progress=None):
-    """Exact column medians of a Dask array (numpy's np.median, axis=0)."""
+    """Exact column medians of a 2-D Dask array, or the median of a 1-D one (numpy's
+    np.median along axis 0)."""
     n = A.shape[0]
     ks = [(n - 1) // 2, n // 2]
     v = order_statistics(A, ks, progress=progress, message="median")
-    return 0.5 * (v[0] + v[1])
+    m = 0.5 * (v[0] + v[1])
+    return float(m[0]) if A.ndim == 1 else m
 
 
 class DaskCoherencePursuit(CoherencePursuit):

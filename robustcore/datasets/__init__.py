@@ -10,13 +10,16 @@ Loaders (``LOADERS`` keys): ``csv`` (CSV/TSV/whitespace text, optionally .gz/.bz
 the images), ``mat`` (MATLAB v5/v7; v7.3 is refused with advice), ``tiff`` (multi-page TIFF via
 tifffile) and ``images`` (a folder of images, or one image, via Pillow). Every loader takes
 ``max_bytes`` and refuses, naming the size and the limit, before loading more than that.
-``demo(name)`` / ``demos()`` give the bundled data sets.
+``demo(name)`` / ``demos()`` give the bundled data sets. ``video`` reads MP4/MOV/AVI/MKV through
+PyAV; ``open_video(path)`` opens one lazily, decoding a batch of frames at a time.
 """
 from ._dataset import Dataset, Provenance, file_sha256
 from ._demos import demo, demos, resources_dir
 from ._errors import LoadError
 from ._load import LOADERS, detect_format, estimate_memory, formats, load
 from ._loader import DEFAULT_MAX_BYTES, Loader
+from ._video import open_video
 
 __all__ = ["Dataset", "Provenance", "file_sha256", "LoadError", "demo", "demos", "resources_dir",
-           "LOADERS", "Loader", "load", "estimate_memory", "formats", "detect_format", "DEFAULT_MAX_BYTES"]
+           "LOADERS", "Loader", "load", "estimate_memory", "formats", "detect_format", "DEFAULT_MAX_BYTES",
+           "open_video"]

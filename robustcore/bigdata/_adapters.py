@@ -1,0 +1,188 @@
+"""Registry adapters for out-of-core data (a LazyDataset) and for the streaming method.
+
+Each returns the same RunResult fields as its in-memory counterpart in robustcore/methods.py:
+per-sample scores and flags, arrays, a summary. Per-sample results are numpy arrays when they
+fit the memory budget of :func:`robustcore.bigdata.settings`, Zarr arrays (sliced like numpy
+arrays) otherwise; the fitted estimator (a Dask* class) is what the run's ``estimator`` holds.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._dask import compute
+from ._rows import as_dask_rows, materialize
+
+__all__ = ["run_pca", "run_residual", "run_cop", "run_online_rpca"]
+
+_LIMIT_ALPHA = 0.01   # as robustcore.methods
+
+
+def _table(dataset):
+    if getattr(dataset, "kind", "table") != "table":
+        raise ValueError(f"'{dataset.name}' is a video opened out of core; run the streaming method "
+                         f"(online-rpca) on it, or load the video into memory for this method")
+    from .estimators import as_dask
+    return as_dask(dataset.source)
+
+
+def _params_for(cls, values):
+    names = {p.name for p in cls._params}
+    return {k: v for k, v in values.items() if k in names}
+
+
+def _scored_fields(X, scorer, rep, extra_scores=None, exclude=None):
+    """SPE, T², projection and the flags "SPE or T² above its limit", in one pass over X."""
+    import dask.array as da
+    C, m = scorer.components_, scorer.mean_
+    spe, t2 = scorer.scores(X)
+    proj = X.map_blocks(lambda B: (np.asarray(B, np.float64) - m) @ C.T, dtype=np.float64,
+                        chunks=(X.chunks[0], (C.shape[0],)))
+    out_spe, out_t2 = spe > scorer.spe_limit_, t2 > scorer.t2_limit_
+    outlier = out_spe | out_t2
+    if exclude is not None:
+        outlier = outlier & ~exclude
+    rows = materialize({"spe": spe, "t2": t2, "projection": proj, "outlier": outlier,
+                        "outside_spe": out_spe, "outside_t2": out_t2}, progress=rep, message="scores",
+                       name="scores")
+    n_out = int(compute(da.count_nonzero(as_dask_rows(rows["outlier"], X.chunks[0])), message="counting")[0])
+    scores = dict(extra_scores or {})
+    scores.update(spe=rows["spe"], t2=rows["t2"])
+    flags = {k: rows[k] for k in ("outlier", "outside_spe", "outside_t2")}
+    summary = {"outlier rule": f"SPE or T² above its limit (alpha = {scorer.alpha:g})",
+               "SPE limit": float(scorer.spe_limit_), "T2 limit": float(scorer.t2_limit_), "flagged": n_out,
+               "out of core": True}
+    return scores, flags, rows["projection"], summary
+
+
+def _scorer_from_pca(pca, X, rep):
+    """SPE/T² limits of a fitted PCA subspace calibrated on all of X: the variances along and
+    off the subspace are the PCA's own eigenvalues, so no further pass over X is needed."""
+    from .estimators import DaskResidualScorer
+    r = pca.components_.shape[0]
+    n, d = X.shape
+    s = DaskResidualScorer(n_components=r, alpha=_LIMIT_ALPHA)
+    p = s._start_fit()
+    plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
+    if r >= min(n, d):
+        return None
+    s._set_fitted(**s._limits(p, n, d, pca.components_, pca.mean_, pca.all_variances_[:r].copy(),
+                              pca.all_variances_[r:].copy(), plane))
+    return s
+
+
+def run_pca(est, dataset, values, rep):
+    from .estimators import DaskPCA
+    X = _table(dataset)
+    est = DaskPCA(**_params_for(DaskPCA, values))
+    est.fit(X, progress=rep.span(0, 0.5))
+    arrays = {"components": est.components_, "mean": est.mean_, "explained_variance": est.explained_variance_}
+    summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum())}
+    notes = []
+    scorer = _scorer_from_pca(est, X, rep)
+    if scorer is None:
+        notes.append("no SPE/T² limits for this subspace: no residual is left")
+        return dict(arrays=arrays, summary=summary, warnings=notes, estimator=est)
+    scores, flags, proj, more = _scored_fields(X, scorer, rep.span(0.5, 1.0))
+    arrays["projection"] = proj
+    summary.update(more)
+    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes, estimator=est)
+
+
+def run_residual(est, dataset, values, rep):
+    from .estimators import DaskResidualScorer
+    X = _table(dataset)
+    est = DaskResidualScorer(**_params_for(DaskResidualScorer, values))
+    est.fit(X, progress=rep.span(0, 0.5))
+    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.5, 1.0))
+    flags["outside_either"] = flags["outlier"]
+    summary["alpha"] = est.alpha
+    arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
+    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
+
+
+def run_cop(est, dataset, values, rep):
+    """Coherence Pursuit, then SPE/T² limits calibrated on all but the log-SPE outliers (as the
+    in-memory adapter: see robustcore.methods._trimmed_calibration)."""
+    import dask.array as da
+
+    from ..compare import robust_threshold
+    from .estimators import DaskCoherencePursuit, DaskResidualScorer, median
+    X = _table(dataset)
+    est = DaskCoherencePursuit(**_params_for(DaskCoherencePursuit, values))
+    est.fit(X, progress=rep.span(0, 0.5))
+    spe = materialize({"spe": est.score_samples(X)}, progress=rep.span(0.5, 0.6), message="residuals",
+                      name="residuals")["spe"]
+    log_spe = da.log(da.maximum(as_dask_rows(spe, X.chunks[0]), np.finfo(float).tiny))
+    cut = robust_threshold(log_spe, 3.0, median=lambda a: float(median(a)))
+    calibrate = log_spe <= cut
+    n_cal = int(compute(da.count_nonzero(calibrate), message="counting")[0])
+    r = est.components_.shape[0]
+    scorer = DaskResidualScorer(n_components=r, alpha=_LIMIT_ALPHA)
+    scorer.fit_subspace(X, est.components_, est.mean_, progress=rep.span(0.6, 0.75), rows=calibrate)
+    degenerate = as_dask_rows(est.degenerate_, X.chunks[0])
+    scores, flags, proj, summary = _scored_fields(X, scorer, rep.span(0.75, 1.0),
+                                                  extra_scores={"coherence": est.coherence_},
+                                                  exclude=degenerate)
+    flags["selected"] = est.selected_
+    flags["degenerate"] = est.degenerate_
+    rank = f"{est.n_components_} (estimated)" if values.get("n_components") is None else est.n_components_
+    n_deg = int(compute(da.count_nonzero(degenerate), message="counting")[0])
+    n_sel = int(compute(da.count_nonzero(as_dask_rows(est.selected_, X.chunks[0])), message="counting")[0])
+    summary = {"rank": rank, "selected inliers": n_sel, "degenerate samples": n_deg,
+               "calibrated on": f"{n_cal} samples (all but log-SPE outliers)", **summary}
+    arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
+    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
+
+
+def run_online_rpca(est, dataset, values, rep):
+    """Stream the frames (a video opened out of core, or an image stack in memory) through OR-PCA.
+
+    L, S and the mask go to memory when they take at most the memory budget, else to a Zarr
+    store in the settings' ``store_dir`` (a temporary folder if none is set).
+    """
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from ..compare import flags_above, robust_threshold
+    from ._dask import get_settings
+    from ._frames import as_frame_source
+    from ._sink import FrameSink
+    if getattr(dataset, "is_lazy", False):
+        if dataset.kind != "frames":
+            raise ValueError(f"'{dataset.name}' is a table; the streaming method takes frames (a video or "
+                             f"an image stack)")
+        source = dataset.source
+    else:
+        source = as_frame_source(dataset)
+    s = get_settings()
+    need = FrameSink.estimate_bytes(source.n_frames, source.n_features, est.FIELDS)
+    store = None
+    if need > s.memory_budget:
+        root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
+        root.mkdir(parents=True, exist_ok=True)
+        store = root / f"online-rpca-{uuid.uuid4().hex[:8]}.zarr"
+    sink = FrameSink(source.n_frames, source.n_features, est.FIELDS, path=store,
+                     frame_shape=source.display_shape)
+    try:
+        est.fit(source, progress=rep.span(0, 0.97), sink=sink)
+    except BaseException:
+        sink.abort()
+        raise
+    sink.close()
+    score = est.sample_scores_
+    cut = robust_threshold(score)
+    h = est.history_
+    arrays = {"low_rank": sink.array("low_rank"), "sparse": sink.array("sparse"), "mask": sink.array("mask"),
+              "components": est.components_, "foreground_fraction": est.foreground_fraction_,
+              "history_residual": np.asarray(h["residual"]), "history_rank": np.full(len(h["residual"]), est.n_components),
+              "history_basis_change": np.asarray(h["basis_change"]), "history_frames": np.asarray(h["frames"])}
+    summary = {"frames": source.n_frames, "batches": len(h["frames"]), "rank of L": int(est.n_components),
+               "lambda1": est.lambda1_, "lambda2": est.lambda2_, "data scale": est.scale_,
+               "mask threshold": est.mask_threshold_,
+               "mean foreground share": float(np.mean(est.foreground_fraction_)),
+               "last basis change": float(h["basis_change"][-1]),
+               "results in": "memory" if sink.in_memory else str(sink.path),
+               "outlier rule": "sparse-part score above median + 3 MAD", "flagged": int((score > cut).sum())}
+    return dict(sample_scores={"sparse_score": score}, flags={"outlier": flags_above(score, cut)},
+                arrays=arrays, summary=summary)

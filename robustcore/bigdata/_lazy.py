@@ -1,0 +1,149 @@
+"""Data sets too large to load: a table on disk or a video, read block by block.
+
+:class:`LazyDataset` stands where a :class:`~robustcore.datasets.Dataset` stands for the methods
+that can work out of core (the registry's ``lazy`` adapters): it has the shape, names,
+provenance and image layout, but no ``X`` in memory. :func:`open_lazy` opens one from a path.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..datasets._dataset import Provenance
+from ..datasets._errors import LoadError
+from ._frames import FrameSource
+
+__all__ = ["LazyDataset", "open_lazy", "LAZY_SUFFIXES"]
+
+
+class LazyDataset:
+    """A data set whose rows stay on disk.
+
+    ``source`` is a :class:`~robustcore.bigdata.LazyTable` (``kind == "table"``) or a
+    :class:`~robustcore.bigdata.FrameSource` (``kind == "frames"``). ``X`` is not available:
+    methods that need the data in memory say so, and ``dense()`` loads it when it fits.
+    """
+
+    is_lazy = True
+    is_sparse = False
+    labels = None
+    class_names = None
+    outliers = None
+    frame_order = None
+    description = ""
+
+    def __init__(self, source, name: str, provenance: Provenance):
+        self.source = source
+        self.kind = "frames" if isinstance(source, FrameSource) else "table"
+        self.name = name
+        self.provenance = provenance
+        self.feature_names = [f"p{j}" if self.kind == "frames" else f"x{j}" for j in range(self.n_features)]
+        self.sample_ids = None
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.source.shape[0])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.source.shape[1])
+
+    @property
+    def image_shape(self):
+        return self.source.display_shape if self.kind == "frames" else None
+
+    @property
+    def is_image(self) -> bool:
+        return self.image_shape is not None
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.source.nbytes)
+
+    @property
+    def X(self):
+        raise ValueError(f"'{self.name}' is opened out of core ({self.n_samples} x {self.n_features}); "
+                         f"this method needs the data in memory. Use a method that runs out of core, "
+                         f"or load a part of the data (loader options such as max_samples, start/stop/step)")
+
+    def dense(self, max_bytes: int | None = None):
+        """The whole data as a float64 array, when it takes at most ``max_bytes`` (default 4 GiB)."""
+        from ..datasets._loader import DEFAULT_MAX_BYTES, check_memory
+        check_memory(self.nbytes, DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes),
+                     f"loading all of '{self.name}' into memory", "use a method that runs out of core")
+        if self.kind == "frames":
+            return self.source.read()
+        from ._dask import compute
+        import numpy as np
+        return np.asarray(compute(self.source.array)[0], dtype=np.float64)
+
+    def fingerprint(self) -> str:
+        p = self.provenance
+        if p.sha256:
+            return p.sha256
+        return self.source.fingerprint()
+
+    def summary(self) -> dict:
+        out = {"name": self.name, "samples": self.n_samples, "features": self.n_features,
+               "out of core": True}
+        out.update(self.source.describe())
+        out["source"] = self.provenance.path or self.provenance.loader
+        return out
+
+    def close(self) -> None:
+        if hasattr(self.source, "close"):
+            self.source.close()
+
+
+def _video_suffixes():
+    from ..datasets._video import VIDEO_SUFFIXES
+    return VIDEO_SUFFIXES
+
+
+def _table_suffixes():
+    from ._tables import TABLE_SUFFIXES
+    return TABLE_SUFFIXES
+
+
+LAZY_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
+
+
+def open_lazy(path, **options) -> LazyDataset:
+    """Open a table (HDF5, Zarr, .npy) or a video without loading it.
+
+    Options: for tables ``dataset`` (the array inside an HDF5 file or Zarr group) and
+    ``chunk_rows``; for videos those of the video loader (``color``, ``start``, ``stop``,
+    ``step``, ``scale``). Raises :class:`~robustcore.datasets.LoadError`.
+    """
+    try:
+        p = Path(os.fspath(path))
+    except TypeError:
+        raise LoadError(f"path must be a file or folder path; got {path!r}") from None
+    if not p.exists():
+        raise LoadError(f"no such file or folder: {p}")
+    suffix = p.suffix.lower()
+    if suffix in _video_suffixes():
+        from ..datasets._video import VideoLoader, open_video
+        loader = VideoLoader()
+        opts = loader.validate(options)
+        opts.pop("max_bytes")
+        frames = open_video(p, **opts)
+        prov = Provenance(loader="video", options=opts, path=str(p.resolve()), size=p.stat().st_size,
+                          details={k: v for k, v in frames.details().items()
+                                   if k not in ("timestamps", "frame_indices")})
+        return LazyDataset(frames, p.stem, prov)
+    if suffix in _table_suffixes() or p.is_dir():
+        from ._tables import open_table
+        known = {"dataset", "chunk_rows"}
+        unknown = set(options) - known
+        if unknown:
+            raise LoadError(f"unknown option {sorted(unknown)[0]!r} for an out-of-core table; its options "
+                            f"are: {', '.join(sorted(known))}")
+        chunk = options.get("chunk_rows")
+        table = open_table(p, dataset=options.get("dataset"),
+                           chunk_rows=int(chunk) if chunk is not None else None)
+        prov = Provenance(loader=table.format, options={k: v for k, v in options.items() if v is not None},
+                          path=str(p.resolve()), size=table.disk_bytes)
+        return LazyDataset(table, p.stem, prov)
+    raise LoadError(f"{p.name}: out-of-core data are HDF5 (.h5, .hdf5), Zarr (.zarr), .npy tables or "
+                    f"videos ({', '.join(_video_suffixes())})")
