@@ -20,11 +20,12 @@ from ._sink import FrameSink, open_frame_store
 __all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_frame_store",
            "Settings", "settings", "get_settings", "compute", "DEFAULT_MEMORY_BUDGET",
            "open_table", "LazyTable", "DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit",
-           "materialize", "median", "order_statistics"]
+           "materialize", "median", "order_statistics", "coherence_scores"]
 
 _LAZY = {"open_table": "._tables", "LazyTable": "._tables", "DaskPCA": ".estimators",
          "DaskResidualScorer": ".estimators", "DaskCoherencePursuit": ".estimators",
-         "median": ".estimators", "order_statistics": ".estimators", "materialize": "._rows"}
+         "median": ".estimators", "order_statistics": ".estimators", "materialize": "._rows",
+         "coherence_scores": ".estimators"}
 
 
 def __getattr__(name):

@@ -17,7 +17,6 @@ Sources hold open files: use them in a ``with`` block or call ``close()``.
 """
 from __future__ import annotations
 
-import math
 from typing import Iterator
 
 import numpy as np
@@ -180,5 +179,8 @@ def as_frame_source(data, frame_shape=None) -> FrameSource:
     if hasattr(data, "X") and hasattr(data, "image_shape"):
         X = data.dense() if hasattr(data, "dense") else data.X
         shape = frame_shape or data.image_shape
-        return ArrayFrames(X, frame_shape=shape, name=getattr(data, "name", "frames"))
+        # A video's pixel range is its format's (0-255), not what its frames happen to span.
+        details = getattr(getattr(data, "provenance", None), "details", None) or {}
+        return ArrayFrames(X, frame_shape=shape, name=getattr(data, "name", "frames"),
+                           value_range=details.get("value_range"))
     return ArrayFrames(data, frame_shape=frame_shape)

@@ -37,6 +37,16 @@ def as_float(B) -> np.ndarray:
     return np.asarray(B, dtype=np.float64)
 
 
+def gram(Z) -> np.ndarray:
+    """ZᵀZ through BLAS syrk (half the flops of a general product), as a full symmetric matrix."""
+    from scipy.linalg.blas import dsyrk
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    if Z.shape[0] == 0:
+        return np.zeros((Z.shape[1], Z.shape[1]))
+    G = dsyrk(1.0, Z.T, lower=0)          # Zᵀ as a Fortran array: G = Zᵀ (Zᵀ)ᵀ, upper triangle
+    return np.triu(G) + np.triu(G, 1).T
+
+
 # -- moments ------------------------------------------------------------------------------------
 
 def moments(B, center: bool = True):
@@ -44,10 +54,9 @@ def moments(B, center: bool = True):
     B = as_float(B)
     n = B.shape[0]
     if not center:
-        return n, np.zeros(B.shape[1]), B.T @ B
+        return n, np.zeros(B.shape[1]), gram(B)
     m = B.mean(axis=0) if n else np.zeros(B.shape[1])
-    Z = B - m
-    return n, m, Z.T @ Z
+    return n, m, gram(B - m)
 
 
 def merge_moments(*parts):

@@ -35,7 +35,8 @@ from . import _reductions as red
 from ._dask import compute, require_dask
 from ._rows import as_dask_rows, materialize
 
-__all__ = ["DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit", "as_dask"]
+__all__ = ["DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit", "as_dask", "coherence_scores",
+           "median", "order_statistics"]
 
 # "auto" solver: TSQR when the covariance's smallest/largest eigenvalue ratio is below this.
 _GRAM_RCOND = 1e-7
@@ -291,7 +292,7 @@ def _coherence_matrix(B, c):
     Xn = Z[nz] / nrm[nz, None]
     top = float(nrm.max()) if nrm.size else 0.0
     low = float(nrm[nz].min()) if nz.any() else math.inf
-    return Xn.T @ Xn, top, low
+    return red.gram(Xn), top, low
 
 
 def _merge_coherence(*parts):
@@ -303,7 +304,7 @@ def _tiny_rows(B, c, cut):
     Z, nrm = _norms(B, c)
     sel = (nrm > 0) & (nrm <= cut)
     Xn = Z[sel] / nrm[sel, None]
-    return Xn.T @ Xn
+    return red.gram(Xn)
 
 
 def _coherence_block(B, c, C, cut):
@@ -324,7 +325,7 @@ def _selected_gram(B, c, cut, sel):
     Z, nrm = _norms(B, c)
     sel = np.asarray(sel, bool) & (nrm > cut)
     Xn = Z[sel] / nrm[sel, None]
-    return Xn.T @ Xn
+    return red.gram(Xn)
 
 
 def _selection_block(score, degenerate, tau, quota):
@@ -335,6 +336,46 @@ def _selection_block(score, degenerate, tau, quota):
     ties = np.flatnonzero(valid & (score == tau))
     sel[ties[:int(quota)]] = True
     return sel
+
+
+def coherence_scores(X, center="median", progress=None, _both=False):
+    """ℓ2 coherence of every row of X with all the others, as a lazy Dask array (n,).
+
+    ``center``: "median" (exact, two passes), "mean" (one pass), "none", or a (d,) array (e.g. a
+    DaskPCA's ``mean_``, costing no pass). Then one pass forms X̂ᵀX̂ (d x d); the returned array
+    costs one more pass when computed, and can be computed together with other per-row scores
+    (e.g. :meth:`DaskResidualScorer.scores`) so that the table is read once for all of them.
+    Degenerate rows (equal to the centre) score 0, as in :class:`CoherencePursuit`.
+    """
+    rep = progress if isinstance(progress, Reporter) else Reporter(progress)
+    X = as_dask(X)
+    if isinstance(center, str):
+        if center == "median":
+            centre = median(X, progress=rep.span(0.0, 0.6))
+        elif center == "mean":
+            centre = compute(_reduce(X, red.moments, red.merge_moments, True), progress=rep.span(0.0, 0.5),
+                             message="mean")[0][1]
+        elif center == "none":
+            centre = np.zeros(X.shape[1])
+        else:
+            raise param_error("center", "'median', 'mean', 'none' or an array of length n_features", center)
+    else:
+        centre = np.asarray(center, np.float64)
+        if centre.shape != (X.shape[1],):
+            raise ValueError(f"center must have shape ({X.shape[1]},); got {centre.shape}")
+    _check_finite(centre, "the centre")
+    # X̂ᵀX̂ over the valid rows (degenerate rows are known only once the largest norm is).
+    C, top, low = compute(_reduce(X, _coherence_matrix, _merge_coherence, centre),
+                          progress=rep.span(0.6, 0.95), message="coherence matrix")[0]
+    _check_finite(C)
+    cut = _DEGENERATE_RTOL * top if top > 0 else math.inf
+    if low <= cut < math.inf:
+        C = C - compute(_reduce(X, _tiny_rows, lambda *a: sum(a), centre, cut),
+                        progress=rep.span(0.95, 1.0), message="degenerate rows")[0]
+    both = X.map_blocks(_coherence_block, centre, C, cut, dtype=np.float64, chunks=(X.chunks[0], (2,)))
+    if _both:
+        return both, centre, cut
+    return both[:, 0]
 
 
 def order_statistics(A, ks, progress=None, message="order statistics"):
@@ -398,26 +439,7 @@ class DaskCoherencePursuit(CoherencePursuit):
         estimate = p["n_components"] is None
         r = 1 if estimate else check_range("n_components", p["n_components"], 1, max_r, integer=True,
                                            hint=f"below min(n_samples, n_features) = {min(n, d)} for this data")
-        # Centre.
-        if p["center"] == "median":
-            centre = median(X, progress=rep.span(0.0, 0.3))
-        elif p["center"] == "mean":
-            centre = compute(_reduce(X, red.moments, red.merge_moments, True),
-                             progress=rep.span(0.0, 0.15), message="mean")[0][1]
-        else:
-            centre = np.zeros(d)
-        _check_finite(centre)
-        # X̂ᵀX̂ over the valid rows (degenerate rows are known only once the largest norm is).
-        C, top, low = compute(_reduce(X, _coherence_matrix, _merge_coherence, centre),
-                              progress=rep.span(0.3, 0.5), message="coherence matrix")[0]
-        _check_finite(C)
-        cut = _DEGENERATE_RTOL * top if top > 0 else math.inf
-        if low <= cut < math.inf:
-            C = C - compute(_reduce(X, _tiny_rows, lambda *a: sum(a), centre, cut),
-                            progress=rep.span(0.5, 0.55), message="degenerate rows")[0]
-        # Scores and degenerate flags, stored (memory or Zarr).
-        both = X.map_blocks(_coherence_block, centre, C, cut if top > 0 else math.inf,
-                            dtype=np.float64, chunks=(X.chunks[0], (2,)))
+        both, centre, cut = coherence_scores(X, p["center"], progress=rep.span(0.0, 0.55), _both=True)
         rows = materialize({"coherence": both[:, 0], "degenerate": both[:, 1] > 0.5},
                            progress=rep.span(0.55, 0.75), message="coherence scores", name="coherence")
         score, degenerate = rows["coherence"], rows["degenerate"]

@@ -258,11 +258,21 @@ class VideoFrames(FrameSource):
         out.update(super().describe())
         return out
 
+    def fingerprint(self) -> str:
+        """Identity without hashing the whole file: its path, size and modification time, and
+        which frames are read how."""
+        import hashlib
+        st = self.path.stat()
+        key = (f"{self.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{self.color}|{self.frame_shape}|"
+               f"{self.frame_indices[0]}:{self.frame_indices[-1]}:{self.step}")
+        return "shallow:" + hashlib.sha256(key.encode()).hexdigest()
+
     def details(self) -> dict:
         """What provenance records: rate, timestamps, codec, sizes (JSON-able)."""
         return {"fps": self.fps, "codec": self.codec, "source_frames": self.source_frames,
                 "source_shape": list(self.source_shape), "frame_shape": list(self.frame_shape),
                 "channels": self.channels, "layout": "planar" if self.channels > 1 else "gray",
+                "value_range": list(self.value_range),
                 "frame_indices": self.frame_indices.tolist(),
                 "timestamps": [round(float(t), 6) for t in self.timestamps]}
 

@@ -27,6 +27,7 @@ CASES = [
     ("residual", "cardio", ["n_components=4"]),
     ("esfs", "clusters-3d", []),
     ("scw", "cardio", []),
+    ("online-rpca", "escalator", ["batch_size=50"]),
 ]
 
 

@@ -239,3 +239,19 @@ def test_unreachable_scheduler_is_a_clear_error():
     with pytest.raises(ValueError, match="cannot reach a Dask scheduler"):
         with settings(scheduler="tcp://127.0.0.1:9"):
             pass
+
+
+def test_coherence_scores_fuse_with_other_scores_in_one_pass(data):
+    """The benchmark's pipeline: PCA (one pass), X̂ᵀX̂ about the PCA mean (one pass), then SPE,
+    T² and coherence in one shared pass; equal to the in-memory numbers."""
+    from robustcore.bigdata import coherence_scores
+    X = chunked(data)
+    pca = DaskPCA(n_components=3).fit(X)
+    coh = coherence_scores(X, center=pca.mean_)
+    scorer = DaskResidualScorer(n_components=3).fit(X)
+    spe, t2 = scorer.scores(X)
+    c, s = compute(coh, spe)
+    close(c, CoherencePursuit(n_components=3, center="mean").fit(data).coherence_)
+    close(s, ResidualScorer(n_components=3).fit(data).scores(data)[0])
+    with pytest.raises(ValueError, match="center"):
+        coherence_scores(X, center="mode")
