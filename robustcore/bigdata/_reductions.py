@@ -38,13 +38,10 @@ def as_float(B) -> np.ndarray:
 
 
 def gram(Z) -> np.ndarray:
-    """ZᵀZ through BLAS syrk (half the flops of a general product), as a full symmetric matrix."""
-    from scipy.linalg.blas import dsyrk
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    if Z.shape[0] == 0:
-        return np.zeros((Z.shape[1], Z.shape[1]))
-    G = dsyrk(1.0, Z.T, lower=0)          # Zᵀ as a Fortran array: G = Zᵀ (Zᵀ)ᵀ, upper triangle
-    return np.triu(G) + np.triu(G, 1).T
+    """ZᵀZ (numpy hands a product of a matrix with its own transpose to BLAS syrk itself;
+    measured faster than calling scipy's dsyrk and symmetrising)."""
+    Z = np.asarray(Z, dtype=np.float64)
+    return Z.T @ Z
 
 
 # -- moments ------------------------------------------------------------------------------------

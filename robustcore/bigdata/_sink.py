@@ -5,12 +5,18 @@ a time; a viewer reads them back a frame at a time, also while the fit is still 
 (``n_written`` says how many leading frames are complete). A Zarr store is written under
 ``PATH.partial`` and renamed to ``PATH`` by ``close()``, so a store at ``PATH`` is always
 complete; ``abort()`` (a cancelled fit) removes the partial store.
+
+Writes to a store happen on a writer thread, at most two batches behind the caller, so that
+compressing and writing one batch overlaps computing the next (on the benchmark video the
+writes took a quarter of the time when they were waited for).
 """
 from __future__ import annotations
 
 import json
 import os
+import queue
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -70,6 +76,10 @@ class FrameSink:
         if self._partial.exists():
             shutil.rmtree(self._partial)
         group = zarr.open_group(str(self._partial), mode="w")
+        self._queue = queue.Queue(maxsize=2)
+        self._error = None
+        self._writer = threading.Thread(target=self._drain, name="FrameSink writer", daemon=True)
+        self._writer.start()
         cf = max(1, min(int(chunk_frames), self.n_frames))
         self._arrays = {k: group.create_array(k, shape=(self.n_frames, self.n_features), dtype=dt,
                                               chunks=(cf, self.n_features), fill_value=0)
@@ -114,11 +124,21 @@ class FrameSink:
         b = lengths.pop()
         if start < 0 or start + b > self.n_frames:
             raise IndexError(f"rows {start}:{start + b} are outside the sink's {self.n_frames} frames")
+        batch = {}
         for k, a in arrays.items():
             a = np.asarray(a)
             if a.shape != (b, self.n_features):
                 raise ValueError(f"field {k!r} must have shape ({b}, {self.n_features}); got {a.shape}")
-            self._arrays[k][start:start + b] = a.astype(self.fields[k], copy=False)
+            batch[k] = a.astype(self.fields[k], copy=self.path is not None)
+        if self.path is None:
+            self._store(start, b, batch)
+            return
+        self._raise_writer_error()
+        self._queue.put((start, b, batch))
+
+    def _store(self, start, b, batch):
+        for k, a in batch.items():
+            self._arrays[k][start:start + b] = a
         self._done[start:start + b] = True
         # Leading complete frames: what a reader may show.
         undone = np.flatnonzero(~self._done)
@@ -126,9 +146,38 @@ class FrameSink:
         if self.path is not None:
             self._write_attrs()
 
+    def _drain(self):
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    self._store(*item)
+            except BaseException as exc:  # noqa: BLE001 -- handed to the caller at its next call
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _raise_writer_error(self):
+        if self._error is not None:
+            raise RuntimeError(f"writing results to {self._partial} failed: {self._error}") from self._error
+
+    def flush(self) -> None:
+        """Wait until every batch handed to ``write`` is in the store."""
+        if self.path is not None and getattr(self, "_writer", None) is not None and self._writer.is_alive():
+            self._queue.join()
+            self._raise_writer_error()
+
+    def _stop_writer(self):
+        if self.path is not None and getattr(self, "_writer", None) is not None and self._writer.is_alive():
+            self._queue.put(None)
+            self._writer.join()
+
     def set_attrs(self, **attrs) -> None:
         self.attrs.update(attrs)
         if self.path is not None and not self.closed:
+            self.flush()
             self._write_attrs()
 
     def close(self):
@@ -136,6 +185,8 @@ class FrameSink:
         if self.closed:
             return self
         if self.path is not None:
+            self.flush()
+            self._stop_writer()
             self._write_attrs()
             if self.path.exists():
                 shutil.rmtree(self.path) if self.path.is_dir() else self.path.unlink()
@@ -148,6 +199,8 @@ class FrameSink:
     def abort(self) -> None:
         """Throw the results away (a cancelled fit): the partial store is deleted."""
         self.closed = True
+        if self.path is not None:
+            self._stop_writer()
         if self.path is not None and self._partial.exists():
             shutil.rmtree(self._partial, ignore_errors=True)
         self._arrays = {}
@@ -212,5 +265,6 @@ def open_frame_store(path) -> FrameSink:
     sink.path = p
     sink.closed = True
     sink._group = None
+    sink._writer = None
     sink._arrays = {k: group[k] for k in sink.fields}
     return sink

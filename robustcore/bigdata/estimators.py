@@ -308,16 +308,14 @@ def _tiny_rows(B, c, cut):
 
 
 def _coherence_block(B, c, C, cut):
-    """Coherence (ℓ2) and degenerate flag of each row of one block, as two columns."""
+    """Coherence (ℓ2) and degenerate flag of each row of one block, as two columns:
+    p_i² = x̂_iᵀ C x̂_i - |x̂_i|⁴, and |x̂_i| = 1 for every valid row."""
     Z, nrm = _norms(B, c)
     valid = nrm > cut
-    scale = np.zeros_like(nrm)
-    scale[valid] = 1.0 / nrm[valid]
-    Xn = Z * scale[:, None]
-    sq = np.einsum("ij,ij->i", Xn, Xn)
-    q = np.einsum("ij,ij->i", Xn @ C, Xn) - sq ** 2
+    Z /= np.where(valid, nrm, np.inf)[:, None]          # x̂ (degenerate rows become 0)
+    q = np.einsum("ij,ij->i", Z @ C, Z)
+    q -= valid
     score = np.sqrt(np.maximum(q, 0.0))
-    score[~valid] = 0.0
     return np.stack([score, (~valid).astype(np.float64)], axis=1)
 
 

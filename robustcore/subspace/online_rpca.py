@@ -110,7 +110,8 @@ class OnlineRPCA(Estimator):
         The per-frame ``low_rank``, ``sparse`` and ``mask`` (in memory or a Zarr store).
     history_ : dict of lists, one entry per batch: "frames" (seen so far), "basis_change"
         (sine of the largest principal angle between the subspaces before and after the batch),
-        "residual" (||X - L - S||_F / ||X||_F of the batch: the dense noise share), "inner"
+        "residual" (||X - L - S||_F / ||X||_F of the batch on the coefficient pixels: the dense
+        noise share), "inner"
         (reweighting steps used), "foreground" (mask share of the batch), "time" (seconds).
     n_features_in_ : int
     """
@@ -326,13 +327,18 @@ class OnlineRPCA(Estimator):
                 Z = rows / self._scale
                 R, E, it, change = self._step(Z, first)
                 LZ = R @ self._pre_update_U.T
-                resid = float(np.linalg.norm(Z - LZ - E) / max(np.linalg.norm(Z), 1e-300))
-                S = E * self._scale
-                Lr = LZ * self._scale
-                mask = np.abs(S) > self._mask_t
-                sink.write(start, low_rank=Lr, sparse=S, mask=mask)
+                px = self._pixels if self._pixels is not None else slice(None)
+                # The dense residual share, measured on the coefficient pixels (a full pass costs more).
+                Zp = Z[:, px]
+                resid = float(np.linalg.norm(Zp - LZ[:, px] - E[:, px]) / max(np.linalg.norm(Zp), 1e-300))
+                S = E
+                S *= self._scale
+                LZ *= self._scale
+                absS = np.abs(S)
+                mask = absS > self._mask_t
+                sink.write(start, low_rank=LZ, sparse=S, mask=mask)
                 stop = start + rows.shape[0]
-                scores[start:stop] = np.abs(S).sum(axis=1)
+                scores[start:stop] = absS.sum(axis=1)
                 fg[start:stop] = mask.mean(axis=1)
                 for key, val in (("frames", stop), ("basis_change", change), ("residual", resid), ("inner", it),
                                  ("foreground", float(mask.mean())), ("time", time.perf_counter() - t0)):

@@ -29,7 +29,9 @@ def test_zarr_store_is_written_aside_and_renamed_when_complete(tmp_path):
     s = FrameSink(6, 5, FIELDS, path=path, frame_shape=(1, 5), attrs={"method": "x"})
     s.write(0, low_rank=np.arange(30).reshape(6, 5), mask=np.eye(6, 5, dtype=bool))
     assert not path.exists() and (tmp_path / "r.zarr.partial").is_dir()
-    # Readable while open (what a viewer does during a fit).
+    # Readable while open (what a viewer does during a fit), once written (n_written says so).
+    s.flush()
+    assert s.n_written == 6
     np.testing.assert_array_equal(s.frame("low_rank", 2), np.arange(10, 15))
     with pytest.raises(FileNotFoundError, match="did not finish"):
         open_frame_store(path)
