@@ -287,11 +287,15 @@ def _method_files(method, figures: list[str], views_of) -> list[str]:
 
 
 def _prepare_out(out: str, methods: list[str], figures: list[str], force: bool, views_of) -> str:
+    names = [RUN_FILE] + [n for m in methods for n in _method_files(m, figures, views_of)]
+    return _make_out(out, list(dict.fromkeys(names)), force)
+
+
+def _make_out(out: str, names: list[str], force: bool) -> str:
+    """Create the --out folder; refuse (without --force) when it already holds any of ``names``."""
     out = os.path.abspath(out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} is a file; give a folder")
-    names = [RUN_FILE] + [n for m in methods for n in _method_files(m, figures, views_of)]
-    names = list(dict.fromkeys(names))
     if not force and os.path.isdir(out):
         existing = [n for n in names if os.path.exists(os.path.join(out, n))]
         if existing:
@@ -529,19 +533,7 @@ def _run_lazy(args, con, methods, params) -> int:
     for m in methods:
         if m.lazy is None:
             raise UsageError(f"{m.name} needs the data in memory; methods that run out of core: {', '.join(able)}")
-    out = os.path.abspath(args.out)
-    names = [n for m in methods for n in _lazy_files(m.name)]
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise UsageError(f"--out {out} is a file; give a folder")
-    if not args.force and os.path.isdir(out):
-        existing = [n for n in names if os.path.exists(os.path.join(out, n))]
-        if existing:
-            raise UsageError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite, "
-                             f"or choose another --out folder")
-    try:
-        os.makedirs(out, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create --out folder {out}: {exc.strerror or exc}") from None
+    out = _make_out(args.out, [n for m in methods for n in _lazy_files(m.name)], args.force)
     dataset = _load_lazy(args)
     work = os.path.join(out, ".work")
     written = []

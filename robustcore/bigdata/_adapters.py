@@ -33,10 +33,10 @@ def _params_for(cls, values):
 def _scored_fields(X, scorer, rep, extra_scores=None, exclude=None):
     """SPE, T², projection and the flags "SPE or T² above its limit", in one pass over X."""
     import dask.array as da
-    C, m = scorer.components_, scorer.mean_
+
+    from .estimators import project
     spe, t2 = scorer.scores(X)
-    proj = X.map_blocks(lambda B: (np.asarray(B, np.float64) - m) @ C.T, dtype=np.float64,
-                        chunks=(X.chunks[0], (C.shape[0],)))
+    proj = project(X, scorer.components_, scorer.mean_)
     out_spe, out_t2 = spe > scorer.spe_limit_, t2 > scorer.t2_limit_
     outlier = out_spe | out_t2
     if exclude is not None:

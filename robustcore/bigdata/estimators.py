@@ -69,6 +69,13 @@ def _blocks(X):
     return list(X.to_delayed().ravel())
 
 
+def project(X, components, mean):
+    """Lazy scores (n, k) = (X - mean) @ components.T, block by block."""
+    C, m = np.asarray(components, np.float64), np.asarray(mean, np.float64)
+    return X.map_blocks(lambda B: (np.asarray(B, np.float64) - m) @ C.T, dtype=np.float64,
+                        chunks=(X.chunks[0], (C.shape[0],)))
+
+
 def _reduce(X, chunk_fn, merge, *args):
     from dask import delayed
     return red.tree_reduce([delayed(chunk_fn)(b, *args) for b in _blocks(X)], merge)
@@ -152,10 +159,7 @@ class DaskPCA(PCA):
         if not _is_lazy_input(X):
             return super().transform(X)
         self._check_fitted("components_")
-        X = as_dask(X)
-        C, m = self.components_, self.mean_
-        return X.map_blocks(lambda B: (np.asarray(B, np.float64) - m) @ C.T, dtype=np.float64,
-                            chunks=(X.chunks[0], (C.shape[0],)))
+        return project(as_dask(X), self.components_, self.mean_)
 
 
 # -- SPE / T² ---------------------------------------------------------------------------------
@@ -501,23 +505,20 @@ class DaskCoherencePursuit(CoherencePursuit):
         if not _is_lazy_input(X):
             return super().score_samples(X)
         self._check_fitted("components_")
+        from ..subspace.coherence_pursuit import _residual_sq
         X = as_dask(X)
         C, m = self.components_, self.mean_
 
         def block(B):
-            Z = np.asarray(B, np.float64) - m
-            E = Z - (Z @ C.T) @ C
-            return np.einsum("ij,ij->i", E, E)
+            return _residual_sq(np.asarray(B, np.float64) - m, C, max(1, B.shape[0]))
         return X.map_blocks(block, dtype=np.float64, drop_axis=1)
 
     def transform(self, X):
+        """Coordinates in the subspace: lazy (n, r) for lazy input, numpy otherwise."""
         if not _is_lazy_input(X):
             return super().transform(X)
         self._check_fitted("components_")
-        X = as_dask(X)
-        C, m = self.components_, self.mean_
-        return X.map_blocks(lambda B: (np.asarray(B, np.float64) - m) @ C.T, dtype=np.float64,
-                            chunks=(X.chunks[0], (C.shape[0],)))
+        return project(as_dask(X), self.components_, self.mean_)
 
 
 def da_where(cond, a, b):

@@ -12,7 +12,7 @@ from robustcore.datasets import (LOADERS, Dataset, LoadError, Provenance, detect
 
 
 def test_loaders_registry_shape():
-    assert list(LOADERS) == ["csv", "npy", "libsvm", "idx", "mat", "tiff", "images"]
+    assert list(LOADERS) == ["csv", "npy", "libsvm", "idx", "mat", "tiff", "images", "video"]
     for name, ld in LOADERS.items():
         assert ld.name == name and ld.label and ld.extensions
         assert all(isinstance(o, Param) for o in ld.options)
