@@ -328,7 +328,7 @@ def _wants_lazy(args) -> bool:
 
 
 def _load_lazy(args):
-    from robustcore.bigdata._lazy import open_lazy
+    from robustcore.bigdata import open_lazy
     if args.format:
         raise UsageError("--format does not apply to data opened out of core (the extension decides)")
     if not os.path.exists(args.data):

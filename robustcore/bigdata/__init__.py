@@ -5,6 +5,9 @@ Frames (video and image stacks, for streaming methods): :class:`FrameSource`,
 :class:`ArrayFrames`, ``robustcore.datasets.open_video`` (PyAV), results in a
 :class:`FrameSink` (memory or Zarr) read back with :func:`open_frame_store`.
 
+Either kind as a data set the registry's out-of-core adapters take: :func:`open_lazy` ->
+:class:`LazyDataset` (shape, on-disk size, chunking, provenance; no ``X`` in memory).
+
 Tables (PCA, SPE/T², Coherence Pursuit ℓ2 out of core): :func:`open_table` (HDF5, Zarr,
 memory-mapped .npy) -> :class:`LazyTable`; :class:`DaskPCA`, :class:`DaskResidualScorer`,
 :class:`DaskCoherencePursuit`; :func:`settings` chooses the scheduler (local threads or a
@@ -20,12 +23,12 @@ from ._sink import FrameSink, open_frame_store
 __all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_frame_store",
            "Settings", "settings", "get_settings", "compute", "DEFAULT_MEMORY_BUDGET",
            "open_table", "LazyTable", "DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit",
-           "materialize", "median", "order_statistics", "coherence_scores"]
+           "materialize", "median", "order_statistics", "coherence_scores", "open_lazy", "LazyDataset"]
 
 _LAZY = {"open_table": "._tables", "LazyTable": "._tables", "DaskPCA": ".estimators",
          "DaskResidualScorer": ".estimators", "DaskCoherencePursuit": ".estimators",
          "median": ".estimators", "order_statistics": ".estimators", "materialize": "._rows",
-         "coherence_scores": ".estimators"}
+         "coherence_scores": ".estimators", "open_lazy": "._lazy", "LazyDataset": "._lazy"}
 
 
 def __getattr__(name):

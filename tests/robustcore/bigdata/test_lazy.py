@@ -3,8 +3,7 @@ import numpy as np
 import pytest
 
 from robustcore import datasets
-from robustcore.bigdata import settings
-from robustcore.bigdata._lazy import open_lazy
+from robustcore.bigdata import open_lazy, settings
 from robustcore.methods import get_method
 
 
