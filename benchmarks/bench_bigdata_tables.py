@@ -95,11 +95,7 @@ def pipeline(X, store_dir, progress=None):
         t = time.perf_counter()
         pca = DaskPCA(n_components=RANK).fit(X)
         times["pca_s"] = time.perf_counter() - t
-        scorer = DaskResidualScorer(n_components=RANK)
-        p = scorer._start_fit()
-        n, d = X.shape
-        scorer._set_fitted(**scorer._limits(p, n, d, pca.components_, pca.mean_, pca.all_variances_[:RANK].copy(),
-                                            pca.all_variances_[RANK:].copy(), pca.components_[:2].copy()))
+        scorer = DaskResidualScorer.from_pca(pca)
         t = time.perf_counter()
         coh = coherence_scores(X, center=pca.mean_)
         times["coherence_matrix_s"] = time.perf_counter() - t

@@ -54,22 +54,6 @@ def _scored_fields(X, scorer, rep, extra_scores=None, exclude=None):
     return scores, flags, rows["projection"], summary
 
 
-def _scorer_from_pca(pca, X, rep):
-    """SPE/T² limits of a fitted PCA subspace calibrated on all of X: the variances along and
-    off the subspace are the PCA's own eigenvalues, so no further pass over X is needed."""
-    from .estimators import DaskResidualScorer
-    r = pca.components_.shape[0]
-    n, d = X.shape
-    s = DaskResidualScorer(n_components=r, alpha=_LIMIT_ALPHA)
-    p = s._start_fit()
-    plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
-    if r >= min(n, d):
-        return None
-    s._set_fitted(**s._limits(p, n, d, pca.components_, pca.mean_, pca.all_variances_[:r].copy(),
-                              pca.all_variances_[r:].copy(), plane))
-    return s
-
-
 def run_pca(est, dataset, values, rep):
     from .estimators import DaskPCA
     X = _table(dataset)
@@ -78,7 +62,8 @@ def run_pca(est, dataset, values, rep):
     arrays = {"components": est.components_, "mean": est.mean_, "explained_variance": est.explained_variance_}
     summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum())}
     notes = []
-    scorer = _scorer_from_pca(est, X, rep)
+    from .estimators import DaskResidualScorer
+    scorer = DaskResidualScorer.from_pca(est, _LIMIT_ALPHA)
     if scorer is None:
         notes.append("no SPE/T² limits for this subspace: no residual is left")
         return dict(arrays=arrays, summary=summary, warnings=notes, estimator=est)
@@ -110,7 +95,8 @@ def run_cop(est, dataset, values, rep):
     X = _table(dataset)
     est = DaskCoherencePursuit(**_params_for(DaskCoherencePursuit, values))
     est.fit(X, progress=rep.span(0, 0.5))
-    spe = materialize({"spe": est.score_samples(X)}, progress=rep.span(0.5, 0.6), message="residuals",
+    from .estimators import _raw_scores
+    spe = materialize({"spe": _raw_scores(est, X)}, progress=rep.span(0.5, 0.6), message="residuals",
                       name="residuals")["spe"]
     log_spe = da.log(da.maximum(as_dask_rows(spe, X.chunks[0]), np.finfo(float).tiny))
     cut = robust_threshold(log_spe, 3.0, median=lambda a: float(median(a)))

@@ -25,7 +25,9 @@ import math
 import warnings
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
+from .._base import fit_method
 from .._params import Param, check_range, param_error
 from .._progress import Reporter
 from ..anomaly import ResidualScorer, _auto_rank
@@ -95,6 +97,59 @@ def _is_lazy_input(X) -> bool:
     return isinstance(X, (da.Array, LazyTable)) or getattr(X, "is_lazy", False)
 
 
+def _unscaled(p, d) -> dict:
+    """The scaling attributes of an unscaled fit (out of core the table is used as it is)."""
+    if p.get("scale", "none") != "none":
+        raise param_error("scale", "'none' for out-of-core data (rescale the table when writing it, or "
+                          "load it into memory to let the estimator scale)", p["scale"])
+    return {"scale_center_": np.zeros(d), "scale_": np.ones(d), "n_features_in_": d}
+
+
+def _raw_scores(est, X):
+    """The estimator's raw outlier score (larger = more anomalous) of every row, lazily: the
+    in-memory ``_outlier_score`` applied block by block."""
+    return X.map_blocks(lambda B: est._outlier_score(np.asarray(B, np.float64)), dtype=np.float64,
+                        drop_axis=1)
+
+
+def _percentile(A, q):
+    """np.percentile(A, q) (linear interpolation) of a 1-D Dask array, exactly."""
+    n = A.shape[0]
+    h = (n - 1) * q / 100.0
+    lo = int(math.floor(h))
+    v = order_statistics(A, sorted({lo, min(lo + 1, n - 1)}), message="contamination")[:, 0]
+    return float(v[0] + (h - lo) * (v[-1] - v[0]))
+
+
+def _dask_offset(est, p, X) -> dict:
+    """``offset_`` as the in-memory fit sets it; a given contamination takes an exact percentile."""
+    c = p.get("contamination", "auto")
+    if c == "auto":
+        return est._offset("auto", lambda: np.asarray(compute(_raw_scores(est, X), message="scores")[0]))
+    return {"offset_": -_percentile(_raw_scores(est, X), 100.0 * (1.0 - c))}
+
+
+class _LazyOutlier:
+    """score_samples / decision_function / predict of the outlier API, lazy for lazy input."""
+
+    def score_samples(self, X):
+        if not _is_lazy_input(X):
+            return super().score_samples(X)
+        check_is_fitted(self)
+        return -_raw_scores(self, as_dask(X))
+
+    def decision_function(self, X):
+        if not _is_lazy_input(X):
+            return super().decision_function(X)
+        return self.score_samples(X) - self.offset_
+
+    def predict(self, X):
+        if not _is_lazy_input(X):
+            return super().predict(X)
+        import dask.array as da
+        return da.where(self.decision_function(X) < 0, -1, 1)
+
+
 # -- PCA ---------------------------------------------------------------------------------------
 
 def _spectrum(X, center: bool, solver: str, rep: Reporter):
@@ -121,7 +176,7 @@ def _spectrum(X, center: bool, solver: str, rep: Reporter):
     return n, mean, var[:k] / max(n - 1, 1), vt[:k], used
 
 
-class DaskPCA(PCA):
+class DaskPCA(_LazyOutlier, PCA):
     """PCA of a tall table, block by block (see the module doc for the numerics).
 
     Parameters: those of :class:`~robustcore.subspace.pca.PCA`, and ``solver`` ("auto",
@@ -134,23 +189,27 @@ class DaskPCA(PCA):
               choices=("auto", "gram", "tsqr"), advanced=True),
     )
 
-    def __init__(self, n_components: int = 2, center: bool = True, solver: str = "auto"):
-        super().__init__(n_components=n_components, center=center)
+    def __init__(self, n_components: int = 2, *, center: bool = True, scale: str = "none",
+                 contamination="auto", solver: str = "auto"):
+        super().__init__(n_components, center=center, scale=scale, contamination=contamination)
         self.solver = solver
 
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         p = self._start_fit()
         rep = Reporter(progress)
         X = as_dask(X)
         n, d = X.shape
+        common = _unscaled(p, d)
         r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
                         hint=f"at most min(n_samples, n_features) = {min(n, d)} for this data")
         n, mean, var, vt, used = _spectrum(X, p["center"], p["solver"], rep)
         total = var.sum()
-        self._set_fitted(components_=fix_signs(vt[:r]), mean_=mean,
+        self._set_fitted(**common, components_=fix_signs(vt[:r]), mean_=mean,
                          singular_values_=np.sqrt(var[:r] * (n - 1)), explained_variance_=var[:r].copy(),
                          explained_variance_ratio_=(var[:r] / total) if total > 0 else np.zeros(r),
-                         all_variances_=var, n_features_in_=d, n_samples_fit_=n, solver_=used)
+                         all_variances_=var, n_samples_fit_=n, solver_=used)
+        self._set_fitted(**_dask_offset(self, p, X))
         rep(1.0, "done")
         return self
 
@@ -158,7 +217,7 @@ class DaskPCA(PCA):
         """Scores: a lazy Dask array (n, r) for lazy input, numpy otherwise."""
         if not _is_lazy_input(X):
             return super().transform(X)
-        self._check_fitted("components_")
+        check_is_fitted(self, "components_")
         return project(as_dask(X), self.components_, self.mean_)
 
 
@@ -179,7 +238,7 @@ def _merge_calibration(*parts):
     return (red.merge_moments(*[p[0] for p in parts]), sum(p[1] for p in parts), sum(p[2] for p in parts))
 
 
-class DaskResidualScorer(ResidualScorer):
+class DaskResidualScorer(_LazyOutlier, ResidualScorer):
     """SPE and Hotelling T² with control limits, fitted block by block.
 
     Same parameters, attributes and limits as :class:`~robustcore.anomaly.ResidualScorer`
@@ -189,17 +248,19 @@ class DaskResidualScorer(ResidualScorer):
 
     _params = ResidualScorer._params + DaskPCA._params[-1:]
 
-    def __init__(self, n_components=None, alpha=0.01, limit="jackson-mudholkar", t2_limit="new",
-                 center=True, solver="auto"):
-        super().__init__(n_components=n_components, alpha=alpha, limit=limit, t2_limit=t2_limit,
-                         center=center)
+    def __init__(self, n_components=None, *, alpha=0.01, limit="jackson-mudholkar", t2_limit="new",
+                 center=True, scale="none", contamination="auto", solver="auto"):
+        super().__init__(n_components, alpha=alpha, limit=limit, t2_limit=t2_limit, center=center,
+                         scale=scale, contamination=contamination)
         self.solver = solver
 
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         p = self._start_fit()
         rep = Reporter(progress)
         X = as_dask(X)
         n, d = X.shape
+        common = _unscaled(p, d)
         if n < 2 or d < 2:
             raise ValueError(f"X must have at least 2 samples and 2 features; got {n} x {d}")
         if p["n_components"] is not None:
@@ -212,7 +273,9 @@ class DaskResidualScorer(ResidualScorer):
             k = self._check_rank(p, n, d)
         comps = fix_signs(vt[:max(k, 2)])
         plane = np.eye(2) if d == 2 else comps[:2].copy()
-        self._set_fitted(**self._limits(p, n, d, comps[:k], mean, var[:k].copy(), var[k:].copy(), plane))
+        self._set_fitted(**common, **self._limits(p, n, d, comps[:k], mean, var[:k].copy(), var[k:].copy(),
+                                                  plane))
+        self._set_fitted(**_dask_offset(self, p, X))
         rep(1.0, "done")
         return self
 
@@ -227,6 +290,7 @@ class DaskResidualScorer(ResidualScorer):
         rep = Reporter(progress)
         X = as_dask(X)
         d = X.shape[1]
+        common = _unscaled(p, d)
         C = np.asarray(components, np.float64)
         m = np.asarray(mean, np.float64)
         if p["n_components"] is None:
@@ -255,12 +319,34 @@ class DaskResidualScorer(ResidualScorer):
         else:
             _, V = np.linalg.eigh(M2)
             plane = fix_signs(V[:, ::-1][:, :2].T)
-        self._set_fitted(**self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane))
+        self._set_fitted(**common, **self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane))
+        if rows is not None and p["contamination"] != "auto":
+            mask = compute(keep)[0] if hasattr(keep, "dask") else np.asarray(rows[:], bool)
+            X = X[np.asarray(mask, bool)]
+        self._set_fitted(**_dask_offset(self, p, X))
         rep(1.0, "done")
         return self
 
+    @classmethod
+    def from_pca(cls, pca, alpha: float = 0.01):
+        """Limits for a fitted (Dask)PCA's subspace calibrated on its own training data: the
+        variances along and off the subspace are the PCA's eigenvalues, so no pass over the data
+        is needed. None when the subspace leaves no residual."""
+        r, d = pca.components_.shape
+        n = pca.n_samples_fit_
+        if r >= min(n, d):
+            return None
+        est = cls(r, alpha=alpha, center=pca.center)
+        p = est._start_fit()
+        plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
+        est._set_fitted(**_unscaled(p, d), **est._limits(p, n, d, pca.components_, pca.mean_,
+                                                         pca.all_variances_[:r].copy(),
+                                                         pca.all_variances_[r:].copy(), plane))
+        est._set_fitted(**est._offset("auto", None))
+        return est
+
     def _lazy_scores(self, X):
-        self._check_fitted("components_")
+        check_is_fitted(self, "components_")
         X = as_dask(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but this scorer was fitted on {self.n_features_in_}")
@@ -278,8 +364,6 @@ class DaskResidualScorer(ResidualScorer):
     def t2(self, X):
         return self._lazy_scores(X)[1] if _is_lazy_input(X) else super().t2(X)
 
-    def score_samples(self, X):
-        return self.spe(X)
 
 
 # -- Coherence Pursuit (ℓ2) -------------------------------------------------------------------
@@ -403,7 +487,7 @@ def median(A, progress=None):
     return float(m[0]) if A.ndim == 1 else m
 
 
-class DaskCoherencePursuit(CoherencePursuit):
+class DaskCoherencePursuit(_LazyOutlier, CoherencePursuit):
     """Coherence Pursuit with the ℓ2 coherence, block by block.
 
     The coherence of row i is x̂_iᵀ (X̂ᵀX̂) x̂_i - 1 (x̂ = centred, normalised rows): one d x d
@@ -418,6 +502,7 @@ class DaskCoherencePursuit(CoherencePursuit):
     (one), the selected rows' X̂ᵀX̂ (one).
     """
 
+    @fit_method()
     def fit(self, X, y=None, progress=None):
         if not _is_lazy_input(X):
             X = as_dask(X)
@@ -437,6 +522,7 @@ class DaskCoherencePursuit(CoherencePursuit):
         n, d = X.shape
         if n < 2 or d < 2:
             raise ValueError(f"X must have at least 2 samples and 2 features; got {n} x {d}")
+        common = _unscaled(p, d)
         max_r = min(n, d) - 1
         estimate = p["n_components"] is None
         r = 1 if estimate else check_range("n_components", p["n_components"], 1, max_r, integer=True,
@@ -494,30 +580,22 @@ class DaskCoherencePursuit(CoherencePursuit):
             idx = np.flatnonzero(selected)
             extra = {"selected_indices_": idx, "inlier_indices_": idx}
         rep(1.0, "done")
-        self._set_fitted(n_components_=r, components_=fix_signs(vt[:r]), mean_=centre, coherence_=score,
-                         degenerate_=degenerate, selected_=selected, singular_values_=s[:r].copy(),
-                         refine_limit_=None, n_refine_passes_=0, converged_=True, n_features_in_=d,
-                         n_samples_fit_=n, **extra)
+        self._set_fitted(**common, n_components_=r, components_=fix_signs(vt[:r]), mean_=centre,
+                         coherence_=score, degenerate_=degenerate, selected_=selected,
+                         singular_values_=s[:r].copy(), refine_limit_=None, n_refine_passes_=0,
+                         converged_=True, n_samples_fit_=n, **extra)
+        self._set_fitted(**_dask_offset(self, p, X))
         return self
 
-    def score_samples(self, X):
-        """Squared distance of each sample to the fitted subspace (lazy for lazy input)."""
-        if not _is_lazy_input(X):
-            return super().score_samples(X)
-        self._check_fitted("components_")
-        from ..subspace.coherence_pursuit import _residual_sq
-        X = as_dask(X)
-        C, m = self.components_, self.mean_
-
-        def block(B):
-            return _residual_sq(np.asarray(B, np.float64) - m, C, max(1, B.shape[0]))
-        return X.map_blocks(block, dtype=np.float64, drop_axis=1)
+    def _auto_threshold(self, training_scores):
+        from ..subspace.coherence_pursuit import LIMIT_ALPHA, residual_limit
+        return residual_limit(training_scores()[~np.asarray(self.degenerate_[:], bool)], LIMIT_ALPHA)
 
     def transform(self, X):
         """Coordinates in the subspace: lazy (n, r) for lazy input, numpy otherwise."""
         if not _is_lazy_input(X):
             return super().transform(X)
-        self._check_fitted("components_")
+        check_is_fitted(self, "components_")
         return project(as_dask(X), self.components_, self.mean_)
 
 

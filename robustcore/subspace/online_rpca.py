@@ -33,11 +33,14 @@ import time
 import warnings
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 
-from .._base import Estimator
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
+
+from .._base import Estimator, fit_method
 from .._params import Param
 from .._progress import Reporter
-from .._validation import check_array
+from .._validation import check_finite, validate_X
 from .pca import fix_signs
 
 __all__ = ["OnlineRPCA"]
@@ -57,7 +60,7 @@ def _soft(R, t):
     return R
 
 
-class OnlineRPCA(Estimator):
+class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
     """Online robust PCA (OR-PCA) for long recordings: rows of X are frames, fed in batches.
 
     Parameters
@@ -141,7 +144,7 @@ class OnlineRPCA(Estimator):
 
     FIELDS = {"low_rank": np.float32, "sparse": np.float32, "mask": np.bool_}
 
-    def __init__(self, n_components: int = 1, lambda1: float | None = None, lambda2: float | None = None,
+    def __init__(self, n_components: int = 1, *, lambda1: float | None = None, lambda2: float | None = None,
                  batch_size: int = 64, forgetting: float = 0.99, max_inner: int = 30, tol: float = 1e-3,
                  pixel_fraction: float | None = None, mask_threshold: float | None = None,
                  data_scale: float | None = None):
@@ -270,6 +273,7 @@ class OnlineRPCA(Estimator):
         # A fixed random subset (seeded: fits repeat), sorted for cache-friendly gathers.
         self._pixels = None if m >= d else np.sort(np.random.default_rng(0).choice(d, m, replace=False))
 
+    @fit_method()
     def fit(self, X, y=None, progress=None, sink=None, store=None):
         """Stream all frames of X through the estimator, writing L, S and the mask per frame.
 
@@ -291,11 +295,13 @@ class OnlineRPCA(Estimator):
 
         Returns self.
         """
-        from ..bigdata._frames import as_frame_source
+        from ..bigdata._frames import FrameSource, as_frame_source
         from ..bigdata._sink import DEFAULT_RESULT_MEMORY, FrameSink
 
         self._p = self._start_fit()
         rep = Reporter(progress)
+        if not isinstance(X, FrameSource) and not hasattr(X, "image_shape"):
+            X = validate_X(self, X, reset=True, min_features=2)   # arrays: scikit-learn's checks
         source = as_frame_source(X)
         n, d = source.n_frames, source.n_features
         if n < 1 or d < 2:
@@ -320,7 +326,8 @@ class OnlineRPCA(Estimator):
         b = self._p["batch_size"]
         try:
             for start, rows in source.iter_batches(b):
-                rows = check_array(rows, name="frames")
+                rows = np.asarray(rows, dtype=np.float64)
+                check_finite(rows, "frames")
                 first = start == 0
                 if first:
                     self._prepare(d, getattr(source, "value_range", None), rows)
@@ -364,32 +371,34 @@ class OnlineRPCA(Estimator):
                          sample_scores_=scores, foreground_fraction_=fg, history_=hist, sink_=sink,
                          stats_=(self._A.copy(), self._B.copy()), pixels_=self._pixels, n_features_in_=d)
 
+    @fit_method(clear_on_error=False)
     def partial_fit(self, X, y=None):
         """Update the basis with one batch of frames X (n, d); no outputs are stored.
 
         The first call fixes the data scale (``data_scale`` or the batch's max - min) and starts
         the basis from the batch's SVD. Returns self.
         """
-        X = check_array(X, name="X")
         fitted = hasattr(self, "basis_")
         if not fitted:
             self._p = self._start_fit()
+        X = validate_X(self, X, reset=not fitted, min_features=1 if fitted else 2)
+        if not fitted:
             self._prepare(X.shape[1], None, X)
             if self._p["n_components"] >= X.shape[1]:
-                raise ValueError(f"n_components must be below n_features = {X.shape[1]}")
-        elif X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this OnlineRPCA was fitted on {self.n_features_in_}")
+                raise ValueError(f"n_components must be below n_features = {X.shape[1]}; got "
+                                 f"{self._p['n_components']}")
         else:
             self._restore()
         self._step(X / self._scale, first=not fitted)
         seen = (self.n_frames_seen_ if fitted else 0) + X.shape[0]
+        names = {"feature_names_in_": self.feature_names_in_} if hasattr(self, "feature_names_in_") else {}
         self._clear_fit()
         Q, _ = np.linalg.qr(self._U)
         self._set_fitted(components_=fix_signs(Q.T), basis_=self._U.copy(), scale_=self._scale,
                          lambda1_=float(self._lam1), lambda2_=float(self._lam2),
                          mask_threshold_=float(self._mask_t), n_frames_seen_=int(seen),
                          stats_=(self._A.copy(), self._B.copy()), pixels_=self._pixels,
-                         n_features_in_=X.shape[1])
+                         n_features_in_=X.shape[1], **names)
         return self
 
     def _restore(self):
@@ -405,18 +414,20 @@ class OnlineRPCA(Estimator):
     def decompose(self, X):
         """(L, S) of frames X (n, d) against the current basis, without updating it: L = U r is
         exactly rank k, S the sparse part; X - L - S is the residual within ±lambda2 (noise)."""
-        self._check_fitted("basis_")
-        X = check_array(X, name="X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this OnlineRPCA was fitted on {self.n_features_in_}")
+        check_is_fitted(self, "basis_")
+        X = validate_X(self, X, reset=False)
         self._restore()
         R, E, _ = self._solve(X / self._scale, self._U, self._pixels)
         return (R @ self._U.T) * self._scale, E * self._scale
 
     def transform(self, X):
         """Coordinates (n, k) of X in the learned subspace: X @ components_.T."""
-        self._check_fitted("components_")
-        return check_array(X) @ self.components_.T
+        check_is_fitted(self, "components_")
+        return validate_X(self, X, reset=False) @ self.components_.T
+
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
 
 
 def _subspace_change(U0, U1) -> float:
