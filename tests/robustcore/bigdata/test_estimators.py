@@ -255,3 +255,20 @@ def test_coherence_scores_fuse_with_other_scores_in_one_pass(data):
     close(s, ResidualScorer(n_components=3).fit(data).scores(data)[0])
     with pytest.raises(ValueError, match="center"):
         coherence_scores(X, center="mode")
+
+
+@pytest.mark.parametrize("cls,dask_cls", [(PCA, DaskPCA), (ResidualScorer, DaskResidualScorer),
+                                          (CoherencePursuit, DaskCoherencePursuit)])
+@pytest.mark.parametrize("contamination", ["auto", 0.1])
+def test_outlier_api_matches_in_memory(data, cls, dask_cls, contamination):
+    a = cls(n_components=3, contamination=contamination).fit(data)
+    b = dask_cls(n_components=3, contamination=contamination).fit(chunked(data))
+    assert b.offset_ == pytest.approx(a.offset_, rel=TOL)
+    close(b.score_samples(chunked(data)).compute(), a.score_samples(data))
+    np.testing.assert_array_equal(b.predict(chunked(data)).compute(), a.predict(data))
+    np.testing.assert_array_equal(b.predict(data), a.predict(data))     # numpy input: the in-memory path
+
+
+def test_scaling_is_refused_out_of_core(data):
+    with pytest.raises(ValueError, match="scale"):
+        DaskPCA(n_components=2, scale="standard").fit(chunked(data))
