@@ -497,7 +497,10 @@ def _cmd_run(args) -> int:
         raise UsageError("--scheduler and --memory-budget apply to data opened out of core (--lazy, or an "
                          ".h5/.hdf5/.zarr file)")
     if lazy:
-        return _run_lazy(args, con, methods, params)
+        try:
+            return _run_lazy(args, con, methods, params)
+        except ImportError as exc:   # an extra that is not installed: its message says which
+            raise UsageError(str(exc)) from None
     views_of = _views_of
     out = _prepare_out(args.out, names, args.figure, args.force, views_of)
     dataset = _load_data(args)
