@@ -85,6 +85,10 @@ def settings(scheduler: str | None = None, store_dir=None, memory_budget: int | 
             client.close()
 
 
+# Seconds to wait for a scheduler to answer (distributed keeps retrying a refused connection).
+_CONNECT_TIMEOUT = 10
+
+
 def _connect(address: str):
     try:
         from distributed import Client
@@ -92,7 +96,7 @@ def _connect(address: str):
         raise ImportError("--scheduler needs dask.distributed, which is not installed; install the extra: "
                           "pip install -e \".[big]\"") from None
     try:
-        return Client(address, timeout=10, set_as_default=False)
+        return Client(address, timeout=_CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError) as exc:
         raise ValueError(f"cannot reach a Dask scheduler at {address!r} ({exc}); start one "
                          f"(dask scheduler / dask worker) or check the address, e.g. tcp://HOST:8786") from None

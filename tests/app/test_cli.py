@@ -27,7 +27,7 @@ CASES = [
     ("residual", "cardio", ["n_components=4"]),
     ("esfs", "clusters-3d", []),
     ("scw", "cardio", []),
-    ("online-rpca", "escalator", ["batch_size=50"]),
+    ("online-rpca", "usps-1-vs-8", ["batch_size=100"]),
 ]
 
 

@@ -75,7 +75,9 @@ def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
     (["--method", "pca", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach a Dask scheduler"),
     (["--method", "pca", "--figure", "scatter"], "--figure needs the data in memory"),
 ])
-def test_lazy_errors(tmp_path, capsys, table, extra, match):
+def test_lazy_errors(tmp_path, capsys, table, extra, match, monkeypatch):
+    from robustcore.bigdata import _dask
+    monkeypatch.setattr(_dask, "_CONNECT_TIMEOUT", 1)
     code, _, err = run_cli(capsys, "run", "--data", table / "t.zarr", *extra, "--out", tmp_path / "o")
     assert code == 2 and match in err and "Traceback" not in err
 

@@ -234,8 +234,10 @@ def test_same_numbers_on_a_two_worker_cluster(data, files, cluster):
     close(spe, ResidualScorer(n_components=3).fit(data).scores(data)[0])
 
 
-def test_unreachable_scheduler_is_a_clear_error():
+def test_unreachable_scheduler_is_a_clear_error(monkeypatch):
     pytest.importorskip("distributed")
+    from robustcore.bigdata import _dask
+    monkeypatch.setattr(_dask, "_CONNECT_TIMEOUT", 1)
     with pytest.raises(ValueError, match="cannot reach a Dask scheduler"):
         with settings(scheduler="tcp://127.0.0.1:9"):
             pass
