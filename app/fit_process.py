@@ -64,6 +64,8 @@ def _serve(conn) -> None:
             importlib.import_module(mod)
         except Exception:  # noqa: BLE001
             pass
+    from robustcore import _jit
+    _jit.preload()   # numba's 1-3 s start-up on a background thread, not in the first fit
     try:
         conn.send(("ready",))
     except (EOFError, OSError):

@@ -7,8 +7,10 @@ sklearn's ``load_svmlight_file`` (LIBSVM), ``np.loadtxt`` (CSV), gzip + ``np.fro
 ``scipy.io.loadmat`` (MAT), ``np.load`` (NPY). Ratios > 1 mean ours is slower / uses more memory.
 Ours does more work (validation, hashing the file for provenance, float64 conversion), which is
 what the ratio measures. Peak memory is the growth of the process's peak RSS during the first
-call, each reader measured in its own fresh process.
-Writes nothing outside benchmarks/_work/ (git-ignored) and prints a Markdown table.
+call, each reader measured in its own fresh process (one BLAS thread: loaders do no linear
+algebra, so the BLAS setting does not matter here). Times are the best and the median of
+``--repeat`` calls. Writes nothing outside benchmarks/_work/ (git-ignored) and prints a Markdown
+table after the run's conditions.
 """
 from __future__ import annotations
 
@@ -17,29 +19,28 @@ import gzip
 import sys
 import time
 import resource
-import subprocess
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _bench  # noqa: E402
 
 from robustcore.datasets import load  # noqa: E402
 
 
 def measure(fn, repeat):
-    """Best wall time of ``repeat`` calls, and the peak RSS growth of the first call (KiB -> bytes)."""
+    """Timing of ``repeat`` calls, and the peak RSS growth of the first call (KiB -> bytes)."""
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
     fn()
-    best = time.perf_counter() - t
+    first = time.perf_counter() - t
     grow = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
-    for _ in range(repeat - 1):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best, grow
+    timing = _bench.timed(fn, repeat - 1) if repeat > 1 else _bench.Timing()
+    timing.runs.insert(0, first)
+    return timing, grow
 
 
 def idx_reference(path):
@@ -88,22 +89,27 @@ def main():
     if a.case is not None:
         name, ours, ref, refname = cases[a.case]
         t, m = measure(ours if a.which == "ours" else ref, a.repeat)
-        print(f"{t} {m}")
+        _bench.child_result(runs=t.runs, grow=m)
         return
-    print("| file | reference | ours (s) | ref (s) | time ratio | peak RSS growth ours / ref |")
-    print("|---|---|---|---|---|---|")
+    print("# bench_datasets\n")
+    print(_bench.conditions([f"command: {' '.join(sys.argv)}"]) + "\n")
+    print("| file | reference | ours best / median | ref best / median | time ratio ours / ref (best, median) | "
+          "peak RSS growth ours / ref |")
+    print("|---|---|--:|--:|--:|---|")
     for k, (name, _, _, refname) in enumerate(cases):
         res = {}
         for which in ("ours", "ref"):
-            out = subprocess.run([sys.executable, __file__, "--data", str(a.data), "--repeat", str(a.repeat),
-                                  "--case", str(k), "--which", which], capture_output=True, text=True, check=True)
-            t, m = out.stdout.split()
-            res[which] = (float(t), float(m))
+            out = _bench.run_child([__file__, "--data", str(a.data), "--repeat", str(a.repeat),
+                                    "--case", str(k), "--which", which], blas="1")
+            if "error" in out:
+                raise SystemExit(f"{name} ({which}): {out['error']}")
+            res[which] = (_bench.Timing(out["runs"]), float(out["grow"]))
         (t_o, m_o), (t_r, m_r) = res["ours"], res["ref"]
         # Below ~1 MB the RSS growth is page-granularity noise, so no ratio is shown.
         ratio = f"{m_o / m_r:.2f}" if m_r >= 2 ** 20 else "n/a (ref < 1 MB)"
-        print(f"| {name} | {refname} | {t_o:.3f} | {t_r:.3f} | {t_o / t_r:.2f} | "
+        print(f"| {name} | {refname} | {t_o} | {t_r} | {t_o.best / t_r.best:.2f} ({t_o.median / t_r.median:.2f}) | "
               f"{m_o / 2**20:.0f} MB / {m_r / 2**20:.0f} MB = {ratio} |", flush=True)
+    print(f"\n(load after: {_bench.load_average()})")
 
 
 if __name__ == "__main__":

@@ -21,16 +21,16 @@ case also reports how many of the 10 top-ranked features are informative (10 = p
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import _bench  # noqa: E402
 
 
 N_INFORMATIVE = 10
@@ -191,12 +191,21 @@ def quality():
         print(f"{name} ({X.shape[0]} x {X.shape[1]}) | " + " | ".join(cells), flush=True)
 
 
-def run_sub(case, n, d):
-    cmd = [sys.executable, os.path.abspath(__file__), "--one", case, str(n), str(d)]
-    res = subprocess.run(cmd, capture_output=True, text=True)
-    if res.returncode != 0:
-        raise RuntimeError(f"case {case} n={n} failed:\n{res.stderr}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+def run_sub(case, n, d, blas, repeat):
+    """Run a case ``repeat`` times, each in a fresh process; every "*_s" field becomes a Timing
+    (best and median), the other fields are the first run's."""
+    runs = []
+    for _ in range(repeat):
+        res = _bench.run_child([os.path.abspath(__file__), "--one", case, str(n), str(d)], blas=blas,
+                               timeout=3600)
+        if "error" in res:
+            raise RuntimeError(f"case {case} n={n} failed: {res['error']}")
+        runs.append(res)
+    out = dict(runs[0])
+    for key in runs[0]:
+        if key.endswith("_s"):
+            out[key] = _bench.Timing([r[key] for r in runs])
+    return out
 
 
 def main():
@@ -204,6 +213,8 @@ def main():
     ap.add_argument("--one", nargs=3, metavar=("CASE", "N", "D"))
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
     ap.add_argument("--quality", action="store_true", help="ranking quality on real data sets")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case, each its own process")
+    ap.add_argument("--blas", default="1,default", help="BLAS threads: 1, default, or both")
     args = ap.parse_args()
     if args.quality:
         quality()
@@ -212,28 +223,33 @@ def main():
         case, n, d = args.one[0], int(args.one[1]), int(args.one[2])
         res = {"knn": case_knn, "knn-noise": lambda n, d: case_knn(n, d, structured=False),
                "dense": case_dense, "auto": case_auto}[case](n, d)
-        print(json.dumps(res))
+        _bench.child_result(**res)
         return
     big, mid = (4000, 1000) if args.quick else (20000, 3000)
-    for case in ("knn", "knn-noise"):
-        r = run_sub(case, big, 50)
-        print(f"{case} n={r['n']} d={r['d']}: fit {r['fit_s']:.1f} s (target < 30 s), peak RSS "
-              f"{r['peak_rss_mb']:.0f} MB (target < 2048); sklearn brute kNN graph alone "
-              f"{r['sklearn_knn_graph_s']:.1f} s -> fit / reference = "
-              f"{r['fit_s'] / r['sklearn_knn_graph_s']:.2f}; informative in top 10: {r['top']}, "
-              f"components {r['components']}")
-    r = run_sub("dense", mid, 50)
-    print(f"dense n={r['n']} d={r['d']}: fit {r['fit_s']:.2f} s, peak RSS {r['peak_rss_mb']:.0f} MB; "
-          f"derivatives vectorised {r['deriv_vectorised_s']:.3f} s vs per-feature loop "
-          f"{r['deriv_loop_s']:.2f} s -> {r['deriv_loop_s'] / r['deriv_vectorised_s']:.1f}x "
-          f"(max rel diff {r['deriv_rel_diff']:.1e}); whole fit vs naive pipeline "
-          f"{r['naive_pipeline_s']:.2f} s -> {r['naive_pipeline_s'] / r['fit_s']:.1f}x; "
-          f"informative in top 10: {r['top']}")
-    for n in ((500, 1000) if args.quick else (1000, 3000, 6000)):
-        r = run_sub("auto", n, 50)
-        print(f"auto n={n} d=50: dense {r['dense_s']:.2f} s (top {r['dense_top']}), knn "
-              f"{r['knn_s']:.2f} s (top {r['knn_top']}) -> dense / knn = {r['dense_s'] / r['knn_s']:.2f}; peak RSS "
-              f"{r['peak_rss_mb']:.0f} MB")
+    print("# bench_esfs (times: best / median of the runs, each run its own process)\n")
+    print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
+    for blas in _bench.blas_modes(args.blas):
+        print(f"\n## {_bench.blas_label(blas)}\n")
+        for case in ("knn", "knn-noise"):
+            r = run_sub(case, big, 50, blas, args.repeat)
+            print(f"- {case} n={r['n']} d={r['d']}: fit {r['fit_s']} (target < 30 s), peak RSS "
+                  f"{r['peak_rss_mb']:.0f} MB (target < 2048); sklearn brute kNN graph alone "
+                  f"{r['sklearn_knn_graph_s']} -> fit / reference = "
+                  f"{r['fit_s'].best / r['sklearn_knn_graph_s'].best:.2f}; informative in top 10: {r['top']}, "
+                  f"components {r['components']}", flush=True)
+        r = run_sub("dense", mid, 50, blas, args.repeat)
+        print(f"- dense n={r['n']} d={r['d']}: fit {r['fit_s']}, peak RSS {r['peak_rss_mb']:.0f} MB; "
+              f"derivatives vectorised {r['deriv_vectorised_s']} vs per-feature loop "
+              f"{r['deriv_loop_s']} -> {_bench.ratio(r['deriv_loop_s'], r['deriv_vectorised_s'])} "
+              f"(max rel diff {r['deriv_rel_diff']:.1e}); whole fit vs naive pipeline "
+              f"{r['naive_pipeline_s']} -> {_bench.ratio(r['naive_pipeline_s'], r['fit_s'])}; "
+              f"informative in top 10: {r['top']}", flush=True)
+        for n in ((500, 1000) if args.quick else (1000, 3000, 6000)):
+            r = run_sub("auto", n, 50, blas, args.repeat)
+            print(f"- auto n={n} d=50: dense {r['dense_s']} (top {r['dense_top']}), knn "
+                  f"{r['knn_s']} (top {r['knn_top']}) -> dense / knn = "
+                  f"{r['dense_s'].best / r['knn_s'].best:.2f}; peak RSS {r['peak_rss_mb']:.0f} MB", flush=True)
+        print(f"\n(load after: {_bench.load_average()})")
 
 
 if __name__ == "__main__":

@@ -1,30 +1,40 @@
 """PCP speed and accuracy against a textbook inexact ALM and PyPI packages (run by hand).
 
-    /work/benchvenv-pcp/bin/python benchmarks/bench_pcp.py                 # every case
-    /work/benchvenv-pcp/bin/python benchmarks/bench_pcp.py --cases table1 --repeat 3
-    /work/benchvenv-pcp/bin/python benchmarks/bench_pcp.py --refs textbook,pyrpca
+    python benchmarks/bench_pcp.py                                  # Table I, MNIST, escalator
+    python benchmarks/bench_pcp.py --cases table1 --refs ours,ours-1,rpca --repeat 5
+    python benchmarks/bench_pcp.py --cases scaling --sizes 500,1000,2000,4000
+    python benchmarks/bench_pcp.py --cases mnist --refs ours,ours-1 --busy 1     # a second job
 
-The venv holds the reference packages only (pyrpca, skpcp, tensorly, rpca; created with
-``python3 -m venv --system-site-packages /work/benchvenv-pcp``); they are not project
-dependencies. Each solver runs in its own subprocess (fresh memory, a time limit), several
-times; the best wall time is kept and reported together with the CPU time of that process.
-Memory: for our solver and the textbook one, the peak of numpy allocations alive at once during
-the solve (tracemalloc, a separate run; X itself excluded); for the packages, the growth of the
-process's peak RSS. The machine is shared, so compare RATIOS from one run.
+References (pyrpca, rpca, skpcp, tensorly) are installed in the benchmark's venv only, never
+as project dependencies. Every run of every solver is its own subprocess (fresh memory, a time
+limit), the solvers taking turns run after run, ``--repeat`` runs each (``--ref-repeat`` for the
+slow full-SVD references); the best AND the median wall time are reported, with ratios against
+``ours`` from the same run. ``--blas 1,default``
+runs everything once with one BLAS thread for every solver and once with the BLAS library's
+default threads (each reference then uses the cores its own way; ours uses its own threads and
+holds BLAS to one meanwhile). ``--busy N`` keeps N other processes spinning on the machine
+during the runs (the "second job" condition for the thread policy).
 
-Solvers: "ours" = PCP() (its own threads on every core, BLAS held to one thread meanwhile),
-"ours-1" = PCP(n_jobs=1), "textbook" (written below), and the PyPI packages. Run once with
-the default BLAS threads and once with OPENBLAS_NUM_THREADS=1 to compare both ways.
+Solvers: "ours" = PCP() (threads decided by the machine's load, see robustcore._threads),
+"ours-1" = PCP(n_jobs=1), "textbook" (below: inexact ALM with numpy's full SVD, exactly the
+reference MATLAB code), pyrpca's IALM, skpcp, tensorly, and `rpca` (AccAltProj, TOLD the rank:
+not a blind solver). Every solver's imports are done before the clock starts; "ours" and
+"ours-1" also fit a small problem first, with the optional compiled kernels loaded, as in a
+process that has loaded them (the app's worker does at start); "ours-cold" is PCP() as the
+first fit of a fresh process, which does not load numba for data of this size (numba's 1-3 s
+start-up would not pay for itself) and sweeps with numpy.
 
-Cases: JACM Table I (n = 1000, rank 50, 5 % +-1 errors), the first 3000 MNIST training
-images (3000 x 784, /255) and the escalator video as 200 frames x 20800 pixels (/255);
-all to tol = 1e-7 (relative Frobenius residual).
+Cases: JACM Table I (n = 1000, rank 50, 5 % +-1 errors), the first 3000 MNIST training images
+(3000 x 784, /255), the escalator video (200 frames x 20800 pixels, /255), and ``scaling``
+(Table I at several n, rank 0.05 n, with the time exponent per doubling of n); all to
+tol = 1e-7 (relative Frobenius residual).
 """
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import contextlib
+import io
+import math
 import resource
 import subprocess
 import sys
@@ -37,23 +47,23 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+import _bench  # noqa: E402
 import _pcp_data as data  # noqa: E402
 
 TOL = 1e-7
 CASES = {
-    "table1": "Table I, n=1000, rank 50, 5% (+-1)",
-    "mnist": "MNIST first 3000 (3000 x 784)",
-    "escalator": "escalator video (200 x 20800)",
+    "table1": "JACM Table I, n = 1000, rank 50, 5 % +-1 errors",
+    "mnist": "MNIST, first 3000 training images (3000 x 784)",
+    "escalator": "escalator video (200 frames x 20800 pixels)",
 }
-REFS = ["ours", "ours-1", "textbook", "pyrpca", "skpcp", "tensorly", "rpca"]
+REFS = ["ours", "ours-1", "ours-cold", "textbook", "pyrpca", "rpca"]
+PACKAGES = {"pyrpca", "skpcp", "tensorly", "rpca"}
 
 
 def load_case(case):
-    if case == "table1":
-        L0, S0 = data.table1(1000, 50, 0.05, seed=0)
-        return L0 + S0, (L0, S0)
-    if case == "table1-500":
-        L0, S0 = data.table1(500, 25, 0.05, seed=0)
+    if case.startswith("table1"):
+        n = int(case.split("-")[1]) if "-" in case else 1000
+        L0, S0 = data.table1(n, n // 20, 0.05, seed=0)
         return L0 + S0, (L0, S0)
     if case == "mnist":
         return data.mnist(3000), None
@@ -92,12 +102,11 @@ def textbook_ialm(M, tol=TOL, max_iter=1000, rho=1.5):
 def run_solver(name, M, truth):
     """Return L, S, iterations (or None) and a note."""
     lam = 1.0 / np.sqrt(max(M.shape))
-    if name in ("ours", "ours-1"):
+    if name in ("ours", "ours-1", "ours-cold"):
         from robustcore.subspace.pcp import PCP
         jobs = 1 if name == "ours-1" else None
         est = PCP(tol=TOL, random_state=0, n_jobs=jobs).fit(M)
-        return est.low_rank_, est.sparse_, est.n_iter_, \
-            f"svd=auto, rank {est.rank_}, n_jobs={'all cores' if jobs is None else jobs}"
+        return est.low_rank_, est.sparse_, est.n_iter_, f"rank {est.rank_}"
     if name == "textbook":
         L, S, it = textbook_ialm(M)
         return L, S, it, "IALM + numpy full SVD"
@@ -116,136 +125,178 @@ def run_solver(name, M, truth):
         # two unfoldings of a matrix share one nuclear norm: reg_J = 1/2 gives PCP's objective
         tol_abs = TOL * float(np.linalg.norm(M))
         L, S = robust_pca(M, reg_E=lam, reg_J=0.5, tol=tol_abs, n_iter_max=100, verbose=0)
-        return np.asarray(L), np.asarray(S), None, \
-            "robust_pca(reg_E=lam, reg_J=0.5, n_iter_max=100 (its default)), 2 full SVDs/iteration"
+        return np.asarray(L), np.asarray(S), None, "robust_pca(reg_E=lam, reg_J=0.5, its default 100 iterations)"
     if name == "rpca":
         from rpca import RobustPCA
         # it centres the data first, which adds one to the rank of the low-rank part
         r = int(np.linalg.matrix_rank(truth[0])) + 1 if truth is not None else 251
         est = RobustPCA(n_components=r, tol=TOL, max_iter=1000, verbose=False).fit(M)
         return est.low_rank_ + est.mean_, est.sparse_, est.end_iter_, \
-            f"AccAltProj, told the rank ({r} = true rank + 1 for its centring): NOT blind"
+            f"AccAltProj TOLD the rank ({r} = true rank + 1 for its centring)"
     raise SystemExit(f"unknown solver {name}")
 
 
-def _preimport(name):
-    """Import the solver's modules before measuring, so time and memory are the solve's own."""
+def _warm_up(name):
+    """Import the solver's modules (and load our compiled kernels) before timing."""
     import scipy.linalg  # noqa: F401
     import scipy.sparse.linalg  # noqa: F401
-    mods = {"ours": "robustcore.subspace.pcp", "ours-1": "robustcore.subspace.pcp", "pyrpca": "pyrpca", "skpcp": "skpcp",
-            "tensorly": "tensorly.decomposition", "rpca": "rpca"}
+    mods = {"pyrpca": "pyrpca", "skpcp": "skpcp", "tensorly": "tensorly.decomposition", "rpca": "rpca"}
     if name in mods:
         __import__(mods[name])
+    if name in ("ours", "ours-1"):
+        from robustcore import _jit
+        from robustcore.subspace import pcp
+        _jit.kernels(pcp._JIT_MODULE)
+        L0, S0 = data.table1(300, 5, 0.05, seed=1)
+        pcp.PCP(random_state=0, n_jobs=1 if name == "ours-1" else None).fit(L0 + S0)
+    if name == "ours-cold":
+        import robustcore.subspace.pcp  # noqa: F401  (the import only: kernels load during the fit)
 
 
-def worker(name, case):
+def worker(name, case, objective):
     M, truth = load_case(case)
-    _preimport(name)
+    _warm_up(name)
     base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     w0, c0 = time.perf_counter(), time.process_time()
-    import io
-    import contextlib
     with contextlib.redirect_stdout(io.StringIO()):
         L, S, it, note = run_solver(name, M, truth)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # before the checks below
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     L = np.asarray(L, dtype=np.float64)
     S = np.asarray(S, dtype=np.float64)
-    out = dict(solver=name, case=case, wall=wall, cpu=cpu, iters=it, note=note,
-               residual=float(np.linalg.norm(M - L - S) / np.linalg.norm(M)),
-               peak_mb=peak_mb, data_mb=M.nbytes / 2**20, base_mb=base_mb)
-    if os.environ.get("BENCH_PCP_MEMORY") == "1":
-        # numpy reports its allocations to tracemalloc: the exact peak of arrays alive at once
-        import tracemalloc
-        del L, S
-        tracemalloc.start()
-        with contextlib.redirect_stdout(io.StringIO()):
-            L, S, *_ = run_solver(name, M, truth)
-        out["traced_peak_mb"] = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
+    out = dict(wall=wall, cpu=cpu, iters=it, note=note, rss_growth_x=(peak_mb - base_mb) / (M.nbytes / 2**20),
+               residual=float(np.linalg.norm(M - L - S) / np.linalg.norm(M)))
+    if objective:
+        lam = 1.0 / math.sqrt(max(M.shape))
+        out["objective"] = float(np.linalg.svd(L, compute_uv=False).sum() + lam * np.abs(S).sum())
     if truth is not None:
         L0, S0 = truth
         out["rel_err_L"] = float(np.linalg.norm(L - L0) / np.linalg.norm(L0))
-        out["rank"] = int(np.linalg.matrix_rank(L, tol=1e-6 * np.linalg.norm(L, 2)))
-        out["nnz_S"] = int(np.count_nonzero(S))
         out["support_ok"] = bool(np.array_equal(S != 0, S0 != 0))
-    print("RESULT " + json.dumps(out))
+        if objective:
+            out["rank"] = int(np.linalg.matrix_rank(L, tol=1e-6 * np.linalg.norm(L, 2)))
+    _bench.child_result(**out)
 
 
-def run_one(name, case, timeout, memory=False):
-    cmd = [sys.executable, __file__, "--worker", name, case]
-    env = os.environ.copy()
-    env["BENCH_PCP_MEMORY"] = "1" if memory else "0"
+@contextlib.contextmanager
+def busy(count):
+    """``count`` processes spinning on the CPU while the block runs (a second job)."""
+    procs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        return dict(solver=name, case=case, error=f"timed out after {timeout:.0f} s")
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-    return dict(solver=name, case=case, error=" | ".join(tail) or f"exit code {proc.returncode}")
+        yield
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
 
 
-def fmt_row(r, ours_wall):
-    if "error" in r:
-        return f"| {r['solver']} | – | – | – | – | – | {r['error']} |"
-    ratio = r["wall"] / ours_wall if ours_wall else float("nan")
-    acc = f"res {r['residual']:.1e}"
-    if "rel_err_L" in r:
-        acc += f", err(L) {r['rel_err_L']:.1e}, rank {r['rank']}, nnz {r['nnz_S']}" \
-               f"{' (support exact)' if r['support_ok'] else ''}"
-    it = r["iters"] if r["iters"] is not None else "–"
-    if "traced_peak_mb" in r:
-        mem = f"{r['traced_peak_mb']:.0f} MB ({r['traced_peak_mb'] / r['data_mb']:.1f}x X)"
-    else:
-        extra = r["peak_mb"] - r["base_mb"]
-        mem = f"RSS +{extra:.0f} MB ({extra / r['data_mb']:.1f}x X)"
-    return (f"| {r['solver']} | {r['wall']:.2f} | {r['cpu']:.2f} | {ratio:.1f}x | {it} | {mem} | "
-            f"{acc}; {r['note']} |")
+def measure(case, refs, args, blas, objective=True):
+    """{solver: (Timing, last result)} with the solvers taking turns, ``repeat`` runs each."""
+    runs = {name: _bench.Timing() for name in refs}
+    last = {}
+    for rep in range(args.repeat):
+        for name in refs:
+            if name in last and "error" in last[name]:
+                continue
+            if name in (PACKAGES - {"rpca"}) | {"textbook"} and rep >= args.ref_repeat:
+                continue
+            if name == "textbook" and case.startswith("table1-") and int(case.split("-")[1]) > args.textbook_max:
+                continue
+            r = _bench.run_child([__file__, "--worker", name, case, "1" if args.objective and objective else "0"],
+                                 blas=blas, timeout=args.timeout)
+            last[name] = r
+            if "error" not in r:
+                runs[name].runs.append(r["wall"])
+            print(f"    {case} {name} run {rep + 1}: " + (r.get("error") or f"{r['wall']:.3f} s"),
+                  file=sys.stderr, flush=True)
+    return {name: (runs[name], last.get(name)) for name in refs if name in last}
+
+
+def table(case, res):
+    ours = res.get("ours", (None, None))[0]
+    ref_obj = next((r.get("objective") for name, (_, r) in res.items()
+                    if name == "textbook" and r and "objective" in r), None)
+    lines = ["| solver | best / median | time / ours (best, median) | iterations | "
+             "residual | objective vs textbook | accuracy; notes |", "|---|--:|--:|--:|--:|--:|---|"]
+    for name, (t, r) in res.items():
+        if "error" in r:
+            lines.append(f"| {name} | – | – | – | – | – | {r['error']} |")
+            continue
+        rat = (f"{t.best / ours.best:.2f} ({t.median / ours.median:.2f})" if ours and ours.runs else "–")
+        obj = (f"{r['objective'] / ref_obj - 1:+.1e}" if ref_obj and "objective" in r else "–")
+        acc = ""
+        if "rel_err_L" in r:
+            acc = f"err(L) {r['rel_err_L']:.1e}" + (f", rank {r['rank']}" if "rank" in r else "") + \
+                  (", support exact" if r["support_ok"] else ", support NOT exact") + "; "
+        it = r["iters"] if r["iters"] is not None else "–"
+        lines.append(f"| {name} | {t} ({len(t.runs)} runs) | {rat} | {it} | {r['residual']:.1e} | {obj} | "
+                     f"{acc}{r['note']}; CPU {r['cpu']:.2f} s; {r['blas']} |")
+    return lines
+
+
+def scaling(sizes, args, blas):
+    """Table I at each n: ours and the textbook, and the exponent per doubling."""
+    rows = {}
+    for n in sizes:
+        res = measure(f"table1-{n}", [x for x in ("ours", "ours-1", "textbook") if x in args.refs.split(",")],
+                      args, blas, objective=False)
+        rows[n] = res
+    lines = ["| n | " + " | ".join(f"{k} best / median" for k in ("ours", "ours-1", "textbook")) + " | textbook / ours |",
+             "|--:|--:|--:|--:|--:|"]
+    for n, res in rows.items():
+        cells = [str(res[k][0]) if k in res and res[k][0].runs else "–" for k in ("ours", "ours-1", "textbook")]
+        rat = (_bench.ratio(res["textbook"][0], res["ours"][0])
+               if "textbook" in res and res["textbook"][0].runs and res["ours"][0].runs else "–")
+        lines.append(f"| {n} | " + " | ".join(cells) + f" | {rat} |")
+    lines.append("")
+    for k in ("ours", "ours-1", "textbook"):
+        pts = [(n, res[k][0].best, res[k][0].median) for n, res in rows.items() if k in res and res[k][0].runs]
+        if len(pts) < 2:
+            continue
+        ns = np.log2([p[0] for p in pts])
+        for label, col in (("best", 1), ("median", 2)):
+            ts = np.log2([p[col] for p in pts])
+            slope = np.polyfit(ns, ts, 1)[0]
+            steps = ", ".join(f"{pts[i][0]}->{pts[i + 1][0]}: {ts[i + 1] - ts[i]:.2f}" for i in range(len(pts) - 1))
+            lines.append(f"- {k} ({label} times): time ~ n^{slope:.2f} (least squares over n = "
+                         f"{', '.join(str(p[0]) for p in pts)}); per doubling {steps}")
+    return lines
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--worker", nargs=2, metavar=("SOLVER", "CASE"), help=argparse.SUPPRESS)
-    ap.add_argument("--cases", default="table1,mnist,escalator")
-    ap.add_argument("--refs", default=",".join(REFS))
-    ap.add_argument("--repeat", type=int, default=3, help="runs of our solver and the textbook one (best kept)")
-    ap.add_argument("--ref-repeat", type=int, default=1, help="runs of each PyPI package")
-    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
+    ap.add_argument("--worker", nargs=3, metavar=("SOLVER", "CASE", "OBJECTIVE"), help=argparse.SUPPRESS)
+    ap.add_argument("--cases", default="table1,mnist,escalator",
+                    help="comma-separated: table1, mnist, escalator, scaling")
+    ap.add_argument("--refs", default=",".join(REFS), help="solvers: " + ", ".join(REFS + ["skpcp", "tensorly"]))
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each solver (best and median reported)")
+    ap.add_argument("--ref-repeat", type=int, default=1,
+                    help="runs of the slow references: textbook, pyrpca, skpcp, tensorly")
+    ap.add_argument("--blas", default="1,default", help="BLAS threads per run: 1, default, or both")
+    ap.add_argument("--sizes", default="500,1000,2000,4000", help="n for the scaling case")
+    ap.add_argument("--textbook-max", type=int, default=2000, help="largest n the textbook runs in 'scaling'")
+    ap.add_argument("--busy", type=int, default=0, help="processes kept spinning during the runs")
+    ap.add_argument("--no-objective", dest="objective", action="store_false",
+                    help="skip the nuclear-norm objective (a full SVD of L after each run)")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     args = ap.parse_args()
     if args.worker:
-        worker(*args.worker)
+        worker(args.worker[0], args.worker[1], args.worker[2] == "1")
         return
-    print(f"# bench_pcp  ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load {os.getloadavg()[0]:.1f}, "
-          f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'default')})\n")
-    for case in args.cases.split(","):
-        rows = []
-        for name in args.refs.split(","):
-            reps = args.repeat if name in ("ours", "ours-1", "textbook") else args.ref_repeat
-            best = None
-            traced = None
-            for i in range(reps):
-                r = run_one(name, case, args.timeout, memory=(i == 0 and name in ("ours", "ours-1", "textbook")))
-                if "error" in r:
-                    best = best or r
-                    break
-                traced = r.get("traced_peak_mb", traced)
-                if best is None or "error" in best or r["wall"] < best["wall"]:
-                    best = r
-            if traced is not None and "error" not in best:
-                best["traced_peak_mb"] = traced
-            rows.append(best)
-            print(f"  {case}/{name}: " + (best.get("error") or f"{best['wall']:.2f} s, res {best['residual']:.1e}"),
-                  file=sys.stderr, flush=True)
-        ours = next((r for r in rows if r["solver"] == "ours" and "error" not in r), None)
-        ours_wall = ours["wall"] if ours else None
-        print(f"## {CASES.get(case, case)}, tol {TOL:g}\n")
-        print("| solver | wall s (best) | CPU s | time / ours | iterations | peak memory during the solve | accuracy; notes |")
-        print("|---|--:|--:|--:|--:|--:|---|")
-        for r in rows:
-            print(fmt_row(r, ours_wall))
-        print(flush=True)
+    print("# bench_pcp\n")
+    print(_bench.conditions([f"command: {' '.join(sys.argv)}", f"busy processes started: {args.busy}"]))
+    with busy(args.busy):
+        for blas in _bench.blas_modes(args.blas):
+            print(f"\n## {_bench.blas_label(blas)}\n")
+            for case in args.cases.split(","):
+                if case == "scaling":
+                    print(f"### Scaling with n (Table I, rank 0.05 n, 5 %), load {_bench.load_average()}\n")
+                    sizes = [int(s) for s in args.sizes.split(",")]
+                    print("\n".join(scaling(sizes, args, blas)) + "\n", flush=True)
+                    continue
+                res = measure(case, args.refs.split(","), args, blas)
+                print(f"### {CASES.get(case, case)}, tol {TOL:g} (load after: {_bench.load_average()})\n")
+                print("\n".join(table(case, res)) + "\n", flush=True)
 
 
 if __name__ == "__main__":

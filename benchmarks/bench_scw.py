@@ -13,39 +13,52 @@
    row (no densifying; checked by the peak of Python-tracked allocations), against one sparse
    matrix-vector product over the same matrix as the machine-speed reference.
 
-BLAS is pinned to one thread for every contender (set before numpy loads): on a shared,
-overloaded machine multi-threaded OpenBLAS stalls on small products, which measures the
-neighbours rather than the code. Ratios are within this run.
+Each BLAS setting (``--blas 1,default``: one thread for every contender, then the library's
+default) runs in its own process; timings are the best and the median of ``--repeat`` runs,
+ratios within one run. The package ``scw`` 1.1.2 passes 1 x 1 arrays to ``math.sqrt``, which
+NumPy 2.4 refuses (TypeError); the benchmark subclasses it at call time so its confidence and
+margin are Python floats (``.item()``): same arithmetic, and no faster than the original.
 """
 from __future__ import annotations
 
 import os
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_NUM_THREADS", "1")
-os.environ.setdefault("MKL_NUM_THREADS", "1")
-
 import sys  # noqa: E402
-import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import _bench  # noqa: E402
 from robustcore.online import _scw_stream  # noqa: E402
 from robustcore.online.scw import SCW  # noqa: E402
 
+REPEAT = 3
 
-def timed(f, repeat=1):
-    best = None
-    out = None
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = f()
-        dt = time.perf_counter() - t0
-        best = dt if best is None else min(best, dt)
-    return best, out
+
+def timed(f, repeat=None):
+    t = _bench.timed(f, repeat or REPEAT)
+    return t, t.result
+
+
+def scw_reference():
+    """PyPI scw's SCW1 with its confidence and margin as floats (NumPy 2.4 refuses the 1 x 1
+    arrays it hands to math.sqrt), or None when the package is not installed."""
+    try:
+        import scw as scw_pkg
+    except ImportError:
+        return None
+
+    class SCW1(scw_pkg.SCW1):
+        def calc_confidence(self, x):
+            return super().calc_confidence(x).item()
+
+        def calc_margin(self, x, label):
+            return np.asarray(super().calc_margin(x, label)).item()
+    return SCW1
 
 
 def dense_stream(n, d, noise=0.10, seed=0):
@@ -86,38 +99,34 @@ def bench_dense(quick):
     lines = [f"## Full covariance, SCW-I, one pass over {n:,} x {d} (10 % label noise)", ""]
     rows = []
     _scw_stream.USE_JIT = False
-    t_np, est = timed(lambda: SCW(variant="I").fit(X, y), repeat=2)
-    rows.append(("robustcore SCW, numpy engine", n / t_np, est.history_["mistake_rate"][-1]))
+    t_np, est = timed(lambda: SCW(variant="I").fit(X, y))
+    rows.append(("robustcore SCW, numpy engine", t_np, n, est.history_["mistake_rate"][-1]))
     if has_numba():
         _scw_stream.USE_JIT = True
         SCW(variant="I").fit(X[:5000], y[:5000])               # compile (or load the cache) first
-        t_jit, est_j = timed(lambda: SCW(variant="I").fit(X, y), repeat=2)
-        rows.append(("robustcore SCW, numba kernel", n / t_jit, est_j.history_["mistake_rate"][-1]))
+        t_jit, est_j = timed(lambda: SCW(variant="I").fit(X, y))
+        rows.append(("robustcore SCW, numba kernel", t_jit, n, est_j.history_["mistake_rate"][-1]))
         assert np.allclose(est_j.mean_, est.mean_, rtol=1e-8, atol=1e-10)
-    try:
-        import scw as scw_pkg
-    except ImportError:
-        scw_pkg = None
-    if scw_pkg is not None:
+    ref_cls = scw_reference()
+    if ref_cls is not None:
         m = min(n, 10_000)
 
         def ref():
             # The package's eta is passed through norm.cdf (its bug); 0.75 is LIBOL's default.
-            model = scw_pkg.SCW1(C=1.0, ETA=0.75)
-            return model.fit(X[:m], y[:m])
+            return ref_cls(C=1.0, ETA=0.75).fit(X[:m], y[:m])
 
-        t_ref, model = timed(ref, repeat=2)
-        rows.append((f"PyPI scw 1.1.2 SCW1 (first {m:,} samples)", m / t_ref, float("nan")))
-        ref_rate = m / t_ref
+        t_ref, model = timed(ref)
+        rows.append((f"PyPI scw 1.1.2 SCW1 (first {m:,} samples; floats patched in)", t_ref, m, float("nan")))
     else:
-        ref_rate = None
+        t_ref = None
         lines.append("(PyPI package `scw` not installed: no reference ratio)")
-    lines += ["| implementation | samples/s | ratio vs PyPI scw | online mistake rate |",
-              "|---|---:|---:|---:|"]
-    for name, rate, err in rows:
-        ratio = f"{rate / ref_rate:.1f}x" if ref_rate else "-"
+    lines += ["| implementation | samples/s from best / median | ratio vs PyPI scw (best, median) | "
+              "online mistake rate |", "|---|---:|---:|---:|"]
+    for name, t, count, err in rows:
+        ratio = (f"{(t_ref.best / m) / (t.best / count):.1f}x ({(t_ref.median / m) / (t.median / count):.1f}x)"
+                 if t_ref else "-")
         e = "-" if np.isnan(err) else f"{err:.4f}"
-        lines.append(f"| {name} | {rate:,.0f} | {ratio} | {e} |")
+        lines.append(f"| {name} | {count / t.best:,.0f} / {count / t.median:,.0f} | {ratio} | {e} |")
     return lines
 
 
@@ -126,10 +135,10 @@ def bench_sparse(quick):
     X, y = sparse_stream(n, d, nnz)
     lines = ["", f"## Diagonal covariance, SCW-I, sparse CSR {n:,} x {d:,}, {nnz} non-zeros per row", ""]
     w = np.ones(d)
-    t_mv, _ = timed(lambda: X @ w, repeat=3)
-    lines += ["| implementation | seconds | samples/s | ratio to one X @ w | peak traced MB |",
+    t_mv, _ = timed(lambda: X @ w, repeat=5)
+    lines += ["| implementation | best / median | samples/s (best) | ratio to one X @ w (best) | peak traced MB |",
               "|---|---:|---:|---:|---:|",
-              f"| reference: one sparse X @ w | {t_mv:.3f} | - | 1.0 | - |"]
+              f"| reference: one sparse X @ w | {t_mv} | - | 1.0 | - |"]
     notes = []
     contenders = [("numpy engine (waves)", False)]
     if has_numba():
@@ -138,7 +147,7 @@ def bench_sparse(quick):
         _scw_stream.USE_JIT = use
         if use:
             SCW(covariance="diagonal").fit(X[:5000], y[:5000])     # compile first
-        t, est = timed(lambda: SCW(covariance="diagonal").fit(X, y))
+        t, est = timed(lambda: SCW(covariance="diagonal").fit(X, y), repeat=1 if not use else None)
         # Memory in a second, traced run (tracing slows allocation, so it is not timed); the
         # numpy loop is traced on a prefix only, to keep the run short.
         m = n if use else min(n, 100_000)
@@ -147,7 +156,8 @@ def bench_sparse(quick):
         SCW(covariance="diagonal").fit(Xm, ym)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        lines.append(f"| robustcore SCW diagonal, {name} | {t:.2f} | {n / t:,.0f} | {t / t_mv:.0f} | "
+        lines.append(f"| robustcore SCW diagonal, {name} ({len(t.runs)} runs) | {t} | {n / t.best:,.0f} | "
+                     f"{t.best / t_mv.best:.0f} | "
                      f"{peak / 2**20:.0f} (first {m:,} rows) |")
         notes.append(f"{name}: online mistake rate {est.history_['mistake_rate'][-1]:.4f}, "
                      f"{int(est.history_['updates'][-1]):,} updates")
@@ -159,14 +169,35 @@ def bench_sparse(quick):
     return lines
 
 
-def main():
-    quick = "--quick" in sys.argv
-    lines = [f"BLAS threads: OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}; "
-             f"load average at start: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", ""]
-    lines += bench_dense(quick)
-    if "--no-sparse" not in sys.argv:
+def child(quick, sparse):
+    lines = bench_dense(quick)
+    if sparse:
         lines += bench_sparse(quick)
-    print("\n".join(lines))
+    _bench.child_result(lines=lines, load=_bench.load_average())
+
+
+def main():
+    global REPEAT
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-sparse", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--blas", default="1,default")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    REPEAT = a.repeat
+    if a.child:
+        child(a.quick, not a.no_sparse)
+        return
+    print("# bench_scw\n")
+    print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
+    argv = [__file__, "--child", "--repeat", str(a.repeat)] + (["--quick"] if a.quick else []) + \
+        (["--no-sparse"] if a.no_sparse else [])
+    for mode in _bench.blas_modes(a.blas):
+        r = _bench.run_child(argv, blas=mode, timeout=3600)
+        print(f"\n# {_bench.blas_label(mode)} ({r.get('blas', '')}; load after: {r.get('load', '?')})\n")
+        print("\n".join(r.get("lines") or [r.get("error", "no output")]), flush=True)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py [n]
 
-Reports median wall times and RATIOS (reference / ours), measured in the same run, for:
+Reports the best and the median wall times and RATIOS (reference / ours), measured in the same
+run, after the run's conditions, for:
 building and painting the cloud (ours: one item per colour group; reference: one
 ScatterPlotItem with a brush per point, pyqtgraph's documented way of colouring points);
 recolouring every point; finding the point under the mouse (ours: numpy in screen pixels;
@@ -11,23 +12,20 @@ reference: ScatterPlotItem.pointsAt); selecting a rectangle (reference: a Python
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
+import _bench  # noqa: E402
 
-def timeit(fn, repeat=5):
-    ts = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
+
+def timeit(fn, repeat=5, per=1):
+    """Timing of ``repeat`` calls, each divided by ``per`` (operations per call)."""
+    return _bench.Timing([t / per for t in _bench.timed(fn, repeat).runs])
 
 
 def main(n=100_000):
@@ -69,21 +67,22 @@ def main(n=100_000):
 
     cloud.set_points(x, y, brushes=shared)
     qapp.processEvents()
-    vb = plot.getViewBox()
     probes = rng.standard_normal((50, 2))
-    ours = timeit(lambda: [cloud.index_at(px, py) for px, py in probes], 3) / len(probes)
+    ours = timeit(lambda: [cloud.index_at(px, py) for px, py in probes], 3, per=len(probes))
     ref_item.setData(x=x, y=y, brush=shared)
-    ref = timeit(lambda: [ref_item.pointsAt(QPointF(px, py)) for px, py in probes], 3) / len(probes)
+    ref = timeit(lambda: [ref_item.pointsAt(QPointF(px, py)) for px, py in probes], 3, per=len(probes))
     rows.append(("point under the mouse", ref, ours))
 
     ours = timeit(lambda: cloud.select_rect(-0.5, -0.5, 0.5, 0.5), 5)
     ref = timeit(lambda: [i for i, (a, c) in enumerate(zip(x, y)) if -0.5 <= a <= 0.5 and -0.5 <= c <= 0.5], 1)
     rows.append(("rectangle selection (vs Python loop)", ref, ours))
 
-    print(f"n = {n:,} points")
-    print(f"{'operation':40s} {'reference s':>12s} {'ours s':>10s} {'ratio':>8s}")
+    print("# bench_views\n")
+    print(_bench.conditions([f"n = {n:,} points"]) + "\n")
+    print("| operation | reference best / median | ours best / median | reference / ours (best, median) |")
+    print("|---|--:|--:|--:|")
     for name, r, o in rows:
-        print(f"{name:40s} {r:12.4f} {o:10.4f} {r / o:8.1f}x")
+        print(f"| {name} | {r} | {o} | {_bench.ratio(r, o)} |")
     return rows
 
 

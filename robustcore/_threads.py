@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 
 import numpy as np
 
@@ -19,7 +20,7 @@ try:
 except ImportError:       # optional: without it the user's BLAS threads are left alone
     threadpool_limits = None
 
-__all__ = ["PLAIN_PRODUCTS", "RowSplit", "resolve_n_jobs", "single_threaded_blas"]
+__all__ = ["PLAIN_PRODUCTS", "Governor", "RowSplit", "resolve_n_jobs", "single_threaded_blas"]
 
 
 def available_cores() -> int:
@@ -33,6 +34,89 @@ def available_cores() -> int:
 def resolve_n_jobs(n_jobs) -> int:
     """``None`` -> every available core; a positive int is used as given."""
     return available_cores() if n_jobs is None else int(n_jobs)
+
+
+def busy_elsewhere() -> float:
+    """Tasks running or waiting to run on this machine right now, not counting the caller
+    (the fourth field of /proc/loadavg, an instantaneous count), or the one-minute load average
+    where there is no /proc; 0.0 when neither is known."""
+    try:
+        with open("/proc/loadavg", encoding="ascii") as fh:
+            running = int(fh.read().split()[3].split("/")[0])
+        return float(max(0, running - 1))
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return 0.0
+
+
+class Governor:
+    """Decides, pass by pass, whether a method's threaded passes run on its threads or on one.
+
+    Threads pay only when the cores are free: on a machine where another job keeps a core busy
+    (or where the scheduler shares cores between users' groups), two threads get the CPU time of
+    one and then lose to a single thread by their synchronisation. So:
+
+    * the first pass is threaded unless the machine is already busy (``busy_elsewhere`` at
+      least ``jobs - 1`` tasks, i.e. no core is left for a second thread);
+    * every threaded pass measures the CPU time the process received per second of wall time;
+      below ``min_gain`` cores (of ``jobs`` asked for) the next passes run on one thread;
+    * on one thread, a pass is tried threaded again after ``probe_every`` passes, and after
+      twice as many after each failed try (a failed try costs about one pass at one-thread
+      speed, so a long fit on a busy machine pays for a handful of them), so a machine that
+      quietens is used again.
+
+    ``threaded()`` says how to run the next pass; wrap that pass in ``measure(threaded)``.
+    With ``jobs == 1`` everything runs on one thread; with ``adaptive=False`` every pass runs on
+    ``jobs`` threads (a count the user asked for).
+    """
+
+    def __init__(self, jobs, *, adaptive=True, min_gain=None, probe_every=4):
+        self.jobs = int(jobs)
+        self.adaptive = bool(adaptive)
+        # 2 threads must deliver 1.4 cores (3: 1.8, ...) to beat one thread's lack of overhead
+        self.min_gain = 1.0 + 0.4 * (self.jobs - 1) if min_gain is None else float(min_gain)
+        self.probe_every = int(probe_every)
+        self._wait = self.probe_every       # one-thread passes before the next threaded try
+        self._serial_passes = 0
+        self._use = self.jobs > 1 and busy_elsewhere() < self.jobs - 1
+        self.history = []          # (threaded, cores received) per measured pass
+
+    def threaded(self) -> bool:
+        if self.jobs == 1:
+            return False
+        if self._use or not self.adaptive:
+            return True
+        return self._serial_passes >= self._wait
+
+    @contextlib.contextmanager
+    def measure(self, threaded):
+        """Time one pass run threaded (or not) and update the decision."""
+        w0, c0 = time.perf_counter(), time.process_time()
+        yield
+        self.record(threaded, time.perf_counter() - w0, time.process_time() - c0)
+
+    def record(self, threaded, wall, cpu):
+        """Account for one pass: ``wall`` seconds, ``cpu`` seconds of the process's CPU time."""
+        if self.jobs == 1:
+            return
+        if threaded:
+            cores = cpu / wall if wall > 0 else float(self.jobs)
+            self.history.append((True, cores))
+            # too short to measure (timer resolution): keep the current choice
+            if wall >= 2e-3:
+                was_probe = not self._use
+                self._use = cores >= self.min_gain
+                if self._use:
+                    self._wait = self.probe_every
+                elif was_probe:
+                    self._wait *= 2
+            self._serial_passes = 0
+        else:
+            self.history.append((False, cpu / wall if wall > 0 else 1.0))
+            self._serial_passes += 1
 
 
 @contextlib.contextmanager

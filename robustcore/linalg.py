@@ -15,6 +15,8 @@ Three ways to get the leading singular triplets of a dense ``A`` (m, n), each re
   Householder QR of a tall matrix, ``eigh`` of B B^T instead of an SVD of B).
 * :func:`partial_svd` -- picks one of the above (or LAPACK's full SVD) from the shape.
 
+:func:`covariance_eigh` gives the principal axes of tall data from one pass (the fast PCA
+route).
 :func:`spectral_norm` gives ``||A||_2``; :func:`orthonormalize` an orthonormal basis of the
 columns of a tall matrix; :func:`eigh_above` the eigenpairs of a symmetric matrix above a
 threshold (all eigenvalues, only the wanted eigenvectors back-transformed).
@@ -31,7 +33,7 @@ from ._threads import PLAIN_PRODUCTS
 from ._validation import check_random_state as as_generator
 
 __all__ = ["eigh_above", "gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator",
-           "orthonormalize"]
+           "orthonormalize", "covariance_eigh"]
 
 
 def _check_k(k, m, n, upper=None):
@@ -139,7 +141,7 @@ def gram_svd(A, k=None, threshold=None):
 
 
 def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_state=None,
-                   products=None):
+                   products=None, sketch=None):
     """Leading ``k`` singular triplets by a randomized range finder with subspace iteration.
 
     Parameters
@@ -157,6 +159,10 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
     products : object with ``dot(A, B)`` (A @ B) and ``tdot(A, B)`` (A.T @ B), or None
         How products with the tall side are computed (e.g. ``_threads.RowSplit``, several
         threads); None means numpy's products.
+    sketch : ndarray (m, n) float32 or None
+        A single-precision copy of A for the range finder's products (twice as fast); the
+        basis is then orthonormalised again and the projection Q^T A, which gives the singular
+        values, uses A itself.
 
     Returns
     -------
@@ -179,10 +185,13 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
     else:
         Omega = rng.standard_normal((n, ell))
     ops = products or PLAIN_PRODUCTS
-    Q = orthonormalize(ops.dot(A, Omega), ops)
+    F = A if sketch is None else sketch
+    Q = orthonormalize(ops.dot(F, Omega.astype(F.dtype, copy=False)), ops)
     for _ in range(int(n_power_iter)):
-        Q = orthonormalize(ops.tdot(A, Q))
-        Q = orthonormalize(ops.dot(A, Q), ops)
+        Q = orthonormalize(ops.tdot(F, Q))
+        Q = orthonormalize(ops.dot(F, Q), ops)
+    if Q.dtype != A.dtype:
+        Q = orthonormalize(Q.astype(A.dtype), ops)
     B = ops.tdot(Q, A)                                   # (ell, n) = Q^T A
     Ub, s, Vt = _small_side_svd(B)
     U = ops.dot(Q, Ub[:, :k])
@@ -207,7 +216,8 @@ def orthonormalize(Y, products=None):
     # Pass 1 keeps every direction with positive weight (weak ones come out inaccurate but stay
     # inside span(Y), which is all a range finder needs); pass 2 sees nearly orthonormal columns,
     # restores orthogonality to rounding level and drops the dependent ones.
-    for rel in (1e-30, 1e-8):
+    # (single precision: pass 2 drops what is below its rounding level, not double's)
+    for rel in (1e-30, max(1e-8, 100 * float(np.finfo(Y.dtype).eps))):
         C = ops.tdot(Q, Q)
         w, V = np.linalg.eigh(C)
         keep = w > w[-1] * rel if w.size and w[-1] > 0 else np.zeros(w.size, bool)
@@ -284,3 +294,49 @@ def spectral_norm(A, *, random_state=None) -> float:
     B = A if m <= n else A.T
     s = svds(B, k=1, return_singular_vectors=False, v0=v0, tol=1e-12)
     return float(s[0])
+
+
+# Rows per block of covariance_eigh: the centred block (~2 MB) stays in cache for the syrk.
+_COV_BLOCK_ENTRIES = 262_144
+
+
+def covariance_eigh(X, center=True):
+    """Principal axes of tall data from its scatter matrix, in one pass over ``X``.
+
+    Parameters
+    ----------
+    X : ndarray (n, d), float64, best with n >> d
+    center : bool
+        Subtract the column means first (block by block: no centred copy of X is made).
+
+    Returns
+    -------
+    mean : (d,) (zeros when not centring), w : (d,) eigenvalues of Z^T Z (Z = X - mean),
+    descending and clipped at 0, V : (d, d) orthonormal eigenvectors as columns.
+
+    One syrk (n d^2 / 2 multiply-adds at GEMM speed) and a d x d ``eigh`` instead of LAPACK's
+    SVD of the n x d matrix (a Householder QR first): 100,000 x 50 in ~10 ms instead of ~200 ms.
+    Squaring costs accuracy only in eigenvalues below about ``eps * w[0]`` (relative to the
+    largest), which an SVD would resolve; that is scikit-learn's "covariance_eigh" trade-off.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    n, d = X.shape
+    mean = X.mean(axis=0) if center else np.zeros(d)
+    step = max(1, _COV_BLOCK_ENTRIES // max(d, 1))
+    G = np.zeros((d, d), order="F")
+    if not center and X.flags.c_contiguous:
+        G = _lapack_syrk(X, G)
+    else:
+        buf = np.empty((min(step, n), d))
+        for i in range(0, n, step):
+            blk = buf[:min(step, n - i)]
+            np.subtract(X[i:i + step], mean, out=blk)
+            G = _lapack_syrk(blk, G)
+    w, V = np.linalg.eigh(G, UPLO="L")
+    return mean, np.maximum(w[::-1], 0.0), V[:, ::-1]
+
+
+def _lapack_syrk(B, G):
+    """G += B^T B (lower triangle of the Fortran-ordered G), B C-ordered (B.T is Fortran)."""
+    return sla.blas.dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
+

@@ -30,12 +30,12 @@ Labels come in as ``codes``: +1/-1 floats for binary, class indices for multi-cl
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import solve_triangular
 
+from .. import _jit
 from ._scw_steps import binary_step, binary_step_array, loss_scale, multiclass_step
 
 __all__ = ["run_stream", "StreamResult"]
@@ -446,19 +446,11 @@ def _diag_sparse_pass(X, codes, mean, sdiag, phi, C, variant, multiclass, rep, n
 
 def _jit_module():
     """The compiled kernels, or None when numba is not installed (or disabled)."""
-    global _JIT
-    if _JIT is None:
-        try:
-            from . import _scw_jit
-            _JIT = _scw_jit
-        except Exception:       # numba missing, or an install that cannot load: use numpy
-            _JIT = False
-    return _JIT or None
+    return _jit.kernels("robustcore.online._scw_jit")
 
 
-# None: not looked up yet; False: unavailable. Set ``USE_JIT = False`` to force the numpy engines.
-_JIT = None
-USE_JIT = os.environ.get("ROBUSTCORE_NO_JIT", "") in ("", "0")
+# Set ``USE_JIT = False`` to force the numpy engines.
+USE_JIT = _jit.enabled()
 # Below this many rows the numpy engines are used even with numba present: the one-off compile
 # would cost more than it saves, and small interactive fits stay on one code path.
 JIT_MIN_ROWS = 4096

@@ -9,6 +9,7 @@ from .._params import Param, check_range
 from .._progress import Reporter
 from .._scaling import scale_param
 from .._validation import check_magnitude, validate_X
+from ..linalg import covariance_eigh
 from ._base import SubspaceModel
 
 __all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX"]
@@ -20,6 +21,10 @@ OVERFLOW_FIX = ("Pass scale='standard' or 'robust' (the estimator then rescales 
 
 def rank_hint(n: int, d: int) -> str:
     return f"at most min(n_samples, n_features) = {min(n, d)}; here n_samples = {n}, n_features = {d}"
+
+# From this many rows per feature on, the principal axes come from the scatter matrix (one
+# pass, a d x d eigh), as scikit-learn's "covariance_eigh" solver does for tall data.
+_COVARIANCE_ROWS = 10
 
 
 def fix_signs(components: np.ndarray) -> np.ndarray:
@@ -95,12 +100,17 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         rep(0.0, "centring")
         Z, scaling = self._fit_scaled(X, p["scale"])
         check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
-        mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
-        Zc = Z - mean
-        rep(0.1, "SVD")
-        # For tall data an R factor first makes the SVD d x d (same singular values and right
-        # vectors, several times faster than LAPACK's SVD of the tall matrix here).
-        _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r") if n > 2 * d else Zc, full_matrices=False)
+        if n >= _COVARIANCE_ROWS * d:
+            # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh)
+            mean, w, V = covariance_eigh(Z, center=p["center"])
+            s, vt = np.sqrt(w), V.T
+        else:
+            mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
+            Zc = Z - mean
+            rep(0.1, "SVD")
+            # For tall data an R factor first makes the SVD d x d (same singular values and right
+            # vectors, several times faster than LAPACK's SVD of the tall matrix here).
+            _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r") if n > 2 * d else Zc, full_matrices=False)
         var = s**2 / max(n - 1, 1)
         total = var.sum()
         rep(1.0, "done")

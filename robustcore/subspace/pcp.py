@@ -13,23 +13,34 @@ Speed comes from doing only the work the answer needs:
   - "gram": one syrk on the smaller side and a small symmetric eigensolver (large ranks:
     MNIST, video); the syrk is accumulated block by block inside the sweep that writes A, and
     only the wanted eigenvectors are back-transformed (``linalg.eigh_above``);
-  - "randomized": a range finder warm-started from the previous right singular vectors (one
-    subspace iteration), grown and recomputed whenever every computed singular value survives
-    the threshold, so the threshold is never truncated (small ranks: JACM Table I);
+  - "randomized": a range finder warm-started from the previous call's whole right Ritz basis
+    (the oversampled vectors included: one subspace iteration then suffices), grown and
+    recomputed whenever every computed singular value survives the threshold, so the
+    threshold is never truncated (small ranks: JACM Table I). While the residual is above
+    max(1e-5, 100 tol) its range finder multiplies a float32 copy of A (twice the speed); the
+    basis is re-orthonormalised and projected (Q^T A) in double precision, so the singular
+    values are double-precision Rayleigh-Ritz values; the last iterations are all double;
 * L is never stored densely during the iterations: it is kept as factors and formed block by
   block inside one fused pass that updates the multiplier, measures the residual and performs
   the next sparse step while the block is in cache. Four n x d buffers are used (X itself is
   not copied unless it has all-zero rows or columns, which are dropped: they stay exactly zero
   in L, S and Y, so removing them changes nothing but the cost);
 * the sparse step is ``R - clip(R, -t, t)``, two passes instead of sign * max(|R| - t, 0);
+  with numba installed (the optional ``fast`` extra) the whole elementwise part of a block is
+  one compiled, vectorised pass (``_pcp_jit``: 1000 x 1000 in 1.4 ms instead of 8 ms), used
+  when it is loaded in the process (the window's worker loads it at start; a fit of more than
+  ~1.7e7 entries starts loading it on a background thread and never waits for it);
 * wide data (n < d, e.g. video frames as rows) is solved transposed, so the sweep always
   works on contiguous row blocks; scratch arrays live for the whole fit (fresh
   multi-megabyte arrays cost page faults every iteration);
 * the sweep, the Gram product and the randomized route's products run on ``n_jobs`` threads,
   each over its own range of rows (numpy releases the GIL in products and elementwise loops),
   with BLAS held to one thread meanwhile. Only the small eigenproblem stays on one core (scipy's
-  LAPACK wrappers hold the GIL). On the 2-core development machine this takes MNIST-3000 from
-  3.8 s to about 2.5 s and the escalator video from 2.8 s to 1.7 s.
+  LAPACK wrappers hold the GIL). With ``n_jobs=None`` a governor (``_threads.Governor``)
+  decides pass by pass: threads only while they receive the CPU time of more than one core
+  (another job on the machine, or a scheduler sharing the cores between users, makes two
+  threads as slow as one plus their synchronisation), one thread otherwise, trying threads
+  again after 4, 8, 16, ... passes. Measured figures: benchmarks/results_pcp.md.
 """
 from __future__ import annotations
 
@@ -44,12 +55,13 @@ import numpy as np
 from scipy.linalg.blas import dsyrk as _dsyrk
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 
+from .. import _jit
 from .._base import ConvergenceWarning, Estimator, fit_method
 from .._outlier import CONTAMINATION, OutlierScores
 from .._params import Param, SeedParam
 from .._progress import Reporter
 from .._scaling import ScaledInput, pow2_factor, scale_param
-from .._threads import RowSplit, resolve_n_jobs, single_threaded_blas
+from .._threads import Governor, RowSplit, resolve_n_jobs, single_threaded_blas
 from .._validation import validate_X
 from ..linalg import as_generator, eigh_above, gram_svd, randomized_svd, spectral_norm
 
@@ -57,9 +69,17 @@ __all__ = ["PCP", "svd_threshold"]
 
 
 _OVERSAMPLE = 10
+# The randomized route's range finder multiplies a float32 copy of A while the relative
+# residual is above max(_SKETCH_RES, _SKETCH_TOLS * tol): its subspace is then accurate far
+# beyond what the iterate needs, and the double-precision projection gives the values. Below
+# that the float32 subspace would set a floor (~3e-8) under the reachable residual.
+_SKETCH32 = True
+_SKETCH_RES = 1e-5
+_SKETCH_TOLS = 100.0
 
 
-def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None, products=None):
+def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None, products=None,
+                  return_basis=False, sketch=None):
     """Singular triplets of ``A`` (m, n) whose singular values exceed ``tau``.
 
     Parameters
@@ -74,12 +94,21 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None,
     random_state : numpy.random.Generator or seed
     products : how products with the tall side of A are computed in the randomized route
         (see :func:`robustcore.linalg.randomized_svd`); None means numpy's.
+    return_basis : bool
+        Also return the randomized route's whole right basis (every Ritz vector, including
+        the oversampled ones below ``tau``; None for the other routes): the best warm start
+        for the next call on a slightly changed A.
 
     Returns
     -------
-    U : (m, r), s : (r,), Vt : (r, n), all singular values ``s > tau`` (descending), and the
-    route used.
+    U : (m, r), s : (r,), Vt : (r, n), all singular values ``s > tau`` (descending), the
+    route used, and (with ``return_basis``) the right basis (j, n) or None.
     """
+    out = _svd_threshold(A, tau, sv, method, init, random_state, products, sketch)
+    return out if return_basis else out[:4]
+
+
+def _svd_threshold(A, tau, sv, method, init, random_state, products, sketch):
     m, n = A.shape
     small = min(m, n)
     sv = int(min(max(sv, 1), small))
@@ -87,21 +116,23 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None,
     if route == "full":
         U, s, Vt = np.linalg.svd(A, full_matrices=False)
         r = int(np.count_nonzero(s > tau))
-        return U[:, :r], s[:r], Vt[:r], route
+        return U[:, :r], s[:r], Vt[:r], route, None
     if route == "gram":
         U, s, Vt = gram_svd(A, threshold=tau)
-        return U, s, Vt, route
+        return U, s, Vt, route, None
     rng = as_generator(random_state)
     n_power = 1 if init is not None and init.shape[1] > 0 else 2
     while True:
         if sv >= small or (method == "auto" and _choose_route(m, n, sv, warm=True) == "gram"):
             U, s, Vt = gram_svd(A, threshold=tau)
-            return U, s, Vt, "gram"
-        U, s, Vt = randomized_svd(A, sv, n_oversamples=_OVERSAMPLE, n_power_iter=n_power, init=init,
-                                  random_state=rng, products=products)
-        r = int(np.count_nonzero(s > tau))
+            return U, s, Vt, "gram", None
+        # sv wanted + oversampling, all of them returned (the oversampled ones are the warm start)
+        ell = min(sv + _OVERSAMPLE, small)
+        U, s, Vt = randomized_svd(A, ell, n_oversamples=0, n_power_iter=n_power, init=init,
+                                  random_state=rng, products=products, sketch=sketch)
+        r = int(np.count_nonzero(s[:sv] > tau))
         if r < sv:
-            return U[:, :r], s[:r], Vt[:r], route
+            return U[:, :r], s[:r], Vt[:r], route, Vt
         # Every computed value survived: the threshold may be truncated; grow and recompute,
         # warm-started from what was just found.
         init = Vt.T
@@ -111,6 +142,12 @@ def svd_threshold(A, tau, *, sv=10, method="auto", init=None, random_state=None,
 # Elements per block of the fused sweep (2 MB per array block). Smaller blocks stay in L2 but
 # multiply the number of BLAS calls, which a multithreaded BLAS on a busy machine punishes.
 _BLOCK = 1 << 18
+# Below this many entries the numpy sweep is used even with numba installed.
+_JIT_MIN_SIZE = 1 << 16
+_JIT_MODULE = "robustcore.subspace._pcp_jit"
+# From this many entries on, a fit starts loading the compiled sweep itself: it saves ~6 ns per
+# entry and iteration, so ~30 iterations repay numba's start-up from ~1.5e7 entries on.
+_JIT_LOAD_SIZE = 1 << 24
 
 
 class _Sweeper:
@@ -133,7 +170,7 @@ class _Sweeper:
     Call ``close`` to stop the threads.
     """
 
-    def __init__(self, M, lam, method, rng, n_jobs=1):
+    def __init__(self, M, lam, method, rng, n_jobs=1, adaptive=False, tol=1e-7):
         self.M = M
         self.n, self.d = M.shape
         self.small = min(self.n, self.d)
@@ -142,6 +179,10 @@ class _Sweeper:
         self.rng = rng
         self.sv = 10
         self._last_svp = 0
+        self._basis = None        # the randomized route's last right basis (warm start)
+        self.last_res = math.inf  # relative residual after the last sweep
+        self.tol = tol
+        self._a32 = None
         self.kind = None          # "PQ": L = P @ Q; "AR": P = A @ R; "LA": Q = Lm @ A
         self.P = self.Q = self.R = self.Lm = None
         self.sL = np.zeros(0)
@@ -149,6 +190,13 @@ class _Sweeper:
         self._pbuf = None
         self._gram = None         # A^T A accumulated by the sweep (lower triangle), or None
         self._pool = None
+        # Compiled sweep (numba, optional): used whenever it is already loaded in this process;
+        # loading it (1-3 s of CPU for numba's start-up, on a background thread) is started
+        # only for data big enough to repay that in one fit: on a busy machine the loading
+        # thread takes its CPU time from the fit (Table I cold: 1.3 s of CPU instead of 0.7).
+        self._jit_wanted = _jit.enabled() and M.size >= _JIT_MIN_SIZE
+        if self._jit_wanted and M.size >= _JIT_LOAD_SIZE:
+            _jit.kernels(_JIT_MODULE, wait=False)
         if self.tall:
             step = max(1, _BLOCK // self.d)
             # at least two blocks of rows per thread, or threads cost more than they bring
@@ -162,6 +210,9 @@ class _Sweeper:
             step = max(1, _BLOCK // self.n)
             self.groups = [[np.s_[:, j:j + step] for j in range(0, self.d, step)]]
         self.n_jobs = len(self.groups)
+        self.blocks = [b for grp in self.groups for b in grp]
+        self.governor = Governor(self.n_jobs, adaptive=adaptive)
+        self._threaded = self.governor.threaded()   # how the last pass ran
 
     def _executor(self):
         if self._pool is None:
@@ -169,8 +220,9 @@ class _Sweeper:
         return self._pool
 
     def _products(self):
-        """Products with A split over the sweep's row ranges and threads (None: one thread)."""
-        if self.n_jobs == 1:
+        """Products with A split over the sweep's row ranges and threads (None: one thread,
+        also when the last pass found the threads not worth it)."""
+        if not self._threaded:
             return None
         ranges = [(g[0][0].start, g[-1][0].stop) for g in self.groups]
         return RowSplit(self.n, ranges, self._executor())
@@ -192,7 +244,7 @@ class _Sweeper:
 
     def _start_group(self, g, w_scale, t):
         nnz = 0
-        for b in self.groups[g]:
+        for b in self._blocks_of(g):
             Wb, Ab, Sb = self.W[b], self.A[b], self.S_cur[b]
             np.multiply(self.M[b], w_scale, out=Wb)
             np.add(self.M[b], Wb, out=Ab)
@@ -203,12 +255,20 @@ class _Sweeper:
             self.S_nxt[b].fill(0.0)
         return nnz
 
+    def _blocks_of(self, g):
+        """The blocks of thread group g (None: every block, the pass on one thread)."""
+        return self.blocks if g is None else self.groups[g]
+
     def _run(self, fn, *args):
-        """fn(g, *args) for every thread group g, in the pool when there are several."""
-        if self.n_jobs == 1:
-            return [fn(0, *args)]
-        pool = self._executor()
-        return [f.result() for f in [pool.submit(fn, g, *args) for g in range(self.n_jobs)]]
+        """fn(g, *args) for every thread group g in the pool, or fn(None, *args) once when the
+        governor keeps this pass on one thread (measured, to decide the next one)."""
+        threaded = self.governor.threaded()
+        self._threaded = threaded
+        with self.governor.measure(threaded):
+            if not threaded:
+                return [fn(None, *args)]
+            pool = self._executor()
+            return [f.result() for f in [pool.submit(fn, g, *args) for g in range(self.n_jobs)]]
 
     def advance(self):
         self.S_cur, self.S_nxt = self.S_nxt, self.S_cur
@@ -224,7 +284,7 @@ class _Sweeper:
             route = _choose_route(self.n, self.d, sv, warm=self.kind is not None)
         if route == "gram":
             kind, E, sig = _gram_eig(A, tau, G=self._gram)
-            self._gram = None
+            self._gram = self._basis = None
             svp = sig.size
             sL = sig - tau
             if svp == 0:
@@ -237,10 +297,12 @@ class _Sweeper:
                 self.Lm = np.ascontiguousarray((E * (sL / sig)).T)
                 self.Q = np.empty((svp, self.d))
         else:
-            Vt = self._right_vectors()
+            Vt = self._basis if self._basis is not None else self._right_vectors()
             init = Vt.T if Vt is not None else None
-            U, sig, Vt, _ = svd_threshold(A, tau, sv=sv, method=route, init=init, random_state=self.rng,
-                                          products=self._products())
+            U, sig, Vt, _, self._basis = svd_threshold(
+                A, tau, sv=sv, method=route, init=init, random_state=self.rng,
+                products=self._products(), return_basis=True,
+                sketch=self._sketch(A))
             svp = sig.size
             sL = sig - tau
             if svp == 0:
@@ -257,6 +319,15 @@ class _Sweeper:
         nxt = svp + growth if svp < sv else svp + round(0.05 * self.small)
         self.sv = min(nxt, self.small)
         return svp
+
+    def _sketch(self, A):
+        """A float32 copy of A for the randomized route's range finder, or None."""
+        if not _SKETCH32 or self.last_res <= max(_SKETCH_RES, _SKETCH_TOLS * self.tol):
+            return None
+        if self._a32 is None:
+            self._a32 = np.empty(A.shape, np.float32)
+        np.copyto(self._a32, A, casting="same_kind")
+        return self._a32
 
     def _p_buffer(self, k):
         """An n x k C-ordered array carved from a buffer reused across iterations: a fresh
@@ -312,19 +383,35 @@ class _Sweeper:
         """The sweep over the blocks of group g: (sum of squared residuals, nnz of the new S,
         the group's share of A^T A (Fortran-ordered, lower triangle valid) or None)."""
         M, W, A, S = self.M, self.W, self.A, self.S_nxt
-        blocks = self.groups[g]
+        blocks = self._blocks_of(g)
         acc = 0.0
         nnz = 0
         # One thread: accumulate A^T A block by block (scipy's syrk) while each new block of A
         # is in cache, instead of reading A again (~8 % less time for the Gram product on the
         # escalator video). Several threads: scipy's wrappers hold the GIL, so each thread
         # takes numpy's syrk of its whole row range at the end, which releases it.
-        fused = want_gram and self.n_jobs == 1
+        fused = want_gram and g is None
         gram = np.zeros((self.d, self.d), order="F") if fused else None
+        jit = _jit.ready(_JIT_MODULE) if self._jit_wanted and self.tall else None
         for b in blocks:
             T1, T2, T3 = self._scratch_for(g, M[b].shape)
             Ab = A[b]
             Wb = W[b]
+            if jit is not None:                          # one compiled pass over the block
+                if has_l:
+                    Lb = self._lowrank_block(b, T3)
+                else:
+                    Lb = T3
+                    Lb.fill(0.0)
+                if final:
+                    acc += jit.residual_block(Ab, Wb, Lb, c)
+                    continue
+                a, k = jit.sweep_block(M[b], Ab, Wb, S[b], Lb, c, t_next)
+                acc += a
+                nnz += k
+                if fused:
+                    gram = _dsyrk(1.0, Ab.T, beta=1.0, c=gram, trans=0, lower=1, overwrite_c=1)
+                continue
             if has_l:
                 Lb = self._lowrank_block(b, T3)
                 np.subtract(Ab, Lb, out=T1)              # G = Y_new / mu
@@ -487,10 +574,12 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     random_state : None, int, numpy.random.Generator or RandomState
         Seed for the randomized SVD and the spectral norm estimate.
     n_jobs : int >= 1 or None
-        Threads for the passes over the data; None uses every core available to the process.
-        While more than one runs, BLAS is held to one thread (with threadpoolctl installed),
-        since BLAS's own threads would compete with them. Results do not depend on it beyond
-        rounding (sums are split differently).
+        Threads for the passes over the data. None: up to every core available to the
+        process, each pass on one thread or on all of them as the machine's load allows (see
+        the module notes); an int is used as given. While more than one thread may run, BLAS
+        is held to one thread (with threadpoolctl installed), since BLAS's own threads would
+        compete with them. Results do not depend on it beyond rounding (sums are split
+        differently).
     scale : {"none", "standard", "robust"}, default "none"
         Per-feature scaling inside the estimator: the scaled matrix is decomposed, and L and S
         are returned in ORIGINAL units (L takes the centre: ``X = L + S`` as in the scaled
@@ -609,8 +698,12 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
                           scaling=scaling, factor=f)
             return self
 
+        jobs = resolve_n_jobs(p["n_jobs"])
         rep(0.0, "estimating ||X||_2")
-        norm2 = spectral_norm(M, random_state=rng)
+        # (one BLAS thread here too: ARPACK's matrix-vector products with two spinning OpenBLAS
+        # threads on a busy machine took seconds on Table I)
+        with single_threaded_blas(jobs > 1):
+            norm2 = spectral_norm(M, random_state=rng)
         mu = p["mu"] if p["mu"] is not None else 1.25 / norm2
         mu0 = mu
         mu_bar = mu0 * 1e7
@@ -628,19 +721,20 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         nw, dw = Mt.shape
         rows, cols = _nonzero_lines(Mt)
         Mw = Mt if rows is None and cols is None else Mt[_ix(rows, cols, nw, dw)]
-        solver = _Sweeper(Mw, lam, p["svd"], rng, n_jobs=resolve_n_jobs(p["n_jobs"]))
+        solver = _Sweeper(Mw, lam, p["svd"], rng, n_jobs=jobs, adaptive=p["n_jobs"] is None, tol=tol)
         res0 = None
         frac = 0.0
         converged = False
         it = 0
         # A Cancelled or FloatingPointError leaves through here too: the threads always stop.
-        with single_threaded_blas(solver.n_jobs > 1), contextlib.closing(solver):
+        with single_threaded_blas(jobs > 1), contextlib.closing(solver):
             solver.start(1.0 / (J * mu), lam / mu)
             for it in range(1, max_iter + 1):
                 mu_next = min(mu * rho, mu_bar)
                 last = it == max_iter
                 svp = solver.lowrank_step(1.0 / mu)
                 res = solver.sweep(mu / mu_next, lam / mu_next, final=last) / norm_fro
+                solver.last_res = res
                 hist["residual"].append(res)
                 hist["rank"].append(svp)
                 hist["nnz"].append(solver.nnz_cur)

@@ -130,3 +130,19 @@ def test_eigh_above_matches_eigh_on_the_wanted_part(s, lower):
     np.testing.assert_allclose(G @ E, E * w, atol=1e-9 * w_all[-1])
     np.testing.assert_allclose(E.T @ E, np.eye(w.size), atol=1e-10)
     assert linalg.eigh_above(G, 2 * w_all[-1])[1].shape == (s, 0)
+
+
+@pytest.mark.parametrize("center", [True, False])
+def test_covariance_eigh_matches_the_svd_of_the_centred_data(center, monkeypatch):
+    """One blocked pass (several blocks here) gives the SVD's squared singular values and its
+    right singular vectors, also for data far from the origin."""
+    monkeypatch.setattr(linalg, "_COV_BLOCK_ENTRIES", 12 * 700)
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((3000, 12)) * np.linspace(5, 0.2, 12) + 40.0
+    mean, w, V = linalg.covariance_eigh(X, center=center)
+    Z = X - X.mean(axis=0) if center else X
+    _, s, vt = np.linalg.svd(Z, full_matrices=False)
+    np.testing.assert_allclose(mean, X.mean(axis=0) if center else 0.0, rtol=1e-13)
+    np.testing.assert_allclose(w, s**2, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(V.T @ vt.T), np.eye(12), atol=1e-8)
+    np.testing.assert_allclose(V.T @ V, np.eye(12), atol=1e-12)

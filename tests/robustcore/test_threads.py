@@ -38,3 +38,43 @@ def test_n_jobs_and_blas_limits():
         assert blas() == {2}
         with single_threaded_blas(active=False):
             assert blas() == {2}
+
+
+def test_governor_drops_threads_that_get_no_second_core_and_probes_again(monkeypatch):
+    import robustcore._threads as threads
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 0.0)        # an idle machine
+    gov = threads.Governor(2, probe_every=3)
+    assert gov.threaded()                                             # first pass: threads
+    gov.record(True, wall=0.1, cpu=0.19)                              # they got 1.9 cores
+    assert gov.threaded()
+    gov.record(True, wall=0.1, cpu=0.10)                              # a second job: 1 core
+    assert not gov.threaded()
+    for _ in range(3):                                                # one thread for 3 passes
+        assert not gov.threaded()
+        gov.record(False, wall=0.1, cpu=0.1)
+    assert gov.threaded()                                             # then a probe
+    gov.record(True, wall=0.1, cpu=0.11)
+    for _ in range(6):                                                # still busy: the next try
+        assert not gov.threaded()                                     # waits twice as long
+        gov.record(False, wall=0.1, cpu=0.1)
+    assert gov.threaded()
+    gov.record(True, wall=0.1, cpu=0.2)                               # quiet again: threads back
+    assert gov.threaded() and gov.threaded()
+    gov.record(True, wall=1e-4, cpu=0.0)                              # too short to judge
+    assert gov.threaded()
+
+
+def test_governor_starts_on_one_thread_on_a_busy_machine_and_obeys_fixed_counts(monkeypatch):
+    import robustcore._threads as threads
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 1.0)        # one core taken
+    assert not threads.Governor(2).threaded()
+    assert threads.Governor(3).threaded()                             # 3 cores asked, 2 left
+    fixed = threads.Governor(2, adaptive=False)
+    fixed.record(True, wall=0.1, cpu=0.1)
+    assert fixed.threaded()                                           # n_jobs given: kept
+    assert not threads.Governor(1).threaded()
+
+
+def test_busy_elsewhere_counts_other_runnable_tasks():
+    import robustcore._threads as threads
+    assert threads.busy_elsewhere() >= 0.0

@@ -315,9 +315,13 @@ def sweep_threads():
 
 
 @pytest.mark.parametrize("svd", ["gram", "randomized"])
-def test_threads_give_the_serial_iterates(small_blocks, svd):
+def test_threads_give_the_serial_iterates(small_blocks, svd, monkeypatch):
     """Each thread sweeps its own rows and its share of the Gram matrix; the sums are only
-    split differently, so the iterates match the one-thread solve to rounding."""
+    split differently, so the iterates match the one-thread solve to rounding (double
+    rounding: the single-precision range finder is switched off here, its own rounding is
+    larger; see the next test)."""
+    import robustcore.subspace.pcp as pcp
+    monkeypatch.setattr(pcp, "_SKETCH32", False)
     L0, S0 = planted(600, 120, 6, 0.05, seed=21)
     one = PCP(svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
     three = PCP(svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
@@ -366,3 +370,56 @@ def test_blas_is_held_to_one_thread_only_during_a_threaded_fit(small_blocks):
     assert set(before.values()) == {2}
     assert n_threaded > 3 and all(set(d.values()) == {1} for d in during[:n_threaded])
     assert after == before and during[-1] == before   # n_jobs=1 leaves BLAS as the user set it
+
+
+def test_compiled_sweep_gives_the_numpy_iterates(monkeypatch):
+    """The optional numba sweep does the numpy sweep's arithmetic in one pass: same ranks and
+    support sizes at every iteration, L to rounding (only the residual's sum is reassociated)."""
+    pytest.importorskip("numba")
+    import robustcore.subspace.pcp as pcp
+    from robustcore import _jit
+    monkeypatch.setattr(pcp, "_JIT_MIN_SIZE", 0)
+    assert _jit.kernels(pcp._JIT_MODULE) is not None      # loaded: every sweep is compiled
+    L0, S0 = planted(400, 300, 8, 0.05, seed=31)
+    fits = {}
+    for flag in ("0", "1"):
+        monkeypatch.setenv("ROBUSTCORE_NO_JIT", flag)
+        fits[flag] = PCP(random_state=0, n_jobs=1).fit(L0 + S0)
+    jit, plain = fits["0"], fits["1"]
+    check_exact_recovery(jit, L0, S0)
+    assert jit.n_iter_ == plain.n_iter_
+    assert jit.history_["rank"] == plain.history_["rank"]
+    assert jit.history_["nnz"] == plain.history_["nnz"]
+    np.testing.assert_allclose(jit.history_["residual"], plain.history_["residual"], rtol=1e-9)
+    np.testing.assert_allclose(jit.low_rank_, plain.low_rank_, atol=1e-11)
+
+
+@pytest.mark.parametrize("shape", [(500, 500), (700, 300)])
+def test_single_precision_range_finder_changes_rounding_only(shape, monkeypatch):
+    """While the residual is large the randomized route finds its subspace with float32
+    products; the projection and the last iterations stay in double precision, so the fit
+    matches the all-double one: same iterations, ranks and support, L to ~1e-7."""
+    import robustcore.subspace.pcp as pcp
+    L0, S0 = planted(*shape, 12, 0.05, seed=32)
+    fits = {}
+    for flag in (True, False):
+        monkeypatch.setattr(pcp, "_SKETCH32", flag)
+        fits[flag] = PCP(svd="randomized", random_state=0, n_jobs=1).fit(L0 + S0)
+    single, double = fits[True], fits[False]
+    check_exact_recovery(single, L0, S0)
+    assert single.n_iter_ == double.n_iter_
+    assert single.history_["rank"] == double.history_["rank"]
+    assert single.history_["nnz"] == double.history_["nnz"]
+    assert np.linalg.norm(single.low_rank_ - double.low_rank_) < 1e-6 * np.linalg.norm(double.low_rank_)
+
+
+def test_auto_threads_on_a_busy_machine_give_the_one_thread_fit(small_blocks, monkeypatch):
+    """n_jobs=None lets the governor run passes on one thread when no core is free; the fit is
+    then the n_jobs=1 fit (up to the order of the Gram sums)."""
+    import robustcore._threads as threads
+    monkeypatch.setattr(threads, "busy_elsewhere", lambda: 8.0)
+    L0, S0 = planted(600, 120, 6, 0.05, seed=33)
+    auto = PCP(random_state=0).fit(L0 + S0)
+    one = PCP(random_state=0, n_jobs=1).fit(L0 + S0)
+    assert auto.n_iter_ == one.n_iter_ and auto.history_["rank"] == one.history_["rank"]
+    np.testing.assert_allclose(auto.low_rank_, one.low_rank_, atol=1e-9)
