@@ -143,6 +143,21 @@ def conditions(extra=()):
     return "\n".join(["    " + line for line in [*lines, *extra]])
 
 
+def peak_rss_mb():
+    """This process's peak resident memory in MB: /proc's VmHWM where there is one (it starts
+    afresh at exec; getrusage's ru_maxrss can start from the PARENT's peak at fork), else
+    ru_maxrss."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
 def child_result(**fields):
     """Print the RESULT line a child reports to ``run_child`` (adds the BLAS it ran with)."""
     fields.setdefault("blas", blas_info())

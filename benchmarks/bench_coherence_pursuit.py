@@ -22,7 +22,7 @@ sys.path.insert(0, HERE)
 import _bench  # noqa: E402
 
 CHILD = textwrap.dedent("""
-    import resource, sys, time
+    import sys, time
     import numpy as np
     sys.path.insert(0, {root!r})
     sys.path.insert(0, {here!r})
@@ -33,7 +33,7 @@ CHILD = textwrap.dedent("""
     n1 = n // 5
     U = np.linalg.qr(rng.standard_normal((d, r)))[0]
     X = np.vstack([rng.standard_normal((n1, r)) @ U.T, rng.standard_normal((n - n1, d))])
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base = _bench.peak_rss_mb()
     t0 = time.perf_counter()
     if kind == "cop":
         cop = CoherencePursuit(n_components=r, norm=norm, n_inliers=n1 // 2, center="none").fit(X)
@@ -49,7 +49,7 @@ CHILD = textwrap.dedent("""
         V = np.linalg.svd(Xn[sel], full_matrices=False)[2][:r].T
         err = float(np.linalg.norm(U - V @ (V.T @ U)) / np.linalg.norm(U))
     dt = time.perf_counter() - t0
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = _bench.peak_rss_mb()
     _bench.child_result(seconds=dt, peak_mb=peak, data_mb=base, err=err)
 """)
 

@@ -18,7 +18,6 @@ import argparse
 import gzip
 import sys
 import time
-import resource
 from pathlib import Path
 
 import numpy as np
@@ -32,12 +31,12 @@ from robustcore.datasets import load  # noqa: E402
 
 
 def measure(fn, repeat):
-    """Timing of ``repeat`` calls, and the peak RSS growth of the first call (KiB -> bytes)."""
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    """Timing of ``repeat`` calls, and the peak RSS growth of the first call (bytes)."""
+    base = _bench.peak_rss_mb()
     t = time.perf_counter()
     fn()
     first = time.perf_counter() - t
-    grow = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024
+    grow = (_bench.peak_rss_mb() - base) * 2**20
     timing = _bench.timed(fn, repeat - 1) if repeat > 1 else _bench.Timing()
     timing.runs.insert(0, first)
     return timing, grow

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 
@@ -53,7 +52,7 @@ def informative_in_top(est):
 
 
 def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return _bench.peak_rss_mb()
 
 
 def loop_derivatives(Xc, S, lam, Q, sigma):

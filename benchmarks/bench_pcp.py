@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import io
 import math
-import resource
 import subprocess
 import sys
 import time
@@ -156,12 +155,12 @@ def _warm_up(name):
 def worker(name, case, objective):
     M, truth = load_case(case)
     _warm_up(name)
-    base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base_mb = _bench.peak_rss_mb()
     w0, c0 = time.perf_counter(), time.process_time()
     with contextlib.redirect_stdout(io.StringIO()):
         L, S, it, note = run_solver(name, M, truth)
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = _bench.peak_rss_mb()
     L = np.asarray(L, dtype=np.float64)
     S = np.asarray(S, dtype=np.float64)
     out = dict(wall=wall, cpu=cpu, iters=it, note=note, rss_growth_x=(peak_mb - base_mb) / (M.nbytes / 2**20),
