@@ -300,6 +300,11 @@ def spectral_norm(A, *, random_state=None) -> float:
 _COV_BLOCK_ENTRIES = 262_144
 
 
+# Squaring a matrix (Gram / scatter routes) keeps eigenvalues above about eps / GRAM_RCOND of the
+# largest to ~1e-8 relative; spectra spanning more go through a QR (TSQR) first.
+GRAM_RCOND = 1e-7
+
+
 def covariance_eigh(X, center=True):
     """Principal axes of tall data from its scatter matrix, in one pass over ``X``.
 

@@ -31,6 +31,7 @@ from .._base import fit_method
 from .._params import Param, check_range, param_error
 from .._progress import Reporter
 from ..anomaly import ResidualScorer, _auto_rank
+from ..linalg import GRAM_RCOND
 from ..subspace.coherence_pursuit import CoherencePursuit, RankDeficientWarning, estimate_rank
 from ..subspace.pca import PCA, fix_signs
 from . import _reductions as red
@@ -40,8 +41,6 @@ from ._rows import as_dask_rows, materialize
 __all__ = ["DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit", "as_dask", "coherence_scores",
            "median", "order_statistics"]
 
-# "auto" solver: TSQR when the covariance's smallest/largest eigenvalue ratio is below this.
-_GRAM_RCOND = 1e-7
 _DEGENERATE_RTOL = 1e-12   # as CoherencePursuit's
 
 
@@ -164,7 +163,7 @@ def _spectrum(X, center: bool, solver: str, rep: Reporter):
     w, V = np.maximum(w[::-1], 0.0), V[:, ::-1]
     used = solver
     if solver == "auto":
-        used = "tsqr" if w[-1] < _GRAM_RCOND * w[0] else "gram"
+        used = "tsqr" if w[-1] < GRAM_RCOND * w[0] else "gram"
     if used == "tsqr":
         R = compute(_reduce(X, red.r_factor, red.merge_r, mean), progress=rep.span(0.5, 1.0),
                     message="TSQR")[0]

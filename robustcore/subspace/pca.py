@@ -9,7 +9,7 @@ from .._params import Param, check_range
 from .._progress import Reporter
 from .._scaling import scale_param
 from .._validation import check_magnitude, validate_X
-from ..linalg import covariance_eigh
+from ..linalg import GRAM_RCOND, covariance_eigh
 from ._base import SubspaceModel
 
 __all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX"]
@@ -100,11 +100,17 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         rep(0.0, "centring")
         Z, scaling = self._fit_scaled(X, p["scale"])
         check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
+        w = None
         if n >= _COVARIANCE_ROWS * d:
-            # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh)
+            # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh), unless
+            # its spectrum spans so many decades that squaring would cost the small eigenvalues
+            # their precision (the same rule as the out-of-core DaskPCA's)
             mean, w, V = covariance_eigh(Z, center=p["center"])
-            s, vt = np.sqrt(w), V.T
-        else:
+            if w[-1] < GRAM_RCOND * w[0]:
+                w = None
+            else:
+                s, vt = np.sqrt(w), V.T
+        if w is None:
             mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
             Zc = Z - mean
             rep(0.1, "SVD")
