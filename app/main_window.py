@@ -160,20 +160,9 @@ class MainWindow(QMainWindow):
 
     # == construction ================================================================================
     def _build_central(self) -> None:
-        try:
-            from .views import ResultViews
-            self.views = ResultViews(self.state)
-        except Exception as exc:  # noqa: BLE001 - views broken: keep the loop usable with a summary
-            self.views = QPlainTextEdit(readOnly=True)
-            self.views.setPlainText(f"Result views could not be loaded ({type(exc).__name__}: {exc}).")
-            self.state.resultAdded.connect(self._fallback_summary)
+        from .views import ResultViews
+        self.views = ResultViews(self.state)
         self.setCentralWidget(self.views)
-
-    def _fallback_summary(self, method: str) -> None:
-        res = self.state.result(method)
-        if res is not None:
-            lines = [f"{res.method} ({res.elapsed:.2f} s)"] + [f"  {k}: {v}" for k, v in res.summary.items()]
-            self.views.setPlainText("\n".join(lines))
 
     def _dock(self, title: str, name: str, widget, area) -> QDockWidget:
         dock = QDockWidget(title, self)

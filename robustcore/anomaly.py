@@ -399,15 +399,5 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
                 raise ValueError(f"plane must be a finite array of shape (2, {d}); got shape {P.shape}")
             if np.abs(P @ P.T - np.eye(2)).max() > _ORTHO_TOL:
                 raise ValueError("plane must have two orthonormal rows (plane @ plane.T = I)")
-        C = self.components_
-        A = P @ C.T                      # (2, k): scores of u and v
-        R = P - A @ C                    # residuals of u and v
-        Ruu, Ruv, Rvv = R[0] @ R[0], R[0] @ R[1], R[1] @ R[1]
-        x = xs[None, :]
-        y = ys[:, None]
-        spe = x * x * Ruu + 2.0 * x * y * Ruv + y * y * Rvv
-        t2 = np.zeros((ys.size, xs.size))
-        for j in range(C.shape[0]):
-            t = x * A[0, j] + y * A[1, j]
-            t2 += t * t / self.variances_[j]
-        return np.maximum(spe, 0.0), t2
+        from .compare import spe_t2_grid
+        return spe_t2_grid(self.components_, self.mean_, self.variances_, P, xs, ys)

@@ -14,7 +14,7 @@ from .subspace.pca import fix_signs
 
 __all__ = ["principal_angles", "lowrank_subspace", "reconstruct", "residual_contributions",
            "robust_threshold", "flags_above", "reconstruction_errors", "plane_coordinates",
-           "component_plane"]
+           "component_plane", "residual_direction", "spe_t2_grid", "common_rank_comparison"]
 
 
 def principal_angles(A, B) -> np.ndarray:
@@ -131,3 +131,93 @@ def component_plane(components, i: int, j: int) -> np.ndarray:
     """The (2, d) plane spanned by components i and j (orthonormal rows of ``components``)."""
     C = np.atleast_2d(np.asarray(components, dtype=np.float64))
     return C[[i, j]].copy()
+
+
+def residual_direction(X, components, mean) -> np.ndarray:
+    """Unit direction (d,) of largest variance of the residuals of X's rows off the subspace
+    ``mean + span(components)``; orthogonal to every component (sign fixed).
+
+    With a component, it spans a plane on which SPE varies (along it) and T² too (along the
+    component). Returns zeros when X lies in the subspace exactly.
+    """
+    X = np.atleast_2d(np.asarray(X, dtype=np.float64))
+    C = np.atleast_2d(np.asarray(components, dtype=np.float64))
+    Z = X - mean
+    E = Z - (Z @ C.T) @ C
+    n, d = E.shape
+    # Through the smaller Gram matrix (video frames: n << d; tables: d << n).
+    if n < d:
+        w, U = np.linalg.eigh(E @ E.T)
+        v = E.T @ U[:, -1]
+    else:
+        w, V = np.linalg.eigh(E.T @ E)
+        v = V[:, -1]
+    v -= C.T @ (C @ v)  # rounding: keep it exactly off the subspace
+    norm = np.linalg.norm(v)
+    if not norm > 1e-12 * max(np.linalg.norm(E), 1e-300):
+        return np.zeros(d)
+    return fix_signs((v / norm)[None, :])[0]
+
+
+def spe_t2_grid(components, mean, variances, plane, xs, ys):
+    """SPE and T² on the grid ``mean + x u + y v`` (x in xs, y in ys; plane = rows u, v).
+
+    Both are quadratic forms in (x, y), evaluated in closed form: O(len(xs) * len(ys)) work
+    whatever the dimension. ``mean`` only locates the grid (offsets are from it). Returns
+    ``(spe, t2)``, each (len(ys), len(xs)).
+    """
+    xs = np.asarray(xs, dtype=np.float64).ravel()
+    ys = np.asarray(ys, dtype=np.float64).ravel()
+    C = np.atleast_2d(np.asarray(components, dtype=np.float64))
+    P = np.asarray(plane, dtype=np.float64)
+    var = np.asarray(variances, dtype=np.float64)
+    if P.shape != (2, C.shape[1]):
+        raise ValueError(f"plane must have shape (2, {C.shape[1]}); got {P.shape}")
+    A = P @ C.T                      # (2, k): scores of u and v
+    R = P - A @ C                    # residuals of u and v
+    x = xs[None, :]
+    y = ys[:, None]
+    spe = x * x * (R[0] @ R[0]) + 2.0 * x * y * (R[0] @ R[1]) + y * y * (R[1] @ R[1])
+    t2 = np.zeros((ys.size, xs.size))
+    for j in range(C.shape[0]):
+        t = x * A[0, j] + y * A[1, j]
+        t2 += t * t / var[j]
+    return np.maximum(spe, 0.0), t2
+
+
+def common_rank_comparison(X, subspaces: dict, flags: dict, outliers=None) -> dict:
+    """Compare subspaces like with like: each by its ``rank`` leading directions, the smallest
+    rank among them, on the same samples.
+
+    A larger subspace reconstructs every sample better by construction, so comparing the median
+    SPE of a rank-2 PCA with that of a rank-152 L says nothing about robustness.
+
+    Parameters
+    ----------
+    X : (n, d) data.
+    subspaces : name -> (components (r, d) orthonormal rows, leading first; mean (d,)).
+    flags : name -> (n,) bool, the samples each method flags as outliers.
+    outliers : (n,) bool or None, known outliers.
+
+    Returns
+    -------
+    dict with ``rank`` (int), ``angles`` {(a, b): degrees (rank,)}, ``spe`` {name: (n,)} at that
+    rank, and ``median_spe`` {set name: {name: float}} over the samples no method flags
+    ("unflagged by all") and, with ``outliers``, over the known inliers.
+    """
+    names = list(subspaces)
+    k = min(np.atleast_2d(c).shape[0] for c, _ in subspaces.values())
+    lead = {m: (np.atleast_2d(c)[:k], mu) for m, (c, mu) in subspaces.items()}
+    angles = {(a, b): principal_angles(lead[a][0], lead[b][0])
+              for i, a in enumerate(names) for b in names[i + 1:]}
+    spe = {m: reconstruction_errors(X, c, mu) for m, (c, mu) in lead.items()}
+    n = np.asarray(X).shape[0]
+    any_flag = np.zeros(n, dtype=bool)
+    for f in flags.values():
+        any_flag |= np.asarray(f, dtype=bool)
+    sets = {"unflagged by all": ~any_flag}
+    if outliers is not None:
+        sets["known inliers"] = ~np.asarray(outliers, dtype=bool)
+    median = {s: {m: float(np.median(spe[m][rows])) if rows.any() else float("nan") for m in names}
+              for s, rows in sets.items()}
+    return {"rank": k, "angles": angles, "spe": spe, "median_spe": median}

@@ -1,9 +1,14 @@
 """The method registry: one entry per method, used by the window, the command line and exports.
 
 Each :class:`Method` names its estimator (whose ``_params`` declaration builds forms and CLI
-help), the views it feeds, and an adapter that turns a fitted estimator into a :class:`RunResult`
--- the uniform bundle of per-sample scores, flags, arrays and summary numbers that views draw and
-exports write. Views never compute: anything they need is put in the result here.
+help), the views it feeds, its outlier rule, where its subspace comes from, and an adapter that
+turns a fitted estimator into a :class:`RunResult` -- the uniform bundle of per-sample scores,
+flags, arrays and summary numbers that views draw and exports write.
+
+This is the one place where method -> views -> outlier rule is declared: the views take their
+method lists from :func:`methods_for_view`, the adapters apply :attr:`Method.outlier_rule` and
+every legend quotes it. Views never compute: anything they need (limits, variances along the
+components, the planes of the SPE/T² map) is put in the result here.
 """
 from __future__ import annotations
 
@@ -17,7 +22,8 @@ import numpy as np
 from ._params import Param, validate_params
 from ._progress import Reporter
 
-__all__ = ["Method", "RunResult", "METHODS", "get_method", "method_names", "upgrade_params",
+__all__ = ["Method", "RunResult", "OutlierRule", "METHODS", "get_method", "method_names",
+           "methods_for_view", "view_requirement", "VIEW_MIN_METHODS", "upgrade_params",
            "SCORE_DIRECTIONS"]
 
 
@@ -53,18 +59,55 @@ class RunResult:
 
 
 @dataclass(frozen=True)
+class OutlierRule:
+    """How a method decides its "outlier" flag. Declared once per method; the adapter applies it
+    and the views, the log and the exports quote :meth:`describe`.
+
+    ``alpha`` is a fixed false-alarm rate of control limits, ``alpha_param`` the run parameter
+    holding it when the user chooses it; ``n_mad`` the width of a median + n·MAD cut.
+    """
+
+    text: str
+    alpha: float | None = None
+    alpha_param: str | None = None
+    n_mad: float | None = None
+
+    def alpha_for(self, params: dict | None = None) -> float | None:
+        if self.alpha_param is not None and params and params.get(self.alpha_param) is not None:
+            return float(params[self.alpha_param])
+        return self.alpha
+
+    def describe(self, params: dict | None = None) -> str:
+        c = (params or {}).get("contamination", "auto")
+        if c != "auto":  # a numeric contamination replaces the method's own rule
+            return contamination_rule(c)
+        a = self.alpha_for(params)
+        return f"{self.text} (alpha = {a:g})" if a is not None else self.text
+
+
+def contamination_rule(c: float) -> str:
+    """The outlier rule of a run with a numeric ``contamination``, in words."""
+    return f"the {c:.3g} share of samples with the largest outlier score (contamination)"
+
+
+@dataclass(frozen=True)
 class Method:
     name: str                   # stable, lower-case, hyphenated (CLI name)
     title: str                  # shown in the window
     description: str            # one line
     factory: Callable[[], type]  # returns the estimator class (imported lazily)
     adapter: Callable[[Any, Any, dict], dict]  # (estimator, dataset, params) -> RunResult fields
-    views: tuple = ()
+    views: tuple = ()           # the views this method's results feed, best first
     needs_labels: bool = False
     accepts_sparse: bool = False
     extra_params: tuple = ()    # run-level parameters that are not the estimator's (e.g. alpha)
     # Adapter for data opened out of core (a bigdata.LazyDataset); None: the method needs memory.
     lazy: Callable | None = None
+    outlier_rule: OutlierRule | None = None  # how result.flags["outlier"] is decided
+    subspace: str = ""          # where the subspace the views draw comes from (axis labels)
+    short: str = ""             # a short name for crowded axes ("CoP")
+    about: str = ""             # help page: what it does and when to use it (a few sentences)
+    reference: str = ""         # the paper
 
     @property
     def estimator_class(self) -> type:
@@ -131,6 +174,14 @@ SCORE_DIRECTIONS = {
     "coherence": "higher = more coherent with the other samples (more normal)",
 }
 
+# The outlier rules, declared once (each Method below names its own).
+LIMITS_RULE = OutlierRule("SPE or T² above its limit", alpha=_LIMIT_ALPHA)
+RESIDUAL_RULE = OutlierRule("SPE or T² above its limit", alpha_param="alpha")
+SPARSE_RULE = OutlierRule("sparse-part score above median + 3 MAD", n_mad=3.0)
+# How many leading directions of PCP's L are kept as its subspace (every scatter axis and
+# principal angle the views show, and the common rank of the comparison, fit in it).
+PCP_DIRECTIONS = 10
+
 
 def _contamination_flags(est, X, values, flags, summary):
     """With a numeric ``contamination`` the estimator's own rule replaces the method's default
@@ -139,11 +190,22 @@ def _contamination_flags(est, X, values, flags, summary):
     if c == "auto":
         return
     flags["outlier"] = est.predict(X) == -1
-    summary["outlier rule"] = f"the {c:.3g} share of samples with the largest outlier score (contamination)"
+    summary["outlier rule"] = contamination_rule(c)
     summary["flagged"] = int(flags["outlier"].sum())
 
 
-def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None):
+def _map_arrays(X, components, mean, variances, data_plane) -> dict:
+    """What the SPE/T² map draws besides the limits: the variance along each component (T²),
+    the principal plane of the data, and the direction of largest residual variance. A plane
+    through a component and that direction is one where SPE varies; the principal plane of data
+    whose subspace has rank >= 2 lies inside the subspace, where SPE is zero everywhere."""
+    from .compare import residual_direction
+    return {"component_variances": np.asarray(variances, dtype=float),
+            "data_plane": np.asarray(data_plane, dtype=float),
+            "residual_direction": residual_direction(X, components, mean)}
+
+
+def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None, rule=LIMITS_RULE):
     """Projection, SPE and T² against a subspace, and flags "SPE or T² above its limit".
 
     ``calibrate`` (row indices) are the samples the limits are calibrated on: for a robust
@@ -159,20 +221,22 @@ def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None):
     r = components.shape[0]
     Xc = X if calibrate is None else X[calibrate]
     try:
-        scorer = ResidualScorer(n_components=r, alpha=_LIMIT_ALPHA).fit_subspace(
+        scorer = ResidualScorer(n_components=r, alpha=rule.alpha).fit_subspace(
             Xc, components=components, mean=mean)
     except ValueError as exc:
         # Full rank (no residual left) or a flat direction: SPE still means something, T² and
         # its limit do not; say why instead of failing the whole run.
         scores["spe"] = reconstruction_errors(X, components, mean)
         notes.append(f"no SPE/T² limits for this subspace: {exc}")
+        summary["no limits"] = str(exc)
         return scores, flags, arrays, summary, notes
     spe, t2 = scorer.scores(X)
     scores["spe"], scores["t2"] = spe, t2
     fl = {"spe": spe > scorer.spe_limit_, "t2": t2 > scorer.t2_limit_}
     flags["outlier"] = fl["spe"] | fl["t2"]
     flags["outside_spe"], flags["outside_t2"] = fl["spe"], fl["t2"]
-    summary["outlier rule"] = f"SPE or T² above its limit (alpha = {_LIMIT_ALPHA:g})"
+    arrays.update(_map_arrays(Xc, components, mean, scorer.variances_, scorer.plane_))
+    summary["outlier rule"] = rule.describe()
     summary["SPE limit"], summary["T2 limit"] = float(scorer.spe_limit_), float(scorer.t2_limit_)
     summary["flagged"] = int(flags["outlier"].sum())
     return scores, flags, arrays, summary, notes
@@ -245,14 +309,14 @@ def _run_pcp(est, dataset, values, rep):
     arrays = {"low_rank": est.low_rank_, "sparse": est.sparse_,
               "history_residual": np.asarray(h["residual"]), "history_rank": np.asarray(h["rank"]),
               "history_nnz": np.asarray(h["nnz"])}
-    # The subspace of L (at most 10 directions: enough for every scatter and angle the views show).
-    sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), 10))
+    # The subspace of L: its PCP_DIRECTIONS leading directions at most.
+    sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), PCP_DIRECTIONS))
     arrays.update(components=sub["components"], mean=sub["mean"], projection=(X - sub["mean"]) @ sub["components"].T)
     score = est.sample_scores_
-    cut = robust_threshold(score)
+    cut = robust_threshold(score, SPARSE_RULE.n_mad)
     summary = {"iterations": est.n_iter_, "converged": bool(est.converged_), "rank of L": int(est.rank_),
                "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_,
-               "outlier rule": "sparse-part score above median + 3 MAD", "flagged": int((score > cut).sum())}
+               "outlier rule": SPARSE_RULE.describe(), "flagged": int((score > cut).sum())}
     flags = {"outlier": flags_above(score, cut)}
     _contamination_flags(est, X, values, flags, summary)
     return dict(sample_scores={"sparse_score": score}, flags=flags, arrays=arrays, summary=summary)
@@ -264,11 +328,12 @@ def _run_residual(est, dataset, values, rep):
     spe, t2 = est.scores(X)
     out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
     summary = {"SPE limit": est.spe_limit_, "T2 limit": est.t2_limit_, "alpha": est.alpha,
-               "outlier rule": f"SPE or T² above its limit (alpha = {est.alpha:g})",
+               "outlier rule": RESIDUAL_RULE.describe(values),
                "flagged": int((out_spe | out_t2).sum()), "flagged by SPE only": int((out_spe & ~out_t2).sum()),
                "flagged by T2 only": int((out_t2 & ~out_spe).sum())}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": est.transform(X),
-              "contributions": est.contributions(X), **_scaling_arrays(est)}
+              "contributions": est.contributions(X), **_scaling_arrays(est),
+              **_map_arrays(est._scaled(X), est.components_, est.mean_, est.variances_, est.plane_)}
     flags = {"outlier": out_spe | out_t2, "outside_spe": out_spe, "outside_t2": out_t2,
              "outside_either": out_spe | out_t2}
     _contamination_flags(est, X, values, flags, summary)
@@ -338,6 +403,20 @@ def _bigdata(name):
     return run
 
 
+def _linear_subspace(adapter):
+    """An adapter whose components span a linear subspace (through the origin), completed with
+    what the views draw: a zero mean and, for data in memory, the projection."""
+    def run(est, dataset, values, rep):
+        fields = adapter(est, dataset, values, rep)
+        a = fields["arrays"]
+        if "components" in a and "mean" not in a and not getattr(dataset, "is_lazy", False):
+            C = np.atleast_2d(a["components"])
+            a["mean"] = np.zeros(C.shape[1])
+            a["projection"] = _X(dataset) @ C.T
+        return fields
+    return run
+
+
 def _cls(module, name):
     def load():
         import importlib
@@ -348,30 +427,115 @@ def _cls(module, name):
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
            _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "comparison"),
+           outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA",
+           about="Finds the directions of largest variance: the best least-squares subspace of the "
+                 "given rank. Fast and exact, and the baseline every robust method is compared "
+                 "with; but every sample pulls on the fit with the square of its distance, so a "
+                 "few gross outliers can tilt the subspace towards themselves. Use it to see how "
+                 "much the outliers move the answer (Comparison view), or on clean data. Samples "
+                 "are flagged when their SPE or T² exceeds its control limit, calibrated on all "
+                 "samples.",
+           reference="I. T. Jolliffe, Principal Component Analysis, 2nd ed., Springer 2002.",
            lazy=_bigdata("run_pca")),
     Method("coherence-pursuit", "Coherence Pursuit",
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
-           views=("scatter", "detail", "contour", "comparison"), lazy=_bigdata("run_cop")),
+           views=("scatter", "detail", "contour", "comparison"), outlier_rule=LIMITS_RULE,
+           subspace="Coherence Pursuit", short="CoP",
+           about="Robust subspace recovery when whole samples are outliers. Each sample is "
+                 "normalised and scored by how strongly it aligns with all the others: inliers, "
+                 "which share a low-dimensional subspace, align with many; outliers, scattered in "
+                 "the full space, with few. The subspace is spanned by the most coherent samples. "
+                 "Non-iterative, so quick, and it tolerates a large share of outliers when the "
+                 "inliers outnumber the rank. It ignores magnitude (samples are normalised), so "
+                 "the SPE/T² limits, calibrated on all but the gross outliers, flag the rest.",
+           reference="M. Rahmani and G. K. Atia, \"Coherence Pursuit: Fast, Simple, and Robust "
+                     "Subspace Recovery\", ICML 2017 (PMLR 70).", lazy=_bigdata("run_cop")),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
-           _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "comparison")),
+           _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "comparison"),
+           outlier_rule=SPARSE_RULE, subspace="PCA of L", short="PCP",
+           about="Splits the data into a low-rank part L plus a sparse part S by minimising "
+                 "‖L‖* + λ‖S‖₁ with X = L + S. Suited to corruption of individual entries rather "
+                 "than whole samples: a moving object over a static video background (L is the "
+                 "background, S the foreground), scratches on images, sensor glitches. The rank "
+                 "of L is found, not chosen. Each sample's score is the size of its row of S; "
+                 f"samples far above the median are flagged. Views draw L's {PCP_DIRECTIONS} "
+                 "leading directions at most as its subspace.",
+           reference="E. J. Candès, X. Li, Y. Ma and J. Wright, \"Robust principal component "
+                     "analysis?\", Journal of the ACM 58(3), 2011."),
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
            _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail"),
+           outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²",
+           about="Anomaly scores against a PCA subspace: SPE (the squared distance from the "
+                 "subspace) and Hotelling's T² (the distance along it, in units of the spread), "
+                 "each with a control limit at false-alarm rate alpha. Each score is blind to what "
+                 "the other sees: a sample far out along the subspace has a small SPE. The SPE/T² "
+                 "map draws both so the blind spot shows. Use it for process monitoring or as a "
+                 "transparent anomaly score; the subspace is fitted on all samples, so outliers in "
+                 "the training data widen the limits.",
+           reference="J. E. Jackson and G. S. Mudholkar, \"Control procedures for residuals "
+                     "associated with principal component analysis\", Technometrics 21(3), 1979.",
            lazy=_bigdata("run_residual")),
     Method("online-rpca", "Online robust PCA (streaming)",
            "Low-rank + sparse one batch of frames at a time, for long videos (OR-PCA, Feng, Xu & Yan 2013).",
-           _cls(".subspace.online_rpca", "OnlineRPCA"), _bigdata("run_online_rpca"),
-           views=("decomposition", "detail", "comparison"), lazy=_bigdata("run_online_rpca")),
+           _cls(".subspace.online_rpca", "OnlineRPCA"), _linear_subspace(_bigdata("run_online_rpca")),
+           views=("decomposition", "detail", "comparison"), lazy=_bigdata("run_online_rpca"),
+           outlier_rule=SPARSE_RULE, subspace="OR-PCA basis", short="OR-PCA",
+           about="Robust PCA for videos too long for memory: the frames stream through in batches, "
+                 "and each batch is split into a part in a slowly updated low-rank basis (the "
+                 "background) and a sparse part (the foreground). Memory does not grow with the "
+                 "length of the video, and results can go to disk. Less exact than PCP on a short "
+                 "clip, whose background it learns from the whole stack at once; use it when PCP "
+                 "would not fit in memory or time. Each frame's score is the size of its sparse "
+                 "part; frames far above the median are flagged.",
+           reference="J. Feng, H. Xu and S. Yan, \"Online robust PCA via stochastic "
+                     "optimization\", NIPS 2013."),
     Method("esfs", "ESFS feature ranking",
            "Eigenvalue Sensitive Feature Selection from Laplacian eigenmaps (Jiang & Ren 2011).",
-           _cls(".features.esfs", "ESFS"), _run_esfs, views=("ranking",)),
+           _cls(".features.esfs", "ESFS"), _run_esfs, views=("ranking",), short="ESFS",
+           about="Ranks features without labels by how much the cluster structure depends on them: "
+                 "a similarity graph of the samples is built, and each feature is scored by the "
+                 "sensitivity of the graph Laplacian's smallest non-trivial eigenvalues to it. "
+                 "Features that carry the clusters come first. Use it to find the few features "
+                 "worth plotting or keeping.",
+           reference="Y. Jiang and J. Ren, \"Eigenvalue sensitive feature selection\", ICML 2011."),
     Method("scw", "SCW online classifier",
            "Soft Confidence-Weighted online learning, SCW-I / SCW-II (Wang, Zhao & Hoi 2012).",
            _cls(".online.scw", "SCW"), _run_scw, views=("learning-curve",), needs_labels=True,
-           accepts_sparse=True, extra_params=(_TEST_FRACTION,)),
+           accepts_sparse=True, extra_params=(_TEST_FRACTION,), short="SCW",
+           about="A linear classifier learned one sample at a time. It keeps a Gaussian belief "
+                 "over the weights and, when a sample is misclassified or classified with too "
+                 "little confidence, moves the belief just enough to fix it, with a soft margin "
+                 "that limits how far one noisy label can push. Use it for streams and large "
+                 "sparse data; the learning curve shows how quickly it settles.",
+           reference="J. Wang, P. Zhao and S. C. H. Hoi, \"Exact soft confidence-weighted "
+                     "learning\", ICML 2012."),
 ]}
+
+#: Views that draw several methods' results at once, and how many they need.
+VIEW_MIN_METHODS = {"comparison": 2}
+
+
+def methods_for_view(view: str) -> tuple[str, ...]:
+    """The methods whose results feed ``view``, in registry order."""
+    return tuple(m.name for m in METHODS.values() if view in m.views)
+
+
+def view_requirement(view: str, have) -> str | None:
+    """What ``view`` still needs, given the methods ``have`` results (None: it can be drawn)."""
+    feeds = methods_for_view(view)
+    got = [m for m in feeds if m in set(have)]
+    need = VIEW_MIN_METHODS.get(view, 1)
+    if len(got) >= need:
+        return None
+    names = ", ".join(feeds)
+    if need == 1:
+        return f"the {view} view draws a result of one of: {names}; run one of them"
+    what = f"only {', '.join(got)}" if got else "none of them"
+    return (f"the {view} view compares the results of at least {need} of: {names}; "
+            f"{what} {'has' if len(got) == 1 else 'have'} a result: run {need - len(got)} more")
 
 
 # Parameters renamed since 0.1: method -> {old name: (new name, {old value: new value} or None)}.

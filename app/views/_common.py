@@ -5,25 +5,30 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtWidgets import QComboBox, QLabel
 
-METHOD_TITLES = {"pca": "PCA", "coherence-pursuit": "Coherence Pursuit", "pcp": "Robust PCA (PCP)",
-                 "residual": "SPE / T²", "esfs": "ESFS", "scw": "SCW"}
-
-
 def title_of(method: str) -> str:
-    return METHOD_TITLES.get(method, method)
+    """The registry's title of a method (its name when the registry does not know it)."""
+    from robustcore.methods import METHODS
+    m = METHODS.get(method)
+    return m.title if m is not None else method
 
 
 class Choice(QComboBox):
-    """A combo box of (text, key) items that keeps the selected key when its items are replaced."""
+    """A combo box of (text, key) items that keeps the selected key when its items are replaced
+    (``keep=False``: ``default`` wins). It is as wide as its longest item, so no choice is ever
+    shown cut off."""
 
-    def set_items(self, items, default=None) -> None:
-        keep = self.key()
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+
+    def set_items(self, items, default=None, keep: bool = True) -> None:
+        kept = self.key() if keep else None
         keys = [k for _, k in items]
         self.blockSignals(True)
         self.clear()
         for text, key in items:
             self.addItem(text, key)
-        target = keep if keep in keys else default if default in keys else (keys[0] if keys else None)
+        target = kept if kept in keys else default if default in keys else (keys[0] if keys else None)
         if target is not None:
             self.setCurrentIndex(keys.index(target))
         self.blockSignals(False)

@@ -1,127 +1,85 @@
-"""Numbers a view needs beyond what a RunResult holds, computed by robustcore ONCE per result.
-
-Each helper caches on the result object itself (attribute ``_view_cache``), so every view and
-every repaint shares one computation and a new run (a new result object) starts fresh.
+"""What views read from a RunResult. Nothing is fitted or calibrated here: the registry's adapters
+(:mod:`robustcore.methods`) put every number a view draws in the result, and the registry
+declares each method's outlier rule once. These helpers only pick the numbers out, and evaluate
+the result's own model where a view needs it (the projection of one sample, SPE on a grid).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from robustcore import compare
-
-SUBSPACE_METHODS = ("pca", "coherence-pursuit", "residual", "pcp")
-ALPHA = 0.01  # false-alarm rate of the limits drawn for results that did not choose one
+from robustcore.methods import METHODS
 
 
-def _cache(result) -> dict:
-    c = getattr(result, "_view_cache", None)
-    if c is None:
-        c = {}
-        try:
-            result._view_cache = c
-        except AttributeError:  # a frozen or slotted result: no caching, still correct
-            pass
-    return c
+def method_title(method: str) -> str:
+    m = METHODS.get(method)
+    return m.title if m is not None else method
 
 
-def _memo(result, key, make):
-    c = _cache(result)
-    if key not in c:
-        c[key] = make()
-    return c[key]
+def short_title(method: str) -> str:
+    m = METHODS.get(method)
+    return (m.short or m.title) if m is not None else method
 
 
 def has_subspace(result) -> bool:
-    return result is not None and ("components" in result.arrays or "low_rank" in result.arrays)
+    return result is not None and "components" in result.arrays and "mean" in result.arrays
 
 
 def subspace(result) -> dict | None:
-    """``{"components" (r, d), "mean" (d,), "projection" (n, r), "source"}`` of a subspace result.
+    """``{"components" (r, d), "mean" (d,), "projection" (n, r), "source"}`` of a subspace
+    result, ``source`` naming where the subspace comes from (the registry's declaration)."""
+    if not has_subspace(result):
+        return None
+    a = result.arrays
+    proj = a.get("projection")
+    if proj is None:
+        raise ValueError(f"result {result.method!r} has components but no projection")
+    m = METHODS.get(result.method)
+    return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
+            "projection": np.asarray(proj).reshape(len(proj), -1),
+            "source": (m.subspace if m is not None and m.subspace else result.method)}
 
-    For PCP the subspace is the PCA of the low-rank part L (its numerical rank, at most 10
-    directions are drawn), so PCP sits in the same scatter and comparison as the others.
-    """
+
+def rank(result) -> int | None:
+    """The rank of the result's own subspace: PCP's rank of L, else the number of components."""
     if result is None:
         return None
-    a = result.arrays
-    if "components" in a and "mean" in a:
-        def make():
-            proj = a.get("projection")
-            if proj is None:
-                raise ValueError(f"result {result.method!r} has components but no projection")
-            return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
-                    "projection": np.asarray(proj).reshape(len(proj), -1), "source": result.method}
-        return _memo(result, "subspace", make)
-    if "low_rank" in a:
-        def make():
-            r = result.summary.get("rank of L")
-            r = int(r) if r else None
-            out = compare.lowrank_subspace(a["low_rank"], n_components=None if r is None else min(max(r, 1), 10))
-            out["source"] = "PCA of L"
-            return out
-        return _memo(result, "subspace", make)
-    return None
+    if "rank of L" in result.summary:
+        return int(result.summary["rank of L"])
+    sub = result.arrays.get("components")
+    return None if sub is None else int(np.atleast_2d(sub).shape[0])
 
 
-def model_units(result, X) -> np.ndarray:
-    """X in the units the result's subspace lives in: scaled as the estimator scaled its input
-    (arrays "scale_center" and "scale", present when it did), otherwise X itself."""
-    a = result.arrays
-    if "scale" in a and "scale_center" in a:
-        return (np.asarray(X, dtype=float) - a["scale_center"]) / a["scale"]
-    return X
+def outlier_rule(result) -> str:
+    """The rule behind ``result.flags["outlier"]`` in words, as the registry declares it."""
+    m = METHODS.get(result.method)
+    if m is not None and m.outlier_rule is not None:
+        return m.outlier_rule.describe(result.params)
+    return str(result.summary.get("outlier rule", "flagged by the method"))
 
 
-def _original_units(result, Z) -> np.ndarray:
-    a = result.arrays
-    if "scale" in a and "scale_center" in a:
-        return Z * a["scale"] + a["scale_center"]
-    return Z
-
-
-def scorer(result, dataset):
-    """A fitted ResidualScorer for the result's subspace, taking data in the subspace's units
-    (:func:`model_units`): the result's own for an unscaled "residual" run."""
-    if result.method == "residual" and hasattr(result.estimator, "spe_limit_") \
-            and "scale" not in result.arrays:
-        return result.estimator
-    sub = subspace(result)
-    if sub is None:
+def outlier_flags(result) -> tuple[np.ndarray, str] | None:
+    """(flags (n,), rule in words): the samples this result flags as outliers, or None when it
+    flags none (no limits: e.g. a subspace of full rank)."""
+    if result is None or "outlier" not in result.flags:
         return None
-
-    def make():
-        from robustcore.anomaly import ResidualScorer
-        X = model_units(result, dataset.dense())
-        r = sub["components"].shape[0]
-        return ResidualScorer(n_components=r, alpha=ALPHA).fit_subspace(
-            X, components=sub["components"], mean=sub["mean"])
-    return _memo(result, "scorer", make)
+    return np.asarray(result.flags["outlier"], dtype=bool), outlier_rule(result)
 
 
-def outlier_flags(result, dataset) -> tuple[np.ndarray, str] | None:
-    """(flags (n,), rule in words): which samples this result treats as outliers."""
+def map_model(result) -> tuple[dict | None, str]:
+    """What the SPE/T² map draws: ``({"components", "mean", "variances", "spe_limit",
+    "t2_limit", "residual_direction", "data_plane"}, "")``, or ``(None, why not)``."""
     if result is None:
-        return None
-    f = result.flags
-    if "outlier" in f:
-        return np.asarray(f["outlier"], dtype=bool), str(result.summary.get("outlier rule", "flagged by the method"))
-    if "outside_either" in f:
-        return np.asarray(f["outside_either"], dtype=bool), "SPE or T² above its limit"
-    if "sparse_score" in result.sample_scores:
-        def make():
-            s = np.asarray(result.sample_scores["sparse_score"], dtype=float)
-            t = compare.robust_threshold(s)
-            return compare.flags_above(s, t), "sparse-part score above median + 3·MAD"
-        return _memo(result, "flags", make)
-    if has_subspace(result):
-        def make():
-            sc = scorer(result, dataset)
-            fl = sc.flag(model_units(result, dataset.dense()))
-            return np.asarray(fl["either"], dtype=bool), f"SPE or T² above its limit (α = {ALPHA})"
-        return _memo(result, "flags", make)
-    if "misclassified" in f:
-        return np.asarray(f["misclassified"], dtype=bool), "misclassified"
-    return None
+        return None, "no result"
+    a, s = result.arrays, result.summary
+    need = ("components", "mean", "component_variances", "residual_direction", "data_plane")
+    if "SPE limit" not in s or any(k not in a for k in need):
+        why = s.get("no limits") or "this result has no SPE/T² control limits"
+        return None, str(why)
+    return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
+            "variances": np.asarray(a["component_variances"]), "spe_limit": float(s["SPE limit"]),
+            "t2_limit": float(s["T2 limit"]), "residual_direction": np.asarray(a["residual_direction"]),
+            "data_plane": np.asarray(a["data_plane"])}, ""
 
 
 def reconstruction(result, dataset, rows) -> np.ndarray | None:
@@ -132,8 +90,7 @@ def reconstruction(result, dataset, rows) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    X = model_units(result, dataset.dense()[rows])
-    return _original_units(result, compare.reconstruct(X, sub["components"], sub["mean"]))
+    return compare.reconstruct(dataset.dense()[rows], sub["components"], sub["mean"])
 
 
 def contributions(result, dataset, row: int) -> np.ndarray | None:
@@ -145,5 +102,4 @@ def contributions(result, dataset, row: int) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    X = model_units(result, dataset.dense()[row])
-    return compare.residual_contributions(X, sub["components"], sub["mean"])[0]
+    return compare.residual_contributions(dataset.dense()[row], sub["components"], sub["mean"])[0]

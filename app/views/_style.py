@@ -81,6 +81,49 @@ def value_levels(values: np.ndarray, lo: float | None = None, hi: float | None =
     return np.clip(((v - lo) / span * (n - 1)).round().astype(np.int64), 0, n - 1), (lo, hi)
 
 
+def _unit_scale(axis) -> None:
+    axis.autoSIPrefixScale = 1.0
+    axis.labelUnitPrefix = ""
+    axis._updateLabel()
+
+
+def plain_numbers(axis: pg.AxisItem) -> pg.AxisItem:
+    """Tick labels are the data's own numbers, always: no SI prefix, no hidden scale factor.
+
+    pyqtgraph's ``enableAutoSIPrefix(False)`` is not enough: it recomputes the scale from the
+    axis range *at that moment*. Called while the range was still the previous plot's (say
+    0 to 0.9, a component), it froze a factor 1000 that nothing undid, with no "(x0.001)" shown
+    since the prefix is off: SPE values up to 42 were labelled 0 to 42,000 until a later redraw.
+    Here the scale is pinned to 1 for good, whatever the range was or becomes.
+    """
+    axis.autoSIPrefix = False
+    axis.updateAutoSIPrefix = lambda: _unit_scale(axis)
+    _unit_scale(axis)
+    return axis
+
+
+def colorbar(values, cmap, label: str, **kwargs) -> pg.ColorBarItem:
+    """A non-interactive colour bar whose axis reads like every other axis."""
+    bar = pg.ColorBarItem(values=(float(values[0]), float(values[1])), colorMap=cmap, interactive=False,
+                          label=label, width=14, **kwargs)
+    ax = bar.getAxis("right")
+    plain_numbers(ax)
+    ax.setTextPen(pen(AXIS_COLOR))
+    ax.setPen(pen(AXIS_COLOR))
+    font = QFont()
+    font.setPointSize(9)
+    ax.setTickFont(font)
+    ax.setLabel(label, color=AXIS_COLOR)
+    return bar
+
+
+def legend_row(layout, row: int, col: int, colspan: int = 1, columns: int = 4) -> pg.LegendItem:
+    """A legend in its own row of the figure (beneath the plots): never on the data."""
+    leg = pg.LegendItem(labelTextColor=AXIS_COLOR, labelTextSize="9pt", colCount=columns)
+    layout.addItem(leg, row=row, col=col, colspan=colspan)
+    return leg
+
+
 def style_plot(plot: pg.PlotItem, title: str | None = None, left: str | None = None,
                bottom: str | None = None) -> pg.PlotItem:
     """Dark axes and text on white, the way a printed figure wants them."""
@@ -91,7 +134,7 @@ def style_plot(plot: pg.PlotItem, title: str | None = None, left: str | None = N
         ax.setPen(pen(AXIS_COLOR))
         ax.setTextPen(pen(AXIS_COLOR))
         ax.setTickFont(font)
-        ax.enableAutoSIPrefix(False)  # "(x0.001)" beside a label reads as part of the unit
+        plain_numbers(ax)  # "(x0.001)" beside a label reads as part of the unit
     _let_title_shrink(plot.titleLabel)
     if title:
         set_title(plot, title)

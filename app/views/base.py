@@ -1,41 +1,70 @@
 """What every result view has: the state it draws, a figure (one GraphicsLayoutWidget, the part
-that figure export writes), a row of controls above it and a status line below it."""
+that figure export writes), a row of controls above it and a status line below it.
+
+Which methods feed a view is the registry's declaration (:func:`robustcore.methods.methods_for_view`),
+never a list of the view's own. A view follows the method the user is looking at: when the
+Method panel's method changes, or a new result of it arrives, the view's result chooser moves to
+that method's latest result (if the view can draw it). The user may pick another result in the
+chooser; it stays until one of those two events. ``drawn`` is the result the figure shows, so
+the title, the chooser and the legend can be checked against it.
+"""
 from __future__ import annotations
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QVBoxLayout, QWidget
+import traceback
+
+from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+
+from robustcore.methods import methods_for_view, view_requirement
 
 from . import _style as st
 from ._common import title_of
+from ._flow import FlowLayout
 
 
 class BaseView(QWidget):
     """Subclasses set ``name`` (the CLI's view name) and ``title``, and implement
-    :meth:`available` (is there anything to draw?) and :meth:`refresh` (draw it)."""
+    :meth:`refresh` (draw what the state holds); :meth:`missing` says what the view lacks."""
 
     name = ""
     title = ""
-    methods: tuple = ()  # results this view draws, in order of preference
+    methods: tuple = ()  # results this view draws: set from the registry for every subclass
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            cls.methods = methods_for_view(cls.name)
 
     def __init__(self, state, parent=None):
         super().__init__(parent)
         self.state = state
         self.figure = st.figure_widget()
-        self.controls = QHBoxLayout()
+        self.controls = FlowLayout()
         self.controls.setContentsMargins(4, 2, 4, 0)
         self.status = QLabel(" ")
         self.status.setWordWrap(True)
+        # A long status wraps instead of widening the window.
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(2)
         lay.addLayout(self.controls)
         lay.addWidget(self.figure, 1)
         lay.addWidget(self.status)
+        self.drawn = None  # the result the figure shows (None: nothing, or several)
         self._dirty = True
+
+    # -- what there is to draw ------------------------------------------------------------------
+    @classmethod
+    def missing(cls, state) -> str | None:
+        """Why this view has nothing to draw for ``state`` (None: it has)."""
+        if state.dataset is None:
+            return "no data set is loaded"
+        return view_requirement(cls.name, [m for m in cls.methods if state.result(m) is not None])
 
     @classmethod
     def available_in(cls, state) -> bool:
         """Whether ``state`` holds anything this kind of view draws (no view needs to exist)."""
-        return any(state.result(m) is not None for m in cls.methods)
+        return cls.missing(state) is None
 
     def available(self) -> bool:
         return self.available_in(self.state)
@@ -43,27 +72,52 @@ class BaseView(QWidget):
     def available_methods(self) -> list[str]:
         return [m for m in self.methods if self.state.result(m) is not None]
 
+    # -- invalidation ---------------------------------------------------------------------------
+    def invalidate(self) -> None:
+        """The state changed in a way this view draws: redraw at the next :meth:`ensure_fresh`."""
+        self._dirty = True
+
+    def is_stale(self) -> bool:
+        return self._dirty
+
+    def ensure_fresh(self, strict: bool = True) -> None:
+        """Redraw if invalidated. From signal handlers (``strict=False``) a failure is shown in
+        the status line instead of escaping into Qt's event loop (where it would be lost)."""
+        if not (self._dirty and self.available()):
+            return
+        self._dirty = False
+        try:
+            self.refresh()
+        except Exception as exc:  # noqa: BLE001 - any drawing bug: keep the window alive, say so
+            self._dirty = True
+            if strict:
+                raise
+            traceback.print_exc()
+            self.set_status(f"This view could not be drawn: {type(exc).__name__}: {exc}")
+
+    # -- the result chooser ---------------------------------------------------------------------
     def result(self):
         """The result picked in the view's method box (``None`` for views that draw several)."""
         box = getattr(self, "method_box", None)
         key = box.key() if box is not None else None
         return self.state.result(key) if key else None
 
-    def fill_method_box(self, first_by_default: bool = True) -> None:
-        """Offer the methods with a result, preferring the one chosen in the method panel."""
+    def fill_method_box(self) -> None:
+        """Offer the methods with a result; select the Method panel's method when this view draws
+        it (the view follows what the user is looking at), else keep the choice."""
         avail = self.available_methods()
         cur = self.state.current_method
-        default = cur if cur in avail else (avail[0] if first_by_default and avail else None)
-        self.method_box.set_items([(title_of(m), m) for m in avail], default=default)
+        kept = self.method_box.key()
+        target = cur if cur in avail else kept if kept in avail else (avail[0] if avail else None)
+        self.method_box.set_items([(title_of(m), m) for m in avail], default=target, keep=False)
 
     def refresh(self) -> None:  # pragma: no cover - every view overrides it
         raise NotImplementedError
 
     def figure_results(self) -> list:
         """The results this view is drawing (what a figure export records as its provenance)."""
-        pick = getattr(self, "result", None)
-        if callable(pick) and pick() is not None:
-            return [pick()]
+        if self.drawn is not None:
+            return [self.drawn]
         return [self.state.result(m) for m in self.available_methods()]
 
     def set_status(self, text: str) -> None:

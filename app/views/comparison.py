@@ -1,7 +1,13 @@
-"""Comparison of PCA, Coherence Pursuit and robust PCA (PCP) fitted on the same data: principal
-angles between their subspaces, the reconstruction error of the samples each treats as inliers
-(and of the known inliers, when the data set has ground truth), and which samples each flags, in
-a table the user can sort and click (a click selects the sample in every view)."""
+"""Comparison of the subspace methods fitted on the same data (the registry's "comparison"
+methods: PCA, Coherence Pursuit, robust PCA): principal angles between their subspaces, the
+reconstruction error of the same samples, and which samples each flags, in a table the user can
+sort and click (a click selects the sample in every view).
+
+Like with like: a subspace of higher rank reconstructs every sample better by construction, so
+angles and errors compare each method's leading directions at the smallest rank among them, on
+the samples no method flags (and on the known inliers, when the data set has ground truth). The
+view says which rank that is and each method's own rank (PCP's is the rank of L).
+"""
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +22,6 @@ from . import _style as st
 from ._common import fmt, title_of
 from .base import BaseView
 
-METHODS = ("pca", "coherence-pursuit", "pcp")
-SHORT = {"pca": "PCA", "coherence-pursuit": "CoP", "pcp": "PCP"}
 
 
 class _Item(QTableWidgetItem):
@@ -38,7 +42,6 @@ class _Item(QTableWidgetItem):
 class ComparisonView(BaseView):
     name = "comparison"
     title = "Comparison"
-    methods = METHODS
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
@@ -46,16 +49,16 @@ class ComparisonView(BaseView):
         self.angle_plot = lay.addPlot(row=0, col=0)
         self.error_plot = lay.addPlot(row=0, col=1)
         self.flag_plot = lay.addPlot(row=0, col=2)
+        for col in range(3):
+            lay.layout.setColumnStretchFactor(col, 1)
         st.style_plot(self.angle_plot, title="principal angles between subspaces", left="angle (degrees)",
                       bottom="angle index")
         st.style_plot(self.error_plot, title="reconstruction error (median SPE)", left="median SPE")
         st.style_plot(self.flag_plot, title="samples flagged", left="count")
-        self.angle_legend = self.angle_plot.addLegend(offset=(10, 10), labelTextColor=st.AXIS_COLOR,
-                                                      brush=st.brush("#FFFFFF", 210), pen=st.pen("#BBBBBB"))
-        self.error_legend = self.error_plot.addLegend(offset=(10, 10), labelTextColor=st.AXIS_COLOR,
-                                                      brush=st.brush("#FFFFFF", 210), pen=st.pen("#BBBBBB"))
-        self.flag_legend = self.flag_plot.addLegend(offset=(10, 10), labelTextColor=st.AXIS_COLOR,
-                                                    brush=st.brush("#FFFFFF", 210), pen=st.pen("#BBBBBB"))
+        # Each legend in a row of its own under its plot: never cut off, never on the bars.
+        self.angle_legend = st.legend_row(lay, row=1, col=0, columns=1)
+        self.error_legend = st.legend_row(lay, row=1, col=1, columns=1)
+        self.flag_legend = st.legend_row(lay, row=1, col=2, columns=1)
         self.table = QTableWidget()
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -69,6 +72,12 @@ class ComparisonView(BaseView):
         split.addWidget(self.table)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setChildrenCollapsible(False)
+        # The table keeps room for a header and eight rows, the figure for readable plots.
+        rows = self.table.verticalHeader().defaultSectionSize()
+        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height() + 8 * rows)
+        self.figure.setMinimumHeight(300)
+        self.splitter = split
         lay_.insertWidget(1, split, 1)
         state.selectionChanged.connect(self._show_selection)
         self._updating = False
@@ -77,78 +86,92 @@ class ComparisonView(BaseView):
         self.flags = {}
         self.rows = np.zeros(0, dtype=np.int64)
 
-    @classmethod
-    def available_in(cls, state) -> bool:
-        return sum(state.result(m) is not None for m in cls.methods) >= 2
-
     def refresh(self):
         ds = self.state.dataset
         ms = self.available_methods()
         if ds is None or len(ms) < 2:
             return
-        X = ds.dense()
-        subs = {m: der.subspace(self.state.result(m)) for m in ms}
+        results = {m: self.state.result(m) for m in ms}
+        subs = {m: der.subspace(r) for m, r in results.items()}
         self.flags = {}
-        for m in ms:
-            got = der.outlier_flags(self.state.result(m), ds)
-            self.flags[m] = (got[0] if got else np.zeros(ds.n_samples, bool), got[1] if got else "")
-        # Numbers (robustcore), once per refresh.
-        self.angles = {(a, b): compare.principal_angles(subs[a]["components"], subs[b]["components"])
-                       for i, a in enumerate(ms) for b in ms[i + 1:]}
-        self.spe = {m: compare.reconstruction_errors(der.model_units(self.state.result(m), X),
-                                                     subs[m]["components"], subs[m]["mean"]) for m in ms}
-        self.errors = {m: {"own inliers": float(np.median(self.spe[m][~self.flags[m][0]]))
-                           if (~self.flags[m][0]).any() else float("nan")} for m in ms}
-        if ds.outliers is not None and (~ds.outliers).any():
-            for m in ms:
-                self.errors[m]["known inliers"] = float(np.median(self.spe[m][~ds.outliers]))
-        self._draw(ms, subs, ds)
+        for m, r in results.items():
+            got = der.outlier_flags(r)
+            self.flags[m] = (got[0] if got else np.zeros(ds.n_samples, bool), got[1] if got else "flags nothing")
+        self.ranks = {m: der.rank(r) for m, r in results.items()}
+        cmp = compare.common_rank_comparison(ds.dense(), {m: (s["components"], s["mean"]) for m, s in subs.items()},
+                                             {m: f for m, (f, _) in self.flags.items()}, ds.outliers)
+        self.common_rank = cmp["rank"]
+        self.angles, self.spe, self.errors = cmp["angles"], cmp["spe"], cmp["median_spe"]
+        self._draw(ms, ds)
         self._fill_table(ms, ds)
 
-    def _draw(self, ms, subs, ds):
+    def rank_note(self, ms) -> str:
+        """Each method's own rank and the rank compared, in words."""
+        def own(m):
+            r = self.ranks[m]
+            return f"{der.short_title(m)} {r}" + (" (rank of L)" if m == "pcp" else "")
+        return (f"compared at rank {self.common_rank}, the smallest among them (own ranks: "
+                + ", ".join(own(m) for m in ms) + "): each method's leading directions")
+
+    def _draw(self, ms, ds):
         for plot, leg in ((self.angle_plot, self.angle_legend), (self.error_plot, self.error_legend),
                           (self.flag_plot, self.flag_legend)):
             plot.clear()
             leg.clear()
-        for k, ((a, b), ang) in enumerate(self.angles.items()):
-            c = st.category_color(k)
-            self.angle_plot.plot(np.arange(1, ang.size + 1), ang, pen=st.pen(c, 2), symbol="o", symbolSize=6,
-                                 symbolBrush=st.brush(c), symbolPen=None, name=f"{title_of(a)} vs {title_of(b)}")
+        short = {m: der.short_title(m) for m in ms}
+        k = self.common_rank
+        for j, ((a, b), ang) in enumerate(self.angles.items()):
+            c = st.category_color(j)
+            item = self.angle_plot.plot(np.arange(1, ang.size + 1), ang, pen=st.pen(c, 2), symbol="o", symbolSize=6,
+                                        symbolBrush=st.brush(c), symbolPen=None)
+            self.angle_legend.addItem(item, f"{short[a]} vs {short[b]}")
         self.angle_plot.setYRange(0, 90)
-        kinds = list(next(iter(self.errors.values())).keys())
-        width = 0.8 / len(kinds)
-        ticks = [(i, f"{SHORT[m]} (r = {subs[m]['components'].shape[0]})") for i, m in enumerate(ms)]
-        for j, kind in enumerate(kinds):
-            h = [self.errors[m][kind] for m in ms]
-            bars = pg.BarGraphItem(x=np.arange(len(ms)) + (j - (len(kinds) - 1) / 2) * width, height=h, width=width,
+        st.set_title(self.angle_plot, f"principal angles at rank {k}")
+        sets = list(self.errors)
+        width = 0.8 / len(sets)
+        for j, kind in enumerate(sets):
+            h = [self.errors[kind][m] for m in ms]
+            bars = pg.BarGraphItem(x=np.arange(len(ms)) + (j - (len(sets) - 1) / 2) * width, height=h, width=width,
                                    brush=st.brush(st.category_color(j + 3)), pen=None)
             self.error_plot.addItem(bars)
-            self.error_legend.addItem(bars, f"on {kind}")
-        self.error_plot.getAxis("bottom").setTicks([ticks])
+            self.error_legend.addItem(bars, f"on the {kind} ({int(self._set_size(kind, ds))})")
+        ticks = [[(i, short[m]) for i, m in enumerate(ms)]]
+        self.error_plot.getAxis("bottom").setTicks(ticks)
+        st.set_title(self.error_plot, f"median SPE at rank {k}")
+        self.error_plot.setLabel("bottom", "own rank: " + ", ".join(f"{short[m]} {self.ranks[m]}" for m in ms),
+                                 color=st.AXIS_COLOR)
         nflag = [int(self.flags[m][0].sum()) for m in ms]
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
                              brush=st.brush(st.category_color(5)), pen=None)
         self.flag_plot.addItem(b1)
-        self.flag_legend.addItem(b1, "flagged")
+        self.flag_legend.addItem(b1, "flagged (each by its own rule)")
         if ds.outliers is not None:
             hits = [int((self.flags[m][0] & ds.outliers).sum()) for m in ms]
             b2 = pg.BarGraphItem(x=np.arange(len(ms)) + 0.2, height=hits, width=0.4,
                                  brush=st.brush(st.category_color(0)), pen=None)
             self.flag_plot.addItem(b2)
             self.flag_legend.addItem(b2, f"of them known outliers (of {int(ds.outliers.sum())})")
-        self.flag_plot.getAxis("bottom").setTicks([[(i, SHORT[m]) for i, m in enumerate(ms)]])
-        # Headroom above the bars keeps the legends off the data.
+        self.flag_plot.getAxis("bottom").setTicks(ticks)
         top_err = max((v for e in self.errors.values() for v in e.values() if np.isfinite(v)), default=1.0)
-        self.error_plot.setYRange(0, 1.45 * top_err, padding=0)
-        self.flag_plot.setYRange(0, 1.45 * max(max(nflag), 1), padding=0)
+        self.error_plot.setYRange(0, 1.1 * top_err, padding=0)
+        self.flag_plot.setYRange(0, 1.1 * max(max(nflag), 1), padding=0)
         for p in (self.error_plot, self.flag_plot):
             p.setXRange(-0.6, len(ms) - 0.4, padding=0)
         n_ang = max((a.size for a in self.angles.values()), default=1)
-        self.angle_plot.getAxis("bottom").setTicks([[(k, str(k)) for k in range(1, n_ang + 1)]] if n_ang <= 12 else None)
+        self.angle_plot.getAxis("bottom").setTicks([[(i, str(i)) for i in range(1, n_ang + 1)]] if n_ang <= 12 else None)
         self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
-        txt = [f"{title_of(a)} vs {title_of(b)}: largest angle {ang.max():.1f}°" for (a, b), ang in self.angles.items()]
+        txt = [self.rank_note(ms)]
+        txt += [f"{short[a]} vs {short[b]}: largest angle {ang.max():.1f}°" for (a, b), ang in self.angles.items()]
         txt += [f"{title_of(m)} flags {n} ({self.flags[m][1]})" for m, n in zip(ms, nflag)]
         self.set_status(" · ".join(txt))
+
+    def _set_size(self, kind, ds) -> int:
+        if kind == "known inliers":
+            return int((~ds.outliers).sum())
+        any_flag = np.zeros(ds.n_samples, dtype=bool)
+        for f, _ in self.flags.values():
+            any_flag |= f
+        return int((~any_flag).sum())
 
     def _fill_table(self, ms, ds):
         any_flag = np.zeros(ds.n_samples, dtype=bool)
@@ -159,7 +182,8 @@ class ComparisonView(BaseView):
         self.rows = np.flatnonzero(any_flag)
         cols = ["index", "id"] + (["label"] if ds.labels is not None else []) + \
                (["known outlier"] if ds.outliers is not None else []) + \
-               [f"flagged by {title_of(m)}" for m in ms] + [f"SPE {title_of(m)}" for m in ms]
+               [f"flagged by {der.short_title(m)}" for m in ms] + \
+               [f"SPE {der.short_title(m)} (rank {self.common_rank})" for m in ms]
         self._updating = True
         self.table.setSortingEnabled(False)
         self.table.clear()

@@ -1,9 +1,16 @@
 """SPE / T² map: filled contours of the reconstruction error (SPE) and of Hotelling's T² over a
-plane through the training mean, isolines at both control limits, the training points and the
+plane through the subspace's centre, isolines at both control limits, the samples and the
 principal axis, and a switch between flagging by SPE, by T² or by either.
 
-Along the principal axis SPE does not change at all, so a point far out along it keeps a small
-SPE while its T² explodes: with both maps side by side the blind spot is visible at a glance.
+The default plane holds the first component and the direction of largest residual variance:
+along the component SPE does not change at all, so a point far out along it keeps a small SPE
+while its T² explodes; across it SPE grows. With both maps side by side the blind spot is
+visible at a glance. (The principal plane of the data is offered too; when the subspace has
+rank >= 2 that plane lies inside it and SPE is zero all over it, which the map then says.)
+
+Limits, variances and planes are the result's own (the registry's adapter put them there); the
+map only evaluates them over the grid, which is recomputed for whatever range is shown, so the
+colours always fill the plots.
 """
 from __future__ import annotations
 
@@ -23,6 +30,8 @@ from .base import BaseView
 # changes exactly where the isoline is drawn.
 BANDS = np.array([1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16])
 GRID = 161
+RULE_FLAGS = {"spe": "outside_spe", "t2": "outside_t2", "either": "outlier"}
+RULE_NAMES = {"spe": "SPE", "t2": "T²", "either": "SPE or T²"}
 
 
 def _band_lut(n_inside: int, n_outside: int) -> np.ndarray:
@@ -35,7 +44,6 @@ def _band_lut(n_inside: int, n_outside: int) -> np.ndarray:
 class ContourView(BaseView):
     name = "contour"
     title = "SPE / T² map"
-    methods = ("residual", "pca", "coherence-pursuit")
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
@@ -47,18 +55,22 @@ class ContourView(BaseView):
         for text, box in (("Result", self.method_box), ("Plane", self.plane_box), ("Rule", self.rule_box)):
             self.controls.addWidget(labelled(text, box))
             self.controls.addWidget(box)
-        self.controls.addStretch(1)
+        self.limits = {}
+        self.model = None
+        self.plane = None
+        self.current_flags = None
         self.plots = {}
         self.images = {}
         self.isolines = {}      # (map, limit name) -> IsocurveItem
         self.clouds = {}
         self.axis_lines = {}
-        for col, key, ttl in ((0, "spe", "SPE (reconstruction error)"), (1, "t2", "Hotelling T²")):
+        self.flat_notes = {}
+        for col, key in ((0, "spe"), (1, "t2")):
             p = new_plot(self.figure.ci, row=0, col=col)
             p.setAspectLocked(True)
             img = pg.ImageItem()
             img.setZValue(-10)
-            p.addItem(img)
+            p.addItem(img, ignoreBounds=True)
             self.plots[key], self.images[key] = p, img
             for lim in ("spe", "t2"):
                 own = lim == key
@@ -70,26 +82,38 @@ class ContourView(BaseView):
             line = pg.InfiniteLine(angle=0, pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))
             p.addItem(line, ignoreBounds=True)
             self.axis_lines[key] = line
+            note = pg.TextItem("", color=st.AXIS_COLOR, anchor=(0.5, 0.5), fill=st.brush("#FFFFFF", 220))
+            note.setZValue(20)
+            p.addItem(note, ignoreBounds=True)
+            note.setVisible(False)
+            self.flat_notes[key] = note
             cloud = PointCloud(p, state, size=5)
             cloud.sigHovered.connect(lambda i, c=cloud: self._hover(c))
             self.clouds[key] = cloud
-            st.style_plot(p, title=ttl)
+            st.style_plot(p)
+            p.getViewBox().sigRangeChanged.connect(lambda *_a, k=key: self._fill(k))
         self.plots["t2"].setXLink(self.plots["spe"])
         self.plots["t2"].setYLink(self.plots["spe"])
-        self.legend = pg.LegendItem(labelTextColor=st.AXIS_COLOR, labelTextSize="9pt", colCount=5)
-        self.figure.ci.addItem(self.legend, row=1, col=0, colspan=2)
-        # Key of the bands: value as a multiple of the map's own control limit.
-        self.key = pg.ColorBarItem(values=(-4, 4), colorMap=pg.ColorMap(np.linspace(0, 1, 10), _band_lut(5, 5)),
-                                   interactive=False, width=14, label="value ÷ limit")
+        # Key of the bands: the value as a multiple of each map's own control limit.
+        self.key = st.colorbar((-4, 4), pg.ColorMap(np.linspace(0, 1, 10), _band_lut(5, 5)),
+                               label="value as a multiple of its limit")
         ax = self.key.getAxis("right")
         ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×") for b in BANDS]])
-        ax.setTextPen(st.pen(st.AXIS_COLOR))
-        ax.setPen(st.pen(st.AXIS_COLOR))
         self.figure.ci.addItem(self.key, row=0, col=2)
-        self.limits = {}
+        self.legend = st.legend_row(self.figure.ci, row=1, col=0, colspan=2, columns=5)
         self.method_box.currentIndexChanged.connect(self._method_changed)
         self.plane_box.currentIndexChanged.connect(self.redraw)
         self.rule_box.currentIndexChanged.connect(self._apply_rule)
+
+    @classmethod
+    def missing(cls, state):
+        why = super().missing(state)
+        if why is not None:
+            return why
+        if any(der.map_model(state.result(m))[0] is not None for m in cls.methods):
+            return None
+        notes = {der.map_model(state.result(m))[1] for m in cls.methods if state.result(m) is not None}
+        return "no result has SPE/T² control limits: " + "; ".join(sorted(notes))
 
     def refresh(self):
         self.fill_method_box()
@@ -103,79 +127,120 @@ class ContourView(BaseView):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
-        sub = der.subspace(res)
-        r = sub["components"].shape[0]
-        items = [("data plane" if ds.n_features == 2 else "principal plane of the data", None)]
-        if ds.n_features > 2:
-            k = min(r, 4)
-            items += [(f"components {i + 1} & {j + 1}", (i, j)) for i in range(k) for j in range(i + 1, k)]
-        self.plane_box.set_items(items)
+        model, why = der.map_model(res)
+        if model is None:
+            self._show_nothing(res, why)
+            return
+        r = model["components"].shape[0]
+        if ds.n_features == 2:
+            items = [("data plane", "data")]
+        else:
+            items = [(f"component {i + 1} & largest residual", ("residual", i)) for i in range(min(r, 4))]
+            items.append(("principal plane of the data", "data"))
+        self.plane_box.set_items(items, default=items[0][1])
         self.redraw()
+
+    def _show_nothing(self, res, why):
+        self.model, self.drawn, self.limits = None, res, {}
+        for img in self.images.values():
+            img.clear()
+        for cloud in self.clouds.values():
+            cloud.clear()
+        for iso in self.isolines.values():
+            iso.setData(None)
+        self.legend.clear()
+        self.set_status(f"{title_of(res.method)}: no SPE/T² map: {why}. Choose a smaller rank "
+                        f"(n_components) so that a residual is left.")
+
+    def plane_axes(self, key) -> tuple[np.ndarray, tuple[str, str]]:
+        """The (2, d) plane for a plane key and the names of its axes."""
+        m, ds = self.model, self.state.dataset
+        if key == "data":
+            if ds.n_features == 2:
+                return np.eye(2), (f"{ds.feature_names[0]} − centre", f"{ds.feature_names[1]} − centre")
+            return m["data_plane"], ("principal axis 1 of the data", "principal axis 2 of the data")
+        i = key[1]
+        return (np.vstack([m["components"][i], m["residual_direction"]]),
+                (f"component {i + 1}", "largest residual direction"))
 
     def redraw(self, *_):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
-        sc = der.scorer(res, ds)
-        X = der.model_units(res, ds.dense())      # the units the scorer's subspace lives in
-        key = self.plane_box.key()
-        plane = sc.plane_ if key is None else compare.component_plane(sc.components_, *key)
-        xy = compare.plane_coordinates(X, sc.mean_, plane)
-        # A square window around the points (the plots keep x and y at the same scale), with a
-        # margin so the limits' isolines close around the data.
-        mid = (xy.min(axis=0) + xy.max(axis=0)) / 2
-        half = 0.6 * max(float(np.max(xy.max(axis=0) - xy.min(axis=0))), 1e-9)
-        lo, hi = mid - half, mid + half
-        xs = np.linspace(lo[0], hi[0], GRID)
-        ys = np.linspace(lo[1], hi[1], GRID)
-        spe_g, t2_g = sc.grid(xs, ys, plane=plane)
-        self.limits = {"spe": float(sc.spe_limit_), "t2": float(sc.t2_limit_)}
-        self.grids = {"spe": spe_g, "t2": t2_g}
-        self.grid_axes = (xs, ys)
-        self.flags_by_rule = sc.flag(X)
-        scores = {"spe": sc.spe(X), "t2": sc.t2(X)}
-        rect = QRectF(xs[0], ys[0], xs[-1] - xs[0], ys[-1] - ys[0])
-        lut = _band_lut(5, 5)
-        for kname, g in self.grids.items():
-            # log2 of the value in units of the limit, clipped to the band edges -> discrete bands.
-            lim = self.limits[kname]
-            with np.errstate(divide="ignore"):
-                z = np.log2(np.maximum(g, lim * BANDS[0] / 2) / lim)
-            img = self.images[kname]
-            img.setImage(np.clip(z, np.log2(BANDS[0]), np.log2(BANDS[-1])), levels=(-5, 5), lut=lut)
-            img.setRect(rect)
-            for lname in ("spe", "t2"):
-                iso = self.isolines[(kname, lname)]
-                iso.setData(self.grids[lname], level=self.limits[lname])
-        comp_dir = plane @ sc.components_[0]
-        for kname, line in self.axis_lines.items():
+        model, why = der.map_model(res)
+        if model is None:
+            self._show_nothing(res, why)
+            return
+        self.model = model
+        key = self.plane_box.key() or "data"
+        self.plane, names = self.plane_axes(key)
+        X = ds.dense()
+        xy = compare.plane_coordinates(X, model["mean"], self.plane)
+        self.limits = {"spe": model["spe_limit"], "t2": model["t2_limit"]}
+        scores = {k: np.asarray(res.sample_scores[k], dtype=float) for k in ("spe", "t2")}
+        self.drawn = res
+        for kname, cloud in self.clouds.items():
+            cloud.set_points(xy[:, 0], xy[:, 1], brushes=[st.brush("#333333", 170)] * xy.shape[0])
+            cloud.describe = (lambda i: describe_sample(ds, i, None)
+                              + f" · SPE {fmt(scores['spe'][i])} · T² {fmt(scores['t2'][i])}")
+            st.style_plot(self.plots[kname], bottom=names[0], left=names[1])
+        comp_dir = self.plane @ model["components"][0]
+        for line in self.axis_lines.values():
             if np.linalg.norm(comp_dir) > 1e-6:
                 line.setAngle(float(np.degrees(np.arctan2(comp_dir[1], comp_dir[0]))))
                 line.setPos((0.0, 0.0))
                 line.setVisible(True)
             else:
                 line.setVisible(False)
-        ax_names = ((ds.feature_names[0], ds.feature_names[1]) if key is None and ds.n_features == 2
-                    else ("u (offset from mean)", "v") if key is None
-                    else (f"component {key[0] + 1}", f"component {key[1] + 1}"))
-        self._res_scores = scores
-        for kname, cloud in self.clouds.items():
-            cloud.set_points(xy[:, 0], xy[:, 1], brushes=[st.brush("#333333", 170)] * xy.shape[0])
-            cloud.describe = (lambda i, r=res: describe_sample(ds, i, None)
-                              + f" · SPE {fmt(scores['spe'][i])} · T² {fmt(scores['t2'][i])}")
-            st.style_plot(self.plots[kname], bottom=ax_names[0] + " − mean" if key is None and ds.n_features == 2
-                          else ax_names[0], left=ax_names[1] + (" − mean" if key is None and ds.n_features == 2 else ""))
-        st.set_title(self.plots["spe"], f"SPE (reconstruction error), limit {fmt(self.limits['spe'])}",
-                                   color=st.AXIS_COLOR, size="10pt")
-        st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}", color=st.AXIS_COLOR, size="10pt")
+        # A square window around the points, with a margin so the limits' isolines close around
+        # the data; the maps themselves fill whatever range the plots show (see _fill).
+        mid = (xy.min(axis=0) + xy.max(axis=0)) / 2
+        half = 0.6 * max(float(np.max(xy.max(axis=0) - xy.min(axis=0))), 1e-9)
+        self.plots["spe"].getViewBox().setRange(QRectF(mid[0] - half, mid[1] - half, 2 * half, 2 * half),
+                                                padding=0)
+        for kname in self.plots:
+            self._fill(kname)
         self._apply_rule()
-        self.plots["spe"].getViewBox().setRange(rect, padding=0)
+
+    def _fill(self, kname: str) -> None:
+        """Evaluate the map over the plot's visible range (no white margins, whatever the shape
+        of the plot, after any zoom or pan)."""
+        if self.model is None or self.plane is None:
+            return
+        vb = self.plots[kname].getViewBox()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        if not (x1 > x0 and y1 > y0):
+            return
+        xs, ys = np.linspace(x0, x1, GRID), np.linspace(y0, y1, GRID)
+        m = self.model
+        spe_g, t2_g = compare.spe_t2_grid(m["components"], m["mean"], m["variances"], self.plane, xs, ys)
+        grids = {"spe": spe_g, "t2": t2_g}
+        g, lim = grids[kname], self.limits[kname]
+        # log2 of the value in units of the limit, clipped to the band edges -> discrete bands.
+        with np.errstate(divide="ignore"):
+            z = np.log2(np.maximum(g, lim * BANDS[0] / 2) / lim)
+        img = self.images[kname]
+        # Row-major images (app._qt): the (ys, xs) grid is drawn as it is.
+        img.setImage(np.clip(z, np.log2(BANDS[0]), np.log2(BANDS[-1])), levels=(-5, 5), lut=_band_lut(5, 5))
+        img.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+        for lname in ("spe", "t2"):
+            self.isolines[(kname, lname)].setData(grids[lname], level=self.limits[lname])
+        flat = kname == "spe" and float(spe_g.max()) <= 1e-12 * lim
+        note = self.flat_notes[kname]
+        note.setVisible(flat)
+        if flat:
+            note.setText("SPE is 0 on this whole plane:\nthe plane lies inside the fitted subspace.\n"
+                         "Choose a plane with the largest residual direction.")
+            note.setPos((x0 + x1) / 2, (y0 + y1) / 2)
+        self.grids = grids
+        self.grid_axes = (xs, ys)
 
     def _apply_rule(self, *_):
-        if not self.limits:
+        res = self.drawn
+        if not self.limits or res is None:
             return
         rule = self.rule_box.key()
-        flags = np.asarray(self.flags_by_rule[rule], dtype=bool)
+        flags = np.asarray(res.flags[RULE_FLAGS[rule]], dtype=bool)
         n = flags.size
         inside, outside = st.brush("#1F4E79", 190), st.brush("#D55E00", 230)
         brushes = np.array([inside, outside], dtype=object)[flags.astype(np.int64)]
@@ -189,15 +254,17 @@ class ContourView(BaseView):
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 2.2)),
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 1.4, Qt.PenStyle.DashLine)),
                               pg.PlotDataItem(pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))]
-        names = {"spe": "SPE", "t2": "T²", "either": "SPE or T²"}
-        texts = [f"within limits ({n - int(flags.sum())})", f"flagged by {names[rule]} ({int(flags.sum())})",
-                 "this map's limit", "the other map's limit", "principal axis (PC1)"]
+        rule_text = der.outlier_rule(res) if rule == "either" else f"{RULE_NAMES[rule]} above its limit"
+        texts = [f"within limits ({n - int(flags.sum())})", f"flagged: {rule_text} ({int(flags.sum())})",
+                 "this map's limit", "the other map's limit", "component 1"]
         for it, t in zip(self._legend_items, texts):
             self.legend.addItem(it, t)
-        res = self.result()
+        st.set_title(self.plots["spe"], f"{title_of(res.method)}: SPE (reconstruction error), limit "
+                                        f"{fmt(self.limits['spe'])}")
+        st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}")
         self.set_status(f"{title_of(res.method)}: SPE limit {fmt(self.limits['spe'])}, T² limit "
-                        f"{fmt(self.limits['t2'])} · {int(flags.sum())} of {n} flagged by {names[rule]} · "
-                        f"SPE is constant along the principal axis: far-out points there are caught only by T².")
+                        f"{fmt(self.limits['t2'])} · {int(flags.sum())} of {n} flagged by {RULE_NAMES[rule]} · "
+                        f"SPE is constant along the components: far-out points there are caught only by T².")
 
     def _hover(self, cloud):
         if cloud.hovered >= 0:

@@ -38,7 +38,6 @@ class _ClickImage(pg.ImageItem):
 class DecompositionView(BaseView):
     name = "decomposition"
     title = "L + S"
-    methods = ("pcp",)
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)

@@ -9,14 +9,13 @@ from PySide6.QtWidgets import QToolButton
 
 from . import _derived as der
 from . import _style as st
-from ._common import Choice, describe_sample, fmt, labelled
+from ._common import Choice, describe_sample, fmt, labelled, title_of
 from .base import BaseView
 
 
 class DetailView(BaseView):
     name = "detail"
     title = "Sample detail"
-    methods = ("pcp", "coherence-pursuit", "pca", "residual")
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
@@ -27,7 +26,6 @@ class DetailView(BaseView):
         self.controls.addWidget(self.method_box)
         self.controls.addWidget(self.prev_button)
         self.controls.addWidget(self.next_button)
-        self.controls.addStretch(1)
         self.method_box.currentIndexChanged.connect(self.redraw)
         self.prev_button.clicked.connect(lambda: self._step(-1))
         self.next_button.clicked.connect(lambda: self._step(1))
@@ -88,7 +86,7 @@ class DetailView(BaseView):
 
     def _selection_changed(self, sel):
         self._pos = 0
-        if self.isVisible() or not self._dirty:
+        if self.isVisible() or not self.is_stale():
             self.redraw()
 
     def _step(self, k):
@@ -102,7 +100,7 @@ class DetailView(BaseView):
         if sel.size:
             self._pos = min(self._pos, sel.size - 1)
             return int(sel[self._pos]), f"{self._pos + 1} of {sel.size} selected"
-        fl = der.outlier_flags(res, ds)
+        fl = der.outlier_flags(res)
         score = "spe" if "spe" in res.sample_scores else res.primary_score
         s = np.asarray(res.sample_scores[score], dtype=float) if score else None
         if fl is not None and fl[0].any():
@@ -117,6 +115,7 @@ class DetailView(BaseView):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
+        self.drawn = res
         i, why = self._pick_sample(res, ds)
         self.current_sample = i
         x = ds.dense()[i]
@@ -165,5 +164,6 @@ class DetailView(BaseView):
                           left="S entry" if signed else "e_j²", bottom="feature")
             self.bar_plot.enableAutoRange()
             why += " · largest: " + ", ".join(f"{ds.feature_names[j]} ({fmt(vals[j])})" for j in top)
-        fl = der.outlier_flags(res, ds)
-        self.set_status(describe_sample(ds, i, res, fl[0] if fl else None) + " · " + why)
+        fl = der.outlier_flags(res)
+        self.set_status(f"{title_of(res.method)} · " + describe_sample(ds, i, res, fl[0] if fl else None)
+                        + " · " + why)

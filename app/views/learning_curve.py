@@ -16,7 +16,6 @@ VARIANT_STYLE = {"I": (st.category_color(0), Qt.PenStyle.SolidLine), "II": (st.c
 class LearningCurveView(BaseView):
     name = "learning-curve"
     title = "Learning curve"
-    methods = ("scw",)
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)

@@ -17,14 +17,12 @@ from .base import BaseView
 class RankingView(BaseView):
     name = "ranking"
     title = "Feature ranking"
-    methods = ("esfs",)
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
         self.k_box = QSpinBox(minimum=1, maximum=1, toolTip="How many top-ranked features to highlight")
         self.controls.addWidget(labelled("Highlight top", self.k_box))
         self.controls.addWidget(self.k_box)
-        self.controls.addStretch(1)
         lay = self.figure.ci
         self.bar_plot = lay.addPlot(row=0, col=0)
         self.spec_plot = lay.addPlot(row=0, col=1)

@@ -55,12 +55,7 @@ class ResultViews(QTabWidget):
             "2. Choose a method and its parameters in the Method panel.\n"
             "3. Press Run (Ctrl+R). The views for that method appear here as tabs.")
         self.addTab(self.summary, "Summary")
-        self._classes = {}
-        for name in VIEW_NAMES:
-            try:
-                self._classes[name] = _view_class(name)
-            except (ImportError, AttributeError):  # a view still being written
-                continue
+        self._classes = {name: _view_class(name) for name in VIEW_NAMES}
         self._views = {}
         for name in self.EAGER:
             if name in self._classes:
@@ -102,10 +97,10 @@ class ResultViews(QTabWidget):
 
     def show_view(self, name: str):
         v = self.view(name)
-        if not v.available():
-            raise ValueError(f"the {name!r} view has nothing to show yet; run one of: "
-                             f"{', '.join(v.methods)}")
-        self._ensure_fresh(v)
+        why = v.missing(self.state)
+        if why is not None:
+            raise ValueError(f"the {name!r} view has nothing to show yet: {why}")
+        v.ensure_fresh()
         self.setCurrentWidget(v)
         return v
 
@@ -124,9 +119,10 @@ class ResultViews(QTabWidget):
         if name is None:
             raise ValueError("no result view is showing; choose a view to export")
         v = self.view(name)
-        if not v.available():
-            raise ValueError(f"the {name!r} view has nothing to show yet")
-        self._ensure_fresh(v)
+        why = v.missing(self.state)
+        if why is not None:
+            raise ValueError(f"the {name!r} view has nothing to show yet: {why}")
+        v.ensure_fresh()
         meta = self.figure_provenance(name) if provenance else None
         return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
 
@@ -146,61 +142,46 @@ class ResultViews(QTabWidget):
         return _export_results(res, self.state.dataset, path, overwrite=overwrite)
 
     # -- reacting to the state ------------------------------------------------------------
-    def _ensure_fresh(self, v, strict: bool = True) -> None:
-        """Redraw ``v`` if its results changed. From signal handlers (``strict=False``) a failure
-        is shown in the view's status line instead of escaping into Qt's event loop."""
-        if v._dirty and v.available():
-            v._dirty = False
-            try:
-                v.refresh()
-            except Exception as exc:
-                v._dirty = True
-                if strict:
-                    raise
-                import traceback
-                traceback.print_exc()
-                v.set_status(f"This view could not be drawn: {type(exc).__name__}: {exc}")
+    def _refresh_current(self) -> None:
+        cur = self.currentWidget()
+        if cur in self._views.values():
+            cur.ensure_fresh(strict=False)
 
     def _on_result(self, method: str) -> None:
         self._write_summary()
         for v in self._views.values():
             if method in v.methods:
-                v._dirty = True
+                v.invalidate()
         self._update_tabs()
-        cur = self.currentWidget()
-        if cur in self._views.values():
-            self._ensure_fresh(cur, strict=False)
+        self._refresh_current()
         # Bring the first view this method feeds to the front when nothing relevant is showing.
         from robustcore.methods import METHODS
         m = METHODS.get(method)
         cur_name = self.current_view_name()
         if m is not None and (cur_name is None or not self._views[cur_name].available()):
             for name in m.views:
-                if name in self._classes and name in self.available_views():
+                if name in self.available_views():
                     self.setCurrentWidget(self.view(name))
-                    self._ensure_fresh(self.view(name), strict=False)
+                    self.view(name).ensure_fresh(strict=False)
                     break
 
     def _on_cleared(self) -> None:
         self.summary.clear()
         for v in self._views.values():
-            v._dirty = True
+            v.invalidate()
             if hasattr(v, "clear"):
                 v.clear()
         self._update_tabs()
 
     def _on_method(self, method: str) -> None:
+        # Views that draw this method follow it (their chooser moves to it at the redraw).
         for v in self._views.values():
             if method in v.methods:
-                v._dirty = True
-        cur = self.currentWidget()
-        if cur in self._views.values():
-            self._ensure_fresh(cur, strict=False)
+                v.invalidate()
+        self._refresh_current()
 
     def _on_tab(self, _i) -> None:
-        cur = self.currentWidget()
-        if cur in self._views.values():
-            self._ensure_fresh(cur, strict=False)
+        self._refresh_current()
 
     def _update_tabs(self) -> None:
         if self._build_views:

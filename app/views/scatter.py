@@ -16,7 +16,6 @@ from .base import BaseView
 class ScatterView(BaseView):
     name = "scatter"
     title = "Scatter"
-    methods = ("pca", "coherence-pursuit", "pcp", "residual")
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
@@ -40,12 +39,10 @@ class ScatterView(BaseView):
             self.controls.addWidget(b)
             self.tool_buttons[tool] = b
             b.toggled.connect(lambda on, t=tool: on and self.set_tool(t))
-        self.controls.addStretch(1)
 
         self.plot = new_plot(self.figure.ci, row=0, col=0)
-        self.legend = pg.LegendItem(offset=(-10, 10), labelTextColor=st.AXIS_COLOR,
-                                    brush=st.brush("#FFFFFF", 200), pen=st.pen("#BBBBBB"))
-        self.legend.setParentItem(self.plot.getViewBox())
+        # Beneath the plot, never on the data.
+        self.legend = st.legend_row(self.figure.ci, row=1, col=0)
         self.cloud = PointCloud(self.plot, state, size=6)
         self.cloud.sigHovered.connect(self._on_hover)
         self.colorbar = None
@@ -54,7 +51,10 @@ class ScatterView(BaseView):
         self.method_box.currentIndexChanged.connect(self._method_changed)
         for box in (self.x_box, self.y_box, self.color_box, self.size_box, self.flag_box):
             box.currentIndexChanged.connect(self.redraw)
-        state.selectionChanged.connect(lambda _s: self._update_status())
+        state.selectionChanged.connect(self._on_selection)
+        self._flags = None
+        self._flag_rule = ""
+        self._legend_entries = []
 
     # -- controls -------------------------------------------------------------------------
     def set_tool(self, tool: str) -> None:
@@ -63,7 +63,7 @@ class ScatterView(BaseView):
             self.tool_buttons[tool].setChecked(True)
 
     def refresh(self) -> None:
-        self.fill_method_box(first_by_default=False)
+        self.fill_method_box()
         self._method_changed()
 
     def _method_changed(self, *_):
@@ -71,6 +71,7 @@ class ScatterView(BaseView):
         ds = self.state.dataset
         if res is None or ds is None:
             self.cloud.clear()
+            self.drawn = None
             return
         sub = der.subspace(res)
         r = sub["projection"].shape[1]
@@ -88,26 +89,27 @@ class ScatterView(BaseView):
         colours.append(("one colour", ("none", None)))
         self.color_box.set_items(colours)
         self.size_box.set_items([("fixed", None)] + [(f"score: {s}", s) for s in res.sample_scores])
-        flag_items = [("method's outliers", ("derived", None))]
+        flag_items = [("method's outliers", ("outlier", None))] if "outlier" in res.flags else []
         flag_items += [(f"flag: {f}", ("flag", f)) for f in res.flags if f != "outlier"]
         if ds.outliers is not None:
             flag_items.append(("known outliers", ("truth", None)))
         flag_items.append(("none", ("none", None)))
-        self.flag_box.set_items(flag_items)
+        # A new result rings its own outliers first, whatever was ringed before.
+        self.flag_box.set_items(flag_items, default=flag_items[0][1], keep=False)
         self.redraw()
 
     # -- drawing --------------------------------------------------------------------------
     def _axis_values(self, key, res, sub):
         kind, k = key
         if kind == "comp":
-            return sub["projection"][:, k], f"component {k + 1} ({sub['source'] if sub['source'] == 'PCA of L' else title_of(res.method)})"
+            return sub["projection"][:, k], f"component {k + 1} ({sub['source']})"
         return np.asarray(res.sample_scores[k], dtype=float), k
 
     def current_flags(self):
         res, ds = self.result(), self.state.dataset
         kind, k = self.flag_box.key() or ("none", None)
-        if kind == "derived":
-            got = der.outlier_flags(res, ds)
+        if kind == "outlier":
+            got = der.outlier_flags(res)
             return (got[0], got[1]) if got else (None, "")
         if kind == "flag":
             return np.asarray(res.flags[k], dtype=bool), k
@@ -125,11 +127,12 @@ class ScatterView(BaseView):
         brushes, legend = self._brushes(res, ds)
         sizes = self._sizes(res)
         flags, flag_rule = self.current_flags()
-        self._flags = flags
+        self._flags, self._flag_rule, self._legend_entries = flags, flag_rule, legend
         self.cloud.describe = lambda i: describe_sample(ds, i, res, flags)
         self.cloud.set_points(x, y, brushes=brushes, sizes=sizes, flags=flags)
         st.style_plot(self.plot, title=f"{title_of(res.method)} — {ds.name}", left=yl, bottom=xl)
-        self._fill_legend(legend, flag_rule, flags)
+        self.drawn = res
+        self._fill_legend()
         self.plot.enableAutoRange()
         self._update_status()
 
@@ -158,9 +161,7 @@ class ScatterView(BaseView):
         return 4.0 + lv.astype(float)  # 4 to 14 pixels, 1st to 99th percentile of the score
 
     def _add_colorbar(self, name, lo, hi):
-        self.colorbar = pg.ColorBarItem(values=(float(lo), float(hi)), colorMap=st.colormap(),
-                                        interactive=False, label=name, width=14)
-        self.colorbar.getAxis("right").setTextPen(st.pen(st.AXIS_COLOR))
+        self.colorbar = st.colorbar((lo, hi), st.colormap(), label=name)
         self.figure.ci.addItem(self.colorbar, row=0, col=1)
 
     def _remove_colorbar(self):
@@ -168,16 +169,27 @@ class ScatterView(BaseView):
             self.figure.ci.removeItem(self.colorbar)
             self.colorbar = None
 
-    def _fill_legend(self, entries, flag_rule, flags):
+    def _fill_legend(self):
         self.legend.clear()
         self._legend_samples = []
-        for color, text in entries:
+        for color, text in self._legend_entries:
             item = pg.ScatterPlotItem(size=8, brush=st.brush(color), pen=None, symbol="o")
             self._legend_samples.append(item)
             self.legend.addItem(item, text)
-        if flags is not None:
-            self.legend.addItem(self.cloud.flag_item, f"ringed: {flag_rule} ({int(np.sum(flags))})")
-        self.legend.addItem(self.cloud.sel_item, "selected")
+        if self._flags is not None:
+            self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({int(np.sum(self._flags))})")
+        n_sel = self.state.selection.size
+        if n_sel:  # no "selected" entry while nothing is
+            self.legend.addItem(self.cloud.sel_item, f"selected ({n_sel})")
+
+    def legend_texts(self) -> list[str]:
+        """The legend's entries as the user reads them."""
+        return [label.text for _, label in self.legend.items]
+
+    def _on_selection(self, _sel):
+        if self.drawn is not None:
+            self._fill_legend()
+        self._update_status()
 
     def _on_hover(self, i):
         self._update_status()

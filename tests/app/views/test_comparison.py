@@ -32,16 +32,38 @@ def test_principal_angles_between_the_subspaces(comparison):
     assert np.allclose(curves[0].getData()[1], ang)
 
 
-def test_reconstruction_error_of_each_methods_inliers(comparison):
-    state, v = comparison
+def _spe(X, C, m):
+    Z = X - m
+    return np.sum((Z - (Z @ C.T) @ C) ** 2, axis=1)
+
+
+def test_errors_compare_like_with_like(views_for):
+    """Median SPE at one rank, on one set of samples: a rank-5 PCA and PCP's L (rank in the
+    tens) would otherwise reconstruct better than a rank-2 Coherence Pursuit by construction."""
+    state = make_state("usps-small", ("pca", {"n_components": 5}), "coherence-pursuit", "pcp")
+    v = views_for(state).show_view("comparison")
     ds = data("usps-small")
-    cop = state.result("coherence-pursuit")
-    inl = ~cop.flags["outlier"]
-    C, m = cop.arrays["components"], cop.arrays["mean"]
-    Z = ds.X[inl] - m
-    ref = np.median(np.sum((Z - (Z @ C.T) @ C) ** 2, axis=1))
-    assert v.errors["coherence-pursuit"]["own inliers"] == pytest.approx(ref, rel=1e-9)
-    assert "known inliers" in v.errors["pca"]
+    res = {m: state.result(m) for m in ("pca", "coherence-pursuit", "pcp")}
+    assert v.common_rank == 2
+    unflagged = ~(res["pca"].flags["outlier"] | res["coherence-pursuit"].flags["outlier"] | res["pcp"].flags["outlier"])
+    for m, r in res.items():
+        C, mu = r.arrays["components"][:2], r.arrays["mean"]
+        assert v.errors["unflagged by all"][m] == pytest.approx(np.median(_spe(ds.X[unflagged], C, mu)), rel=1e-9)
+        assert v.errors["known inliers"][m] == pytest.approx(np.median(_spe(ds.X[~ds.outliers], C, mu)), rel=1e-9)
+        assert v.angles[("pca", "coherence-pursuit")].size == 2
+
+
+def test_each_method_is_labelled_with_its_own_rank(comparison):
+    """PCP was labelled "r = 10" (the directions kept) while its summary said rank of L = 152."""
+    state, v = comparison
+    rank_l = state.result("pcp").summary["rank of L"]
+    assert rank_l > 10
+    bottom = v.error_plot.getAxis("bottom")
+    ticks = [t for _, t in bottom._tickLevels[0]]
+    assert ticks == ["PCA", "CoP", "PCP"]
+    assert bottom.labelText == f"own rank: PCA 2, CoP 2, PCP {rank_l}"
+    assert f"compared at rank 2" in v.status.text() and f"PCP {rank_l} (rank of L)" in v.status.text()
+    assert v.error_plot.titleLabel.text == "median SPE at rank 2"
 
 
 def test_table_lists_flagged_samples_sorts_and_selects(comparison, qtbot):
@@ -52,7 +74,7 @@ def test_table_lists_flagged_samples_sorts_and_selects(comparison, qtbot):
         union |= v.flags[m][0]
     assert sorted(v.table_samples()) == list(np.flatnonzero(union))
     # Sort by the PCA SPE column, descending: the first row is the largest SPE among the rows.
-    col = [v.table.horizontalHeaderItem(c).text() for c in range(v.table.columnCount())].index("SPE PCA")
+    col = [v.table.horizontalHeaderItem(c).text() for c in range(v.table.columnCount())].index("SPE PCA (rank 2)")
     v.table.sortItems(col, Qt.SortOrder.DescendingOrder)
     rows = np.array(v.table_samples())
     assert rows[0] == rows[np.argmax(v.spe["pca"][rows])]
