@@ -106,8 +106,9 @@ def colorbar(values, cmap, label: str, **kwargs) -> pg.ColorBarItem:
     """A non-interactive colour bar whose axis reads like every other axis."""
     bar = pg.ColorBarItem(values=(float(values[0]), float(values[1])), colorMap=cmap, interactive=False,
                           label=label, width=14, **kwargs)
+    for side in ("left", "bottom", "right", "top"):
+        plain_numbers(bar.getAxis(side))
     ax = bar.getAxis("right")
-    plain_numbers(ax)
     ax.setTextPen(pen(AXIS_COLOR))
     ax.setPen(pen(AXIS_COLOR))
     font = QFont()
