@@ -286,13 +286,21 @@ def _method_files(method, figures: list[str], views_of) -> list[str]:
     return names
 
 
-def _prepare_out(out: str, methods: list[str], figures: list[str], force: bool, views_of) -> str:
+def _check_out(out: str, methods: list[str], figures: list[str], force: bool, views_of) -> str:
+    """The --out folder, checked (nothing is created or written yet)."""
     names = [RUN_FILE] + [n for m in methods for n in _method_files(m, figures, views_of)]
-    return _make_out(out, list(dict.fromkeys(names)), force)
+    return _check_names(out, list(dict.fromkeys(names)), force)
 
 
 def _make_out(out: str, names: list[str], force: bool) -> str:
     """Create the --out folder; refuse (without --force) when it already holds any of ``names``."""
+    out = _check_names(out, names, force)
+    _create_out(out)
+    return out
+
+
+def _check_names(out: str, names: list[str], force: bool) -> str:
+    """The --out folder, refused (without --force) when it already holds any of ``names``."""
     out = os.path.abspath(out)
     if os.path.exists(out) and not os.path.isdir(out):
         raise UsageError(f"--out {out} is a file; give a folder")
@@ -301,18 +309,62 @@ def _make_out(out: str, names: list[str], force: bool) -> str:
         if existing:
             raise UsageError(f"{out} already holds {', '.join(existing)}; pass --force to overwrite, "
                              f"or choose another --out folder")
+    return out
+
+
+def _create_out(out: str) -> None:
     try:
         os.makedirs(out, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"cannot create --out folder {out}: {exc.strerror or exc}") from None
-    return out
 
 
 def _check_figures(figures: list[str], methods: list) -> None:
+    """Before anything runs: each figure's view is drawn by a method of this run, and views that
+    compare methods have enough of them (the registry says what each view needs)."""
+    from robustcore.methods import methods_for_view, view_requirement
+    names = [m.name for m in methods]
     for v in figures:
         if not any(v in m.views for m in methods):
             drawn = "; ".join(f"{m.name}: {', '.join(m.views)}" for m in methods)
             raise UsageError(f"--figure {v}: no method in this run draws that view ({drawn})")
+        why = view_requirement(v, names)
+        if why is not None:
+            more = [m for m in methods_for_view(v) if m not in names]
+            raise UsageError(f"--figure {v}: {why}; add " + " or ".join(f"--method {m}" for m in more)
+                             + "; nothing was written")
+
+
+def _check_drawable(figures: list[str], results: dict, dataset, session) -> None:
+    """After the fits, before any file is written: each figure has what it draws (a contour
+    map needs control limits, which a full-rank subspace does not have)."""
+    if not figures:
+        return
+    _offscreen_if_headless()
+    from app._qt import ensure_app
+    from app.session import apply_to_state
+    from app.state import AppState
+    from app.views.result_views import _view_class
+    ensure_app()
+    state = AppState()
+    apply_to_state(session, state, dataset, results)
+    for view in figures:
+        cls = _view_class(view)
+        for method in _drawn_methods(view, results):
+            why = cls.missing(state, method)
+            if why is not None:
+                raise UsageError(f"--figure {view} cannot be drawn for {method}: {why}; nothing was written")
+
+
+def _drawn_methods(view: str, results: dict) -> list[str]:
+    drawn = [m for m in results if view in _views_of(m)]
+    return drawn[:1] if view in SHARED_VIEWS else drawn
+
+
+def _offscreen_if_headless() -> None:
+    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or
+                                                  os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
 _LAZY_ONLY = (".h5", ".hdf5", ".he5", ".zarr")
@@ -366,31 +418,22 @@ def _export(results: dict, dataset, out: str, force: bool) -> list[str]:
 
 
 def _render(results: dict, dataset, session, out: str, figures: list[str], size, scale: float,
-            force: bool, views_of) -> list[str]:
+            force: bool) -> list[str]:
     """Draw the requested views offscreen: a PNG and an SVG per method that has the view (one
     pair for views that show every result, such as the comparison)."""
     if not figures:
         return []
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or
-                                                  os.environ.get("WAYLAND_DISPLAY")):
-        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    try:
-        from app.views import render_view
-    except ImportError:
-        raise UsageError("this version cannot draw figures yet (app.views.render_view is missing); "
-                         "run without --figure") from None
+    _offscreen_if_headless()
     from app._qt import ensure_app
     from app.session import apply_to_state
     from app.state import AppState
+    from app.views import render_view
     ensure_app()
     state = AppState()
     apply_to_state(session, state, dataset, results)
     written = []
     for view in figures:
-        drawn = [m for m in results if view in views_of(m)]
-        if view in SHARED_VIEWS:
-            drawn = drawn[:1]
-        for method in drawn:
+        for method in _drawn_methods(view, results):
             state.set_current_method(method)
             for ext in ("png", "svg"):
                 path = os.path.join(out, f"{_figure_stem(method, view)}.{ext}")
@@ -501,8 +544,7 @@ def _cmd_run(args) -> int:
             return _run_lazy(args, con, methods, params)
         except ImportError as exc:   # an extra that is not installed: its message says which
             raise UsageError(str(exc)) from None
-    views_of = _views_of
-    out = _prepare_out(args.out, names, args.figure, args.force, views_of)
+    out = _check_out(args.out, names, args.figure, args.force, _views_of)
     dataset = _load_data(args)
     selection = parse_selection(args.select, dataset.n_samples)
     results = {}
@@ -608,12 +650,14 @@ def _write_lazy_result(res, dataset, out: str, force: bool) -> list[str]:
 
 
 def _write_outputs(con, args, session, dataset, results, out) -> list[str]:
-    """Exports, figures and run.json; run.json points to each method's arrays file so that a
-    replay can compare its numbers with them."""
+    """Figures, exports and run.json; run.json points to each method's arrays file so that a
+    replay can compare its numbers with them. What the figures need is checked first, and they
+    are drawn first: a figure that cannot be drawn leaves no exports without a run.json."""
     from app import session as S
-    written = _export(results, dataset, out, args.force)
-    written += _render(results, dataset, session, out, args.figure, args.size, args.scale,
-                       args.force, _views_of)
+    _check_drawable(args.figure, results, dataset, session)
+    _create_out(out)
+    written = _render(results, dataset, session, out, args.figure, args.size, args.scale, args.force)
+    written += _export(results, dataset, out, args.force)
     for rec in session.runs:
         npz = os.path.join(out, f"{rec.method}-arrays.npz")
         if npz in written:
@@ -680,7 +724,7 @@ def _cmd_replay(args) -> int:
     for rec in sess.runs:
         _check_known_method(rec.method)
     _check_figures(args.figure, [_method(r.method) for r in sess.runs])
-    out = _prepare_out(args.out, [r.method for r in sess.runs], args.figure, args.force, _views_of)
+    out = _check_out(args.out, [r.method for r in sess.runs], args.figure, args.force, _views_of)
     dataset = S.resolve_dataset(sess, path=args.data)
     con.note(f"data: {sess.dataset.describe()} verified (sha256 {sess.dataset.fingerprint[:12]}…)")
     # Saved numbers are read only to compare (and before anything is overwritten): the point of

@@ -530,12 +530,10 @@ def view_requirement(view: str, have) -> str | None:
     need = VIEW_MIN_METHODS.get(view, 1)
     if len(got) >= need:
         return None
-    names = ", ".join(feeds)
     if need == 1:
-        return f"the {view} view draws a result of one of: {names}; run one of them"
-    what = f"only {', '.join(got)}" if got else "none of them"
-    return (f"the {view} view compares the results of at least {need} of: {names}; "
-            f"{what} {'has' if len(got) == 1 else 'have'} a result: run {need - len(got)} more")
+        return f"it draws a result of one of: {', '.join(feeds)}"
+    return (f"it compares the results of at least {need} of: {', '.join(feeds)}; "
+            f"{'only ' + ', '.join(got) if got else 'none of them'} {'is' if len(got) == 1 else 'are'} there")
 
 
 # Parameters renamed since 0.1: method -> {old name: (new name, {old value: new value} or None)}.

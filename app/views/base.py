@@ -55,10 +55,15 @@ class BaseView(QWidget):
 
     # -- what there is to draw ------------------------------------------------------------------
     @classmethod
-    def missing(cls, state) -> str | None:
-        """Why this view has nothing to draw for ``state`` (None: it has)."""
+    def missing(cls, state, method: str | None = None) -> str | None:
+        """Why this view has nothing to draw for ``state`` (None: it has), or nothing for the
+        result of ``method``."""
         if state.dataset is None:
             return "no data set is loaded"
+        if method is not None and method not in cls.methods:
+            return f"{method} does not feed this view"
+        if method is not None and state.result(method) is None:
+            return f"{method} has no result"
         return view_requirement(cls.name, [m for m in cls.methods if state.result(m) is not None])
 
     @classmethod

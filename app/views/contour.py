@@ -106,14 +106,11 @@ class ContourView(BaseView):
         self.rule_box.currentIndexChanged.connect(self._apply_rule)
 
     @classmethod
-    def missing(cls, state):
-        why = super().missing(state)
-        if why is not None:
+    def missing(cls, state, method=None):
+        why = super().missing(state, method)
+        if why is not None or method is None:
             return why
-        if any(der.map_model(state.result(m))[0] is not None for m in cls.methods):
-            return None
-        notes = {der.map_model(state.result(m))[1] for m in cls.methods if state.result(m) is not None}
-        return "no result has SPE/T² control limits: " + "; ".join(sorted(notes))
+        return der.map_model(state.result(method))[1] or None
 
     def refresh(self):
         self.fill_method_box()

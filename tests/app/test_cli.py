@@ -295,6 +295,24 @@ def test_figures_are_written_offscreen(tmp_path, capsys, qapp):
         assert meta["method"] == "pca" and meta["view"] == view and "numpy" in meta["versions"]
 
 
+def test_figure_needs_are_checked_before_anything_is_written(tmp_path, capsys, qapp):
+    """--figure comparison with one method used to say "run one of: pca, coherence-pursuit, pcp"
+    although pca ran, exit 2 and leave CSV/NPZ behind without run.json."""
+    out = tmp_path / "o"
+    code, _, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--figure", "comparison",
+                           "--out", out, "-q")
+    assert code == 2
+    assert ("--figure comparison: it compares the results of at least 2 of: pca, coherence-pursuit, pcp; "
+            "only pca is there; add --method coherence-pursuit or --method pcp; nothing was written") in err
+    assert not out.exists()
+    # A need known only once the fit ran (a full-rank subspace has no SPE/T² limits to map).
+    code, _, err = run_cli(capsys, "run", "--demo", "gaussian-2d", "--method", "pca", "--param", "n_components=2",
+                           "--figure", "contour", "--out", out, "-q")
+    assert code == 2
+    assert "--figure contour cannot be drawn for pca: n_components must be" in err and "nothing was written" in err
+    assert not out.exists()
+
+
 def test_subprocess_run(tmp_path):
     """The installed entry point's way in: a separate Python, exit codes, stderr only for errors."""
     module = "app" if (ROOT / "app" / "__main__.py").exists() else "app.cli"
