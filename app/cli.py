@@ -189,6 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="figure size in pixels (default 1000x700)")
         sp.add_argument("--scale", type=_parse_scale, default=1.0,
                         help="PNG resolution factor (default 1; 2 for print)")
+        sp.add_argument("--video", choices=("mp4", "gif", "png"), default=None,
+                        help="also write the robust PCA decomposition of image data (original | L | S | "
+                        "mask per frame) as METHOD-decomposition.mp4 (needs the 'video' extra), .gif, or "
+                        "PNG images in METHOD-decomposition-frames/")
         sp.add_argument("--force", action="store_true", help="overwrite files that already exist")
         sp.add_argument("-q", "--quiet", action="store_true", help="print only errors")
 
@@ -278,17 +282,24 @@ def _figure_stem(method: str, view: str) -> str:
     return view if view in SHARED_VIEWS else f"{method}-{view}"
 
 
-def _method_files(method, figures: list[str], views_of) -> list[str]:
+def _video_name(method: str, kind: str) -> str:
+    return f"{method}-decomposition" + ("-frames" if kind == "png" else f".{kind}")
+
+
+def _method_files(method, figures: list[str], views_of, video: str | None = None) -> list[str]:
     names = [f"{method}-samples.csv", f"{method}-arrays.npz", f"{method}-features.csv"]
+    if video and "decomposition" in views_of(method):
+        names.append(_video_name(method, video))
     for v in figures:
         if v in views_of(method):
             names += [f"{_figure_stem(method, v)}.png", f"{_figure_stem(method, v)}.svg"]
     return names
 
 
-def _check_out(out: str, methods: list[str], figures: list[str], force: bool, views_of) -> str:
+def _check_out(out: str, methods: list[str], figures: list[str], force: bool, views_of,
+               video: str | None = None) -> str:
     """The --out folder, checked (nothing is created or written yet)."""
-    names = [RUN_FILE] + [n for m in methods for n in _method_files(m, figures, views_of)]
+    names = [RUN_FILE] + [n for m in methods for n in _method_files(m, figures, views_of, video)]
     return _check_names(out, list(dict.fromkeys(names)), force)
 
 
@@ -333,6 +344,22 @@ def _check_figures(figures: list[str], methods: list) -> None:
             more = [m for m in methods_for_view(v) if m not in names]
             raise UsageError(f"--figure {v}: {why}; add " + " or ".join(f"--method {m}" for m in more)
                              + "; nothing was written")
+
+
+def _check_video(video: str | None, method_names: list[str], dataset=None) -> None:
+    """--video needs a pcp run (checked before anything runs), image data (once loaded), and
+    PyAV for MP4; a problem stops the run before any file is written."""
+    if not video:
+        return
+    if "pcp" not in method_names:
+        raise UsageError("--video writes the robust PCA decomposition: add --method pcp; nothing was written")
+    from app.video import has_mp4
+    if video == "mp4" and not has_mp4():
+        raise UsageError("--video mp4 needs PyAV: pip install 'robust-subspace-studio[video]', or use "
+                         "--video gif or --video png; nothing was written")
+    if dataset is not None and not dataset.is_image:
+        raise UsageError(f"--video needs image data (frames with an image shape); {dataset.name} is a table; "
+                         f"nothing was written")
 
 
 def _check_drawable(figures: list[str], results: dict, dataset, session) -> None:
@@ -539,13 +566,17 @@ def _cmd_run(args) -> int:
     if (args.scheduler or args.memory_budget) and not lazy:
         raise UsageError("--scheduler and --memory-budget apply to data opened out of core (--lazy, or an "
                          ".h5/.hdf5/.zarr file)")
+    if args.video and lazy:
+        raise UsageError("--video needs the data in memory; it is not available with --lazy")
     if lazy:
         try:
             return _run_lazy(args, con, methods, params)
         except ImportError as exc:   # an extra that is not installed: its message says which
             raise UsageError(str(exc)) from None
-    out = _check_out(args.out, names, args.figure, args.force, _views_of)
+    _check_video(args.video, names)
+    out = _check_out(args.out, names, args.figure, args.force, _views_of, args.video)
     dataset = _load_data(args)
+    _check_video(args.video, names, dataset)
     selection = parse_selection(args.select, dataset.n_samples)
     results = {}
     for m in methods:
@@ -658,6 +689,12 @@ def _write_outputs(con, args, session, dataset, results, out) -> list[str]:
     _create_out(out)
     written = _render(results, dataset, session, out, args.figure, args.size, args.scale, args.force)
     written += _export(results, dataset, out, args.force)
+    if args.video and "pcp" in results:
+        from app.video import export_video
+        path = os.path.join(out, _video_name("pcp", args.video))
+        files = export_video(path, dataset, results["pcp"], overwrite=args.force, progress=con.progress("video"))
+        con.end_progress()
+        written += [path] if args.video == "png" else files
     for rec in session.runs:
         npz = os.path.join(out, f"{rec.method}-arrays.npz")
         if npz in written:
@@ -724,8 +761,10 @@ def _cmd_replay(args) -> int:
     for rec in sess.runs:
         _check_known_method(rec.method)
     _check_figures(args.figure, [_method(r.method) for r in sess.runs])
-    out = _check_out(args.out, [r.method for r in sess.runs], args.figure, args.force, _views_of)
+    _check_video(args.video, [r.method for r in sess.runs])
+    out = _check_out(args.out, [r.method for r in sess.runs], args.figure, args.force, _views_of, args.video)
     dataset = S.resolve_dataset(sess, path=args.data)
+    _check_video(args.video, [r.method for r in sess.runs], dataset)
     con.note(f"data: {sess.dataset.describe()} verified (sha256 {sess.dataset.fingerprint[:12]}…)")
     # Saved numbers are read only to compare (and before anything is overwritten): the point of
     # a replay is to compute again.

@@ -12,13 +12,14 @@ import sys
 import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
-                               QPlainTextEdit)
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
 from robustcore.methods import METHODS
 
-from .fit_process import shared_pool
+from .actions import build_actions, build_menus
+from .fit_process import LoadJob, shared_pool, warm_up
+from .jobs import FitTag, LoadTag, SessionTag
 from .panels import DatasetPanel, LogEntry, MethodPanel, RunLog
 from .settings import Settings
 from .state import AppState
@@ -26,28 +27,15 @@ from .tasks import Job, TaskRunner
 
 __all__ = ["MainWindow", "file_filter"]
 
-_FALLBACK_FORMATS = [
-    ("CSV / TSV", ["*.csv", "*.tsv", "*.txt"]),
-    ("NumPy", ["*.npy", "*.npz"]),
-    ("LIBSVM / svmlight", ["*.svm", "*.libsvm", "*.svmlight"]),
-    ("MNIST IDX", ["*-ubyte", "*-ubyte.gz", "*.idx"]),
-    ("MATLAB", ["*.mat"]),
-    ("Images / TIFF stacks", ["*.tif", "*.tiff", "*.png", "*.jpg", "*.jpeg", "*.bmp"]),
-]
-
 
 def _datasets_api():
-    """The data engineer's API (imported late so the window starts even if a loader is broken)."""
+    """robustcore.datasets, imported when first needed (it pulls in scipy and the loaders)."""
     import robustcore.datasets as d
     return d
 
 
 def supported_formats() -> list[tuple[str, list[str]]]:
-    try:
-        fmts = _datasets_api().formats()
-        return [(str(label), [str(p) for p in pats]) for label, pats in fmts]
-    except Exception:  # noqa: BLE001 - formats() missing or broken: still offer a usable dialog
-        return list(_FALLBACK_FORMATS)
+    return [(str(label), [str(p) for p in pats]) for label, pats in _datasets_api().formats()]
 
 
 def file_filter(formats=None) -> str:
@@ -61,10 +49,7 @@ def file_filter(formats=None) -> str:
 
 
 def _demo_list() -> dict:
-    try:
-        return dict(_datasets_api().demos())
-    except Exception:  # noqa: BLE001
-        return {}
+    return dict(_datasets_api().demos())
 
 
 class MainWindow(QMainWindow):
@@ -79,6 +64,7 @@ class MainWindow(QMainWindow):
     runCancelled()                 the current fit was cancelled.
     runDiscarded(str)              a fit finished but its result was dropped (reason).
     idle()                         no fit is running any more (after any of the above).
+    videoExported(list)            a decomposition video was written (its files).
     """
 
     datasetLoaded = Signal(object)
@@ -88,6 +74,7 @@ class MainWindow(QMainWindow):
     runCancelled = Signal()
     runDiscarded = Signal(str)
     idle = Signal()
+    videoExported = Signal(list)
 
     def __init__(self, state: AppState | None = None, settings: Settings | None = None,
                  methods: dict | None = None, restore: bool = True, isolation: str | None = None):
@@ -110,12 +97,18 @@ class MainWindow(QMainWindow):
         self.warmer = TaskRunner(self)
         self.error_box: QMessageBox | None = None
         self.notices: list[str] = []
-        self._loading_what: str | None = None
+        self.last_load = None  # the latest fit_process.Loaded (which process loaded it)
+        self.example = None    # the Help > Examples entry being played
+        self.help_dialog = None
+        self.exporter = TaskRunner(self)  # video export: long, cancellable, off the GUI thread
 
         self._build_central()
         self._build_docks()
-        self._build_actions()
-        self._build_menus()
+        self.actions_by_key = build_actions(self)
+        self.menus = build_menus(self, self.actions_by_key, {
+            "recent": self._build_recent_menu, "demos": self._build_demos_menu,
+            "docks": self._build_dock_toggles, "examples": self._build_examples_menu})
+        self._init_reopen_last()
         self._build_status()
         self._connect()
         self.setAcceptDrops(True)
@@ -131,32 +124,22 @@ class MainWindow(QMainWindow):
         if self._first_show:
             self._first_show = False
             if self.settings.window_state() is None:
-                self.resizeDocks([self.dataset_dock, self.method_dock], [350, 320], Qt.Orientation.Horizontal)
-                self.resizeDocks([self.log_dock], [150], Qt.Orientation.Vertical)
-            self.warmer.submit(self._warm_up, tag={"what": "warm-up"})
+                self._size_docks()
+            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
             if self.isolation == "process":
                 try:
                     shared_pool().warm()
-                except Exception as exc:  # noqa: BLE001 - e.g. no permission to start processes
+                except OSError as exc:  # e.g. no permission to start processes
                     self.isolation = "thread"
                     self.statusBar().showMessage(f"Fits run in this process ({exc})", 10000)
 
-    def _warm_up(self, progress) -> None:
-        # Import the estimators (scipy.stats and friends take seconds on a cold start) off the GUI
-        # thread while the user looks at the window, so the first form and the first Run are quick.
-        import importlib
-        for m in self.methods.values():
-            if progress(0.0, "") is False:
-                return
-            try:
-                m.factory()
-            except Exception:  # noqa: BLE001 - reported when the user picks the method
-                pass
-        for mod in ("robustcore.anomaly", "robustcore.datasets"):
-            try:
-                importlib.import_module(mod)
-            except Exception:  # noqa: BLE001
-                pass
+    def _size_docks(self) -> None:
+        """Side panels take about a fifth of the width each at most, the log a sixth of the
+        height: on a small screen (or at 200 % scaling) the views keep the larger part."""
+        w, h = max(self.width(), 640), max(self.height(), 480)
+        self.resizeDocks([self.dataset_dock, self.method_dock], [int(min(350, 0.22 * w)), int(min(320, 0.22 * w))],
+                         Qt.Orientation.Horizontal)
+        self.resizeDocks([self.log_dock], [int(min(150, h / 6))], Qt.Orientation.Vertical)
 
     # == construction ================================================================================
     def _build_central(self) -> None:
@@ -185,81 +168,17 @@ class MainWindow(QMainWindow):
         self.log_dock = self._dock("Run log", "dock_log", self.run_log,
                                    Qt.DockWidgetArea.BottomDockWidgetArea)
 
-    def _action(self, text: str, slot, shortcut=None, tip: str = "", name: str = "") -> QAction:
-        act = QAction(text, self)
-        if shortcut is not None:
-            shortcuts = shortcut if isinstance(shortcut, list) else [shortcut]
-            act.setShortcuts([QKeySequence(s) for s in shortcuts])
-        if tip:
-            act.setStatusTip(tip)
-            act.setToolTip(tip)
-        if name:
-            act.setObjectName(name)
-        act.triggered.connect(lambda checked=False: slot())
-        self.addAction(act)
-        return act
+    def _init_reopen_last(self) -> None:
+        from .session import reopen_last_enabled
+        self.act_reopen_last.setChecked(reopen_last_enabled())
 
-    def _build_actions(self) -> None:
-        self.act_open = self._action("&Open data…", self.open_dialog, "Ctrl+O",
-                                     "Open a data file", "act_open")
-        self.act_open_options = self._action("Open with o&ptions…", self.open_with_options_dialog,
-                                             "Ctrl+Shift+O", "Open a data file choosing the loader's "
-                                             "options (label column, delimiter…)", "act_open_options")
-        self.act_open_folder = self._action("Open image &folder…", self.open_folder_dialog, None,
-                                            "Open a folder of images as one sample per image",
-                                            "act_open_folder")
-        self.act_open_session = self._action("Open &session…", self.open_session_dialog, None,
-                                             "Reopen a saved session", "act_open_session")
-        self.act_save_session = self._action("Sa&ve session", self.save_session_dialog, "Ctrl+S",
-                                             "Save data reference, parameters and results", "act_save_session")
-        self.act_save_session_as = self._action("Save session &as…", lambda: self.save_session_dialog(as_new=True),
-                                                "Ctrl+Shift+S", "Save the session under a new name",
-                                                "act_save_session_as")
-        self.act_reopen_last = self._action("Reopen last session at start", self._toggle_reopen_last, None,
-                                            "Open the last saved or opened session when the window starts",
-                                            "act_reopen_last")
-        self.act_reopen_last.setCheckable(True)
-        try:
-            from .session import reopen_last_enabled
-            self.act_reopen_last.setChecked(reopen_last_enabled())
-        except Exception:  # noqa: BLE001 - an unreadable setting leaves the option off
-            pass
-        self.act_export_figure = self._action("Export &figure…", self.export_figure_dialog, "Ctrl+Shift+E",
-                                              "Save the current view as PNG or SVG", "act_export_figure")
-        self.act_export_results = self._action("&Export results…", self.export_results_dialog, "Ctrl+E",
-                                               "Save scores, flags and arrays of the current method",
-                                               "act_export_results")
-        self.act_quit = self._action("&Quit", self.close, "Ctrl+Q", "Quit Robust Subspace Studio", "act_quit")
-        self.act_run = self._action("&Run", self.run, ["Ctrl+R", "F5"],
-                                    "Fit the chosen method on the current data set", "act_run")
-        self.act_cancel = self._action("&Cancel", self.cancel, ["Esc", "Ctrl+."],
-                                       "Stop the running fit", "act_cancel")
-        self.act_cancel.setEnabled(False)
-        self.act_reset = self._action("Reset parameters to &defaults", self.method_panel.reset_current,
-                                      None, "", "act_reset")
-
-    def _build_menus(self) -> None:
-        mb = self.menuBar()
-        m_file = mb.addMenu("&File")
-        m_file.addAction(self.act_open)
-        m_file.addAction(self.act_open_options)
-        m_file.addAction(self.act_open_folder)
-        self.recent_menu = m_file.addMenu("Open &recent")
+    def _build_recent_menu(self, menu) -> None:
+        self.recent_menu = menu.addMenu("Open &recent")
         self.recent_menu.setObjectName("menu_recent")
-        m_file.addSeparator()
-        m_file.addAction(self.act_open_session)
-        m_file.addAction(self.act_save_session)
-        m_file.addAction(self.act_save_session_as)
-        m_file.addAction(self.act_reopen_last)
-        m_file.addSeparator()
-        m_file.addAction(self.act_export_figure)
-        m_file.addAction(self.act_export_results)
-        m_file.addSeparator()
-        m_file.addAction(self.act_quit)
+        self._rebuild_recent_menu()
 
-        self.demos_menu = mb.addMenu("&Demos")
-        self.demos_menu.setObjectName("menu_demos")
-        self.demos_menu.setToolTipsVisible(True)
+    def _build_demos_menu(self, menu) -> None:
+        self.demos_menu = menu
         self.demo_actions: dict[str, QAction] = {}
         for name, desc in _demo_list().items():
             act = QAction(f"{name}  —  {desc}", self)
@@ -267,26 +186,25 @@ class MainWindow(QMainWindow):
             act.setStatusTip(desc)
             act.setObjectName(f"demo_{name}")
             act.triggered.connect(lambda checked=False, n=name: self.load_demo(n))
-            self.demos_menu.addAction(act)
+            menu.addAction(act)
             self.demo_actions[name] = act
-        if not self.demo_actions:
-            none = self.demos_menu.addAction("No demos available")
-            none.setEnabled(False)
 
-        m_run = mb.addMenu("&Run")
-        m_run.addAction(self.act_run)
-        m_run.addAction(self.act_cancel)
-        m_run.addSeparator()
-        m_run.addAction(self.act_reset)
-
-        m_view = mb.addMenu("&View")
+    def _build_dock_toggles(self, menu) -> None:
         for dock in (self.dataset_dock, self.method_dock, self.log_dock):
-            m_view.addAction(dock.toggleViewAction())
+            menu.addAction(dock.toggleViewAction())
 
-        m_help = mb.addMenu("&Help")
-        self._action_about = m_help.addAction("&About")
-        self._action_about.triggered.connect(self._about)
-        self._rebuild_recent_menu()
+    def _build_examples_menu(self, menu) -> None:
+        from .examples import EXAMPLES
+        sub = menu.addMenu("&Examples")
+        sub.setObjectName("menu_examples")
+        sub.setToolTipsVisible(True)
+        self.example_actions: dict[str, QAction] = {}
+        for ex in EXAMPLES:
+            act = sub.addAction(ex.title)
+            act.setToolTip(ex.blurb)
+            act.setStatusTip(ex.blurb)
+            act.triggered.connect(lambda checked=False, e=ex: self.open_example(e))
+            self.example_actions[ex.key] = act
 
     def _build_status(self) -> None:
         self.data_status = QLabel("No data")
@@ -303,6 +221,11 @@ class MainWindow(QMainWindow):
         mp.cancelRequested.connect(self.cancel)
         mp.methodChanged.connect(self._on_method_changed)
         mp.paramsChanged.connect(self._on_params_changed)
+        mp.helpRequested.connect(self.show_method_help)
+        ex = self.exporter
+        ex.progress.connect(lambda job, f, m: self.statusBar().showMessage(f"Exporting video… {m}"))
+        ex.finished.connect(self._on_video_written)
+        ex.failed.connect(lambda job, msg, details: self._show_error("Export video failed", msg, details))
         r = self.runner
         r.busyChanged.connect(self._on_busy)
         r.progress.connect(self._on_progress)
@@ -313,6 +236,8 @@ class MainWindow(QMainWindow):
         ld.finished.connect(self._on_load_finished)
         ld.failed.connect(self._on_load_failed)
         ld.busyChanged.connect(self._on_load_busy)
+        ld.progress.connect(self._on_load_progress)
+        self.dataset_panel.cancelLoadRequested.connect(self.cancel_load)
 
     # == settings =====================================================================================
     def _restore_settings(self) -> None:
@@ -404,7 +329,7 @@ class MainWindow(QMainWindow):
         d = _datasets_api()
         try:
             loader = d.LOADERS[d.detect_format(path)]
-        except Exception as exc:  # noqa: BLE001 - LoadError: unknown format, missing file...
+        except d.LoadError as exc:  # unknown format, missing file...
             self._show_error(f"Could not open {os.path.basename(path)}", str(exc))
             return None
         dlg = LoadOptionsDialog(loader, path, values, self)
@@ -423,19 +348,11 @@ class MainWindow(QMainWindow):
     def open_path(self, path: str, **options) -> Job:
         """Load a file (or image folder) in the background; the one path for dialog, drop and recent."""
         path = os.path.abspath(os.fspath(path))
-
-        def job(progress):
-            ds = _datasets_api().load(path, **options)
-            return ds, ds.fingerprint()  # hashed here, off the GUI thread
-
-        return self._start_load(job, os.path.basename(path) or path, {"path": path})
+        return self._start_load(LoadJob(path=path, options=dict(options)),
+                                LoadTag(what=os.path.basename(path) or path, path=path))
 
     def load_demo(self, name: str) -> Job:
-        def job(progress):
-            ds = _datasets_api().demo(name)
-            return ds, ds.fingerprint()
-
-        return self._start_load(job, f"demo '{name}'", {"demo": name})
+        return self._start_load(LoadJob(demo=name), LoadTag(what=f"demo '{name}'", demo=name))
 
     def open_session(self, path: str, data_path: str | None = None) -> Job:
         """Reopen a session file: data verified by hash, fits reloaded or re-run, in the background.
@@ -455,7 +372,7 @@ class MainWindow(QMainWindow):
             results, notes = S.rerun(s, ds, progress)
             return s, ds, results, notes
 
-        return self._start_load(job, f"session {os.path.basename(path)}", {"session": path})
+        return self._submit_load(job, SessionTag(what=f"session {os.path.basename(path)}", session=path))
 
     def _offer_locate(self, job: Job, error) -> None:
         """Say why the session's data cannot be used and offer to point to the file (non-blocking)."""
@@ -470,12 +387,12 @@ class MainWindow(QMainWindow):
                 found, _ = QFileDialog.getOpenFileName(self, "Locate the session's data file", start,
                                                        file_filter())
                 if found:
-                    self.open_session(job.tag["session"], data_path=found)
+                    self.open_session(job.tag.session, data_path=found)
 
         box.buttonClicked.connect(clicked)
         box.open()
         self.error_box = box
-        self.statusBar().showMessage(f"Could not open {job.tag['what']}", 8000)
+        self.statusBar().showMessage(f"Could not open {job.tag.what}", 8000)
         self.loadFailed.emit(str(error))
 
     def _toggle_reopen_last(self) -> None:
@@ -484,11 +401,7 @@ class MainWindow(QMainWindow):
 
     def save_session_dialog(self, as_new: bool = False) -> None:
         """Save to the session last saved or opened (ask for a name the first time, or with as_new)."""
-        try:
-            from . import session as S
-        except ImportError:
-            self._show_error("Save session", "Sessions are not available in this build yet.")
-            return
+        from . import session as S
         if self.state.dataset is None:
             self._show_error("Save session", "Nothing to save yet: load a data set first.")
             return
@@ -499,16 +412,19 @@ class MainWindow(QMainWindow):
         if not path:
             return
         try:
-            view = self.views.current_view_name() if hasattr(self.views, "current_view_name") else None
+            view = self.views.current_view_name()
             sess = S.session_from_state(self.state, view=view)
             S.save_session(path, sess, results=self.state.results, dataset=self.state.dataset)
             S.remember_session(path)
             self.session_path = path
-        except Exception as exc:  # noqa: BLE001 - shown to the user
+        except Exception as exc:  # noqa: BLE001 - any failure to save is shown, the window stays
             import traceback
             self._show_error("Save session failed", str(exc), traceback.format_exc())
             return
         self.statusBar().showMessage(f"Saved session {path}", 8000)
+
+    def save_session_as_dialog(self) -> None:
+        self.save_session_dialog(as_new=True)
 
     def open_session_dialog(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Open session", self.settings.last_directory(),
@@ -532,45 +448,63 @@ class MainWindow(QMainWindow):
         if sess.current_method:
             self.method_panel.set_method(sess.current_method)
         name = (view or {}).get("name") if isinstance(view, dict) else None
-        if name and hasattr(self.views, "show_view"):
+        if name:
             try:
                 self.views.show_view(name)
-            except Exception:  # noqa: BLE001 - a view that no longer exists is not fatal
+            except ValueError:  # a view that no longer exists, or has nothing to show: not fatal
                 pass
-        self.session_path = job.tag["session"]
+        self.session_path = job.tag.session
         try:
-            S.remember_session(job.tag["session"])
-        except Exception:  # noqa: BLE001
+            S.remember_session(job.tag.session)
+        except Exception:  # noqa: BLE001 - remembering is a convenience: never fail the reopen for it
             pass
-        self.statusBar().showMessage("; ".join(notes) or f"Opened {job.tag['what']}", 15000)
+        self.statusBar().showMessage("; ".join(notes) or f"Opened {job.tag.what}", 15000)
         self.datasetLoaded.emit(ds)
 
-    def _start_load(self, fn, what: str, tag: dict) -> Job:
-        self._loading_what = what
-        self.dataset_panel.set_loading(f"Loading {what}…")
-        self.statusBar().showMessage(f"Loading {what}…")
-        return self.loader.submit(fn, tag=dict(tag, what=what))
+    def _start_load(self, job: LoadJob, tag: LoadTag) -> Job:
+        """Load data off the GUI thread: in the worker process (parsing and decoding hold the GIL,
+        which would freeze the window), or in a worker thread with RSS_FIT_ISOLATION=thread."""
+        if self.isolation == "process":
+            pool = shared_pool()
+            return self._submit_load(lambda progress: pool.load(job, progress), tag)
+        from .fit_process import run_job
+        return self._submit_load(lambda progress: run_job(job, progress), tag)
+
+    def _submit_load(self, fn, tag) -> Job:
+        self.dataset_panel.set_loading(f"Loading {tag.what}…")
+        self.statusBar().showMessage(f"Loading {tag.what}…")
+        return self.loader.submit(fn, tag=tag)
+
+    def cancel_load(self) -> None:
+        """Stop loading (the data set shown stays as it was)."""
+        job = self.loader.cancel()
+        if job is not None:
+            self.statusBar().showMessage(f"Cancelled loading {job.tag.what}", 5000)
 
     def _on_load_busy(self, busy: bool) -> None:
+        self.act_cancel_load.setEnabled(busy)
         if not busy:
             self.dataset_panel.set_loading(None)
 
+    def _on_load_progress(self, job: Job, fraction: float, message: str) -> None:
+        self.dataset_panel.set_loading(f"Loading {job.tag.what}… {message}".rstrip(" …") + "…")
+
     def _on_load_finished(self, job: Job, payload) -> None:
-        if "session" in job.tag:
+        if isinstance(job.tag, SessionTag):
             self._apply_session(job, payload)
             return
-        ds, fingerprint = payload
-        path = job.tag.get("path")
+        self.last_load = payload
+        path = job.tag.path
         if path:
             self.settings.add_recent_file(path)
             self.settings.set_last_directory(path)
             self._rebuild_recent_menu()
-        self.statusBar().showMessage(f"Loaded {job.tag['what']} in {job.elapsed:.2f} s", 8000)
-        self.set_dataset(ds, fingerprint)
+        self.statusBar().showMessage(f"Loaded {job.tag.what} in {job.elapsed:.2f} s", 8000)
+        self.set_dataset(payload.dataset, payload.fingerprint)
 
     def _on_load_failed(self, job: Job, message: str, details: str) -> None:
-        self.statusBar().showMessage(f"Could not load {job.tag['what']}", 8000)
-        self._show_error(f"Could not load {job.tag['what']}", message, details)
+        self.statusBar().showMessage(f"Could not load {job.tag.what}", 8000)
+        self._show_error(f"Could not load {job.tag.what}", message, details)
         self.loadFailed.emit(message)
 
     def set_dataset(self, ds, fingerprint: str | None = None) -> None:
@@ -593,6 +527,8 @@ class MainWindow(QMainWindow):
         else:
             self.data_status.setText(f"{ds.name}: {ds.n_samples:,} × {ds.n_features:,}")
             self.setWindowTitle(f"{ds.name} — Robust Subspace Studio")
+            if self.method_panel.method_name():
+                self._fit_defaults_to_data(self.method_panel.method_name())
         self._update_blocker()
 
     # drag and drop -----------------------------------------------------------------------------
@@ -636,7 +572,24 @@ class MainWindow(QMainWindow):
     def _on_method_changed(self, name: str | None) -> None:
         if name:
             self.state.set_current_method(name)
+            self._fit_defaults_to_data(name)
         self._update_blocker()
+
+    def _fit_defaults_to_data(self, name: str) -> None:
+        """A default that would leave the views empty on this data (a rank as large as the data's
+        dimension: no residual, no SPE/T² limits) becomes the registry's data-aware default, and
+        the Method panel says so. Values the user typed are left alone."""
+        ds, m, form = self.state.dataset, self.methods.get(name), self.method_panel.form(name)
+        if ds is None or m is None or form is None:
+            return
+        declared, current = m.defaults(), form.values()
+        changed = {k: v for k, v in m.data_defaults(ds.n_samples, ds.n_features).items()
+                   if current.get(k) == declared.get(k) and current.get(k) != v}
+        if changed:
+            form.set_values(changed)
+            what = ", ".join(f"{k} = {v}" for k, v in changed.items())
+            self.method_panel.set_status(f"{what} for {ds.name} ({ds.n_features} features): the default would "
+                                         f"leave no residual, so no SPE/T² limits or map.")
 
     def current_params(self, name: str | None = None) -> dict | None:
         """Validated parameters in the form of ``name`` (default: the chosen method), or None if invalid."""
@@ -665,8 +618,8 @@ class MainWindow(QMainWindow):
         if self.runner.is_busy():
             old = self.runner.current
             self._log_job(old, "cancelled", "muted", detail="replaced by a new run")
-        tag = {"method": name, "title": method.title, "params": params, "dataset": ds.name,
-               "data_version": self.state.data_version}
+        tag = FitTag(method=name, title=method.title, params=params, dataset=ds.name,
+                     data_version=self.state.data_version)
         self.settings.set_method_params(name, params)
         self.settings.set_last_method(name)
         # A seed left on "auto" is fixed for the fit only (the form keeps "auto", so the stale
@@ -690,7 +643,7 @@ class MainWindow(QMainWindow):
         if job is not None:
             self._log_job(job, "cancelled", "muted", seconds=time.perf_counter() - job.submitted)
             self.method_panel.set_status("Cancelled", done=False)
-            self.statusBar().showMessage(f"Cancelled {job.tag['title']}", 5000)
+            self.statusBar().showMessage(f"Cancelled {job.tag.title}", 5000)
             self.runCancelled.emit()
             self.idle.emit()
 
@@ -703,19 +656,19 @@ class MainWindow(QMainWindow):
 
     def _on_params_changed(self, name: str) -> None:
         job = self.runner.current
-        if job is not None and job.tag["method"] == name and self.current_params(name) != job.tag["params"]:
+        if job is not None and job.tag.method == name and self.current_params(name) != job.tag.params:
             self.method_panel.set_status("Parameters changed: this run's result will be discarded. "
                                          "Press Run to use the new values.")
 
     def _stale_reason(self, job: Job, result) -> str | None:
         ds = self.state.dataset
-        if ds is not None and self.state.data_version == job.tag["data_version"]:
+        if ds is not None and self.state.data_version == job.tag.data_version:
             # The fit ran on this very object and hashed it already.
             self.state.adopt_fingerprint(result.data_fingerprint)
-        if ds is None or self.state.data_version != job.tag["data_version"] \
+        if ds is None or self.state.data_version != job.tag.data_version \
                 or result.data_fingerprint != self.state.data_fingerprint():
             return "the data set changed during the fit"
-        if self.current_params(job.tag["method"]) != job.tag["params"]:
+        if self.current_params(job.tag.method) != job.tag.params:
             return "the parameters were changed during the fit; press Run to use the new values"
         return None
 
@@ -741,7 +694,7 @@ class MainWindow(QMainWindow):
         self._log_job(job, outcome, level, seconds=result.elapsed, warnings=result.warnings)
         self.state.set_current_method(result.method)
         self.state.add_result(result)
-        text = f"{job.tag['title']}: {outcome} in {result.elapsed:.2f}\u00a0s"
+        text = f"{job.tag.title}: {outcome} in {result.elapsed:.2f}\u00a0s"
         if result.warnings:
             text += f" ({len(result.warnings)} warning{'s' if len(result.warnings) > 1 else ''}, see the log)"
         self.method_panel.set_status(text, done=True)
@@ -752,7 +705,7 @@ class MainWindow(QMainWindow):
     def _on_run_failed(self, job: Job, message: str, details: str) -> None:
         self._log_job(job, "failed", "error", seconds=job.elapsed, detail=message)
         self.method_panel.set_status(f"Failed: {message}", done=False)
-        self._show_error(f"{job.tag['title']} failed", message, details)
+        self._show_error(f"{job.tag.title} failed", message, details)
         self.runFailed.emit(message)
         self.idle.emit()
 
@@ -766,7 +719,7 @@ class MainWindow(QMainWindow):
         if job is None:
             return
         t = job.tag
-        self.run_log.add(LogEntry(method=t["title"], params=t["params"], dataset=t["dataset"],
+        self.run_log.add(LogEntry(method=t.title, params=t.params, dataset=t.dataset,
                                   outcome=outcome, seconds=seconds, warnings=list(warnings),
                                   detail=detail, level=level))
 
@@ -797,16 +750,7 @@ class MainWindow(QMainWindow):
         self.export_figure_to(path)
 
     def _export_refusal(self, figure: bool) -> bool:
-        """Explain (and return True) when there is nothing to export or no exporter."""
-        if figure and not hasattr(self.views, "export_figure"):
-            self._show_error("Export figure", "Figure export is not available in this build yet.")
-            return True
-        if not figure:
-            try:
-                from .export import export_results  # noqa: F401
-            except ImportError:
-                self._show_error("Export results", "Result export is not available in this build yet.")
-                return True
+        """Explain (and return True) when there is nothing to export."""
         if self.state.result() is None:
             what = "Export figure" if figure else "Export results"
             self._show_error(what, f"Nothing to export yet: run {self._method_title()} first.")
@@ -823,7 +767,7 @@ class MainWindow(QMainWindow):
             return None
         try:
             written = self.views.export_figure(path, scale=2.0 if path.lower().endswith(".png") else 1.0)
-        except Exception as exc:  # noqa: BLE001 - shown to the user
+        except (OSError, ValueError) as exc:  # a folder we cannot write to, a view with nothing to show
             import traceback
             self._show_error("Export figure failed", str(exc), traceback.format_exc())
             return None
@@ -858,7 +802,7 @@ class MainWindow(QMainWindow):
                 if answer != QMessageBox.StandardButton.Yes:
                     return []
                 written = export_results(res, ds, folder, overwrite=True)
-        except Exception as exc:  # noqa: BLE001 - shown to the user
+        except (OSError, ValueError) as exc:  # a folder we cannot write to, an array it cannot hold
             import traceback
             self._show_error("Export results failed", str(exc), traceback.format_exc())
             return []
@@ -866,11 +810,75 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Saved {len(written)} file(s) in {folder}", 8000)
         return list(written)
 
-    def _about(self) -> None:
+    def show_about(self) -> None:
         from robustcore import __version__
         QMessageBox.about(self, "About Robust Subspace Studio",
                           f"<b>Robust Subspace Studio</b> {__version__}<br>Robust subspace analysis of "
                           f"data with outliers: PCA, Coherence Pursuit, PCP, SPE/T² scoring, ESFS, SCW.")
+
+    def reset_parameters(self) -> None:
+        self.method_panel.reset_current()
+
+    def show_method_help(self, name: str | None = None) -> None:
+        """The help page of ``name`` (default: the method chosen in the Method panel)."""
+        from .help import HelpDialog
+        name = name or self.method_panel.method_name()
+        if name not in METHODS:
+            return
+        if self.help_dialog is None:
+            self.help_dialog = HelpDialog(self)
+        self.help_dialog.show_method(name)
+
+    def open_example(self, example) -> None:
+        """Help > Examples: load the demo, run its methods, show its view (see app.examples)."""
+        from .examples import ExamplePlayer
+        if self.example is not None:
+            self.example._stop()
+        self.example = ExamplePlayer(self, example)
+
+    # decomposition video ----------------------------------------------------------------------
+    def export_video_dialog(self) -> None:
+        from .video import FORMATS, check_video, has_mp4
+        res, ds = self.state.result("pcp"), self.state.dataset
+        try:
+            check_video("x.gif", ds, res)
+        except ValueError as exc:
+            self._show_error("Export video", str(exc))
+            return
+        kinds = ["mp4", "gif"] if has_mp4() else ["gif"]
+        filters = ";;".join(f"{FORMATS[k]} (*.{k})" for k in kinds) + f";;{FORMATS['png']} (a new folder)"
+        base = os.path.join(self.settings.last_directory(), f"{ds.name}-decomposition.{kinds[0]}")
+        path, flt = QFileDialog.getSaveFileName(self, "Export decomposition video", base, filters)
+        if not path:
+            return
+        if "folder" in flt:
+            path = os.path.splitext(path)[0]
+        elif not os.path.splitext(path)[1]:
+            path += "." + kinds[0]
+        self.export_video_to(path, overwrite=True)  # the dialog asked about an existing file
+
+    def export_video_to(self, path: str, overwrite: bool = False) -> Job | None:
+        """Write the PCP decomposition of the current image data to ``path`` (.mp4, .gif or a
+        folder of PNGs) in the background, with the L + S view's mask threshold."""
+        from .video import check_video, export_video
+        res, ds = self.state.result("pcp"), self.state.dataset
+        try:
+            check_video(path, ds, res)
+        except ValueError as exc:
+            self._show_error("Export video", str(exc))
+            return None
+        view = self.views.view("decomposition")
+        threshold = view.threshold() if view.drawn is res else None
+        self.statusBar().showMessage("Exporting video…")
+        return self.exporter.submit(lambda progress: export_video(path, ds, res, threshold=threshold,
+                                                                  progress=progress, overwrite=overwrite),
+                                    tag=path)
+
+    def _on_video_written(self, job: Job, written: list) -> None:
+        self.settings.set_last_directory(job.tag)
+        self.statusBar().showMessage(f"Saved {job.tag}" + (f" ({len(written)} images)" if len(written) > 1 else ""),
+                                     8000)
+        self.videoExported.emit(list(written))
 
     # == closing ========================================================================================
     def closeEvent(self, event) -> None:
@@ -878,6 +886,7 @@ class MainWindow(QMainWindow):
         t0 = time.monotonic()
         ok_fit = self.runner.shutdown(timeout=3.0)
         ok_load = self.loader.shutdown(timeout=max(0.1, 3.0 - (time.monotonic() - t0)))
+        self.exporter.shutdown(timeout=max(0.1, 3.0 - (time.monotonic() - t0)))
         self.warmer.shutdown(timeout=0.1)
         if not (ok_fit and ok_load):
             # A fit deep in one long BLAS call: the thread stays referenced and is joined at exit

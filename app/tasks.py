@@ -36,6 +36,8 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 from robustcore._progress import Cancelled
 
+from .fit_process import describe_error
+
 __all__ = ["Job", "TaskRunner", "describe_error"]
 
 _SEQ = itertools.count(1)
@@ -48,13 +50,13 @@ _LIVE_LOCK = threading.Lock()
 class Job:
     """One submitted job and what it was submitted with.
 
-    ``tag`` is whatever the caller needs to judge the result when it arrives (method, validated
-    parameters, data fingerprint, data set name...). ``status`` moves from "running" to one of
-    "done", "failed", "cancelled". ``elapsed`` is the wall time of the callable in seconds.
+    ``tag`` is whatever the caller needs to judge the result when it arrives (the window uses
+    the typed records of :mod:`app.jobs`). ``status`` moves from "running" to one of "done",
+    "failed", "cancelled". ``elapsed`` is the wall time of the callable in seconds.
     """
 
     seq: int
-    tag: dict = field(default_factory=dict)
+    tag: Any = None
     status: str = "running"
     elapsed: float = 0.0
     fraction: float = 0.0
@@ -65,15 +67,6 @@ class Job:
     @property
     def cancel_requested(self) -> bool:
         return self.cancel_event.is_set()
-
-
-def describe_error(exc: BaseException) -> str:
-    """One line for the user: the library's own message for bad input, else the type too."""
-    text = str(exc).strip()
-    if isinstance(exc, ValueError) and text:
-        return text
-    name = type(exc).__name__
-    return f"{name}: {text}" if text else name
 
 
 class _JobSignals(QObject):
@@ -116,7 +109,7 @@ class _JobThread(QThread):
             job.elapsed = time.perf_counter() - t0
             job.status = "cancelled"
             self.signals.stopped.emit(job)
-        except Exception as exc:  # noqa: BLE001 - everything must reach the user, not kill the thread
+        except Exception as exc:  # noqa: BLE001 - any failure of the job reaches the user as a message
             job.elapsed = time.perf_counter() - t0
             job.status = "failed"
             remote = getattr(exc, "remote_traceback", None)  # raised in a worker process
@@ -178,12 +171,12 @@ class TaskRunner(QObject):
         return sum(1 for t in self._threads.values() if t.isRunning())
 
     # -- control ----------------------------------------------------------------------------
-    def submit(self, fn: Callable[[Callable], Any], tag: dict | None = None) -> Job:
+    def submit(self, fn: Callable[[Callable], Any], tag: Any = None) -> Job:
         """Start ``fn(progress)`` on a new thread, cancelling the job in flight."""
         if self._closed:
             raise RuntimeError("this TaskRunner has been shut down")
         self.cancel()
-        job = Job(seq=next(_SEQ), tag=dict(tag or {}))
+        job = Job(seq=next(_SEQ), tag=tag)
         th = _JobThread(job, fn, self.throttle)
         q = Qt.ConnectionType.QueuedConnection
         sig = th.signals

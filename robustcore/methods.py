@@ -108,6 +108,7 @@ class Method:
     short: str = ""             # a short name for crowded axes ("CoP")
     about: str = ""             # help page: what it does and when to use it (a few sentences)
     reference: str = ""         # the paper
+    rank_param: str | None = None  # the parameter that sets the subspace's rank, if any
 
     @property
     def estimator_class(self) -> type:
@@ -121,6 +122,18 @@ class Method:
 
     def validate(self, params: dict) -> dict:
         return validate_params(self.params(), params)
+
+    def data_defaults(self, n_samples: int, n_features: int) -> dict:
+        """Declared defaults that need changing for data of this shape to give a useful picture:
+        a rank must stay below min(n_samples, n_features) so that a residual is left (SPE, its
+        control limit, the SPE/T² map). PCA's default rank 2 on 2-D data is the case in point."""
+        if self.rank_param is None:
+            return {}
+        p = next((p for p in self.params() if p.name == self.rank_param), None)
+        cap = max(1, min(n_samples, n_features) - 1)
+        if p is None or not isinstance(p.default, int) or p.default <= cap:
+            return {}
+        return {p.name: cap}
 
     def run(self, dataset, params: dict | None = None, progress=None) -> RunResult:
         """Validate ``params``, fit on ``dataset`` and return a :class:`RunResult`.
@@ -427,7 +440,7 @@ def _cls(module, name):
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
            _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "comparison"),
-           outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA",
+           outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA", rank_param="n_components",
            about="Finds the directions of largest variance: the best least-squares subspace of the "
                  "given rank. Fast and exact, and the baseline every robust method is compared "
                  "with; but every sample pulls on the fit with the square of its distance, so a "
@@ -441,7 +454,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
            views=("scatter", "detail", "contour", "comparison"), outlier_rule=LIMITS_RULE,
-           subspace="Coherence Pursuit", short="CoP",
+           subspace="Coherence Pursuit", short="CoP", rank_param="n_components",
            about="Robust subspace recovery when whole samples are outliers. Each sample is "
                  "normalised and scored by how strongly it aligns with all the others: inliers, "
                  "which share a low-dimensional subspace, align with many; outliers, scattered in "
@@ -467,7 +480,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
            _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail"),
-           outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²",
+           outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²", rank_param="n_components",
            about="Anomaly scores against a PCA subspace: SPE (the squared distance from the "
                  "subspace) and Hotelling's T² (the distance along it, in units of the spread), "
                  "each with a control limit at false-alarm rate alpha. Each score is blind to what "

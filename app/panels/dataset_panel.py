@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QPushButton,
-                               QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
+                               QPushButton, QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
 
 __all__ = ["DatasetPanel", "PreviewModel"]
 
@@ -75,11 +75,12 @@ class PreviewModel(QAbstractTableModel):
 
 class DatasetPanel(QWidget):
     """Signals: openRequested(), demoRequested(str), optionsRequested() (reload the current file
-    with other loader options)."""
+    with other loader options), cancelLoadRequested()."""
 
     openRequested = Signal()
     demoRequested = Signal(str)
     optionsRequested = Signal()
+    cancelLoadRequested = Signal()
 
     def __init__(self, demos: dict | None = None, parent=None):
         super().__init__(parent)
@@ -122,7 +123,23 @@ class DatasetPanel(QWidget):
         self.options_button.clicked.connect(self.optionsRequested)
         self.options_button.setVisible(False)
         self.busy_label = QLabel()
-        self.busy_label.setVisible(False)
+        self.busy_label.setWordWrap(True)
+        # Loaders do not say how far they are: a busy bar, and Cancel (Esc works for fits).
+        self.load_progress = QProgressBar()
+        self.load_progress.setRange(0, 0)
+        self.load_progress.setTextVisible(False)
+        self.load_progress.setMaximumHeight(10)
+        self.cancel_load_button = QPushButton("Cancel")
+        self.cancel_load_button.setObjectName("cancel_load_button")
+        self.cancel_load_button.setToolTip("Stop loading; the data shown stays as it was")
+        self.cancel_load_button.clicked.connect(self.cancelLoadRequested)
+        self.busy_box = QWidget()
+        busy = QHBoxLayout(self.busy_box)
+        busy.setContentsMargins(0, 0, 0, 0)
+        busy.addWidget(self.busy_label, 1)
+        busy.addWidget(self.cancel_load_button)
+        self.busy_box.setVisible(False)
+        self.load_progress.setVisible(False)
 
         self.model = PreviewModel(self)
         self.table = QTableView()
@@ -146,7 +163,8 @@ class DatasetPanel(QWidget):
         buttons.addWidget(self.demo_button, 1)
         lay = QVBoxLayout(self)
         lay.addLayout(buttons)
-        lay.addWidget(self.busy_label)
+        lay.addWidget(self.busy_box)
+        lay.addWidget(self.load_progress)
         lay.addWidget(self.title)
         lay.addWidget(self.hint)
         lay.addWidget(self.summary_box)
@@ -170,7 +188,8 @@ class DatasetPanel(QWidget):
 
     def set_loading(self, text: str | None) -> None:
         self.busy_label.setText(text or "")
-        self.busy_label.setVisible(bool(text))
+        self.busy_box.setVisible(bool(text))
+        self.load_progress.setVisible(bool(text))
 
     def set_dataset(self, ds) -> None:
         while self.summary_form.rowCount():
@@ -246,12 +265,29 @@ def dataset_summary(ds) -> list[tuple[str, str]]:
     else:
         rows.append(("source", p.loader))
     if p.path and p.demo is None:
-        rows.append(("loader", p.loader + (f" {p.options}" if p.options else "")))
+        rows.append(("loader", p.loader))
+        if p.options:
+            rows.append(("options", loader_options_text(p.options)))
     if p.size:
         rows.append(("file size", _size(p.size)))
     if p.sha256:
         rows.append(("sha256", p.sha256[:16] + "…"))
     return rows
+
+
+def loader_options_text(options: dict) -> str:
+    """Loader options as a reader writes them: "label column = species · delimiter = ;"."""
+    def value(v):
+        if isinstance(v, str):
+            return repr(v) if v.strip() != v or v in ("", ",", ";", "\t") else v
+        if isinstance(v, bool) or v is None:
+            return {True: "yes", False: "no", None: "automatic"}[v]
+        if isinstance(v, int) and abs(v) >= 10_000:
+            return f"{v:,}"
+        if isinstance(v, (list, tuple)):
+            return ", ".join(str(x) for x in v)
+        return str(v)
+    return " · ".join(f"{k.replace('_', ' ')} = {value(v)}" for k, v in options.items())
 
 
 def _size(n: int) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFrame, QHBoxLayout, QLabel, QProgressBar, QPushButton,
-                               QScrollArea, QSizePolicy, QStackedWidget, QVBoxLayout, QWidget)
+                               QScrollArea, QSizePolicy, QStackedWidget, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from .param_form import ParamForm
 
@@ -17,8 +18,8 @@ PROGRESS_STEPS = 1000
 
 
 class MethodPanel(QWidget):
-    """Signals: methodChanged(str), formCreated(str), runRequested(), cancelRequested(),
-    paramsChanged(str).
+    """Signals: methodChanged(str), helpRequested(str), formCreated(str), runRequested(),
+    cancelRequested(), paramsChanged(str).
 
     A method's form is built (and its estimator imported) the first time the method is shown,
     so opening the window does not import every estimator; ``formCreated`` lets the window fill
@@ -26,6 +27,7 @@ class MethodPanel(QWidget):
     """
 
     methodChanged = Signal(str)
+    helpRequested = Signal(str)
     formCreated = Signal(str)
     runRequested = Signal()
     cancelRequested = Signal()
@@ -86,9 +88,14 @@ class MethodPanel(QWidget):
         self.block_label.setStyleSheet("color: #b03a2e;")
         self.block_label.setVisible(False)
 
+        self.help_button = QToolButton(text="Help")
+        self.help_button.setObjectName("method_help_button")
+        self.help_button.setToolTip("What this method does, when to use it, what its parameters mean (F1)")
+        self.help_button.clicked.connect(lambda: self.method_name() and self.helpRequested.emit(self.method_name()))
         top = QHBoxLayout()
         top.addWidget(QLabel("Method"))
         top.addWidget(self.combo, 1)
+        top.addWidget(self.help_button)
         buttons = QHBoxLayout()
         buttons.addWidget(self.run_button, 1)
         buttons.addWidget(self.cancel_button, 1)

@@ -31,6 +31,11 @@ def _view_class(name):
     return getattr(importlib.import_module(f".{module}", __package__), cls)
 
 
+def view_title(name: str) -> str:
+    """The tab title of view ``name``."""
+    return _view_class(name).title
+
+
 class ResultViews(QTabWidget):
     """The result views of one :class:`~app.state.AppState`.
 
