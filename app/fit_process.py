@@ -65,9 +65,11 @@ class LoadJob:
 
 @dataclass(frozen=True)
 class Loaded:
-    """What a :class:`LoadJob` gives back: the data set and its fingerprint (hashed off the GUI)."""
+    """What a :class:`LoadJob` gives back: the data set, its fingerprint (hashed off the GUI
+    thread) and the process that loaded it."""
     dataset: Any
     fingerprint: str
+    pid: int
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,7 @@ def run_job(job, progress):
     progress(0.0, "reading")
     ds = d.demo(job.demo) if job.demo is not None else d.load(job.path, **job.options)
     progress(0.9, "hashing")
-    return Loaded(ds, ds.fingerprint())
+    return Loaded(ds, ds.fingerprint(), os.getpid())
 
 
 def _serve(conn) -> None:

@@ -99,6 +99,7 @@ class MainWindow(QMainWindow):
         self.notices: list[str] = []
         self.last_load = None  # the latest fit_process.Loaded (which process loaded it)
         self.example = None    # the Help > Examples entry being played
+        self._fitted_defaults: set = set()  # (data version, method) whose defaults were fitted to the data
         self.help_dialog = None
         self.exporter = TaskRunner(self)  # video export: long, cancellable, off the GUI thread
 
@@ -580,8 +581,9 @@ class MainWindow(QMainWindow):
         dimension: no residual, no SPE/T² limits) becomes the registry's data-aware default, and
         the Method panel says so. Values the user typed are left alone."""
         ds, m, form = self.state.dataset, self.methods.get(name), self.method_panel.form(name)
-        if ds is None or m is None or form is None:
+        if ds is None or m is None or form is None or (self.state.data_version, name) in self._fitted_defaults:
             return
+        self._fitted_defaults.add((self.state.data_version, name))  # once per data set and method
         declared, current = m.defaults(), form.values()
         changed = {k: v for k, v in m.data_defaults(ds.n_samples, ds.n_features).items()
                    if current.get(k) == declared.get(k) and current.get(k) != v}
