@@ -27,6 +27,8 @@ from .tasks import Job, TaskRunner
 
 __all__ = ["MainWindow", "file_filter"]
 
+NARROW_WINDOW = 1100  # logical pixels: below this the side panels share one column
+
 
 def _datasets_api():
     """robustcore.datasets, imported when first needed (it pulls in scipy and the loaders)."""
@@ -136,10 +138,19 @@ class MainWindow(QMainWindow):
 
     def _size_docks(self) -> None:
         """Side panels take about a fifth of the width each at most, the log a sixth of the
-        height: on a small screen (or at 200 % scaling) the views keep the larger part."""
+        height. In a narrow window (a small screen, or 200 % scaling: 1920 x 1080 is 960 x 540)
+        the Data and Method panels share one column as tabs, so the views keep room to be read."""
         w, h = max(self.width(), 640), max(self.height(), 480)
-        self.resizeDocks([self.dataset_dock, self.method_dock], [int(min(350, 0.22 * w)), int(min(320, 0.22 * w))],
-                         Qt.Orientation.Horizontal)
+        if w < NARROW_WINDOW:
+            self.removeDockWidget(self.method_dock)
+            self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.method_dock)
+            self.method_dock.show()
+            self.tabifyDockWidget(self.dataset_dock, self.method_dock)
+            self.method_dock.raise_()
+            self.resizeDocks([self.method_dock], [int(min(330, 0.3 * w))], Qt.Orientation.Horizontal)
+        else:
+            self.resizeDocks([self.dataset_dock, self.method_dock], [int(min(350, 0.22 * w)), int(min(320, 0.22 * w))],
+                             Qt.Orientation.Horizontal)
         self.resizeDocks([self.log_dock], [int(min(150, h / 6))], Qt.Orientation.Vertical)
 
     # == construction ================================================================================

@@ -266,13 +266,21 @@ def dataset_summary(ds) -> list[tuple[str, str]]:
         rows.append(("source", p.loader))
     if p.path and p.demo is None:
         rows.append(("loader", p.loader))
-        if p.options:
-            rows.append(("options", loader_options_text(p.options)))
+        chosen = _chosen_options(p.loader, p.options)
+        if chosen:
+            rows.append(("options", loader_options_text(chosen)))
     if p.size:
         rows.append(("file size", _size(p.size)))
     if p.sha256:
         rows.append(("sha256", p.sha256[:16] + "…"))
     return rows
+
+
+def _chosen_options(loader: str, options: dict) -> dict:
+    """The options that differ from the loader's declared defaults (what the user chose)."""
+    from robustcore.datasets import LOADERS
+    specs = {q.name: q for q in getattr(LOADERS.get(loader), "options", ())}
+    return {k: v for k, v in (options or {}).items() if k not in specs or specs[k].default != v}
 
 
 def loader_options_text(options: dict) -> str:

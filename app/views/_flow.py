@@ -88,20 +88,18 @@ class FlowLayout(QLayout):
         for item in self._visible():
             w = self._hint(item).width()
             need = w if not row else used + self.spacing() + w
-            # A label stays on the row of the widget it names (its buddy).
-            if row and need > avail and not self._is_label_of_next(row[-1], item):
+            if row and need > avail:
+                # A label moves to the next row with the widget it names (its buddy).
+                carry = [row.pop()] if len(row) > 1 and self._is_label_of_next(row[-1], item) else []
                 rows.append(row)
-                row, used = [item], w
+                row = carry + [item]
+                used = sum(self._hint(i).width() for i in row) + self.spacing() * (len(row) - 1)
             else:
                 row.append(item)
                 used = need
         if row:
             rows.append(row)
-        # Never end a row with a label whose widget moved to the next row.
-        for k in range(len(rows) - 1):
-            if rows[k] and self._is_label_of_next(rows[k][-1], rows[k + 1][0]):
-                rows[k + 1].insert(0, rows[k].pop())
-        return [r for r in rows if r]
+        return rows
 
     @staticmethod
     def _is_label_of_next(item, nxt) -> bool:

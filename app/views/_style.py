@@ -22,7 +22,6 @@ SELECT_COLOR = "#E4007C"
 LIMIT_COLOR = "#000000"
 AXIS_COLOR = "#202020"
 SEQUENTIAL = "cividis"
-DIVERGING = "CET-CBD1"
 N_LEVELS = 64
 
 
@@ -105,7 +104,7 @@ def plain_numbers(axis: pg.AxisItem) -> pg.AxisItem:
 def colorbar(values, cmap, label: str, **kwargs) -> pg.ColorBarItem:
     """A non-interactive colour bar whose axis reads like every other axis."""
     bar = pg.ColorBarItem(values=(float(values[0]), float(values[1])), colorMap=cmap, interactive=False,
-                          label=label, width=14, **kwargs)
+                          width=14, **kwargs)
     for side in ("left", "bottom", "right", "top"):
         plain_numbers(bar.getAxis(side))
     ax = bar.getAxis("right")
@@ -114,15 +113,51 @@ def colorbar(values, cmap, label: str, **kwargs) -> pg.ColorBarItem:
     font = QFont()
     font.setPointSize(9)
     ax.setTickFont(font)
-    ax.setLabel(label, color=AXIS_COLOR)
+    if label:
+        ax.setLabel(label, color=AXIS_COLOR)
     return bar
 
 
 def legend_row(layout, row: int, col: int, colspan: int = 1, columns: int = 4) -> pg.LegendItem:
-    """A legend in its own row of the figure (beneath the plots): never on the data."""
+    """A legend in its own row of the figure (beneath the plots): never on the data. Its number
+    of columns follows the width it gets (see :func:`fit_legend`)."""
     leg = pg.LegendItem(labelTextColor=AXIS_COLOR, labelTextSize="9pt", colCount=columns)
+    leg.max_columns = columns
     layout.addItem(leg, row=row, col=col, colspan=colspan)
     return leg
+
+
+def fit_legend(legend: pg.LegendItem, width: float) -> None:
+    """As many columns as fit in ``width`` pixels (at most the legend's own maximum): a legend
+    wider than its plot would widen the figure beyond the window and cut plots off."""
+    widths = [s.width() + lab.width() + 10 for s, lab in legend.items]
+    if not widths:
+        return
+    best = 1
+    for k in range(min(len(widths), getattr(legend, "max_columns", len(widths))), 0, -1):
+        if sum(max(widths[c::k]) for c in range(k)) <= width:
+            best = k
+            break
+    legend.setColumnCount(best)
+
+
+def diverging_colormap() -> pg.ColorMap:
+    """The signed map of :mod:`app.palette` (what the exported video uses too)."""
+    from .. import palette
+    lut = palette.diverging_lut()
+    return pg.ColorMap(np.linspace(0.0, 1.0, len(lut)), lut)
+
+
+def best_grid(n: int, image_hw: float, width: float, height: float, title: float = 22.0) -> tuple[int, int]:
+    """(rows, cols) that show ``n`` pictures of height/width ratio ``image_hw`` largest in a
+    ``width`` x ``height`` area (each picture with a title line above it)."""
+    best, size = (1, n), -1.0
+    for cols in range(1, n + 1):
+        rows = -(-n // cols)
+        w = min(width / cols, (height / rows - title) / max(image_hw, 1e-6))
+        if w > size + 0.5:
+            best, size = (rows, cols), w
+    return best
 
 
 def style_plot(plot: pg.PlotItem, title: str | None = None, left: str | None = None,
@@ -171,9 +206,44 @@ def _let_title_shrink(label) -> None:
 
 
 def set_title(plot: pg.PlotItem, text: str, color: str = AXIS_COLOR, size: str = "10pt") -> None:
-    """Set a plot title that never widens its column (see ``_let_title_shrink``)."""
+    """Set a plot title that never widens its column (see ``_let_title_shrink``) and wraps onto
+    more lines when the plot is narrower than the text (never cut off)."""
     _let_title_shrink(plot.titleLabel)
+    plot._rss_title = (text, color, size)
+    if not getattr(plot, "_rss_title_fits", False):
+        plot.geometryChanged.connect(lambda p=plot: fit_title(p))
+        plot._rss_title_fits = True
     plot.setTitle(text, color=color, size=size)
+    plot._rss_title_shown = text
+    fit_title(plot)
+
+
+def fit_title(plot: pg.PlotItem) -> None:
+    """Break the plot's title into lines no wider than the plot (at spaces)."""
+    spec = getattr(plot, "_rss_title", None)
+    if spec is None:
+        return
+    text, color, size = spec
+    avail = plot.width() - 6
+    if avail <= 20:
+        return
+    from PySide6.QtGui import QFontMetricsF
+    font = QFont(plot.titleLabel.item.font())
+    font.setPointSizeF(float(size.rstrip("pt")))
+    fm = QFontMetricsF(font)
+    lines, cur = [], ""
+    for word in text.split(" "):
+        trial = f"{cur} {word}" if cur else word
+        if cur and fm.horizontalAdvance(trial) > avail:
+            lines.append(cur)
+            cur = word
+        else:
+            cur = trial
+    lines.append(cur)
+    html = "<br>".join(lines)
+    if html != getattr(plot, "_rss_title_shown", None):
+        plot._rss_title_shown = html
+        plot.setTitle(html, color=color, size=size)
 
 
 def figure_widget() -> pg.GraphicsLayoutWidget:

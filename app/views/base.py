@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import traceback
 
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from robustcore.methods import methods_for_view, view_requirement
@@ -52,6 +53,27 @@ class BaseView(QWidget):
         lay.addWidget(self.status)
         self.drawn = None  # the result the figure shows (None: nothing, or several)
         self._dirty = True
+        self._legends = []  # (legend, share of the figure's width it may use)
+        # The figure changes size without the view doing so (controls wrapping onto more rows).
+        self.figure.installEventFilter(self)
+
+    # -- layout -------------------------------------------------------------------------------
+    def add_legend(self, legend, share: float = 1.0):
+        """Register a legend whose columns follow the figure's width (see _style.fit_legend)."""
+        self._legends.append((legend, share))
+        return legend
+
+    def fit_layout(self) -> None:
+        """Adapt the figure to its size: legend columns here; views with pictures also choose how
+        many per row. Called on every resize and after every redraw."""
+        w = max(self.figure.width() - 30, 100)
+        for legend, share in self._legends:
+            st.fit_legend(legend, share * w)
+
+    def eventFilter(self, obj, event) -> bool:
+        if obj is self.figure and event.type() == QEvent.Type.Resize:
+            self.fit_layout()
+        return super().eventFilter(obj, event)
 
     # -- what there is to draw ------------------------------------------------------------------
     @classmethod

@@ -56,9 +56,11 @@ class ComparisonView(BaseView):
         st.style_plot(self.error_plot, title="reconstruction error (median SPE)", left="median SPE")
         st.style_plot(self.flag_plot, title="samples flagged", left="count")
         # Each legend in a row of its own under its plot: never cut off, never on the bars.
-        self.angle_legend = st.legend_row(lay, row=1, col=0, columns=1)
-        self.error_legend = st.legend_row(lay, row=1, col=1, columns=1)
-        self.flag_legend = st.legend_row(lay, row=1, col=2, columns=1)
+        self.angle_legend = self.add_legend(st.legend_row(lay, row=1, col=0, columns=3), 1 / 3)
+        self.figure.setToolTip("Angles and errors compare each method's leading directions at the smallest rank "
+                               "among them, on the same samples; counts use each method's own outlier rule")
+        self.error_legend = self.add_legend(st.legend_row(lay, row=1, col=1, columns=2), 1 / 3)
+        self.flag_legend = self.add_legend(st.legend_row(lay, row=1, col=2, columns=2), 1 / 3)
         self.table = QTableWidget()
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -73,10 +75,11 @@ class ComparisonView(BaseView):
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
         split.setChildrenCollapsible(False)
-        # The table keeps room for a header and eight rows, the figure for readable plots.
+        # The table keeps room for a header and four rows, the figure for readable plots; the
+        # user drags the split for more of either.
         rows = self.table.verticalHeader().defaultSectionSize()
-        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height() + 8 * rows)
-        self.figure.setMinimumHeight(300)
+        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height() + 3 * rows)
+        self.figure.setMinimumHeight(260)
         self.splitter = split
         lay_.insertWidget(1, split, 1)
         state.selectionChanged.connect(self._show_selection)
@@ -110,8 +113,7 @@ class ComparisonView(BaseView):
         def own(m):
             r = self.ranks[m]
             return f"{der.short_title(m)} {r}" + (" (rank of L)" if m == "pcp" else "")
-        return (f"compared at rank {self.common_rank}, the smallest among them (own ranks: "
-                + ", ".join(own(m) for m in ms) + "): each method's leading directions")
+        return f"compared at rank {self.common_rank} (own ranks: " + ", ".join(own(m) for m in ms) + ")"
 
     def _draw(self, ms, ds):
         for plot, leg in ((self.angle_plot, self.angle_legend), (self.error_plot, self.error_legend),
@@ -124,9 +126,9 @@ class ComparisonView(BaseView):
             c = st.category_color(j)
             item = self.angle_plot.plot(np.arange(1, ang.size + 1), ang, pen=st.pen(c, 2), symbol="o", symbolSize=6,
                                         symbolBrush=st.brush(c), symbolPen=None)
-            self.angle_legend.addItem(item, f"{short[a]} vs {short[b]}")
+            self.angle_legend.addItem(item, f"{short[a]}–{short[b]}")
         self.angle_plot.setYRange(0, 90)
-        st.set_title(self.angle_plot, f"principal angles at rank {k}")
+        st.set_title(self.angle_plot, f"angles at rank {k}")
         sets = list(self.errors)
         width = 0.8 / len(sets)
         for j, kind in enumerate(sets):
@@ -134,7 +136,7 @@ class ComparisonView(BaseView):
             bars = pg.BarGraphItem(x=np.arange(len(ms)) + (j - (len(sets) - 1) / 2) * width, height=h, width=width,
                                    brush=st.brush(st.category_color(j + 3)), pen=None)
             self.error_plot.addItem(bars)
-            self.error_legend.addItem(bars, f"on the {kind} ({int(self._set_size(kind, ds))})")
+            self.error_legend.addItem(bars, f"{kind} ({int(self._set_size(kind, ds))})")
         ticks = [[(i, short[m]) for i, m in enumerate(ms)]]
         self.error_plot.getAxis("bottom").setTicks(ticks)
         st.set_title(self.error_plot, f"median SPE at rank {k}")
@@ -144,13 +146,13 @@ class ComparisonView(BaseView):
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
                              brush=st.brush(st.category_color(5)), pen=None)
         self.flag_plot.addItem(b1)
-        self.flag_legend.addItem(b1, "flagged (each by its own rule)")
+        self.flag_legend.addItem(b1, "all flagged")
         if ds.outliers is not None:
             hits = [int((self.flags[m][0] & ds.outliers).sum()) for m in ms]
             b2 = pg.BarGraphItem(x=np.arange(len(ms)) + 0.2, height=hits, width=0.4,
                                  brush=st.brush(st.category_color(0)), pen=None)
             self.flag_plot.addItem(b2)
-            self.flag_legend.addItem(b2, f"of them known outliers (of {int(ds.outliers.sum())})")
+            self.flag_legend.addItem(b2, f"flagged known outliers (of {int(ds.outliers.sum())})")
         self.flag_plot.getAxis("bottom").setTicks(ticks)
         top_err = max((v for e in self.errors.values() for v in e.values() if np.isfinite(v)), default=1.0)
         self.error_plot.setYRange(0, 1.1 * top_err, padding=0)
@@ -160,10 +162,14 @@ class ComparisonView(BaseView):
         n_ang = max((a.size for a in self.angles.values()), default=1)
         self.angle_plot.getAxis("bottom").setTicks([[(i, str(i)) for i in range(1, n_ang + 1)]] if n_ang <= 12 else None)
         self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
+        self.fit_layout()
         txt = [self.rank_note(ms)]
-        txt += [f"{short[a]} vs {short[b]}: largest angle {ang.max():.1f}°" for (a, b), ang in self.angles.items()]
-        txt += [f"{title_of(m)} flags {n} ({self.flags[m][1]})" for m, n in zip(ms, nflag)]
+        txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°" for (a, b), ang in self.angles.items())]
+        txt += ["each flags by its own rule (hover the counts)"]
         self.set_status(" · ".join(txt))
+        # Each method's rule where its flags are counted and listed.
+        tip = "\n".join(f"{title_of(m)}: {self.flags[m][1]}" for m in ms)
+        self.flag_plot.setToolTip(tip)
 
     def _set_size(self, kind, ds) -> int:
         if kind == "known inliers":
@@ -189,6 +195,10 @@ class ComparisonView(BaseView):
         self.table.clear()
         self.table.setColumnCount(len(cols))
         self.table.setHorizontalHeaderLabels(cols)
+        for c, name in enumerate(cols):
+            m = next((m for m in ms if name == f"flagged by {der.short_title(m)}"), None)
+            if m is not None:
+                self.table.horizontalHeaderItem(c).setToolTip(f"{title_of(m)}: {self.flags[m][1]}")
         self.table.setRowCount(self.rows.size)
         for r, i in enumerate(self.rows):
             cells = [_Item(int(i)), _Item(ds.sample_ids[i])]

@@ -100,7 +100,7 @@ class ContourView(BaseView):
         ax = self.key.getAxis("right")
         ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×") for b in BANDS]])
         self.figure.ci.addItem(self.key, row=0, col=2)
-        self.legend = st.legend_row(self.figure.ci, row=1, col=0, colspan=2, columns=5)
+        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
         self.method_box.currentIndexChanged.connect(self._method_changed)
         self.plane_box.currentIndexChanged.connect(self.redraw)
         self.rule_box.currentIndexChanged.connect(self._apply_rule)
@@ -256,6 +256,7 @@ class ContourView(BaseView):
                  "this map's limit", "the other map's limit", "component 1"]
         for it, t in zip(self._legend_items, texts):
             self.legend.addItem(it, t)
+        self.fit_layout()
         st.set_title(self.plots["spe"], f"{title_of(res.method)}: SPE (reconstruction error), limit "
                                         f"{fmt(self.limits['spe'])}")
         st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}")

@@ -1,10 +1,14 @@
 """L/S viewer for robust PCA: original | low-rank L | sparse S | foreground mask (|S| above a
 threshold the user sets), with a frame slider and play/pause for image stacks and video, or
 heatmaps of X, L and S for tables; beneath, the solver's convergence (relative residual and
-rank of L per iteration).
+rank of L per iteration), which the Convergence button hides.
 
 Colour scales are fixed over the whole stack (X and L share one grey scale, S a symmetric
-diverging one), so a frame's brightness never changes because its neighbours did.
+diverging one with its colour bar), so a frame's brightness never changes because its neighbours
+did. The mask is drawn over the faded frame, so a few foreground pixels read as a shape. The
+pictures are laid out in the rows and columns that show them largest for the space there is
+(four in a row on a wide screen, two by two in a narrow window), with the colours and mask of
+the exported video (:mod:`app.video`, :mod:`app.palette`).
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSlider, QToolButton
 
+from .. import palette
 from . import _style as st
 from ._cloud import mode_for
 from ._common import fmt, labelled
@@ -20,6 +25,9 @@ from .base import BaseView
 
 PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
           ("sparse", "sparse S (foreground)"), ("mask", "mask |S| > threshold"))
+_MIN_PICTURE = 120    # pixels: below this a picture is useless; the convergence plots give way
+_ROOMY_PICTURE = 240  # pictures at least this wide leave room for the convergence plots
+_TITLE = 34           # height of a picture's title line
 
 
 class _ClickImage(pg.ImageItem):
@@ -53,11 +61,16 @@ class DecompositionView(BaseView):
         self.controls.addWidget(self.frame_label)
         self.controls.addWidget(labelled("Mask threshold |S| >", self.threshold_box))
         self.controls.addWidget(self.threshold_box)
+        self.conv_button = QToolButton(text="Convergence", checkable=True, checked=False,
+                                       toolTip="Show the solver's convergence beneath the pictures")
+        self._conv_chosen = False  # the user pressed the button: their choice stands
+        self.controls.addWidget(self.conv_button)
         self.timer = QTimer(self, interval=100)
         self.timer.timeout.connect(self._next_frame)
         self.play_button.toggled.connect(self._toggle_play)
         self.frame_slider.valueChanged.connect(self._show_frame)
         self.threshold_box.valueChanged.connect(lambda _v: self._show_frame())
+        self.conv_button.toggled.connect(self._conv_toggled)
         state.selectionChanged.connect(self._follow_selection)
         self.panels = {}
         self.images = {}
@@ -66,9 +79,9 @@ class DecompositionView(BaseView):
         self.order = np.zeros(0, dtype=np.int64)
         self.sel_markers = {}
         lay = self.figure.ci
-        for col, (key, ttl) in enumerate(PANELS):
-            p = lay.addPlot(row=0, col=col)
-            lay.layout.setColumnStretchFactor(col, 1)
+        self.pics = lay.addLayout(row=0, col=0)
+        for key, ttl in PANELS:
+            p = pg.PlotItem()
             # Equal columns whatever the title lengths (a long title would widen its column).
             p.setPreferredWidth(10)
             p.titleLabel.setMinimumWidth(10)
@@ -77,17 +90,19 @@ class DecompositionView(BaseView):
             img = _ClickImage(self._image_clicked)
             p.addItem(img)
             self.panels[key], self.images[key] = p, img
+        # The scale of S, beside the pictures.
+        self.s_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="S")
+        self._grid = None
         # The convergence plots live in a layout of their own: as cells of the picture grid,
         # their different axis widths made the picture columns unequal.
-        bottom = lay.addLayout(row=1, col=0, colspan=len(PANELS))
-        self.res_plot = bottom.addPlot(row=0, col=0)
-        self.rank_plot = bottom.addPlot(row=0, col=1)
-        bottom.layout.setColumnStretchFactor(0, 1)
-        bottom.layout.setColumnStretchFactor(1, 1)
+        self.bottom = lay.addLayout(row=1, col=0)
+        self.res_plot = self.bottom.addPlot(row=0, col=0)
+        self.rank_plot = self.bottom.addPlot(row=0, col=1)
+        self.bottom.layout.setColumnStretchFactor(0, 1)
+        self.bottom.layout.setColumnStretchFactor(1, 1)
         st.style_plot(self.res_plot, title="convergence: ‖X − L − S‖F / ‖X‖F", left="relative residual",
                       bottom="iteration")
         self.res_plot.setLogMode(y=True)
-        self.res_plot.getAxis("left").enableAutoSIPrefix(False)
         st.style_plot(self.rank_plot, title="rank of L per iteration", left="rank", bottom="iteration")
         self.residual_curve = self.res_plot.plot(pen=st.pen(st.category_color(0), 1.8), symbol="o", symbolSize=4,
                                                  symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
@@ -95,8 +110,62 @@ class DecompositionView(BaseView):
         self.res_plot.addItem(self.tol_line, ignoreBounds=True)
         self.rank_curve = self.rank_plot.plot(pen=st.pen(st.category_color(1), 1.8), stepMode=None, symbol="o",
                                               symbolSize=4, symbolBrush=st.brush(st.category_color(1)), symbolPen=None)
-        lay.layout.setRowStretchFactor(0, 3)
-        lay.layout.setRowStretchFactor(1, 2)
+        self._arrange(1, len(PANELS))
+
+    # -- layout ---------------------------------------------------------------------------------
+    def _arrange(self, rows: int, cols: int) -> None:
+        """Put the four pictures in ``rows`` x ``cols`` cells and the S colour bar after them."""
+        if self._grid == (rows, cols):
+            return
+        for p in (*self.panels.values(), self.s_bar):
+            if p in self.pics.items:
+                self.pics.removeItem(p)
+        for k, p in enumerate(self.panels.values()):
+            self.pics.addItem(p, row=k // cols, col=k % cols)
+        self.pics.addItem(self.s_bar, row=0, col=cols, rowspan=rows)
+        for c in range(len(PANELS) + 1):
+            self.pics.layout.setColumnStretchFactor(c, 1 if c < cols else 0)
+        for r in range(len(PANELS)):
+            self.pics.layout.setRowStretchFactor(r, 1 if r < rows else 0)
+        self._grid = (rows, cols)
+
+    def _conv_toggled(self, _on) -> None:
+        self._conv_chosen = True
+        self.fit_layout()
+
+    def fit_layout(self) -> None:
+        super().fit_layout()
+        w, h = self.figure.width(), self.figure.height()
+        ds = self.state.dataset
+        hw = (ds.image_shape[0] / ds.image_shape[1] if self.mode == "image" and ds is not None and ds.is_image
+              else 0.75)
+        conv_h = min(200.0, 0.28 * h)
+        if not self._conv_chosen:
+            # Convergence is shown by default only where the pictures stay large beside it.
+            rows, cols = st.best_grid(len(PANELS), hw, w - 70, h - conv_h, title=_TITLE)
+            big = min((w - 70) / cols, ((h - conv_h) / rows - _TITLE) / max(hw, 1e-6)) >= _ROOMY_PICTURE
+            self.conv_button.blockSignals(True)
+            self.conv_button.setChecked(big)
+            self.conv_button.blockSignals(False)
+        show_conv = self.conv_button.isChecked() and self._res is not None
+        rows, cols = st.best_grid(len(PANELS), hw, w - 70, h - (conv_h if show_conv else 0), title=_TITLE)
+        # Convergence gives way when the pictures would be too small to see anything.
+        pic = min((w - 70) / cols, ((h - conv_h) / rows - _TITLE) / max(hw, 1e-6))
+        if show_conv and pic < _MIN_PICTURE:
+            show_conv = False
+            rows, cols = st.best_grid(len(PANELS), hw, w - 70, h, title=_TITLE)
+        self._arrange(rows, cols)
+        # A hidden item would still hold its row: take the convergence plots out of the layout.
+        lay = self.figure.ci
+        if show_conv and self.bottom not in lay.items:
+            lay.addItem(self.bottom, row=1, col=0)
+        elif not show_conv and self.bottom in lay.items:
+            lay.removeItem(self.bottom)
+        self.bottom.setVisible(show_conv)
+        if show_conv:
+            self.bottom.setMaximumHeight(conv_h)
+            self.bottom.setMinimumHeight(conv_h)
+        lay.layout.setRowStretchFactor(1, 0)
 
     # -- data -----------------------------------------------------------------------------
     def refresh(self):
@@ -120,6 +189,7 @@ class DecompositionView(BaseView):
         self.threshold_box.setValue(0.1 * span)  # a tenth of the data range: visible foreground
         self.threshold_box.blockSignals(False)
         self.mode = "image" if ds.is_image else "table"
+        self.s_bar.setLevels(self.s_levels)
         n = ds.n_samples
         self.order = (np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
                       else np.arange(n))
@@ -154,8 +224,12 @@ class DecompositionView(BaseView):
         if self.mode == "table":
             self._draw_tables()
         self._show_frame()
+        self.drawn = res
+        self.fit_layout()
         for p in self.panels.values():
-            p.autoRange(padding=0.02)
+            # Auto range (not a one-off autoRange): the pictures refit when the grid changes.
+            p.getViewBox().setDefaultPadding(0.02)
+            p.enableAutoRange()
 
     def clear(self):
         self.pause()
@@ -195,33 +269,34 @@ class DecompositionView(BaseView):
         shape = ds.image_shape
         self.images["original"].setImage(self.X[i].reshape(shape), levels=self.gray_levels)
         self.images["low_rank"].setImage(self.L[i].reshape(shape), levels=self.gray_levels)
-        self.images["sparse"].setImage(self.S[i].reshape(shape), levels=self.s_levels,
-                                       lut=st.colormap(st.DIVERGING).getLookupTable(nPts=256))
+        self.images["sparse"].setImage(self.S[i].reshape(shape), levels=self.s_levels, lut=self._s_lut())
         m = self.mask_of(i)
-        self.images["mask"].setImage(m.reshape(shape).astype(np.uint8), levels=(0, 1),
-                                     lut=np.array([[255, 255, 255, 255], [0, 0, 0, 255]], dtype=np.uint8))
+        self.images["mask"].setImage(palette.mask_overlay(self.X[i], self.gray_levels, m).reshape(*shape, 3),
+                                     levels=None, lut=None)
         frac = float(m.mean())
-        st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())} ({100 * frac:.1f}% of pixels)",
-                                     color=st.AXIS_COLOR, size="10pt")
+        st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())}")
         sel = "selected" if i in set(self.state.selection.tolist()) else "click a picture to select this frame"
         self.set_status(f"frame {self.frame_slider.value() + 1} of {len(self.order)} · sample #{i} · "
-                        f"‖S‖₁ of this frame {fmt(np.abs(self.S[i]).sum())} · {sel}")
+                        f"mask: {100 * frac:.1f}% of pixels · ‖S‖₁ of this frame {fmt(np.abs(self.S[i]).sum())} · {sel}")
+
+    @staticmethod
+    def _s_lut():
+        return palette.diverging_lut()
 
     def _draw_tables(self):
-        shape_levels = {"original": self.gray_levels, "low_rank": self.gray_levels, "sparse": self.s_levels}
-        for key, lev in shape_levels.items():
+        for key, lev in (("original", self.gray_levels), ("low_rank", self.gray_levels), ("sparse", self.s_levels)):
             data = {"original": self.X, "low_rank": self.L, "sparse": self.S}[key]
-            lut = st.colormap(st.DIVERGING).getLookupTable(nPts=256) if key == "sparse" else None
-            self.images[key].setImage(data, levels=lev, lut=lut)
+            self.images[key].setImage(data, levels=lev, lut=self._s_lut() if key == "sparse" else None)
         thr = self.threshold()
-        self.images["mask"].setImage((np.abs(self.S) > thr).astype(np.uint8), levels=(0, 1),
-                                     lut=np.array([[255, 255, 255, 255], [0, 0, 0, 255]], dtype=np.uint8))
-        st.set_title(self.panels["mask"], f"|S| > {fmt(thr)}", color=st.AXIS_COLOR, size="10pt")
+        mask = np.abs(self.S) > thr
+        self.images["mask"].setImage(palette.mask_overlay(self.X, self.gray_levels, mask), levels=None, lut=None)
+        st.set_title(self.panels["mask"], f"|S| > {fmt(thr)}")
         for key, p in self.panels.items():
             st.style_plot(p, left="sample", bottom="feature")
         self._mark_selected_rows()
-        self.set_status(f"{self.X.shape[0]} samples × {self.X.shape[1]} features · click a row to select "
-                        f"that sample (Shift adds, Ctrl subtracts)")
+        self.set_status(f"{self.X.shape[0]} samples × {self.X.shape[1]} features · mask: "
+                        f"{100 * float(mask.mean()):.1f}% of entries · click a row to select that sample "
+                        f"(Shift adds, Ctrl subtracts)")
 
     def _mark_selected_rows(self):
         sel = self.state.selection

@@ -1,12 +1,14 @@
 """Sample detail: for image data the selected sample as a picture beside its reconstruction,
-its L and S parts (robust PCA) and its residual; for tables the per-feature residual
-contributions as bars (which features make this sample an outlier)."""
+its L and S parts (robust PCA) and its residual, the signed ones with their colour bar; for
+tables the per-feature residual contributions as bars (which features make this sample an
+outlier). The pictures take the rows and columns that show them largest for the space there is."""
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QToolButton
 
+from .. import palette
 from . import _derived as der
 from . import _style as st
 from ._common import Choice, describe_sample, fmt, labelled, title_of
@@ -48,6 +50,7 @@ class DetailView(BaseView):
             p.setPreferredWidth(10)
             p.titleLabel.setMinimumWidth(10)
             p.titleLabel.setPreferredWidth(10)
+        self.signed_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="")
         self.bar_plot = pg.PlotItem()
         st.style_plot(self.bar_plot)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
@@ -55,24 +58,41 @@ class DetailView(BaseView):
         self.bar_values = np.zeros(0)
 
     def _arrange(self, keys):
-        """Put the shown picture panels side by side in consecutive columns (a hidden item would
-        still hold its grid cell) and the bar chart under them."""
-        if keys == getattr(self, "_arranged", None):
+        """Lay out the shown picture panels (a hidden item would still hold its grid cell) in the
+        grid that shows them largest, the colour bar of the signed ones after them; or the bar
+        chart alone for tables."""
+        rows, cols = (0, 0)
+        if keys:
+            ds = self.state.dataset
+            h, w = ds.image_shape
+            rows, cols = st.best_grid(len(keys), h / w, self.figure.width() - 70, self.figure.height())
+        if (keys, rows, cols) == getattr(self, "_arranged", None):
             return
         lay = self.figure.ci
-        for p in (*self.panels.values(), self.bar_plot):
+        for p in (*self.panels.values(), self.bar_plot, self.signed_bar):
             if p in lay.items:
                 lay.removeItem(p)
             p.setVisible(False)
-        for col, key in enumerate(keys):
-            lay.addItem(self.panels[key], row=0, col=col)
+        for k, key in enumerate(keys):
+            lay.addItem(self.panels[key], row=k // cols, col=k % cols)
             self.panels[key].setVisible(True)
-        for col in range(4):
-            lay.layout.setColumnStretchFactor(col, 1 if col < max(len(keys), 1) else 0)
+        if keys:
+            lay.addItem(self.signed_bar, row=0, col=cols, rowspan=rows)
+            self.signed_bar.setVisible(True)
+        for col in range(5):
+            lay.layout.setColumnStretchFactor(col, 1 if col < max(cols, 1) else 0)
+        for row in range(4):
+            lay.layout.setRowStretchFactor(row, 1 if row < max(rows, 1) else 0)
         if not keys:
             lay.addItem(self.bar_plot, row=0, col=0)
             self.bar_plot.setVisible(True)
-        self._arranged = keys
+        self._arranged = (keys, rows, cols)
+
+    def fit_layout(self) -> None:
+        super().fit_layout()
+        keys = getattr(self, "_arranged", ((), 0, 0))[0]
+        if keys:
+            self._arrange(keys)
 
     def refresh(self):
         self.fill_method_box()
@@ -127,6 +147,7 @@ class DetailView(BaseView):
         titles = {"original": f"sample #{i}",
                   "reconstruction": "low-rank part L" if is_pcp else "reconstruction",
                   "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual"}
+        self.titles = titles
         image = ds.is_image
         self._arrange(["original", "reconstruction"] + (["part"] if is_pcp else []) + ["residual"] if image else [])
         if image:
@@ -135,7 +156,7 @@ class DetailView(BaseView):
             hi = float(max(x.max(), recon.max()))
             dev = [np.abs(resid).max()] + ([np.abs(s_part).max()] if is_pcp else [])
             m = float(max(max(dev), 1e-12))
-            div = st.colormap(st.DIVERGING).getLookupTable(nPts=256)
+            div = palette.diverging_lut()
             for key, v in self.parts.items():
                 if v is None:
                     self.images[key].clear()
@@ -143,11 +164,14 @@ class DetailView(BaseView):
                 signed = key in ("part", "residual")
                 self.images[key].setImage(v.reshape(shape), levels=(-m, m) if signed else (lo, hi if hi > lo else lo + 1),
                                           lut=div if signed else None)
-                ttl = titles[key]
-                if signed:  # the shared symmetric scale: yellow positive, blue negative
-                    ttl += f" (max |·| {fmt(np.abs(v).max())})"
-                st.set_title(self.panels[key], ttl, color=st.AXIS_COLOR, size="10pt")
-                self.panels[key].autoRange(padding=0.02)
+                st.set_title(self.panels[key], titles[key], color=st.AXIS_COLOR, size="10pt")
+                # Auto range, so the picture refits when the grid changes.
+                self.panels[key].getViewBox().setDefaultPadding(0.02)
+                self.panels[key].enableAutoRange()
+            # The shared symmetric scale of the signed parts: yellow positive, blue negative.
+            self.signed_bar.setLevels((-m, m))
+            self.signed_bar.getAxis("right").setLabel("S and residual" if is_pcp else "residual",
+                                                      color=st.AXIS_COLOR)
         else:
             contrib = der.contributions(res, ds, i)
             signed = is_pcp

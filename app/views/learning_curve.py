@@ -31,8 +31,8 @@ class LearningCurveView(BaseView):
         st.style_plot(self.upd_plot, title="number of updates", left="updates", bottom="samples seen")
         st.style_plot(self.acc_plot, title="test accuracy", left="accuracy", bottom="samples seen")
         self.upd_plot.setXLink(self.rate_plot)
-        self.rate_legend = self.rate_plot.addLegend(offset=(-10, 10), labelTextColor=st.AXIS_COLOR,
-                                                    brush=st.brush("#FFFFFF", 210), pen=st.pen("#BBBBBB"))
+        # Beneath the plots, never on the curves.
+        self.rate_legend = self.add_legend(st.legend_row(lay, row=1, col=0, colspan=3, columns=4))
         self.curves = {}
 
     def _remember(self, method):
@@ -66,7 +66,8 @@ class LearningCurveView(BaseView):
             seen = np.asarray(res.arrays.get("history_seen", np.arange(1, rate.size + 1)), dtype=float)
             eta = res.params.get("eta")
             label = f"SCW-{variant} (C = {res.params.get('C')}" + (f", η = {eta})" if eta is not None else ")")
-            c1 = self.rate_plot.plot(seen, rate, pen=pen, name=label)
+            c1 = self.rate_plot.plot(seen, rate, pen=pen)
+            self.rate_legend.addItem(c1, label)
             c2 = self.upd_plot.plot(seen, upd, pen=pen)
             self.curves[variant] = (c1, c2)
             acc = res.arrays.get("history_test_accuracy")
@@ -78,6 +79,7 @@ class LearningCurveView(BaseView):
             parts.append(f"SCW-{variant}: final mistake rate {fmt(rate[-1])}, {int(upd[-1])} updates over "
                          f"{int(seen[-1])} samples" + ("" if acc is None else f", test accuracy {fmt(acc[-1])}"))
         self.acc_plot.setVisible(has_test)
+        self.fit_layout()
         self.rate_plot.enableAutoRange()
         self.upd_plot.enableAutoRange()
         self.set_status(" · ".join(parts) + ("" if has_test else " · no test split: test accuracy not shown"))

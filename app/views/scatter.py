@@ -42,7 +42,7 @@ class ScatterView(BaseView):
 
         self.plot = new_plot(self.figure.ci, row=0, col=0)
         # Beneath the plot, never on the data.
-        self.legend = st.legend_row(self.figure.ci, row=1, col=0)
+        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
         self.cloud = PointCloud(self.plot, state, size=6)
         self.cloud.sigHovered.connect(self._on_hover)
         self.colorbar = None
@@ -181,6 +181,7 @@ class ScatterView(BaseView):
         n_sel = self.state.selection.size
         if n_sel:  # no "selected" entry while nothing is
             self.legend.addItem(self.cloud.sel_item, f"selected ({n_sel})")
+        self.fit_layout()
 
     def legend_texts(self) -> list[str]:
         """The legend's entries as the user reads them."""

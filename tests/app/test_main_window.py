@@ -497,7 +497,10 @@ def test_open_with_loader_options_reads_the_label_column(qtbot, window, tmp_path
     ds = blocker.args[0]
     assert ds.n_features == 2 and list(ds.labels) == ["x", "y", "x", "y"]
     assert window.dataset_panel.options_button.isVisibleTo(window.dataset_panel)
-    assert "x: 2" in window.dataset_panel.summary_text()["labels"]
+    summary = window.dataset_panel.summary_text()
+    assert "x: 2" in summary["labels"]
+    # The options the user chose, as words: not the loader's whole option dict.
+    assert summary["loader"] == "csv" and summary["options"] == "label column = kind"
 
 
 def test_export_refuses_without_result_then_writes_files(qtbot, window, tmp_path):

@@ -85,3 +85,52 @@ def test_a_scaled_fit_is_drawn_in_its_own_units(views_for):
     est = state.result("residual").estimator
     flags = est.flag(data("gaussian-2d").dense())
     np.testing.assert_array_equal(v.flags_by_rule["either"], flags["either"])
+
+
+def test_the_maps_fill_the_plots_whatever_their_shape(contour, qtbot):
+    """The filled map used to leave white margins where the square grid did not reach."""
+    state, v = contour
+    for size in ((1100, 720), (700, 720), (1100, 420)):
+        v.window().resize(*size)
+        qtbot.wait(50)
+        v.grab()
+        for key in ("spe", "t2"):
+            (x0, x1), (y0, y1) = v.plots[key].getViewBox().viewRange()
+            r = v.images[key].mapRectToParent(v.images[key].boundingRect())
+            assert r.left() <= x0 + 1e-9 and r.right() >= x1 - 1e-9
+            assert r.top() <= y0 + 1e-9 and r.bottom() >= y1 - 1e-9
+
+
+def test_the_colour_key_reads_in_multiples_of_the_limit(contour):
+    state, v = contour
+    ax = v.key.getAxis("right")
+    assert ax.labelText == "value as a multiple of its limit"
+    assert [t for _, t in ax._tickLevels[0]] == ["1/16×", "1/8×", "1/4×", "1/2×", "1×", "2×", "4×", "8×", "16×"]
+    assert v.key.isVisible() and v.key.sceneBoundingRect().right() <= v.figure.viewport().width()
+
+
+def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
+    """PCA of the 256-pixel USPS digits with rank 2: the principal plane of the data lies in the
+    subspace, so SPE was one flat colour there. The default plane now holds component 1 and the
+    largest residual direction; choosing the principal plane says why SPE is flat."""
+    state = make_state("usps-1-vs-8", "pca")
+    v = views_for(state).show_view("contour")
+    res = state.result("pca")
+    assert v.plane_box.currentText() == "component 1 & largest residual"
+    np.testing.assert_allclose(v.plane[0], res.arrays["components"][0])
+    np.testing.assert_allclose(v.plane @ res.arrays["components"].T, [[1, 0], [0, 0]], atol=1e-9)
+    spe = v.grids["spe"]
+    # SPE varies across the plane, from inside its limit to several times it.
+    assert spe.min() < res.summary["SPE limit"] < 3 * res.summary["SPE limit"] < spe.max()
+    assert not v.flat_notes["spe"].isVisible()
+    assert v.plots["spe"].getAxis("left").labelText == "largest residual direction"
+    v.plane_box.set_key("data")
+    assert v.grids["spe"].max() < 1e-9 * res.summary["SPE limit"]
+    assert v.flat_notes["spe"].isVisible() and "lies inside the fitted subspace" in v.flat_notes["spe"].textItem.toPlainText()
+
+
+def test_a_result_without_limits_says_why_instead_of_drawing(views_for):
+    state = make_state("gaussian-2d", ("pca", {"n_components": 2}))
+    v = views_for(state).show_view("contour")
+    assert v.images["spe"].image is None
+    assert "no SPE/T² map" in v.status.text() and "smaller rank" in v.status.text()

@@ -24,9 +24,13 @@ def test_panels_show_the_frame_its_L_S_and_mask(video):
     np.testing.assert_array_equal(v.images["low_rank"].image, res.arrays["low_rank"][i].reshape(shape))
     np.testing.assert_array_equal(v.images["sparse"].image, res.arrays["sparse"][i].reshape(shape))
     v.set_threshold(30.0)
-    mask = v.images["mask"].image.astype(bool)
+    # The mask is drawn over the faded frame: its pixels in the mask colour, the rest grey.
+    from app.palette import MASK_RGB
+    mask = np.all(v.images["mask"].image == MASK_RGB, axis=-1)
     np.testing.assert_array_equal(mask, (np.abs(res.arrays["sparse"][i]) > 30.0).reshape(shape))
     assert "mask |S| > 30" in v.panels["mask"].titleLabel.text
+    lo, hi = v.s_bar.levels()
+    assert (lo, hi) == v.s_levels and lo == -hi
 
 
 def test_colour_scales_are_fixed_over_the_stack(video):
@@ -97,3 +101,27 @@ def test_the_four_pictures_are_drawn_the_same_size(video, qtbot):
         widths.append(img.mapRectToScene(img.boundingRect()).width())
     assert min(widths) > 50
     assert max(widths) - min(widths) < 1.0, widths
+
+
+def test_pictures_use_the_space_of_the_view(video, qtbot):
+    """Frames were about 170 px wide with empty bands around them: the pictures are laid out
+    in the grid that shows them largest, and take a good share of the figure."""
+    state, v = video
+    for size in ((1100, 720), (700, 720), (1400, 420)):
+        v.window().resize(*size)
+        qtbot.wait(50)
+        v.grab()
+        area = 0.0
+        for img in v.images.values():
+            r = img.mapRectToScene(img.boundingRect())
+            area += r.width() * r.height()
+        pics = v.pics.geometry()  # the figure less the convergence plots
+        share = area / (pics.width() * pics.height())
+        assert share > 0.3, (size, v._grid, share)
+
+
+def test_s_has_its_colour_scale_beside_the_pictures(video):
+    state, v = video
+    assert v.s_bar.isVisible()
+    assert v.s_bar.getAxis("right").labelText == "S"
+    assert v.s_bar.levels() == v.s_levels

@@ -173,3 +173,24 @@ def test_hundred_thousand_points_share_a_few_brushes(qtbot):
     assert len({id(b) for b in cloud.point_brushes()}) == 3
     cloud.select_rect(-0.1, -0.1, 0.1, 0.1)
     assert 0 < state.selection.size < 1000
+
+
+def test_legend_sits_beneath_the_plot_and_names_a_selection_only_when_there_is_one(scatter, qtbot):
+    state, v = scatter
+    state.set_selection([])
+    texts = [lab.text for _, lab in v.legend.items]
+    assert not any(t.startswith("selected") for t in texts)
+    state.set_selection([3, 5, 8])
+    texts = [lab.text for _, lab in v.legend.items]
+    assert "selected (3)" in texts
+    qtbot.wait(20)
+    v.grab()
+    # Beneath the data area, not on it.
+    assert v.legend.sceneBoundingRect().top() >= v.plot.getViewBox().sceneBoundingRect().bottom()
+
+
+def test_choosers_show_their_whole_text(scatter):
+    state, v = scatter
+    for box in (v.method_box, v.x_box, v.y_box, v.color_box, v.size_box, v.flag_box):
+        longest = max(box.fontMetrics().horizontalAdvance(box.itemText(i)) for i in range(box.count()))
+        assert box.width() >= longest + 20, (box.currentText(), box.width(), longest)
