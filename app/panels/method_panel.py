@@ -137,7 +137,7 @@ class MethodPanel(QWidget):
         if name not in self._forms:
             try:
                 params = self.methods[name].params()
-            except Exception as exc:  # noqa: BLE001 - an estimator that fails to import
+            except (ImportError, AttributeError) as exc:  # an estimator (or its optional dependency) missing
                 self._mark_unavailable(name, f"{type(exc).__name__}: {exc}")
                 return None
             form = ParamForm(params)

@@ -81,6 +81,7 @@ class ComparisonView(BaseView):
         self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height() + 3 * rows)
         self.figure.setMinimumHeight(260)
         self.splitter = split
+        self._split_done = False
         lay_.insertWidget(1, split, 1)
         state.selectionChanged.connect(self._show_selection)
         self._updating = False
@@ -107,6 +108,15 @@ class ComparisonView(BaseView):
         self.angles, self.spe, self.errors = cmp["angles"], cmp["spe"], cmp["median_spe"]
         self._draw(ms, ds)
         self._fill_table(ms, ds)
+
+    def fit_layout(self) -> None:
+        super().fit_layout()
+        total = self.splitter.height()
+        if not self._split_done and total > 0 and self.isVisible():
+            # Three fifths to the plots, the rest to the table, until the user drags the split.
+            fig = max(self.figure.minimumHeight(), int(0.6 * total))
+            self.splitter.setSizes([fig, max(total - fig, self.table.minimumHeight())])
+            self._split_done = True
 
     def rank_note(self, ms) -> str:
         """Each method's own rank and the rank compared, in words."""

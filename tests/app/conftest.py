@@ -17,3 +17,17 @@ def _isolated_settings(tmp_path, monkeypatch):
         QSettings.setPath(QSettings.Format.IniFormat, scope, str(folder))
     monkeypatch.setenv("RSS_SETTINGS_FILE", str(folder / "studio.ini"))
     yield folder
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """A shown main window with the registry's methods and throw-away settings (closed after)."""
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    w = MainWindow(settings=Settings(str(tmp_path / "window.ini")))
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    yield w
+    w.close()

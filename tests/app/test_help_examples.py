@@ -6,19 +6,10 @@ from PySide6.QtCore import Qt
 
 from app.examples import EXAMPLES
 from app.help import method_help_html
-from app.main_window import MainWindow
-from app.settings import Settings
 from robustcore.datasets import demo, demos
 from robustcore.methods import METHODS, methods_for_view
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.close()
 
 
 @pytest.mark.parametrize("name", list(METHODS))

@@ -8,20 +8,10 @@ import os
 import time
 
 import numpy as np
-import pytest
 from PySide6.QtCore import QTimer
 
-from app.main_window import MainWindow
-from app.settings import Settings
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.close()
 
 
 def _libsvm(path, n=10000, d=400, per_row=25, seed=0):

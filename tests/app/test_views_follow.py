@@ -5,21 +5,10 @@ panel switched, views switched; after every step each view's drawn result, resul
 title and legend are checked against the result object in the state.
 """
 import numpy as np
-import pytest
 
-from app.main_window import MainWindow
-from app.settings import Settings
 from robustcore.methods import METHODS
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    yield w
-    w.close()
 
 
 def _load(qtbot, w, name):

@@ -62,7 +62,7 @@ def test_each_method_is_labelled_with_its_own_rank(comparison):
     ticks = [t for _, t in bottom._tickLevels[0]]
     assert ticks == ["PCA", "CoP", "PCP"]
     assert bottom.labelText == f"own rank: PCA 2, CoP 2, PCP {rank_l}"
-    assert f"compared at rank 2" in v.status.text() and f"PCP {rank_l} (rank of L)" in v.status.text()
+    assert "compared at rank 2" in v.status.text() and f"PCP {rank_l} (rank of L)" in v.status.text()
     assert v.error_plot.titleLabel.text.replace("<br>", " ") == "median SPE at rank 2"
 
 
