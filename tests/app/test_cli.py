@@ -267,9 +267,6 @@ def test_help_exits_zero(capsys):
 
 
 def test_figures_are_written_offscreen(tmp_path, capsys, qapp):
-    import app.views
-    if not hasattr(app.views, "render_view"):
-        pytest.skip("app.views.render_view has not landed yet")
     code, out, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--method", "coherence-pursuit",
                              "--figure", "scatter", "--figure", "comparison", "--select", "0,5-7",
                              "--out", tmp_path / "o", "--size", "400x300")

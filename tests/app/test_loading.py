@@ -14,7 +14,7 @@ from PySide6.QtCore import QTimer
 
 
 
-def _libsvm(path, n=10000, d=400, per_row=25, seed=0):
+def _libsvm(path, n=5000, d=400, per_row=25, seed=0):
     rng = np.random.default_rng(seed)
     # Distinct, sorted columns per row: a random start and a fixed stride, wrapped around.
     cols = np.sort((rng.integers(0, d, (n, 1)) + 16 * np.arange(per_row)) % d, axis=1) + 1
@@ -37,7 +37,7 @@ def test_a_large_file_is_loaded_in_the_worker_process(qtbot, window, tmp_path):
         assert window.act_cancel_load.isEnabled()
     timer.stop()
     ds = blocker.args[0]
-    assert ds.n_samples == 10000 and ds.is_sparse
+    assert ds.n_samples == 5000 and ds.is_sparse
     # The data came from the worker process, hashed there.
     assert window.last_load.pid != os.getpid()
     assert window.state.data_fingerprint() == ds.fingerprint()
