@@ -194,7 +194,8 @@ def common_rank_comparison(X, subspaces: dict, flags: dict, outliers=None) -> di
 
     Parameters
     ----------
-    X : (n, d) data.
+    X : (n, d) data, or name -> (n, d) the data in the units of that method's subspace (a fit on
+        scaled features measures scaled data).
     subspaces : name -> (components (r, d) orthonormal rows, leading first; mean (d,)).
     flags : name -> (n,) bool, the samples each method flags as outliers.
     outliers : (n,) bool or None, known outliers.
@@ -210,8 +211,9 @@ def common_rank_comparison(X, subspaces: dict, flags: dict, outliers=None) -> di
     lead = {m: (np.atleast_2d(c)[:k], mu) for m, (c, mu) in subspaces.items()}
     angles = {(a, b): principal_angles(lead[a][0], lead[b][0])
               for i, a in enumerate(names) for b in names[i + 1:]}
-    spe = {m: reconstruction_errors(X, c, mu) for m, (c, mu) in lead.items()}
-    n = np.asarray(X).shape[0]
+    data = X if isinstance(X, dict) else {m: X for m in names}
+    spe = {m: reconstruction_errors(data[m], c, mu) for m, (c, mu) in lead.items()}
+    n = np.asarray(data[names[0]]).shape[0]
     any_flag = np.zeros(n, dtype=bool)
     for f in flags.values():
         any_flag |= np.asarray(f, dtype=bool)

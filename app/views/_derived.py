@@ -1,7 +1,8 @@
 """What views read from a RunResult. Nothing is fitted or calibrated here: the registry's adapters
 (:mod:`robustcore.methods`) put every number a view draws in the result, and the registry
 declares each method's outlier rule once. These helpers only pick the numbers out, and evaluate
-the result's own model where a view needs it (the projection of one sample, SPE on a grid).
+the result's own model where a view needs it (the projection of one sample, SPE on a grid), in
+the units the model lives in (:func:`model_units`: a fit with ``scale`` set works on scaled data).
 """
 from __future__ import annotations
 
@@ -38,6 +39,22 @@ def subspace(result) -> dict | None:
     return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
             "projection": np.asarray(proj).reshape(len(proj), -1),
             "source": (m.subspace if m is not None and m.subspace else result.method)}
+
+
+def model_units(result, X) -> np.ndarray:
+    """X in the units the result's subspace lives in: scaled as the estimator scaled its input
+    (arrays "scale_center" and "scale", present when it did), otherwise X itself."""
+    a = result.arrays
+    if "scale" in a and "scale_center" in a:
+        return (np.asarray(X, dtype=float) - a["scale_center"]) / a["scale"]
+    return X
+
+
+def _original_units(result, Z) -> np.ndarray:
+    a = result.arrays
+    if "scale" in a and "scale_center" in a:
+        return Z * a["scale"] + a["scale_center"]
+    return Z
 
 
 def rank(result) -> int | None:
@@ -90,7 +107,8 @@ def reconstruction(result, dataset, rows) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    return compare.reconstruct(dataset.dense()[rows], sub["components"], sub["mean"])
+    X = model_units(result, dataset.dense()[rows])
+    return _original_units(result, compare.reconstruct(X, sub["components"], sub["mean"]))
 
 
 def contributions(result, dataset, row: int) -> np.ndarray | None:
@@ -102,4 +120,5 @@ def contributions(result, dataset, row: int) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    return compare.residual_contributions(dataset.dense()[row], sub["components"], sub["mean"])[0]
+    X = model_units(result, dataset.dense()[row])
+    return compare.residual_contributions(X, sub["components"], sub["mean"])[0]

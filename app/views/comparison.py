@@ -102,8 +102,12 @@ class ComparisonView(BaseView):
             got = der.outlier_flags(r)
             self.flags[m] = (got[0] if got else np.zeros(ds.n_samples, bool), got[1] if got else "flags nothing")
         self.ranks = {m: der.rank(r) for m, r in results.items()}
-        cmp = compare.common_rank_comparison(ds.dense(), {m: (s["components"], s["mean"]) for m, s in subs.items()},
+        X = ds.dense()
+        # Each subspace measures the data in its own units (a fit with scale set works on scaled data).
+        cmp = compare.common_rank_comparison({m: der.model_units(r, X) for m, r in results.items()},
+                                             {m: (s["components"], s["mean"]) for m, s in subs.items()},
                                              {m: f for m, (f, _) in self.flags.items()}, ds.outliers)
+        self.scaled = [m for m, r in results.items() if "scale" in r.arrays]
         self.common_rank = cmp["rank"]
         self.angles, self.spe, self.errors = cmp["angles"], cmp["spe"], cmp["median_spe"]
         self._draw(ms, ds)
@@ -176,6 +180,9 @@ class ComparisonView(BaseView):
         txt = [self.rank_note(ms)]
         txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°" for (a, b), ang in self.angles.items())]
         txt += ["each flags by its own rule (hover the counts)"]
+        if self.scaled:
+            txt.append("fitted on scaled features: " + ", ".join(short[m] for m in self.scaled)
+                       + " (errors in those units)")
         self.set_status(" · ".join(txt))
         # Each method's rule where its flags are counted and listed.
         tip = "\n".join(f"{title_of(m)}: {self.flags[m][1]}" for m in ms)

@@ -171,7 +171,7 @@ class ContourView(BaseView):
         self.model = model
         key = self.plane_box.key() or "data"
         self.plane, names = self.plane_axes(key)
-        X = ds.dense()
+        X = der.model_units(res, ds.dense())  # the units the result's subspace lives in
         xy = compare.plane_coordinates(X, model["mean"], self.plane)
         self.limits = {"spe": model["spe_limit"], "t2": model["t2_limit"]}
         scores = {k: np.asarray(res.sample_scores[k], dtype=float) for k in ("spe", "t2")}

@@ -83,8 +83,14 @@ def test_a_scaled_fit_is_drawn_in_its_own_units(views_for):
     state = make_state("gaussian-2d", ("residual", {"n_components": 1, "scale": "standard"}))
     v = views_for(state).show_view("contour")
     est = state.result("residual").estimator
-    flags = est.flag(data("gaussian-2d").dense())
-    np.testing.assert_array_equal(v.flags_by_rule["either"], flags["either"])
+    X = data("gaussian-2d").dense()
+    flags = est.flag(X)
+    for rule in ("spe", "t2", "either"):
+        v.set_rule(rule)
+        np.testing.assert_array_equal(v.current_flags, flags[rule])
+    x, y = v.clouds["spe"].points()
+    Z = (X - est.scale_center_) / est.scale_ - est.mean_
+    np.testing.assert_allclose(np.c_[x, y], Z @ v.plane.T, rtol=1e-9, atol=1e-12)
 
 
 def test_the_maps_fill_the_plots_whatever_their_shape(contour, qtbot):
