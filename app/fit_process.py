@@ -134,21 +134,31 @@ def describe_error(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-def warm_up(should_stop: Callable[[], bool] = lambda: False) -> None:
-    """Import every registry estimator and the loaders (scipy.stats and friends take seconds on a
-    cold start), so the first form, the first load and the first Run are quick."""
+def _warm_steps(loaders: bool = True) -> list:
+    """One import per step: every registry estimator, robustcore.anomaly and (with ``loaders``)
+    the data loaders."""
     from robustcore.methods import METHODS
-    for m in METHODS.values():
-        if should_stop():
-            return
+
+    def estimator(m):
         try:
             m.factory()
         except (ImportError, AttributeError):  # reported when the user picks the method
             pass
-    for mod in ("robustcore.anomaly", "robustcore.datasets"):
-        importlib.import_module(mod)
-    from robustcore import _jit
-    _jit.preload()   # numba's 1-3 s start-up on a background thread, not in the first fit
+    steps = [lambda m=m: estimator(m) for m in METHODS.values()]
+    mods = ("robustcore.anomaly", "robustcore.datasets") if loaders else ("robustcore.anomaly",)
+    steps += [lambda mod=mod: importlib.import_module(mod) for mod in mods]
+    # numba's 1-3 s start-up on a background thread, not in the first fit
+    return steps + [lambda: importlib.import_module("robustcore._jit").preload()]
+
+
+def warm_up(should_stop: Callable[[], bool] = lambda: False, loaders: bool = True) -> None:
+    """Import every registry estimator and (with ``loaders``) the data loaders: scipy.stats and
+    friends take seconds on a cold start, so the first form, the first load and the first Run
+    are quick."""
+    for step in _warm_steps(loaders):
+        if should_stop():
+            return
+        step()
 
 
 # -- the worker process ----------------------------------------------------------------------------
@@ -168,14 +178,18 @@ def run_job(job, progress):
 
 
 def _serve(conn) -> None:
-    """Child process main loop: import the estimators once, then run jobs until told to quit."""
-    warm_up()
+    """Child process main loop: say it is ready, import the estimators while no job is waiting
+    (one module at a time, so a job sent early, such as the first data load, starts at once),
+    then run jobs until told to quit."""
     try:
         conn.send(Ready(os.getpid()))
     except (EOFError, OSError):
         return
+    pending = _warm_steps(loaders=False)
     while True:
         try:
+            while pending and not conn.poll():
+                pending.pop(0)()
             msg = conn.recv()
         except (EOFError, OSError):
             return
@@ -284,7 +298,7 @@ def _died(w: "_Worker") -> str:
 
 class FitPool:
     """Keeps one warm worker process and runs fits and loads in it (or in fresh ones when it is
-    busy).
+    busy); while a job runs, a spare is started so the next job does not wait for one.
 
     :meth:`run` and :meth:`load` are called from a worker *thread* of the window (see
     :mod:`app.tasks`) and block until the job ends; they honour the thread's ``progress``
@@ -316,18 +330,29 @@ class FitPool:
                 w = self._idle.pop(0)
                 if w.alive():
                     self._busy.add(w)
-                    return w
+                    break
                 w.kill()
-            w = _Worker(self._ctx)
-            self._busy.add(w)
+            else:
+                w = _Worker(self._ctx)
+                self._busy.add(w)
+            # Keep a spare warming while this one works: a load followed by a fit, or a Restart
+            # during a fit, then waits for no worker process to start.
+            if not self._idle:
+                self._idle.append(_Worker(self._ctx))
             return w
 
     def _release(self, w: _Worker, reusable: bool) -> None:
+        spare = None
         with self._lock:
             self._busy.discard(w)
-            keep = reusable and not self._closed and w.alive() and not self._idle
+            keep = reusable and not self._closed and w.alive()
+            if keep and self._idle and not self._idle[0].ready:
+                spare = self._idle.pop(0)  # a spare still starting: the worker that just ran is warm
+            keep = keep and not self._idle
             if keep:
                 self._idle.append(w)
+        if spare is not None:
+            spare.kill()
         if not keep:
             w.kill() if not reusable else w.quit()
         if not self._closed:
