@@ -351,7 +351,8 @@ def _check_video(video: str | None, method_names: list[str], dataset=None) -> No
     PyAV for MP4; a problem stops the run before any file is written."""
     if not video:
         return
-    if "pcp" not in method_names:
+    from robustcore.methods import methods_for_view
+    if not any(m in method_names for m in methods_for_view("decomposition")):
         raise UsageError("--video writes the robust PCA decomposition: add --method pcp; nothing was written")
     from app.video import has_mp4
     if video == "mp4" and not has_mp4():
@@ -689,12 +690,14 @@ def _write_outputs(con, args, session, dataset, results, out) -> list[str]:
     _create_out(out)
     written = _render(results, dataset, session, out, args.figure, args.size, args.scale, args.force)
     written += _export(results, dataset, out, args.force)
-    if args.video and "pcp" in results:
+    if args.video:
         from app.video import export_video
-        path = os.path.join(out, _video_name("pcp", args.video))
-        files = export_video(path, dataset, results["pcp"], overwrite=args.force, progress=con.progress("video"))
-        con.end_progress()
-        written += [path] if args.video == "png" else files
+        from robustcore.methods import methods_for_view
+        for m in (m for m in methods_for_view("decomposition") if m in results):
+            path = os.path.join(out, _video_name(m, args.video))
+            files = export_video(path, dataset, results[m], overwrite=args.force, progress=con.progress("video"))
+            con.end_progress()
+            written += [path] if args.video == "png" else files
     for rec in session.runs:
         npz = os.path.join(out, f"{rec.method}-arrays.npz")
         if npz in written:

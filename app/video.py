@@ -56,7 +56,8 @@ def check_video(path, dataset, result) -> str:
     """What an export to ``path`` needs, checked before anything is written; returns the format."""
     fmt = video_format(path)
     if result is None or "low_rank" not in result.arrays or "sparse" not in result.arrays:
-        raise ValueError("a decomposition video needs a robust PCA (pcp) result: run pcp first")
+        raise ValueError("a decomposition video needs a low-rank + sparse result (pcp or online-rpca): "
+                         "run one first")
     if dataset is None or not dataset.is_image:
         raise ValueError("a decomposition video needs image data (each sample a frame with an "
                          "image shape); this data set is a table: use the L + S view instead")

@@ -87,9 +87,19 @@ class ExportSlots:
         return list(written)
 
     # decomposition video ----------------------------------------------------------------------
+    def _decomposition(self):
+        """The low-rank + sparse result to export: the one the L + S view draws, else the latest
+        of the methods that feed that view."""
+        from robustcore.methods import methods_for_view
+        view = self.views.view("decomposition")
+        if view.drawn is not None:
+            return view.drawn
+        return next((self.state.result(m) for m in methods_for_view("decomposition")
+                     if self.state.result(m) is not None), None)
+
     def export_video_dialog(self) -> None:
         from .video import FORMATS, check_video, has_mp4
-        res, ds = self.state.result("pcp"), self.state.dataset
+        res, ds = self._decomposition(), self.state.dataset
         try:
             check_video("x.gif", ds, res)
         except ValueError as exc:
@@ -111,7 +121,7 @@ class ExportSlots:
         """Write the PCP decomposition of the current image data to ``path`` (.mp4, .gif or a
         folder of PNGs) in the background, with the L + S view's mask threshold."""
         from .video import check_video, export_video
-        res, ds = self.state.result("pcp"), self.state.dataset
+        res, ds = self._decomposition(), self.state.dataset
         try:
             check_video(path, ds, res)
         except ValueError as exc:

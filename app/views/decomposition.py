@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSlider, QToolButton
 from .. import palette
 from . import _style as st
 from ._cloud import mode_for
-from ._common import fmt, labelled
+from ._common import Choice, fmt, labelled
 from .base import BaseView
 
 PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
@@ -55,6 +55,10 @@ class DecompositionView(BaseView):
         self.frame_label = QLabel("")
         self.threshold_box = QDoubleSpinBox(decimals=3, maximum=1e12, singleStep=1.0, keyboardTracking=False,
                                             toolTip="Pixels with |S| above this value form the foreground mask")
+        self.method_box = Choice()
+        self.controls.addWidget(labelled("Result", self.method_box))
+        self.controls.addWidget(self.method_box)
+        self.method_box.currentIndexChanged.connect(lambda _i: self._draw_result())
         self.controls.addWidget(self.play_button)
         self.controls.addWidget(labelled("Frame", self.frame_slider))
         self.controls.addWidget(self.frame_slider, 1)
@@ -169,7 +173,11 @@ class DecompositionView(BaseView):
 
     # -- data -----------------------------------------------------------------------------
     def refresh(self):
-        res, ds = self.state.result("pcp"), self.state.dataset
+        self.fill_method_box()
+        self._draw_result()
+
+    def _draw_result(self):
+        res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
         self._res = res
@@ -206,8 +214,11 @@ class DecompositionView(BaseView):
         else:
             self.tol_line.setVisible(False)
         conv = res.summary.get("converged")
-        st.set_title(self.res_plot, f"convergence ({'converged' if conv else 'stopped at max_iter'} after "
-                               f"{len(h)} iterations; dashed: tol)", color=st.AXIS_COLOR, size="10pt")
+        if conv is None:  # a streaming fit: one point per batch of frames
+            st.set_title(self.res_plot, f"residual per batch ({len(h)} batches)")
+        else:
+            st.set_title(self.res_plot, f"convergence ({'converged' if conv else 'stopped at max_iter'} after "
+                                        f"{len(h)} iterations; dashed: tol)")
         for key, p in self.panels.items():
             p.invertY(True)
             p.setAspectLocked(self.mode == "image")
