@@ -299,8 +299,9 @@ def test_figure_needs_are_checked_before_anything_is_written(tmp_path, capsys, q
     code, _, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--figure", "comparison",
                            "--out", out, "-q")
     assert code == 2
-    assert ("--figure comparison: it compares the results of at least 2 of: pca, coherence-pursuit, pcp; "
-            "only pca is there; add --method coherence-pursuit or --method pcp; nothing was written") in err
+    assert ("--figure comparison: it compares the results of at least 2 of: pca, coherence-pursuit, pcp, "
+            "online-rpca; only pca is there; add --method coherence-pursuit or --method pcp or --method "
+            "online-rpca; nothing was written") in err
     assert not out.exists()
     # A need known only once the fit ran (a full-rank subspace has no SPE/T² limits to map).
     code, _, err = run_cli(capsys, "run", "--demo", "gaussian-2d", "--method", "pca", "--param", "n_components=2",

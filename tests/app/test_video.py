@@ -86,7 +86,7 @@ def test_what_an_export_needs_is_checked_before_writing(video, tmp_path):
     table = Dataset(X=np.random.default_rng(0).standard_normal((30, 5)), name="table")
     with pytest.raises(ValueError, match="needs image data"):
         check_video(tmp_path / "a.gif", table, get_method("pcp").run(table, {}))
-    with pytest.raises(ValueError, match="needs a low-rank \+ sparse result"):
+    with pytest.raises(ValueError, match=r"needs a low-rank \+ sparse result"):
         check_video(tmp_path / "a.gif", ds, get_method("pca").run(ds, {}))
     with pytest.raises(ValueError, match="must end in .mp4 or .gif"):
         check_video(tmp_path / "a.avi", ds, res)
