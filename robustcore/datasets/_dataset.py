@@ -9,12 +9,15 @@ from typing import Any, Sequence
 import numpy as np
 import scipy.sparse as sp
 
+from ._limits import DEFAULT_MAX_BYTES, check_memory, numbered, open_regular
+
 __all__ = ["Dataset", "Provenance", "file_sha256"]
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """sha256 of a regular file (devices and FIFOs are refused with a LoadError, never read)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         while True:
             b = fh.read(chunk)
             if not b:
@@ -61,9 +64,15 @@ class Dataset:
     labels : (n,) array of any dtype, or None. ``class_names`` lists the distinct labels in a
         stable order (what legends show).
     outliers : (n,) bool ground truth "is an outlier", when the data set has one (demos do).
-    feature_names : d names; sample_ids : n ids (strings).
+    outliers_from : where ``outliers`` came from when a loader recognised them, e.g.
+        ``"y: 1 = outlier"`` (a 0/1 labels variable) or ``"label = 1"`` (the ``outlier_label``
+        option); None for demos and data made in memory.
+    feature_names : d names; sample_ids : n ids (strings). Left out, they are made on demand
+        (``x0, x1, ...`` and ``0, 1, ...``), so a very wide data set holds no string per column.
     image_shape : (height, width) when each row is a row-major image, else None.
     frame_order : (n,) int, the time order of frames for video, else None.
+    warnings : what the loader could not take in as it was (pages of another size, a labels
+        array of the wrong length...): shown in the Data panel and by the command line.
     """
 
     X: Any
@@ -77,6 +86,8 @@ class Dataset:
     frame_order: np.ndarray | None = None
     description: str = ""
     provenance: Provenance = field(default_factory=lambda: Provenance(loader="memory"))
+    warnings: list = field(default_factory=list)
+    outliers_from: str | None = None
 
     def __post_init__(self):
         if sp.issparse(self.X):
@@ -87,11 +98,11 @@ class Dataset:
                 raise ValueError(f"Dataset X must be 2-D (samples x features); got shape {self.X.shape}")
         n, d = self.X.shape
         if self.feature_names is None:
-            self.feature_names = [f"x{j}" for j in range(d)]
+            self.feature_names = numbered("x", d)
         elif len(self.feature_names) != d:
             raise ValueError(f"Dataset has {d} features but {len(self.feature_names)} feature names")
         if self.sample_ids is None:
-            self.sample_ids = [str(i) for i in range(n)]
+            self.sample_ids = numbered("", n)
         elif len(self.sample_ids) != n:
             raise ValueError(f"Dataset has {n} samples but {len(self.sample_ids)} sample ids")
         if self.labels is not None:
@@ -135,7 +146,6 @@ class Dataset:
         """
         if not sp.issparse(self.X):
             return self.X
-        from ._loader import DEFAULT_MAX_BYTES, check_memory
         n, d = self.X.shape
         check_memory(n * d * 8, DEFAULT_MAX_BYTES if max_bytes is None else int(max_bytes),
                      f"a dense copy of the {n} x {d} sparse data set '{self.name}'",
@@ -150,12 +160,16 @@ class Dataset:
             out["classes"] = len(self.class_names or [])
         if self.outliers is not None:
             out["known outliers"] = int(self.outliers.sum())
+            if self.outliers_from:
+                out["known outliers from"] = self.outliers_from
         if self.image_shape is not None:
             out["image shape"] = f"{self.image_shape[0]} x {self.image_shape[1]}"
         p = self.provenance
         out["source"] = p.demo and f"demo '{p.demo}'" or p.path or p.loader
         if p.sha256:
             out["sha256"] = p.sha256[:12] + "…"
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     def fingerprint(self) -> str:
@@ -178,4 +192,5 @@ class Dataset:
         return Dataset(X=X, name=self.name, labels=self.labels, class_names=self.class_names,
                        outliers=self.outliers, feature_names=[self.feature_names[i] for i in idx],
                        sample_ids=self.sample_ids, description=self.description,
-                       provenance=self.provenance)
+                       provenance=self.provenance, warnings=list(self.warnings),
+                       outliers_from=self.outliers_from)

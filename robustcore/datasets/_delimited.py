@@ -10,7 +10,8 @@ import numpy as np
 from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._loader import (IMAGE_SHAPE_OPTION, MAX_BYTES, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
+from ._limits import LIMIT_OPTIONS, PER_CELL, PER_SAMPLE, Cost
+from ._loader import (IMAGE_SHAPE_OPTION, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
                       parse_image_shape, parse_labels, read_all)
 
 __all__ = ["DelimitedLoader"]
@@ -22,8 +23,6 @@ MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 _DELIMS = {",": ",", "\t": "\t", ";": ";", "|": "|"}
 _NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", "whitespace": "whitespace"}
 
-# Rough peak bytes per cell while parsing text (a Python str and its list slot, plus the float).
-_BYTES_PER_CELL = 80
 # Lines read to detect the delimiter and the header.
 _HEAD_LINES = 200
 
@@ -55,7 +54,7 @@ class DelimitedLoader(Loader):
               advanced=True),
         IMAGE_SHAPE_OPTION,
         OUTLIER_LABEL,
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
     _int_or_name = frozenset({"label_column", "id_column"})
     _aliases = {"delimiter": {"\t": "tab", "comma": ",", "semicolon": ";", "pipe": "|", " ": "whitespace"}}
@@ -72,15 +71,17 @@ class DelimitedLoader(Loader):
             text = head[: exc.start].decode("utf-8")
         return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
 
-    def _prepare(self, path: Path, opts: dict) -> bytes:
-        return read_all(path, limit=opts["max_bytes"])
+    def _prepare(self, path: Path, opts: dict) -> tuple[bytes, int, int]:
+        count = _CellCount(opts["delimiter"])
+        raw, charged = read_all(path, opts["max_bytes"], cost=count)
+        return raw, charged, count.lines + 1
 
-    def _estimate(self, path: Path, opts: dict, raw: bytes) -> int:
-        lines = raw.count(b"\n") + 1
+    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
+        raw, charged, lines = ctx
         first = raw[:65536].splitlines()[:5]
         fields = max((len(l.replace(b"\t", b",").replace(b";", b",").split(b",")) for l in first),
                      default=1)
-        return lines * fields * _BYTES_PER_CELL
+        return Cost(charged, samples=lines, features=fields)
 
     def _decode(self, raw: bytes, path: Path, encoding: str) -> str:
         enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
@@ -189,8 +190,8 @@ class DelimitedLoader(Loader):
                             f"{len(names) - 1}] (the file has {len(names)} columns); got {spec!r}")
         return idx % len(names)
 
-    def _load(self, path: Path, opts: dict, raw: bytes) -> Dataset:
-        text = self._decode(raw, path, opts["encoding"])
+    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
+        text = self._decode(ctx[0], path, opts["encoding"])
         comment = opts["comment"] or None
         # Detection and the header need only the top of the file; the whole file is parsed once,
         # by numpy's C parser when the file is plain, else row by row for precise messages.
@@ -342,6 +343,37 @@ class DelimitedLoader(Loader):
                                 f"names), otherwise fix the cell"
                                 + ("" if header or i else "; if this row is a header, pass header=True")) from None
         return out
+
+
+class _CellCount:
+    """What parsing the text read so far will cost: ``PER_CELL`` per field and ``PER_SAMPLE`` per
+    line, counted piece by piece while the file is read (so a bomb is stopped early).
+
+    Fields are counted for every delimiter the file may use (or the one given), and the largest
+    count is charged: never less than the real number of fields.
+    """
+
+    def __init__(self, delimiter: str):
+        wanted = {"auto": (",", "\t", ";", "|", "whitespace"), "tab": ("\t",)}.get(delimiter, (delimiter,))
+        self.totals = dict.fromkeys(wanted, 0)
+        self.lines = 0
+        self.charged = 0
+        self._in_space = False
+
+    def __call__(self, piece: bytes) -> int:
+        self.lines += piece.count(b"\n")
+        for d in self.totals:
+            if d == "whitespace":
+                a = np.frombuffer(piece, dtype=np.uint8)
+                space = (a == 32) | (a == 9)
+                starts = int(np.count_nonzero(space[1:] & ~space[:-1])) + int(bool(space[0]) and not self._in_space)
+                self._in_space = bool(space[-1])
+                self.totals[d] += starts
+            else:
+                self.totals[d] += piece.count(d.encode())
+        now = PER_CELL * (self.lines + 1 + max(self.totals.values())) + PER_SAMPLE * (self.lines + 1)
+        step, self.charged = now - self.charged, now
+        return step
 
 
 def _colname(names: list[str], j: int, header: bool) -> str:

@@ -9,7 +9,8 @@ import numpy as np
 from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._loader import DECOMPRESS_ERRORS, MAX_BYTES, OUTLIER_LABEL, Loader, check_memory, open_maybe_compressed
+from ._limits import LIMIT_OPTIONS, Cost, check_memory, numbered, regular_file
+from ._loader import DECOMPRESS_ERRORS, OUTLIER_LABEL, Loader, open_maybe_compressed
 
 __all__ = ["IdxLoader", "read_idx"]
 
@@ -90,7 +91,7 @@ class IdxLoader(Loader):
         Param("max_samples", int, None, "load only the first this many samples", low=1,
               allow_none=True, none_label="all"),
         OUTLIER_LABEL,
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
@@ -106,7 +107,8 @@ class IdxLoader(Loader):
         n = dims[0] if opts["max_samples"] is None else min(dims[0], opts["max_samples"])
         per = int(np.prod(dims[1:], dtype=np.float64)) if len(dims) > 1 else 1
         # The raw array and its float64 copy exist together for a moment.
-        return int(dims[0] * per * dtype.itemsize + n * per * 8)
+        return Cost(int(dims[0] * per * dtype.itemsize + n * per * 8), samples=dims[0],
+                    features=per if len(dims) > 1 else None)
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
         arr = read_idx(path, opts["max_bytes"])
@@ -134,8 +136,9 @@ class IdxLoader(Loader):
             lp = Path(spec)
             if not lp.is_absolute():
                 lp = path.parent / lp
-            if not lp.is_file():
+            if not lp.exists():
                 raise LoadError(f"labels_file {spec!r} does not exist (looked for {lp})")
+            regular_file(lp, f"labels_file {spec!r} ({lp})")
         if lp is not None:
             y = read_idx(lp, opts["max_bytes"])
             if y.ndim != 1:
@@ -145,4 +148,4 @@ class IdxLoader(Loader):
                                 f"samples; pass the matching labels_file, or labels_file='none'")
             labels = y[:n].astype(np.int64) if y.dtype.kind in "iu" else y[:n].astype(np.float64)
         return Dataset(X=X, labels=labels, image_shape=image_shape,
-                       feature_names=[f"p{j}" for j in range(X.shape[1])] if image_shape else None)
+                       feature_names=numbered("p", X.shape[1]) if image_shape else None)

@@ -22,7 +22,8 @@ import numpy as np
 from .._params import Param
 from ._dataset import Dataset, Provenance
 from ._errors import LoadError
-from ._loader import MAX_BYTES, Loader, _jsonable, folder_sha256
+from ._limits import LIMIT_OPTIONS, Cost, numbered, regular_file
+from ._loader import Loader, _jsonable, folder_sha256
 
 __all__ = ["ImageFolderLoader", "TiffStackLoader", "IMAGE_SUFFIXES"]
 
@@ -56,11 +57,22 @@ def _to_gray(a: np.ndarray, name: str) -> np.ndarray:
     return a
 
 
-def _pil_gray(path: Path) -> np.ndarray:
+def _pil_gray(path: Path, size: tuple[int, int] | None = None, first: str = "",
+              notes: list | None = None) -> np.ndarray:
+    """The image as float64 gray; with ``size`` (height, width), an image of another size is
+    refused from its header, before its pixels are decoded. An image file holding several
+    frames (animated GIF, multi-page TIFF) gives its first, and a note says so."""
     Image = _require("PIL.Image", "Pillow")
     UnidentifiedImageError = _require("PIL", "Pillow").UnidentifiedImageError
     try:
         with Image.open(path) as im:
+            if size is not None and (im.size[1], im.size[0]) != size:
+                raise LoadError(f"images differ in size: {path.name} is {im.size[1]}x{im.size[0]} (height x width) "
+                                f"but {first} is {size[0]}x{size[1]}; all images of a stack must have the same size")
+            frames = getattr(im, "n_frames", 1)
+            if frames > 1 and notes is not None:
+                notes.append(f"{path.name} holds {frames} frames; only the first was loaded (open a multi-page "
+                             f"TIFF with the TIFF loader to get every page)")
             im.seek(0)
             mode = im.mode
             if mode in ("1", "L", "I", "F") or mode.startswith("I;"):
@@ -69,6 +81,8 @@ def _pil_gray(path: Path) -> np.ndarray:
                 a = np.asarray(im.convert("LA"))[..., 0]
             else:
                 a = np.asarray(im.convert("RGB"))
+    except LoadError:
+        raise
     except UnidentifiedImageError:
         raise LoadError(f"{path.name} is not an image Pillow can read; remove it from the folder or convert "
                         f"it to PNG") from None
@@ -103,19 +117,14 @@ class ImageFolderLoader(Loader):
     options = (
         Param("max_samples", int, None, "load only the first this many images", low=1,
               allow_none=True, none_label="all"),
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
         return head.startswith((b"\x89PNG", b"\xff\xd8\xff", b"BM", b"GIF8", b"RIFF", b"P2", b"P5", b"P6"))
 
     def _check_path(self, path) -> Path:
-        try:
-            p = Path(path)
-        except TypeError:
-            raise LoadError(f"path must be a file or folder path; got {path!r}") from None
-        if not p.exists():
-            raise LoadError(f"no such file or folder: {p}")
+        p = regular_file(path, allow_dir=True)
         if p.is_file() and p.stat().st_size == 0:
             raise LoadError(f"{p} is empty (0 bytes); nothing to load")
         return p.resolve()
@@ -147,28 +156,25 @@ class ImageFolderLoader(Loader):
             labels = labels[: opts["max_samples"]] if labels else labels
         return files, labels
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
         files, _ = ctx
         h, w = _pil_size(files[0])
-        return len(files) * h * w * 8
+        return Cost(len(files) * h * w * 8, samples=len(files), features=h * w)
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
         files, labels = ctx
-        first = _pil_gray(files[0])
+        notes: list[str] = []
+        first = _pil_gray(files[0], notes=notes)
         h, w = first.shape
         X = np.empty((len(files), h * w))
         X[0] = first.ravel()
         for k, f in enumerate(files[1:], 1):
-            a = _pil_gray(f)
-            if a.shape != (h, w):
-                raise LoadError(f"images differ in size: {f.name} is {a.shape[0]}x{a.shape[1]} (height x width) "
-                                f"but {files[0].name} is {h}x{w}; all images of a stack must have the same size")
-            X[k] = a.ravel()
+            X[k] = _pil_gray(f, (h, w), files[0].name, notes).ravel()
         root = path if path.is_dir() else path.parent
         ids = [str(f.relative_to(root)) for f in files]
         return Dataset(X=X, labels=np.array(labels) if labels else None, image_shape=(h, w),
-                       frame_order=np.arange(len(files)), sample_ids=ids,
-                       feature_names=[f"p{j}" for j in range(h * w)])
+                       frame_order=np.arange(len(files)), sample_ids=ids, feature_names=numbered("p", h * w),
+                       warnings=notes[:20] + ([f"... and {len(notes) - 20} more such files"] if len(notes) > 20 else []))
 
     def load(self, path, **options) -> Dataset:
         ds = super().load(path, **options)
@@ -205,7 +211,7 @@ class TiffStackLoader(Loader):
     options = (
         Param("max_samples", int, None, "load only the first this many frames", low=1,
               allow_none=True, none_label="all"),
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
@@ -213,11 +219,13 @@ class TiffStackLoader(Loader):
 
     @staticmethod
     def _series(path: Path):
+        """Shape, axes and dtype of the first image series, and (shape, pages) of any others."""
         tifffile = _require("tifffile", "tifffile")
         try:
             with _quiet_tifffile(), tifffile.TiffFile(path) as tf:
                 s = tf.series[0]
-                return tuple(s.shape), s.axes, np.dtype(s.dtype)
+                others = [(tuple(o.shape), len(o.pages)) for o in tf.series[1:]]
+                return tuple(s.shape), s.axes, np.dtype(s.dtype), others
         except LoadError:
             raise
         except Exception as exc:  # tifffile raises many types for damaged files
@@ -234,15 +242,15 @@ class TiffStackLoader(Loader):
             raise LoadError(f"{name}: the TIFF holds {n} frame(s) of {h}x{w} pixels; nothing to load")
         return n, h, w
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> int:
-        shape, axes, dtype = self._series(path)
+    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
+        shape, axes, dtype, _ = self._series(path)
         n, h, w = self._frames_shape(shape, axes, path.name)
         m = n if opts["max_samples"] is None else min(n, opts["max_samples"])
-        return int(np.prod(shape, dtype=np.float64)) * dtype.itemsize + m * h * w * 8
+        return Cost(int(np.prod(shape, dtype=np.float64)) * dtype.itemsize + m * h * w * 8, samples=m, features=h * w)
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
         tifffile = _require("tifffile", "tifffile")
-        shape, axes, _ = self._series(path)
+        shape, axes, _, others = self._series(path)
         n, h, w = self._frames_shape(shape, axes, path.name)
         try:
             with _quiet_tifffile():
@@ -265,6 +273,12 @@ class TiffStackLoader(Loader):
         if not np.all(np.isfinite(X)):
             i, j = np.argwhere(~np.isfinite(X))[0]
             raise LoadError(f"{path.name}: frame {i} holds a non-finite pixel (index {j})")
-        return Dataset(X=X, image_shape=(h, w), frame_order=np.arange(m),
-                       sample_ids=[f"frame {k}" for k in range(m)],
-                       feature_names=[f"p{j}" for j in range(h * w)])
+        warnings = []
+        if others:
+            rest = "; ".join(f"{pages} page(s) of shape {'x'.join(map(str, shape_))}" for shape_, pages in others[:5])
+            more = f" and {len(others) - 5} more series" if len(others) > 5 else ""
+            warnings.append(f"{path.name} holds pages of different sizes: only the first series, {n} frame(s) of "
+                            f"{h}x{w} pixels, was loaded; not loaded: {rest}{more} (every frame of a data set must "
+                            f"have the same size: save those pages to a file of their own)")
+        return Dataset(X=X, image_shape=(h, w), frame_order=np.arange(m), sample_ids=numbered("frame ", m),
+                       feature_names=numbered("p", h * w), warnings=warnings)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import math
 import re
 import warnings
 from pathlib import Path
@@ -12,12 +13,11 @@ import scipy.sparse as sp
 from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._loader import MAX_BYTES, OUTLIER_LABEL, Loader, check_memory, parse_labels, read_all
+from ._limits import LIMIT_OPTIONS, PER_ENTRY, PER_SAMPLE, Cost, check_features, check_memory
+from ._loader import OUTLIER_LABEL, Loader, parse_labels, read_all
 
 __all__ = ["LibsvmLoader"]
 
-# Peak parsing bytes per "index:value" pair (joined text copies, then the float/int arrays).
-_BYTES_PER_ENTRY = 96
 # Lines parsed per vectorised step (bounds the temporary copies of the text).
 _CHUNK_LINES = 20000
 # A field with no colon, or with two.
@@ -43,7 +43,7 @@ class LibsvmLoader(Loader):
         Param("dense", bool, False, "return a dense array instead of a sparse matrix (refused when it "
               "would exceed max_bytes)"),
         OUTLIER_LABEL,
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
@@ -65,17 +65,26 @@ class LibsvmLoader(Loader):
                 return False
         return any(len(p) > 1 for p in lines)
 
-    def _prepare(self, path: Path, opts: dict) -> bytes:
-        return read_all(path, limit=opts["max_bytes"])
+    def _prepare(self, path: Path, opts: dict) -> tuple[bytes, int, int]:
+        lines = [0]
 
-    def _estimate(self, path: Path, opts: dict, raw: bytes) -> int:
-        lines = raw.count(b"\n") + 1
-        est = raw.count(b":") * _BYTES_PER_ENTRY + lines * 16
-        if opts["dense"] and opts["n_features"] is not None:
-            est = max(est, lines * opts["n_features"] * 8)
-        return est
+        def cost(piece: bytes) -> int:
+            # Each index:value pair becomes an int and a float (plus joined-text copies), each line
+            # a label, a line number and a string.
+            lines[0] += piece.count(b"\n")
+            return PER_ENTRY * piece.count(b":") + PER_SAMPLE * piece.count(b"\n")
+        raw, charged = read_all(path, opts["max_bytes"], cost=cost)
+        return raw, charged, lines[0] + 1
 
-    def _load(self, path: Path, opts: dict, raw: bytes) -> Dataset:
+    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
+        _, charged, lines = ctx
+        d = opts["n_features"]
+        if opts["dense"] and d is not None:
+            charged = max(charged, lines * d * 8)
+        return Cost(charged, samples=lines, features=d)
+
+    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
+        raw = ctx[0]
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -109,11 +118,15 @@ class LibsvmLoader(Loader):
             if not parts:
                 continue
             try:
-                labels.append(float(parts[0]))
+                label = float(parts[0])
             except ValueError:
                 hint = " (multi-label files are not supported)" if "," in parts[0] else ""
                 raise LoadError(f"{path.name}, line {no}: the label {parts[0][:40]!r} is not a number{hint}; "
                                 f"each line must be 'label index:value ...'") from None
+            if not math.isfinite(label):
+                raise LoadError(f"{path.name}, line {no}: the label {parts[0][:40]!r} is not a finite number; "
+                                f"give every line a class label such as +1, -1 or 3")
+            labels.append(label)
             rest = parts[1].strip() if len(parts) > 1 else ""
             if rest.startswith("qid:"):
                 rest = rest.split(None, 1)[1] if len(rest.split(None, 1)) > 1 else ""
@@ -144,6 +157,10 @@ class LibsvmLoader(Loader):
                             f"indices start at {0 if zero_based else 1}"
                             + ("" if zero_based else " (pass zero_based=True for 0-based files)"))
         n_feat = int(col.max()) + 1 if col.size else 1
+        if n_feat > opts["max_features"]:
+            k = int(np.argmax(col))
+            check_features(n_feat, opts["max_features"], f"{path.name}, line {linenos[row_of[k]]}",
+                           f"its feature index {idx[k]}")
         if opts["n_features"] is not None:
             if n_feat > opts["n_features"]:
                 k = int(np.argmax(col))

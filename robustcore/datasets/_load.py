@@ -2,7 +2,6 @@
 entry points ``load``, ``estimate_memory`` and ``formats``."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from .._progress import Cancelled
@@ -12,6 +11,7 @@ from ._errors import LoadError
 from ._idx import IdxLoader
 from ._images import IMAGE_SUFFIXES, ImageFolderLoader, TiffStackLoader
 from ._libsvm import LibsvmLoader
+from ._limits import regular_file
 from ._loader import COMPRESSED, Loader, read_head
 from ._matlab import MatLoader
 from ._numpy import NumpyLoader
@@ -62,12 +62,7 @@ def _by_content(head: bytes, p: Path) -> str | None:
 
 def detect_format(path) -> str:
     """The loader name :func:`load` would use for ``path`` (raises LoadError when it cannot tell)."""
-    try:
-        p = Path(os.fspath(path))
-    except TypeError:
-        raise LoadError(f"path must be a file or folder path (str or os.PathLike); got {path!r}") from None
-    if not p.exists():
-        raise LoadError(f"no such file or folder: {p}")
+    p = regular_file(path, allow_dir=True)
     if p.is_dir():
         return "images"
     if p.stat().st_size == 0:
@@ -142,7 +137,8 @@ def load(path, format: str | None = None, **options) -> Dataset:
     **options
         The chosen loader's options (``LOADERS[name].options``), e.g. ``label_column="species"``
         for CSV; every loader takes ``max_bytes`` (default 4 GiB), the memory limit above which it
-        refuses to load.
+        refuses to load, and ``max_features`` (default 2**24); see
+        :mod:`robustcore.datasets._limits` for the whole bounded-resource policy.
 
     Returns
     -------

@@ -15,17 +15,13 @@ import numpy as np
 from .._params import Param, validate_params
 from ._dataset import Dataset, Provenance, file_sha256
 from ._errors import LoadError
+from ._limits import (DEFAULT_MAX_BYTES, MAX_BYTES, MAX_FEATURES, Cost, charge, check_memory, format_bytes,
+                      open_regular, read_stream, regular_file)
 
-__all__ = ["Loader", "MAX_BYTES", "DEFAULT_MAX_BYTES", "check_memory", "format_bytes",
+__all__ = ["Loader", "MAX_BYTES", "MAX_FEATURES", "DEFAULT_MAX_BYTES", "check_memory", "format_bytes",
            "open_maybe_compressed", "read_all", "COMPRESSED", "MISSING_OPTION", "OUTLIER_LABEL",
-           "handle_missing", "parse_labels", "IMAGE_SHAPE_OPTION", "parse_image_shape",
-           "DECOMPRESS_ERRORS"]
-
-DEFAULT_MAX_BYTES = 4 * 1024 ** 3
-
-MAX_BYTES = Param("max_bytes", int, DEFAULT_MAX_BYTES,
-                  "refuse to load when the data would take more memory than this many bytes",
-                  low=1, advanced=True)
+           "KNOWN_OUTLIERS", "handle_missing", "parse_labels", "IMAGE_SHAPE_OPTION", "parse_image_shape",
+           "DECOMPRESS_ERRORS", "Cost"]
 
 MISSING_OPTION = Param("missing", str, "error",
                        "what to do with missing or non-finite values (empty, NA, NaN, inf): "
@@ -37,6 +33,10 @@ OUTLIER_LABEL = Param("outlier_label", str, None,
                       "the label value (as text) that marks ground-truth outliers, e.g. 1",
                       allow_none=True, none_label="no ground truth", advanced=True)
 
+KNOWN_OUTLIERS = Param("known_outliers", bool, True,
+                       "read a 0/1 labels variable with fewer 1s than 0s (as in ODDS outlier tables) "
+                       "as known outliers, 1 = outlier")
+
 # Compression suffix -> opener. Text formats and IDX may be compressed.
 COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 
@@ -44,60 +44,63 @@ COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
 DECOMPRESS_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError, ValueError)
 
 
-def format_bytes(n: int | float) -> str:
-    n = float(n)
-    for unit in ("bytes", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{int(n)} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
-
-
-def check_memory(nbytes: int, limit: int, what: str, hint: str = "") -> None:
-    """Refuse before allocating: the message names the size needed and the limit."""
-    if nbytes > limit:
-        extra = f" or {hint}" if hint else ""
-        raise LoadError(f"{what} needs about {format_bytes(nbytes)} of memory, more than the limit "
-                        f"max_bytes={limit} ({format_bytes(limit)}); pass a larger max_bytes{extra}")
-
-
 def compression_of(path: Path) -> str | None:
     suf = path.suffix.lower()
     return suf if suf in COMPRESSED else None
 
 
-def open_maybe_compressed(path: Path):
-    """Binary file object, decompressing .gz/.bz2/.xz transparently."""
-    comp = compression_of(path)
-    try:
-        return COMPRESSED[comp](path, "rb") if comp else open(path, "rb")
-    except OSError as exc:
-        raise LoadError(f"cannot open {path}: {exc.strerror or exc}") from None
+class _Decompressing:
+    """A decompressing stream that also closes the regular file beneath it."""
 
+    def __init__(self, stream, raw):
+        self.stream, self.raw = stream, raw
 
-def read_all(path: Path, limit: int | None = None) -> bytes:
-    """Whole (decompressed) content; a damaged or truncated archive becomes a LoadError."""
-    with open_maybe_compressed(path) as fh:
+    def read(self, n: int = -1) -> bytes:
+        return self.stream.read(n)
+
+    def close(self) -> None:
         try:
-            if limit is None:
-                return fh.read()
-            data = fh.read(limit + 1)
-        except DECOMPRESS_ERRORS as exc:
-            kind = compression_of(path) or "file"
-            raise LoadError(f"{path.name}: the {kind.lstrip('.')} data is truncated or corrupted ({exc}); "
-                            f"download or copy the file again") from None
-    if len(data) > limit:
-        check_memory(len(data), limit, f"reading {path.name}")
-    return data
+            self.stream.close()
+        finally:
+            self.raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def open_maybe_compressed(path: Path):
+    """Binary stream of a regular file, decompressing .gz/.bz2/.xz transparently (devices and
+    FIFOs are refused before anything is read)."""
+    raw = open_regular(path)
+    comp = compression_of(path)
+    if comp is None:
+        return raw
+    try:
+        return _Decompressing(COMPRESSED[comp](raw, "rb"), raw)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def read_all(path: Path, limit: int, cost=None) -> tuple[bytes, int]:
+    """Whole (decompressed) content and its charge, read under the budget ``limit`` (see
+    :func:`~robustcore.datasets._limits.read_stream`); a damaged archive becomes a LoadError."""
+    kind = (compression_of(path) or "").lstrip(".")
+    with open_maybe_compressed(path) as fh:
+        return read_stream(fh, limit, f"reading {path.name}" + (f" ({kind}-compressed)" if kind else ""),
+                           cost=cost, errors=DECOMPRESS_ERRORS)
 
 
 def read_head(path: Path, n: int = 4096) -> bytes:
     """First ``n`` decompressed bytes (empty on a damaged archive: sniffing must not raise)."""
-    try:
-        with open_maybe_compressed(path) as fh:
+    with open_maybe_compressed(path) as fh:
+        try:
             return fh.read(n)
-    except DECOMPRESS_ERRORS:
-        return b""
+        except DECOMPRESS_ERRORS:
+            return b""
 
 
 def folder_sha256(files: list[Path], root: Path) -> tuple[str, int]:
@@ -217,7 +220,8 @@ class Loader:
         """Whatever both the estimate and the load need (text formats: the decompressed bytes)."""
         return None
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+    def _estimate(self, path: Path, opts: dict, ctx) -> Cost | int:
+        """Peak bytes of the load (a :class:`Cost` also names the samples and features implied)."""
         raise NotImplementedError
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
@@ -225,8 +229,9 @@ class Loader:
 
     # -- shared --------------------------------------------------------------------------------
     def validate(self, options: dict) -> dict:
+        # Integer column indices become text; one so long it cannot be an index is left to fail below.
         options = {k: (str(v) if k in self._int_or_name and isinstance(v, (int, np.integer))
-                       and not isinstance(v, bool) else v) for k, v in options.items()}
+                       and not isinstance(v, bool) and abs(int(v)) < 2 ** 63 else v) for k, v in options.items()}
         for k, table in self._aliases.items():
             if isinstance(options.get(k), str) and options[k] in table:
                 options[k] = table[options[k]]
@@ -241,6 +246,10 @@ class Loader:
             raise
         except ValueError as exc:
             raise LoadError(f"{exc} (an option of the {self.label} loader)") from None
+        except (OverflowError, TypeError) as exc:  # e.g. 10**400 for an int option
+            bad = next((p for p in self.options if p.name in options and _overflows(p, options[p.name])), None)
+            what = f"{bad.name} must be {bad.allowed()}; got a value out of range" if bad else str(exc)
+            raise LoadError(f"{what} (an option of the {self.label} loader)") from None
 
     # Options that take a column/variable given either by name or by integer index.
     _int_or_name: ClassVar[frozenset] = frozenset()
@@ -248,12 +257,7 @@ class Loader:
     _aliases: ClassVar[dict] = {}
 
     def _check_path(self, path) -> Path:
-        try:
-            p = Path(os.fspath(path))
-        except TypeError:
-            raise LoadError(f"path must be a file path (str or os.PathLike); got {path!r}") from None
-        if not p.exists():
-            raise LoadError(f"no such file or folder: {p}")
+        p = regular_file(path, allow_dir=True)
         if p.is_dir():
             raise LoadError(f"{p} is a folder; the {self.label} loader reads a single file "
                             f"(open a folder of images with the 'images' loader)")
@@ -265,14 +269,14 @@ class Loader:
         """Bytes the loaded ``X`` (float64, or CSR arrays) will take, read from headers or a scan."""
         p = self._check_path(path)
         opts = self.validate(options)
-        return int(self._estimate(p, opts, self._prepare(p, opts)))
+        cost = self._estimate(p, opts, self._prepare(p, opts))
+        return int(cost.nbytes if isinstance(cost, Cost) else cost)
 
     def load(self, path, **options) -> Dataset:
         p = self._check_path(path)
         opts = self.validate(options)
         ctx = self._prepare(p, opts)
-        check_memory(self._estimate(p, opts, ctx), opts["max_bytes"], f"loading {p.name}",
-                     "load a subset of the data")
+        charge(self._estimate(p, opts, ctx), opts, f"loading {p.name}", "load a subset of the data")
         ds = self._load(p, opts, ctx)
         if ds.n_samples == 0 or ds.n_features == 0:
             raise LoadError(f"{p.name} holds {ds.n_samples} sample(s) of {ds.n_features} feature(s); "
@@ -282,6 +286,11 @@ class Loader:
                 raise LoadError(f"outlier_label={opts['outlier_label']!r} was given but {p.name} has no "
                                 f"labels; choose the labels first (see this loader's options)")
             ds.outliers = np.array([str(v) == opts["outlier_label"] for v in ds.labels.tolist()], dtype=bool)
+            ds.outliers_from = f"label = {opts['outlier_label']}"
+            if not ds.outliers.any():
+                values = ", ".join(str(c) for c in (ds.class_names or [])[:10])
+                ds.warnings.append(f"outlier_label={opts['outlier_label']!r} matches no label (the labels are: "
+                                   f"{values}); no sample is marked as a known outlier")
         ds.name = ds.name if ds.name != "data" else _stem(p)
         ds.provenance = self._provenance(p, opts)
         return ds
@@ -289,6 +298,16 @@ class Loader:
     def _provenance(self, p: Path, opts: dict) -> Provenance:
         return Provenance(loader=self.name, options=_jsonable(opts), path=str(p), size=p.stat().st_size,
                           sha256=file_sha256(p))
+
+
+def _overflows(p: Param, value) -> bool:
+    try:
+        p.validate(value)
+    except (OverflowError, TypeError):
+        return True
+    except ValueError:
+        return False
+    return False
 
 
 def _stem(p: Path) -> str:

@@ -9,16 +9,19 @@ import scipy.io as sio
 import scipy.sparse as sp
 
 from .._params import Param
+from ._arrays import known_outliers, pick_arrays
 from ._dataset import Dataset
 from ._errors import LoadError
+from ._limits import LIMIT_OPTIONS, Cost, check_memory
+from ._loader import KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing, parse_image_shape, parse_labels
 from ._matv5 import check_mat5
-from ._loader import (check_memory, MAX_BYTES, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing, parse_image_shape,
-                      parse_labels)
 
 __all__ = ["MatLoader"]
 
-_X_NAMES = ("X", "x", "data", "D", "features")
-_Y_NAMES = ("y", "Y", "labels", "label", "gt", "target")
+# Bytes per element of each MATLAB class as scipy returns it (logical and char included).
+_ITEMSIZE = {"double": 8, "single": 4, "int8": 1, "uint8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4,
+             "int64": 8, "uint64": 8, "logical": 1, "char": 4}
+_NOT_DATA = ("struct", "cell", "char", "object", "function_handle", "logical_sparse")
 
 
 class MatLoader(Loader):
@@ -41,8 +44,9 @@ class MatLoader(Loader):
         Param("image_shape", str, None, "each sample is a MATLAB image of this size, 'HEIGHTxWIDTH' "
               "as size(frame) reports (pixels stored column by column, as MATLAB does)",
               allow_none=True, none_label="not images", advanced=True),
+        KNOWN_OUTLIERS,
         OUTLIER_LABEL,
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
@@ -61,10 +65,10 @@ class MatLoader(Loader):
                 raise LoadError(f"{path.name} is an HDF5 file (like MATLAB v7.3), which this program cannot "
                                 f"read; export the data to .npz, .csv or a MATLAB -v7 file")
 
-    def _prepare(self, path: Path, opts: dict) -> None:
+    def _prepare(self, path: Path, opts: dict) -> dict:
         self._check_version(path)
         check_memory(path.stat().st_size, opts["max_bytes"], f"reading {path.name}")
-        check_mat5(path.read_bytes(), path.name, opts["max_bytes"])
+        return check_mat5(path.read_bytes(), path.name, opts["max_bytes"])
 
     def _variables(self, path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
         try:
@@ -76,40 +80,42 @@ class MatLoader(Loader):
                             f"it may be truncated or damaged") from None
         return {name: (tuple(shape), cls) for name, shape, cls in info}
 
-    def _pick(self, path: Path, variables: dict, opts: dict) -> tuple[str, str | None]:
-        numeric = {k: v for k, v in variables.items() if v[1] not in ("struct", "cell", "char", "object",
-                                                                      "function_handle", "logical_sparse")}
-        listing = ", ".join(f"{k} {'x'.join(map(str, v[0]))} {v[1]}" for k, v in variables.items()) or "nothing"
-        xname = opts["variable"]
-        if xname is None:
-            xname = next((c for c in _X_NAMES if c in numeric), None)
-            if xname is None:
-                two_d = [k for k, v in numeric.items() if len(v[0]) in (2, 3) and min(v[0]) > 1]
-                if len(two_d) != 1:
-                    raise LoadError(f"{path.name} holds {listing}; choose the data with variable='NAME'")
-                xname = two_d[0]
-        elif xname not in variables:
-            raise LoadError(f"variable={xname!r} is not in {path.name}; it holds: {listing}")
-        yname = opts["labels_variable"]
-        if yname is not None and yname.lower() == "none":
-            yname = None
-        elif yname is None:
-            shape = variables[xname][0]
-            n = (shape[1] if opts["transpose"] else shape[0]) if len(shape) == 2 else -1
-            yname = next((c for c in _Y_NAMES if c in variables and c != xname
-                          and n in variables[c][0] and int(np.prod(variables[c][0])) == n), None)
-        elif yname not in variables:
-            raise LoadError(f"labels_variable={yname!r} is not in {path.name}; it holds: {listing}")
-        return xname, yname
+    def _pick(self, path: Path, variables: dict, opts: dict):
+        shapes = {k: v[0] for k, v in variables.items()}
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+        def samples(shape):
+            return (shape[1] if opts["transpose"] else shape[0]) if len(shape) == 2 else -1
+        return pick_arrays(path.name, shapes, data=opts["variable"], labels=opts["labels_variable"],
+                           options=("variable", "labels_variable"),
+                           listing=", ".join(f"{k} {'x'.join(map(str, v[0]))} {v[1]}"
+                                             for k, v in variables.items()) or "nothing",
+                           data_ok=lambda k: variables[k][1] not in _NOT_DATA, labels_ok=lambda k: True,
+                           samples=samples, transposed_hint=True)
+
+    def _estimate(self, path: Path, opts: dict, sizes: dict) -> Cost:
         variables = self._variables(path)
-        xname, _ = self._pick(path, variables, opts)
-        return int(np.prod(variables[xname][0], dtype=np.float64)) * 8
+        choice = self._pick(path, variables, opts)
+        nbytes = 0
+        for name in filter(None, (choice.data, choice.labels)):
+            shape, cls = variables[name]
+            if cls == "sparse":
+                # As stored (its inflated size, from the structural check) and as CSR float64.
+                nbytes += 2 * sizes.get(name, 0) + 8 * (shape[0] + 1)
+            else:  # as read, and its float64 copy
+                nbytes += np.prod(shape, dtype=np.float64) * (_ITEMSIZE.get(cls, 8) + 8)
+        shape = variables[choice.data][0]
+        if len(shape) == 3 and not opts["transpose"]:
+            n, d = shape[2], shape[0] * shape[1]
+        elif len(shape) == 2:
+            n, d = (shape[1], shape[0]) if opts["transpose"] else shape
+        else:
+            n = d = None
+        return Cost(int(nbytes), samples=n, features=d)
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
         variables = self._variables(path)
-        xname, yname = self._pick(path, variables, opts)
+        choice = self._pick(path, variables, opts)
+        xname, yname = choice.data, choice.labels
         opts["variable"], opts["labels_variable"] = xname, yname or "none"
         names = [xname] + ([yname] if yname else [])
         try:
@@ -157,7 +163,7 @@ class MatLoader(Loader):
         else:
             X, keep = handle_missing(X, opts["missing"], lambda i, j: f"row {i + 1}, column {j + 1}",
                                      lambda j: str(j + 1))
-        labels = None
+        labels = outliers = outliers_from = None
         if yname:
             y = m[yname]
             if sp.issparse(y):
@@ -178,6 +184,9 @@ class MatLoader(Loader):
             if y.dtype.kind not in "biufU":
                 raise LoadError(f"labels variable {yname!r} has type {y.dtype}; labels must be numbers or text")
             labels = parse_labels(y[keep])
+            found = known_outliers(labels, yname) if opts["known_outliers"] else None
+            if found is not None:
+                outliers, outliers_from = found
         ids = None if keep.all() else [str(i) for i in np.flatnonzero(keep)]
         image_shape = parse_image_shape(opts["image_shape"], X.shape[1])
         if not sp.issparse(X) and stack_shape is not None:
@@ -188,4 +197,5 @@ class MatLoader(Loader):
             h, w = image_shape
             # MATLAB flattens an h x w image column by column; rows here are row-major images.
             X = np.ascontiguousarray(X.reshape(-1, w, h).transpose(0, 2, 1).reshape(X.shape[0], -1))
-        return Dataset(X=X, labels=labels, sample_ids=ids, image_shape=image_shape)
+        return Dataset(X=X, labels=labels, sample_ids=ids, image_shape=image_shape, outliers=outliers,
+                       outliers_from=outliers_from, warnings=choice.warnings)

@@ -5,6 +5,11 @@ read past its buffers and crash the whole process (found by this package's fuzz 
 flipped "complex" flag on a real matrix). This walk over the file's element tags checks every
 size and type against the file's bounds and the matrix dimensions, so a damaged file becomes a
 LoadError instead. It reads only tags and the few small arrays that sizes depend on.
+
+A compressed variable is inflated only as far as its own header allows: the first bytes give
+its class and dimensions, which bound the size of a numeric, character or sparse matrix, and
+a variable claiming more than that (or more than the memory budget) is refused before the rest
+is inflated. So a small file cannot make this check, or scipy after it, inflate gigabytes.
 """
 from __future__ import annotations
 
@@ -81,12 +86,12 @@ class _Reader:
             raise _Bad(f"{what} is not a list of 32-bit integers")
         return np.frombuffer(self.buf, self.i32, nbytes // 4, start).astype(np.int64), nxt
 
-    def matrix(self, start: int, end: int, depth: int) -> None:
-        """Check one miMATRIX body occupying [start, end)."""
+    def matrix(self, start: int, end: int, depth: int) -> str:
+        """Check one miMATRIX body occupying [start, end); return its name."""
         if depth > _MAX_DEPTH:
             raise _Bad("cells or structs nested too deeply")
         if start == end:
-            return  # an empty placeholder matrix
+            return ""  # an empty placeholder matrix
         mdtype, nbytes, fstart, pos = self.tag(start, end)
         if mdtype != _UINT32 or nbytes != 8:
             raise _Bad(f"the array flags at byte {start} are malformed")
@@ -97,11 +102,12 @@ class _Reader:
         if len(dims) < 2 or np.any(dims < 0):
             raise _Bad(f"the dimensions {dims.tolist()} are invalid")
         count = int(np.prod(dims, dtype=np.float64))
-        if count > self.limit:
+        if count > self.limit and cls != _SPARSE:  # a sparse matrix costs its stored entries only
             raise _Bad(f"a matrix of {count} elements exceeds the memory limit")
-        mdtype, nbytes, _, pos = self.tag(pos, end)
+        mdtype, nbytes, nstart, pos = self.tag(pos, end)
         if mdtype != _INT8:
             raise _Bad("the array name is malformed")
+        name = bytes(self.buf[nstart:nstart + nbytes]).decode("latin-1")
         if cls in _NUMERIC:
             pos = self.numeric(pos, end, count, "the real part")
             if complex_:
@@ -139,6 +145,7 @@ class _Reader:
                 pos = self.child(pos, end, depth)
         else:
             raise _Bad(f"matrix class {cls} (function handle, opaque object or unknown) is not supported")
+        return name
 
     def child(self, pos: int, end: int, depth: int) -> int:
         mdtype, nbytes, start, nxt = self.tag(pos, end)
@@ -148,8 +155,62 @@ class _Reader:
         return nxt
 
 
-def check_mat5(raw: bytes, name: str, limit: int) -> None:
-    """Raise LoadError unless ``raw`` is a structurally sound MATLAB v5/v7 file."""
+def _bound(head: bytes, order: str, limit: int) -> int:
+    """Most bytes a compressed variable's miMATRIX body may hold, from its first inflated bytes
+    (``head``, starting at the body): its class, dimensions and name. Cells, structs and objects
+    are bounded by the memory budget only."""
+    r = _Reader(head, order, limit)
+    end = len(head)
+    try:
+        _, _, fstart, pos = r.tag(0, end)
+        cls = head[fstart] if order == "<" else head[fstart + 3]
+        complex_ = bool((head[fstart + 1] if order == "<" else head[fstart + 2]) & 0x08)
+        nzmax = r.word(fstart + 4)
+        dims, pos = r.ints(pos, end, "the dimensions")
+        _, _, _, pos = r.tag(pos, end)  # the name
+    except (_Bad, IndexError, ValueError):
+        return limit  # a header longer than the first bytes: the full check will judge it
+    count = int(np.prod(dims, dtype=np.float64)) if len(dims) else 0
+    parts = 2 if complex_ else 1
+    if cls in _NUMERIC:
+        return pos + parts * (16 + 8 * count)
+    if cls == _CHAR:
+        return pos + 16 + 4 * count
+    if cls == _SPARSE and len(dims) == 2:
+        return pos + 16 + 4 * nzmax + 16 + 4 * (int(dims[1]) + 1) + parts * (16 + 8 * nzmax)
+    return limit
+
+
+# Inflated bytes read first from a compressed variable: enough for its class, dimensions and name.
+_HEAD = 4096
+
+
+def _inflate(raw: bytes, start: int, nbytes: int, order: str, limit: int, pos: int) -> bytes:
+    """The miMATRIX element inside the compressed element at ``pos``, inflated under its bound."""
+    d = zlib.decompressobj()
+    src = memoryview(raw)[start:start + nbytes]
+    try:
+        head = d.decompress(src, 8 + _HEAD)
+        if len(head) < 8:
+            raise _Bad(f"a compressed variable at byte {pos} is empty or truncated")
+        imd, inb = (int(v) for v in np.frombuffer(head, order + "u4", 2))
+        if imd != _MATRIX:
+            raise _Bad(f"a compressed variable at byte {pos} does not hold a matrix")
+        bound = min(_bound(head[8:], order, limit), limit)
+        if inb > bound:
+            raise _Bad(f"a compressed variable at byte {pos} claims {inb} bytes, more than its dimensions "
+                       f"or the memory limit allow ({bound})")
+        rest = d.decompress(d.unconsumed_tail, 8 + inb - len(head)) if len(head) < 8 + inb else b""
+    except zlib.error as exc:
+        raise _Bad(f"a compressed variable at byte {pos} is corrupted ({exc})") from None
+    return head[:8 + inb] + rest
+
+
+def check_mat5(raw: bytes, name: str, limit: int) -> dict:
+    """Raise LoadError unless ``raw`` is a structurally sound MATLAB v5/v7 file.
+
+    Returns each variable's name -> the bytes its matrix takes uncompressed.
+    """
     if len(raw) < 128 or not raw.startswith(b"MATLAB 5.0"):
         raise LoadError(f"{name} is not a MATLAB 5.0/7 MAT-file (its header does not say so); MATLAB v4 "
                         f"files are not supported: re-save it in MATLAB with save(..., '-v7')")
@@ -158,28 +219,22 @@ def check_mat5(raw: bytes, name: str, limit: int) -> None:
         raise LoadError(f"{name}: the MAT-file header's byte-order mark is damaged")
     top = _Reader(raw, order, limit)
     pos, end = 128, len(raw)
+    sizes = {}
     try:
         while pos < end:
             if end - pos < 8:
                 break  # scipy ignores trailing padding
             mdtype, nbytes, start, nxt = top.tag(pos, end)
             if mdtype == _COMPRESSED:
-                d = zlib.decompressobj()
-                try:
-                    inner = d.decompress(raw[start:start + nbytes], limit + 1)
-                except zlib.error as exc:
-                    raise _Bad(f"a compressed variable at byte {pos} is corrupted ({exc})") from None
-                if len(inner) > limit:
-                    raise _Bad("a compressed variable is larger than the memory limit")
+                inner = _inflate(raw, start, nbytes, order, limit, pos)
                 sub = _Reader(inner, order, limit)
                 imd, inb, istart, _ = sub.tag(0, len(inner))
-                if imd != _MATRIX:
-                    raise _Bad(f"a compressed variable at byte {pos} does not hold a matrix")
-                sub.matrix(istart, istart + inb, 0)
+                sizes[sub.matrix(istart, istart + inb, 0)] = inb
             elif mdtype == _MATRIX:
-                top.matrix(start, start + nbytes, 0)
+                sizes[top.matrix(start, start + nbytes, 0)] = nbytes
             else:
                 raise _Bad(f"expected a variable at byte {pos}, found data type {mdtype}")
             pos = nxt
     except _Bad as exc:
         raise LoadError(f"{name} is damaged: {exc}; re-save or copy the file again") from None
+    return sizes

@@ -8,31 +8,18 @@ from pathlib import Path
 import numpy as np
 
 from .._params import Param
+from ._arrays import known_outliers, pick_arrays
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._loader import (IMAGE_SHAPE_OPTION, MAX_BYTES, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
+from ._limits import LIMIT_OPTIONS, Cost, numbered
+from ._npz import npy_header
+from ._loader import (IMAGE_SHAPE_OPTION, KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
                       parse_image_shape, parse_labels)
 
 __all__ = ["NumpyLoader"]
 
 _NPY_MAGIC = b"\x93NUMPY"
 _ZIP_MAGIC = b"PK\x03\x04"
-# Array names tried, in order, when the NPZ array is not given.
-_X_NAMES = ("X", "x", "data", "features")
-_Y_NAMES = ("y", "labels", "label", "target", "targets")
-
-
-def _header(fh) -> tuple[tuple[int, ...], np.dtype]:
-    version = np.lib.format.read_magic(fh)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a damaged header may hold deprecated aliases or escapes
-        if version == (1, 0):
-            shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
-        elif version in ((2, 0), (3, 0)):
-            shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
-        else:
-            raise ValueError(f"unsupported .npy format version {version}")
-    return shape, dtype
 
 
 class NumpyLoader(Loader):
@@ -51,8 +38,9 @@ class NumpyLoader(Loader):
               allow_none=True, none_label="y or labels if present"),
         MISSING_OPTION,
         IMAGE_SHAPE_OPTION,
+        KNOWN_OUTLIERS,
         OUTLIER_LABEL,
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
@@ -68,7 +56,7 @@ class NumpyLoader(Loader):
                     if not info.filename.endswith(".npy"):
                         continue
                     with zf.open(info) as fh:
-                        out[info.filename[:-4]] = _header(fh)
+                        out[info.filename[:-4]] = npy_header(fh)
         except Exception as exc:  # zipfile and numpy's header parser raise many types
             raise LoadError(f"{path.name} is not a readable .npz archive ({exc}); it may be truncated or "
                             f"not a NumPy file") from None
@@ -80,44 +68,30 @@ class NumpyLoader(Loader):
         with open(path, "rb") as fh:
             return fh.read(4) == _ZIP_MAGIC
 
-    def _pick(self, path: Path, members: dict, opts: dict) -> tuple[str, str | None]:
-        names = list(members)
-        listing = ", ".join(f"{k} {members[k][0]}" for k in names)
-        xname = opts["array"]
-        if xname is None:
-            xname = next((n for n in _X_NAMES if n in members), None)
-            if xname is None:
-                multi = [n for n in names if len(members[n][0]) >= 2]
-                if len(multi) != 1:
-                    raise LoadError(f"{path.name} holds several arrays ({listing}); choose the data with "
-                                    f"array='NAME'")
-                xname = multi[0]
-        elif xname not in members:
-            raise LoadError(f"array={xname!r} is not in {path.name}; it holds: {listing}")
-        yname = opts["labels_array"]
-        if yname is not None and yname.lower() == "none":
-            yname = None
-        elif yname is None:
-            n = members[xname][0][0] if members[xname][0] else -1
-            yname = next((c for c in _Y_NAMES if c in members and c != xname
-                          and len(members[c][0]) >= 1 and members[c][0][0] == n
-                          and all(s == 1 for s in members[c][0][1:])), None)
-        elif yname not in members:
-            raise LoadError(f"labels_array={yname!r} is not in {path.name}; it holds: {listing}")
-        return xname, yname
+    def _pick(self, path: Path, members: dict, opts: dict):
+        shapes = {k: v[0] for k, v in members.items()}
+        return pick_arrays(path.name, shapes, data=opts["array"], labels=opts["labels_array"],
+                           options=("array", "labels_array"),
+                           listing=", ".join(f"{k} {shapes[k]}" for k in shapes),
+                           data_ok=lambda k: len(shapes[k]) >= 2, labels_ok=lambda k: True,
+                           samples=lambda shape: shape[0] if shape else -1)
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> int:
+    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
         if self._is_npz(path):
             members = self._members(path)
-            xname, _ = self._pick(path, members, opts)
-            shape = members[xname][0]
+            choice = self._pick(path, members, opts)
+            arrays = [members[choice.data]] + ([members[choice.labels]] if choice.labels else [])
         else:
             try:
                 with open(path, "rb") as fh:
-                    shape, _ = _header(fh)
+                    arrays = [npy_header(fh)]
             except Exception as exc:  # numpy's header parser raises many types
                 raise LoadError(f"{path.name} is not a readable .npy file ({exc})") from None
-        return int(np.prod(shape, dtype=np.float64)) * 8
+        # The array as stored and its float64 copy exist together for a moment.
+        nbytes = sum(np.prod(shape, dtype=np.float64) * (dtype.itemsize + 8) for shape, dtype in arrays)
+        shape = arrays[0][0]
+        return Cost(int(nbytes), samples=shape[0] if shape else None,
+                    features=int(np.prod(shape[1:], dtype=np.float64)) if len(shape) > 1 else None)
 
     def _read(self, path: Path, name: str | None):
         try:
@@ -138,10 +112,11 @@ class NumpyLoader(Loader):
             raise LoadError(f"{path.name} is damaged or truncated ({type(exc).__name__}: {exc})") from None
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
-        yname = None
+        yname, warnings = None, []
         if self._is_npz(path):
             members = self._members(path)
-            xname, yname = self._pick(path, members, opts)
+            choice = self._pick(path, members, opts)
+            xname, yname, warnings = choice.data, choice.labels, choice.warnings
             opts["array"], opts["labels_array"] = xname, yname or "none"
             arr = self._read(path, xname)
         else:
@@ -173,7 +148,7 @@ class NumpyLoader(Loader):
             raise LoadError(f"{path.name} ({xname}) has shape {arr.shape}: no samples or no features")
         X = arr.astype(np.float64)
         X, keep = handle_missing(X, opts["missing"], lambda i, j: f"row {i}, column {j}", str)
-        labels = None
+        labels = outliers = outliers_from = None
         if yname is not None:
             y = self._read(path, yname).reshape(-1)
             if y.shape[0] != arr.shape[0]:
@@ -184,6 +159,10 @@ class NumpyLoader(Loader):
             if y.dtype.kind == "S":
                 y = y.astype(str)
             labels = parse_labels(y[keep])
+            found = known_outliers(labels, yname) if opts["known_outliers"] else None
+            if found is not None:
+                outliers, outliers_from = found
         ids = None if keep.all() else [str(i) for i in np.flatnonzero(keep)]
         return Dataset(X=X, labels=labels, sample_ids=ids, image_shape=image_shape,
-                       feature_names=[f"p{j}" for j in range(X.shape[1])] if image_shape else None)
+                       feature_names=numbered("p", X.shape[1]) if image_shape else None,
+                       outliers=outliers, outliers_from=outliers_from, warnings=warnings)
