@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import sys
@@ -218,6 +217,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "instead of this machine's threads")
     r.add_argument("--memory-budget", metavar="GB", type=_parse_budget, default=None,
                    help="out of core: results larger than this stay on disk in Zarr stores (default 1)")
+    r.add_argument("--outliers-from-label", metavar="VALUE", default=None, dest="outliers_from_label",
+                   help="mark the samples whose label is VALUE as the known outliers (the ground truth "
+                   "methods are evaluated against), e.g. 1; the labels come from the file or from "
+                   "--option label_column=...")
+    r.add_argument("--no-known-outliers", action="store_true", dest="no_known_outliers",
+                   help="do not read a 0/1 labels variable with fewer 1s than 0s in a MATLAB or NPZ file "
+                   "as known outliers (by default it is, as in ODDS outlier tables: 1 = outlier)")
     r.add_argument("--method", action="append", required=True, metavar="NAME",
                    help=f"method to run (repeatable; see '{PROG} methods')")
     r.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -259,6 +265,19 @@ class _Console:
     def note(self, text: str) -> None:
         if not self.quiet:
             print(text, file=sys.stderr)
+
+    @staticmethod
+    def warn(text: str) -> None:
+        # Even with --quiet: something in the data was not taken in as it was.
+        print(f"warning: {text}", file=sys.stderr)
+
+    def dataset(self, ds) -> None:
+        """What was loaded, and whatever the loader could not take in as it was."""
+        if ds.outliers is not None:
+            source = f" (from {ds.outliers_from})" if ds.outliers_from else ""
+            self.note(f"data: {ds.n_samples} x {ds.n_features}, {int(ds.outliers.sum())} known outliers{source}")
+        for w in ds.warnings:
+            self.warn(w)
 
     def progress(self, label: str):
         if self.quiet or not self._tty:
@@ -425,15 +444,29 @@ def _load_lazy(args):
 
 def _load_data(args):
     from robustcore import datasets
+    outlier_flags = args.outliers_from_label is not None or args.no_known_outliers
     if args.demo is not None:
-        if args.option or args.format:
-            raise UsageError("--option and --format apply to --data files, not to demos")
+        if args.option or args.format or outlier_flags:
+            raise UsageError("--option, --format, --outliers-from-label and --no-known-outliers apply to --data "
+                             "files, not to demos")
         return datasets.demo(args.demo)
     path = args.data
     if not os.path.exists(path):
         raise UsageError(f"data file {path} does not exist")
     fmt = args.format or datasets.detect_format(path)
-    options = parse_options(args.option, datasets.LOADERS.get(fmt))
+    loader = datasets.LOADERS.get(fmt)
+    options = parse_options(args.option, loader)
+    declared = {p.name for p in getattr(loader, "options", ())}
+    for flag, key, value in (("--outliers-from-label", "outlier_label", args.outliers_from_label),
+                             ("--no-known-outliers", "known_outliers", False if args.no_known_outliers else None)):
+        if value is None:
+            continue
+        if key not in declared:
+            raise UsageError(f"{flag} does not apply to {loader.label} files: that loader reads no labels"
+                             + (" that could mark outliers" if key == "outlier_label" else " variable"))
+        if key in options:
+            raise UsageError(f"{flag} and --option {key}=... say the same thing; give one of them")
+        options[key] = value
     return datasets.load(path, format=args.format, **options)
 
 
@@ -578,6 +611,7 @@ def _cmd_run(args) -> int:
     out = _check_out(args.out, names, args.figure, args.force, _views_of, args.video)
     dataset = _load_data(args)
     _check_video(args.video, names, dataset)
+    con.dataset(dataset)
     selection = parse_selection(args.select, dataset.n_samples)
     results = {}
     for m in methods:
@@ -712,20 +746,26 @@ def _write_outputs(con, args, session, dataset, results, out) -> list[str]:
     return written
 
 
-def _export_arrays(session, rec) -> dict | None:
-    """The arrays a run exported beside its run.json, if that file is still the one it wrote."""
+def _export_arrays(session, rec, con) -> dict | None:
+    """The arrays a run exported beside its run.json, if that file is still the one it wrote (a
+    plain name in the run.json's own folder: the session's path rules)."""
+    from app import session as S
+    from robustcore.datasets import DEFAULT_MAX_BYTES, read_npz
     st = rec.stored or {}
-    if st.get("kind") != "export" or not session.source:
+    if not isinstance(st, dict) or st.get("kind") != "export" or not session.source:
         return None
-    path = os.path.join(os.path.dirname(session.source), str(st.get("file", "")))
     try:
+        path = S.side_path(session, st.get("file"), "the exported arrays")
         with open(path, "rb") as fh:
-            data = fh.read()
-    except OSError:
+            data = fh.read(DEFAULT_MAX_BYTES + 1)
+        if hashlib.sha256(data).hexdigest() != st.get("sha256"):
+            return None
+        return read_npz(data, DEFAULT_MAX_BYTES, f"exported arrays {path}", error=S.SessionError)
+    except FileNotFoundError:
         return None
-    if hashlib.sha256(data).hexdigest() != st.get("sha256"):
+    except (S.SessionError, OSError) as exc:
+        con.warn(f"{rec.method}: the exported arrays were not compared: {exc}")
         return None
-    return _npz_arrays(io.BytesIO(data))
 
 
 def _npz_arrays(source) -> dict:
@@ -769,16 +809,20 @@ def _cmd_replay(args) -> int:
     dataset = S.resolve_dataset(sess, path=args.data)
     _check_video(args.video, [r.method for r in sess.runs], dataset)
     con.note(f"data: {sess.dataset.describe()} verified (sha256 {sess.dataset.fingerprint[:12]}…)")
+    con.dataset(dataset)
     # Saved numbers are read only to compare (and before anything is overwritten): the point of
     # a replay is to compute again.
     saved, exported = {}, {}
     for rec in sess.runs:
-        old = S.stored_result(sess, rec, dataset)
+        skipped: list[str] = []
+        old = S.stored_result(sess, rec, dataset, skipped)
+        for note in skipped:
+            con.warn(note.replace("the run is fitted again", "they are not compared"))
         if old is not None:
             saved[rec.method] = old
-        arrays = _export_arrays(sess, rec)
+        arrays = _export_arrays(sess, rec, con)
         if arrays is not None:
-            exported[rec.method] = arrays
+            exported[rec.method] = {k: v for k, v in arrays.items() if k != "metadata"}
     results = {}
     problems = []
     for rec in sess.runs:

@@ -370,41 +370,24 @@ class MainWindow(ExportSlots, QMainWindow):
     def open_session(self, path: str, data_path: str | None = None) -> Job:
         """Reopen a session file: data verified by hash, fits reloaded or re-run, in the background.
 
-        When the session's data file is missing or changed, the user is offered to point to it
-        (``data_path``), and the session is opened again with that file.
+        When the session's data file is missing, changed or outside the session's folder, the
+        user is offered to point to it or confirm it (``data_path``), and the session is opened
+        again with that file. Files the user opened before (recent files) need no confirmation.
         """
         path = os.path.abspath(os.fspath(path))
+        trusted = self.settings.recent_files()
 
         def job(progress):
             from . import session as S
-            s = S.load_session(path)
-            try:
-                ds = S.resolve_dataset(s, path=data_path) if data_path else S.resolve_dataset(s)
-            except (S.DataMissingError, S.DataMismatchError) as exc:
-                return ("locate", s, exc)
-            results, notes = S.rerun(s, ds, progress)
-            return s, ds, results, notes
+            return S.reopen_job(path, progress, data_path=data_path, trusted=trusted)
 
         return self._submit_load(job, SessionTag(what=f"session {os.path.basename(path)}", session=path))
 
     def _offer_locate(self, job: Job, error) -> None:
         """Say why the session's data cannot be used and offer to point to the file (non-blocking)."""
-        from .session_dialogs import locate_box
-        box, locate = locate_box(self, error)
-
-        def clicked(button):
-            if locate is not None and button is locate:
-                ref = error.ref
-                start = os.path.dirname(ref.path) if ref.path and os.path.isdir(os.path.dirname(ref.path)) \
-                    else self.settings.last_directory()
-                found, _ = QFileDialog.getOpenFileName(self, "Locate the session's data file", start,
-                                                       file_filter())
-                if found:
-                    self.open_session(job.tag.session, data_path=found)
-
-        box.buttonClicked.connect(clicked)
-        box.open()
-        self.error_box = box
+        from .session_dialogs import offer_data
+        self.error_box = offer_data(self, error, lambda found: self.open_session(job.tag.session, data_path=found),
+                                    self.settings.last_directory(), file_filter())
         self.statusBar().showMessage(f"Could not open {job.tag.what}", 8000)
         self.loadFailed.emit(str(error))
 
@@ -447,8 +430,8 @@ class MainWindow(ExportSlots, QMainWindow):
 
     def _apply_session(self, job: Job, payload) -> None:
         from . import session as S
-        if payload[0] == "locate":
-            self._offer_locate(job, payload[2])
+        if isinstance(payload, S.NeedsData):
+            self._offer_locate(job, payload.error)
             return
         sess, ds, results, notes = payload
         if self.runner.is_busy():

@@ -211,6 +211,8 @@ class DatasetPanel(QWidget):
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setWordWrap(True)
             lab.setObjectName(f"summary_{key.replace(' ', '_')}")
+            if key == "warning":
+                lab.setStyleSheet("color: #a15c00;")
             key_label = QLabel(key)
             key_label.setStyleSheet("color: #555;")
             self.summary_form.addRow(key_label, lab)
@@ -233,7 +235,7 @@ class DatasetPanel(QWidget):
         for row in range(self.summary_form.rowCount()):
             k = self.summary_form.itemAt(row, QFormLayout.ItemRole.LabelRole).widget().text()
             v = self.summary_form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget().text()
-            out[k] = v
+            out[k] = f"{out[k]}\n{v}" if k in out else v  # several warnings: one entry
         return out
 
 
@@ -253,7 +255,8 @@ def dataset_summary(ds) -> list[tuple[str, str]]:
         rows.append(("labels", "none"))
     if ds.outliers is not None:
         k = int(np.sum(ds.outliers))
-        rows.append(("known outliers", f"{k:,} ({100.0 * k / max(ds.n_samples, 1):.1f} %)"))
+        source = f" (from {ds.outliers_from})" if getattr(ds, "outliers_from", None) else ""
+        rows.append(("known outliers", f"{k:,} ({100.0 * k / max(ds.n_samples, 1):.1f} %){source}"))
     if ds.image_shape is not None:
         h, w = ds.image_shape
         rows.append(("image shape", f"{h} × {w} pixels" + (", video frames" if ds.frame_order is not None else "")))
@@ -273,6 +276,8 @@ def dataset_summary(ds) -> list[tuple[str, str]]:
         rows.append(("file size", _size(p.size)))
     if p.sha256:
         rows.append(("sha256", p.sha256[:16] + "…"))
+    for w in getattr(ds, "warnings", None) or []:
+        rows.append(("warning", f"⚠ {w}"))  # what the loader could not take in as it was
     return rows
 
 

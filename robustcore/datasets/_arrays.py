@@ -60,7 +60,7 @@ def pick_arrays(file: str, shapes: dict, *, data: str | None, labels: str | None
         labels = next((c for c in named if n in shapes[c] and _size(shapes[c]) == n), None)
         if labels is None and named and n >= 0:
             c = named[0]
-            hint = (f"; if samples are in columns pass transpose=True" if transposed_hint and
+            hint = ("; if samples are in columns pass transpose=True" if transposed_hint and
                     _size(shapes[c]) in shapes[data] else "")
             warnings.append(f"{file}: {c!r} looks like labels but holds {_size(shapes[c]):,} entries for {n:,} "
                             f"samples, so the data was loaded without labels (choose them with "

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +9,9 @@ import numpy as np
 from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._limits import LIMIT_OPTIONS, PER_CELL, PER_SAMPLE, Cost
+from ._limits import LIMIT_OPTIONS, PER_CELL, PER_SAMPLE, Cost, check_features, numbered
 from ._loader import (IMAGE_SHAPE_OPTION, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
-                      parse_image_shape, parse_labels, read_all)
+                      parse_image_shape, parse_labels, physical_lines, read_all)
 
 __all__ = ["DelimitedLoader"]
 
@@ -71,17 +70,13 @@ class DelimitedLoader(Loader):
             text = head[: exc.start].decode("utf-8")
         return all(ch.isprintable() or ch in "\r\n\t" for ch in text)
 
-    def _prepare(self, path: Path, opts: dict) -> tuple[bytes, int, int]:
+    def _prepare(self, path: Path, opts: dict) -> dict:
         count = _CellCount(opts["delimiter"])
         raw, charged = read_all(path, opts["max_bytes"], cost=count)
-        return raw, charged, count.lines + 1
+        return {"raw": raw, "cost": Cost(charged, samples=count.lines + 1, features=count.widest)}
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
-        raw, charged, lines = ctx
-        first = raw[:65536].splitlines()[:5]
-        fields = max((len(l.replace(b"\t", b",").replace(b";", b",").split(b",")) for l in first),
-                     default=1)
-        return Cost(charged, samples=lines, features=fields)
+    def _estimate(self, path: Path, opts: dict, ctx: dict) -> Cost:
+        return ctx["cost"]
 
     def _decode(self, raw: bytes, path: Path, encoding: str) -> str:
         enc = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
@@ -110,7 +105,7 @@ class DelimitedLoader(Loader):
                     continue
                 rows.append((no, s.split()))
             return rows
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=delim, strict=True)
+        reader = csv.reader(physical_lines(text), delimiter=delim, strict=True)
         start = 1
         try:
             for row in reader:
@@ -190,16 +185,21 @@ class DelimitedLoader(Loader):
                             f"{len(names) - 1}] (the file has {len(names)} columns); got {spec!r}")
         return idx % len(names)
 
-    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
-        text = self._decode(ctx[0], path, opts["encoding"])
+    def _load(self, path: Path, opts: dict, ctx: dict) -> Dataset:
+        # The bytes go as soon as they are text: one copy of the file less at the peak.
+        text = self._decode(ctx.pop("raw"), path, opts["encoding"])
         comment = opts["comment"] or None
         # Detection and the header need only the top of the file; the whole file is parsed once,
         # by numpy's C parser when the file is plain, else row by row for precise messages.
         head_text = text
         if "\"" not in text:
-            head_lines = text.split("\n", _HEAD_LINES)[:_HEAD_LINES]
-            if len(head_lines) == _HEAD_LINES:
-                head_text = "\n".join(head_lines)
+            end = -1
+            for _ in range(_HEAD_LINES):
+                end = text.find("\n", end + 1)
+                if end < 0:
+                    break
+            if end >= 0:
+                head_text = text[:end]
         delim = opts["delimiter"]
         if delim == "auto":
             delim = self._detect_delimiter(head_text, comment, path)
@@ -238,7 +238,8 @@ class DelimitedLoader(Loader):
             if not rows:
                 raise LoadError(f"{path.name} has a header but no data rows")
         else:
-            names = [f"x{j}" for j in range(width)]
+            check_features(width, opts["max_features"], path.name)
+            names = numbered("x", width)
         first_line = rows[0][0] if not header else hline
         _check_width(rows, width, first_line, delim, path, trailing)
         label_j = id_j = None
@@ -249,14 +250,17 @@ class DelimitedLoader(Loader):
             id_j = self._resolve("id_column", opts["id_column"], names, header)
             if id_j == label_j:
                 raise LoadError("label_column and id_column name the same column; choose different ones")
-        feat = [j for j in range(width) if j not in (label_j, id_j)]
-        if not feat:
+        # Column numbers as a range or an int array: a very wide file gets no Python int per column.
+        feat = range(width) if label_j is None and id_j is None else \
+            np.delete(np.arange(width), [j for j in (label_j, id_j) if j is not None])
+        if not len(feat):
             raise LoadError(f"{path.name} has no feature columns left after the label/id columns")
+        feature_names = names if isinstance(feat, range) else [names[j] for j in feat]
         fast = self._fast(text, delim, comment, header_line, width + trailing, feat, label_j, id_j, trailing)
         if fast is not None:
             X, labels, ids = fast
             return Dataset(X=X, labels=None if labels is None else parse_labels(labels),
-                           feature_names=[names[j] for j in feat], sample_ids=ids,
+                           feature_names=feature_names, sample_ids=ids,
                            image_shape=parse_image_shape(opts["image_shape"], X.shape[1]))
         if head_text is not text:
             rows = self._rows(text, delim, comment, path)
@@ -281,7 +285,7 @@ class DelimitedLoader(Loader):
             ids = [cells[id_j] for (_, cells), k in zip(rows, keep) if k]
         else:
             ids = [str(int(n)) for n in lines[keep]] if not keep.all() else None
-        return Dataset(X=X, labels=labels, feature_names=[names[j] for j in feat], sample_ids=ids,
+        return Dataset(X=X, labels=labels, feature_names=feature_names, sample_ids=ids,
                        image_shape=parse_image_shape(opts["image_shape"], X.shape[1]))
 
     @staticmethod
@@ -311,7 +315,8 @@ class DelimitedLoader(Loader):
         if trailing and not all(l.rstrip("\r\n ").endswith(delim) for l in data):
             return None
         try:
-            X = np.loadtxt(data, delimiter=None if delim == "whitespace" else delim, usecols=feat,
+            X = np.loadtxt(data, delimiter=None if delim == "whitespace" else delim,
+                           usecols=None if isinstance(feat, range) and not trailing else list(feat),
                            comments=None, dtype=np.float64, ndmin=2, quotechar=None)
         except Exception:  # any parse problem: let the careful path report it
             return None
@@ -347,7 +352,8 @@ class DelimitedLoader(Loader):
 
 class _CellCount:
     """What parsing the text read so far will cost: ``PER_CELL`` per field and ``PER_SAMPLE`` per
-    line, counted piece by piece while the file is read (so a bomb is stopped early).
+    line, counted piece by piece while the file is read (so a bomb is stopped early), and the
+    widest line's number of fields (the features it implies).
 
     Fields are counted for every delimiter the file may use (or the one given), and the largest
     count is charged: never less than the real number of fields.
@@ -356,21 +362,36 @@ class _CellCount:
     def __init__(self, delimiter: str):
         wanted = {"auto": (",", "\t", ";", "|", "whitespace"), "tab": ("\t",)}.get(delimiter, (delimiter,))
         self.totals = dict.fromkeys(wanted, 0)
+        self.open_line = dict.fromkeys(wanted, 0)  # fields so far on the line not yet ended
         self.lines = 0
+        self.widest = 1
         self.charged = 0
         self._in_space = False
 
     def __call__(self, piece: bytes) -> int:
-        self.lines += piece.count(b"\n")
+        a = np.frombuffer(piece, dtype=np.uint8)
+        ends = np.flatnonzero(a == 10)
+        self.lines += ends.size
         for d in self.totals:
             if d == "whitespace":
-                a = np.frombuffer(piece, dtype=np.uint8)
                 space = (a == 32) | (a == 9)
-                starts = int(np.count_nonzero(space[1:] & ~space[:-1])) + int(bool(space[0]) and not self._in_space)
+                marks = np.empty_like(space)
+                marks[0] = space[0] and not self._in_space
+                marks[1:] = space[1:] & ~space[:-1]
                 self._in_space = bool(space[-1])
-                self.totals[d] += starts
             else:
-                self.totals[d] += piece.count(d.encode())
+                marks = a == ord(d)
+            count = np.cumsum(marks, dtype=np.int64)
+            total = int(count[-1])
+            self.totals[d] += total
+            if ends.size:
+                per_line = np.diff(count[ends], prepend=0)
+                per_line[0] += self.open_line[d]
+                self.widest = max(self.widest, int(per_line.max()) + 1)
+                self.open_line[d] = total - int(count[ends[-1]])
+            else:
+                self.open_line[d] += total
+            self.widest = max(self.widest, self.open_line[d] + 1)
         now = PER_CELL * (self.lines + 1 + max(self.totals.values())) + PER_SAMPLE * (self.lines + 1)
         step, self.charged = now - self.charged, now
         return step

@@ -93,6 +93,7 @@ class IdxLoader(Loader):
         OUTLIER_LABEL,
         *LIMIT_OPTIONS,
     )
+    path_options = ("labels_file",)
 
     def sniff(self, head: bytes, path: Path) -> bool:
         return len(head) >= 8 and head[0] == 0 and head[1] == 0 and head[2] in _TYPES and 1 <= head[3] <= 8

@@ -1,7 +1,6 @@
 """LIBSVM / svmlight sparse text: ``label index:value index:value ...`` per line."""
 from __future__ import annotations
 
-import io
 import math
 import re
 import warnings
@@ -14,7 +13,7 @@ from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
 from ._limits import LIMIT_OPTIONS, PER_ENTRY, PER_SAMPLE, Cost, check_features, check_memory
-from ._loader import OUTLIER_LABEL, Loader, parse_labels, read_all
+from ._loader import OUTLIER_LABEL, Loader, parse_labels, physical_lines, read_all
 
 __all__ = ["LibsvmLoader"]
 
@@ -65,7 +64,7 @@ class LibsvmLoader(Loader):
                 return False
         return any(len(p) > 1 for p in lines)
 
-    def _prepare(self, path: Path, opts: dict) -> tuple[bytes, int, int]:
+    def _prepare(self, path: Path, opts: dict) -> dict:
         lines = [0]
 
         def cost(piece: bytes) -> int:
@@ -74,17 +73,17 @@ class LibsvmLoader(Loader):
             lines[0] += piece.count(b"\n")
             return PER_ENTRY * piece.count(b":") + PER_SAMPLE * piece.count(b"\n")
         raw, charged = read_all(path, opts["max_bytes"], cost=cost)
-        return raw, charged, lines[0] + 1
+        return {"raw": raw, "charged": charged, "lines": lines[0] + 1}
 
-    def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
-        _, charged, lines = ctx
+    def _estimate(self, path: Path, opts: dict, ctx: dict) -> Cost:
+        charged, lines = ctx["charged"], ctx["lines"]
         d = opts["n_features"]
         if opts["dense"] and d is not None:
             charged = max(charged, lines * d * 8)
         return Cost(charged, samples=lines, features=d)
 
-    def _load(self, path: Path, opts: dict, ctx) -> Dataset:
-        raw = ctx[0]
+    def _load(self, path: Path, opts: dict, ctx: dict) -> Dataset:
+        raw = ctx.pop("raw")
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -113,7 +112,8 @@ class LibsvmLoader(Loader):
             rests.clear()
             chunk_lines.clear()
 
-        for no, line in enumerate(io.StringIO(text, newline=None), 1):
+        del raw  # the text alone from here: one copy of the file less at the peak
+        for no, line in enumerate(physical_lines(text), 1):
             parts = line.split("#", 1)[0].split(None, 1)
             if not parts:
                 continue

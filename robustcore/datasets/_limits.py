@@ -77,8 +77,8 @@ DEFAULT_MAX_FEATURES = 2 ** 24
 MAX_SAMPLES = 2 ** 31 - 1
 READ_CHUNK = 1 << 20
 
-TEXT_COPIES = 3
-PER_CELL = 80
+TEXT_COPIES = 4
+PER_CELL = 100
 PER_ENTRY = 96
 PER_SAMPLE = 160
 
@@ -221,19 +221,19 @@ def read_stream(fh, limit: int, what: str, cost: Callable[[bytes], int] | None =
     """
     pieces: list[bytes] = []
     total = 0
-    try:
-        while True:
+    while True:
+        try:
             piece = fh.read(READ_CHUNK)
-            if not piece:
-                break
-            pieces.append(piece)
-            total += len(piece) * (TEXT_COPIES if cost is not None else 1)
-            if cost is not None:
-                total += int(cost(piece))
-            if total > limit:
-                check_memory(total, limit, f"{what} (stopped after reading {format_bytes(sum(map(len, pieces)))})", hint)
-    except errors as exc:
-        raise LoadError(f"{what}: the data is truncated or corrupted ({exc}); copy the file again") from None
+        except errors as exc:
+            raise LoadError(f"{what}: the data is truncated or corrupted ({exc}); copy the file again") from None
+        if not piece:
+            break
+        pieces.append(piece)
+        total += len(piece) * (TEXT_COPIES if cost is not None else 1)
+        if cost is not None:
+            total += int(cost(piece))
+        if total > limit:
+            check_memory(total, limit, f"{what} (stopped after reading {format_bytes(sum(map(len, pieces)))})", hint)
     return b"".join(pieces), total
 
 

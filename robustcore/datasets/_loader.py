@@ -5,7 +5,7 @@ import bz2
 import gzip
 import hashlib
 import lzma
-import os
+import re
 import zlib
 from pathlib import Path
 from typing import ClassVar
@@ -21,7 +21,7 @@ from ._limits import (DEFAULT_MAX_BYTES, MAX_BYTES, MAX_FEATURES, Cost, charge, 
 __all__ = ["Loader", "MAX_BYTES", "MAX_FEATURES", "DEFAULT_MAX_BYTES", "check_memory", "format_bytes",
            "open_maybe_compressed", "read_all", "COMPRESSED", "MISSING_OPTION", "OUTLIER_LABEL",
            "KNOWN_OUTLIERS", "handle_missing", "parse_labels", "IMAGE_SHAPE_OPTION", "parse_image_shape",
-           "DECOMPRESS_ERRORS", "Cost"]
+           "DECOMPRESS_ERRORS", "Cost", "physical_lines"]
 
 MISSING_OPTION = Param("missing", str, "error",
                        "what to do with missing or non-finite values (empty, NA, NaN, inf): "
@@ -92,6 +92,15 @@ def read_all(path: Path, limit: int, cost=None) -> tuple[bytes, int]:
     with open_maybe_compressed(path) as fh:
         return read_stream(fh, limit, f"reading {path.name}" + (f" ({kind}-compressed)" if kind else ""),
                            cost=cost, errors=DECOMPRESS_ERRORS)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def physical_lines(text: str):
+    """The lines of ``text`` one at a time, with their line ends (``\\n``, ``\\r\\n`` or ``\\r``),
+    as ``io.StringIO(text, newline="")`` gives them but without its four-bytes-per-character copy."""
+    return (m.group() for m in _LINE.finditer(text))
 
 
 def read_head(path: Path, n: int = 4096) -> bytes:
@@ -251,6 +260,8 @@ class Loader:
             what = f"{bad.name} must be {bad.allowed()}; got a value out of range" if bad else str(exc)
             raise LoadError(f"{what} (an option of the {self.label} loader)") from None
 
+    # Options that name another file (read beside the data file); a session may give only a bare name.
+    path_options: ClassVar[tuple[str, ...]] = ()
     # Options that take a column/variable given either by name or by integer index.
     _int_or_name: ClassVar[frozenset] = frozenset()
     # Other spellings accepted for choice options: option -> {alias: declared choice}.

@@ -158,8 +158,12 @@ def test_run_on_a_data_file_with_options_replay_moved_and_changed(tmp_path, caps
     assert code == 0, err
     sess = S.load_session(tmp_path / "o" / "run.json")
     assert sess.dataset.options["label_column"] == "kind" and sess.dataset.loader == "csv"
-    assert sess.dataset.sha256 == S.resolve_dataset(sess).fingerprint()
-    code, _, err = run_cli(capsys, "replay", tmp_path / "o" / "run.json", "--out", tmp_path / "o2", "--check")
+    assert sess.dataset.sha256 == S.resolve_dataset(sess, path=str(data)).fingerprint()
+    # The data lies outside run.json's folder: a replay reads it only when --data confirms it.
+    code, _, err = run_cli(capsys, "replay", tmp_path / "o" / "run.json", "--out", tmp_path / "o2")
+    assert code == 2 and "outside the session's folder" in err and f"--data {data}" in err
+    code, _, err = run_cli(capsys, "replay", tmp_path / "o" / "run.json", "--data", data, "--out", tmp_path / "o2",
+                           "--check")
     assert code == 0, err  # SCW needs the labels: the loader options were applied again
     # Moved: not found, then pointed to with --data.
     moved = tmp_path / "moved.csv"

@@ -1,0 +1,212 @@
+"""Session files on disk: the JSON beside its side files, written atomically and read back.
+
+``save_session`` writes the JSON and, optionally, the results (``<stem>.results.npz``) and data
+that has no file of its own (``<stem>.data.npz``) beside it. ``load_session`` reads the JSON
+within the bounded-resource policy; side files are found with :func:`side_path`, which accepts
+only a plain name in the session's own folder (no absolute path, no ``..``, no link leading
+out, no device or FIFO). No Qt here.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from robustcore.datasets import (DEFAULT_MAX_BYTES, LoadError, open_regular, parse_json, read_npz,
+                                 side_file)
+from robustcore.datasets._limits import SESSION_MAX_BYTES
+
+from .schema import (DATA_SUFFIX, RESULTS_SUFFIX, SESSION_SUFFIX, DataMismatchError, DatasetRef, Session,
+                     SessionError, _jsonable, session_from_json, session_to_json)
+
+__all__ = ["save_session", "load_session", "load_snapshot", "session_dir", "side_path"]
+
+
+def session_dir(session: Session) -> str | None:
+    """The folder the session was read from (None for a session built in memory)."""
+    return os.path.dirname(session.source) if session.source else None
+
+
+def side_path(session: Session, name, what: str) -> str:
+    """The session's own side file ``name``: a plain name of a regular file in its folder.
+
+    Raises :class:`SessionError` naming the path when the name is absolute, has a folder part or
+    ``..``, is a link leading out of the folder, or is not a regular file; FileNotFoundError
+    when it is simply missing.
+    """
+    base = session_dir(session)
+    if base is None:
+        raise SessionError(f"{what}: the session was not read from a file, so it has no side files")
+    return str(side_file(base, name, what, error=SessionError))
+
+
+def _atomic_write_bytes(path: str, data: bytes) -> None:
+    from app.export import atomic_write_bytes
+    atomic_write_bytes(path, data, overwrite=True)
+
+
+def _stem(path: str) -> str:
+    base = os.path.basename(path)
+    for suffix in (SESSION_SUFFIX, ".json"):
+        if base.lower().endswith(suffix):
+            return base[: -len(suffix)]
+    return os.path.splitext(base)[0]
+
+
+def _side_name(session_path: str, suffix: str) -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(session_path)), _stem(session_path) + suffix)
+
+
+def _pack_results(results: Iterable, provenance: dict) -> tuple[bytes, list]:
+    """NPZ bytes of every result's arrays (keys ``method|kind|name``); skips what needs pickle."""
+    arrays: dict[str, np.ndarray] = {}
+    skipped = []
+    for res in results:
+        for kind in ("sample_scores", "flags", "arrays", "feature_scores"):
+            for name, value in getattr(res, kind).items():
+                arr = np.asarray(value)
+                if arr.dtype == object:
+                    skipped.append(f"{res.method}: {kind} {name}")
+                    continue
+                arrays[f"{res.method}|{kind}|{name}"] = arr
+    arrays["__provenance__"] = np.array(json.dumps(_jsonable(provenance)))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    return buf.getvalue(), skipped
+
+
+def _snapshot_bytes(dataset) -> bytes:
+    """NPZ of a data set that has no file of its own (strings stored as unicode, never objects)."""
+    import scipy.sparse as sp
+    out: dict[str, np.ndarray] = {}
+    if sp.issparse(dataset.X):
+        X = dataset.X.tocsr()
+        out.update(X_data=X.data, X_indices=X.indices, X_indptr=X.indptr, X_shape=np.asarray(X.shape))
+    else:
+        out["X"] = np.asarray(dataset.X)
+    meta = {"name": dataset.name, "description": dataset.description,
+            "image_shape": list(dataset.image_shape) if dataset.image_shape else None,
+            "class_names": _jsonable(dataset.class_names) if dataset.class_names is not None else None,
+            "labels_kind": None}
+    if dataset.labels is not None:
+        labels = np.asarray(dataset.labels)
+        if labels.dtype == object:
+            # Strings (or mixed values) are kept as text; note it so they come back as text.
+            labels = labels.astype(str)
+            meta["labels_kind"] = "str"
+        out["labels"] = labels
+    if dataset.outliers is not None:
+        out["outliers"] = np.asarray(dataset.outliers, dtype=bool)
+    if dataset.frame_order is not None:
+        out["frame_order"] = np.asarray(dataset.frame_order)
+    out["feature_names"] = np.asarray([str(s) for s in dataset.feature_names], dtype=str)
+    out["sample_ids"] = np.asarray([str(s) for s in dataset.sample_ids], dtype=str)
+    out["__meta__"] = np.array(json.dumps(meta))
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **out)
+    return buf.getvalue()
+
+
+def load_snapshot(path: str, ref: DatasetRef):
+    """The data set stored beside a session (:data:`DATA_SUFFIX`); a damaged or tampered file is a
+    :class:`DataMismatchError` naming it, never a numpy or scipy exception."""
+    import scipy.sparse as sp
+
+    from robustcore.datasets import Dataset, Provenance
+    what = f"the stored data {path}"
+    z = read_npz(path, DEFAULT_MAX_BYTES, what, error=SessionError)
+    try:
+        meta = parse_json(str(z["__meta__"]), what, error=SessionError)
+        if "X" in z:
+            X = z["X"]
+        else:
+            X = sp.csr_matrix((z["X_data"], z["X_indices"], z["X_indptr"]), shape=tuple(int(v) for v in z["X_shape"]))
+        labels = z.get("labels")
+        if labels is not None and meta.get("labels_kind") == "str":
+            labels = labels.astype(object)
+        return Dataset(X=X, name=str(meta.get("name") or ref.name), labels=labels,
+                       class_names=meta.get("class_names"), outliers=z.get("outliers"),
+                       feature_names=z["feature_names"].tolist(), sample_ids=z["sample_ids"].tolist(),
+                       image_shape=tuple(meta["image_shape"]) if meta.get("image_shape") else None,
+                       frame_order=z.get("frame_order"), description=str(meta.get("description") or ""),
+                       provenance=Provenance(loader=ref.loader, options=dict(ref.options)))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+        raise DataMismatchError(f"{what} is damaged ({type(exc).__name__}: {exc}); save the session again "
+                                f"from the data", ref=ref, path=path) from None
+
+
+def _sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def save_session(path: str | os.PathLike, session: Session, *, results: Mapping | Iterable | None = None,
+                 dataset=None) -> list:
+    """Write ``session`` as JSON to ``path`` atomically; return the list of files written.
+
+    ``results`` (method -> RunResult) are also stored beside the session in
+    ``<stem>.results.npz`` so reopening can skip the fits. ``dataset`` is needed only when the
+    data has no file or demo behind it: it is then stored in ``<stem>.data.npz``. Without it such
+    a session can be saved, but reopening it raises :class:`DataMissingError` saying why.
+    """
+    path = os.fspath(path)
+    written = []
+    ref = session.dataset
+    if ref is not None and not ref.demo and not ref.path and dataset is not None:
+        data = _snapshot_bytes(dataset)
+        snap = _side_name(path, DATA_SUFFIX)
+        _atomic_write_bytes(snap, data)
+        ref.snapshot = os.path.basename(snap)
+        written.append(snap)
+    if ref is not None and ref.path and not ref.demo:
+        try:
+            ref.relative_path = os.path.relpath(ref.path, os.path.dirname(os.path.abspath(path)))
+        except ValueError:
+            ref.relative_path = None
+    if results is not None:
+        res = list(results.values()) if isinstance(results, Mapping) else list(results)
+        res = [r for r in res if session.run_for(r.method) is not None]
+        if res:
+            prov = {"session": os.path.basename(path), "data_fingerprint": ref.fingerprint if ref else None,
+                    "versions": session.versions,
+                    "runs": [{"method": r.method, "params": r.params} for r in res]}
+            data, skipped = _pack_results(res, prov)
+            side = _side_name(path, RESULTS_SUFFIX)
+            _atomic_write_bytes(side, data)
+            written.append(side)
+            digest = _sha256_bytes(data)
+            for r in res:
+                rec = session.run_for(r.method)
+                rec.stored = {"kind": "session", "file": os.path.basename(side), "sha256": digest,
+                              "complete": not any(s.startswith(r.method + ":") for s in skipped)}
+    _atomic_write_bytes(path, session_to_json(session).encode("utf-8"))
+    written.insert(0, path)
+    session.source = os.path.abspath(path)
+    return written
+
+
+def load_session(path: str | os.PathLike) -> Session:
+    """Read a session file. Raises :class:`SessionError` (a ``ValueError``) with a clear message."""
+    path = os.fspath(path)
+    if not os.path.lexists(path):
+        raise SessionError(f"session file {path} does not exist")
+    if os.path.isdir(path):
+        raise SessionError(f"session file {path} is a folder, not a file")
+    try:
+        with open_regular(path, f"session file {path}") as fh:
+            raw = fh.read(SESSION_MAX_BYTES + 1)
+    except LoadError as exc:  # a device, a FIFO, unreadable...
+        raise SessionError(str(exc)) from None
+    except OSError as exc:
+        raise SessionError(f"session file {path} cannot be read: {exc.strerror or exc}") from None
+    if len(raw) > SESSION_MAX_BYTES:
+        raise SessionError(f"session file {path} is larger than the {SESSION_MAX_BYTES // 2 ** 20} MB a session "
+                           f"may be; it is not a file this program wrote")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SessionError(f"session file {path} is not a text (UTF-8 JSON) file") from None
+    return session_from_json(text, source=path)

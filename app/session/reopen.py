@@ -1,0 +1,374 @@
+"""Reopening a session: find and verify its data, reload or re-run its fits, restore the state.
+
+This is the one path the window and the command line both take. :func:`reopen_job` runs in the
+background (no Qt); its result goes to :func:`apply_to_state` in the GUI thread, or it is a
+:class:`NeedsData` when the user must point to or confirm the data file.
+
+What a session may read (the policy of :mod:`robustcore.datasets._limits`):
+
+- its side files (stored results, stored data): plain names of regular files in its own folder;
+- its data file without asking when that file lies inside the session's folder (symlinks
+  resolved), or in a folder the caller searches, or is a file the caller already trusts (the
+  window passes its recent files: files the user opened);
+- any other data file only once the user confirms it (``data_path``): otherwise
+  :class:`DataNeedsConfirmation` names the path.
+
+A stored results file that is missing, changed, damaged, refused or holds Python objects skips
+that run's reload with a note, and the run is fitted again; it never aborts the reopening.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
+
+from .files import load_session, load_snapshot, session_dir, side_path
+from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
+                     Session, SessionError, _short, library_versions)
+
+__all__ = ["RestoreReport", "NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "restore",
+           "reopen_job"]
+
+
+@dataclass
+class RestoreReport:
+    """What :func:`restore` did: the view to show and notes for the log (re-run vs reloaded)."""
+
+    dataset: Any
+    results: dict
+    view: dict
+    notes: list = field(default_factory=list)
+    reloaded: list = field(default_factory=list)
+    rerun: list = field(default_factory=list)
+
+
+@dataclass
+class NeedsData:
+    """What :func:`reopen_job` returns when the data file is missing, changed or outside the
+    session's folder: the window then asks the user to locate or confirm it
+    (``app.session_dialogs``) and reopens with ``data_path``."""
+
+    session: Session
+    error: SessionError
+
+
+# -- the data ---------------------------------------------------------------------------------------
+
+def _check_same(ref: DatasetRef, dataset, where: str) -> None:
+    fp = dataset.fingerprint()
+    if fp != ref.fingerprint:
+        raise DataMismatchError(
+            f"{where} is not the data this session was made from: its fingerprint (sha256) is "
+            f"{_short(fp)}…, the session expects {_short(ref.fingerprint)}…. It has changed since the "
+            f"session was saved; point to the original file, or open the new data as a new data set "
+            f"and run the methods again", ref=ref, path=where, expected=ref.fingerprint, actual=fp)
+    if (dataset.n_samples, dataset.n_features) != (ref.n_samples, ref.n_features):
+        raise DataMismatchError(
+            f"{where} loads as {dataset.n_samples} x {dataset.n_features}, but the session expects "
+            f"{ref.n_samples} x {ref.n_features} (samples x features); check the loader options "
+            f"{ref.options}", ref=ref, path=where, expected=ref.fingerprint, actual=fp)
+
+
+def _file_hash(path: str) -> str | None:
+    if os.path.isdir(path):
+        return None  # a folder (of images): the loader computes its hash
+    from robustcore.datasets import file_sha256
+    try:
+        return file_sha256(path)
+    except LoadError as exc:  # a device, a FIFO...
+        raise DataMismatchError(f"data file {exc}", path=path) from None
+
+
+def _candidates(session: Session, search_dirs: Iterable[str]) -> list[tuple[str, bool]]:
+    """(path, may be read without asking) for every place the data may be, inside first."""
+    ref = session.dataset
+    base = session_dir(session)
+    out = []
+    if ref.relative_path and base:
+        out.append((os.path.normpath(os.path.join(base, ref.relative_path)), False))
+    if ref.path:
+        out.append((ref.path, False))
+        name = os.path.basename(ref.path.rstrip("/\\"))
+        out += [(os.path.join(os.fspath(d), name), True) for d in search_dirs]
+        if base:
+            out.append((os.path.join(base, name), False))
+    seen, uniq = set(), []
+    for c, searched in out:
+        key = os.path.abspath(c)
+        if key not in seen:
+            seen.add(key)
+            uniq.append((key, searched or bool(base and inside(key, base))))
+    return sorted(uniq, key=lambda c: not c[1])  # stable: the order above within each group
+
+
+def _demo_dataset(ref: DatasetRef):
+    from robustcore import datasets
+    try:
+        ds = datasets.demo(ref.demo)
+    except (KeyError, ValueError) as exc:
+        raise DataMissingError(f"the session uses the demo '{ref.demo}', which this version does not "
+                               f"have ({exc})", ref=ref) from None
+    try:
+        _check_same(ref, ds, f"demo '{ref.demo}'")
+    except DataMismatchError as exc:
+        raise DataMismatchError(f"the bundled demo '{ref.demo}' has changed since the session was "
+                                f"saved (fingerprint now {_short(exc.actual)}…, expected "
+                                f"{_short(exc.expected)}…); the saved results cannot be reproduced "
+                                f"with this version", ref=ref, path=None, expected=exc.expected,
+                                actual=exc.actual) from None
+    return ds
+
+
+def _snapshot_dataset(session: Session, ref: DatasetRef):
+    what = "the session's stored data"
+    try:
+        snap = side_path(session, ref.snapshot, what)
+    except FileNotFoundError:
+        snap = os.path.join(session_dir(session), ref.snapshot)
+        raise DataMissingError(f"the session's data is stored in {snap}, which is missing; keep "
+                               f"that file beside the session", ref=ref, searched=[snap]) from None
+    try:
+        ds = load_snapshot(snap, ref)
+    except DataMismatchError:
+        raise
+    except SessionError as exc:
+        raise DataMismatchError(f"the stored data {snap} cannot be read ({exc})", ref=ref, path=snap) from None
+    _check_same(ref, ds, snap)
+    return ds
+
+
+def resolve_dataset(session: Session, search_dirs: Iterable[str] = (), path: str | None = None,
+                    trusted: Iterable[str] = ()):
+    """Load the session's data set and verify it is the same data (by sha256 / fingerprint).
+
+    ``path`` is a data file the user pointed to or confirmed: it is read wherever it is.
+    Otherwise the path relative to the session file, the recorded path, a file of the same name
+    in ``search_dirs`` and one beside the session are tried, inside the session's folder first.
+    A file outside the session's folder (and not in ``search_dirs`` or ``trusted``) is not read.
+
+    Raises :class:`DataMissingError` when nothing is found, :class:`DataNeedsConfirmation` (a
+    DataMissingError) when the only candidate lies outside the session's folder,
+    :class:`DataMismatchError` when the file found holds other data (the message says what
+    changed and what to do).
+    """
+    ref = session.dataset
+    if ref is None:
+        raise DataMissingError("the session names no data set", ref=None)
+    if ref.demo and path is None:
+        return _demo_dataset(ref)
+    if not ref.demo and not ref.path and path is None:
+        if ref.snapshot and session_dir(session):
+            return _snapshot_dataset(session, ref)
+        raise DataMissingError(f"the session's {ref.describe()} was never saved to a file, so it cannot "
+                               f"be reopened; open the data again and re-run", ref=ref)
+    trusted = {os.path.abspath(os.fspath(t)) for t in trusted}
+    if path is not None:
+        tried = [(os.path.abspath(os.fspath(path)), True)]
+    else:
+        tried = [(c, ok or c in trusted) for c, ok in _candidates(session, search_dirs)]
+    mismatch = None
+    outside = None
+    for cand, allowed in tried:
+        if not os.path.exists(cand):
+            continue
+        if not allowed:
+            outside = outside or cand
+            continue
+        try:
+            return _load_verified(ref, cand)
+        except DataMismatchError as err:
+            if path is not None:
+                raise
+            mismatch = mismatch or err
+    if mismatch is not None:
+        raise mismatch
+    if outside is not None:
+        base = session_dir(session) or "(none)"
+        raise DataNeedsConfirmation(
+            f"the session reads its data from {outside}, outside the session's folder {base}; a session "
+            f"opens a file elsewhere only when you confirm it (in the window: 'Use this file'; on the "
+            f"command line: --data {outside})", ref=ref, path=outside)
+    names = [c for c, _ in tried]
+    where = ", ".join(names) if names else "(no path recorded)"
+    raise DataMissingError(f"data file {ref.path or ref.name} was not found (looked in: {where}); it may "
+                           f"have been moved or renamed: point to it to continue", ref=ref, searched=names)
+
+
+def _load_verified(ref: DatasetRef, cand: str):
+    """Load ``cand`` with the session's loader options once its sha256 matches (when recorded)."""
+    from robustcore import datasets
+    # The file's own hash refuses a changed file before parsing it; without a recorded file
+    # hash, the loaded data's fingerprint is checked instead.
+    expected = ref.sha256
+    digest = _file_hash(cand) if expected else None
+    if digest is not None and digest != expected:
+        now = os.path.getsize(cand)
+        size_note = (f"; its size is now {now} bytes, was {ref.size}" if ref.size is not None and
+                     now != ref.size else "")
+        raise DataMismatchError(
+            f"data file {cand} has changed since the session was saved: its sha256 is now "
+            f"{_short(digest)}…, the session expects {_short(expected)}…{size_note}. Point to the "
+            f"original file, or open the changed file as a new data set and run the methods again",
+            ref=ref, path=cand, expected=expected, actual=digest)
+    fmt = ref.loader if ref.loader in datasets.LOADERS else None
+    try:
+        ds = datasets.load(cand, format=fmt, **dict(ref.options))
+    except ValueError as exc:
+        raise DataMismatchError(f"data file {cand} cannot be loaded as before ({exc})", ref=ref,
+                                path=cand) from None
+    _check_same(ref, ds, f"data file {cand}")
+    return ds
+
+
+# -- the results ------------------------------------------------------------------------------------
+
+def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None = None) -> Any:
+    """The saved RunResult of ``rec``, or None if its file is missing, changed or incomplete.
+
+    When a results file is named but cannot be used (refused by the path rules, damaged, holding
+    Python objects), ``notes`` (if given) gets one line saying which file and why.
+    """
+    from robustcore.methods import RunResult
+    st = rec.stored
+    if not isinstance(st, dict) or not session_dir(session) or st.get("kind", "session") != "session" \
+            or st.get("complete", True) is not True:
+        return None
+
+    def skip(why: str):
+        if notes is not None:
+            notes.append(f"{rec.method}: the saved results {why}; the run is fitted again")
+        return None
+    try:
+        side = side_path(session, st.get("file"), "the results file")
+        with open(side, "rb") as fh:
+            data = fh.read(DEFAULT_MAX_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except SessionError as exc:
+        return skip(f"were not read: {exc}")
+    except OSError as exc:
+        return skip(f"could not be read ({exc.strerror or exc})")
+    import hashlib
+    if hashlib.sha256(data).hexdigest() != st.get("sha256") or rec.data_fingerprint != dataset.fingerprint():
+        return None
+    fields: dict[str, dict] = {"sample_scores": {}, "flags": {}, "arrays": {}, "feature_scores": {}}
+    try:
+        arrays = read_npz(data, DEFAULT_MAX_BYTES, f"results file {side}", error=SessionError)
+    except SessionError as exc:
+        return skip(f"were not read: {exc}")
+    for key, value in arrays.items():
+        parts = key.split("|", 2)
+        if len(parts) == 3 and parts[0] == rec.method and parts[1] in fields:
+            fields[parts[1]][parts[2]] = value
+    if not any(fields.values()):
+        return None
+    return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=rec.data_fingerprint,
+                     summary=dict(rec.summary), warnings=list(rec.warnings), elapsed=rec.elapsed, **fields)
+
+
+def _method(name: str, where: str):
+    from robustcore.methods import get_method
+    try:
+        return get_method(name)
+    except ValueError as exc:
+        raise SessionError(f"{where}: {exc}") from None
+
+
+def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) -> tuple[dict, list]:
+    """Results for every run of the session on ``dataset``: reloaded when stored, else re-fitted.
+
+    Returns ``(results, notes)``: method -> RunResult, and human-readable notes (which runs were
+    reloaded or re-run, results files skipped and why, version differences, runs that cannot be
+    exactly reproduced). Raises ``ValueError`` when saved parameters no longer fit (the library's
+    message, prefixed with the method), :class:`~robustcore.Cancelled` when ``progress`` cancels.
+    """
+    from robustcore._progress import Reporter
+    rep = Reporter(progress)
+    results, notes = {}, []
+    now = library_versions()
+    changed = [f"{k} {v} -> {now.get(k)}" for k, v in session.versions.items()
+               if k in ("robustcore", "numpy", "scipy") and now.get(k) != v]
+    n = max(len(session.runs), 1)
+    for i, rec in enumerate(session.runs):
+        sub = rep.span(i / n, (i + 1) / n)
+        method = _method(rec.method, f"run {i + 1}")
+        if use_stored:
+            res = stored_result(session, rec, dataset, notes)
+            if res is not None:
+                results[rec.method] = res
+                notes.append(f"{rec.method}: reloaded the saved results")
+                sub(1.0, f"{rec.method}: reloaded")
+                continue
+        if rec.data_fingerprint != dataset.fingerprint():
+            notes.append(f"{rec.method}: was fitted on other data ({_short(rec.data_fingerprint)}…); "
+                         f"re-running on this data")
+        if not rec.reproducible:
+            notes.append(f"{rec.method}: was run without a fixed random_state; re-running gives "
+                         f"different numbers")
+        try:
+            res = method.run(dataset, dict(rec.params), progress=sub)
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise ValueError(f"{rec.method}: the saved parameters do not fit this data: {exc}") from exc
+        results[rec.method] = res
+        notes.append(f"{rec.method}: re-run ({res.elapsed:.2f} s)")
+    if changed and any(r.estimator is not None for r in results.values()):
+        notes.append("library versions differ from the session's (" + "; ".join(changed) +
+                     "); numbers may differ in the last digits")
+    return results, notes
+
+
+# -- into the window's state -------------------------------------------------------------------------
+
+def apply_to_state(session: Session, state, dataset, results: Mapping) -> dict:
+    """Put data, results, current method and selection into ``state``; return the view dict."""
+    state.set_dataset(dataset)
+    for rec in session.runs:
+        res = results.get(rec.method)
+        if res is not None:
+            state.add_result(res)
+    if session.current_method:
+        state.set_current_method(session.current_method)
+    state.set_selection(np.asarray(session.selection, dtype=np.int64))
+    return dict(session.view)
+
+
+def restore(session: Session, state, progress=None, *, dataset=None, search_dirs: Iterable[str] = (),
+            use_stored: bool = True) -> RestoreReport:
+    """Reopen ``session`` into ``state``: load and verify the data, reload or re-run every fit,
+    restore the current method and the selection.
+
+    ``dataset`` skips loading (e.g. after the user pointed to a moved file and
+    :func:`resolve_dataset` was called with ``path=``). Nothing in ``state`` changes unless every
+    step succeeded. The window shows ``report.view`` and logs ``report.notes``.
+    """
+    if dataset is None:
+        dataset = resolve_dataset(session, search_dirs=search_dirs)
+    results, notes = rerun(session, dataset, progress=progress, use_stored=use_stored)
+    view = apply_to_state(session, state, dataset, results)
+    reloaded = [m for m, r in results.items() if r.estimator is None]
+    return RestoreReport(dataset=dataset, results=results, view=view, notes=notes, reloaded=reloaded,
+                         rerun=[m for m in results if m not in reloaded])
+
+
+def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs: Iterable[str] = (),
+               trusted: Iterable[str] = (), use_stored: bool = True):
+    """The whole reopening as one background job (no Qt): load, verify, reload or re-run.
+
+    Returns ``(session, dataset, results, notes)`` to pass to :func:`apply_to_state` in the GUI
+    thread, or :class:`NeedsData` when the data file is missing, has changed or lies outside the
+    session's folder (``data_path`` is then the file the user located or confirmed; ``trusted``
+    files, such as the window's recent files, need no confirmation). Other problems raise
+    :class:`SessionError` / ``ValueError``.
+    """
+    session = load_session(path)
+    try:
+        dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted)
+    except (DataMissingError, DataMismatchError) as exc:
+        return NeedsData(session, exc)
+    results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+    return session, dataset, results, notes
+
