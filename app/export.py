@@ -9,6 +9,7 @@ refused unless the caller says ``overwrite=True`` (the window asks the user firs
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import json
 import os
@@ -31,17 +32,37 @@ def _umask() -> int:
     return m
 
 
+def _target_error(exc: OSError, path: str) -> OSError:
+    """The same kind of OSError, naming the file the user asked for rather than the hidden
+    temporary, and saying what to do when the disk is full."""
+    why = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
+           errno.EFBIG: "the file is too large for this file system"}.get(exc.errno)
+    if why:
+        message = (f"{why}: {path} was not written (nothing was changed); free some space or choose a "
+                   f"folder on another disk, then export again")
+    else:
+        message = f"{path} could not be written: {exc.strerror or exc} (nothing was changed)"
+    err = OSError(exc.errno, message, path)  # OSError() picks the subclass (PermissionError...)
+    err.__cause__ = exc
+    return err
+
+
 def atomic_write_bytes(path, data: bytes, overwrite: bool = True) -> str:
     """Write ``data`` to ``path`` through a temporary file in the same directory and a rename.
 
     With ``overwrite=False`` an existing ``path`` raises ``FileExistsError`` and nothing is written.
+    A failure (no permission, disk full...) raises an ``OSError`` whose message and ``filename``
+    name ``path`` itself, never the hidden temporary, and leaves no temporary behind.
     Returns the path written.
     """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path} already exists; choose another name or allow overwriting")
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise _target_error(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -50,11 +71,13 @@ def atomic_write_bytes(path, data: bytes, overwrite: bool = True) -> str:
         # mkstemp creates the file private (0600); give it the permissions a plain open() would.
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError) and not isinstance(exc, FileExistsError):
+            raise _target_error(exc, path) from None
         raise
     return path
 

@@ -54,6 +54,44 @@ def test_atomic_write_replaces_in_one_step_and_leaves_no_temp(tmp_path, monkeypa
     assert os.listdir(folder) == ["out.csv"]  # and the temporary file is gone
 
 
+def test_disk_full_names_the_target_file_and_says_what_to_do(tmp_path, monkeypatch):
+    import errno
+    folder = tmp_path / "out"
+    folder.mkdir()
+    p = folder / "scores.csv"
+    p.write_text("old\n")
+    real_fsync = os.fsync
+
+    def full(fd):
+        # What a full disk does: the write-back fails, naming the file being written (the temporary).
+        raise OSError(errno.ENOSPC, "No space left on device", str(folder / ".scores.csv.x.tmp"))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError) as info:
+        export.atomic_write_text(p, "new\n")
+    err = info.value
+    assert err.errno == errno.ENOSPC and err.filename == str(p)
+    assert "disk is full" in str(err) and str(p) in str(err) and "free some space" in str(err)
+    assert ".tmp" not in str(err)
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert p.read_text() == "old\n" and os.listdir(folder) == ["scores.csv"]
+
+
+def test_unwritable_folder_error_names_the_target_not_the_temporary(tmp_path, monkeypatch):
+    import errno
+    import tempfile
+
+    def denied(*args, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", str(tmp_path / ".x.csv.abc.tmp"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", denied)
+    target = tmp_path / "x.csv"
+    with pytest.raises(PermissionError) as info:
+        export.atomic_write_text(target, "a\n")
+    assert info.value.filename == str(target) and ".tmp" not in str(info.value)
+    assert "Permission denied" in str(info.value) and str(target) in str(info.value)
+
+
 def test_written_file_has_ordinary_permissions(tmp_path):
     p = export.atomic_write_bytes(tmp_path / "a.bin", b"x")
     mask = os.umask(0)
