@@ -283,7 +283,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
 
     Returns ``(results, notes)``: method -> RunResult, and human-readable notes (which runs were
     reloaded or re-run, results files skipped and why, version differences, runs that cannot be
-    exactly reproduced). Raises ``ValueError`` when saved parameters no longer fit (the library's
+    exactly reproduced). Raises :class:`SessionError` when saved parameters no longer fit (the library's
     message, prefixed with the method), :class:`~robustcore.Cancelled` when ``progress`` cancels.
     """
     from robustcore._progress import Reporter
@@ -312,7 +312,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
         try:
             res = method.run(dataset, dict(rec.params), progress=sub)
         except (ValueError, TypeError, OverflowError) as exc:
-            raise ValueError(f"{rec.method}: the saved parameters do not fit this data: {exc}") from exc
+            raise SessionError(f"{rec.method}: the saved parameters do not fit this data: {exc}") from exc
         results[rec.method] = res
         notes.append(f"{rec.method}: re-run ({res.elapsed:.2f} s)")
     if changed and any(r.estimator is not None for r in results.values()):

@@ -22,6 +22,8 @@ MISSING_TOKENS = frozenset({"", "na", "n/a", "nan", "null", "none", "?"})
 _DELIMS = {",": ",", "\t": "\t", ";": ";", "|": "|"}
 _NAMES = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe", "whitespace": "whitespace"}
 
+# Bytes counted at a time while a file is read (see _CellCount).
+_COUNT_SLICE = 1 << 16
 # Lines read to detect the delimiter and the header.
 _HEAD_LINES = 200
 
@@ -369,7 +371,15 @@ class _CellCount:
         self._in_space = False
 
     def __call__(self, piece: bytes) -> int:
-        a = np.frombuffer(piece, dtype=np.uint8)
+        # In slices: the counting's own arrays (8 bytes per byte of text) stay small.
+        view = memoryview(piece)
+        for start in range(0, len(view), _COUNT_SLICE):
+            self._count(np.frombuffer(view[start:start + _COUNT_SLICE], dtype=np.uint8))
+        now = PER_CELL * (self.lines + 1 + max(self.totals.values())) + PER_SAMPLE * (self.lines + 1)
+        step, self.charged = now - self.charged, now
+        return step
+
+    def _count(self, a: np.ndarray) -> None:
         ends = np.flatnonzero(a == 10)
         self.lines += ends.size
         for d in self.totals:
@@ -392,9 +402,6 @@ class _CellCount:
             else:
                 self.open_line[d] += total
             self.widest = max(self.widest, self.open_line[d] + 1)
-        now = PER_CELL * (self.lines + 1 + max(self.totals.values())) + PER_SAMPLE * (self.lines + 1)
-        step, self.charged = now - self.charged, now
-        return step
 
 
 def _colname(names: list[str], j: int, header: bool) -> str:

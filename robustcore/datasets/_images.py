@@ -99,6 +99,8 @@ def _pil_size(path: Path) -> tuple[int, int]:
     try:
         with Image.open(path) as im:
             w, h = im.size
+    except Image.DecompressionBombError as exc:
+        raise LoadError(f"{path.name} is too large to decode safely ({exc})") from None
     except Exception as exc:  # Pillow raises many types for unreadable files
         raise LoadError(f"{path.name} is not a readable image ({type(exc).__name__}: {exc})") from None
     return h, w

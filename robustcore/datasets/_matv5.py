@@ -18,6 +18,7 @@ import zlib
 import numpy as np
 
 from ._errors import LoadError
+from ._limits import check_memory
 
 __all__ = ["check_mat5"]
 
@@ -196,10 +197,11 @@ def _inflate(raw: bytes, start: int, nbytes: int, order: str, limit: int, pos: i
         imd, inb = (int(v) for v in np.frombuffer(head, order + "u4", 2))
         if imd != _MATRIX:
             raise _Bad(f"a compressed variable at byte {pos} does not hold a matrix")
-        bound = min(_bound(head[8:], order, limit), limit)
+        bound = _bound(head[8:], order, limit)
         if inb > bound:
             raise _Bad(f"a compressed variable at byte {pos} claims {inb} bytes, more than its dimensions "
-                       f"or the memory limit allow ({bound})")
+                       f"allow ({bound})")
+        check_memory(inb, limit, f"a compressed variable at byte {pos}", "load a smaller file")
         rest = d.decompress(d.unconsumed_tail, 8 + inb - len(head)) if len(head) < 8 + inb else b""
     except zlib.error as exc:
         raise _Bad(f"a compressed variable at byte {pos} is corrupted ({exc})") from None

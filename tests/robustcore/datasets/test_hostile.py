@@ -1,0 +1,136 @@
+"""Hostile files for every loader, run in a child process under a memory cap and a time limit
+(``tests/corpus``): each must be refused with a LoadError that says why, or loaded with what it
+holds (and a warning for anything left out), within the budget of the bounded-resource policy."""
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from robustcore.datasets import LoadError, load
+from tests.corpus.harness import corpus, problems, run_child
+
+pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux (/proc, rlimit)")
+
+
+def test_corpus_loads_within_budget_and_time():
+    cases, budget = corpus("load")
+    lines = run_child({"cases": cases})
+    assert not problems(cases, lines, budget), "\n".join(problems(cases, lines, budget))
+    # The bombs were stopped early: inflated to 64 MiB they would have needed far more.
+    bombs = [l for l in lines if "bomb" in l["file"]]
+    assert bombs and all(l["peak"] < 1.25 * budget + 4 * 2 ** 20 for l in bombs)
+
+
+def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
+    fifo = tmp_path / "pipe.csv"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.csv").symlink_to("/dev/zero")
+    (tmp_path / "folder.csv").mkdir()
+    cases = [{"file": "fifo", "path": str(fifo), "kind": "load", "expect": "refused", "match": "FIFO",
+              "budget": 2 ** 24, "seconds": 5},
+             {"file": "/dev/zero", "path": "/dev/zero", "kind": "load", "expect": "refused",
+              "match": "character device", "budget": 2 ** 24, "options": {"format": "csv"}, "seconds": 5},
+             {"file": "link to /dev/zero", "path": str(tmp_path / "zero.csv"), "kind": "load", "expect": "refused",
+              "match": "character device", "budget": 2 ** 24, "seconds": 5},
+             {"file": "folder", "path": str(tmp_path / "folder.csv"), "kind": "load", "expect": "refused",
+              "match": "folder", "budget": 2 ** 24, "options": {"format": "csv"}, "seconds": 5}]
+    lines = run_child({"cases": cases})
+    assert not problems(cases, lines, 2 ** 24), "\n".join(problems(cases, lines, 2 ** 24))
+    assert all(l["seconds"] < 5 for l in lines)
+
+
+@pytest.mark.parametrize("search", ["loader-options"])
+def test_seeded_search_over_loader_options_gives_only_load_errors(search):
+    run_child({"hypothesis": search, "examples": 150, "seconds": 20})
+
+
+def test_wide_libsvm_file_holds_no_string_per_feature(tmp_path):
+    import tracemalloc
+    p = tmp_path / "wide.svm"
+    p.write_text("1 2000000000:1\n-1 1:2\n")
+    with pytest.raises(LoadError, match=r"implies 2,000,000,000 features.*max_features=16,777,216"):
+        load(p)
+    tracemalloc.start()
+    ds = load(p, max_features=3 * 10 ** 9)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert ds.X.shape == (2, 2_000_000_000) and ds.X.nnz == 2
+    assert peak < 10 * 2 ** 20  # names are made on demand
+    names = ds.feature_names
+    assert len(names) == 2_000_000_000 and names[1_999_999_999] == "x1999999999" and names[-1] == "x1999999999"
+    assert names[:3] == ["x0", "x1", "x2"] and "x5" in names and "x05" not in names and names.index("x7") == 7
+    assert ds.sample_ids == ["0", "1"]
+
+
+def test_options_that_imply_huge_sizes_are_refused_before_allocation(tmp_path):
+    p = tmp_path / "small.svm"
+    p.write_text("1 1:1 3:2\n-1 2:2\n")
+    with pytest.raises(LoadError, match="implies 1,000,000,000,000 features"):
+        load(p, n_features=10 ** 12)
+    with pytest.raises(LoadError, match=r"max_bytes must be an integer in \[1, "):
+        load(p, max_bytes=10 ** 30)
+    with pytest.raises(LoadError, match="n_features must be .*out of range"):
+        load(p, n_features=10 ** 400)
+    q = tmp_path / "far.svm"
+    q.write_text("1 100000000:1\n-1 1:2\n")
+    with pytest.raises(LoadError, match="max_features"):
+        load(q, dense=True)
+    with pytest.raises(LoadError, match=r"dense 2 x 100000000 array needs about 1\.5 GB"):
+        load(q, dense=True, max_features=10 ** 9, max_bytes=10 ** 9)
+
+
+def test_libsvm_non_finite_labels_are_refused(tmp_path):
+    for label in ("nan", "-inf", "NaN"):
+        p = tmp_path / "n.svm"
+        p.write_text(f"1 1:1\n{label} 1:2\n")
+        with pytest.raises(LoadError, match=r"line 2: the label .* is not a finite number"):
+            load(p)
+
+
+def test_tiff_pages_of_another_size_are_reported_not_dropped(tmp_path):
+    tifffile = pytest.importorskip("tifffile")
+    p = tmp_path / "mixed.tif"
+    with tifffile.TiffWriter(p) as tw:
+        for _ in range(3):
+            tw.write(np.zeros((8, 6), np.uint8), photometric="minisblack", contiguous=True)
+        tw.write(np.ones((16, 16), np.uint8), photometric="minisblack")
+    ds = load(p)
+    assert ds.X.shape == (3, 48)
+    assert len(ds.warnings) == 1 and "1 page(s) of shape 16x16" in ds.warnings[0]
+    assert "only the first series, 3 frame(s) of 8x6" in ds.warnings[0]
+    assert ds.summary()["warnings"] == ds.warnings
+
+
+def test_label_arrays_of_the_wrong_length_warn_or_refuse(tmp_path):
+    import scipy.io as sio
+    X = np.arange(30.0).reshape(10, 3)
+    np.savez(tmp_path / "a.npz", X=X, labels=np.arange(9))
+    ds = load(tmp_path / "a.npz")
+    assert ds.labels is None and "'labels' looks like labels but holds 9 entries for 10 samples" in ds.warnings[0]
+    with pytest.raises(LoadError, match="9 entries but 'X' has 10 samples"):
+        load(tmp_path / "a.npz", labels_array="labels")
+    sio.savemat(tmp_path / "a.mat", {"X": X, "y": np.ones((1, 3))})
+    ds = load(tmp_path / "a.mat")
+    assert ds.labels is None and "holds 3 entries for 10 samples" in ds.warnings[0]
+    assert "transpose=True" in ds.warnings[0]  # 3 = the number of columns: maybe samples are columns
+
+
+def test_images_of_another_size_are_refused_before_decoding(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    Image.new("L", (4, 3)).save(folder / "a.png")
+    Image.new("1", (9000, 9000)).save(folder / "b.png")  # 81 Mpixel, 648 MB as float64
+    with pytest.raises(LoadError, match="b.png is 9000x9000 .* but a.png is 3x4"):
+        load(folder)
+
+
+def test_special_file_kinds_are_named(tmp_path):
+    with pytest.raises(LoadError, match="character device, not a regular file"):
+        load("/dev/null", format="csv")
+    fifo = tmp_path / "p.svm"
+    os.mkfifo(fifo)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    with pytest.raises(LoadError, match="FIFO"):
+        load(fifo)
