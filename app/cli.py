@@ -755,15 +755,13 @@ def _export_arrays(session, rec, con) -> dict | None:
     if not isinstance(st, dict) or st.get("kind") != "export" or not session.source:
         return None
     try:
-        path = S.side_path(session, st.get("file"), "the exported arrays")
-        with open(path, "rb") as fh:
-            data = fh.read(DEFAULT_MAX_BYTES + 1)
+        path, data = S.read_side(session, st.get("file"), "the exported arrays")
         if hashlib.sha256(data).hexdigest() != st.get("sha256"):
             return None
         return read_npz(data, DEFAULT_MAX_BYTES, f"exported arrays {path}", error=S.SessionError)
     except FileNotFoundError:
         return None
-    except (S.SessionError, OSError) as exc:
+    except S.SessionError as exc:
         con.warn(f"{rec.method}: the exported arrays were not compared: {exc}")
         return None
 

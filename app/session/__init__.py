@@ -30,7 +30,7 @@ Typical use::
     view = apply_to_state(session, state, dataset, results)
 """
 from .compare import compare_arrays, compare_results
-from .files import load_session, load_snapshot, save_session, session_dir, side_path
+from .files import load_session, load_snapshot, read_side, save_session, session_dir, side_path
 from .last import last_session, remember_session, reopen_last_enabled, set_reopen_last
 from .reopen import NeedsData, RestoreReport, apply_to_state, reopen_job, rerun, resolve_dataset, restore, stored_result
 from .schema import (DATA_SUFFIX, DEFAULT_SEED, FORMAT_NAME, RESULTS_SUFFIX, SCHEMA_VERSION, SEED_PARAM,
@@ -44,7 +44,7 @@ __all__ = [
     "DatasetRef", "RunRecord", "Session", "RestoreReport",
     "library_versions", "seed_param", "pin_seed", "run_record", "session_from_results",
     "session_from_state", "save_session", "load_session", "load_snapshot", "session_to_json", "session_from_json",
-    "session_dir", "side_path", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "rerun",
+    "session_dir", "side_path", "read_side", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "rerun",
     "apply_to_state", "restore", "compare_results", "compare_arrays",
     "last_session", "remember_session", "set_reopen_last", "reopen_last_enabled",
 ]

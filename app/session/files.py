@@ -16,14 +16,14 @@ from typing import Iterable, Mapping
 
 import numpy as np
 
-from robustcore.datasets import (DEFAULT_MAX_BYTES, LoadError, open_regular, parse_json, read_npz,
+from robustcore.datasets import (DEFAULT_MAX_BYTES, LoadError, open_regular, parse_json, read_npz, read_stream,
                                  side_file)
 from robustcore.datasets._limits import SESSION_MAX_BYTES
 
 from .schema import (DATA_SUFFIX, RESULTS_SUFFIX, SESSION_SUFFIX, DataMismatchError, DatasetRef, Session,
                      SessionError, _jsonable, session_from_json, session_to_json)
 
-__all__ = ["save_session", "load_session", "load_snapshot", "session_dir", "side_path"]
+__all__ = ["save_session", "load_session", "load_snapshot", "session_dir", "side_path", "read_side"]
 
 
 def session_dir(session: Session) -> str | None:
@@ -42,6 +42,20 @@ def side_path(session: Session, name, what: str) -> str:
     if base is None:
         raise SessionError(f"{what}: the session was not read from a file, so it has no side files")
     return str(side_file(base, name, what, error=SessionError))
+
+
+def read_side(session: Session, name, what: str) -> tuple[str, bytes]:
+    """(path, bytes) of the side file ``name`` (see :func:`side_path`), read within the memory
+    budget. SessionError when it is refused or unreadable; FileNotFoundError when it is missing."""
+    path = side_path(session, name, what)
+    try:
+        with open_regular(path, f"{what} {path}") as fh:
+            data, _ = read_stream(fh, DEFAULT_MAX_BYTES, f"{what} {path}")
+    except LoadError as exc:
+        raise SessionError(str(exc)) from None
+    except OSError as exc:
+        raise SessionError(f"{what} {path} could not be read ({exc.strerror or exc})") from None
+    return path, data
 
 
 def _atomic_write_bytes(path: str, data: bytes) -> None:
@@ -195,16 +209,16 @@ def load_session(path: str | os.PathLike) -> Session:
         raise SessionError(f"session file {path} does not exist")
     if os.path.isdir(path):
         raise SessionError(f"session file {path} is a folder, not a file")
+    def too_big(n):
+        raise SessionError(f"session file {path} is larger than the {SESSION_MAX_BYTES // 2 ** 20} MB a session "
+                           f"may be; it is not a file this program wrote")
     try:
         with open_regular(path, f"session file {path}") as fh:
-            raw = fh.read(SESSION_MAX_BYTES + 1)
+            raw, _ = read_stream(fh, SESSION_MAX_BYTES, f"session file {path}", over=too_big)
     except LoadError as exc:  # a device, a FIFO, unreadable...
         raise SessionError(str(exc)) from None
     except OSError as exc:
         raise SessionError(f"session file {path} cannot be read: {exc.strerror or exc}") from None
-    if len(raw) > SESSION_MAX_BYTES:
-        raise SessionError(f"session file {path} is larger than the {SESSION_MAX_BYTES // 2 ** 20} MB a session "
-                           f"may be; it is not a file this program wrote")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

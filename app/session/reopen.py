@@ -26,7 +26,7 @@ import numpy as np
 
 from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
 
-from .files import load_session, load_snapshot, session_dir, side_path
+from .files import load_session, load_snapshot, read_side, session_dir, side_path
 from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, _short, library_versions)
 
@@ -243,15 +243,11 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
             notes.append(f"{rec.method}: the saved results {why}; the run is fitted again")
         return None
     try:
-        side = side_path(session, st.get("file"), "the results file")
-        with open(side, "rb") as fh:
-            data = fh.read(DEFAULT_MAX_BYTES + 1)
+        side, data = read_side(session, st.get("file"), "the results file")
     except FileNotFoundError:
         return None
     except SessionError as exc:
         return skip(f"were not read: {exc}")
-    except OSError as exc:
-        return skip(f"could not be read ({exc.strerror or exc})")
     import hashlib
     if hashlib.sha256(data).hexdigest() != st.get("sha256") or rec.data_fingerprint != dataset.fingerprint():
         return None
@@ -296,6 +292,10 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
     for i, rec in enumerate(session.runs):
         sub = rep.span(i / n, (i + 1) / n)
         method = _method(rec.method, f"run {i + 1}")
+        try:  # checked before a reload too: the window puts these values into its forms
+            method.validate(dict(rec.params))
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise SessionError(f"{rec.method}: the saved parameters do not fit this data: {exc}") from None
         if use_stored:
             res = stored_result(session, rec, dataset, notes)
             if res is not None:

@@ -9,7 +9,7 @@ import numpy as np
 from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._limits import LIMIT_OPTIONS, Cost, check_memory, numbered, regular_file
+from ._limits import LIMIT_OPTIONS, Cost, check_memory, numbered, read_stream, regular_file
 from ._loader import DECOMPRESS_ERRORS, OUTLIER_LABEL, Loader, open_maybe_compressed
 
 __all__ = ["IdxLoader", "read_idx"]
@@ -43,12 +43,11 @@ def read_idx(path: Path, limit: int) -> np.ndarray:
     dtype, dims, offset = _parse_header(head, path.name)
     expected = int(np.prod(dims, dtype=np.float64)) * dtype.itemsize
     check_memory(expected, limit, f"reading {path.name}")
+    def too_long(n):
+        raise LoadError(f"{path.name} has more bytes than its header's shape {dims} "
+                        f"announces; it is damaged or not an IDX file")
     with open_maybe_compressed(path) as fh:
-        try:
-            raw = fh.read(offset + expected + 1)
-        except DECOMPRESS_ERRORS as exc:
-            raise LoadError(f"{path.name}: the compressed data is truncated or corrupted ({exc}); "
-                            f"copy the file again") from None
+        raw, _ = read_stream(fh, offset + expected, path.name, errors=DECOMPRESS_ERRORS, over=too_long)
     body = len(raw) - offset
     if body < expected:
         raise LoadError(f"{path.name} is truncated: its header announces shape {dims} ({expected} bytes of "

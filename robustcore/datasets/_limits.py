@@ -210,14 +210,17 @@ def open_regular(path, what: str = ""):
 
 
 def read_stream(fh, limit: int, what: str, cost: Callable[[bytes], int] | None = None,
-                hint: str = "load a subset of the data", errors: tuple = ()) -> tuple[bytes, int]:
+                hint: str = "load a subset of the data", errors: tuple = (),
+                over: Callable[[int], None] | None = None) -> tuple[bytes, int]:
     """All bytes of ``fh`` (a plain or decompressing stream), read in pieces under a budget.
 
     Each piece is charged its length times ``TEXT_COPIES`` when ``cost`` is given (text will be
     decoded and split), plus ``cost(piece)``; reading stops with a LoadError as soon as the
     running charge passes ``limit``, so a decompression bomb is refused after inflating at most
-    about ``limit`` bytes. Returns the bytes and the total charge. ``errors`` are the exception
-    types of a damaged stream, re-raised as LoadError.
+    about ``limit`` bytes (``over(bytes_read)``, when given, raises its own error instead).
+    Returns the bytes and the total charge. ``errors`` are the exception types of a damaged
+    stream, re-raised as LoadError. Never asks the stream for more than ``READ_CHUNK`` at once:
+    ``read(n)`` of a plain file sets aside ``n`` bytes before it reads any.
     """
     pieces: list[bytes] = []
     total = 0
@@ -233,6 +236,8 @@ def read_stream(fh, limit: int, what: str, cost: Callable[[bytes], int] | None =
         if cost is not None:
             total += int(cost(piece))
         if total > limit:
+            if over is not None:
+                over(sum(map(len, pieces)))
             check_memory(total, limit, f"{what} (stopped after reading {format_bytes(sum(map(len, pieces)))})", hint)
     return b"".join(pieces), total
 
