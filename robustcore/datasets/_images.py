@@ -220,19 +220,20 @@ class TiffStackLoader(Loader):
         return head[:4] in (b"II*\x00", b"MM\x00*", b"II+\x00", b"MM\x00+")
 
     @staticmethod
-    def _series(path: Path):
-        """Shape, axes and dtype of the first image series, and (shape, pages) of any others."""
+    def _all_series(path: Path) -> list[tuple[tuple, str, np.dtype]]:
+        """(shape, axes, dtype) of every image series in the file, in file order."""
         tifffile = _require("tifffile", "tifffile")
         try:
             with _quiet_tifffile(), tifffile.TiffFile(path) as tf:
-                s = tf.series[0]
-                others = [(tuple(o.shape), len(o.pages)) for o in tf.series[1:]]
-                return tuple(s.shape), s.axes, np.dtype(s.dtype), others
+                out = [(tuple(s.shape), s.axes, np.dtype(s.dtype)) for s in tf.series]
         except LoadError:
             raise
         except Exception as exc:  # tifffile raises many types for damaged files
             raise LoadError(f"{path.name} is not a readable TIFF ({type(exc).__name__}: {exc}); it may be "
                             f"truncated or damaged") from None
+        if not out:
+            raise LoadError(f"{path.name} holds no image; nothing to load")
+        return out
 
     @staticmethod
     def _frames_shape(shape, axes, name):
@@ -244,43 +245,80 @@ class TiffStackLoader(Loader):
             raise LoadError(f"{name}: the TIFF holds {n} frame(s) of {h}x{w} pixels; nothing to load")
         return n, h, w
 
+    def _plan(self, path: Path):
+        """The series whose frames match the first series' frame size, and the rest.
+
+        A file written page by page may hold its frames as several series; all those of the
+        first frame's size are loaded, in file order, and any other is named in a warning.
+        """
+        series = self._all_series(path)
+        frame = None
+        keep, skip = [], []
+        for i, (shape, axes, dtype) in enumerate(series):
+            try:
+                n, h, w = self._frames_shape(shape, axes, path.name)
+            except LoadError:
+                if i == 0:
+                    raise
+                skip.append((shape, "no image axes"))
+                continue
+            kind = (h, w, shape[axes.index("S")] if "S" in axes else None)
+            frame = frame or kind
+            if kind == frame:
+                keep.append((i, shape, axes, dtype, n))
+            else:
+                skip.append((shape, f"{h}x{w}"))
+        return keep, skip
+
     def _estimate(self, path: Path, opts: dict, ctx) -> Cost:
-        shape, axes, dtype, _ = self._series(path)
-        n, h, w = self._frames_shape(shape, axes, path.name)
+        keep, _ = self._plan(path)
+        _, shape, axes, _, _ = keep[0]
+        _, h, w = self._frames_shape(shape, axes, path.name)
+        n = sum(k[4] for k in keep)
         m = n if opts["max_samples"] is None else min(n, opts["max_samples"])
-        return Cost(int(np.prod(shape, dtype=np.float64)) * dtype.itemsize + m * h * w * 8, samples=m, features=h * w)
+        raw = sum(np.prod(k[1], dtype=np.float64) * k[3].itemsize for k in keep)
+        return Cost(int(raw) + m * h * w * 8, samples=m, features=h * w)
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
         tifffile = _require("tifffile", "tifffile")
-        shape, axes, _, others = self._series(path)
-        n, h, w = self._frames_shape(shape, axes, path.name)
+        keep, skip = self._plan(path)
+        n_all = sum(k[4] for k in keep)
+        m = n_all if opts["max_samples"] is None else min(n_all, opts["max_samples"])
+        X = None
+        row = 0
         try:
-            with _quiet_tifffile():
-                arr = tifffile.imread(path)
+            with _quiet_tifffile(), tifffile.TiffFile(path) as tf:
+                for i, shape, axes, _, n in keep:
+                    if row >= m:
+                        break
+                    arr = tf.series[i].asarray()
+                    if tuple(arr.shape) != shape:
+                        raise LoadError(f"{path.name}: read shape {arr.shape} but the header announced {shape}")
+                    # Frames first, then Y, X, then colour samples.
+                    order = [j for j, a in enumerate(axes) if a not in "YXS"] + [axes.index("Y"), axes.index("X")]
+                    if "S" in axes:
+                        order.append(axes.index("S"))
+                    _, h, w = self._frames_shape(shape, axes, path.name)
+                    arr = np.transpose(arr, order).reshape((n, h, w) + ((shape[axes.index("S")],) if "S" in axes else ()))
+                    if X is None:
+                        X = np.empty((m, h * w))
+                    for k in range(min(n, m - row)):
+                        X[row] = _to_gray(arr[k], path.name).ravel()
+                        row += 1
+        except LoadError:
+            raise
         except Exception as exc:  # tifffile raises many types for damaged files
             raise LoadError(f"{path.name} could not be decoded ({type(exc).__name__}: {exc}); it may be "
                             f"truncated or damaged") from None
-        if tuple(arr.shape) != shape:
-            raise LoadError(f"{path.name}: read shape {arr.shape} but the header announced {shape}")
-        # Put frames first, then Y, X, then colour samples.
-        order = [i for i, a in enumerate(axes) if a not in "YXS"] + [axes.index("Y"), axes.index("X")]
-        if "S" in axes:
-            order.append(axes.index("S"))
-        arr = np.transpose(arr, order)
-        arr = arr.reshape((n, h, w) + ((arr.shape[-1],) if "S" in axes else ()))
-        m = n if opts["max_samples"] is None else min(n, opts["max_samples"])
-        X = np.empty((m, h * w))
-        for k in range(m):
-            X[k] = _to_gray(arr[k], path.name).ravel()
         if not np.all(np.isfinite(X)):
             i, j = np.argwhere(~np.isfinite(X))[0]
             raise LoadError(f"{path.name}: frame {i} holds a non-finite pixel (index {j})")
         warnings = []
-        if others:
-            rest = "; ".join(f"{pages} page(s) of shape {'x'.join(map(str, shape_))}" for shape_, pages in others[:5])
-            more = f" and {len(others) - 5} more series" if len(others) > 5 else ""
-            warnings.append(f"{path.name} holds pages of different sizes: only the first series, {n} frame(s) of "
-                            f"{h}x{w} pixels, was loaded; not loaded: {rest}{more} (every frame of a data set must "
-                            f"have the same size: save those pages to a file of their own)")
+        if skip:
+            rest = "; ".join(f"shape {'x'.join(map(str, shape))} ({why})" for shape, why in skip[:5])
+            more = f" and {len(skip) - 5} more" if len(skip) > 5 else ""
+            warnings.append(f"{path.name} holds pages of different sizes: the {n_all} frame(s) of {h}x{w} pixels were "
+                            f"loaded; not loaded: {len(skip)} series of another size: {rest}{more} (every frame of "
+                            f"a data set must have the same size: save those pages to a file of their own)")
         return Dataset(X=X, image_shape=(h, w), frame_order=np.arange(m), sample_ids=numbered("frame ", m),
                        feature_names=numbered("p", h * w), warnings=warnings)

@@ -97,9 +97,23 @@ def test_tiff_pages_of_another_size_are_reported_not_dropped(tmp_path):
         tw.write(np.ones((16, 16), np.uint8), photometric="minisblack")
     ds = load(p)
     assert ds.X.shape == (3, 48)
-    assert len(ds.warnings) == 1 and "1 page(s) of shape 16x16" in ds.warnings[0]
-    assert "only the first series, 3 frame(s) of 8x6" in ds.warnings[0]
+    assert len(ds.warnings) == 1 and "1 series of another size: shape 16x16 (16x16)" in ds.warnings[0]
+    assert "the 3 frame(s) of 8x6 pixels were loaded" in ds.warnings[0]
     assert ds.summary()["warnings"] == ds.warnings
+
+
+def test_tiff_written_page_by_page_loads_every_page_of_the_first_size(tmp_path):
+    tifffile = pytest.importorskip("tifffile")
+    p = tmp_path / "pages.tif"
+    with tifffile.TiffWriter(p) as tw:  # each write is a series of its own
+        for k in range(4):
+            tw.write(np.full((5, 7), k, np.uint16), photometric="minisblack")
+        tw.write(np.zeros((3, 3), np.uint16), photometric="minisblack")
+        tw.write(np.full((5, 7), 9, np.uint16), photometric="minisblack")
+    ds = load(p)
+    assert ds.X.shape == (5, 35) and ds.X[:, 0].tolist() == [0, 1, 2, 3, 9]
+    assert "shape 3x3" in ds.warnings[0]
+    assert load(p, max_samples=2).X.shape == (2, 35)
 
 
 def test_label_arrays_of_the_wrong_length_warn_or_refuse(tmp_path):
