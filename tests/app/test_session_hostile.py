@@ -221,3 +221,28 @@ def test_provenance_of_a_loaded_file_round_trips_through_the_schema(tmp_path):
     back = S.session_from_json(S.session_to_json(S.Session(dataset=ref)))
     assert back.dataset.options == ref.options and back.dataset.sha256 == file_sha256(p)
     assert Provenance.from_dict(ds.provenance.to_dict()) == ds.provenance
+
+
+def test_window_asks_before_reading_data_outside_the_session_folder(tmp_path, qtbot):
+    """Through the window: the session's data lies elsewhere; the box names the file, nothing is
+    loaded until the user presses 'Use this file', and then the session opens."""
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.main_window import MainWindow
+    from app.settings import Settings
+    path, data = saved(tmp_path)
+    moved = tmp_path / "points.csv"
+    shutil.move(data, moved)
+    edit(path, lambda d: d["dataset"].update(path=str(moved), relative_path="../points.csv"))
+    w = MainWindow(settings=Settings(str(tmp_path / "w.ini")))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.loadFailed, timeout=30000):
+        w.open_session(str(path))
+    box = w.error_box
+    assert isinstance(box, QMessageBox) and box.isVisible() and str(moved) in box.text()
+    assert w.state.dataset is None
+    use = next(b for b in box.buttons() if b.objectName() == "session_use_file")
+    with qtbot.waitSignal(w.datasetLoaded, timeout=60000):
+        use.click()
+    assert w.state.dataset.provenance.path == str(moved) and set(w.state.results) == {"pca"}
+    w.close()

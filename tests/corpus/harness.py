@@ -11,8 +11,9 @@ A process crash (a segfault in a C reader) shows as missing lines and a bad exit
 Two kinds of request:
 
 - ``{"cases": [...]}``: the corpus cases (``cases.json``) or cases made at run time;
-- ``{"hypothesis": NAME, "examples": N}``: a seeded hypothesis search (:data:`SEARCHES`) run in
-  the child, which fails on the first input that raises anything but the project's own errors.
+- ``{"hypothesis": NAME, "examples": N, "seed": S}``: a hypothesis search
+  (``tests.corpus.searches.SEARCHES``) run in the child, which fails on the first input that
+  raises anything but the project's own errors; without a seed it is the same search each time.
 """
 from __future__ import annotations
 
@@ -169,10 +170,10 @@ def _cases(cases: list[dict]) -> None:
         print(json.dumps(out, default=str), flush=True)
 
 
-def _hypothesis(name: str, examples: int, seconds: float) -> None:
+def _hypothesis(name: str, examples: int, seconds: float, seed: int | None) -> None:
     from tests.corpus import searches
     signal.signal(signal.SIGALRM, _on_alarm)
-    searches.SEARCHES[name](examples, seconds, _project_errors())
+    searches.SEARCHES[name](examples, seconds, _project_errors(), seed)
     print(json.dumps({"hypothesis": name, "outcome": "ok", "examples": examples}), flush=True)
 
 
@@ -193,7 +194,8 @@ def main() -> None:
     if "cases" in request:
         _cases(request["cases"])
     else:
-        _hypothesis(request["hypothesis"], request.get("examples", 100), request.get("seconds", 20))
+        _hypothesis(request["hypothesis"], request.get("examples", 100), request.get("seconds", 20),
+                    request.get("seed"))
 
 
 if __name__ == "__main__":

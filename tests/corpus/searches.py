@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 HERE = Path(__file__).resolve().parent
@@ -29,6 +30,15 @@ NASTY = st.one_of(
     st.dictionaries(st.sampled_from(["name", "file", "kind", "sha256", "format", "path"]),
                     st.one_of(st.integers(), st.text(max_size=5)), max_size=3),
 )
+
+
+def _settings(examples: int, rng_seed: int | None):
+    """The same search every time in CI (derandomized); another one per seed in a soak."""
+    def wrap(fn):
+        fn = settings(max_examples=examples, derandomize=rng_seed is None, database=None, deadline=None,
+                      suppress_health_check=list(HealthCheck))(fn)
+        return fn if rng_seed is None else hypothesis_seed(rng_seed)(fn)
+    return wrap
 
 
 def _paths(node, prefix=()):
@@ -56,7 +66,7 @@ def _delete(doc, path):
     del node[path[-1]]
 
 
-def _session_json(examples: int, seconds: float, allowed: tuple) -> None:
+def _session_json(examples: int, seconds: float, allowed: tuple, rng_seed: int | None = None) -> None:
     from app import session as S
     base = json.loads((SESSIONS / "base.rss.json").read_text())
     paths = [p for p, _ in _paths(base) if p]
@@ -64,8 +74,7 @@ def _session_json(examples: int, seconds: float, allowed: tuple) -> None:
     for side in ("base.data.npz", "base.results.npz"):
         shutil.copy(SESSIONS / side, work / side)
 
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @_settings(examples, rng_seed)
     @given(edits=st.lists(st.tuples(st.sampled_from(paths), st.sampled_from(["set", "delete"]), NASTY),
                           min_size=1, max_size=4))
     def search(edits):
@@ -94,7 +103,7 @@ def _session_json(examples: int, seconds: float, allowed: tuple) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _loader_options(examples: int, seconds: float, allowed: tuple) -> None:
+def _loader_options(examples: int, seconds: float, allowed: tuple, rng_seed: int | None = None) -> None:
     import numpy as np
     import scipy.io as sio
 
@@ -107,8 +116,7 @@ def _loader_options(examples: int, seconds: float, allowed: tuple) -> None:
     sio.savemat(work / "a.mat", {"X": X, "y": np.array([[0], [1], [0], [0]])})
     names = sorted({p.name for ld in datasets.LOADERS.values() for p in ld.options} | {"format", "path", "junk"})
 
-    @settings(max_examples=examples, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @_settings(examples, rng_seed)
     @given(file=st.sampled_from(["a.csv", "a.svm", "a.npz", "a.mat"]),
            options=st.dictionaries(st.sampled_from(names), NASTY, max_size=4))
     def search(file, options):
@@ -128,4 +136,73 @@ def _loader_options(examples: int, seconds: float, allowed: tuple) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-SEARCHES = {"session-json": _session_json, "loader-options": _loader_options}
+def _valid_files(work: Path) -> list[Path]:
+    """One small valid file per format (and compressed variants) to mutate."""
+    import gzip
+    import io
+
+    import numpy as np
+    import scipy.io as sio
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 9, (6, 4)).astype(float)
+    text = "a,b,c,d\n" + "".join(",".join(f"{v:g}" for v in row) + "\n" for row in X)
+    (work / "t.csv").write_text(text)
+    (work / "t.csv.gz").write_bytes(gzip.compress(text.encode()))
+    (work / "t.svm").write_text("".join(f"{i % 2} 1:{r[0]:g} 3:{r[2]:g}\n" for i, r in enumerate(X)))
+    np.save(work / "t.npy", X)
+    np.savez_compressed(work / "t.npz", X=X, y=np.arange(6) % 2)
+    for name, compress in (("t.mat", False), ("tz.mat", True)):
+        buf = io.BytesIO()
+        sio.savemat(buf, {"X": X, "y": (np.arange(6) % 2).reshape(-1, 1)}, do_compression=compress)
+        (work / name).write_bytes(buf.getvalue())
+    images = X.astype(np.uint8).reshape(6, 2, 2)
+    (work / "t-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + b"".join(int(v).to_bytes(4, "big") for v in images.shape)
+                                               + images.tobytes())
+    import tifffile
+    tifffile.imwrite(work / "t.tif", X.astype(np.uint16).reshape(6, 2, 2), photometric="minisblack")
+    from PIL import Image
+    Image.fromarray(X.astype(np.uint8)).save(work / "t.png")
+    return sorted(p for p in work.iterdir() if p.name.startswith("t"))
+
+
+def _file_mutants(examples: int, seconds: float, allowed: tuple, rng_seed: int | None = None) -> None:
+    from robustcore import datasets
+    work = Path(tempfile.mkdtemp(prefix="rss-mutants-"))
+    seeds = {p.name: p.read_bytes() for p in _valid_files(work)}
+
+    @_settings(examples, rng_seed)
+    @given(name=st.sampled_from(sorted(seeds)), data=st.data())
+    def search(name, data):
+        raw = bytearray(seeds[name])
+        for _ in range(data.draw(st.integers(1, 4))):
+            kind = data.draw(st.sampled_from(["flip", "truncate", "splice", "repeat", "word"]))
+            i = data.draw(st.integers(0, max(len(raw) - 1, 0)))
+            if kind == "flip" and raw:
+                raw[i] = data.draw(st.integers(0, 255))
+            elif kind == "truncate":
+                del raw[i:]
+            elif kind == "splice":
+                raw[i:i] = data.draw(st.binary(min_size=1, max_size=16))
+            elif kind == "repeat":
+                raw[i:i] = bytes(raw[i:i + 32]) * data.draw(st.integers(2, 200))
+            elif kind == "word" and len(raw) >= i + 4:
+                # Sizes and counts in headers are 32-bit words: make one huge, zero or negative.
+                raw[i:i + 4] = data.draw(st.sampled_from([b"\xff\xff\xff\x7f", b"\0\0\0\0", b"\xff\xff\xff\xff",
+                                                          b"\0\0\0\x40"]))
+        target = work / ("m-" + name)
+        target.write_bytes(bytes(raw))
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            datasets.load(target, format=None if name != "t.png" else "images", max_bytes=16 * 1024 ** 2)
+        except allowed:
+            pass
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    try:
+        search()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+SEARCHES = {"session-json": _session_json, "loader-options": _loader_options, "file-mutants": _file_mutants}

@@ -40,9 +40,11 @@ def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
     assert all(l["seconds"] < 5 for l in lines)
 
 
-@pytest.mark.parametrize("search", ["loader-options"])
-def test_seeded_search_over_loader_options_gives_only_load_errors(search):
-    run_child({"hypothesis": search, "examples": 150, "seconds": 20})
+@pytest.mark.parametrize("search, examples", [("loader-options", 150), ("file-mutants", 150)])
+def test_seeded_searches_give_only_load_errors(search, examples):
+    # Options of every type and size; byte-level mutants of a valid file of every format (sizes
+    # in headers made huge, zero or negative), all under the memory cap and a time limit.
+    run_child({"hypothesis": search, "examples": examples, "seconds": 20})
 
 
 def test_wide_libsvm_file_holds_no_string_per_feature(tmp_path):

@@ -1,0 +1,68 @@
+"""Long fuzzing soak of the loaders and the session reader, by hand (the suite runs a short one).
+
+Runs, each in a child process capped in memory (RLIMIT_AS) and time (SIGALRM) by
+``tests/corpus/harness.py``:
+
+1. the hostile corpus (``tests/corpus``), printing each case's outcome, peak memory and time;
+2. every hypothesis search of ``tests/corpus/searches.py`` (tampered sessions, loader options of
+   every type, byte-level mutants of a valid file of every format) with many more examples than
+   CI and a different random seed per round.
+
+A search fails on the first input that raises anything but LoadError / SessionError, runs past
+its time limit or crashes the process; the falsifying input is printed. Usage::
+
+    nice python benchmarks/soak_hostile.py --examples 3000 --rounds 3
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.corpus.harness import corpus, problems, run_child  # noqa: E402
+from tests.corpus.searches import SEARCHES  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--examples", type=int, default=2000, help="examples per search and round")
+    ap.add_argument("--rounds", type=int, default=2, help="rounds, each with another seed")
+    ap.add_argument("--seconds", type=float, default=30, help="time limit per input")
+    args = ap.parse_args()
+    failed = 0
+    for kind in ("load", "reopen"):
+        cases, budget = corpus(kind)
+        t = time.perf_counter()
+        lines = run_child({"cases": cases}, timeout=3600)
+        bad = problems(cases, lines, budget)
+        failed += bool(bad)
+        print(f"\n## corpus: {kind} ({len(cases)} cases, budget {budget / 2 ** 20:.0f} MiB, "
+              f"{time.perf_counter() - t:.1f} s)\n")
+        print("| file | options | outcome | peak MiB | s |\n|---|---|---|---|---|")
+        for line in lines:
+            print(f"| {line['file']} | {line.get('options') or ''} | {line['outcome']} | "
+                  f"{line['peak'] / 2 ** 20:.1f} | {line['seconds']:.2f} |")
+        for b in bad:
+            print(f"PROBLEM: {b}")
+    print("\n## searches\n\n| search | seed | examples | outcome | s |\n|---|---|---|---|---|")
+    for r in range(args.rounds):
+        for name in SEARCHES:
+            t = time.perf_counter()
+            try:
+                run_child({"hypothesis": name, "examples": args.examples, "seconds": args.seconds, "seed": 1000 + r},
+                          timeout=24 * 3600)
+                outcome = "no failure"
+            except AssertionError as exc:
+                outcome = "FAILED"
+                failed += 1
+                print(str(exc)[-4000:], file=sys.stderr)
+            print(f"| {name} | {1000 + r} | {args.examples} | {outcome} | {time.perf_counter() - t:.0f} |", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
