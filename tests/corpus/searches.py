@@ -41,6 +41,24 @@ def _settings(examples: int, rng_seed: int | None):
     return wrap
 
 
+def _bounded(call, seconds: float, allowed: tuple) -> None:
+    """``call()`` under the time limit; the project's own errors are the accepted outcomes."""
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        call()
+    except allowed:
+        pass
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _in(work: Path, search) -> None:
+    try:
+        search()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def _paths(node, prefix=()):
     """Every (path, value) in a JSON document."""
     yield prefix, node
@@ -89,18 +107,9 @@ def _session_json(examples: int, seconds: float, allowed: tuple, rng_seed: int |
                 pass  # an earlier edit removed or replaced the parent
         target = work / "fuzz.rss.json"
         target.write_text(json.dumps(doc))
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            S.reopen_job(target)
-        except allowed:
-            pass
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        _bounded(lambda: S.reopen_job(target), seconds, allowed)
 
-    try:
-        search()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _in(work, search)
 
 
 def _loader_options(examples: int, seconds: float, allowed: tuple, rng_seed: int | None = None) -> None:
@@ -122,18 +131,9 @@ def _loader_options(examples: int, seconds: float, allowed: tuple, rng_seed: int
     def search(file, options):
         options = {k: v for k, v in options.items() if k not in ("format", "path")}
         options.setdefault("max_bytes", 16 * 1024 ** 2)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            datasets.load(work / file, **options)
-        except allowed:
-            pass
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        _bounded(lambda: datasets.load(work / file, **options), seconds, allowed)
 
-    try:
-        search()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _in(work, search)
 
 
 def _valid_files(work: Path) -> list[Path]:
@@ -191,18 +191,9 @@ def _file_mutants(examples: int, seconds: float, allowed: tuple, rng_seed: int |
                                                           b"\0\0\0\x40"]))
         target = work / ("m-" + name)
         target.write_bytes(bytes(raw))
-        signal.setitimer(signal.ITIMER_REAL, seconds)
-        try:
-            datasets.load(target, format=None if name != "t.png" else "images", max_bytes=16 * 1024 ** 2)
-        except allowed:
-            pass
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+        _bounded(lambda: datasets.load(target, max_bytes=16 * 1024 ** 2), seconds, allowed)
 
-    try:
-        search()
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _in(work, search)
 
 
 SEARCHES = {"session-json": _session_json, "loader-options": _loader_options, "file-mutants": _file_mutants}
