@@ -22,14 +22,19 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
+_APP = None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--first-seed", type=int, default=100)
     ap.add_argument("--steps", type=int, default=200)
     args = ap.parse_args()
+    from PySide6.QtCore import QCoreApplication, QEvent
     from PySide6.QtWidgets import QApplication
-    app = QApplication.instance() or QApplication([])  # noqa: F841 - the window needs it
+    global _APP  # outlives every window: a QApplication destroyed before its widgets crashes Qt
+    _APP = QApplication.instance() or QApplication([])
     from app.main_window import MainWindow
     from app.settings import Settings
     from tests.app.monkey import Monkey, Unhandled
@@ -50,6 +55,8 @@ def main() -> int:
             alive = monkey.alive()
             for w in windows:
                 w.close()
+                w.deleteLater()
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(monkey.counts.items()))
         print(f"| {seed} | {args.steps} | {time.perf_counter() - t:.0f} | {counts} | {len(unhandled.errors)} | "
               f"{'yes' if alive else 'NO'} |", flush=True)
