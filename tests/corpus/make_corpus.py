@@ -75,22 +75,22 @@ def text_cases() -> None:
          match="max_bytes")
 
     line = b"0," * 511 + b"0\n"
-    write("bomb-zeros.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9),
+    write("bomb-zeros.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0),
                                                line * 64, BOMB))
     case("bomb-zeros.csv.gz", "load", "refused", match="stopped after reading")
-    write("bomb-spaces.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9),
+    write("bomb-spaces.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0),
                                                 b" " * 65536, BOMB))
     case("bomb-spaces.csv.gz", "load", "refused", options={"format": "csv"}, match="stopped after reading")
     write("bomb-newlines.csv.xz", stream_compress(lambda f: lzma.LZMAFile(f, "wb"), b"\n" * 65536, BOMB))
     case("bomb-newlines.csv.xz", "load", "refused", options={"format": "csv"}, match="stopped after reading")
-    write("bomb-wide.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9),
+    write("bomb-wide.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0),
                                               b"0," * 32768, BOMB))
     case("bomb-wide.csv.gz", "load", "refused", options={"format": "csv"},
          match="stopped after reading|max_features")
     svm_line = b"1 " + b" ".join(b"%d:1" % j for j in range(1, 200)) + b"\n"
     write("bomb.svm.bz2", stream_compress(lambda f: bz2.BZ2File(f, "wb"), svm_line * 32, BOMB))
     case("bomb.svm.bz2", "load", "refused", options={"format": "libsvm"}, match="stopped after reading")
-    write("bomb-nul.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9),
+    write("bomb-nul.csv.gz", stream_compress(lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0),
                                              b"\0" * 65536, BOMB))
     case("bomb-nul.csv.gz", "load", "refused", options={"format": "csv"})
     digits = np.random.default_rng(3).integers(0, 10, (400, 8))
