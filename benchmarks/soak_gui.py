@@ -39,7 +39,7 @@ def main() -> int:
     from app.settings import Settings
     from tests.app.monkey import Monkey, Unhandled
     failed = 0
-    print("| seed | steps | s | actions | unhandled | alive |\n|---|---|---|---|---|---|")
+    print("| seed | steps | s | actions | unhandled | alive (s to load + fit at the end) |\n|---|---|---|---|---|---|")
     for seed in range(args.first_seed, args.first_seed + args.seeds):
         work = Path(tempfile.mkdtemp(prefix=f"rss-soak-{seed}-"))
         windows = []
@@ -52,14 +52,16 @@ def main() -> int:
         with Unhandled() as unhandled:
             monkey = Monkey(make, work, seed=seed)
             monkey.run_steps(args.steps)
+            t_alive = time.perf_counter()
             alive = monkey.alive()
+            t_alive = time.perf_counter() - t_alive
             for w in windows:
                 w.close()
                 w.deleteLater()
             QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(monkey.counts.items()))
         print(f"| {seed} | {args.steps} | {time.perf_counter() - t:.0f} | {counts} | {len(unhandled.errors)} | "
-              f"{'yes' if alive else 'NO'} |", flush=True)
+              f"{'yes' if alive else 'NO'} ({t_alive:.0f}) |", flush=True)
         if unhandled.errors or not alive:
             failed += 1
             print("\n".join(unhandled.errors[:3]), file=sys.stderr)

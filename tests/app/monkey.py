@@ -169,8 +169,10 @@ class Monkey:
         w = self.window
         return wait_until(lambda: not w.runner.is_busy() and not w.loader.is_busy(), timeout)
 
-    def alive(self) -> bool:
-        """The window still works: it shows, loads a demo and finishes a fit."""
+    def alive(self, timeout: float = 180.0) -> bool:
+        """The window still works: it shows, loads a demo and finishes a fit (each within
+        ``timeout`` seconds: after a Cancel the worker process starts afresh, which takes tens of
+        seconds on a loaded machine)."""
         w = self.window
         self.dismiss()
         w.cancel()  # a long fit still running is not what this checks
@@ -179,9 +181,9 @@ class Monkey:
         w.runFinished.connect(done.append)
         w.load_demo("iris")
         if not wait_until(lambda: w.state.dataset is not None and w.state.dataset.name == "iris"
-                          and not w.loader.is_busy(), 60):
+                          and not w.loader.is_busy(), timeout):
             return False
         w.method_panel.set_method("pca")
         if w.run() is None:
             return False
-        return wait_until(lambda: bool(done), 60) and w.isVisible()
+        return wait_until(lambda: bool(done), timeout) and w.isVisible()

@@ -44,7 +44,7 @@ def run_child(request: dict, timeout: float = 300) -> list[dict]:
     lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
     if proc.returncode != 0:
         raise AssertionError(f"the capped child exited with {proc.returncode}:\n{proc.stdout[-3000:]}\n"
-                             f"{proc.stderr[-3000:]}")
+                             f"{proc.stderr[-8000:]}")
     return lines
 
 

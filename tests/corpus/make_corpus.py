@@ -218,6 +218,14 @@ def image_cases() -> None:
         tw.write(np.ones((32, 24), np.uint8), photometric="minisblack")
     write("tiff-mixed-pages.tif", out.getvalue())
     case("tiff-mixed-pages.tif", "load", "loaded", warning="pages of different sizes")
+    # Two pages whose next-page offsets point at each other: tifffile would walk them forever.
+    raw = bytearray(out.getvalue())
+    first = struct.unpack("<I", raw[4:8])[0]
+    second = struct.unpack("<I", raw[first + 2 + 12 * struct.unpack("<H", raw[first:first + 2])[0]:][:4])[0]
+    end = second + 2 + 12 * struct.unpack("<H", raw[second:second + 2])[0]
+    raw[end:end + 4] = struct.pack("<I", first)
+    write("tiff-page-loop.tif", bytes(raw))
+    case("tiff-page-loop.tif", "load", "refused", match="chain of pages", seconds=10)
     from PIL import Image
     out = io.BytesIO()
     Image.new("1", (20000, 20000)).save(out, format="PNG", optimize=True)

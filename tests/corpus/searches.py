@@ -43,11 +43,15 @@ def _settings(examples: int, rng_seed: int | None):
 
 def _bounded(call, seconds: float, allowed: tuple) -> None:
     """``call()`` under the time limit; the project's own errors are the accepted outcomes."""
+    from tests.corpus.harness import _Timeout
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         call()
     except allowed:
         pass
+    except _Timeout:
+        # An ordinary failure, so that hypothesis reports (and shrinks) the input that hung.
+        raise AssertionError(f"still running after {seconds} s") from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 
