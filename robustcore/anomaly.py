@@ -346,7 +346,7 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         return self._spe_t2(self._input(X))
 
     def spe(self, X):
-        """Squared prediction error |x - mean_ - projection|² (n_samples,); larger = more anomalous."""
+        """Squared prediction error ``|x - mean_ - projection|²`` (n_samples,); larger = more anomalous."""
         return self._spe_t2(self._input(X), want_t2=False)[0]
 
     def t2(self, X):

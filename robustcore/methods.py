@@ -31,6 +31,8 @@ __all__ = ["Method", "RunResult", "OutlierRule", "METHODS", "get_method", "metho
 class RunResult:
     """Everything one run produced, tagged with what produced it.
 
+    Attributes
+    ----------
     sample_scores : name -> (n,) float array (written to the per-sample CSV).
     flags : name -> (n,) bool array (e.g. "outlier"; the CSV has them as 0/1 columns).
     arrays : name -> ndarray (written to the NPZ: bases, L, S, projections, histories).

@@ -60,6 +60,8 @@ class Provenance:
 class Dataset:
     """A table of samples (rows) by features (columns), with what the views need to draw it.
 
+    Attributes
+    ----------
     X : (n, d) float64 ndarray, or a scipy.sparse CSR matrix for sparse formats (LIBSVM).
     labels : (n,) array of any dtype, or None. ``class_names`` lists the distinct labels in a
         stable order (what legends show).
@@ -67,7 +69,7 @@ class Dataset:
     outliers_from : where ``outliers`` came from when a loader recognised them, e.g.
         ``"y: 1 = outlier"`` (a 0/1 labels variable) or ``"label = 1"`` (the ``outlier_label``
         option); None for demos and data made in memory.
-    feature_names : d names; sample_ids : n ids (strings). Left out, they are made on demand
+    feature_names, sample_ids : d names and n ids (strings). Left out, they are made on demand
         (``x0, x1, ...`` and ``0, 1, ...``), so a very wide data set holds no string per column.
     image_shape : (height, width) when each row is a row-major image, else None.
     frame_order : (n,) int, the time order of frames for video, else None.

@@ -56,7 +56,7 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
     Each feature t gets a weight w_t (evaluated at w = 1) inside a Gaussian similarity graph
     S_ij = exp(-Σ_t w_t² (x_it - x_jt)² / (2σ²)) (no self-loops). With degrees D = diag(S·1) and
     L = D - S, the generalised eigenproblem L q = λ D q is solved with D-normalised eigenvectors
-    (qᵀDq = 1), and the score of feature t is the eigenvalue sensitivity
+    (qᵀDq = 1), and the score of feature t is the eigenvalue sensitivity::
 
         EVSC(t) = Σ_{r in R} |dλ_r/dw_t|,
         dλ_r/dw_t = -(1/σ²) Σ_{i<j} S_ij (x_it - x_jt)² [(q_ri - q_rj)² - λ_r (q_ri² + q_rj²)].
@@ -139,7 +139,7 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
     support_ : ndarray (d,) of bool
         Features kept by :meth:`transform` (``get_support()``).
     scale_center_, scale_ : ndarray (d,)
-    n_features_in_ : int; feature_names_in_ when X had string column names.
+    n_features_in_ : int; ``feature_names_in_`` when X had string column names.
     converged_ : bool
         False if the iterative eigensolver stopped before full accuracy (a ConvergenceWarning is
         issued).

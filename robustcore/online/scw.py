@@ -138,7 +138,7 @@ class SCW(ClassifierMixin, Estimator):
     eta_ : float, the eta used (the variant's default when ``eta=None``).
     n_features_in_ : int
     n_samples_seen_ : int, examples learned from so far (fit and every partial_fit).
-    history_ : dict of (n_samples_seen_,) arrays, one entry per example in the order seen:
+    history_ : dict of (``n_samples_seen_``,) arrays, one entry per example in the order seen:
         ``"mistake_rate"`` cumulative online mistake rate (the prediction made before the
         label was revealed); ``"updates"`` cumulative number of updates (for ``"ovr"``, of
         per-class updates); ``"loss"`` the confidence loss before the update (summed over the

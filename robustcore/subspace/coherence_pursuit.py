@@ -260,7 +260,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     n_components_ : int
         The rank r used: ``n_components``, or the estimate when it is None.
     components_ : ndarray (r, d)
-        Orthonormal basis rows of the subspace, sign-fixed (largest |entry| positive).
+        Orthonormal basis rows of the subspace, sign-fixed (largest absolute entry positive).
     mean_ : ndarray (d,)
         The centre used (zeros for center="none"; after refinement the mean of the kept samples).
     coherence_ : ndarray (n,)

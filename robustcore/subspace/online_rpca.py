@@ -91,7 +91,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         random once (as GRASTA does); S is still computed on every pixel. None: every pixel up
         to 20,000 pixels per frame, then 20,000 of them. Speed, at a small cost in accuracy.
     mask_threshold : float or None, default None
-        Foreground mask = |S| above this, in data units. None: a tenth of the data range (the
+        Foreground mask = ``|S|`` above this, in data units. None: a tenth of the data range (the
         decomposition view's default).
     data_scale : float or None, default None
         The data range the λ's are measured in. None: the frame source's value range (255 for
@@ -421,7 +421,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         return (R @ self._U.T) * self._scale, E * self._scale
 
     def transform(self, X):
-        """Coordinates (n, k) of X in the learned subspace: X @ components_.T."""
+        """Coordinates (n, k) of X in the learned subspace: ``X @ components_.T``."""
         check_is_fitted(self, "components_")
         return validate_X(self, X, reset=False) @ self.components_.T
 

@@ -57,7 +57,7 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
 
     Fitted attributes
     -----------------
-    components_ : (r, d) orthonormal rows, sign-fixed (largest |loading| positive).
+    components_ : (r, d) orthonormal rows, sign-fixed (largest absolute loading positive).
     mean_ : (d,) the column means of the scaled data (zeros when ``center=False``).
     explained_variance_ : (r,) variances along the components (divided by n - 1).
     explained_variance_ratio_ : (r,) share of the total variance.
@@ -66,7 +66,7 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         (what residual control limits need).
     scale_center_, scale_ : (d,) the scaling (zeros and ones for scale="none").
     offset_ : float, ``score_samples - offset_ = decision_function`` (robustcore._outlier).
-    n_features_in_, n_samples_fit_ : int; feature_names_in_ when X had string column names.
+    n_features_in_, n_samples_fit_ : int; ``feature_names_in_`` when X had string column names.
 
     Outlier score
     -------------

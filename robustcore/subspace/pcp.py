@@ -622,16 +622,19 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     low_rank_ : (n, d) the low-rank part L.
     sparse_ : (n, d) the sparse part S (exact zeros off its support).
     rank_ : int, rank of L.
-    components_ : (rank_, d) orthonormal right singular vectors of L (its row space).
-    singular_values_ : (rank_,) singular values of L, descending.
+    components_ : (rank, d) orthonormal right singular vectors of L (its row space).
+    singular_values_ : (rank,) singular values of L, descending.
     sample_scores_ : (n,) row l1 (or l2) norms of S; large = sample carries gross errors.
     n_iter_ : int, iterations run.
     converged_ : bool, whether the tolerance was met.
     history_ : dict of equal-length lists, one entry per iteration: "residual"
         (||X - L - S||_F / ||X||_F), "rank" (of L), "nnz" (of S), "mu" (penalty used),
         "time" (seconds since the start of the fit).
-    lam_ : float, the lambda used.  mu_ : float, initial mu.  mu_final_ : float, last mu used.
-    scale_center_, scale_ : (d,) the scaling.   offset_ : float.
+    lam_ : float, the lambda used.
+    mu_ : float, initial mu.
+    mu_final_ : float, last mu used.
+    scale_center_, scale_ : (d,) the scaling.
+    offset_ : float.
     n_features_in_ : int
     """
 
@@ -673,7 +676,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     # ------------------------------------------------------------------------------------
     @fit_method()
     def fit(self, X, y=None, progress=None):
-        """Decompose X (n_samples, n_features) into low_rank_ + sparse_. Returns self."""
+        """Decompose X (n_samples, n_features) into ``low_rank_ + sparse_``. Returns self."""
         p = self._start_fit()
         rep = Reporter(progress)
         X = validate_X(self, X, reset=True, min_samples=2)
