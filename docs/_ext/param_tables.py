@@ -38,7 +38,7 @@ def param_rows(target: str) -> list[tuple[str, str, str, str]]:
     for p in params:
         notes = []
         if p.advanced:
-            notes.append("under *Advanced* in the window")
+            notes.append("under Advanced in the window")
         if p.scriptable_only:
             notes.append("from Python only")
         if p.name in run_level:
