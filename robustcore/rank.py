@@ -1,0 +1,65 @@
+"""How many components to keep when the user leaves the rank to the method.
+
+One rule for every method (PCA, SPE/T² scoring, Coherence Pursuit): the elbow of the scree plot
+on a log scale. On log eigenvalues, draw the straight line from the largest to the smallest
+non-negligible one; the elbow is the eigenvalue lying farthest below that line, where the steep
+signal part of the spectrum turns into its flat noise part, and the components BEFORE it are
+kept (Cattell's scree test, made objective by the chord construction).
+
+Why this rule (benchmarks/results_outliers.md): on 32 real outlier tables (ODDS cardio and
+shuttle, USPS and MNIST one digit against the rest, a8a, iris, and the tabular ones again in
+random units) the outlier score of a PCA model with this rank averaged a ROC-AUC of 0.84-0.85,
+against 0.70-0.80 for the 90 %-of-variance rule it replaces on standardised tables; it returned
+rank 1 on 5 of 32 tables (all of them with 4 to 9 features), where the eigenvalue-ratio rule
+returned 1 on 12 and the broken stick on 9. On planted subspaces (rank r in noise) it finds r.
+
+The rank is capped at half of min(n_samples, n_features): a model that keeps nearly every
+direction leaves no residual for SPE to measure, the failure of the 90 % rule on standardised data.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["scree_elbow", "rank_cap"]
+
+# Eigenvalues below this fraction of the largest are rounding (an exactly low-rank matrix).
+_NEGLIGIBLE = 1e-10
+
+
+def rank_cap(n_samples: int, n_features: int) -> int:
+    """The largest rank an automatic rule may return: half of min(n, d), at least 1."""
+    return max(1, min(int(n_samples), int(n_features)) // 2)
+
+
+def scree_elbow(eigenvalues, max_rank: int | None = None) -> int:
+    """Number of leading components before the elbow of the log scree plot.
+
+    Parameters
+    ----------
+    eigenvalues : array (m,)
+        Variances along the principal directions (any order; negatives are treated as 0).
+    max_rank : int or None
+        Upper bound of the answer (e.g. :func:`rank_cap`).
+
+    Returns
+    -------
+    int in [1, max_rank]. With fewer than three non-negligible eigenvalues there is no elbow
+    to find and the answer is 1; when fewer than ``max_rank`` eigenvalues are non-negligible (the
+    data are exactly low-rank) the answer is their number.
+    """
+    lam = np.sort(np.maximum(np.asarray(eigenvalues, dtype=np.float64).ravel(), 0.0))[::-1]
+    cap = lam.size if max_rank is None else max(1, int(max_rank))
+    if lam.size == 0 or not lam[0] > 0:
+        return 1
+    lam = lam[lam > _NEGLIGIBLE * lam[0]]
+    if lam.size < 3:
+        return 1
+    if lam.size < cap:
+        # Exactly low-rank data: nothing but rounding past the rank, so no noise part to find an
+        # elbow in; the rank itself is the answer.
+        return int(lam.size)
+    y = np.log(lam)
+    x = np.arange(lam.size)
+    below_chord = y[0] + (y[-1] - y[0]) * x / (lam.size - 1) - y
+    # The elbow's index is also the number of components before it.
+    return int(min(max(int(np.argmax(below_chord)), 1), cap))

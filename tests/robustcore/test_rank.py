@@ -1,0 +1,43 @@
+"""The automatic rank rule on planted subspaces, where the right answer is known."""
+import numpy as np
+import pytest
+
+from robustcore.rank import rank_cap, scree_elbow
+
+
+def _planted_spectrum(d, r, noise, seed, n=2000):
+    rng = np.random.default_rng(seed)
+    basis = np.linalg.qr(rng.normal(size=(d, r)))[0]
+    signal = rng.normal(size=(n, r)) * np.sqrt(np.linspace(10.0, 4.0, r))
+    X = signal @ basis.T + noise * rng.normal(size=(n, d))
+    return np.linalg.eigvalsh(np.cov(X.T))
+
+
+@pytest.mark.parametrize("d, r, noise", [(20, 1, 0.1), (20, 3, 0.1), (50, 5, 0.3), (50, 8, 0.05),
+                                         (100, 10, 0.5), (10, 2, 0.2)])
+def test_finds_the_planted_rank(d, r, noise):
+    for seed in range(3):
+        assert scree_elbow(_planted_spectrum(d, r, noise, seed)) == r
+
+
+def test_wide_noise_spectrum_lands_at_most_one_past_the_rank():
+    # d / n = 0.1: the noise eigenvalues spread over a factor ~4 (Marchenko-Pastur), so the log
+    # scree is not flat after the signal and the elbow may sit one component late
+    for seed in range(3):
+        assert scree_elbow(_planted_spectrum(200, 12, 0.3, seed)) in (12, 13)
+
+
+def test_exactly_low_rank_data_without_noise():
+    # rounding-level eigenvalues past the rank must not create an elbow of their own
+    lam = _planted_spectrum(30, 4, 0.0, 0)
+    assert scree_elbow(lam, max_rank=15) == 4
+
+
+def test_cap_order_and_degenerate_spectra():
+    lam = _planted_spectrum(50, 8, 0.05, 1)
+    assert scree_elbow(lam, max_rank=3) == 3
+    assert scree_elbow(np.random.default_rng(0).permutation(lam)) == 8
+    assert scree_elbow([5.0, 1.0]) == 1
+    assert scree_elbow([0.0, 0.0, 0.0]) == 1
+    assert scree_elbow([]) == 1
+    assert rank_cap(1000, 9) == 4 and rank_cap(3, 100) == 1 and rank_cap(1, 1) == 1
