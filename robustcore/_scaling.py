@@ -9,6 +9,17 @@ units: the scaled one. ``inverse_transform`` returns original units.
 * ``"robust"``: median and MAD x 1.4826 (consistent for the normal, and not moved by a minority
   of outliers); where the MAD is 0 (more than half of a column equal) the IQR / 1.349, then the
   standard deviation.
+* ``"auto"``: ``"standard"`` when the columns are in different units, ``"none"`` when they
+  already share one. "Different units" means the largest standard deviation of a non-constant
+  column exceeds the median one more than :data:`AUTO_SPREAD_RATIO` times. Pixels, counts of one
+  kind and tables already standardised share a unit (ratios 1.3-1.4 on the USPS and MNIST
+  digits, 1.0 on ODDS cardio, 7 on the escalator video); a table of mixed measurements does not
+  (10.6 on ODDS shuttle, and far beyond on tables in random units). Why not always
+  standardise: it inflates near-constant columns (image borders) to unit variance, which cost
+  PCP and Coherence Pursuit 0.03-0.05 of ROC-AUC on the digit tables and changes what PCP
+  separates in a video; why not never: PCP scored ROC-AUC 0.04 on ODDS shuttle in random units,
+  and every subspace follows the columns with the largest numbers
+  (benchmarks/results_outliers.md). The fitted ``scaling_`` records what "auto" chose.
 
 A column with no spread at all gets scale 1 (never a division by zero, never NaN).
 """
@@ -20,15 +31,21 @@ from sklearn.utils.validation import check_is_fitted
 from ._params import Param
 from ._validation import MAX_ABS, validate_X
 
-__all__ = ["SCALES", "scale_param", "fit_scaling", "pow2_factor", "ScaledInput"]
+__all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "pow2_factor", "ScaledInput"]
 
-SCALES = ("none", "standard", "robust")
+SCALES = ("none", "standard", "robust", "auto")
+
+# "auto" standardises when the non-constant columns' standard deviations span more than this
+# factor (largest / median): an order of magnitude means different units.
+AUTO_SPREAD_RATIO = 10.0
 
 
 def scale_param(default: str) -> Param:
     """The ``scale`` declaration; each estimator states only its default."""
     return Param("scale", str, default, "Rescale each feature inside the method: none, standard "
-                 "(mean / standard deviation) or robust (median / MAD).", choices=SCALES)
+                 "(mean / standard deviation), robust (median / MAD) or auto (standard when the "
+                 "features' spreads differ more than 10x, i.e. mixed units; else none).",
+                 choices=SCALES)
 
 
 def pow2_factor(X) -> float:
@@ -40,9 +57,23 @@ def pow2_factor(X) -> float:
     return float(2.0 ** -np.round(np.log2(top)))
 
 
+def resolve_scaling(X, how: str) -> str:
+    """The scaling ``how`` means for ``X``: "auto" becomes "standard" or "none" (module doc)."""
+    if how != "auto":
+        return how
+    f = pow2_factor(X)
+    Xf = X * f if f != 1.0 else X
+    spread = Xf.std(axis=0)
+    live = spread[spread > 1e-12 * np.maximum(np.abs(Xf.mean(axis=0)), np.finfo(float).tiny)]
+    if live.size and live.max() > AUTO_SPREAD_RATIO * np.median(live):
+        return "standard"
+    return "none"
+
+
 def fit_scaling(X, how: str):
     """``(center, scale)`` arrays (d,) for scaling ``X`` (n, d) by ``how`` (see module doc)."""
     n, d = X.shape
+    how = resolve_scaling(X, how)
     if how == "none":
         return np.zeros(d), np.ones(d)
     f = pow2_factor(X)
@@ -69,7 +100,8 @@ def fit_scaling(X, how: str):
 
 
 class ScaledInput:
-    """Mixin for estimators with a ``scale`` parameter (fitted ``scale_center_``, ``scale_``).
+    """Mixin for estimators with a ``scale`` parameter (fitted ``scale_center_``, ``scale_`` and
+    ``scaling_``, the scaling used: "auto" resolved).
 
     ``_fit_scaled(X, how)`` (in fit) returns the scaled training data and the two fitted
     arrays; ``_input(X)`` (in every method after fit) checks the fit and the width, then scales;
@@ -78,8 +110,9 @@ class ScaledInput:
 
     @staticmethod
     def _fit_scaled(X, how):
-        center, scale = fit_scaling(X, how)
-        return _apply(X, center, scale), {"scale_center_": center, "scale_": scale}
+        used = resolve_scaling(X, how)
+        center, scale = fit_scaling(X, used)
+        return _apply(X, center, scale), {"scale_center_": center, "scale_": scale, "scaling_": used}
 
     def _scaled(self, X):
         return _apply(X, self.scale_center_, self.scale_)

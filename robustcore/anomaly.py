@@ -18,13 +18,12 @@ from ._params import Param, check_range
 from ._progress import Reporter
 from ._scaling import scale_param
 from ._validation import check_magnitude, validate_X
-from .subspace._base import SubspaceModel
+from .rank import rank_cap, scree_elbow
+from .subspace._base import SubspaceModel, calibration_spectrum
 
 __all__ = ["ResidualScorer", "jackson_mudholkar_limit", "box_limit", "spe_limit", "t2_limit_new",
            "t2_limit_training"]
 
-# Rows per block when scoring: temporaries of about 2.6e5 doubles (2 MB) stay in cache.
-_BLOCK_ENTRIES = 262_144
 # Tolerance on orthonormality of user-supplied bases.
 _ORTHO_TOL = 1e-6
 
@@ -96,12 +95,6 @@ def t2_limit_training(p: int, n: int, alpha: float) -> float:
     return float((n - 1) ** 2 / n * stats.beta.ppf(1.0 - alpha, p / 2.0, (n - p - 1) / 2.0))
 
 
-def _auto_rank(explained_ratio, max_rank: int, share: float = 0.9) -> int:
-    """Fewest leading components whose variance reaches ``share`` of the total (at least 1)."""
-    k = int(np.searchsorted(np.cumsum(explained_ratio), share - 1e-12) + 1)
-    return max(1, min(k, max_rank))
-
-
 class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     """SPE (squared reconstruction error) and Hotelling T² scores with control limits.
 
@@ -113,8 +106,9 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     Parameters
     ----------
     n_components : int or None, default None
-        Dimension p of the subspace, 1 <= p < min(n_samples, n_features); None takes the fewest
-        components explaining 90 % of the variance.
+        Dimension p of the subspace, 1 <= p < min(n_samples, n_features); None takes the elbow of
+        the log scree plot, at most half of min(n_samples, n_features) (robustcore.rank: a rank
+        that keeps nearly every direction leaves SPE nothing to measure).
     alpha : float in (0, 1), default 0.01
         False-alarm rate of each control limit.
     limit : {"jackson-mudholkar", "box"}, default "jackson-mudholkar"
@@ -125,12 +119,14 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         (Phase I, Beta distribution; smaller, because training rows shaped the estimates).
     center : bool, default True
         ``fit`` centres at the training mean (False: the subspace goes through the origin).
-    scale : {"none", "standard", "robust"}, default "none"
-        Per-feature scaling inside the estimator; scores, limits and attributes are in the
+    scale : {"none", "standard", "robust", "auto"}, default "auto"
+        Per-feature scaling inside the estimator (robustcore._scaling: "auto" standardises
+        tables in mixed units and leaves pixels alone); scores, limits and attributes are in the
         scaled units.
     contamination : "auto" or float in (0, 0.5], default "auto"
-        Outlier rule of ``predict``: "auto" = SPE above ``spe_limit_``; a fraction c = the
-        share c of training samples with the largest SPE. (``flag`` also reports T².)
+        Outlier rule of ``predict``: "auto" = SPE above ``spe_limit_`` or T² above
+        ``t2_limit_`` (``flag``'s "either"); a fraction c = the share c of training samples with
+        the largest outlier score.
 
     Attributes
     ----------
@@ -149,19 +145,20 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     plane_ : ndarray (2, d)
         Default plane of ``grid``: the unit axes for 2-D data, otherwise the first two principal
         directions of the training data.
-    scale_center_, scale_ : ndarray (d,)
+    scale_center_, scale_ : ndarray (d,); scaling_ : str, the scaling used
     offset_ : float
     n_samples_fit_, n_features_in_ : int
 
     Outlier score
     -------------
-    ``_outlier_score``: the SPE of each (scaled) sample. ``score_samples`` is minus the SPE; use
-    ``t2`` for departures along the subspace, which SPE cannot see.
+    ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): the larger of the two
+    scores in units of their limits. ``score_samples`` is minus that; ``spe`` and ``t2`` give
+    the two scores themselves.
     """
 
     _params = (
         Param("n_components", int, None, "Dimension of the subspace the scores are measured against.",
-              low=1, allow_none=True, none_label="fewest components explaining 90 % of the variance"),
+              low=1, allow_none=True, none_label="elbow of the scree plot"),
         Param("alpha", float, 0.01, "False-alarm rate of the SPE and T² control limits.",
               low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
         Param("limit", str, "jackson-mudholkar", "SPE control limit: Jackson-Mudholkar or Box's "
@@ -169,13 +166,13 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         Param("t2_limit", str, "new", "T² limit for new observations (F) or for the training rows "
               "themselves (Beta).", choices=("new", "training")),
         Param("center", bool, True, "Centre at the training mean (otherwise a linear subspace)."),
-        scale_param("none"),
+        scale_param("auto"),
         CONTAMINATION,
     )
 
     def __init__(self, n_components: int | None = None, *, alpha: float = 0.01,
                  limit: str = "jackson-mudholkar", t2_limit: str = "new", center: bool = True,
-                 scale: str = "none", contamination="auto"):
+                 scale: str = "auto", contamination="auto"):
         self.n_components = n_components
         self.alpha = alpha
         self.limit = limit
@@ -203,11 +200,11 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         X, scaling = self._fit_input(X)
         n, d = X.shape
         if p["n_components"] is None:
-            pca = PCA(min(n, d), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
-            k = _auto_rank(pca.explained_variance_ratio_, min(n, d) - 1)
+            pca = PCA(min(n, d), center=p["center"], scale="none").fit(X, progress=rep.span(0.0, 0.9))
+            k = min(scree_elbow(pca.all_variances_, rank_cap(n, d)), min(n, d) - 1)
         else:
             k = self._check_rank(p, n, d)
-            pca = PCA(max(k, 2), center=p["center"]).fit(X, progress=rep.span(0.0, 0.9))
+            pca = PCA(max(k, 2), center=p["center"], scale="none").fit(X, progress=rep.span(0.0, 0.9))
         comps = pca.components_[:k]
         plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
         # all_variances_ holds every nonzero eigenvalue (min(n, d) of them): the rest are zero.
@@ -252,16 +249,8 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         m = np.asarray(mean, dtype=np.float64)
         if m.shape != (d,) or not np.all(np.isfinite(m)):
             raise ValueError(f"mean must be a finite array of shape ({d},); got shape {m.shape}")
-        rep(0.0, "scores")
-        Z = X - m
-        T = Z @ C.T
-        E = Z - T @ C
-        var = np.einsum("ij,ij->j", T, T) / (n - 1)
-        rep(0.3, "residual spectrum")
-        # Nonzero eigenvalues of E'E and EE' coincide: use the smaller Gram matrix.
-        G = E.T @ E if n >= d else E @ E.T
-        lam = np.linalg.eigvalsh(G)[::-1] / (n - 1)
-        lam = np.maximum(lam, 0.0)[: max(min(n, d) - k, 1)]
+        rep(0.0, "calibration spectrum")
+        var, lam = calibration_spectrum(X, C, m)
         rep(0.6, "principal plane")
         if d == 2:
             plane = np.eye(2)
@@ -287,60 +276,12 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
                            hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual "
                                 f"is left; here n_samples = {n}, n_features = {d}")
 
-    @staticmethod
-    def _limits(p, n, d, comps, mean, var, lam, plane):
-        k = comps.shape[0]
-        tiny = 1e-12 * max(float(var.max()), float(lam.max(initial=0.0)), 1e-300)
-        if np.any(var <= tiny):
-            j = int(np.argmax(var <= tiny))
-            raise ValueError(f"the training data has (almost) no variance along component {j + 1}, "
-                             f"so T² is undefined; n_components must be at most {j} for this data "
-                             f"(got {k})")
-        alpha = p["alpha"]
-        spe_lim, method = _spe_limit_and_method(lam, alpha, float(var.sum()) + float(lam.sum()),
-                                                p["limit"])
-        if p["t2_limit"] == "new":
-            t2_lim = t2_limit_new(k, n, alpha)
-        else:
-            if n - k - 1 <= 0:
-                raise ValueError(f"t2_limit='training' needs n_samples > n_components + 1; got "
-                                 f"n_samples = {n}, n_components = {k}")
-            t2_lim = t2_limit_training(k, n, alpha)
-        return dict(components_=comps, mean_=mean, variances_=var, residual_eigenvalues_=lam,
-                    thetas_=np.array(_thetas(lam)), spe_limit_=float(spe_lim),
-                    spe_limit_method_=method, t2_limit_=float(t2_lim), plane_=plane,
-                    n_samples_fit_=n)
+    def _limits(self, p, n, d, comps, mean, var, lam, plane):
+        return dict(components_=comps, mean_=mean, plane_=plane, n_samples_fit_=n,
+                    **self._limit_fields(n, var, lam, alpha=p["alpha"], limit=p["limit"],
+                                         t2_kind=p["t2_limit"], strict=True))
 
     # -- scores ---------------------------------------------------------------------------
-    def _outlier_score(self, Z):
-        return self._spe_t2(Z, want_t2=False)[0]
-
-    def _auto_threshold(self, training_scores):
-        return self.spe_limit_
-
-    def _spe_t2(self, Z, want_spe=True, want_t2=True):
-        """SPE and T² of scaled rows Z, in blocks of rows."""
-        n = Z.shape[0]
-        C, m, inv = self.components_, self.mean_, 1.0 / self.variances_
-        mC = m @ C.T
-        spe = np.empty(n) if want_spe else None
-        t2 = np.empty(n) if want_t2 else None
-        b = max(1, _BLOCK_ENTRIES // max(self.n_features_in_, 1))
-        for s in range(0, n, b):
-            B = Z[s:s + b]
-            # Scores of x - m without materialising x - m (one memory pass fewer per block).
-            T = B @ C.T
-            T -= mC
-            if want_t2:
-                t2[s:s + b] = (T * T) @ inv
-            if want_spe:
-                # The explicit residual keeps SPE exact when it is much smaller than |z|².
-                E = T @ C
-                E += m
-                np.subtract(B, E, out=E)
-                spe[s:s + b] = np.einsum("ij,ij->i", E, E)
-        return spe, t2
-
     def scores(self, X):
         """``(spe, t2)`` in one pass over X (faster than calling ``spe`` and ``t2``)."""
         return self._spe_t2(self._input(X))

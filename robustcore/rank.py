@@ -4,7 +4,8 @@ One rule for every method (PCA, SPE/T² scoring, Coherence Pursuit): the elbow o
 on a log scale. On log eigenvalues, draw the straight line from the largest to the smallest
 non-negligible one; the elbow is the eigenvalue lying farthest below that line, where the steep
 signal part of the spectrum turns into its flat noise part, and the components BEFORE it are
-kept (Cattell's scree test, made objective by the chord construction).
+kept (Cattell's scree test, made objective by the chord construction), refined to the sharpest
+drop next to it (:func:`scree_elbow` says why).
 
 Why this rule (benchmarks/results_outliers.md): on 32 real outlier tables (ODDS cardio and
 shuttle, USPS and MNIST one digit against the rest, a8a, iris, and the tabular ones again in
@@ -24,6 +25,9 @@ __all__ = ["scree_elbow", "rank_cap"]
 
 # Eigenvalues below this fraction of the largest are rounding (an exactly low-rank matrix).
 _NEGLIGIBLE = 1e-10
+# Exactly low-rank data whose other eigenvalues all lie within this factor of the largest
+# (three decades) have no noise part.
+_NOISE_FLOOR = 1e-3
 
 
 def rank_cap(n_samples: int, n_features: int) -> int:
@@ -39,27 +43,34 @@ def scree_elbow(eigenvalues, max_rank: int | None = None) -> int:
     eigenvalues : array (m,)
         Variances along the principal directions (any order; negatives are treated as 0).
     max_rank : int or None
-        Upper bound of the answer (e.g. :func:`rank_cap`).
+        Upper bound of the answer (e.g. :func:`rank_cap`); None: half the number of eigenvalues.
 
     Returns
     -------
-    int in [1, max_rank]. With fewer than three non-negligible eigenvalues there is no elbow
-    to find and the answer is 1; when fewer than ``max_rank`` eigenvalues are non-negligible (the
-    data are exactly low-rank) the answer is their number.
+    int in [1, max_rank].
+
+    The steps: drop eigenvalues at rounding level (below 1e-10 of the largest). If some were
+    dropped and the rest lie within three decades of the largest, the data are exactly low-rank
+    with no noise part, and every remaining direction is signal. Otherwise the elbow
+    is the eigenvalue farthest below the chord of the log scree plot; when the noise
+    eigenvalues are spread out (few samples per dimension, a Marchenko-Pastur spectrum) it
+    lands a component or two late, so the answer is the sharpest drop (largest ratio of
+    consecutive eigenvalues) among the elbow and the two components before it.
     """
     lam = np.sort(np.maximum(np.asarray(eigenvalues, dtype=np.float64).ravel(), 0.0))[::-1]
-    cap = lam.size if max_rank is None else max(1, int(max_rank))
+    cap = max(1, lam.size // 2 if max_rank is None else int(max_rank))
     if lam.size == 0 or not lam[0] > 0:
         return 1
-    lam = lam[lam > _NEGLIGIBLE * lam[0]]
-    if lam.size < 3:
+    kept = lam[lam > _NEGLIGIBLE * lam[0]]
+    if kept.size < lam.size and kept[-1] > _NOISE_FLOOR * kept[0]:
+        return int(min(kept.size, cap))
+    if kept.size < 3:
         return 1
-    if lam.size < cap:
-        # Exactly low-rank data: nothing but rounding past the rank, so no noise part to find an
-        # elbow in; the rank itself is the answer.
-        return int(lam.size)
-    y = np.log(lam)
-    x = np.arange(lam.size)
-    below_chord = y[0] + (y[-1] - y[0]) * x / (lam.size - 1) - y
+    y = np.log(kept)
+    x = np.arange(kept.size)
+    below_chord = y[0] + (y[-1] - y[0]) * x / (kept.size - 1) - y
     # The elbow's index is also the number of components before it.
-    return int(min(max(int(np.argmax(below_chord)), 1), cap))
+    k = max(int(np.argmax(below_chord)), 1)
+    near = np.arange(max(1, k - 2), k + 1)
+    k = int(near[np.argmax(kept[near - 1] / kept[near])])
+    return int(min(k, cap))

@@ -10,6 +10,7 @@ from .._progress import Reporter
 from .._scaling import scale_param
 from .._validation import check_magnitude, validate_X
 from ..linalg import GRAM_RCOND, covariance_eigh
+from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel
 
 __all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX"]
@@ -43,17 +44,21 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
 
     Parameters
     ----------
-    n_components : int, default 2
-        Rank r of the subspace, 1 <= r <= min(n_samples, n_features).
+    n_components : int or None, default None
+        Rank r of the subspace, 1 <= r <= min(n_samples, n_features). None: the elbow of the log
+        scree plot, at most half of min(n_samples, n_features) (robustcore.rank). Unlike
+        scikit-learn's PCA, None does not keep every component: a model that keeps them all has
+        nothing left to measure outliers with.
     center : bool, default True
         Subtract the column means before the SVD (an affine subspace); False fits a linear one.
-    scale : {"none", "standard", "robust"}, default "none"
-        Per-feature scaling applied inside the estimator (robustcore._scaling); every fitted
-        attribute and score is in the scaled units.
+    scale : {"none", "standard", "robust", "auto"}, default "auto"
+        Per-feature scaling inside the estimator (robustcore._scaling: "auto" standardises
+        tables in mixed units and leaves pixels alone); every fitted attribute and score is in
+        the scaled units.
     contamination : "auto" or float in (0, 0.5], default "auto"
-        Outlier rule of ``predict``: "auto" flags samples whose squared distance to the subspace
-        (SPE) exceeds the Jackson-Mudholkar limit at alpha = 0.01 computed from the discarded
-        eigenvalues; a fraction c flags the share c of training samples farthest from it.
+        Outlier rule of ``predict``: "auto" flags samples whose SPE or T² exceeds its control
+        limit at alpha = 0.01 (Jackson-Mudholkar for SPE from the discarded eigenvalues, F for
+        T²); a fraction c flags the share c of training samples with the largest outlier score.
 
     Fitted attributes
     -----------------
@@ -64,24 +69,28 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
     singular_values_ : (r,)
     all_variances_ : (min(n, d),) every eigenvalue of the sample covariance, descending
         (what residual control limits need).
-    scale_center_, scale_ : (d,) the scaling (zeros and ones for scale="none").
+    n_components_ : int, the rank used (``n_components`` or the elbow).
+    variances_, spe_limit_, t2_limit_, residual_eigenvalues_, thetas_, spe_limit_method_ :
+        the control limits at alpha = 0.01 behind the outlier score (as ResidualScorer's).
+    scale_center_, scale_ : (d,) the scaling; scaling_ : str, the scaling used.
     offset_ : float, ``score_samples - offset_ = decision_function`` (robustcore._outlier).
     n_features_in_, n_samples_fit_ : int; ``feature_names_in_`` when X had string column names.
 
     Outlier score
     -------------
-    ``_outlier_score``: squared distance of each (scaled) sample to the affine subspace
-    ``mean_ + span(components_)`` -- the SPE. ``score_samples`` is minus that.
+    ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): how far off the
+    subspace and how far along it, each in units of its limit. ``score_samples`` is minus that.
     """
 
     _params = (
-        Param("n_components", int, 2, "Number of principal components (rank of the subspace).", low=1),
+        Param("n_components", int, None, "Number of principal components (rank of the subspace).",
+              low=1, allow_none=True, none_label="elbow of the scree plot"),
         Param("center", bool, True, "Subtract the mean before fitting (affine subspace)."),
-        scale_param("none"),
+        scale_param("auto"),
         CONTAMINATION,
     )
 
-    def __init__(self, n_components: int = 2, *, center: bool = True, scale: str = "none",
+    def __init__(self, n_components: int | None = None, *, center: bool = True, scale: str = "auto",
                  contamination="auto"):
         self.n_components = n_components
         self.center = center
@@ -95,8 +104,9 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         rep = Reporter(progress)
         X = validate_X(self, X, reset=True, min_samples=2)
         n, d = X.shape
-        r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
-                        hint=rank_hint(n, d))
+        if p["n_components"] is not None:
+            r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
+                            hint=rank_hint(n, d))
         rep(0.0, "centring")
         Z, scaling = self._fit_scaled(X, p["scale"])
         check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
@@ -119,6 +129,8 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
             _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r") if n > 2 * d else Zc, full_matrices=False)
         var = s**2 / max(n - 1, 1)
         total = var.sum()
+        if p["n_components"] is None:
+            r = scree_elbow(var, rank_cap(n, d))
         rep(1.0, "done")
         self._set_fitted(
             **scaling,
@@ -128,15 +140,10 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
             explained_variance_=var[:r].copy(),
             explained_variance_ratio_=(var[:r] / total) if total > 0 else np.zeros(r),
             all_variances_=var,
+            n_components_=r,
             n_samples_fit_=n,
+            # all_variances_ holds min(n, d) eigenvalues; the rest are zero
+            **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA),
         )
         self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(Z)))
         return self
-
-    def _outlier_score(self, Z):
-        return self._residual_sq(Z)
-
-    def _auto_threshold(self, training_scores):
-        from ..anomaly import spe_limit
-        return spe_limit(self.all_variances_[self.components_.shape[0]:], LIMIT_ALPHA,
-                         total=float(self.all_variances_.sum()))

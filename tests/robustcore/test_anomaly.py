@@ -53,7 +53,10 @@ def test_scores_match_definitions():
     np.testing.assert_allclose(sc.variances_, w[:3], rtol=1e-10)
     np.testing.assert_allclose(sc.residual_eigenvalues_, w[3:], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(np.abs(sc.transform(X)), np.abs(T), rtol=1e-8, atol=1e-10)
-    np.testing.assert_array_equal(sc.score_samples(X), -sc.spe(X))   # higher = more normal
+    # higher = more normal: minus the larger of SPE and T² in units of their limits
+    np.testing.assert_allclose(sc.score_samples(X),
+                               -np.maximum(sc.spe(X) / sc.spe_limit_, sc.t2(X) / sc.t2_limit_), rtol=1e-12)
+    np.testing.assert_array_equal(sc.predict(X) == -1, sc.flag(X)["either"])
 
 
 def test_contributions_sum_to_spe():
@@ -278,10 +281,10 @@ def test_cancel_leaves_unfitted():
 
 
 def test_scores_in_one_pass_equal_separate_calls_across_blocks(monkeypatch):
-    import robustcore.anomaly as anomaly
+    import robustcore.subspace._base as base
     sc, X, _ = fitted(n=250)
     spe, t2 = sc.spe(X), sc.t2(X)
-    monkeypatch.setattr(anomaly, "_BLOCK_ENTRIES", 30)  # 3 rows per block
+    monkeypatch.setattr(base, "_SCORE_BLOCK_ENTRIES", 30)  # 3 rows per block
     s2, t22 = sc.scores(X)
     np.testing.assert_allclose(s2, spe, rtol=1e-12)
     np.testing.assert_allclose(t22, t2, rtol=1e-12)

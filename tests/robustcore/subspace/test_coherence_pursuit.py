@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 from robustcore import Cancelled, NotFittedError
+from robustcore.rank import scree_elbow
 from robustcore.subspace.coherence_pursuit import (CoherencePursuit, RankDeficientWarning,
-                                                   coherence_scores, estimate_rank)
+                                                   coherence_scores)
 from robustcore.subspace.pca import PCA
 
 
@@ -172,13 +173,13 @@ def test_rows_equal_to_the_median_are_degenerate():
     X = rng.standard_normal((41, 6))
     med = np.median(X, axis=0)
     X[[3, 9]] = med
-    cop = CoherencePursuit(n_components=2).fit(X)
+    cop = CoherencePursuit(n_components=2, center="median").fit(X)
     assert cop.degenerate_[[3, 9]].all() and np.all(np.isfinite(cop.coherence_))
 
 
 def test_all_rows_identical_is_an_error():
     with pytest.raises(ValueError, match="differ from the centre"):
-        CoherencePursuit(n_components=1).fit(np.ones((10, 4)))
+        CoherencePursuit(n_components=1, center="median").fit(np.ones((10, 4)))
 
 
 # -- agreement with PCA when there are no outliers ------------------------------------------
@@ -233,13 +234,18 @@ def test_refinement_uses_the_inliers_and_beats_plain_cop_on_noisy_data():
 
 def test_transform_inverse_and_score_samples():
     X, U = planted(np.random.default_rng(13), d=30, r=3, n1=60, ratio=2)
-    cop = CoherencePursuit(n_components=3, n_inliers=30, center="none").fit(X)
+    cop = CoherencePursuit(n_components=3, n_inliers=30, center="none", scale="none").fit(X)
     T = cop.transform(X[:60])
     np.testing.assert_allclose(cop.inverse_transform(T), X[:60], atol=1e-10)
-    s = -cop.score_samples(X)     # squared distance to the subspace
-    assert np.all(s[:60] < 1e-20)
+    spe = cop._residual_sq(X)     # squared distance to the subspace
+    assert np.all(spe[:60] < 1e-20)
     ref = np.linalg.norm(X[60:] - X[60:] @ U @ U.T, axis=1) ** 2
-    np.testing.assert_allclose(s[60:], ref, rtol=1e-9)
+    np.testing.assert_allclose(spe[60:], ref, rtol=1e-9)
+    # the outlier score: SPE and T² (in the subspace's coordinates) in units of their limits
+    t2 = (cop.transform(X) ** 2 / cop.variances_).sum(axis=1)
+    np.testing.assert_allclose(-cop.score_samples(X),
+                               np.maximum(spe / cop.spe_limit_, t2 / cop.t2_limit_), rtol=1e-9)
+    assert set(cop.calibration_indices_) >= set(range(60))     # every inlier calibrates
     np.testing.assert_allclose(cop.components_ @ cop.components_.T, np.eye(3), atol=1e-12)
 
 
@@ -378,21 +384,20 @@ def test_unknown_rank_with_the_default_selection_half_outliers_selected():
     assert subspace_error(U, est.components_) < 0.15
 
 
-def test_estimate_rank_ignores_the_rounding_cliff_in_the_tail():
+def test_rank_estimate_ignores_the_rounding_cliff_in_the_tail():
     # a clear drop after 3 directions, then a long tail ending in an exact drop to ~0 (as the
-    # USPS 1s have after 101 directions): the tail holds < 1 % of the energy and is not searched
+    # USPS 1s have after 101 directions): the rule behind n_components=None (robustcore.rank)
     s = np.r_[10.0, 9.0, 8.0, np.geomspace(0.5, 0.05, 40), 1e-12, 1e-13]
-    assert estimate_rank(s) == 3
-    assert estimate_rank(s, max_rank=2) in (1, 2)
-    assert estimate_rank(np.r_[4.0, 3.0, 0.0, 0.0]) == 2          # exact rank 2
-    assert estimate_rank(np.array([2.0])) == 1
-    assert estimate_rank(np.zeros(4)) == 1
+    assert scree_elbow(s * s) == 3
+    assert scree_elbow(s * s, max_rank=2) == 2
 
 
 def test_unknown_rank_needs_a_selection_that_does_not_use_it():
     X, _ = planted(np.random.default_rng(0), d=20, r=2, n1=30, ratio=2)
     with pytest.raises(ValueError, match="n_components must be an integer >= 1 with selection='adaptive'"):
         CoherencePursuit(n_components=None, selection="adaptive").fit(X)
-    est = CoherencePursuit(n_components=None, selection="fraction", outlier_fraction=0.6,
+    # noise-free data: the estimate is the rank of the selected samples, so the 60 outliers
+    # must all be dropped (a share 2/3) for it to be the inliers' 2
+    est = CoherencePursuit(n_components=None, selection="fraction", outlier_fraction=2 / 3,
                            center="none").fit(X)
     assert est.n_components_ == 2

@@ -3,6 +3,8 @@ import numpy as np
 import pytest
 
 from robustcore import Cancelled, NotFittedError
+from robustcore.anomaly import jackson_mudholkar_limit, t2_limit_new
+from robustcore.rank import rank_cap, scree_elbow
 from robustcore.subspace.pca import PCA, fix_signs
 
 
@@ -53,16 +55,34 @@ def test_fix_signs():
 
 def test_transform_inverse_and_score_samples():
     X = data(3)
-    pca = PCA(n_components=3).fit(X)
+    pca = PCA(n_components=3, scale="none").fit(X)
     T = pca.transform(X)
     np.testing.assert_allclose(T.var(axis=0, ddof=1), pca.explained_variance_, rtol=1e-10)
     R = X - pca.inverse_transform(T)
-    # score_samples is minus the squared distance to the subspace (higher = more normal)
-    np.testing.assert_allclose(-pca.score_samples(X), (R**2).sum(axis=1), rtol=1e-10)
+    spe = (R**2).sum(axis=1)
     # Sum of training SPE = (n - 1) * sum of discarded eigenvalues.
-    np.testing.assert_allclose(-pca.score_samples(X).sum(), (X.shape[0] - 1) * pca.all_variances_[3:].sum(),
-                               rtol=1e-9)
+    np.testing.assert_allclose(spe.sum(), (X.shape[0] - 1) * pca.all_variances_[3:].sum(), rtol=1e-9)
+    # score_samples is minus the larger of SPE and T² in units of their limits at alpha = 0.01
+    # (Jackson-Mudholkar from the discarded eigenvalues; F for new observations)
+    t2 = (T**2 / pca.explained_variance_).sum(axis=1)
+    q, _ = jackson_mudholkar_limit(pca.all_variances_[3:], 0.01)
+    assert pca.spe_limit_ == pytest.approx(q, rel=1e-12)
+    assert pca.t2_limit_ == pytest.approx(t2_limit_new(3, X.shape[0], 0.01), rel=1e-12)
+    np.testing.assert_allclose(-pca.score_samples(X), np.maximum(spe / q, t2 / pca.t2_limit_), rtol=1e-9)
+    # contamination="auto": outside either limit
+    np.testing.assert_array_equal(pca.predict(X) == -1, (spe > q) | (t2 > pca.t2_limit_))
     np.testing.assert_allclose(pca.fit_transform(X), T, rtol=1e-12)
+
+
+def test_automatic_rank_is_the_scree_elbow():
+    X = data(5, n=400, d=12)      # variances decay smoothly: no exact answer, the rule's one
+    pca = PCA(scale="none").fit(X)
+    assert pca.n_components_ == scree_elbow(pca.all_variances_, rank_cap(400, 12))
+    assert pca.components_.shape == (pca.n_components_, 12)
+    rng = np.random.default_rng(0)     # a planted rank 3 in noise is found
+    basis = np.linalg.qr(rng.standard_normal((20, 3)))[0].T
+    Y = rng.standard_normal((500, 3)) * [5.0, 4.0, 3.0] @ basis + 0.05 * rng.standard_normal((500, 20))
+    assert PCA().fit(Y).n_components_ == 3
 
 
 def test_full_rank_reconstructs_exactly():
@@ -79,7 +99,7 @@ def test_wide_data():
     assert pca.all_variances_[-1] == pytest.approx(0.0, abs=1e-12)
 
 
-@pytest.mark.parametrize("k", [0, 8, 2.5, "2", None, True])
+@pytest.mark.parametrize("k", [0, 8, 2.5, "2", True])
 def test_bad_n_components(k):
     with pytest.raises(ValueError, match="n_components"):
         PCA(n_components=k).fit(data())
