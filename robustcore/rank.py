@@ -50,8 +50,10 @@ def scree_elbow(eigenvalues, max_rank: int | None = None) -> int:
     int in [1, max_rank].
 
     The steps: drop eigenvalues at rounding level (below 1e-10 of the largest). If some were
-    dropped and the rest lie within three decades of the largest, the data are exactly low-rank
-    with no noise part, and every remaining direction is signal. Otherwise the elbow
+    dropped, at most ``max_rank`` remain, and those lie within three decades of the largest, the
+    data are exactly low-rank with no noise part, and every remaining direction is signal. (A
+    table with a few collinear columns also has eigenvalues at rounding level, but keeps more
+    than half of its directions, and is treated as any other.) Otherwise the elbow
     is the eigenvalue farthest below the chord of the log scree plot; when the noise
     eigenvalues are spread out (few samples per dimension, a Marchenko-Pastur spectrum) it
     lands a component or two late, so the answer is the sharpest drop (largest ratio of
@@ -62,8 +64,8 @@ def scree_elbow(eigenvalues, max_rank: int | None = None) -> int:
     if lam.size == 0 or not lam[0] > 0:
         return 1
     kept = lam[lam > _NEGLIGIBLE * lam[0]]
-    if kept.size < lam.size and kept[-1] > _NOISE_FLOOR * kept[0]:
-        return int(min(kept.size, cap))
+    if kept.size < lam.size and kept.size <= cap and kept[-1] > _NOISE_FLOOR * kept[0]:
+        return int(kept.size)
     if kept.size < 3:
         return 1
     y = np.log(kept)

@@ -32,7 +32,6 @@ def test_exactly_low_rank_data_without_noise():
     # rounding-level eigenvalues past the rank must not create an elbow of their own
     lam = _planted_spectrum(30, 4, 0.0, 0)
     assert scree_elbow(lam) == 4
-    assert scree_elbow(lam, max_rank=3) == 3
 
 
 def test_an_exact_drop_after_a_noisy_spectrum_is_not_the_rank():
@@ -51,3 +50,12 @@ def test_cap_order_and_degenerate_spectra():
     assert scree_elbow([]) == 1
     assert rank_cap(1000, 9) == 4 and rank_cap(3, 100) == 1 and rank_cap(1, 1) == 1
 
+
+
+def test_a_collinear_column_does_not_make_a_table_exactly_low_rank():
+    # one derived column (an exact zero eigenvalue) in a noisy 21-column table: the elbow rule
+    # applies, not "every non-zero direction is signal"
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((2000, 20)) * np.r_[6.0, 5.0, np.full(18, 0.5)]
+    X = np.c_[X, X[:, 0] + X[:, 1]]
+    assert scree_elbow(np.linalg.eigvalsh(np.cov(X.T)), 10) == 2
