@@ -31,7 +31,8 @@ from sklearn.utils.validation import check_is_fitted
 from ._params import Param
 from ._validation import MAX_ABS, validate_X
 
-__all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "pow2_factor", "ScaledInput"]
+__all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "resolve_scaling", "mixed_units",
+           "pow2_factor", "ScaledInput"]
 
 SCALES = ("none", "standard", "robust", "auto")
 
@@ -57,17 +58,22 @@ def pow2_factor(X) -> float:
     return float(2.0 ** -np.round(np.log2(top)))
 
 
+def mixed_units(spread, mean) -> bool:
+    """Whether columns with standard deviations ``spread`` and means ``mean`` (d,) are in mixed
+    units: the largest spread of a non-constant column exceeds the median one more than
+    AUTO_SPREAD_RATIO times (what "auto" standardises)."""
+    spread = np.asarray(spread, dtype=np.float64)
+    live = spread[spread > 1e-12 * np.maximum(np.abs(mean), np.finfo(float).tiny)]
+    return bool(live.size and live.max() > AUTO_SPREAD_RATIO * np.median(live))
+
+
 def resolve_scaling(X, how: str) -> str:
     """The scaling ``how`` means for ``X``: "auto" becomes "standard" or "none" (module doc)."""
     if how != "auto":
         return how
     f = pow2_factor(X)
     Xf = X * f if f != 1.0 else X
-    spread = Xf.std(axis=0)
-    live = spread[spread > 1e-12 * np.maximum(np.abs(Xf.mean(axis=0)), np.finfo(float).tiny)]
-    if live.size and live.max() > AUTO_SPREAD_RATIO * np.median(live):
-        return "standard"
-    return "none"
+    return "standard" if mixed_units(Xf.std(axis=0), Xf.mean(axis=0)) else "none"
 
 
 def fit_scaling(X, how: str):

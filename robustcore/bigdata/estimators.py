@@ -30,9 +30,13 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import fit_method
 from .._params import Param, check_range, param_error
 from .._progress import Reporter
-from ..anomaly import ResidualScorer, _auto_rank
+from .._outlier import LIMIT_ALPHA
+from .._scaling import mixed_units, scale_param
+from ..anomaly import ResidualScorer
+from ..compare import robust_threshold
 from ..linalg import GRAM_RCOND
-from ..subspace.coherence_pursuit import CoherencePursuit, RankDeficientWarning, estimate_rank
+from ..rank import rank_cap, scree_elbow
+from ..subspace.coherence_pursuit import CoherencePursuit, RankDeficientWarning
 from ..subspace.pca import PCA, fix_signs
 from . import _reductions as red
 from ._dask import compute, require_dask
@@ -96,12 +100,29 @@ def _is_lazy_input(X) -> bool:
     return isinstance(X, (da.Array, LazyTable)) or getattr(X, "is_lazy", False)
 
 
+def _out_of_core_params(params) -> tuple:
+    """An in-memory estimator's declaration with ``scale`` defaulting to "none": out of core the
+    table is used as it is."""
+    return tuple(scale_param("none") if q.name == "scale" else q for q in params)
+
+
 def _unscaled(p, d) -> dict:
-    """The scaling attributes of an unscaled fit (out of core the table is used as it is)."""
-    if p.get("scale", "none") != "none":
-        raise param_error("scale", "'none' for out-of-core data (rescale the table when writing it, or "
-                          "load it into memory to let the estimator scale)", p["scale"])
-    return {"scale_center_": np.zeros(d), "scale_": np.ones(d), "n_features_in_": d}
+    """The scaling attributes of an unscaled fit (out of core the table is used as it is):
+    scale "none", or "auto" (checked against the table by :func:`_check_auto_scale`)."""
+    if p.get("scale", "none") not in ("none", "auto"):
+        raise param_error("scale", "'none' or 'auto' for out-of-core data (rescale the table when "
+                          "writing it, or load it into memory to let the estimator scale)", p["scale"])
+    return {"scale_center_": np.zeros(d), "scale_": np.ones(d), "n_features_in_": d, "scaling_": "none"}
+
+
+def _check_auto_scale(p, col_var, col_mean):
+    """scale="auto" out of core: fine while the table's columns share a unit (auto then keeps
+    them as they are, in memory too); refused, saying why, when auto would standardise."""
+    if p.get("scale") == "auto" and mixed_units(np.sqrt(np.maximum(col_var, 0.0)), col_mean):
+        raise ValueError("scale='auto' would standardise this table (its columns' spreads differ more "
+                         "than 10x, i.e. mixed units), which out-of-core fits do not do; rescale the "
+                         "table when writing it, load it into memory, or pass scale='none' to use it "
+                         "in its own units")
 
 
 def _raw_scores(est, X):
@@ -151,10 +172,17 @@ class _LazyOutlier:
 
 # -- PCA ---------------------------------------------------------------------------------------
 
-def _spectrum(X, center: bool, solver: str, rep: Reporter):
-    """(n, mean, variances (min(n,d),) descending, right singular vectors (rows), solver used)."""
-    n, mean, M2 = compute(_reduce(X, red.moments, red.merge_moments, center),
+def _spectrum(X, center: bool, solver: str, rep: Reporter, p=None):
+    """(n, mean, variances (min(n,d),) descending, right singular vectors (rows), solver used);
+    with the parameters ``p``, scale="auto" is checked on the way (no extra pass)."""
+    n, mean, M2 = compute(_reduce(X, red.moments, red.merge_moments, True),
                           progress=rep.span(0.0, 0.5), message="covariance")[0]
+    if p is not None:
+        _check_auto_scale(p, np.diag(M2) / max(n - 1, 1), mean)
+    if not center:
+        # second moments about the origin, from those about the mean
+        M2 = M2 + n * np.outer(mean, mean)
+        mean = np.zeros_like(mean)
     _check_finite(M2)
     d = M2.shape[0]
     if n < 2:
@@ -182,13 +210,13 @@ class DaskPCA(_LazyOutlier, PCA):
     "gram" or "tsqr"). Fitted attributes: PCA's, and ``solver_`` (the solver used).
     """
 
-    _params = PCA._params + (
+    _params = _out_of_core_params(PCA._params) + (
         Param("solver", str, "auto", "Covariance from merged block moments (gram, one pass), TSQR "
               "(one more pass, full precision for tiny eigenvalues), or auto.",
               choices=("auto", "gram", "tsqr"), advanced=True),
     )
 
-    def __init__(self, n_components: int = 2, *, center: bool = True, scale: str = "none",
+    def __init__(self, n_components: int | None = None, *, center: bool = True, scale: str = "none",
                  contamination="auto", solver: str = "auto"):
         super().__init__(n_components, center=center, scale=scale, contamination=contamination)
         self.solver = solver
@@ -200,14 +228,18 @@ class DaskPCA(_LazyOutlier, PCA):
         X = as_dask(X)
         n, d = X.shape
         common = _unscaled(p, d)
-        r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
-                        hint=f"at most min(n_samples, n_features) = {min(n, d)} for this data")
-        n, mean, var, vt, used = _spectrum(X, p["center"], p["solver"], rep)
+        if p["n_components"] is not None:
+            r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
+                            hint=f"at most min(n_samples, n_features) = {min(n, d)} for this data")
+        n, mean, var, vt, used = _spectrum(X, p["center"], p["solver"], rep, p)
+        if p["n_components"] is None:
+            r = scree_elbow(var, rank_cap(n, d))
         total = var.sum()
         self._set_fitted(**common, components_=fix_signs(vt[:r]), mean_=mean,
                          singular_values_=np.sqrt(var[:r] * (n - 1)), explained_variance_=var[:r].copy(),
                          explained_variance_ratio_=(var[:r] / total) if total > 0 else np.zeros(r),
-                         all_variances_=var, n_samples_fit_=n, solver_=used)
+                         all_variances_=var, n_components_=r, n_samples_fit_=n, solver_=used,
+                         **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA))
         self._set_fitted(**_dask_offset(self, p, X))
         rep(1.0, "done")
         return self
@@ -245,7 +277,7 @@ class DaskResidualScorer(_LazyOutlier, ResidualScorer):
     lazy input (each block scored by the in-memory code).
     """
 
-    _params = ResidualScorer._params + DaskPCA._params[-1:]
+    _params = _out_of_core_params(ResidualScorer._params) + DaskPCA._params[-1:]
 
     def __init__(self, n_components=None, *, alpha=0.01, limit="jackson-mudholkar", t2_limit="new",
                  center=True, scale="none", contamination="auto", solver="auto"):
@@ -264,16 +296,16 @@ class DaskResidualScorer(_LazyOutlier, ResidualScorer):
             raise ValueError(f"X must have at least 2 samples and 2 features; got {n} x {d}")
         if p["n_components"] is not None:
             self._check_rank(p, n, d)
-        n, mean, var, vt, _ = _spectrum(X, p["center"], p["solver"], rep.span(0.0, 0.95))
+        n, mean, var, vt, _ = _spectrum(X, p["center"], p["solver"], rep.span(0.0, 0.95), p)
         total = var.sum()
         if p["n_components"] is None:
-            k = _auto_rank(var / total if total > 0 else np.zeros_like(var), min(n, d) - 1)
+            k = min(scree_elbow(var, rank_cap(n, d)), min(n, d) - 1)
         else:
             k = self._check_rank(p, n, d)
         comps = fix_signs(vt[:max(k, 2)])
         plane = np.eye(2) if d == 2 else comps[:2].copy()
-        self._set_fitted(**common, **self._limits(p, n, d, comps[:k], mean, var[:k].copy(), var[k:].copy(),
-                                                  plane))
+        self._set_fitted(**common,
+                         **self._limits(p, n, d, comps[:k], mean, var[:k].copy(), var[k:].copy(), plane))
         self._set_fitted(**_dask_offset(self, p, X))
         rep(1.0, "done")
         return self
@@ -349,7 +381,7 @@ class DaskResidualScorer(_LazyOutlier, ResidualScorer):
         X = as_dask(X)
         if X.shape[1] != self.n_features_in_:
             raise ValueError(f"X has {X.shape[1]} features, but this scorer was fitted on {self.n_features_in_}")
-        base = ResidualScorer._spe_t2
+        base = ResidualScorer._spe_t2     # the in-memory code, block by block
         out = X.map_blocks(lambda B: np.stack(base(self, np.asarray(B, np.float64)), axis=1),
                            dtype=np.float64, chunks=(X.chunks[0], (2,)))
         return out[:, 0], out[:, 1]
@@ -486,6 +518,12 @@ def median(A, progress=None):
     return float(m[0]) if A.ndim == 1 else m
 
 
+def _residual_block(B, C, m):
+    """Squared distance of each row of one block to the affine subspace m + span(C's rows)."""
+    from ..subspace._base import residual_sq
+    return residual_sq(np.asarray(B, np.float64) - m, C)
+
+
 class DaskCoherencePursuit(_LazyOutlier, CoherencePursuit):
     """Coherence Pursuit with the ℓ2 coherence, block by block.
 
@@ -498,8 +536,22 @@ class DaskCoherencePursuit(_LazyOutlier, CoherencePursuit):
     ``inlier_indices_`` exist when the per-row results are in memory.
 
     Passes over the table: centre (median: two; mean: one; none: zero), X̂ᵀX̂ (one), scores
-    (one), the selected rows' X̂ᵀX̂ (one).
+    (one), the selected rows' X̂ᵀX̂ (one), and for the SPE/T² limits the residuals (one, plus two
+    for their exact median and MAD) and the calibration statistics (one).
     """
+
+    _params = _out_of_core_params(CoherencePursuit._params)
+
+    def __init__(self, n_components: int | None = None, *, norm: int = 2, selection: str = "count",
+                 n_inliers: int | None = None, outlier_fraction: float = 0.5,
+                 center: str = "none", refine: bool = False, refine_alpha: float = 0.01,
+                 noise_threshold: float = 0.0, n_repeats: int = 1, chunk_size: int | None = None,
+                 random_state=None, scale: str = "none", contamination="auto"):
+        super().__init__(n_components, norm=norm, selection=selection, n_inliers=n_inliers,
+                         outlier_fraction=outlier_fraction, center=center, refine=refine,
+                         refine_alpha=refine_alpha, noise_threshold=noise_threshold,
+                         n_repeats=n_repeats, chunk_size=chunk_size, random_state=random_state,
+                         scale=scale, contamination=contamination)
 
     @fit_method()
     def fit(self, X, y=None, progress=None):
@@ -522,6 +574,9 @@ class DaskCoherencePursuit(_LazyOutlier, CoherencePursuit):
         if n < 2 or d < 2:
             raise ValueError(f"X must have at least 2 samples and 2 features; got {n} x {d}")
         common = _unscaled(p, d)
+        if p["scale"] == "auto":    # one pass of column moments to see whether auto would scale
+            _, cm, M2 = compute(_reduce(X, red.moments, red.merge_moments, True), message="scale check")[0]
+            _check_auto_scale(p, np.diag(M2) / max(n - 1, 1), cm)
         max_r = min(n, d) - 1
         estimate = p["n_components"] is None
         r = 1 if estimate else check_range("n_components", p["n_components"], 1, max_r, integer=True,
@@ -568,7 +623,7 @@ class DaskCoherencePursuit(_LazyOutlier, CoherencePursuit):
         s = np.sqrt(np.maximum(w[::-1], 0.0))[:min(k, d)]
         vt = V[:, ::-1].T[:min(k, d)]
         if estimate:
-            r = estimate_rank(s, max_rank=max_r)
+            r = min(scree_elbow(s * s, rank_cap(n, d)), max_r)
         if s.size < r or s[r - 1] <= 1e-10 * s[0]:
             warnings.warn(f"the {k} selected samples span fewer than n_components = {r} directions; the "
                           f"basis is partly arbitrary. Select more samples or lower n_components",
@@ -578,17 +633,44 @@ class DaskCoherencePursuit(_LazyOutlier, CoherencePursuit):
         if isinstance(selected, np.ndarray):
             idx = np.flatnonzero(selected)
             extra = {"selected_indices_": idx, "inlier_indices_": idx}
+        comps = fix_signs(vt[:r])
+        limits, n_cal = self._calibrate(X, comps, centre, dg, n - n_valid, r, rep.span(0.98, 1.0))
         rep(1.0, "done")
-        self._set_fitted(**common, n_components_=r, components_=fix_signs(vt[:r]), mean_=centre,
+        self._set_fitted(**common, **limits, n_calibration_=n_cal, n_components_=r,
+                         components_=comps, mean_=centre,
                          coherence_=score, degenerate_=degenerate, selected_=selected,
                          singular_values_=s[:r].copy(), refine_limit_=None, n_refine_passes_=0,
                          converged_=True, n_samples_fit_=n, **extra)
         self._set_fitted(**_dask_offset(self, p, X))
         return self
 
-    def _auto_threshold(self, training_scores):
-        from ..subspace.coherence_pursuit import LIMIT_ALPHA, residual_limit
-        return residual_limit(training_scores()[~np.asarray(self.degenerate_[:], bool)], LIMIT_ALPHA)
+    def _calibrate(self, X, comps, centre, dg, n_deg, r, rep):
+        """SPE/T² limits on all usable rows but the gross outliers, as the in-memory fit's
+        (``calibration_rows``: log residual above median + 3 MAD), with exact order statistics
+        over the usable rows for the median and MAD (degenerate rows sort first, at -inf)."""
+        from dask import delayed
+        n_use = X.shape[0] - n_deg
+        ks = [n_deg + (n_use - 1) // 2, n_deg + n_use // 2]
+
+        def usable_median(A):
+            v = order_statistics(da_where(dg, -np.inf, A), ks, message="calibration")[:, 0]
+            return 0.5 * (v[0] + v[1])
+
+        res = X.map_blocks(_residual_block, comps, centre, dtype=np.float64, drop_axis=1)
+        log_res = np.log(np.maximum(res, np.finfo(float).tiny))
+        cut = robust_threshold(log_res, median=usable_median)
+        keep = ~dg & (log_res <= cut)
+        n_keep = int(compute(keep.sum(), message="calibration")[0])
+        if n_keep <= r + 1:
+            keep, n_keep = ~dg, int(compute((~dg).sum(), message="calibration")[0])
+        parts = [delayed(_calibration_stats)(b, comps, centre, kb)
+                 for b, kb in zip(_blocks(X), keep.to_delayed().ravel())]
+        (n_c, _, _), tt, EE = compute(red.tree_reduce(parts, _merge_calibration), progress=rep,
+                                      message="calibration")[0]
+        d = comps.shape[1]
+        var = tt / (n_c - 1)
+        lam = np.maximum(np.linalg.eigvalsh(EE)[::-1] / (n_c - 1), 0.0)[: max(min(n_c, d) - r, 1)]
+        return self._limit_fields(n_c, var, lam, alpha=LIMIT_ALPHA), n_keep
 
     def transform(self, X):
         """Coordinates in the subspace: lazy (n, r) for lazy input, numpy otherwise."""
