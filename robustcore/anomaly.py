@@ -252,18 +252,8 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         rep(0.0, "calibration spectrum")
         var, lam = calibration_spectrum(X, C, m)
         rep(0.6, "principal plane")
-        if d == 2:
-            plane = np.eye(2)
-        else:
-            Zc = X - X.mean(axis=0)
-            if n >= d:
-                w, V = np.linalg.eigh(Zc.T @ Zc)
-                plane = V[:, ::-1][:, :2].T
-            else:
-                _, _, vt = np.linalg.svd(Zc, full_matrices=False)
-                plane = vt[:2]
-            from .subspace.pca import fix_signs
-            plane = fix_signs(plane)
+        from .compare import principal_plane
+        plane = principal_plane(X)
         fitted = self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane)
         rep(1.0, "done")
         self._set_fitted(**scaling, **fitted)

@@ -13,7 +13,7 @@ from scipy.linalg import subspace_angles
 from .subspace.pca import fix_signs
 
 __all__ = ["principal_angles", "lowrank_subspace", "reconstruct", "residual_contributions",
-           "robust_threshold", "flags_above", "reconstruction_errors", "plane_coordinates",
+           "robust_threshold", "flags_above", "reconstruction_errors", "plane_coordinates", "principal_plane",
            "component_plane", "residual_direction", "spe_t2_grid", "common_rank_comparison"]
 
 
@@ -119,6 +119,22 @@ def robust_threshold(scores, n_mad: float = 3.0, median=None) -> float:
 def flags_above(scores, threshold) -> np.ndarray:
     """Boolean flags scores > threshold (n,)."""
     return np.asarray(scores, dtype=np.float64) > float(threshold)
+
+
+def principal_plane(X) -> np.ndarray:
+    """The plane (2, d) orthonormal rows) where rows of X (n, d) vary most about their mean:
+    the feature axes themselves for 2-D data."""
+    n, d = X.shape
+    if d == 2:
+        return np.eye(2)
+    Zc = X - X.mean(axis=0)
+    if n >= d:
+        _, V = np.linalg.eigh(Zc.T @ Zc)
+        plane = V[:, ::-1][:, :2].T
+    else:
+        plane = np.linalg.svd(Zc, full_matrices=False)[2][:2]
+    from .subspace.pca import fix_signs
+    return fix_signs(plane)
 
 
 def plane_coordinates(X, mean, plane) -> np.ndarray:

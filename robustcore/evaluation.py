@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["outlier_metrics", "outlier_curves", "precision_at_k", "METRIC_NAMES"]
+__all__ = ["outlier_metrics", "outlier_curves", "precision_at_k", "evaluation_summary", "METRIC_NAMES"]
 
 # Keys of outlier_metrics() that are quality figures (the rest describe the truth).
 METRIC_NAMES = ("roc_auc", "average_precision", "precision_at_k")
@@ -92,3 +92,26 @@ def outlier_curves(truth, outlierness) -> dict:
     fpr, tpr, _ = roc_curve(y, s)
     precision, recall, _ = precision_recall_curve(y, s)
     return {"fpr": fpr, "tpr": tpr, "recall": recall[::-1].copy(), "precision": precision[::-1].copy()}
+
+
+def evaluation_summary(truth, outlierness, flagged=None) -> dict:
+    """What a run's summary says about known outliers, in words a reader takes in at a glance:
+    ROC-AUC, average precision (with its chance level), precision at k and, with ``flagged``
+    (n,) bool (the run's outlier flags), how many known outliers were flagged and how many
+    inliers were flagged by mistake.
+
+    Empty when the truth cannot evaluate a score (all or none of the samples are outliers).
+    """
+    try:
+        m = outlier_metrics(truth, outlierness)
+    except ValueError:
+        return {}
+    out = {"ROC-AUC (known outliers)": round(m["roc_auc"], 4),
+           "average precision": f"{m['average_precision']:.3f} (chance {m['outlier_fraction']:.3f})",
+           f"precision at k = {m['k']}": round(m["precision_at_k"], 4)}
+    if flagged is not None:
+        y = np.asarray(truth).astype(bool)
+        f = np.asarray(flagged, dtype=bool)
+        out["known outliers flagged"] = f"{int((f & y).sum())} of {int(y.sum())}"
+        out["inliers flagged"] = f"{int((f & ~y).sum())} of {int((~y).sum())}"
+    return out

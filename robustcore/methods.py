@@ -111,6 +111,9 @@ class Method:
     about: str = ""             # help page: what it does and when to use it (a few sentences)
     reference: str = ""         # the paper
     rank_param: str | None = None  # the parameter that sets the subspace's rank, if any
+    # The per-sample score (a key of RunResult.sample_scores, larger = more abnormal) that ranks
+    # outliers: what its flags cut and what is evaluated against known outliers.
+    outlier_score: str | None = None
 
     @property
     def estimator_class(self) -> type:
@@ -168,7 +171,18 @@ class Method:
                         estimator=est, elapsed=elapsed,
                         feature_names=[str(f) for f in dataset.feature_names], **fields)
         res.warnings.extend(str(w.message) for w in caught)
+        self._evaluate(res, dataset)
         return res
+
+    def _evaluate(self, res: RunResult, dataset) -> None:
+        """With known outliers, say in the summary how well the run's outlier score ranks them
+        (robustcore.evaluation) and how many its flags caught."""
+        truth = getattr(dataset, "outliers", None)
+        score = res.sample_scores.get(self.outlier_score) if self.outlier_score else None
+        if truth is None or score is None or not isinstance(score, np.ndarray):
+            return
+        from .evaluation import evaluation_summary
+        res.summary.update(evaluation_summary(truth, score, res.flags.get("outlier")))
 
 
 # -- adapters ---------------------------------------------------------------------------------
@@ -187,6 +201,8 @@ SCORE_DIRECTIONS = {
     "t2": "higher = farther along the subspace from its centre (more abnormal)",
     "sparse_score": "higher = larger sparse part (more abnormal)",
     "coherence": "higher = more coherent with the other samples (more normal)",
+    "outlier_score": "higher = more abnormal (the larger of SPE and T², each in units of its limit; "
+                     "above 1 = flagged)",
 }
 
 # The outlier rules, declared once (each Method below names its own).
@@ -196,17 +212,6 @@ SPARSE_RULE = OutlierRule("sparse-part score above median + 3 MAD", n_mad=3.0)
 # How many leading directions of PCP's L are kept as its subspace (every scatter axis and
 # principal angle the views show, and the common rank of the comparison, fit in it).
 PCP_DIRECTIONS = 10
-
-
-def _contamination_flags(est, X, values, flags, summary):
-    """With a numeric ``contamination`` the estimator's own rule replaces the method's default
-    one: the given share of samples with the lowest score_samples is flagged."""
-    c = values.get("contamination", "auto")
-    if c == "auto":
-        return
-    flags["outlier"] = est.predict(X) == -1
-    summary["outlier rule"] = contamination_rule(c)
-    summary["flagged"] = int(flags["outlier"].sum())
 
 
 def _map_arrays(X, components, mean, variances, data_plane) -> dict:
@@ -220,39 +225,33 @@ def _map_arrays(X, components, mean, variances, data_plane) -> dict:
             "residual_direction": residual_direction(X, components, mean)}
 
 
-def _subspace_fields(X, components, mean, calibrate=None, extra_scores=None, rule=LIMITS_RULE):
-    """Projection, SPE and T² against a subspace, and flags "SPE or T² above its limit".
+def _model_fields(est, X, rule=LIMITS_RULE, calibration=None, extra_scores=None, values=None):
+    """Scores, flags, arrays and summary of a fitted subspace model (PCA, Coherence Pursuit, the
+    SPE/T² scorer), all from the estimator's own control limits.
 
-    ``calibrate`` (row indices) are the samples the limits are calibrated on: for a robust
-    method, all but the gross outliers, so that the outliers do not widen the limits that flag
-    them (see ``_trimmed_calibration``).
+    The estimator's outlier score is max(SPE / spe_limit_, T² / t2_limit_) and its ``predict``
+    flags a score above 1 (with contamination "auto"), so ``flags["outlier"]`` here, the
+    estimator's ``predict`` and the views' rings are one rule. ``calibration`` (row indices): the
+    rows the limits were calibrated on, whose principal plane the SPE/T² map offers.
     """
-    from .anomaly import ResidualScorer
-    from .compare import reconstruction_errors
-    components = np.atleast_2d(components)
-    scores = dict(extra_scores or {})
-    arrays = {"components": components, "mean": mean, "projection": (X - mean) @ components.T}
-    flags, summary, notes = {}, {}, []
-    r = components.shape[0]
-    Xc = X if calibrate is None else X[calibrate]
-    try:
-        scorer = ResidualScorer(n_components=r, alpha=rule.alpha).fit_subspace(
-            Xc, components=components, mean=mean)
-    except ValueError as exc:
-        # Full rank (no residual left) or a flat direction: SPE still means something, T² and
-        # its limit do not; say why instead of failing the whole run.
-        scores["spe"] = reconstruction_errors(X, components, mean)
-        notes.append(f"no SPE/T² limits for this subspace: {exc}")
-        summary["no limits"] = str(exc)
-        return scores, flags, arrays, summary, notes
-    spe, t2 = scorer.scores(X)
-    scores["spe"], scores["t2"] = spe, t2
-    fl = {"spe": spe > scorer.spe_limit_, "t2": t2 > scorer.t2_limit_}
-    flags["outlier"] = fl["spe"] | fl["t2"]
-    flags["outside_spe"], flags["outside_t2"] = fl["spe"], fl["t2"]
-    arrays.update(_map_arrays(Xc, components, mean, scorer.variances_, scorer.plane_))
-    summary["outlier rule"] = rule.describe()
-    summary["SPE limit"], summary["T2 limit"] = float(scorer.spe_limit_), float(scorer.t2_limit_)
+    Z = est._scaled(X)
+    C, m = np.atleast_2d(est.components_), est.mean_
+    spe, t2 = est._spe_t2(Z)
+    arrays = {"components": C, "mean": m, "projection": (Z - m) @ C.T, **_scaling_arrays(est)}
+    scores = {"outlier_score": -est.score_samples(X), **(extra_scores or {}), "spe": spe, "t2": t2}
+    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
+    flags = {"outlier": est.predict(X) == -1, "outside_spe": out_spe, "outside_t2": out_t2}
+    summary, notes = {"outlier rule": rule.describe(values)}, []
+    if est.residual_eigenvalues_.size == 0:
+        # Full rank: nothing is left off the subspace, so SPE is 0 and only T² can flag.
+        why = "the subspace has full rank, so no residual is left: SPE is 0 and has no limit"
+        notes.append(f"no SPE limit for this subspace: {why}")
+        summary["no limits"] = why
+    else:
+        Zc = Z if calibration is None else Z[calibration]
+        from .compare import principal_plane
+        arrays.update(_map_arrays(Zc, C, m, est.variances_, principal_plane(Zc)))
+        summary["SPE limit"], summary["T2 limit"] = float(est.spe_limit_), float(est.t2_limit_)
     summary["flagged"] = int(flags["outlier"].sum())
     return scores, flags, arrays, summary, notes
 
@@ -267,57 +266,33 @@ def _scaling_arrays(est) -> dict:
 def _run_pca(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    scores, flags, arrays, summary, notes = _subspace_fields(est._scaled(X), est.components_, est.mean_)
+    scores, flags, arrays, summary, notes = _model_fields(est, X, values=values)
     arrays["explained_variance"] = est.explained_variance_
-    arrays.update(_scaling_arrays(est))
-    summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum()), **summary}
-    _contamination_flags(est, X, values, flags, summary)
+    rank = f"{est.n_components_} (scree elbow)" if values.get("n_components") is None else est.n_components_
+    summary = {"rank": rank, "explained variance ratio": float(est.explained_variance_ratio_.sum()),
+               "scaling": est.scaling_, **summary}
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
-
-
-def _trimmed_calibration(X, components, mean, n_mad=3.0):
-    """Rows to calibrate SPE/T² limits on after a robust fit: every sample except the gross
-    outliers, those whose log SPE exceeds median + n_mad MAD (log: SPE is a skewed, chi-square
-    like score).
-
-    Coherence Pursuit's selected inliers are the wrong calibration set: they are picked *for*
-    fitting the subspace well, so their residuals understate the inliers' spread. On the USPS
-    demo (264 ones, 50 eights, rank 2) limits from the selected half flagged all 50 eights and
-    45 ones; limits from the trimmed set flag all 50 eights and 16 ones. On planted Gaussian
-    inliers the trimmed limits keep the false-alarm rate near alpha (the tests check it).
-    """
-    from .compare import reconstruction_errors, robust_threshold
-    spe = reconstruction_errors(X, components, mean)
-    log_spe = np.log(np.maximum(spe, np.finfo(float).tiny))
-    return np.flatnonzero(log_spe <= robust_threshold(log_spe, n_mad))
 
 
 def _run_cop(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    Xs = est._scaled(X)
-    calibrate = _trimmed_calibration(Xs, est.components_, est.mean_)
-    scores, flags, arrays, summary, notes = _subspace_fields(
-        Xs, est.components_, est.mean_, calibrate=calibrate,
-        extra_scores={"coherence": est.coherence_})
+    calibrate = est.calibration_indices_
+    scores, flags, arrays, summary, notes = _model_fields(
+        est, X, calibration=calibrate, extra_scores={"coherence": est.coherence_}, values=values)
     summary["calibrated on"] = f"{calibrate.size} samples (all but log-SPE outliers)"
-    arrays.update(_scaling_arrays(est))
     selected = np.zeros(X.shape[0], dtype=bool)
     selected[est.inlier_indices_] = True
     flags["selected"] = selected
     flags["degenerate"] = est.degenerate_.copy()
-    if "outlier" in flags:
-        flags["outlier"] &= ~est.degenerate_
-        summary["flagged"] = int(flags["outlier"].sum())
-    rank = f"{est.n_components_} (estimated)" if values.get("n_components") is None else est.n_components_
+    rank = f"{est.n_components_} (scree elbow)" if values.get("n_components") is None else est.n_components_
     summary = {"rank": rank, "selected inliers": int(selected.sum()),
-               "degenerate samples": int(est.degenerate_.sum()), **summary}
-    _contamination_flags(est, X, values, flags, summary)
+               "degenerate samples": int(est.degenerate_.sum()), "scaling": est.scaling_, **summary}
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 
 def _run_pcp(est, dataset, values, rep):
-    from .compare import flags_above, lowrank_subspace, robust_threshold
+    from .compare import lowrank_subspace
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.95))
     h = est.history_
@@ -328,31 +303,32 @@ def _run_pcp(est, dataset, values, rep):
     sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), PCP_DIRECTIONS))
     arrays.update(components=sub["components"], mean=sub["mean"], projection=(X - sub["mean"]) @ sub["components"].T)
     score = est.sample_scores_
-    cut = robust_threshold(score, SPARSE_RULE.n_mad)
+    # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's
+    # quantile): flags == est.predict(X) == -1.
+    outlier = score > -est.offset_
     summary = {"iterations": est.n_iter_, "converged": bool(est.converged_), "rank of L": int(est.rank_),
                "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_,
-               "outlier rule": SPARSE_RULE.describe(), "flagged": int((score > cut).sum())}
-    flags = {"outlier": flags_above(score, cut)}
-    _contamination_flags(est, X, values, flags, summary)
+               "scaling": est.scaling_, "outlier rule": SPARSE_RULE.describe(values),
+               "flagged": int(outlier.sum())}
+    flags = {"outlier": outlier}
     return dict(sample_scores={"sparse_score": score}, flags=flags, arrays=arrays, summary=summary)
 
 
 def _run_residual(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep)
-    spe, t2 = est.scores(X)
-    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
-    summary = {"SPE limit": est.spe_limit_, "T2 limit": est.t2_limit_, "alpha": est.alpha,
-               "outlier rule": RESIDUAL_RULE.describe(values),
-               "flagged": int((out_spe | out_t2).sum()), "flagged by SPE only": int((out_spe & ~out_t2).sum()),
+    scores, flags, arrays, summary, notes = _model_fields(est, X, rule=RESIDUAL_RULE, values=values)
+    # Its map offers the plane the scorer itself chose (the feature axes of 2-D data).
+    arrays["data_plane"] = est.plane_
+    arrays["contributions"] = est.contributions(X)
+    out_spe, out_t2 = flags["outside_spe"], flags["outside_t2"]
+    flags["outside_either"] = out_spe | out_t2
+    r = est.components_.shape[0]
+    rank = f"{r} (scree elbow)" if values.get("n_components") is None else r
+    summary = {"rank": rank, "alpha": est.alpha, "scaling": est.scaling_, **summary,
+               "flagged by SPE only": int((out_spe & ~out_t2).sum()),
                "flagged by T2 only": int((out_t2 & ~out_spe).sum())}
-    arrays = {"components": est.components_, "mean": est.mean_, "projection": est.transform(X),
-              "contributions": est.contributions(X), **_scaling_arrays(est),
-              **_map_arrays(est._scaled(X), est.components_, est.mean_, est.variances_, est.plane_)}
-    flags = {"outlier": out_spe | out_t2, "outside_spe": out_spe, "outside_t2": out_t2,
-             "outside_either": out_spe | out_t2}
-    _contamination_flags(est, X, values, flags, summary)
-    return dict(sample_scores={"spe": spe, "t2": t2}, flags=flags, arrays=arrays, summary=summary)
+    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
 
 
 def _run_esfs(est, dataset, values, rep):
@@ -442,7 +418,7 @@ def _cls(module, name):
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
            _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "comparison"),
-           outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA", rank_param="n_components",
+           outlier_score="outlier_score", outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA", rank_param="n_components",
            about="Finds the directions of largest variance: the best least-squares subspace of the "
                  "given rank. Fast and exact, and the baseline every robust method is compared "
                  "with; but every sample pulls on the fit with the square of its distance, so a "
@@ -455,7 +431,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("coherence-pursuit", "Coherence Pursuit",
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
-           views=("scatter", "detail", "contour", "comparison"), outlier_rule=LIMITS_RULE,
+           views=("scatter", "detail", "contour", "comparison"), outlier_score="outlier_score", outlier_rule=LIMITS_RULE,
            subspace="Coherence Pursuit", short="CoP", rank_param="n_components",
            about="Robust subspace recovery when whole samples are outliers. Each sample is "
                  "normalised and scored by how strongly it aligns with all the others: inliers, "
@@ -469,7 +445,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "comparison"),
-           outlier_rule=SPARSE_RULE, subspace="PCA of L", short="PCP",
+           outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="PCA of L", short="PCP",
            about="Splits the data into a low-rank part L plus a sparse part S by minimising "
                  "‖L‖* + λ‖S‖₁ with X = L + S. Suited to corruption of individual entries rather "
                  "than whole samples: a moving object over a static video background (L is the "
@@ -482,7 +458,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
            _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail"),
-           outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²", rank_param="n_components",
+           outlier_score="outlier_score", outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²", rank_param="n_components",
            about="Anomaly scores against a PCA subspace: SPE (the squared distance from the "
                  "subspace) and Hotelling's T² (the distance along it, in units of the spread), "
                  "each with a control limit at false-alarm rate alpha. Each score is blind to what "
@@ -497,7 +473,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Low-rank + sparse one batch of frames at a time, for long videos (OR-PCA, Feng, Xu & Yan 2013).",
            _cls(".subspace.online_rpca", "OnlineRPCA"), _linear_subspace(_bigdata("run_online_rpca")),
            views=("decomposition", "detail", "comparison"), lazy=_bigdata("run_online_rpca"),
-           outlier_rule=SPARSE_RULE, subspace="OR-PCA basis", short="OR-PCA",
+           outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="OR-PCA basis", short="OR-PCA",
            about="Robust PCA for videos too long for memory: the frames stream through in batches, "
                  "and each batch is split into a part in a slowly updated low-rank basis (the "
                  "background) and a sparse part (the foreground). Memory does not grow with the "

@@ -30,28 +30,38 @@ def _params_for(cls, values):
     return {k: v for k, v in values.items() if k in names}
 
 
-def _scored_fields(X, scorer, rep, extra_scores=None, exclude=None):
-    """SPE, T², projection and the flags "SPE or T² above its limit", in one pass over X."""
+def _scored_fields(X, est, rep, rule, extra_scores=None):
+    """SPE, T², the outlier score (the larger of SPE and T² in units of their limits), the
+    projection and the flags "SPE or T² above its limit", in one pass over X, from the fitted
+    estimator's own limits (as robustcore.methods._model_fields in memory)."""
     import dask.array as da
 
-    from .estimators import project
-    spe, t2 = scorer.scores(X)
-    proj = project(X, scorer.components_, scorer.mean_)
-    out_spe, out_t2 = spe > scorer.spe_limit_, t2 > scorer.t2_limit_
-    outlier = out_spe | out_t2
-    if exclude is not None:
-        outlier = outlier & ~exclude
-    rows = materialize({"spe": spe, "t2": t2, "projection": proj, "outlier": outlier,
+    from .estimators import lazy_spe_t2, project
+    spe, t2 = lazy_spe_t2(est, X)
+    score = da.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
+    proj = project(X, est.components_, est.mean_)
+    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
+    outlier = score > -est.offset_
+    rows = materialize({"outlier_score": score, "spe": spe, "t2": t2, "projection": proj, "outlier": outlier,
                         "outside_spe": out_spe, "outside_t2": out_t2}, progress=rep, message="scores",
                        name="scores")
     n_out = int(compute(da.count_nonzero(as_dask_rows(rows["outlier"], X.chunks[0])), message="counting")[0])
-    scores = dict(extra_scores or {})
-    scores.update(spe=rows["spe"], t2=rows["t2"])
+    scores = {"outlier_score": rows["outlier_score"], **(extra_scores or {}), "spe": rows["spe"], "t2": rows["t2"]}
     flags = {k: rows[k] for k in ("outlier", "outside_spe", "outside_t2")}
-    summary = {"outlier rule": f"SPE or T² above its limit (alpha = {scorer.alpha:g})",
-               "SPE limit": float(scorer.spe_limit_), "T2 limit": float(scorer.t2_limit_), "flagged": n_out,
-               "out of core": True}
+    summary = {"outlier rule": rule, "SPE limit": float(est.spe_limit_), "T2 limit": float(est.t2_limit_),
+               "flagged": n_out, "out of core": True}
     return scores, flags, rows["projection"], summary
+
+
+def _rule(values, alpha):
+    from ..methods import contamination_rule
+    c = values.get("contamination", "auto")
+    return contamination_rule(c) if c != "auto" else f"SPE or T² above its limit (alpha = {alpha:g})"
+
+
+def _rank(est, values):
+    r = est.components_.shape[0]
+    return f"{r} (scree elbow)" if values.get("n_components") is None else r
 
 
 def run_pca(est, dataset, values, rep):
@@ -60,14 +70,12 @@ def run_pca(est, dataset, values, rep):
     est = DaskPCA(**_params_for(DaskPCA, values))
     est.fit(X, progress=rep.span(0, 0.5))
     arrays = {"components": est.components_, "mean": est.mean_, "explained_variance": est.explained_variance_}
-    summary = {"explained variance ratio": float(est.explained_variance_ratio_.sum())}
+    summary = {"rank": _rank(est, values), "explained variance ratio": float(est.explained_variance_ratio_.sum())}
     notes = []
-    from .estimators import DaskResidualScorer
-    scorer = DaskResidualScorer.from_pca(est, _LIMIT_ALPHA)
-    if scorer is None:
+    if est.residual_eigenvalues_.size == 0:
         notes.append("no SPE/T² limits for this subspace: no residual is left")
         return dict(arrays=arrays, summary=summary, warnings=notes, estimator=est)
-    scores, flags, proj, more = _scored_fields(X, scorer, rep.span(0.5, 1.0))
+    scores, flags, proj, more = _scored_fields(X, est, rep.span(0.5, 1.0), _rule(values, _LIMIT_ALPHA))
     arrays["projection"] = proj
     summary.update(more)
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes, estimator=est)
@@ -78,44 +86,31 @@ def run_residual(est, dataset, values, rep):
     X = _table(dataset)
     est = DaskResidualScorer(**_params_for(DaskResidualScorer, values))
     est.fit(X, progress=rep.span(0, 0.5))
-    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.5, 1.0))
-    flags["outside_either"] = flags["outlier"]
-    summary["alpha"] = est.alpha
+    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.5, 1.0), _rule(values, est.alpha))
+    flags["outside_either"] = flags["outside_spe"] | flags["outside_t2"]
+    summary = {"rank": _rank(est, values), "alpha": est.alpha, **summary}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
 
 
 def run_cop(est, dataset, values, rep):
-    """Coherence Pursuit, then SPE/T² limits calibrated on all but the log-SPE outliers (as the
-    in-memory adapter: see robustcore.methods._trimmed_calibration)."""
+    """Coherence Pursuit, its SPE/T² limits calibrated inside the fit on all but the gross
+    outliers (as in memory)."""
     import dask.array as da
 
-    from ..compare import robust_threshold
-    from .estimators import DaskCoherencePursuit, DaskResidualScorer, median
+    from .estimators import DaskCoherencePursuit
     X = _table(dataset)
     est = DaskCoherencePursuit(**_params_for(DaskCoherencePursuit, values))
-    est.fit(X, progress=rep.span(0, 0.5))
-    from .estimators import _raw_scores
-    spe = materialize({"spe": _raw_scores(est, X)}, progress=rep.span(0.5, 0.6), message="residuals",
-                      name="residuals")["spe"]
-    log_spe = da.log(da.maximum(as_dask_rows(spe, X.chunks[0]), np.finfo(float).tiny))
-    cut = robust_threshold(log_spe, 3.0, median=lambda a: float(median(a)))
-    calibrate = log_spe <= cut
-    n_cal = int(compute(da.count_nonzero(calibrate), message="counting")[0])
-    r = est.components_.shape[0]
-    scorer = DaskResidualScorer(n_components=r, alpha=_LIMIT_ALPHA)
-    scorer.fit_subspace(X, est.components_, est.mean_, progress=rep.span(0.6, 0.75), rows=calibrate)
-    degenerate = as_dask_rows(est.degenerate_, X.chunks[0])
-    scores, flags, proj, summary = _scored_fields(X, scorer, rep.span(0.75, 1.0),
-                                                  extra_scores={"coherence": est.coherence_},
-                                                  exclude=degenerate)
+    est.fit(X, progress=rep.span(0, 0.6))
+    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.6, 1.0), _rule(values, _LIMIT_ALPHA),
+                                                  extra_scores={"coherence": est.coherence_})
     flags["selected"] = est.selected_
     flags["degenerate"] = est.degenerate_
-    rank = f"{est.n_components_} (estimated)" if values.get("n_components") is None else est.n_components_
+    degenerate = as_dask_rows(est.degenerate_, X.chunks[0])
     n_deg = int(compute(da.count_nonzero(degenerate), message="counting")[0])
     n_sel = int(compute(da.count_nonzero(as_dask_rows(est.selected_, X.chunks[0])), message="counting")[0])
-    summary = {"rank": rank, "selected inliers": n_sel, "degenerate samples": n_deg,
-               "calibrated on": f"{n_cal} samples (all but log-SPE outliers)", **summary}
+    summary = {"rank": _rank(est, values), "selected inliers": n_sel, "degenerate samples": n_deg,
+               "calibrated on": f"{est.n_calibration_} samples (all but log-SPE outliers)", **summary}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
 

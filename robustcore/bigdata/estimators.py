@@ -37,6 +37,7 @@ from ..compare import robust_threshold
 from ..linalg import GRAM_RCOND
 from ..rank import rank_cap, scree_elbow
 from ..subspace.coherence_pursuit import CoherencePursuit, RankDeficientWarning
+from ..subspace._base import SubspaceModel
 from ..subspace.pca import PCA, fix_signs
 from . import _reductions as red
 from ._dask import compute, require_dask
@@ -130,6 +131,20 @@ def _raw_scores(est, X):
     in-memory ``_outlier_score`` applied block by block."""
     return X.map_blocks(lambda B: est._outlier_score(np.asarray(B, np.float64)), dtype=np.float64,
                         drop_axis=1)
+
+
+def lazy_spe_t2(est, X):
+    """(SPE, T²) of every row of X against a fitted subspace model, lazily: the in-memory
+    ``SubspaceModel._spe_t2`` block by block (out of core the table is used unscaled)."""
+    check_is_fitted(est, "components_")
+    X = as_dask(X)
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} was fitted on "
+                         f"{est.n_features_in_}")
+    base = SubspaceModel._spe_t2
+    out = X.map_blocks(lambda B: np.stack(base(est, np.asarray(B, np.float64)), axis=1),
+                       dtype=np.float64, chunks=(X.chunks[0], (2,)))
+    return out[:, 0], out[:, 1]
 
 
 def _percentile(A, q):
@@ -377,14 +392,7 @@ class DaskResidualScorer(_LazyOutlier, ResidualScorer):
         return est
 
     def _lazy_scores(self, X):
-        check_is_fitted(self, "components_")
-        X = as_dask(X)
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this scorer was fitted on {self.n_features_in_}")
-        base = ResidualScorer._spe_t2     # the in-memory code, block by block
-        out = X.map_blocks(lambda B: np.stack(base(self, np.asarray(B, np.float64)), axis=1),
-                           dtype=np.float64, chunks=(X.chunks[0], (2,)))
-        return out[:, 0], out[:, 1]
+        return lazy_spe_t2(self, X)
 
     def scores(self, X):
         return self._lazy_scores(X) if _is_lazy_input(X) else super().scores(X)

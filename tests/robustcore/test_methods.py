@@ -43,10 +43,12 @@ def test_coherence_pursuit_limits_hold_their_false_alarm_rate_on_the_inliers():
 
 @pytest.mark.parametrize("n_mad", [3.0, 4.0])
 def test_trimmed_calibration_drops_only_the_gross_outliers(n_mad):
-    from robustcore.methods import _trimmed_calibration
+    from robustcore.compare import reconstruction_errors
+    from robustcore.subspace.coherence_pursuit import calibration_rows
     X, is_out = planted_subspace_with_outliers(n_in=500, n_out=40, seed=3)
     U = np.linalg.svd(X[~is_out] - X[~is_out].mean(0), full_matrices=False)[2][:2]
-    keep = _trimmed_calibration(X, U, X[~is_out].mean(0), n_mad=n_mad)
+    sq = reconstruction_errors(X, U, X[~is_out].mean(0))
+    keep = calibration_rows(sq, np.ones(X.shape[0], bool), n_mad=n_mad)
     assert not is_out[keep].any()
     assert keep.size > 0.98 * (~is_out).sum()
 
