@@ -229,6 +229,7 @@ class MainWindow(ExportSlots, QMainWindow):
         self.dataset_panel.openRequested.connect(self.open_dialog)
         self.dataset_panel.demoRequested.connect(self.load_demo)
         self.dataset_panel.optionsRequested.connect(self.reload_with_options)
+        self.dataset_panel.truthRequested.connect(self.reload_with_truth)
         mp = self.method_panel
         mp.runRequested.connect(self.run)
         mp.cancelRequested.connect(self.cancel)
@@ -335,6 +336,16 @@ class MainWindow(ExportSlots, QMainWindow):
         ds = self.state.dataset
         if ds is not None and ds.provenance.path:
             self.open_with_options(ds.provenance.path, ds.provenance.options)
+
+    def reload_with_truth(self, options: dict):
+        """Load the current file again with the loader options that choose its known outliers
+        (the Data panel's Known outliers box): the results are dropped, as with any reload."""
+        ds = self.state.dataset
+        if ds is None or not ds.provenance.path:
+            return None
+        opts = {**(ds.provenance.options or {}), **options}
+        opts = {k: v for k, v in opts.items() if v is not None and k != "format"}
+        return self.open_path(ds.provenance.path, format=ds.provenance.loader, **opts)
 
     def open_with_options(self, path: str, values: dict | None = None):
         """Show the loader's options for ``path`` (non-blocking); Load reads the file with them."""

@@ -145,7 +145,10 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     plane_ : ndarray (2, d)
         Default plane of ``grid``: the unit axes for 2-D data, otherwise the first two principal
         directions of the training data.
-    scale_center_, scale_ : ndarray (d,); scaling_ : str, the scaling used
+    scale_center_, scale_ : ndarray (d,)
+        The centre subtracted from and the spread divided into each column.
+    scaling_ : str
+        The scaling used ("none", "standard" or "robust"; "auto" resolved).
     offset_ : float
     n_samples_fit_, n_features_in_ : int
 

@@ -225,6 +225,22 @@ def _map_arrays(X, components, mean, variances, data_plane) -> dict:
             "residual_direction": residual_direction(X, components, mean)}
 
 
+def _outlier_map_fields(Z, components, mean, variances, robust: bool) -> tuple[dict, dict]:
+    """(arrays, summary) of the outlier map (robustcore.outlier_map) of rows Z in the model's
+    units: score and orthogonal distances, their cut-offs and each sample's region. ``robust``:
+    the OD cut-off from the median/MAD (robust fits), else from the mean/sd (PCA)."""
+    from .outlier_map import REGIONS, outlier_map
+    try:
+        om = outlier_map(Z, components, mean, variances, robust=robust)
+    except ValueError as exc:   # a flat component: no score distance along it
+        return {}, {"no outlier map": str(exc)}
+    arrays = {"score_distance": om["score_distance"], "orthogonal_distance": om["orthogonal_distance"],
+              "map_region": om["region"]}
+    summary = {"SD cut-off": om["sd_cutoff"], "OD cut-off": om["od_cutoff"],
+               "outlier map": ", ".join(f"{om['counts'][r]} {r}" for r in REGIONS)}
+    return arrays, summary
+
+
 def _model_fields(est, X, rule=LIMITS_RULE, calibration=None, extra_scores=None, values=None):
     """Scores, flags, arrays and summary of a fitted subspace model (PCA, Coherence Pursuit, the
     SPE/T² scorer), all from the estimator's own control limits.
@@ -253,6 +269,9 @@ def _model_fields(est, X, rule=LIMITS_RULE, calibration=None, extra_scores=None,
         arrays.update(_map_arrays(Zc, C, m, est.variances_, principal_plane(Zc)))
         summary["SPE limit"], summary["T2 limit"] = float(est.spe_limit_), float(est.t2_limit_)
     summary["flagged"] = int(flags["outlier"].sum())
+    more, said = _outlier_map_fields(Z, C, m, est.variances_, robust=calibration is not None)
+    arrays.update(more)
+    summary.update(said)
     return scores, flags, arrays, summary, notes
 
 
@@ -302,6 +321,10 @@ def _run_pcp(est, dataset, values, rep):
     # The subspace of L: its PCP_DIRECTIONS leading directions at most.
     sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), PCP_DIRECTIONS))
     arrays.update(components=sub["components"], mean=sub["mean"], projection=(X - sub["mean"]) @ sub["components"].T)
+    # The outlier map of X against L's subspace, with variances from L (outlier-free by design).
+    TL = (est.low_rank_ - sub["mean"]) @ sub["components"].T
+    more, said = _outlier_map_fields(X, sub["components"], sub["mean"], TL.var(axis=0, ddof=1), robust=True)
+    arrays.update(more)
     score = est.sample_scores_
     # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's
     # quantile): flags == est.predict(X) == -1.
@@ -309,7 +332,7 @@ def _run_pcp(est, dataset, values, rep):
     summary = {"iterations": est.n_iter_, "converged": bool(est.converged_), "rank of L": int(est.rank_),
                "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_,
                "scaling": est.scaling_, "outlier rule": SPARSE_RULE.describe(values),
-               "flagged": int(outlier.sum())}
+               "flagged": int(outlier.sum()), **said}
     flags = {"outlier": outlier}
     return dict(sample_scores={"sparse_score": score}, flags=flags, arrays=arrays, summary=summary)
 
@@ -417,7 +440,7 @@ def _cls(module, name):
 
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
-           _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "comparison"),
+           _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"),
            outlier_score="outlier_score", outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA", rank_param="n_components",
            about="Finds the directions of largest variance: the best least-squares subspace of the "
                  "given rank. Fast and exact, and the baseline every robust method is compared "
@@ -425,26 +448,32 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                  "few gross outliers can tilt the subspace towards themselves. Use it to see how "
                  "much the outliers move the answer (Comparison view), or on clean data. Samples "
                  "are flagged when their SPE or T² exceeds its control limit, calibrated on all "
-                 "samples.",
+                 "samples. By default the rank is the elbow of the scree plot (at most half of "
+                 "min(samples, features)), and columns in different units are standardised "
+                 "(scale = auto).",
            reference="I. T. Jolliffe, Principal Component Analysis, 2nd ed., Springer 2002.",
            lazy=_bigdata("run_pca")),
     Method("coherence-pursuit", "Coherence Pursuit",
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
-           views=("scatter", "detail", "contour", "comparison"), outlier_score="outlier_score", outlier_rule=LIMITS_RULE,
+           views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"), outlier_score="outlier_score", outlier_rule=LIMITS_RULE,
            subspace="Coherence Pursuit", short="CoP", rank_param="n_components",
            about="Robust subspace recovery when whole samples are outliers. Each sample is "
                  "normalised and scored by how strongly it aligns with all the others: inliers, "
                  "which share a low-dimensional subspace, align with many; outliers, scattered in "
                  "the full space, with few. The subspace is spanned by the most coherent samples. "
                  "Non-iterative, so quick, and it tolerates a large share of outliers when the "
-                 "inliers outnumber the rank. It ignores magnitude (samples are normalised), so "
-                 "the SPE/T² limits, calibrated on all but the gross outliers, flag the rest.",
+                 "inliers outnumber the rank. Coherence ignores magnitude (samples are "
+                 "normalised), so it is kept as a column of its own; the outlier score is the "
+                 "larger of SPE and T² against the subspace found, each in units of its limit, "
+                 "calibrated on all but the gross outliers. By default the data are not centred "
+                 "(the paper's formulation: a linear subspace) and the rank is the elbow of the "
+                 "scree plot of the selected samples.",
            reference="M. Rahmani and G. K. Atia, \"Coherence Pursuit: Fast, Simple, and Robust "
                      "Subspace Recovery\", ICML 2017 (PMLR 70).", lazy=_bigdata("run_cop")),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
-           _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "comparison"),
+           _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),
            outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="PCA of L", short="PCP",
            about="Splits the data into a low-rank part L plus a sparse part S by minimising "
                  "‖L‖* + λ‖S‖₁ with X = L + S. Suited to corruption of individual entries rather "
@@ -457,7 +486,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                      "analysis?\", Journal of the ACM 58(3), 2011."),
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
-           _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail"),
+           _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail", "outlier-map", "evaluation"),
            outlier_score="outlier_score", outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²", rank_param="n_components",
            about="Anomaly scores against a PCA subspace: SPE (the squared distance from the "
                  "subspace) and Hotelling's T² (the distance along it, in units of the spread), "
@@ -472,7 +501,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("online-rpca", "Online robust PCA (streaming)",
            "Low-rank + sparse one batch of frames at a time, for long videos (OR-PCA, Feng, Xu & Yan 2013).",
            _cls(".subspace.online_rpca", "OnlineRPCA"), _linear_subspace(_bigdata("run_online_rpca")),
-           views=("decomposition", "detail", "comparison"), lazy=_bigdata("run_online_rpca"),
+           views=("decomposition", "detail", "comparison", "evaluation"), lazy=_bigdata("run_online_rpca"),
            outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="OR-PCA basis", short="OR-PCA",
            about="Robust PCA for videos too long for memory: the frames stream through in batches, "
                  "and each batch is split into a part in a slowly updated low-rank basis (the "

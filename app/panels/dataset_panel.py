@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
+from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
                                QPushButton, QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
 
 __all__ = ["DatasetPanel", "PreviewModel"]
@@ -75,11 +75,13 @@ class PreviewModel(QAbstractTableModel):
 
 class DatasetPanel(QWidget):
     """Signals: openRequested(), demoRequested(str), optionsRequested() (reload the current file
-    with other loader options), cancelLoadRequested()."""
+    with other loader options), truthRequested(dict) (reload it with these loader options, which
+    set the known outliers), cancelLoadRequested()."""
 
     openRequested = Signal()
     demoRequested = Signal(str)
     optionsRequested = Signal()
+    truthRequested = Signal(dict)
     cancelLoadRequested = Signal()
 
     def __init__(self, demos: dict | None = None, parent=None):
@@ -122,6 +124,17 @@ class DatasetPanel(QWidget):
                                        "delimiter, variables…)")
         self.options_button.clicked.connect(self.optionsRequested)
         self.options_button.setVisible(False)
+        # Which samples are the known outliers (the truth methods are evaluated against): the
+        # file's own 0/1 y, none, or the samples with one label value. A choice reloads the file
+        # with the loader option that says so, so sessions and the CLI reproduce it.
+        self.truth_box = QComboBox()
+        self.truth_box.setObjectName("known_outliers_box")
+        self.truth_box.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
+        self.truth_box.setMinimumContentsLength(12)
+        self.truth_box.activated.connect(self._truth_chosen)
+        self.truth_label = QLabel("Known outliers")
+        self.truth_label.setStyleSheet("color: #555;")
+        self._truth_options: list[dict] = []
         self.busy_label = QLabel()
         self.busy_label.setWordWrap(True)
         # Loaders do not say how far they are: a busy bar, and Cancel (Esc works for fits).
@@ -170,7 +183,8 @@ class DatasetPanel(QWidget):
         lay.addWidget(self.summary_box)
         lay.addWidget(self.description)
         opt_row = QHBoxLayout()
-        opt_row.addStretch(1)
+        opt_row.addWidget(self.truth_label)
+        opt_row.addWidget(self.truth_box, 1)
         opt_row.addWidget(self.options_button)
         lay.addLayout(opt_row)
         lay.addWidget(self.table, 1)
@@ -202,8 +216,10 @@ class DatasetPanel(QWidget):
             self.table.setVisible(False)
             self.preview_note.setVisible(False)
             self.options_button.setVisible(False)
+            self._fill_truth(None)
             return
         self.options_button.setVisible(bool(ds.provenance.path) and not ds.provenance.demo)
+        self._fill_truth(ds)
         self.hint.setVisible(False)
         self.title.setText(ds.name)
         for key, value in dataset_summary(ds):
@@ -229,6 +245,53 @@ class DatasetPanel(QWidget):
         self.preview_note.setText("Preview shows the " + " and the ".join(notes) if notes else "")
         self.preview_note.setVisible(bool(notes))
 
+    def _fill_truth(self, ds) -> None:
+        """Offer what can mark the known outliers of ``ds`` and show the current choice."""
+        self.truth_box.clear()
+        self._truth_options = []
+        if ds is None:
+            for w in (self.truth_box, self.truth_label):
+                w.setVisible(False)
+            return
+        from robustcore.datasets import LOADERS
+        prov = ds.provenance
+        opts = dict(prov.options or {})
+        loader = LOADERS.get(prov.loader)
+        names = {p.name for p in loader.options} if loader is not None else set()
+        reloadable = bool(prov.path) and not prov.demo and "outlier_label" in names
+        items = [("none", {"known_outliers": False, "outlier_label": None})]
+        if "known_outliers" in names:
+            items.append(("the file's 0/1 y (1 = outlier)", {"known_outliers": True, "outlier_label": None}))
+        if ds.labels is not None:
+            values = np.unique(np.asarray([str(v) for v in np.asarray(ds.labels).tolist()]))
+            if values.size <= MAX_TRUTH_LABELS:
+                items += [(f"label = {v}", {"outlier_label": str(v)}) for v in values]
+        if ds.outliers is None:
+            current = 0
+        elif opts.get("outlier_label") is not None:
+            current = next((i for i, (_, o) in enumerate(items) if o.get("outlier_label") == str(opts["outlier_label"])), -1)
+        else:
+            current = 1 if "known_outliers" in names else -1
+        if current < 0:   # set some other way (a demo's own truth): say so, offer the rest
+            items.insert(0, (f"as loaded ({getattr(ds, 'outliers_from', None) or 'from the data set'})", None))
+            current = 0
+        for text, o in items:
+            self.truth_box.addItem(text)
+            self._truth_options.append(o)
+        self.truth_box.setCurrentIndex(current)
+        self.truth_box.setEnabled(reloadable)
+        self.truth_box.setToolTip(
+            "Which samples are the known outliers that methods are evaluated against (ROC-AUC, "
+            "average precision, the Known outliers view). Choosing reloads the file."
+            if reloadable else "A demo's known outliers are part of it; open a file to choose them.")
+        for w in (self.truth_box, self.truth_label):
+            w.setVisible(reloadable or ds.outliers is not None)
+
+    def _truth_chosen(self, index: int) -> None:
+        o = self._truth_options[index] if 0 <= index < len(self._truth_options) else None
+        if o is not None:
+            self.truthRequested.emit(dict(o))
+
     def summary_text(self) -> dict:
         """What the summary shows, as {key: text} (for tests and logs)."""
         out = {}
@@ -237,6 +300,9 @@ class DatasetPanel(QWidget):
             v = self.summary_form.itemAt(row, QFormLayout.ItemRole.FieldRole).widget().text()
             out[k] = f"{out[k]}\n{v}" if k in out else v  # several warnings: one entry
         return out
+
+
+MAX_TRUTH_LABELS = 50   # more distinct labels than this: use Load options
 
 
 def dataset_summary(ds) -> list[tuple[str, str]]:

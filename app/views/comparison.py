@@ -88,6 +88,7 @@ class ComparisonView(BaseView):
         self.angles = {}
         self.errors = {}
         self.flags = {}
+        self.auc = {}
         self.rows = np.zeros(0, dtype=np.int64)
 
     def refresh(self):
@@ -108,6 +109,10 @@ class ComparisonView(BaseView):
                                              {m: (s["components"], s["mean"]) for m, s in subs.items()},
                                              {m: f for m, (f, _) in self.flags.items()}, ds.outliers)
         self.scaled = [m for m, r in results.items() if "scale" in r.arrays]
+        # The methods ranked by how well they found the known outliers: the number each run's
+        # summary reports (robustcore.methods.Method._evaluate).
+        self.auc = {m: float(r.summary["ROC-AUC (known outliers)"]) for m, r in results.items()
+                    if "ROC-AUC (known outliers)" in r.summary}
         self.common_rank = cmp["rank"]
         self.angles, self.spe, self.errors = cmp["angles"], cmp["spe"], cmp["median_spe"]
         self._draw(ms, ds)
@@ -178,6 +183,9 @@ class ComparisonView(BaseView):
         self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
         self.fit_layout()
         txt = [self.rank_note(ms)]
+        if self.auc:
+            txt.append(f"against the {int(ds.outliers.sum())} known outliers (ROC-AUC): "
+                       + " > ".join(f"{short[m]} {self.auc[m]:.3f}" for m in sorted(self.auc, key=lambda m: -self.auc[m])))
         txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°" for (a, b), ang in self.angles.items())]
         txt += ["each flags by its own rule (hover the counts)"]
         if self.scaled:

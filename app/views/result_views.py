@@ -1,7 +1,7 @@
 """Central area: one tab per kind of result view, shown when the current results feed it.
 
 View names (also the command line's ``--figure VIEW`` names): scatter, detail, decomposition,
-ranking, contour, learning-curve, comparison. A "summary" tab lists the numbers of every run.
+ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summary" tab lists the numbers of every run.
 """
 from __future__ import annotations
 
@@ -20,8 +20,10 @@ VIEW_CLASSES = {
     "decomposition": ("decomposition", "DecompositionView"),
     "ranking": ("ranking", "RankingView"),
     "contour": ("contour", "ContourView"),
+    "outlier-map": ("outlier_map", "OutlierMapView"),
     "learning-curve": ("learning_curve", "LearningCurveView"),
     "comparison": ("comparison", "ComparisonView"),
+    "evaluation": ("evaluation", "EvaluationView"),
 }
 VIEW_NAMES = tuple(VIEW_CLASSES)
 

@@ -134,6 +134,9 @@ class ScatterView(BaseView):
         self.drawn = res
         self._fill_legend()
         self.plot.enableAutoRange()
+        # Now, not at the next paint: a figure exported before the view is painted (the CLI, a
+        # hidden tab) must frame the points drawn, not the previous range.
+        self.plot.getViewBox().updateAutoRange()
         self._update_status()
 
     def _brushes(self, res, ds):

@@ -286,7 +286,10 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         Sorted indices of the samples the SPE/T² limits were calibrated on (:func:`calibration_rows`).
     variances_, spe_limit_, t2_limit_, residual_eigenvalues_, thetas_, spe_limit_method_ :
         Those limits at alpha = 0.01 (as ResidualScorer's).
-    scale_center_, scale_ : ndarray (d,); scaling_ : str, the scaling used
+    scale_center_, scale_ : ndarray (d,)
+        The centre subtracted from and the spread divided into each column.
+    scaling_ : str
+        The scaling used ("none", "standard" or "robust"; "auto" resolved).
     offset_ : float
     n_features_in_, n_samples_fit_ : int
 

@@ -72,7 +72,10 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
     n_components_ : int, the rank used (``n_components`` or the elbow).
     variances_, spe_limit_, t2_limit_, residual_eigenvalues_, thetas_, spe_limit_method_ :
         the control limits at alpha = 0.01 behind the outlier score (as ResidualScorer's).
-    scale_center_, scale_ : (d,) the scaling; scaling_ : str, the scaling used.
+    scale_center_, scale_ : ndarray (d,)
+        The centre subtracted from and the spread divided into each column.
+    scaling_ : str
+        The scaling used ("none", "standard" or "robust"; "auto" resolved).
     offset_ : float, ``score_samples - offset_ = decision_function`` (robustcore._outlier).
     n_features_in_, n_samples_fit_ : int; ``feature_names_in_`` when X had string column names.
 

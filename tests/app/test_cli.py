@@ -189,7 +189,7 @@ def test_run_on_a_data_file_with_options_replay_moved_and_changed(tmp_path, caps
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components=0"],
-     "n_components must be an integer >= 1; got 0"),
+     "n_components must be an integer >= 1, or None (elbow of the scree plot); got 0"),
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components=9"],
      "n_components must be an integer in [1, 4]"),
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components"], "--param must be KEY=VALUE"),
@@ -257,7 +257,7 @@ def test_methods_and_demos_list_everything(capsys):
     listed = json.loads(out)
     assert [m["name"] for m in listed] == list(METHODS)
     pca = listed[0]
-    assert {"name": "n_components", "type": "int", "default": 2}.items() <= pca["params"][0].items()
+    assert {"name": "n_components", "type": "int", "default": None}.items() <= pca["params"][0].items()
     code, out, _ = run_cli(capsys, "demos")
     assert code == 0 and all(name in out for name in demos())
     code, out, _ = run_cli(capsys, "demos", "--json")
@@ -272,7 +272,7 @@ def test_help_exits_zero(capsys):
 
 def test_figures_are_written_offscreen(tmp_path, capsys, qapp):
     code, out, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--method", "coherence-pursuit",
-                             "--figure", "scatter", "--figure", "comparison", "--select", "0,5-7",
+                             "--param", "pca:n_components=2", "--figure", "scatter", "--figure", "comparison", "--select", "0,5-7",
                              "--out", tmp_path / "o", "--size", "400x300")
     assert code == 0, err
     names = sorted(os.listdir(tmp_path / "o"))
@@ -311,7 +311,7 @@ def test_figure_needs_are_checked_before_anything_is_written(tmp_path, capsys, q
     code, _, err = run_cli(capsys, "run", "--demo", "gaussian-2d", "--method", "pca", "--param", "n_components=2",
                            "--figure", "contour", "--out", out, "-q")
     assert code == 2
-    assert "--figure contour cannot be drawn for pca: n_components must be" in err and "nothing was written" in err
+    assert "--figure contour cannot be drawn for pca: the subspace has full rank" in err and "nothing was written" in err
     assert not out.exists()
 
 

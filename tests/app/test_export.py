@@ -115,7 +115,7 @@ def test_samples_csv_reads_back_exactly_with_provenance(tmp_path, iris_pca):
     (path,) = export.export_results(res, ds, tmp_path / "iris-pca.csv")
     header, cols, rows = _read_csv(path)
     assert header["method"] == "pca"
-    assert header["params"] == {"n_components": 2, "center": True, "scale": "none",
+    assert header["params"] == {"n_components": 2, "center": True, "scale": "auto",
                                 "contamination": "auto"}
     assert header["score directions"]["spe"].startswith("higher = farther from the subspace")
     assert header["data"]["sha256"] == ds.provenance.sha256 and header["data"]["demo"] == "iris"

@@ -58,17 +58,17 @@ def test_an_example_opens_its_demo_runs_and_shows_its_view(qtbot, window):
 
 
 def test_pca_on_a_two_feature_demo_gets_a_rank_that_leaves_a_residual(qtbot, window):
-    """PCA's default of 2 components on 2-D data left nothing off the subspace: no SPE limit, an
-    empty SPE/T² map. On such data the form now starts at 1, and says why."""
+    """PCA's old default of 2 components on 2-D data left nothing off the subspace: no SPE limit,
+    an empty SPE/T² map. The automatic rank (the scree elbow, at most half of min(n, d)) is 1."""
     window.method_panel.set_method("pca")
     with qtbot.waitSignal(window.datasetLoaded, timeout=30000):
         window.load_demo("gaussian-2d")
     form = window.method_panel.form("pca")
-    assert form.values()["n_components"] == 1
-    assert "n_components = 1 for gaussian-2d" in window.method_panel.status.text()
+    assert form.values()["n_components"] is None
     with qtbot.waitSignal(window.runFinished, timeout=60000) as blocker:
         window.run()
     assert "SPE limit" in blocker.args[0].summary
+    assert blocker.args[0].estimator.n_components_ == 1
     contour = window.views.show_view("contour")
     assert contour.limits and contour.images["spe"].image is not None
     # A value the user chose is kept, whatever the data.

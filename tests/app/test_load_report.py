@@ -81,3 +81,41 @@ def test_data_panel_shows_where_known_outliers_come_from_and_the_warnings(tmp_pa
     label = w.dataset_panel.findChild(type(w.dataset_panel.title), "summary_warning")
     assert label is not None and label.isVisibleTo(w.dataset_panel)
     w.close()
+
+
+def test_data_panel_switches_the_known_outliers_and_runs_are_evaluated_against_them(tmp_path, qtbot):
+    """The Known outliers box: the file's 0/1 y, none, or the samples with one label value. Each
+    choice reloads the file with the loader option that says so; a run then reports ROC-AUC
+    against exactly those samples."""
+    from sklearn.metrics import roc_auc_score
+
+    from app.main_window import MainWindow
+    from app.settings import Settings
+    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.open_path(str(odds(tmp_path)))
+    box = w.dataset_panel.truth_box
+    assert box.isEnabled() and box.currentText() == "the file's 0/1 y (1 = outlier)"
+    items = [box.itemText(i) for i in range(box.count())]
+    assert items[0] == "none" and "label = 0" in items and "label = 1" in items
+
+    def choose(text):
+        with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+            box.setCurrentIndex(items.index(text))
+            box.activated.emit(items.index(text))
+
+    choose("none")
+    assert w.state.dataset.outliers is None
+    assert "known outliers" not in w.dataset_panel.summary_text()
+    assert w.dataset_panel.truth_box.currentText() == "none"
+    choose("label = 0")
+    ds = w.state.dataset
+    assert ds.outliers.sum() == 73 and w.dataset_panel.truth_box.currentText() == "label = 0"
+    assert ds.provenance.options["outlier_label"] == "0"
+    from robustcore.methods import get_method
+    res = get_method("pca").run(ds, {})
+    assert res.summary["ROC-AUC (known outliers)"] == pytest.approx(
+        roc_auc_score(ds.outliers, res.sample_scores["outlier_score"]), abs=1e-4)
+    assert res.summary["known outliers flagged"].endswith("of 73")
+    w.close()

@@ -67,7 +67,7 @@ def test_round_trip_keeps_every_field(tmp_path):
     assert back.selection == [3, 7, 12]
     assert back.view == {"name": "scatter", "zoom": [0, 1]}
     assert back.current_method == "pca"
-    assert back.runs[0].params == {"n_components": 2, "center": True, "scale": "none",
+    assert back.runs[0].params == {"n_components": 2, "center": True, "scale": "auto",
                                    "contamination": "auto"}
     assert back.runs[0].data_fingerprint == ds.fingerprint() == back.dataset.fingerprint
     assert back.runs[0].summary["explained variance ratio"] == pytest.approx(

@@ -119,7 +119,7 @@ def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
     """PCA of the 256-pixel USPS digits with rank 2: the principal plane of the data lies in the
     subspace, so SPE was one flat colour there. The default plane now holds component 1 and the
     largest residual direction; choosing the principal plane says why SPE is flat."""
-    state = make_state("usps-1-vs-8", "pca")
+    state = make_state("usps-1-vs-8", ("pca", {"n_components": 2}))
     v = views_for(state).show_view("contour")
     res = state.result("pca")
     assert v.plane_box.currentText() == "component 1 & largest residual"

@@ -22,7 +22,7 @@ def usps_views(views_for):
 def test_views_shown_match_the_results(usps_views):
     state, views = usps_views
     assert set(views.view_names()) == set(VIEW_NAMES)
-    assert views.available_views() == ["scatter", "detail", "contour", "comparison"]
+    assert views.available_views() == ["scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"]
     with pytest.raises(ValueError, match="nothing to show"):
         views.show_view("ranking")
     with pytest.raises(ValueError, match="view must be one of"):

@@ -1,0 +1,132 @@
+"""The outlier map (Hubert, Rousseeuw & Vanden Branden 2005): each sample's score distance (how
+far ALONG the subspace, SD² = T²) against its orthogonal distance (how far OFF it, OD² = SPE),
+with both cut-offs and the four regions named. SPE alone cannot see a good-leverage point (far
+along the subspace, close to it); the map shows it. Known outliers are drawn in their own colour,
+the method's flags ringed, the selection shared with every view.
+
+The distances and cut-offs are the result's own (``score_distance``, ``orthogonal_distance``,
+``map_region`` and the summary's "SD cut-off" / "OD cut-off", computed by the registry's
+adapter): the view draws, it does not fit.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt
+
+from robustcore.outlier_map import REGIONS
+
+from . import _derived as der
+from . import _style as st
+from ._cloud import PointCloud, new_plot
+from ._common import Choice, describe_sample, fmt, labelled, title_of
+from .base import BaseView
+
+NEED = ("score_distance", "orthogonal_distance", "map_region")
+
+
+class OutlierMapView(BaseView):
+    name = "outlier-map"
+    title = "Outlier map"
+
+    def __init__(self, state, parent=None):
+        super().__init__(state, parent)
+        self.method_box = Choice()
+        self.controls.addWidget(labelled("Result", self.method_box))
+        self.controls.addWidget(self.method_box)
+        self.plot = new_plot(self.figure.ci, row=0, col=0)
+        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
+        self.cloud = PointCloud(self.plot, state, size=6)
+        self.cut_lines = {
+            "sd": pg.InfiniteLine(angle=90, movable=False, pen=st.pen(st.FLAG_COLOR, 1.2, Qt.PenStyle.DashLine)),
+            "od": pg.InfiniteLine(angle=0, movable=False, pen=st.pen(st.FLAG_COLOR, 1.2, Qt.PenStyle.DashLine)),
+        }
+        for line in self.cut_lines.values():
+            self.plot.addItem(line)
+        self.region_labels = {r: pg.TextItem(r, color=st.AXIS_COLOR, anchor=(0, 0)) for r in REGIONS}
+        for t in self.region_labels.values():
+            self.plot.addItem(t)
+        self.method_box.currentIndexChanged.connect(self.redraw)
+
+    @classmethod
+    def missing(cls, state, method=None):
+        why = super().missing(state, method)
+        if why is not None or method is None:
+            return why
+        res = state.result(method)
+        if any(k not in res.arrays for k in NEED):
+            return str(res.summary.get("no outlier map") or res.summary.get("no limits")
+                       or "this result has no outlier map")
+        return None
+
+    def available_methods(self) -> list[str]:
+        return [m for m in super().available_methods() if self.missing(self.state, m) is None]
+
+    def refresh(self):
+        self.fill_method_box()
+        self.redraw()
+
+    def redraw(self, *_):
+        res, ds = self.result(), self.state.dataset
+        if res is None or ds is None:
+            return
+        a, s = res.arrays, res.summary
+        if any(k not in a for k in NEED):
+            self.drawn = None
+            self.cloud.clear()
+            self.set_status(f"{title_of(res.method)}: no outlier map: "
+                            f"{s.get('no outlier map') or s.get('no limits') or 'no distances in this result'}")
+            return
+        sd = np.asarray(a["score_distance"], dtype=float)
+        od = np.asarray(a["orthogonal_distance"], dtype=float)
+        region = np.asarray(a["map_region"], dtype=int)
+        sd_cut, od_cut = float(s["SD cut-off"]), float(s["OD cut-off"])
+        legend = []
+        if ds.outliers is not None:
+            codes = ds.outliers.astype(np.int64)
+            brushes = st.category_brushes(codes, 2)
+            legend = [(st.category_color(0), "inlier"), (st.category_color(1), "known outlier")]
+        else:
+            brushes = [st.brush("#333333", 170)] * sd.size
+        got = der.outlier_flags(res)
+        flags, rule = (got if got is not None else (None, ""))
+        self.cloud.set_points(sd, od, brushes=brushes, flags=flags)
+        names = np.array(REGIONS)
+        self.cloud.describe = (lambda i: describe_sample(ds, i, None)
+                               + f" · SD {fmt(sd[i])} · OD {fmt(od[i])} · {names[region[i]]}")
+        self.drawn = res
+        m = der.short_title(res.method)
+        st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
+                      bottom=f"score distance (along the {m} subspace; SD² = T²)",
+                      left="orthogonal distance (off the subspace; OD² = SPE)")
+        self.cut_lines["sd"].setPos(sd_cut)
+        self.cut_lines["od"].setPos(od_cut)
+        self.cut_lines["od"].setVisible(od_cut > 0)
+        # Region names in the corner of each quadrant, inside the data's range.
+        x_hi = max(float(sd.max(initial=0.0)), sd_cut) * 1.05
+        y_hi = max(float(od.max(initial=0.0)), od_cut) * 1.05
+        at = {"regular": (0.0, od_cut), "good leverage": (sd_cut, od_cut),
+              "orthogonal outlier": (0.0, y_hi), "bad leverage": (sd_cut, y_hi)}
+        counts = {r: int(np.sum(region == i)) for i, r in enumerate(REGIONS)}
+        for r, t in self.region_labels.items():
+            t.setText(f"{r} ({counts[r]})")
+            t.setPos(*at[r])
+            t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
+        self.plot.getViewBox().setRange(xRange=(0, x_hi), yRange=(0, y_hi), padding=0.02)
+        self.legend.clear()
+        for color, text in legend:
+            self.legend.addItem(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None), text)
+        if flags is not None:
+            self.legend.addItem(self.cloud.flag_item, f"ringed: {rule}")
+        self.fit_layout()
+        truth = ""
+        if ds.outliers is not None:
+            k = ds.outliers.astype(bool)
+            truth = (" · known outliers by region: "
+                     + ", ".join(f"{r} {int(np.sum(k & (region == i)))}" for i, r in enumerate(REGIONS)))
+        self.set_status(f"{title_of(res.method)}: cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
+                        f"(97.5 %); " + ", ".join(f"{counts[r]} {r}" for r in REGIONS) + truth)
+
+    def clear(self):
+        self.cloud.clear()
+        self.drawn = None

@@ -1,0 +1,81 @@
+"""The outlier map draws the result it names: its distances are the model's own (checked against
+robustcore.outlier_map and against SPE / T² computed another way), its cut-off lines sit at the
+result's cut-offs, known outliers are coloured and the selection is shared."""
+import numpy as np
+import pytest
+
+from robustcore.outlier_map import REGIONS
+
+from .conftest import data, make_state
+
+
+@pytest.fixture
+def state_views(views_for):
+    state = make_state("usps-small", "pca", "coherence-pursuit", "pcp")
+    return state, views_for(state)
+
+
+@pytest.mark.parametrize("method", ["pca", "coherence-pursuit"])
+def test_distances_are_the_models_spe_and_t2(state_views, method):
+    state, views = state_views
+    state.set_current_method(method)
+    v = views.show_view("outlier-map")
+    res = state.result(method)
+    assert v.drawn is res
+    assert v.method_box.key() == method
+    assert method.split("-")[0].lower() in v.plot.titleLabel.text.lower()
+    x, y = v.cloud.points()
+    # SD² is T² and OD² is SPE: the same numbers as the scores the run reports.
+    np.testing.assert_allclose(x ** 2, res.sample_scores["t2"], rtol=1e-8)
+    np.testing.assert_allclose(y ** 2, res.sample_scores["spe"], rtol=1e-8, atol=1e-12)
+    assert v.cut_lines["sd"].value() == pytest.approx(res.summary["SD cut-off"])
+    assert v.cut_lines["od"].value() == pytest.approx(res.summary["OD cut-off"])
+    # Region counts in the labels are the points' regions.
+    sd_cut, od_cut = res.summary["SD cut-off"], res.summary["OD cut-off"]
+    region = (x > sd_cut).astype(int) + 2 * (y > od_cut).astype(int)
+    for i, r in enumerate(REGIONS):
+        assert v.region_labels[r].textItem.toPlainText() == f"{r} ({int(np.sum(region == i))})"
+
+
+def test_pcp_map_is_against_the_subspace_of_L(state_views):
+    state, views = state_views
+    state.set_current_method("pcp")
+    v = views.show_view("outlier-map")
+    res = state.result("pcp")
+    assert v.drawn is res
+    C, m = res.arrays["components"], res.arrays["mean"]
+    X = data("usps-small").dense()
+    E = (X - m) - ((X - m) @ C.T) @ C
+    _, y = v.cloud.points()
+    np.testing.assert_allclose(y, np.linalg.norm(E, axis=1), rtol=1e-8)
+
+
+def test_known_outliers_coloured_and_selection_shared(state_views, qtbot):
+    state, views = state_views
+    state.set_current_method("coherence-pursuit")
+    v = views.show_view("outlier-map")
+    truth = data("usps-small").outliers
+    brushes = v.cloud.point_brushes()
+    colours = {b.color().name() for b, t in zip(brushes, truth) if t}
+    others = {b.color().name() for b, t in zip(brushes, truth) if not t}
+    assert len(colours) == 1 and len(others) == 1 and colours != others
+    # The robust fit puts the known outliers off the subspace: most of them above the OD cut-off.
+    _, y = v.cloud.points()
+    assert np.mean(y[truth] > v.cut_lines["od"].value()) > 0.9
+    x, _ = v.cloud.points()
+    picked = v.cloud.select_rect(x.min() - 1, v.cut_lines["od"].value(), x.max() + 1, y.max() + 1)
+    np.testing.assert_array_equal(state.selection, np.sort(picked))
+    assert set(np.flatnonzero(truth)) - set(state.selection.tolist()) == set(np.flatnonzero(truth & (y <= v.cut_lines["od"].value())))
+
+
+def test_a_full_rank_subspace_maps_along_it_only(views_for):
+    """A subspace that spans the data leaves no orthogonal part: OD is rounding, its cut-off 0 and
+    hidden, and only the two regions along the subspace are named."""
+    state = make_state("gaussian-2d", ("pca", {"n_components": 2}))
+    v = views_for(state).show_view("outlier-map")
+    res = state.result("pca")
+    assert v.drawn is res and res.summary["OD cut-off"] == 0.0
+    assert not v.cut_lines["od"].isVisible()
+    assert [r for r, t in v.region_labels.items() if t.isVisible()] == ["regular", "good leverage"]
+    x, _ = v.cloud.points()
+    np.testing.assert_allclose(x ** 2, res.sample_scores["t2"], rtol=1e-8)
