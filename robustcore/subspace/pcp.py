@@ -639,9 +639,6 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     scale_center_, scale_ : (d,) the scaling.
     scaling_ : str, the scaling used.
     offset_ : float.
-    scale_center_, scale_ : (d,) the scaling.
-    scaling_ : str, the scaling used.
-    offset_ : float.
     n_features_in_ : int
     """
 
