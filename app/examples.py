@@ -44,9 +44,18 @@ EXAMPLES = (
             "SPE is constant along the principal axis: a point far out along it is caught only by "
             "T². Switch the flag rule to see which points each score misses."),
     Example("anomaly-table", "Anomalies in cardiotocography records", "cardio",
-            (("residual", {}), ("coherence-pursuit", {"n_components": 3})), "scatter",
+            (("residual", {}), ("coherence-pursuit", {})), "scatter",
             "Known outliers against what SPE/T² and Coherence Pursuit flag: colour by known outlier "
             "and compare the rings."),
+    Example("outlier-map", "The outlier map: Coherence Pursuit on cardiotocography records", "cardio",
+            (("coherence-pursuit", {}),), "outlier-map",
+            "Each record by how far it lies along the robust subspace (score distance) and off it "
+            "(orthogonal distance): orthogonal outliers are what SPE sees, good-leverage points "
+            "what only T² sees. Known outliers are in orange."),
+    Example("known-outliers", "How well each method finds the known outliers (cardio)", "cardio",
+            (("pca", {}), ("coherence-pursuit", {}), ("pcp", {})), "evaluation",
+            "ROC and precision-recall curves of each method's outlier score against the records "
+            "marked as outliers, best first; chance is the dotted line."),
     Example("feature-ranking", "Feature ranking: ESFS on two clusters", "clusters-3d",
             (("esfs", {}),), "ranking",
             "x and y separate the clusters, z is noise: ESFS ranks them so without labels. Click a "

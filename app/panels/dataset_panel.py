@@ -273,7 +273,7 @@ class DatasetPanel(QWidget):
         else:
             current = 1 if "known_outliers" in names else -1
         if current < 0:   # set some other way (a demo's own truth): say so, offer the rest
-            items.insert(0, (f"as loaded ({getattr(ds, 'outliers_from', None) or 'from the data set'})", None))
+            items.insert(0, ("as in the demo" if prov.demo else f"as loaded ({getattr(ds, 'outliers_from', None) or 'from the data set'})", None))
             current = 0
         for text, o in items:
             self.truth_box.addItem(text)

@@ -43,7 +43,9 @@ class OutlierMapView(BaseView):
         }
         for line in self.cut_lines.values():
             self.plot.addItem(line)
-        self.region_labels = {r: pg.TextItem(r, color=st.AXIS_COLOR, anchor=(0, 0)) for r in REGIONS}
+        # On a light backing: the labels of the lower regions sit over the densest points.
+        self.region_labels = {r: pg.TextItem(r, color=st.AXIS_COLOR, anchor=(0, 0),
+                                             fill=pg.mkBrush(255, 255, 255, 210)) for r in REGIONS}
         for t in self.region_labels.values():
             self.plot.addItem(t)
         self.method_box.currentIndexChanged.connect(self.redraw)

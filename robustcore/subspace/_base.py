@@ -14,7 +14,7 @@ so ``contamination="auto"`` (score above 1) flags exactly the samples above eith
 rule the window rings. Why both: SPE alone is blind to points far out ALONG the subspace (the
 blind spot of reconstruction-error scoring) and scored below chance on two of fifteen public
 outlier tables where T² alone scored 0.97; T² alone is blind to points off the subspace. On 32
-real tables the larger ratio scored a mean ROC-AUC 0.04-0.08 above SPE alone
+real tables the larger ratio scored a mean ROC-AUC 0.02-0.07 above SPE alone, whatever the rank rule
 (benchmarks/results_outliers.md). The limits come from calibration rows: all training rows for
 PCA and ResidualScorer, all but the gross outliers for Coherence Pursuit.
 """
