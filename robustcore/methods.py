@@ -321,9 +321,13 @@ def _run_pcp(est, dataset, values, rep):
     # The subspace of L: its PCP_DIRECTIONS leading directions at most.
     sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), PCP_DIRECTIONS))
     arrays.update(components=sub["components"], mean=sub["mean"], projection=(X - sub["mean"]) @ sub["components"].T)
-    # The outlier map of X against L's subspace, with variances from L (outlier-free by design).
-    TL = (est.low_rank_ - sub["mean"]) @ sub["components"].T
-    more, said = _outlier_map_fields(X, sub["components"], sub["mean"], TL.var(axis=0, ddof=1), robust=True)
+    # The outlier map of X against L's subspace. The spread along each direction is robust
+    # (1.4826 MAD of X's scores): L's own spread understates it along its weak directions (on
+    # ODDS cardio every sample then lay beyond the score cut-off).
+    T = arrays["projection"]
+    mad = 1.4826 * np.median(np.abs(T - np.median(T, axis=0)), axis=0)
+    var = np.where(mad > 0, mad ** 2, T.var(axis=0, ddof=1))
+    more, said = _outlier_map_fields(X, sub["components"], sub["mean"], var, robust=True)
     arrays.update(more)
     score = est.sample_scores_
     # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's

@@ -73,3 +73,19 @@ def test_scaled_runs_say_their_units_and_the_views_reconstruct_in_original_units
     assert "scale" not in unscaled.arrays
     # columns a thousand-fold apart are mixed units: the default scales them
     assert get_method(method).run(ds, {"n_components": 2}).estimator.scaling_ == "standard"
+
+
+@pytest.mark.parametrize("method", ["pca", "coherence-pursuit", "pcp"])
+def test_outlier_map_puts_planted_inliers_in_the_regular_region(method):
+    """Planted subspace plus outliers far off it: the inliers are mostly "regular" (both
+    distances under their 97.5 % cut-offs) and the outliers are beyond the orthogonal cut-off.
+    Checked for every model the map is drawn for, PCP's L included (whose weak directions once
+    put every sample beyond the score cut-off)."""
+    from robustcore.outlier_map import REGIONS
+    X, is_out = planted_subspace_with_outliers(n_in=600, n_out=30, d=12, seed=4)
+    res = get_method(method).run(Dataset(X=X), {"n_components": 2} if method != "pcp" else {})
+    region = res.arrays["map_region"]
+    regular = region == REGIONS.index("regular")
+    assert regular[~is_out].mean() > 0.85
+    od = res.arrays["orthogonal_distance"]
+    assert (od[is_out] > res.summary["OD cut-off"]).mean() > 0.9
