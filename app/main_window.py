@@ -699,7 +699,8 @@ class MainWindow(ExportSlots, QMainWindow):
             outcome, level = "not converged", "warning"
         if result.warnings and level == "ok":
             level = "warning"
-        self._log_job(job, outcome, level, seconds=result.elapsed, warnings=result.warnings)
+        self._log_job(job, outcome, level, seconds=result.elapsed, warnings=result.warnings,
+                      summary=result.summary)
         self.state.set_current_method(result.method)
         self.state.add_result(result)
         text = f"{job.tag.title}: {outcome} in {result.elapsed:.2f}\u00a0s"
@@ -723,13 +724,14 @@ class MainWindow(ExportSlots, QMainWindow):
             self.method_panel.set_status(f"Cancelled after {job.elapsed:.1f}\u00a0s", done=False)
 
     def _log_job(self, job: Job | None, outcome: str, level: str, seconds: float | None = None,
-                 warnings=(), detail: str = "") -> None:
+                 warnings=(), detail: str = "", summary: dict | None = None) -> None:
         if job is None:
             return
         t = job.tag
+        from .panels.run_log import format_evaluation
         self.run_log.add(LogEntry(method=t.title, params=t.params, dataset=t.dataset,
                                   outcome=outcome, seconds=seconds, warnings=list(warnings),
-                                  detail=detail, level=level))
+                                  detail=detail, level=level, evaluation=format_evaluation(summary or {})))
 
     # == errors, help, examples ================================================================================
     def _show_error(self, title: str, message: str, details: str = "") -> QMessageBox:

@@ -12,7 +12,7 @@ from .param_form import format_value
 
 __all__ = ["RunLog", "LogEntry"]
 
-COLUMNS = ("Time", "Method", "Data set", "Outcome", "Wall time", "Parameters")
+COLUMNS = ("Time", "Method", "Data set", "Outcome", "Wall time", "Known outliers", "Parameters")
 _COLOURS = {"ok": None, "warning": QColor("#9a6700"), "error": QColor("#b03a2e"),
             "muted": QColor("#6b6b6b")}
 
@@ -26,8 +26,19 @@ class LogEntry:
     seconds: float | None = None
     warnings: list = field(default_factory=list)
     detail: str = ""
+    evaluation: str = ""         # how the run found the known outliers, e.g. "AUC 0.93 · AP 0.71"
     level: str = "ok"            # ok | warning | error | muted
     when: float = field(default_factory=time.time)
+
+
+def format_evaluation(summary: dict) -> str:
+    """A run's numbers against the known outliers, short enough for a log column ("" without)."""
+    auc = summary.get("ROC-AUC (known outliers)")
+    if auc is None:
+        return ""
+    ap = str(summary.get("average precision", "")).split(" ")[0]
+    caught = summary.get("known outliers flagged")
+    return f"AUC {float(auc):.3f} · AP {ap}" + (f" · flagged {caught}" if caught else "")
 
 
 def format_params(params: dict) -> str:
@@ -57,19 +68,19 @@ class RunLog(QTreeWidget):
         secs = "" if entry.seconds is None else f"{entry.seconds:.2f} s"
         params = format_params(entry.params)
         item = QTreeWidgetItem([time.strftime("%H:%M:%S", time.localtime(entry.when)), entry.method,
-                                entry.dataset, entry.outcome, secs, params])
+                                entry.dataset, entry.outcome, secs, entry.evaluation, params])
         item.setToolTip(len(COLUMNS) - 1, params)
         item.setTextAlignment(4, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         colour = _COLOURS.get(entry.level)
         if colour is not None:
             item.setForeground(3, QBrush(colour))
         for w in entry.warnings:
-            child = QTreeWidgetItem(["", "", "", "warning", "", str(w)])
+            child = QTreeWidgetItem(["", "", "", "warning", "", "", str(w)])
             child.setForeground(3, QBrush(_COLOURS["warning"]))
             child.setToolTip(len(COLUMNS) - 1, str(w))
             item.addChild(child)
         if entry.detail:
-            child = QTreeWidgetItem(["", "", "", "", "", entry.detail])
+            child = QTreeWidgetItem(["", "", "", "", "", "", entry.detail])
             child.setToolTip(len(COLUMNS) - 1, entry.detail)
             item.addChild(child)
         self.insertTopLevelItem(0, item)

@@ -118,4 +118,13 @@ def test_data_panel_switches_the_known_outliers_and_runs_are_evaluated_against_t
     assert res.summary["ROC-AUC (known outliers)"] == pytest.approx(
         roc_auc_score(ds.outliers, res.sample_scores["outlier_score"]), abs=1e-4)
     assert res.summary["known outliers flagged"].endswith("of 73")
+    # The same numbers in the window's run log
+    w.method_panel.set_method("pca")
+    with qtbot.waitSignal(w.runFinished, timeout=60000) as blocker:
+        w.run()
+    auc = blocker.args[0].summary["ROC-AUC (known outliers)"]
+    assert auc == pytest.approx(res.summary["ROC-AUC (known outliers)"])
+    from app.panels.run_log import COLUMNS
+    row = w.run_log.topLevelItem(0)
+    assert row.text(COLUMNS.index("Known outliers")).startswith(f"AUC {auc:.3f} · AP ")
     w.close()
