@@ -39,7 +39,8 @@ def test_help_is_reachable_from_the_method_panel_and_f1(qtbot, window):
 def test_examples_cover_every_demo_and_every_view():
     assert {e.demo for e in EXAMPLES} == set(demos())
     views = {e.view for e in EXAMPLES}
-    assert views == {"scatter", "comparison", "decomposition", "detail", "contour", "ranking", "learning-curve"}
+    assert views == {"scatter", "comparison", "decomposition", "detail", "contour", "ranking", "learning-curve",
+                     "outlier-map", "evaluation"}
     for e in EXAMPLES:
         assert all(e.view in METHODS[m].views or e.view in methods_for_view(e.view) for m, _ in e.runs)
         for m, params in e.runs:
