@@ -158,7 +158,7 @@ class ContourView(BaseView):
             return m["data_plane"], ("principal axis 1 of the data", "principal axis 2 of the data")
         i = key[1]
         return (np.vstack([m["components"][i], m["residual_direction"]]),
-                (f"component {i + 1}", "largest residual direction"))
+                (f"component {i + 1}", "largest residual"))
 
     def redraw(self, *_):
         res, ds = self.result(), self.state.dataset

@@ -80,7 +80,7 @@ class EvaluationView(BaseView):
         self.legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=chance), f"chance (AP {frac:.3f})")
         n_out = int(truth.sum())
         st.style_plot(self.roc_plot, title=f"ROC — {n_out} known outliers in {ds.name}",
-                      left="true positive rate (outliers found)", bottom="false positive rate (inliers flagged)")
+                      left="true positive rate", bottom="false positive rate (inliers flagged)")
         st.style_plot(self.pr_plot, title="precision–recall", left="precision", bottom="recall")
         for plot in (self.roc_plot, self.pr_plot):
             plot.getViewBox().setRange(xRange=(0, 1), yRange=(0, 1.02), padding=0.01)

@@ -47,6 +47,7 @@ class OutlierMapView(BaseView):
         self.region_labels = {r: pg.TextItem(r, color=st.AXIS_COLOR, anchor=(0, 0),
                                              fill=pg.mkBrush(255, 255, 255, 210)) for r in REGIONS}
         for t in self.region_labels.values():
+            t.setZValue(20)   # over the points
             self.plot.addItem(t)
         self.method_box.currentIndexChanged.connect(self.redraw)
 
@@ -99,8 +100,8 @@ class OutlierMapView(BaseView):
         self.drawn = res
         m = der.short_title(res.method)
         st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
-                      bottom=f"score distance (along the {m} subspace; SD² = T²)",
-                      left="orthogonal distance (off the subspace; OD² = SPE)")
+                      bottom=f"score distance, along the {m} subspace (SD² = T²)",
+                      left="orthogonal distance")
         self.cut_lines["sd"].setPos(sd_cut)
         self.cut_lines["od"].setPos(od_cut)
         self.cut_lines["od"].setVisible(od_cut > 0)
@@ -126,7 +127,7 @@ class OutlierMapView(BaseView):
             k = ds.outliers.astype(bool)
             truth = (" · known outliers by region: "
                      + ", ".join(f"{r} {int(np.sum(k & (region == i)))}" for i, r in enumerate(REGIONS)))
-        self.set_status(f"{title_of(res.method)}: cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
+        self.set_status(f"{title_of(res.method)}: SD² = T², OD² = SPE; cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
                         f"(97.5 %); " + ", ".join(f"{counts[r]} {r}" for r in REGIONS) + truth)
 
     def clear(self):

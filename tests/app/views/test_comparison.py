@@ -61,8 +61,8 @@ def test_each_method_is_labelled_with_its_own_rank(comparison):
     assert rank_l > 10
     bottom = v.error_plot.getAxis("bottom")
     ticks = [t for _, t in bottom._tickLevels[0]]
-    assert ticks == ["PCA", "CoP", "PCP"]
-    assert bottom.labelText == f"own rank: PCA 2, CoP 2, PCP {rank_l}"
+    assert ticks == ["PCA (2)", "CoP (2)", f"PCP ({rank_l})"]
+    assert bottom.labelText == "method (own rank)"
     assert "compared at rank 2" in v.status.text() and f"PCP {rank_l} (rank of L)" in v.status.text()
     assert v.error_plot.titleLabel.text.replace("<br>", " ") == "median SPE at rank 2"
 

@@ -129,7 +129,7 @@ def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
     # SPE varies across the plane, from inside its limit to several times it.
     assert spe.min() < res.summary["SPE limit"] < 3 * res.summary["SPE limit"] < spe.max()
     assert not v.flat_notes["spe"].isVisible()
-    assert v.plots["spe"].getAxis("left").labelText == "largest residual direction"
+    assert v.plots["spe"].getAxis("left").labelText == "largest residual"
     v.plane_box.set_key("data")
     assert v.grids["spe"].max() < 1e-9 * res.summary["SPE limit"]
     assert v.flat_notes["spe"].isVisible() and "lies inside the fitted subspace" in v.flat_notes["spe"].textItem.toPlainText()

@@ -25,6 +25,8 @@ CASES = {
     "decomposition": ("escalator-24", ["pcp"]),
     "ranking": ("clusters-3d", ["esfs"]),
     "learning-curve": ("iris", ["scw"]),
+    "outlier-map": ("usps-small", ["coherence-pursuit"]),
+    "evaluation": ("usps-small", ["pca", "coherence-pursuit", "pcp"]),
 }
 
 
@@ -77,6 +79,15 @@ def legibility_problems(view) -> list[str]:
             out.append(f"{what}: data area only {vb.width():.0f} x {vb.height():.0f} px")
         if vb.right() > fig.viewport().width() + 2 or vb.bottom() > fig.viewport().height() + 2:
             out.append(f"{what} lies partly outside the view")
+        for side in ("left", "bottom"):
+            ax = item.getAxis(side)
+            if not ax.isVisible() or not ax.label.isVisible() or not ax.label.toPlainText().strip():
+                continue
+            along = vb.height() if side == "left" else vb.width()
+            text = ax.label.boundingRect().width()
+            if text > along + 2:
+                out.append(f"{what}: {side} axis label {ax.label.toPlainText()!r} is {text:.0f} px along a "
+                           f"{along:.0f} px axis (cut off)")
     for legend in (it for it in fig.scene().items() if isinstance(it, pg.LegendItem) and it.isVisible()):
         r = legend.sceneBoundingRect()
         if legend.items and (r.right() > fig.viewport().width() + 2 or r.bottom() > fig.viewport().height() + 2):
