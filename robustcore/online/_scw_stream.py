@@ -21,7 +21,9 @@ engines here still avoid touching every sample from Python:
 * **Optional compiled kernels** (:mod:`._scw_jit`, when numba is installed) run the plain
   sequential loop for streams of at least ``JIT_MIN_ROWS`` rows.
 
-An all-zero row has v = 0 and a zero score, hence no loss: it is never an update.
+An all-zero row has v = 0 and a zero score, hence no loss: it is never an update. With an
+intercept (``run_stream(..., intercept=c)``) every row carries an extra constant feature c,
+appended a chunk of rows at a time, so no row is all-zero.
 
 States are updated in place. Every engine returns the pre-update scores of every row (what the
 learner predicted before seeing the label), the pre-update ``v`` and which rows were updated.
@@ -38,7 +40,7 @@ from scipy.linalg import solve_triangular
 from .. import _jit
 from ._scw_steps import binary_step, binary_step_array, loss_scale, multiclass_step
 
-__all__ = ["run_stream", "StreamResult"]
+__all__ = ["run_stream", "StreamResult", "with_constant_column"]
 
 # Rows per block for the full-covariance engine: large enough to amortise the GEMMs and the
 # per-block solve, small enough that the O(u B) corrections per update stay cheap.
@@ -489,36 +491,101 @@ def _jit_pass(jit, X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done
     return StreamResult(scores, vs, updated)
 
 
-def run_stream(X, codes, mean, cov, *, phi, C, variant, multiclass, rep, n_done=0, n_total=None):
+def with_constant_column(X, value: float):
+    """``X`` (n, d) with one more column, d, holding ``value`` in every row.
+
+    CSR input stays CSR (the new entry is the last of each row, so indices stay sorted);
+    nothing is densified.
+    """
+    n, d = X.shape
+    if not sp.issparse(X):
+        out = np.empty((n, d + 1))
+        out[:, :d] = X
+        out[:, d] = value
+        return out
+    indptr = X.indptr.astype(np.int64)
+    new_indptr = indptr + np.arange(n + 1)
+    last = np.zeros(X.nnz + n, dtype=bool)
+    last[new_indptr[1:] - 1] = True
+    idx_dtype = np.int64 if d + 1 > np.iinfo(np.int32).max else X.indices.dtype
+    indices = np.empty(X.nnz + n, dtype=idx_dtype)
+    data = np.empty(X.nnz + n)
+    indices[~last] = X.indices
+    indices[last] = d
+    data[~last] = X.data
+    data[last] = value
+    out = sp.csr_matrix((data, indices, new_indptr.astype(idx_dtype, copy=False)), shape=(n, d + 1))
+    out.has_sorted_indices = True
+    return out
+
+
+# Rows per augmented chunk when the model has an intercept (a constant extra column is appended
+# a chunk at a time, so the whole X is never copied).
+_INTERCEPT_CHUNK = 8192
+
+
+def run_stream(X, codes, mean, cov, *, phi, C, variant, multiclass, rep, n_done=0, n_total=None,
+               intercept=0.0):
     """One pass of SCW over the rows of ``X`` in order, updating ``mean`` and ``cov`` in place.
 
     Parameters
     ----------
     X : (n, d) float64 array or CSR matrix (canonical: sorted, no duplicate indices).
     codes : (n,) labels: float +1/-1 (binary) or int class indices (multi-class).
-    mean : (k, d) weights; k = 1 for binary, n_classes for shared multi-class.
-    cov : (d, d) full covariance, or (d,) its diagonal (diagonal variant).
+    mean : (k, D) weights; k = 1 for binary, n_classes for shared multi-class; D = d, or d + 1
+        with an intercept (its weight is the last column).
+    cov : (D, D) full covariance, or (D,) its diagonal (diagonal variant).
     phi, C, variant : confidence Phi^-1(eta), aggressiveness (``math.inf`` gives CW), "I" or "II".
     multiclass : shared-covariance multi-class update (else binary).
     rep : a Reporter (may raise Cancelled).
     n_done, n_total : samples before this call and in the whole run, for progress fractions.
+    intercept : 0 for none; otherwise every row gets an extra constant feature of this value
+        (learned like any other weight, so an all-zero row still has v > 0 and gets the bias).
 
     Returns
     -------
     StreamResult with ``scores`` (n, k) pre-update decision values, ``v`` (n,) pre-update
     x^T Sigma x and ``updated`` (n,) bool.
     """
-    n_total = X.shape[0] if n_total is None else n_total
+    n = X.shape[0]
+    n_total = n if n_total is None else n_total
+    use_jit = USE_JIT and n >= JIT_MIN_ROWS
+    if not intercept:
+        return _dispatch(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_total,
+                         use_jit, False)
+    step = _INTERCEPT_CHUNK
+    if not sp.issparse(X):
+        step = max(256, min(step, _BLOCK_ENTRIES_AUG // (X.shape[1] + 1)))
+    parts = []
+    for a in range(0, n, step):
+        b = min(a + step, n)
+        Xa = with_constant_column(X[a:b], intercept)
+        parts.append(_dispatch(Xa, codes[a:b], mean, cov, phi, C, variant, multiclass, rep,
+                               n_done + a, n_total, use_jit, True))
+    if len(parts) == 1:
+        return parts[0]
+    return StreamResult(np.concatenate([r.scores for r in parts]), np.concatenate([r.v for r in parts]),
+                        np.concatenate([r.updated for r in parts]))
+
+
+# Entries per dense augmented chunk (32 MB).
+_BLOCK_ENTRIES_AUG = 1 << 22
+
+
+def _dispatch(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_total, use_jit,
+              shared_column):
     args = (X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_total)
     dense_full_from_sparse = cov.ndim == 2 and sp.issparse(X)
-    if USE_JIT and X.shape[0] >= JIT_MIN_ROWS and not dense_full_from_sparse:
+    if use_jit and not dense_full_from_sparse:
         jit = _jit_module()
         if jit is not None:
             return _jit_pass(jit, *args)
     if cov.ndim == 2:
         return _full_pass(*args)
     if sp.issparse(X):
-        if not multiclass:
+        # A column shared by every row (the intercept) chains all rows: no two rows could share
+        # a wave, so go row by row straight away.
+        if not multiclass and not shared_column:
             return _diag_sparse_binary_waves(X, codes, mean, cov, phi, C, variant, rep, n_done, n_total)
         return _diag_sparse_pass(*args)
     return _diag_dense_pass(*args)

@@ -213,16 +213,20 @@ def test_scw_is_a_classifier_with_probabilities_for_two_classes():
     rng = np.random.default_rng(4)
     X = rng.standard_normal((400, 5))
     y = np.where(X @ [1.0, -2.0, 0.5, 0.0, 1.0] > 0, "yes", "no")
-    est = SCW().fit(X, y)
+    est = SCW(shuffle=False).fit(X, y)
     assert list(est.classes_) == ["no", "yes"] and est.score(X, y) > 0.9
     P = est.predict_proba(X[:20])
-    v = np.einsum("ij,jk,ik->i", X[:20], est.covariance_, X[:20])
-    np.testing.assert_allclose(P[:, 1], norm.cdf(X[:20] @ est.mean_ / np.sqrt(v)), rtol=1e-12)
+    # the intercept is the weight of a constant feature 1 (the covariance's last coordinate)
+    Xa = np.c_[X, np.ones(len(X))]
+    w = np.r_[est.mean_, est.intercept_]
+    v = np.einsum("ij,jk,ik->i", Xa[:20], est.covariance_, Xa[:20])
+    np.testing.assert_allclose(P[:, 1], norm.cdf(Xa[:20] @ w / np.sqrt(v)), rtol=1e-12)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     np.testing.assert_array_equal(est.classes_[P.argmax(axis=1)], est.predict(X[:20]))
     diag = SCW(covariance="diagonal").fit(X, y)
+    wd = np.r_[diag.mean_, diag.intercept_]
     np.testing.assert_allclose(diag.predict_proba(X[:5])[:, 1],
-                               norm.cdf(X[:5] @ diag.mean_ / np.sqrt((X[:5] ** 2) @ diag.covariance_diag_)))
+                               norm.cdf(Xa[:5] @ wd / np.sqrt((Xa[:5] ** 2) @ diag.covariance_diag_)))
     multi = SCW().fit(X, np.digitize(X[:, 0], [-0.5, 0.5]))
     assert not hasattr(multi, "predict_proba")       # no closed form for the multi-class models
     part = SCW().partial_fit(X[:200], y[:200], classes=["no", "yes"]).partial_fit(X[200:], y[200:])

@@ -186,51 +186,71 @@ def test_numerical_check_rejects_the_circulating_scw2_typo():
     assert failures >= 3
 
 
-def test_estimator_transitions_are_exact_minimisers(backend):
-    # End to end: each partial_fit on one example moves (mean_, covariance_) to the minimiser.
+def _weights(est):
+    """(k, D) weights over the features and, with an intercept, the constant feature 1 (last)."""
+    W = np.atleast_2d(est.mean_)
+    if est.fit_intercept:
+        W = np.hstack([W, np.reshape(est.intercept_, (-1, 1))])
+    return W
+
+
+def _augmented(x, est):
+    return np.append(x, 1.0) if est.fit_intercept else x
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_estimator_transitions_are_exact_minimisers(fit_intercept, backend):
+    # End to end: each partial_fit on one example moves (weights, covariance_) to the minimiser;
+    # with an intercept the weights and x carry the constant feature 1.
     rng = np.random.default_rng(11)
     X = rng.normal(size=(6, 3))
     y = np.array([1, 0, 1, 1, 0, 0])
     for variant in ("I", "II"):
-        est = SCW(variant=variant, C=0.8, eta=0.8, a=0.7)
+        est = SCW(variant=variant, C=0.8, eta=0.8, a=0.7, fit_intercept=fit_intercept)
         est.partial_fit(X[:1], y[:1], classes=[0, 1])
+        assert est.covariance_.shape == ((4, 4) if fit_intercept else (3, 3))
         for i in range(1, len(X)):
-            mu0, S0 = est.mean_.copy(), est.covariance_.copy()
+            W0, S0 = _weights(est), est.covariance_.copy()
+            x = _augmented(X[i], est)
             sign = np.array([1.0 if y[i] == 1 else -1.0])
-            if _loss(mu0[None, :], S0, X[i], sign, est.phi_, 1.0) <= 0:
+            if _loss(W0, S0, x, sign, est.phi_, 1.0) <= 0:
                 est.partial_fit(X[i:i + 1], y[i:i + 1])
-                np.testing.assert_array_equal(est.mean_, mu0)
+                np.testing.assert_array_equal(_weights(est), W0)
                 continue
             est.partial_fit(X[i:i + 1], y[i:i + 1])
             power = 1 if variant == "I" else 2
-            mus_n, S_n = _numerical_minimiser(mu0[None, :], S0, X[i], sign, est.phi_, 0.8, power, 1.0)
-            np.testing.assert_allclose(est.mean_, mus_n[0], atol=1e-5)
+            mus_n, S_n = _numerical_minimiser(W0, S0, x, sign, est.phi_, 0.8, power, 1.0)
+            np.testing.assert_allclose(_weights(est), mus_n, atol=1e-5)
             np.testing.assert_allclose(est.covariance_, S_n, atol=1e-5)
+            np.testing.assert_allclose(est.decision_function(X[i:i + 1]), mus_n[0] @ x, atol=1e-5)
 
 
-def test_multiclass_estimator_transition_is_exact_minimiser(backend):
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_multiclass_estimator_transition_is_exact_minimiser(fit_intercept, backend):
     rng = np.random.default_rng(5)
     X = rng.normal(size=(5, 3))
     y = np.array([0, 1, 2, 1, 0])
-    est = SCW(variant="II", C=0.5, eta=0.7)
+    est = SCW(variant="II", C=0.5, eta=0.7, fit_intercept=fit_intercept)
     est.partial_fit(X[:2], y[:2], classes=[0, 1, 2])
     for i in range(2, 5):
-        M0, S0 = est.mean_.copy(), est.covariance_.copy()
+        M0, S0 = _weights(est), est.covariance_.copy()
+        x = _augmented(X[i], est)
         r = y[i]
-        scores = M0 @ X[i]
+        scores = M0 @ x
         others = [c for c in range(3) if c != r]
         s = others[int(np.argmax(scores[others]))]
         pair = np.vstack([M0[r], M0[s]])
         sign = np.array([1.0, -1.0])
         est.partial_fit(X[i:i + 1], y[i:i + 1])
-        if _loss(pair, S0, X[i], sign, est.phi_, 2.0) <= 0:
-            np.testing.assert_array_equal(est.mean_, M0)
+        if _loss(pair, S0, x, sign, est.phi_, 2.0) <= 0:
+            np.testing.assert_array_equal(_weights(est), M0)
             continue
-        mus_n, S_n = _numerical_minimiser(pair, S0, X[i], sign, est.phi_, 0.5, 2, 2.0)
-        np.testing.assert_allclose(est.mean_[r], mus_n[0], atol=1e-5)
-        np.testing.assert_allclose(est.mean_[s], mus_n[1], atol=1e-5)
+        mus_n, S_n = _numerical_minimiser(pair, S0, x, sign, est.phi_, 0.5, 2, 2.0)
+        W = _weights(est)
+        np.testing.assert_allclose(W[r], mus_n[0], atol=1e-5)
+        np.testing.assert_allclose(W[s], mus_n[1], atol=1e-5)
         untouched = [c for c in range(3) if c not in (r, s)]
-        np.testing.assert_array_equal(est.mean_[untouched], M0[untouched])
+        np.testing.assert_array_equal(W[untouched], M0[untouched])
         np.testing.assert_allclose(est.covariance_, S_n, atol=1e-5)
 
 
@@ -305,25 +325,32 @@ def _stream(rng, n, d, k, zero_rows=()):
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("variant", ["I", "II"])
-def test_fast_engine_equals_sequential_loop(covariance, k, variant, backend):
+@pytest.mark.parametrize("intercept", [0.0, 1.0])
+def test_fast_engine_equals_sequential_loop(covariance, k, variant, intercept, backend, monkeypatch):
+    # With an intercept the reference loop runs on X with the constant column written out; the
+    # engines append it a chunk at a time (several chunks here).
+    monkeypatch.setattr(_scw_stream, "_INTERCEPT_CHUNK", 256)
     rng = np.random.default_rng(42 + k)
     n, d = 700, 6
     X, codes = _stream(rng, n, d, k, zero_rows=(0, 3, 250))
     multi = k > 2
     kk = k if multi else 1
-    mean0 = np.zeros((kk, d))
-    cov0 = 0.5 * np.eye(d) if covariance == "full" else np.full(d, 0.5)
+    D = d + (intercept != 0)
+    mean0 = np.zeros((kk, D))
+    cov0 = 0.5 * np.eye(D) if covariance == "full" else np.full(D, 0.5)
     phi = phi_from_eta(0.8)
-    ref_mean, ref_cov, ref_scores, ref_upd = _reference_pass(X, codes, mean0, cov0, phi, 1.3, variant, multi)
+    Xref = np.hstack([X, np.full((n, 1), intercept)]) if intercept else X
+    ref_mean, ref_cov, ref_scores, ref_upd = _reference_pass(Xref, codes, mean0, cov0, phi, 1.3, variant, multi)
     mean, cov = mean0.copy(), cov0.copy()
     from robustcore._progress import Reporter
     res = run_stream(X, codes, mean, cov, phi=phi, C=1.3, variant=variant, multiclass=multi,
-                     rep=Reporter(None))
+                     rep=Reporter(None), intercept=intercept)
     np.testing.assert_array_equal(res.updated, ref_upd)
     np.testing.assert_allclose(res.scores, ref_scores, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(mean, ref_mean, rtol=1e-9, atol=1e-11)
     np.testing.assert_allclose(cov, ref_cov, rtol=1e-9, atol=1e-12)
-    assert not res.updated[[0, 3, 250]].any()
+    # all-zero rows: skipped without an intercept, a loss like any other with one (v > 0)
+    assert res.updated[[0, 3, 250]].any() == bool(intercept)
     assert 0.05 < ref_upd.mean() < 0.95     # a mix of updated and skipped rows
 
 
@@ -335,9 +362,10 @@ def test_csr_equals_dense_for_diagonal(k, backend):
     X = X.toarray()
     X[[5, 17]] = 0.0
     y = rng.integers(0, k, size=n)
-    dense = SCW(covariance="diagonal").fit(X, y)
-    csr = SCW(covariance="diagonal").fit(sp.csr_matrix(X), y)
+    dense = SCW(covariance="diagonal", random_state=0).fit(X, y)
+    csr = SCW(covariance="diagonal", random_state=0).fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(csr.mean_, dense.mean_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(csr.intercept_, dense.intercept_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(csr.covariance_diag_, dense.covariance_diag_, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(csr.history_["updates"], dense.history_["updates"])
     np.testing.assert_allclose(csr.history_["mistake_rate"], dense.history_["mistake_rate"])
@@ -358,8 +386,10 @@ def test_sparse_waves_respect_every_shared_column():
 
 
 @pytest.mark.parametrize("variant", ["I", "II"])
-def test_sparse_high_dimensional_stream_equals_sequential_loop(variant, backend):
-    # Few non-zeros in many columns: long runs of support-disjoint rows, processed together.
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_sparse_high_dimensional_stream_equals_sequential_loop(variant, fit_intercept, backend):
+    # Few non-zeros in many columns: long runs of support-disjoint rows, processed together
+    # (without an intercept; the intercept's column is in every row, so then row by row).
     rng = np.random.default_rng(21)
     n, d = 900, 3000
     X = sp.random(n, d, density=0.002, format="csr", random_state=np.random.RandomState(4),
@@ -368,10 +398,13 @@ def test_sparse_high_dimensional_stream_equals_sequential_loop(variant, backend)
     codes = np.sign(X @ w + 0.1 * rng.normal(size=n))
     codes[codes == 0] = 1.0
     phi = phi_from_eta(0.7)
-    ref_mean, ref_cov, ref_scores, ref_upd = _reference_pass(X.toarray(), codes, np.zeros((1, d)),
-                                                             np.full(d, 2.0), phi, 0.6, variant, False)
-    est = SCW(variant=variant, covariance="diagonal", eta=0.7, C=0.6, a=2.0).fit(X, codes)
-    np.testing.assert_allclose(est.mean_, ref_mean[0], rtol=1e-10, atol=1e-13)
+    Xref = np.hstack([X.toarray(), np.ones((n, 1))]) if fit_intercept else X.toarray()
+    D = Xref.shape[1]
+    ref_mean, ref_cov, ref_scores, ref_upd = _reference_pass(Xref, codes, np.zeros((1, D)),
+                                                             np.full(D, 2.0), phi, 0.6, variant, False)
+    est = SCW(variant=variant, covariance="diagonal", eta=0.7, C=0.6, a=2.0, shuffle=False,
+              fit_intercept=fit_intercept).fit(X, codes)
+    np.testing.assert_allclose(_weights(est)[0], ref_mean[0], rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(est.covariance_diag_, ref_cov, rtol=1e-10, atol=1e-13)
     np.testing.assert_array_equal(np.diff(est.history_["updates"], prepend=0).astype(bool), ref_upd)
     assert ref_upd.sum() > 100
@@ -393,7 +426,7 @@ def test_sparse_stream_mixing_waves_and_row_by_row_equals_sequential_loop(monkey
     phi = phi_from_eta(0.75)
     ref_mean, ref_cov, _, ref_upd = _reference_pass(X.toarray(), codes, np.zeros((1, d)), np.ones(d),
                                                     phi, 1.0, "I", False)
-    est = SCW(covariance="diagonal").fit(X, codes)
+    est = SCW(covariance="diagonal", shuffle=False, fit_intercept=False).fit(X, codes)
     np.testing.assert_allclose(est.mean_, ref_mean[0], rtol=1e-10, atol=1e-13)
     np.testing.assert_allclose(est.covariance_diag_, ref_cov, rtol=1e-10, atol=1e-13)
     assert est.history_["updates"][-1] == ref_upd.sum()
@@ -443,12 +476,12 @@ def test_covariance_stays_positive_definite_over_a_stream(backend):
         assert np.all(np.isfinite(est.mean_)) and np.all(np.isfinite(diag.mean_))
 
 
-def test_all_zero_example_is_skipped(backend):
+def test_all_zero_example_is_skipped_without_intercept(backend):
     rng = np.random.default_rng(4)
     X = rng.normal(size=(20, 4))
     y = rng.integers(0, 2, size=20)
     for cov in ("full", "diagonal"):
-        est = SCW(covariance=cov).fit(X, y)
+        est = SCW(covariance=cov, fit_intercept=False).fit(X, y)
         mean, diag, upd = est.mean_.copy(), est.covariance_diag_.copy(), est.history_["updates"][-1]
         est.partial_fit(np.zeros((3, 4)), [0, 1, 1])
         np.testing.assert_array_equal(est.mean_, mean)
@@ -465,13 +498,15 @@ def test_all_zero_example_is_skipped(backend):
 def test_partial_fit_in_chunks_equals_fit(covariance, k, backend):
     rng = np.random.default_rng(8)
     X, y = _stream(rng, 500, 5, k)
-    full = SCW(covariance=covariance).fit(X, y)
+    full = SCW(covariance=covariance, shuffle=False).fit(X, y)
     classes = np.unique(y)
     part = SCW(covariance=covariance)
     for a, b in [(0, 1), (1, 130), (130, 131), (131, 500)]:
         part.partial_fit(X[a:b], y[a:b], classes=classes if a == 0 else None)
     np.testing.assert_allclose(part.mean_, full.mean_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(part.intercept_, full.intercept_, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(part.covariance_diag_, full.covariance_diag_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(part.class_counts_, np.bincount(np.unique(y, return_inverse=True)[1]))
     for key in ("mistake_rate", "updates", "loss", "mistake"):
         np.testing.assert_allclose(part.history_[key], full.history_[key], rtol=1e-9, atol=1e-12)
     assert part.n_samples_seen_ == 500
@@ -481,18 +516,23 @@ def test_history_counts_online_mistakes_and_updates(backend):
     rng = np.random.default_rng(6)
     X, codes = _stream(rng, 400, 5, 2)
     y = np.where(codes > 0, "yes", "no")
-    est = SCW().fit(X, y)
+    est = SCW(shuffle=False).fit(X, y)
     h = est.history_
     assert set(h) >= {"mistake_rate", "updates", "loss"}
     assert all(len(v) == 400 for v in h.values())
-    # Recompute the online predictions with the reference loop: scores before each update.
-    _, _, scores, upd = _reference_pass(X, np.where(y == "yes", 1.0, -1.0), np.zeros((1, 5)), np.eye(5),
+    # Recompute the online predictions with the reference loop (X with the intercept's constant
+    # column written out): scores before each update. The first score is exactly 0 with nothing
+    # seen yet: the lower class, "no"; no later score is exactly 0.
+    Xa = np.hstack([X, np.ones((400, 1))])
+    _, _, scores, upd = _reference_pass(Xa, np.where(y == "yes", 1.0, -1.0), np.zeros((1, 6)), np.eye(6),
                                         est.phi_, 1.0, "I", False)
-    pred = np.where(scores[:, 0] >= 0, "yes", "no")
+    assert scores[0, 0] == 0.0 and np.all(scores[1:, 0] != 0.0)
+    pred = np.where(scores[:, 0] > 0, "yes", "no")
     np.testing.assert_allclose(h["mistake_rate"], np.cumsum(pred != y) / np.arange(1, 401))
     np.testing.assert_array_equal(h["updates"], np.cumsum(upd))
     assert list(est.classes_) == ["no", "yes"]
-    assert est.mean_.shape == (5,) and est.covariance_.shape == (5, 5)
+    assert est.mean_.shape == (5,) and est.covariance_.shape == (6, 6)
+    assert isinstance(est.intercept_, float)
     assert set(est.predict(X)) <= {"yes", "no"}
     # Every mistake is an update (a wrong sign means a positive loss).
     assert np.all(upd[h["mistake"]])
@@ -501,8 +541,9 @@ def test_history_counts_online_mistakes_and_updates(backend):
 def test_multiclass_shapes_and_learning():
     rng = np.random.default_rng(10)
     X, y = _stream(rng, 3000, 10, 4)
-    est = SCW(variant="I").fit(X, y)
-    assert est.mean_.shape == (4, 10) and est.covariance_.shape == (10, 10)
+    est = SCW(variant="I", random_state=0).fit(X, y)
+    assert est.mean_.shape == (4, 10) and est.covariance_.shape == (11, 11)
+    assert est.intercept_.shape == (4,)
     assert est.decision_function(X).shape == (3000, 4)
     assert est.score(X, y) > 0.8
     assert est.history_["mistake_rate"][-1] < 0.35
@@ -512,10 +553,11 @@ def test_ovr_equals_independent_binary_models():
     rng = np.random.default_rng(12)
     X, y = _stream(rng, 400, 6, 3)
     for cov in ("full", "diagonal"):
-        ovr = SCW(multiclass="ovr", covariance=cov, variant="II").fit(X, y)
+        ovr = SCW(multiclass="ovr", covariance=cov, variant="II", shuffle=False).fit(X, y)
         for c in range(3):
-            b = SCW(covariance=cov, variant="II").fit(X, (y == c).astype(int))
+            b = SCW(covariance=cov, variant="II", shuffle=False).fit(X, (y == c).astype(int))
             np.testing.assert_allclose(ovr.mean_[c], b.mean_, rtol=1e-12)
+            np.testing.assert_allclose(ovr.intercept_[c], b.intercept_, rtol=1e-12)
             np.testing.assert_allclose(ovr.covariance_diag_[c], b.covariance_diag_, rtol=1e-12)
         scores = ovr.decision_function(X)
         np.testing.assert_array_equal(ovr.predict(X), np.argmax(scores, axis=1))
@@ -528,8 +570,9 @@ def test_shuffle_is_reproducible_and_records_order():
     b = SCW(shuffle=True, random_state=np.random.default_rng(3)).fit(X, y)
     np.testing.assert_array_equal(a.mean_, b.mean_)
     assert sorted(a.order_) == list(range(200)) and list(a.order_) != list(range(200))
-    c = SCW().fit(X[a.order_], y[a.order_])
+    c = SCW(shuffle=False).fit(X[a.order_], y[a.order_])
     np.testing.assert_allclose(a.mean_, c.mean_)
+    assert list(SCW(shuffle=False).fit(X, y).order_) == list(range(200))
 
 
 def test_progress_and_cancel_leave_estimator_unfitted(backend):
@@ -564,9 +607,10 @@ def test_sparse_input_csr_full_covariance_matches_dense():
     rng = np.random.default_rng(15)
     X = rng.normal(size=(300, 5)) * (rng.random((300, 5)) < 0.4)
     y = rng.integers(0, 2, size=300)
-    a = SCW().fit(sp.csr_matrix(X), y)
-    b = SCW().fit(X, y)
+    a = SCW(random_state=1).fit(sp.csr_matrix(X), y)
+    b = SCW(random_state=1).fit(X, y)
     np.testing.assert_allclose(a.mean_, b.mean_, rtol=1e-10)
+    np.testing.assert_allclose(a.predict_proba(sp.csr_matrix(X)), b.predict_proba(X), rtol=1e-10)
 
 
 # -- learning quality: SCW-I against CW and PA-I on the same stream ----------------------------
@@ -593,7 +637,7 @@ def test_scw1_makes_fewer_online_mistakes_than_cw_and_pa1(backend):
         w = rng.normal(size=d)
         y = np.sign(X @ w)
         y[rng.random(n) < 0.10] *= -1            # 10 % label noise
-        est = SCW(variant="I").fit(X, y)
+        est = SCW(variant="I", shuffle=False, fit_intercept=False).fit(X, y)
         rates["scw"].append(est.history_["mistake_rate"][-1])
         mean, cov = np.zeros((1, d)), np.eye(d)
         res = run_stream(X, y, mean, cov, phi=est.phi_, C=math.inf, variant="I", multiclass=False,
@@ -664,7 +708,8 @@ def test_bad_data():
 
 def test_params_declared_once_with_help():
     names = [p.name for p in SCW.param_specs()]
-    assert names == ["variant", "C", "eta", "covariance", "a", "multiclass", "shuffle", "random_state"]
+    assert names == ["variant", "C", "eta", "covariance", "a", "multiclass", "fit_intercept", "shuffle",
+                     "random_state"]
     assert all(p.help for p in SCW.param_specs())
     est = SCW(variant="II", C=2.0)
     assert est.get_params()["C"] == 2.0 and est.get_params()["eta"] is None
@@ -680,7 +725,7 @@ def test_partial_fit_one_example_at_a_time_keeps_earlier_history():
         if i in (10, 150):
             snapshots.append({k: v.copy() for k, v in est.history_.items()})
             snapshots.append(est.history_)              # the published arrays themselves
-    ref = SCW().fit(X, y)
+    ref = SCW(shuffle=False).fit(X, y)
     for k in ref.history_:
         np.testing.assert_allclose(est.history_[k], ref.history_[k], rtol=1e-10)
     for copy, live in zip(snapshots[::2], snapshots[1::2]):
@@ -698,6 +743,9 @@ def test_partial_fit_refuses_a_changed_model_kind():
         est.partial_fit(X, y)
     est.set_params(covariance="full", multiclass="ovr")
     with pytest.raises(ValueError, match="multiclass must be 'shared'"):
+        est.partial_fit(X, y)
+    est.set_params(multiclass="shared", fit_intercept=False)
+    with pytest.raises(ValueError, match="fit_intercept must be True, as when this model started"):
         est.partial_fit(X, y)
     est = SCW().fit(X, np.array(["a", "b", "c"])[y])
     with pytest.raises(ValueError, match="not among the classes"):
@@ -718,7 +766,141 @@ def test_registry_runs_scw_dense_and_sparse():
     assert len(res.arrays["history_mistake_rate"]) == 225
     assert res.summary["test samples"] == 75 and res.summary["test accuracy"] > 0.8
     assert np.all(np.diff(res.arrays["history_test_seen"]) > 0)
+    # the majority-class baseline on the same stream, recomputed by a plain loop
+    stream = y[res.arrays["order"]]
+    counts, wrong = {"a": 0, "b": 0}, []
+    for lab in stream:
+        guess = "b" if counts["b"] > counts["a"] else "a"
+        wrong.append(guess != lab)
+        counts[lab] += 1
+    np.testing.assert_allclose(res.arrays["history_majority_rate"], np.cumsum(wrong) / np.arange(1, 226))
+    top = "b" if counts["b"] > counts["a"] else "a"
+    test = np.setdiff1d(np.arange(300), res.arrays["order"])
+    assert res.summary["majority-class test accuracy"] == pytest.approx(np.mean(y[test] == top))
+    assert res.summary["majority-class online mistake rate"] > res.summary["online mistake rate"]
     res = method.run(Dataset(X, labels=y), {"variant": "II", "test_fraction": 0.0})
     assert len(res.arrays["history_mistake_rate"]) == 300 and "test accuracy" not in res.summary
     res = method.run(Dataset(sp.csr_matrix(X), labels=y), {"covariance": "diagonal"})
     assert res.summary["training accuracy"] > 0.8
+
+
+# -- zero margins, ties, the majority baseline, sorted labels ----------------------------------
+
+def _web_like_stream(seed, n=4000, d=30, pos=0.03, zero=0.085):
+    """Sparse-ish rows, 3 % positives shifted along a planted direction (so a bias is needed),
+    and 8.5 % all-zero rows (as the w8a web-page set: 4,203 of 49,749 rows)."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < pos, 1, -1)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.3)
+    X[y > 0, :5] += 2.0
+    zero_rows = rng.random(n) < zero
+    X[zero_rows] = 0.0
+    return X, y, zero_rows
+
+
+@pytest.mark.parametrize("covariance", ["full", "diagonal"])
+def test_all_zero_rows_get_the_learned_bias_not_the_positive_class(covariance, backend):
+    majority_online = []
+    for seed in range(3):
+        X, y, zero_rows = _web_like_stream(seed)
+        est = SCW(covariance=covariance, shuffle=False).fit(X, y)
+        wrong = est.history_["mistake"]
+        # LIBOL's rule (a zero score predicts +1) would miss every negative all-zero row
+        fiat = int(np.sum(zero_rows & (y < 0)))
+        assert fiat > 200
+        # an all-zero positive row cannot be told from a negative one: those are the mistakes,
+        # plus a few while the bias is learned
+        assert wrong[zero_rows & (y < 0)].sum() <= 5
+        assert wrong[zero_rows].sum() <= np.sum(zero_rows & (y > 0)) + 5
+        assert est.intercept_ < 0 and est.predict(np.zeros((1, 30)))[0] == -1
+        # every all-zero row is a loss like any other (v > 0 from the intercept): an update
+        # happens whenever its margin is below phi * sqrt(v)
+        assert np.all(est.history_["loss"][zero_rows] >= 0)
+        assert np.diff(est.history_["updates"], prepend=0)[zero_rows].any()
+        # and the learner beats always predicting the class seen most so far
+        seen_pos = np.concatenate([[0], np.cumsum(y > 0)[:-1]])
+        guess = np.where(seen_pos > np.arange(len(y)) - seen_pos, 1, -1)
+        majority_online.append(np.mean(guess != y))
+        assert est.history_["mistake_rate"][-1] < majority_online[-1]
+    # without an intercept an all-zero row scores exactly 0: the tie goes to the prior so far
+    X, y, zero_rows = _web_like_stream(0)
+    est = SCW(covariance=covariance, shuffle=False, fit_intercept=False).fit(X, y)
+    assert est.history_["mistake"][zero_rows & (y < 0)].sum() <= 5
+    assert est.predict(np.zeros((2, 30))).tolist() == [-1, -1]
+
+
+def test_tie_breaking_equals_a_plain_loop():
+    from robustcore.online._order import tie_broken_predictions
+    rng = np.random.default_rng(40)
+    for k in (2, 3, 5):
+        n = 400
+        idx = rng.integers(0, k, size=n)
+        start = rng.integers(0, 4, size=k)
+        scores = rng.integers(-1, 2, size=(n, k)).astype(float)    # many exact ties
+        if k == 2:
+            scores = rng.integers(-1, 2, size=n).astype(float)
+        expect = []
+        counts = start.astype(float).copy()
+        for t in range(n):
+            s = np.array([-scores[t], scores[t]]) if k == 2 else scores[t]
+            best = [c for c in range(k) if s[c] == s.max()]
+            expect.append(max(best, key=lambda c: (counts[c], -c)))
+            counts[idx[t]] += 1
+        np.testing.assert_array_equal(tie_broken_predictions(scores, start, idx), expect)
+        fixed = [max([c for c in range(k) if (np.array([-scores[t], scores[t]]) if k == 2 else scores[t])[c]
+                      == (np.array([-scores[t], scores[t]]) if k == 2 else scores[t]).max()],
+                     key=lambda c: (start[c], -c)) for t in range(n)]
+        np.testing.assert_array_equal(tie_broken_predictions(scores, start, None), fixed)
+
+
+def test_predict_breaks_exact_ties_by_the_class_counts_learned_from():
+    rng = np.random.default_rng(41)
+    X = rng.normal(size=(300, 4))
+    y = np.array(["a"] * 60 + ["b"] * 200 + ["c"] * 40)[rng.permutation(300)]
+    est = SCW(fit_intercept=False, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.class_counts_, [60, 200, 40])
+    assert est.predict(np.zeros((3, 4))).tolist() == ["b", "b", "b"]
+    yb = np.where(y == "b", "b", "z")
+    est = SCW(fit_intercept=False, random_state=0).fit(X, yb)
+    assert est.predict(np.zeros((1, 4)))[0] == "b"       # the more frequent class, not classes_[1]
+
+
+def test_expected_label_changes_of_a_random_order():
+    # looks_sorted compares against E[changes] = (n^2 - sum n_c^2) / n: check that formula by
+    # simulation before trusting it.
+    from robustcore.online._order import label_changes
+    rng = np.random.default_rng(42)
+    labels = np.repeat([0, 1, 2], [70, 20, 10])
+    sims = [label_changes(rng.permutation(labels), None) for _ in range(4000)]
+    counts = np.bincount(labels)
+    expected = (100 ** 2 - np.sum(counts ** 2)) / 100
+    assert np.mean(sims) == pytest.approx(expected, rel=0.01)
+
+
+def test_labels_sorted_by_class_warn_once_and_shuffled_ones_never():
+    rng = np.random.default_rng(43)
+    X = rng.normal(size=(150, 4))
+    y = np.repeat([0, 1, 2], 50)                            # iris as stored
+    with pytest.warns(UserWarning, match=r"long runs of one class \(2 label changes in 150 samples"):
+        SCW(shuffle=False).fit(X, y)
+    import warnings as _w
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        est = SCW(random_state=0).fit(X, y)                 # shuffle=True is the default
+        assert sorted(est.order_) == list(range(150)) and list(est.order_) != list(range(150))
+        for seed in range(30):                               # random orders stay quiet
+            p = np.random.default_rng(seed).permutation(150)
+            SCW(shuffle=False).fit(X[p], y[p])
+            part = SCW()
+            for chunk in np.array_split(p, 10):
+                part.partial_fit(X[chunk], y[chunk], classes=[0, 1, 2])
+    # class by class through partial_fit: quiet while one class is all there is, then one warning
+    est = SCW()
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        est.partial_fit(X[:50], y[:50], classes=[0, 1, 2])
+    with pytest.warns(UserWarning, match="sorted by class"):
+        est.partial_fit(X[50:100], y[50:100])
+    with _w.catch_warnings():
+        _w.simplefilter("error")
+        est.partial_fit(X[100:], y[100:])                   # warned once already
