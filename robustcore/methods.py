@@ -396,16 +396,35 @@ def _run_scw(est, dataset, values, rep):
         rep((k + 1) / len(chunks), f"{seen} of {train.size} samples")
     h = est.history_
     pred = est.predict(X)
+    majority = _majority_baseline(classes, y[train], y[test])
     arrays = {"mean": est.mean_, "history_mistake_rate": np.asarray(h["mistake_rate"]),
-              "history_updates": np.asarray(h["updates"]), "order": train}
+              "history_updates": np.asarray(h["updates"]), "order": train,
+              "history_majority_rate": majority["online"]}
     summary = {"online mistake rate": float(h["mistake_rate"][-1]), "updates": int(h["updates"][-1]),
+               "majority-class online mistake rate": float(majority["online"][-1]),
                "training accuracy": float(np.mean(pred[train] == y[train]))}
     if n_test:
         arrays["history_test_seen"] = np.asarray(test_seen)
         arrays["history_test_accuracy"] = np.asarray(test_acc)
         summary["test accuracy"] = test_acc[-1]
+        summary["majority-class test accuracy"] = majority["test"]
         summary["test samples"] = n_test
     return dict(flags={"misclassified": pred != y}, arrays=arrays, summary=summary)
+
+
+def _majority_baseline(classes, y_stream, y_test):
+    """The learner that always predicts the class seen most so far (the lower one on equal
+    counts, SCW's own rule for an exact tie), on the same stream: its cumulative online mistake
+    rate (one value per sample) and, on the held-out labels, the accuracy of the stream's
+    majority class. An online classifier that does not beat it has learned nothing."""
+    from .online._order import tie_broken_predictions
+    k = classes.size
+    idx = np.searchsorted(classes, y_stream)
+    guess = tie_broken_predictions(np.zeros((idx.size, k)), np.zeros(k), idx)
+    online = np.cumsum(guess != idx) / np.arange(1, idx.size + 1)
+    top = classes[tie_broken_predictions(np.zeros((1, k)), np.bincount(idx, minlength=k), None)[0]]
+    test = float(np.mean(y_test == top)) if y_test.size else float("nan")
+    return {"online": online, "test": test}
 
 
 _TEST_FRACTION = Param("test_fraction", float, 0.25,

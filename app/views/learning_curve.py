@@ -78,6 +78,13 @@ class LearningCurveView(BaseView):
                 self.acc_plot.plot(at, acc, pen=pen, symbol="o", symbolSize=5, symbolBrush=st.brush(color), symbolPen=None)
             parts.append(f"SCW-{variant}: final mistake rate {fmt(rate[-1])}, {int(upd[-1])} updates over "
                          f"{int(seen[-1])} samples" + ("" if acc is None else f", test accuracy {fmt(acc[-1])}"))
+        base = [self.runs[v].arrays.get("history_majority_rate") for v in sorted(self.runs)]
+        if base and base[-1] is not None:
+            # the learner that always predicts the class seen most so far: SCW must beat it
+            base = np.asarray(base[-1], dtype=float)
+            self.rate_plot.plot(np.arange(1, base.size + 1), base, pen=st.pen("#555555", 1.5, Qt.PenStyle.DashLine),
+                                name="majority class so far")
+            parts.append(f"majority class: mistake rate {fmt(base[-1])}")
         self.acc_plot.setVisible(has_test)
         self.fit_layout()
         self.rate_plot.enableAutoRange()

@@ -23,6 +23,12 @@ def test_both_variants_are_overlaid(views_for):
         np.testing.assert_allclose(c_upd.getData()[1], res.arrays["history_updates"])
     names = [lab.text for _, lab in v.rate_legend.items]
     assert any("SCW-I " in n for n in names) and any("SCW-II" in n for n in names)
+    # the majority-class baseline: one dashed line, in the legend, the run's own numbers
+    assert "majority class so far" in names
+    base = [it for it in v.rate_plot.listDataItems() if it.name() == "majority class so far"]
+    assert len(base) == 1
+    np.testing.assert_allclose(base[0].getData()[1], res2.arrays["history_majority_rate"])
+    assert "majority class: mistake rate" in v.status.text()
     assert v.acc_plot.isVisible() and len(v.acc_plot.listDataItems()) == 2  # held-out split, both runs
     assert "test accuracy" in v.status.text() and "no test split" not in v.status.text()
 
