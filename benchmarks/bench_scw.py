@@ -1,4 +1,5 @@
 """SCW speed, run by hand:  python benchmarks/bench_scw.py [--quick] [--no-sparse]
+(``--real``: learning on real streams instead, see :func:`real`.)
 
 1) One pass of SCW-I (full covariance) over a 100,000 x 50 noisy linear stream:
    - robustcore.SCW on its numpy engine (always available),
@@ -100,15 +101,18 @@ def bench_dense(quick):
     X, y = dense_stream(n, d)
     lines = [f"## Full covariance, SCW-I, one pass over {n:,} x {d} (10 % label noise)", ""]
     rows = []
-    _scw_stream.USE_JIT = False
-    t_np, est = timed(lambda: SCW(variant="I").fit(X, y))
-    rows.append(("robustcore SCW, numpy engine", t_np, n, est.history_["mistake_rate"][-1]))
-    if has_numba():
-        _scw_stream.USE_JIT = True
-        SCW(variant="I").fit(X[:5000], y[:5000])               # compile (or load the cache) first
-        t_jit, est_j = timed(lambda: SCW(variant="I").fit(X, y))
-        rows.append(("robustcore SCW, numba kernel", t_jit, n, est_j.history_["mistake_rate"][-1]))
-        assert np.allclose(est_j.mean_, est.mean_, rtol=1e-8, atol=1e-10)
+    # defaults (intercept, shuffled order) and 0.1's model (no intercept, stream order)
+    kinds = [("defaults", {}), ("fit_intercept=False, shuffle=False", dict(fit_intercept=False, shuffle=False))]
+    for label, kw in kinds:
+        _scw_stream.USE_JIT = False
+        t_np, est = timed(lambda: SCW(variant="I", random_state=0, **kw).fit(X, y))
+        rows.append((f"robustcore SCW, numpy engine, {label}", t_np, n, est.history_["mistake_rate"][-1]))
+        if has_numba():
+            _scw_stream.USE_JIT = True
+            SCW(variant="I", **kw).fit(X[:5000], y[:5000])       # compile (or load the cache) first
+            t_jit, est_j = timed(lambda: SCW(variant="I", random_state=0, **kw).fit(X, y))
+            rows.append((f"robustcore SCW, numba kernel, {label}", t_jit, n, est_j.history_["mistake_rate"][-1]))
+            assert np.allclose(est_j.mean_, est.mean_, rtol=1e-8, atol=1e-10)
     ref_cls = scw_reference()
     if ref_cls is not None:
         m = min(n, 10_000)
@@ -142,20 +146,27 @@ def bench_sparse(quick):
               "|---|---:|---:|---:|---:|",
               f"| reference: one sparse X @ w | {t_mv} | - | 1.0 | - |"]
     notes = []
-    contenders = [("numpy engine (waves)", False)]
+    # Without an intercept the numpy engine learns column-disjoint rows in waves; the
+    # intercept's column is in every row, so with it the numpy engine goes row by row.
+    contenders = [("numpy engine (waves), fit_intercept=False, shuffle=False", False,
+                   dict(fit_intercept=False, shuffle=False)),
+                  ("numpy engine (row by row), defaults", False, {})]
     if has_numba():
-        contenders.append(("numba kernel", True))
-    for name, use in contenders:
+        contenders += [("numba kernel, fit_intercept=False, shuffle=False", True,
+                        dict(fit_intercept=False, shuffle=False)),
+                       ("numba kernel, defaults", True, {})]
+    for name, use, kw in contenders:
         _scw_stream.USE_JIT = use
         if use:
-            SCW(covariance="diagonal").fit(X[:5000], y[:5000])     # compile first
-        t, est = timed(lambda: SCW(covariance="diagonal").fit(X, y), repeat=1 if not use else None)
+            SCW(covariance="diagonal", **kw).fit(X[:5000], y[:5000])     # compile first
+        t, est = timed(lambda: SCW(covariance="diagonal", random_state=0, **kw).fit(X, y),
+                       repeat=1 if not use else None)
         # Memory in a second, traced run (tracing slows allocation, so it is not timed); the
         # numpy loop is traced on a prefix only, to keep the run short.
         m = n if use else min(n, 100_000)
         Xm, ym = (X, y) if m == n else (X[:m], y[:m])
         tracemalloc.start()
-        SCW(covariance="diagonal").fit(Xm, ym)
+        SCW(covariance="diagonal", random_state=0, **kw).fit(Xm, ym)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         lines.append(f"| robustcore SCW diagonal, {name} ({len(t.runs)} runs) | {t} | {n / t.best:,.0f} | "
@@ -169,6 +180,165 @@ def bench_sparse(quick):
     dense_mb = n * d * 8 / 2**20
     lines.append(f"A densified copy would need {dense_mb:,.0f} MB.")
     return lines
+
+
+SHARED = "/work/shared/data"
+
+
+def _a8a():
+    from sklearn.datasets import load_svmlight_file
+    X, y = load_svmlight_file(f"{SHARED}/libsvm_binary/a8a", n_features=123)
+    return X.tocsr(), y.astype(int)
+
+
+def _a8a_web(seed=0, pos_rate=0.03, zero_rate=0.085):
+    """a8a made to look like the LIBSVM web-page set of issue 11 (w8a: 49,749 rows, 3 % positive,
+    4,203 = 8.4 % all-zero rows): every negative, positives subsampled to 3 %, and 8.5 % of the
+    rows emptied at random."""
+    X, y = _a8a()
+    rng = np.random.default_rng(seed)
+    neg, pos = np.flatnonzero(y < 0), np.flatnonzero(y > 0)
+    n_pos = int(round(pos_rate / (1 - pos_rate) * neg.size))
+    keep = np.sort(np.concatenate([neg, rng.choice(pos, n_pos, replace=False)]))
+    X, y = X[keep], y[keep]
+    mask = np.ones(len(y))
+    mask[rng.choice(len(y), int(round(zero_rate * len(y))), replace=False)] = 0.0
+    X = (sp.diags(mask) @ X).tocsr()
+    X.eliminate_zeros()
+    return X, y
+
+
+def _usps(name):
+    from sklearn.datasets import load_svmlight_file
+    X, y = load_svmlight_file(f"{SHARED}/usps/{name}", n_features=256)
+    return X.toarray(), y.astype(int) - 1
+
+
+def _sklearn_online(X, y, kind):
+    """Online (predict, then learn) mistakes of scikit-learn's PassiveAggressiveClassifier (PA-I,
+    C = 1) or Perceptron over X in order, by their one-epoch update written out (scikit-learn's
+    SGD loop: PA-I steps min(C, hinge / ||x||²), skipping x = 0; the Perceptron steps y when
+    y p <= 0; the intercept moves by the step times 1 for dense and 0.01 for sparse X).
+    scikit-learn's own fit on the same order must end at the same weights: the gap is returned."""
+    import warnings
+    from sklearn.linear_model import PassiveAggressiveClassifier, Perceptron
+    A = sp.csr_matrix(X)
+    decay = 0.01 if sp.issparse(X) else 1.0
+    w = np.zeros(A.shape[1])
+    b = 0.0
+    wrong = np.zeros(len(y), dtype=bool)
+    indptr, indices, data = A.indptr, A.indices, A.data
+    for i in range(len(y)):
+        cols, vals = indices[indptr[i]:indptr[i + 1]], data[indptr[i]:indptr[i + 1]]
+        p = float(w[cols] @ vals) + b
+        wrong[i] = (1 if p > 0 else -1) != y[i]
+        if kind == "pa":
+            sq = float(vals @ vals)
+            if sq == 0.0:
+                continue
+            u = min(1.0, max(0.0, 1.0 - y[i] * p) / sq) * y[i]
+        else:
+            u = float(y[i]) if y[i] * p <= 0.0 else 0.0
+        if u:
+            w[cols] += u * vals
+        b += u * decay
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # PassiveAggressiveClassifier is deprecated in 1.8
+        est = (PassiveAggressiveClassifier(C=1.0, max_iter=1, tol=None, shuffle=False) if kind == "pa"
+               else Perceptron(max_iter=1, tol=None, shuffle=False)).fit(X, y)
+    gap = max(float(np.abs(est.coef_.ravel() - w).max()), abs(float(est.intercept_[0]) - b))
+    return wrong.mean(), est, gap
+
+
+def _scw_as_in_0_1(X, y, variant):
+    """0.1's SCW: no intercept, and a score of exactly 0 predicted as the positive class."""
+    from robustcore._progress import Reporter
+    from robustcore.online._scw_steps import phi_from_eta
+    from robustcore.online.scw import DEFAULT_ETA
+    d = X.shape[1]
+    mean, cov = np.zeros((1, d)), np.eye(d)
+    res = _scw_stream.run_stream(X, np.where(y > 0, 1.0, -1.0), mean, cov,
+                                 phi=phi_from_eta(DEFAULT_ETA[variant]), C=1.0, variant=variant,
+                                 multiclass=False, rep=Reporter(None))
+    wrong = np.where(res.scores[:, 0] >= 0, 1, -1) != y
+    return wrong, mean[0]
+
+
+def real(orders=5, usps_orders=3):
+    """SCW next to scikit-learn's online linear classifiers on real streams: the same stream
+    orders for every learner, online mistake rate (predict, then learn), held-out accuracy, and
+    the majority-class baseline."""
+    from robustcore.online._order import tie_broken_predictions
+    out = []
+
+    def one(name, Xtr, ytr, Xte, yte, n_orders):
+        zero = np.diff(sp.csr_matrix(Xtr).indptr) == 0
+        res = {}
+        for seed in range(n_orders):
+            p = np.random.default_rng(seed).permutation(len(ytr))
+            Xs, ys, zs = Xtr[p], ytr[p], zero[p]
+            idx = (ys > 0).astype(int)
+            guess = tie_broken_predictions(np.zeros(len(ys)), np.zeros(2), idx)
+            top = 1 if np.sum(ys > 0) > np.sum(ys < 0) else -1
+            res.setdefault("majority class so far", []).append(
+                (np.mean(guess != idx), np.mean(yte == top), np.nan))
+            for variant in ("I", "II"):
+                wrong, mu = _scw_as_in_0_1(Xs, ys, variant)
+                acc = np.mean(np.where(np.asarray(Xte @ mu).ravel() >= 0, 1, -1) == yte)
+                res.setdefault(f"SCW-{variant} as in 0.1 (no intercept, score 0 -> +1)", []).append(
+                    (wrong.mean(), acc, wrong[zs].sum()))
+                for kw, label in (({}, "defaults"), (dict(fit_intercept=False), "fit_intercept=False")):
+                    est = SCW(variant=variant, shuffle=False, **kw).fit(Xs, ys)
+                    wrong = est.history_["mistake"]
+                    res.setdefault(f"SCW-{variant}, {label}", []).append(
+                        (wrong.mean(), est.score(Xte, yte), wrong[zs].sum()))
+            for kind, label in (("pa", "PassiveAggressiveClassifier (PA-I, C=1)"), ("perceptron", "Perceptron")):
+                rate, est, gap = _sklearn_online(Xs, ys, kind)
+                assert gap < 1e-9, f"{label}: the online loop does not reproduce scikit-learn ({gap})"
+                res.setdefault(f"scikit-learn {label}", []).append((rate, est.score(Xte, yte), np.nan))
+        out.append("")
+        out.append(f"### {name}: {len(ytr):,} training rows x {Xtr.shape[1]}, {len(yte):,} held out; "
+                   f"positives {np.mean(ytr > 0):.3f}, all-zero rows {zero.mean():.3f}; "
+                   f"{n_orders} stream orders (mean ± sd)")
+        out.append("")
+        out.append("| learner | online mistake rate | held-out accuracy | online mistakes on all-zero rows |")
+        out.append("|---|---|---|---|")
+        for label, rows in res.items():
+            a = np.array(rows, dtype=float)
+            z = "-" if np.isnan(a[:, 2]).all() else f"{a[:, 2].mean():.0f}"
+            out.append(f"| {label} | {a[:, 0].mean():.4f} ± {a[:, 0].std():.4f} | "
+                       f"{a[:, 1].mean():.4f} ± {a[:, 1].std():.4f} | {z} |")
+        print("\n".join(out[-len(res) - 5:]), flush=True)
+        return res
+
+    def split(n, seed=0):
+        p = np.random.default_rng(seed).permutation(n)
+        k = n // 4
+        return np.sort(p[k:]), np.sort(p[:k])
+
+    X, y = _a8a()
+    tr, te = split(len(y))
+    one("a8a (UCI Adult, 123 binary features)", X[tr], y[tr], X[te], y[te], orders)
+    X, y = _a8a_web()
+    tr, te = split(len(y))
+    one("a8a-web (a8a with 3 % positives and 8.5 % all-zero rows)", X[tr], y[tr], X[te], y[te], orders)
+    Xtr, ytr = _usps("usps.reconstructed.bz2")
+    Xte, yte = _usps("usps.t.bz2")
+    summary = {}
+    for digit in range(10):
+        res = one(f"USPS {digit} vs rest (train 7,291, test 2,007)", Xtr, np.where(ytr == digit, 1, -1),
+                  Xte, np.where(yte == digit, 1, -1), usps_orders)
+        for label, rows in res.items():
+            summary.setdefault(label, []).append(np.mean(np.array(rows, dtype=float)[:, :2], axis=0))
+    out.append("")
+    out.append("### USPS one-vs-rest, mean over the 10 digits")
+    out.append("")
+    out.append("| learner | online mistake rate | held-out accuracy |")
+    out.append("|---|---|---|")
+    for label, rows in summary.items():
+        a = np.array(rows)
+        out.append(f"| {label} | {a[:, 0].mean():.4f} | {a[:, 1].mean():.4f} |")
+    print("\n".join(out[-len(summary) - 5:]))
 
 
 def child(quick, sparse):
@@ -187,8 +357,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--blas", default="1,default")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--real", action="store_true",
+                    help="learning on real streams (mistakes and accuracies, no timing)")
     a = ap.parse_args()
     REPEAT = a.repeat
+    if a.real:
+        real()
+        return
     if a.child:
         child(a.quick, not a.no_sparse)
         return
