@@ -191,3 +191,44 @@ def derivatives_edges(Xc: np.ndarray, rows: np.ndarray, cols: np.ndarray, weight
         acc += diff.T @ M
     rep(1.0, "derivatives")
     return -acc.T / (sigma * sigma)
+
+
+def support_fraction(Q: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """Share of the samples each B-normalised eigenvector (column of Q) effectively lives on.
+
+    With weights p_i = B_i q_i² (they sum to 1 for qᵀBq = 1) this is 1 / (n Σ_i p_i²), the
+    inverse participation ratio over n: 1 for a vector spread evenly, about m/n for one
+    concentrated on m samples, and about p for the two-valued vector that splits off a cluster
+    holding a share p of the samples. Returns (k,) values in (0, 1].
+    """
+    n = Q.shape[0]
+    p = B[:, None] * Q * Q
+    total = p.sum(axis=0)
+    return total * total / (n * np.maximum((p * p).sum(axis=0), np.finfo(float).tiny))
+
+
+def choose_eigenpairs(lam: np.ndarray, support: np.ndarray, n_comp: int, k, min_support: float,
+                      k_max: int):
+    """Positions (in ``lam``) of the eigenpairs that EVSC sums, and whether the choice fell back.
+
+    Candidates are the non-trivial pairs (after the n_comp zeros) whose eigenvector spreads over
+    at least ``min_support`` of the samples: a vector concentrated on a handful of outlying
+    samples describes those samples, not a cluster structure. ``k`` an int takes the k smallest
+    candidates; ``k == "auto"`` takes the first j <= k_max candidates where the ratio
+    λ_{j+1} / λ_j (the relative eigengap) is largest, the usual estimate of the number of
+    well-separated groups minus one. With no candidate at all, the smallest non-trivial pairs
+    are used (``fell_back`` True) so the caller can warn.
+    """
+    nontrivial = np.arange(n_comp, lam.size)
+    cand = nontrivial[support[nontrivial] >= min_support]
+    fell_back = cand.size == 0
+    if fell_back:
+        cand = nontrivial
+    if k == "auto":
+        v = lam[cand[: k_max + 1]]
+        if v.size < 2:
+            k = 1
+        else:
+            ratio = v[1:] / np.maximum(v[:-1], np.finfo(float).tiny)
+            k = int(np.argmax(ratio)) + 1
+    return cand[:k], fell_back

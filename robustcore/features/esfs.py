@@ -18,13 +18,24 @@ from .._scaling import ScaledInput, scale_param
 from .._validation import check_magnitude, check_random_state, validate_X
 from . import _graph, _spectral
 
-__all__ = ["ESFS", "AUTO_DENSE_FACTOR"]
+__all__ = ["ESFS", "AUTO_DENSE_MAX_SAMPLES", "AUTO_MAX_EIGENPAIRS", "DEFAULT_MIN_SUPPORT"]
 
-# graph="auto" builds the dense graph only while n <= AUTO_DENSE_FACTOR x n_neighbors (a kNN graph
-# would then hold a large share of all pairs anyway), the kNN graph beyond. Measured
-# (benchmarks/results_esfs.md): kNN is 4-7x faster at n = 1000-6000 and ranked class-separating
-# features above average on 7 of 7 real data sets, where the dense graph failed on 2 of 4 USPS pairs.
-AUTO_DENSE_FACTOR = 5
+# graph="auto" builds the dense graph (the exact model, O(n²) memory: 72 MB per n x n array at
+# n = 3000) up to this many samples and the kNN graph beyond. Measured (benchmarks/results_esfs.md):
+# with the defaults' other rules, on 33 real sets the dense graph ranked none below chance, the kNN
+# graph (K = 10) one (iris, where it also fails the petal check); on the two-cluster demo kNN put
+# the noise feature above an informative one in 0-10 of 20 seeds over K = 5, 10, 20 and
+# sigma_scale 0.5-2 (3 at K = 10), the dense graph in 0 of 20 for every sigma_scale.
+AUTO_DENSE_MAX_SAMPLES = 3000
+
+# n_eigenpairs=None picks k <= AUTO_MAX_EIGENPAIRS by the largest relative eigengap.
+AUTO_MAX_EIGENPAIRS = 5
+
+# Eigenvectors spread over less than this share of the samples are skipped (min_support).
+# Measured: vectors concentrated on a few outlying samples had a support of 0.001-0.01
+# (1-15 samples); the vector that splits off a cluster holding a share p of the samples has a
+# support of about p, so 0.02 keeps clusters down to about 2 % of the data.
+DEFAULT_MIN_SUPPORT = 0.02
 
 # Relative tie tolerance under which two eigenvalues count as repeated.
 _TIE_RTOL = 1e-6
@@ -69,7 +80,7 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
     sigma : float or None
         Width σ of the Gaussian similarity (> 0). None (default) chooses it from the data:
         ``sigma_scale`` x the median pairwise distance (dense graph) or x the median distance to
-        the ``n_neighbors``-th neighbour (kNN graph), both measured after standardising.
+        the ``n_neighbors``-th neighbour (kNN graph), both measured after ``scale``.
     sigma_scale : float or None
         Multiplier of the automatic σ (ignored when ``sigma`` is given). None (default) means 0.5
         for the dense graph and 1.0 for the kNN graph. Why: on two clusters separated along one
@@ -77,25 +88,37 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         first in 9 of 20 seeds (k = 1) while 0.5 x median ranked correctly in 20 of 20 (also
         measured here, benchmarks/results_esfs.md); for kNN the K-th neighbour distance is
         already a local scale, and scales 0.5 to 2 ranked alike there, so 1.0 is kept.
-    n_eigenpairs : int
-        k, the number of eigenpairs summed in EVSC: the k smallest **non-trivial** ones, i.e. after
-        skipping the λ = 0 pair of each connected component of the graph. Set it to the expected
-        number of clusters minus one; default 1 (two groups). Why: c well-separated groups are
-        described by the c - 1 smallest non-trivial pairs; further pairs describe the spread
-        *within* groups, which noise features share. On the bundled ``clusters-3d`` demo (two
-        groups, one pure-noise feature) k = 1 ranks x, y, z for both graphs, while k = 2 and 3
-        put the noise feature z first. For four groups, k = 2 or 3 did better than 1
-        (benchmarks/results_esfs.md): raise it when more groups are expected.
+    n_eigenpairs : int or None
+        k, the number of eigenpairs summed in EVSC: the k smallest **non-trivial** ones (after the
+        λ = 0 pair of each connected component of the graph) whose eigenvectors are not
+        concentrated on a few samples (``min_support``). c well-separated groups are described by
+        the c - 1 smallest non-trivial pairs; further pairs describe the spread *within* groups,
+        which noise features share (on the ``clusters-3d`` demo, two groups, k = 2 or 3 put the
+        pure-noise feature z first). None (default) estimates c - 1 from the spectrum: the
+        j <= 5 at which the ratio λ_{j+1} / λ_j of consecutive candidate eigenvalues is largest
+        (the relative eigengap). Give an int when the number of groups is known.
         Must satisfy 1 <= k < n_samples (and k + components <= n_samples).
+    min_support : float in [0, 1)
+        Skip eigenvectors that live on less than this share of the samples (default 0.02). The
+        support of a D-normalised q is 1 / (n Σ_i (D_ii q_i²)²): about m/n for a vector
+        concentrated on m samples, about p for the vector that splits off a cluster holding a
+        share p of the samples. Why: on real data the smallest eigenvectors often single out a
+        handful of outlying samples (support 0.001-0.01 measured), and their derivatives then rank
+        whatever features make those samples odd. On ODDS cardio the smallest pair lives on 0.3 %
+        of the samples and ranked the features below chance (0.84, in units of the mean ANOVA F);
+        skipping it gave 3.14. With scale="standard" the smallest pair ranked below chance on 9 of
+        31 real sets, this rule (with the eigengap choice of k) on 5 of 33 (benchmarks/results_esfs.md).
+        0 keeps every pair.
     graph : {"auto", "dense", "knn"}
         "dense": all n² similarities (O(n²) memory). "knn": the symmetrised (union) graph of the
         ``n_neighbors`` nearest neighbours, with ARPACK on a deflated operator; memory O(n·K).
-        "auto" (default): kNN, except dense for tiny data (n_samples <= 5 x n_neighbors). Why:
-        measured, kNN was 4-7x faster at every size from 1000 to 6000 samples, ranked planted
-        features as well as dense on synthetic clusters, and ranked class-separating features
-        above average on every real data set tried, where the dense graph (whose small
-        eigenvectors tend to localise on a few outlying samples) ranked them far below average on
-        2 of 4 USPS digit pairs (3 of 4 with k = 1; benchmarks/results_esfs.md).
+        "auto" (default): dense up to 3000 samples, kNN beyond. Why: the dense graph is the exact
+        model; on the planted checks it ranked right for every σ scale tried, where kNN put the
+        noise feature of the two-cluster demo above an informative one in 0-10 of 20 seeds
+        depending on K and σ (3 at the defaults), and it ranked none of 33 real sets below
+        chance (kNN with the same rules: iris; on a few others, e.g. MNIST 4 v 9, kNN was ahead);
+        beyond that size the n x n arrays (72 MB each at n = 3000) and O(n² d) time make kNN the
+        only practical graph (benchmarks/results_esfs.md).
     n_neighbors : int
         K for the kNN graph, 1 <= K < n_samples (default 10). The derivative treats the set of kNN
         edges as fixed (it changes discontinuously with the weights).
@@ -104,11 +127,17 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         (``max(1, n_features // 2)``, scikit-learn's RFE convention), so transform always reduces.
     random_state : None, int, numpy.random.Generator or RandomState
         Seed of the eigensolver's starting vector (kNN graph / large problems only).
-    scale : {"standard", "robust", "none"}, default "standard"
+    scale : {"auto", "standard", "robust", "none"}, default "auto"
         Per-feature scaling before the graph is built (robustcore._scaling): "standard"
-        z-scores every feature (otherwise large-scale features dominate both the graph and the
-        derivatives), "robust" uses median / MAD, "none" keeps the units. Constant features
-        get scale 1 and score 0. (Sessions of 0.1 said ``standardize=True/False``.)
+        z-scores every feature, "robust" uses median / MAD, "none" keeps the units, "auto"
+        standardises only when the features' spreads differ by more than 10x (mixed units, which
+        would otherwise dominate both the graph and the derivatives). Why "auto": on images
+        (USPS, MNIST) z-scoring turns a pixel inked in a handful of images into a huge value, those
+        images become outliers, and the dense graph's small eigenvectors then describe them;
+        keeping the pixel units ranked class-separating pixels above average on all 27 digit
+        groups measured (0 of 33 real sets below chance, against 9 of 31 for z-scores with the
+        smallest pair). Constant features get scale 1 and score 0. (Sessions of 0.1 said
+        ``standardize=True/False``.)
 
     Attributes
     ----------
@@ -116,14 +145,18 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         EVSC score per feature (>= 0); exactly 0 for constant features.
     ranking_ : ndarray (d,) of int
         Feature indices, best (largest score) first; ties keep the original order.
-    eigenvalues_ : ndarray (c + k + m,)
+    eigenvalues_ : ndarray (c + m,)
         All eigenvalues computed, ascending: the c trivial zeros (one per connected component;
-        c = 1 for a connected graph), then the k chosen ones, then m = min(max(5, k), 20) more (as
-        far as the data allow) so the spectrum and the gap after the chosen set can be shown.
-    eigenvectors_ : ndarray (n, c + k + m)
+        c = 1 for a connected graph), then the m smallest non-trivial ones (m = k + max(k, 5) for
+        an int k, 12 for None, as far as the data allow), so the spectrum and the gap after the
+        chosen set can be shown.
+    eigenvectors_ : ndarray (n, c + m)
         The matching D-normalised eigenvectors (columns).
+    eigenvector_support_ : ndarray (c + m,)
+        Share of the samples each eigenvector lives on (see ``min_support``).
     selected_eigenpairs_ : ndarray (k,) of int
-        Positions in ``eigenvalues_`` of the pairs summed in EVSC.
+        Positions in ``eigenvalues_`` of the pairs summed in EVSC (ascending; localised pairs
+        are skipped, so they need not be consecutive).
     derivatives_ : ndarray (k, d)
         dλ_r/dw_t for the chosen pairs (signed); ``scores_ = abs(derivatives_).sum(0)``.
     degrees_ : ndarray (n,)
@@ -151,22 +184,27 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         Param("sigma_scale", float, None, "Multiplier of the automatic σ.", low=0.0,
               low_inclusive=False, allow_none=True, none_label="0.5 dense, 1.0 kNN",
               advanced=True),
-        Param("n_eigenpairs", int, 1, "Number of smallest non-trivial eigenpairs summed in EVSC.",
-              low=1),
+        Param("n_eigenpairs", int, None, "Number of smallest non-trivial eigenpairs summed in EVSC.",
+              low=1, allow_none=True, none_label="largest eigengap, up to 5"),
+        Param("min_support", float, DEFAULT_MIN_SUPPORT, "Skip eigenvectors living on less than "
+              "this share of the samples (a few outlying samples, not a cluster); 0 keeps all.",
+              low=0.0, high=1.0, high_inclusive=False, advanced=True),
         Param("graph", str, "auto", "Similarity graph: all pairs (dense) or k nearest neighbours.",
               choices=("auto", "dense", "knn")),
         Param("n_neighbors", int, 10, "Neighbours per sample in the kNN graph.", low=1),
-        scale_param("standard"),
+        scale_param("auto"),
         Param("n_features_to_select", int, None, "Top-ranked features kept by transform.", low=1,
               allow_none=True, none_label="half of the features"),
         SeedParam("Seed of the eigensolver's starting vector."),
     )
 
-    def __init__(self, sigma=None, *, sigma_scale=None, n_eigenpairs=1, graph="auto",
-                 n_neighbors=10, scale="standard", n_features_to_select=None, random_state=None):
+    def __init__(self, sigma=None, *, sigma_scale=None, n_eigenpairs=None, min_support=DEFAULT_MIN_SUPPORT,
+                 graph="auto", n_neighbors=10, scale="auto", n_features_to_select=None,
+                 random_state=None):
         self.sigma = sigma
         self.sigma_scale = sigma_scale
         self.n_eigenpairs = n_eigenpairs
+        self.min_support = min_support
         self.graph = graph
         self.n_neighbors = n_neighbors
         self.scale = scale
@@ -185,8 +223,10 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         rep = Reporter(progress)
         X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
         n, d = X.shape
-        k = check_range("n_eigenpairs", p["n_eigenpairs"], 1, n - 1, integer=True,
-                        hint=f"fewer than n_samples = {n}")
+        k = p["n_eigenpairs"]
+        if k is not None:
+            k = check_range("n_eigenpairs", k, 1, n - 1, integer=True,
+                            hint=f"fewer than n_samples = {n}")
         n_select = p["n_features_to_select"]
         if n_select is not None:
             n_select = check_range("n_features_to_select", n_select, 1, d, integer=True,
@@ -195,7 +235,7 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
             n_select = max(1, d // 2)
         graph = p["graph"]
         if graph == "auto":
-            graph = "dense" if n <= AUTO_DENSE_FACTOR * p["n_neighbors"] else "knn"
+            graph = "dense" if n <= AUTO_DENSE_MAX_SAMPLES else "knn"
         if graph == "knn":
             check_range("n_neighbors", p["n_neighbors"], 1, n - 1, integer=True,
                         hint=f"fewer than n_samples = {n}")
@@ -203,7 +243,7 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         rep(0.0, "preparing data")
         Xc, constant, scaling = self._prepared(X, p["scale"])
         g = self._graph(Xc, graph, p, rep.span(0.0, 0.35))
-        lam, Q, B, chosen, n_comp, converged = self._eigenpairs(g, k, p, rep.span(0.35, 0.8))
+        lam, Q, B, vec_support, chosen, n_comp, converged = self._eigenpairs(g, k, p, rep.span(0.35, 0.8))
         der_rep = rep.span(0.8, 1.0)
         der_rep(0.0, "derivatives")
         if g.kind == "dense":
@@ -223,6 +263,7 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
             ranking_=ranking,
             eigenvalues_=lam,
             eigenvectors_=Q,
+            eigenvector_support_=vec_support,
             selected_eigenpairs_=chosen,
             derivatives_=deriv,
             degrees_=B,
@@ -296,11 +337,12 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         return g
 
     def _eigenpairs(self, g: _Graph, k, p, rep):
-        """The trivial pairs, the k chosen ones and a few more; warns on ties, disconnected
-        graphs and an eigensolver short of full accuracy."""
+        """The trivial pairs and the smallest non-trivial ones, with the support of each and the
+        chosen pairs; warns on ties, disconnected graphs, localised spectra and an eigensolver
+        short of full accuracy."""
         n = g.degrees.size
         n_comp, labels = _spectral.graph_components(g.S)
-        if n_comp + k > n:
+        if k is not None and n_comp + k > n:
             raise ValueError(f"n_eigenpairs must be an integer in [1, {n - n_comp}] (the graph has "
                              f"{n_comp} connected components, each with a trivial eigenvalue 0; "
                              f"increase sigma or n_neighbors to connect it); got {k}")
@@ -310,31 +352,46 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
                           f"does not enter the scores (increase "
                           f"{'n_neighbors' if g.kind == 'knn' else 'sigma'} to connect them)",
                           UserWarning, stacklevel=4)
-        m_extra = min(max(5, k), 20, n - n_comp - k)
+        # Spare pairs beyond the k wanted (or the AUTO_MAX_EIGENPAIRS + 1 the eigengap compares)
+        # so that skipping localised ones still leaves enough, and the spectrum after the chosen
+        # set can be shown; each costs eigensolver time on large kNN graphs.
+        base = k if k is not None else AUTO_MAX_EIGENPAIRS + 1
+        n_wanted = min(base + max(base, 5), n - n_comp)
         lam, Q, B, converged = _spectral.smallest_eigenpairs(
-            g.S, g.degrees, labels, n_comp, k + m_extra,
+            g.S, g.degrees, labels, n_comp, n_wanted,
             rng=check_random_state(p["random_state"]), rep=rep)
-        chosen = np.arange(n_comp, n_comp + k)
-        self._warn_ties(lam, chosen)
+        support = _spectral.support_fraction(Q, B)
+        chosen, fell_back = _spectral.choose_eigenpairs(
+            lam, support, n_comp, "auto" if k is None else k, p["min_support"], AUTO_MAX_EIGENPAIRS)
+        if fell_back:
+            warnings.warn(f"every computed eigenvector lives on less than min_support = "
+                          f"{p['min_support']:g} of the samples (they single out a few outlying "
+                          f"samples); the smallest ones are used anyway. Try a larger sigma, "
+                          f"another scale, or remove the outlying samples", UserWarning, stacklevel=4)
+        elif k is not None and chosen.size < k:
+            warnings.warn(f"only {chosen.size} of the {lam.size - n_comp} eigenvectors computed "
+                          f"live on at least min_support = {p['min_support']:g} of the samples; "
+                          f"EVSC sums those {chosen.size} instead of n_eigenpairs = {k}",
+                          UserWarning, stacklevel=4)
+        self._warn_ties(lam, chosen, n_comp)
         if not converged:
             warnings.warn("the eigensolver stopped before full accuracy; scores may be inexact",
                           ConvergenceWarning, stacklevel=4)
-        return lam, Q, B, chosen, n_comp, converged
+        return lam, Q, B, support, chosen, n_comp, converged
 
     @staticmethod
-    def _warn_ties(lam, chosen):
-        """Warn when a chosen eigenvalue is repeated: |dλ| of a single pair is then ill-defined."""
-        lo, hi = int(chosen[0]), int(chosen[-1])
-        span = lam[lo: min(hi + 2, lam.size)]
-        if span.size < 2:
-            return
-        gaps = np.diff(span)
-        tol = _TIE_RTOL * max(float(np.abs(span).max()), 1e-300)
-        if np.any(gaps <= tol):
-            warnings.warn("some chosen eigenvalues are repeated (or tie with the next one); the "
-                          "individual derivatives, and so the scores, depend on an arbitrary basis "
-                          "of the repeated eigenspace; change n_eigenpairs to include or exclude "
-                          "the whole group", UserWarning, stacklevel=3)
+    def _warn_ties(lam, chosen, n_comp):
+        """Warn when a chosen eigenvalue is repeated (ties with a neighbour in the spectrum): |dλ|
+        of a single pair of a repeated eigenvalue is then ill-defined."""
+        tol = _TIE_RTOL * max(float(np.abs(lam).max()), 1e-300)
+        for r in chosen:
+            for s in (r - 1, r + 1):
+                if n_comp <= s < lam.size and abs(lam[s] - lam[r]) <= tol:
+                    warnings.warn("some chosen eigenvalues are repeated (or tie with a neighbouring "
+                                  "one); the individual derivatives, and so the scores, depend on an "
+                                  "arbitrary basis of the repeated eigenspace; change n_eigenpairs "
+                                  "to include or exclude the whole group", UserWarning, stacklevel=3)
+                    return
 
     def _get_support_mask(self):
         check_is_fitted(self)

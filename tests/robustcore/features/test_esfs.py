@@ -98,7 +98,7 @@ def test_dense_and_edge_forms_agree_on_the_same_knn_graph():
     rng = np.random.default_rng(4)
     X = rng.standard_normal((250, 7))
     X[:100, 2] += 4
-    est = ESFS(graph="knn", n_neighbors=6, n_eigenpairs=3, random_state=0).fit(X)
+    est = ESFS(graph="knn", n_neighbors=6, n_eigenpairs=3, scale="standard", random_state=0).fit(X)
     Xc = _standardize(X)
     idx, _ = _graph.knn_indices(Xc, 6)
     rows, cols = _graph.knn_edges(idx, 250)
@@ -119,12 +119,13 @@ def test_dense_and_edge_forms_agree_on_the_same_knn_graph():
 
 
 def test_informative_feature_ranks_first_for_20_seeds():
-    # methods.md §4.5 acceptance: sigma pinned at 0.5 x median pairwise distance, k = 1 and k = 2.
-    # The k = 1 scores are the first row of the k = 2 derivatives (same graph, same pairs).
+    # methods.md §4.5 acceptance: standardised data, sigma pinned at 0.5 x median pairwise
+    # distance, k = 1 and k = 2. The k = 1 scores are the first row of the k = 2 derivatives
+    # (same graph, same pairs).
     for seed in range(20):
         X = _two_clusters(seed)
         sigma = 0.5 * np.median(pdist(_standardize(X)))
-        est = ESFS(sigma=sigma, n_eigenpairs=2, graph="dense").fit(X)
+        est = ESFS(sigma=sigma, n_eigenpairs=2, graph="dense", scale="standard", min_support=0).fit(X)
         assert est.ranking_[0] == 0, f"seed {seed}, k=2: ranking {est.ranking_}"
         assert np.argmax(np.abs(est.derivatives_[0])) == 0, f"seed {seed}, k=1"
         assert est.sigma_ == pytest.approx(sigma)
@@ -132,25 +133,33 @@ def test_informative_feature_ranks_first_for_20_seeds():
 
 def test_default_sigma_is_half_the_median_pairwise_distance():
     X = _two_clusters(0)
-    est = ESFS(graph="dense").fit(X)
+    # one unit everywhere (spreads within 10x): scale="auto" keeps it
+    est = ESFS().fit(X)
     assert est.graph_ == "dense"
-    assert est.sigma_ == pytest.approx(0.5 * np.median(pdist(_standardize(X))), rel=1e-9)
+    assert not est.scale_center_.any() and np.all(est.scale_ == 1.0)
+    assert est.sigma_ == pytest.approx(0.5 * np.median(pdist(X)), rel=1e-9)
     assert est.ranking_[0] == 0
-    assert est.derivatives_.shape == (1, 6)  # default: one non-trivial pair (two groups)
+    # two groups: the eigengap picks one non-trivial pair
+    assert est.derivatives_.shape == (1, 6)
     assert list(est.selected_eigenpairs_) == [1]
-    assert est.eigenvalues_.shape == (1 + 1 + 5,)
+    assert est.eigenvalues_.shape == (1 + 12,) == est.eigenvector_support_.shape
+    est = ESFS(scale="standard").fit(X)
+    assert est.sigma_ == pytest.approx(0.5 * np.median(pdist(_standardize(X))), rel=1e-9)
 
 
-def test_auto_graph_is_knn_except_for_tiny_data():
+def test_auto_graph_is_dense_up_to_a_size_then_knn(monkeypatch):
+    from robustcore.features import esfs as esfs_mod
+    assert esfs_mod.AUTO_DENSE_MAX_SAMPLES == 3000
+    assert ESFS().fit(_two_clusters(0, n=300)).graph_ == "dense"
+    monkeypatch.setattr(esfs_mod, "AUTO_DENSE_MAX_SAMPLES", 299)
     assert ESFS(random_state=0).fit(_two_clusters(0, n=300)).graph_ == "knn"
-    assert ESFS(n_neighbors=10).fit(_two_clusters(0, n=50)).graph_ == "dense"
-    assert ESFS(n_neighbors=5, random_state=0).fit(_two_clusters(0, n=50)).graph_ == "knn"
+    assert ESFS(random_state=0).fit(_two_clusters(0, n=299)).graph_ == "dense"
 
 
 def test_knn_default_sigma_is_the_median_kth_neighbour_distance():
     from scipy.spatial import cKDTree
     X = _two_clusters(3)
-    est = ESFS(graph="knn", n_neighbors=7, random_state=0).fit(X)
+    est = ESFS(graph="knn", n_neighbors=7, scale="standard", random_state=0).fit(X)
     dist, _ = cKDTree(_standardize(X)).query(_standardize(X), 8)
     assert est.sigma_ == pytest.approx(np.median(dist[:, 7]), rel=1e-9)
     assert est.ranking_[0] == 0
@@ -266,8 +275,8 @@ def test_cancel_leaves_the_estimator_unfitted(graph, n):
 
 def test_params_declared_once_and_random_state_generator_accepted():
     names = [p.name for p in ESFS.param_specs()]
-    assert names == ["sigma", "sigma_scale", "n_eigenpairs", "graph", "n_neighbors", "scale",
-                     "n_features_to_select", "random_state"]
+    assert names == ["sigma", "sigma_scale", "n_eigenpairs", "min_support", "graph", "n_neighbors",
+                     "scale", "n_features_to_select", "random_state"]
     assert all(p.help for p in ESFS.param_specs())
     est = ESFS(n_eigenpairs=3)
     assert est.get_params()["n_eigenpairs"] == 3
@@ -304,3 +313,118 @@ def test_smallest_problems_work():
     # n = 2: λ_2 = 2 whatever the similarity, so nothing moves it
     assert est.eigenvalues_[1] == pytest.approx(2.0)
     assert np.abs(est.scores_).max() < 1e-9
+
+
+# -- the defaults on planted and bundled data (issue 11) ---------------------------------------
+
+def _clusters_3d(seed):
+    """The bundled clusters-3d demo's recipe (robustcore.datasets._demos): 100 points around
+    (2, -1, 0) and 100 around (-2, 1, 0); z is pure noise."""
+    rng = np.random.default_rng(seed)
+    centres = np.array([[2.0, -1.0, 0.0], [-2.0, 1.0, 0.0]])
+    return np.vstack([c + rng.standard_normal((100, 3)) for c in centres])
+
+
+def test_defaults_rank_iris_petals_first_and_sepal_width_not_first():
+    from robustcore.datasets import demo
+    ds = demo("iris")
+    est = ESFS().fit(ds.X)
+    names = [ds.feature_names[i] for i in est.ranking_]
+    assert {names[0], names[1]} == {"petal_length_cm", "petal_width_cm"}, names
+    assert names[0] != "sepal_width_cm"
+
+
+def test_defaults_rank_the_noise_feature_of_two_clusters_last_for_20_seeds():
+    from robustcore.datasets import demo
+    for seed in range(20):
+        est = ESFS().fit(_clusters_3d(seed))
+        assert est.ranking_[-1] == 2, f"seed {seed}: ranking {est.ranking_}"
+    est = ESFS().fit(demo("clusters-3d").X)
+    assert est.ranking_[-1] == 2
+
+
+def test_defaults_rank_the_shifted_feature_first_for_20_seeds():
+    # methods.md §4.5's acceptance data with every parameter at its default
+    for seed in range(20):
+        est = ESFS().fit(_two_clusters(seed))
+        assert est.ranking_[0] == 0, f"seed {seed}: ranking {est.ranking_}"
+
+
+@pytest.mark.parametrize("share", [0.10, 0.05])
+def test_defaults_find_a_small_cluster(share):
+    # min_support must keep the eigenvector of a cluster holding 5-10 % of the samples
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((300, 6))
+        X[: int(share * 300), 0] += 5.0
+        est = ESFS().fit(X)
+        assert est.ranking_[0] == 0, f"seed {seed}: ranking {est.ranking_}"
+        assert est.eigenvector_support_[est.selected_eigenpairs_[0]] >= 0.02
+
+
+def test_eigenvectors_on_a_few_outlying_samples_are_skipped():
+    # two groups along feature 0, and three samples far out along noise feature 5: the smallest
+    # non-trivial eigenvector singles out those three and, summed, ranks feature 5 first
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((300, 6))
+        X[:150, 0] += 5.0
+        X[:3, 5] += 12.0
+        every = ESFS(min_support=0.0, n_eigenpairs=1).fit(X)
+        assert every.ranking_[0] == 5 and list(every.selected_eigenpairs_) == [1]
+        # its support is about 3 of 300 samples
+        assert 0.005 < every.eigenvector_support_[1] < 0.02
+        est = ESFS(n_eigenpairs=1).fit(X)
+        assert list(est.selected_eigenpairs_) == [2] and est.ranking_[0] == 0
+        np.testing.assert_allclose(est.eigenvalues_, every.eigenvalues_)
+
+
+def test_support_fraction_closed_forms():
+    n = 200
+    B = np.full(n, 3.0)
+    # a two-valued B-orthogonal-to-constant vector splitting off a share p: support
+    # (p a² + (1-p) b²)² / (p a⁴ + (1-p) b⁴) with b = -p a / (1-p)
+    for p in (0.5, 0.1, 0.05):
+        m = int(p * n)
+        a, b = 1.0, -p / (1 - p)
+        q = np.where(np.arange(n) < m, a, b)
+        q /= np.sqrt(B @ (q * q))
+        expect = (p * a**2 + (1 - p) * b**2) ** 2 / (p * a**4 + (1 - p) * b**4)
+        assert _spectral.support_fraction(q[:, None], B)[0] == pytest.approx(expect, rel=1e-12)
+    one = np.zeros(n)
+    one[7] = 1 / np.sqrt(3.0)
+    flat = np.full(n, 1 / np.sqrt(3.0 * n))
+    np.testing.assert_allclose(_spectral.support_fraction(np.c_[one, flat], B), [1 / n, 1.0])
+
+
+def test_choose_eigenpairs_skips_localised_pairs_and_cuts_at_the_largest_gap():
+    lam = np.array([0.0, 0.01, 0.02, 0.03, 0.05, 0.5, 0.6, 0.7])
+    support = np.array([1.0, 0.004, 0.5, 0.4, 0.01, 0.3, 0.3, 0.3])
+    # candidates 2, 3, 5, 6, 7 (λ .02 .03 .5 .6 .7): ratios 1.5, 16.7, 1.2, 1.17 -> two pairs
+    sel, fell_back = _spectral.choose_eigenpairs(lam, support, 1, "auto", 0.02, 5)
+    assert list(sel) == [2, 3] and not fell_back
+    assert list(_spectral.choose_eigenpairs(lam, support, 1, 3, 0.02, 5)[0]) == [2, 3, 5]
+    assert list(_spectral.choose_eigenpairs(lam, support, 1, 2, 0.0, 5)[0]) == [1, 2]
+    assert list(_spectral.choose_eigenpairs(lam, support, 1, "auto", 0.0, 5)[0]) == [1, 2, 3, 4]
+    sel, fell_back = _spectral.choose_eigenpairs(lam, support, 1, 1, 0.99, 5)
+    assert fell_back and list(sel) == [1]
+
+
+@pytest.mark.parametrize("groups", [2, 3])
+def test_eigengap_counts_well_separated_groups(groups):
+    centres = {2: [[0, 0], [6, 0]], 3: [[0, 0], [6, 0], [3, 5.2]]}[groups]
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        g = rng.integers(0, groups, 400)
+        X = rng.standard_normal((400, 6))
+        X[:, :2] += np.array(centres, float)[g]
+        est = ESFS().fit(X)
+        assert len(est.selected_eigenpairs_) == groups - 1
+        assert set(est.ranking_[: groups - 1]) <= {0, 1} and est.ranking_[0] in (0, 1)
+
+
+def test_localised_spectrum_falls_back_with_a_warning():
+    X = np.random.default_rng(0).standard_normal((40, 3))
+    with pytest.warns(UserWarning, match="every computed eigenvector lives on less than min_support"):
+        est = ESFS(min_support=0.99, n_eigenpairs=2).fit(X)
+    assert list(est.selected_eigenpairs_) == [1, 2]     # the smallest non-trivial pairs
