@@ -82,9 +82,18 @@ class LearningCurveView(BaseView):
         if base and base[-1] is not None:
             # the learner that always predicts the class seen most so far: SCW must beat it
             base = np.asarray(base[-1], dtype=float)
-            self.rate_plot.plot(np.arange(1, base.size + 1), base, pen=st.pen("#555555", 1.5, Qt.PenStyle.DashLine),
-                                name="majority class so far")
+            c = self.rate_plot.plot(np.arange(1, base.size + 1), base, pen=st.pen("#555555", 1.5, Qt.PenStyle.DashLine),
+                                    name="majority class so far")
+            self.rate_legend.addItem(c, "majority class so far")
             parts.append(f"majority class: mistake rate {fmt(base[-1])}")
+            last = self.runs[sorted(self.runs)[-1]]
+            top = last.summary.get("majority-class test accuracy")
+            at = last.arrays.get("history_test_seen")
+            if top is not None and at is not None and len(at):
+                # held out, the baseline is the training stream's majority class: a flat line
+                self.acc_plot.plot([float(at[0]), float(at[-1])], [float(top)] * 2,
+                                   pen=st.pen("#555555", 1.5, Qt.PenStyle.DashLine), name="majority class")
+                parts[-1] += f", test accuracy {fmt(top)}"
         self.acc_plot.setVisible(has_test)
         self.fit_layout()
         self.rate_plot.enableAutoRange()

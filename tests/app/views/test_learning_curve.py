@@ -29,7 +29,13 @@ def test_both_variants_are_overlaid(views_for):
     assert len(base) == 1
     np.testing.assert_allclose(base[0].getData()[1], res2.arrays["history_majority_rate"])
     assert "majority class: mistake rate" in v.status.text()
-    assert v.acc_plot.isVisible() and len(v.acc_plot.listDataItems()) == 2  # held-out split, both runs
+    # held out: the training stream's majority class, a flat dashed line across the test points
+    flat = [it for it in v.acc_plot.listDataItems() if it.name() == "majority class"]
+    assert len(flat) == 1
+    np.testing.assert_allclose(flat[0].getData()[1], res2.summary["majority-class test accuracy"])
+    np.testing.assert_allclose(flat[0].getData()[0], res2.arrays["history_test_seen"][[0, -1]])
+    assert "test accuracy" in v.status.text().split("majority class:")[1]
+    assert v.acc_plot.isVisible() and len(v.acc_plot.listDataItems()) == 3  # both runs + the baseline
     assert "test accuracy" in v.status.text() and "no test split" not in v.status.text()
 
 
