@@ -82,6 +82,29 @@ def _binary_only(est):
     return getattr(est, "model_kind_", None) == "binary"
 
 
+# The constant feature carrying the intercept is 1 while the data's typical magnitude is within
+# this factor of 1, else the power of two nearest that magnitude (see _intercept_constant).
+INTERCEPT_UNIT_RANGE = 16.0
+
+
+def _intercept_constant(X) -> float:
+    """The value of the constant feature that carries the intercept, fixed by the first data
+    learned from: 1 when the typical magnitude m of the data (the median non-zero |value| among the
+    first 100,000) is within INTERCEPT_UNIT_RANGE of 1, else the power of two nearest m (exact
+    scaling). Why: the constant shares the prior variance ``a`` with the features; at 1 next to
+    features of 1e-100 it alone decided every margin and nothing else was learned (only the
+    majority class was ever predicted). Unit-scale data (a8a's 0/1, USPS's [-1, 1], standardised
+    tables, m about 0.67) keep exactly 1, far from the switch, so fit and partial_fit agree."""
+    vals = (X.data if sp.issparse(X) else np.ravel(X))[:100_000]
+    vals = np.abs(vals[vals != 0])
+    if vals.size == 0:
+        return 1.0
+    m = float(np.median(vals))
+    if 1.0 / INTERCEPT_UNIT_RANGE <= m <= INTERCEPT_UNIT_RANGE:
+        return 1.0
+    return float(2.0 ** np.round(np.log2(m)))
+
+
 class SCW(ClassifierMixin, Estimator):
     """Soft Confidence-Weighted linear classifier, learned online in one pass (SCW-I / SCW-II).
 
@@ -92,7 +115,8 @@ class SCW(ClassifierMixin, Estimator):
     ``phi = Phi^-1(eta)``, the inverse standard-normal CDF. Both step sizes come from the same
     pre-update state; Sigma stays positive definite.
 
-    With ``fit_intercept=True`` (default) x carries one more, constant feature equal to 1, whose
+    With ``fit_intercept=True`` (default) x carries one more, constant feature (1, or for data far
+    from unit scale the power of two nearest its typical magnitude: ``intercept_scaling_``), whose
     weight (``intercept_``) is learned like the others: a zero margin is a loss like any other
     (phi sqrt(v) > 0), so it triggers an update, and an all-zero row gets the learned bias
     instead of a score of exactly 0. A score that is still exactly 0 (e.g. the very first
@@ -154,8 +178,13 @@ class SCW(ClassifierMixin, Estimator):
     mean_ : (d,) weights for two classes; (n_classes, d) otherwise (row c scores class c).
     intercept_ : float for two classes, (n_classes,) otherwise; 0 when ``fit_intercept=False``.
         The decision function is ``X @ mean_.T + intercept_``.
+    intercept_scaling_ : float, the value of the constant feature (1 for data within 16x of unit
+        scale, else the power of two nearest its typical magnitude); 0 when
+        ``fit_intercept=False``. The
+        intercept's weight in the Gaussian is ``intercept_ / intercept_scaling_``.
     covariance_ : full covariance only: (D, D), or (n_classes, D, D) for ``multiclass="ovr"``,
-        over D = d + 1 coordinates with an intercept (the last one is the intercept's), else d.
+        over D = d + 1 coordinates with an intercept (the last one is the constant feature's),
+        else d.
     covariance_diag_ : its diagonal, present for both covariance kinds: (D,), or
         (n_classes, D) for ``"ovr"``.
     class_counts_ : (n_classes,) how many examples of each class were learned from (they break
@@ -321,7 +350,7 @@ class SCW(ClassifierMixin, Estimator):
             order = check_random_state(p["random_state"]).permutation(X.shape[0])
             X = X[order]
             y = y[order]
-        state = self._new_state(p, classes, X.shape[1])
+        state = self._new_state(p, classes, X)
         fitted, (mistake, updates, loss) = self._learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
         self._label_order = self._watch_order(state, (0, None, False), "passed to fit")
         rep(1.0, "done")
@@ -374,7 +403,7 @@ class SCW(ClassifierMixin, Estimator):
         if fitted:
             state = self._state_copy()
         else:
-            state = self._new_state(p, classes, X.shape[1])
+            state = self._new_state(p, classes, X)
         out, (mistake, updates, loss) = self._learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
         self._label_order = self._watch_order(
             state, self._label_order if fitted else (0, None, False), "passed to partial_fit")
@@ -391,8 +420,9 @@ class SCW(ClassifierMixin, Estimator):
 
     # -- state -------------------------------------------------------------------------------
     # The state holds the weights over D = d (+ 1 with an intercept, its weight last) coordinates.
-    def _new_state(self, p, classes, d):
+    def _new_state(self, p, classes, X):
         k = len(classes)
+        d = X.shape[1]
         full = p["covariance"] == "full"
         if k == 2:
             kind, n_models, k_mean = "binary", 1, 1
@@ -406,7 +436,8 @@ class SCW(ClassifierMixin, Estimator):
             cov = np.eye(D) * p["a"] if full else np.full(D, p["a"])
             models.append([np.zeros((k_mean, D)), cov])
         return {"kind": kind, "classes": classes, "models": models, "d": d,
-                "intercept": 1.0 if p["fit_intercept"] else 0.0, "counts": np.zeros(k, dtype=np.int64),
+                "intercept": _intercept_constant(X) if p["fit_intercept"] else 0.0,
+                "counts": np.zeros(k, dtype=np.int64),
                 "idx": np.zeros(0, dtype=np.intp)}
 
     def _has_intercept(self) -> bool:
@@ -416,7 +447,7 @@ class SCW(ClassifierMixin, Estimator):
         """(k_mean, D) weight rows per model: the feature weights, then the intercept if any."""
         W = np.atleast_2d(self.mean_)
         if self._has_intercept():
-            W = np.hstack([W, np.reshape(self.intercept_, (-1, 1))])
+            W = np.hstack([W, np.reshape(self.intercept_, (-1, 1)) / self.intercept_scaling_])
         return W
 
     def _state_copy(self):
@@ -429,7 +460,7 @@ class SCW(ClassifierMixin, Estimator):
         else:
             models = [[W[c][None, :].copy(), cov[c].copy()] for c in range(len(self.classes_))]
         return {"kind": kind, "classes": self.classes_, "models": models, "d": self.n_features_in_,
-                "intercept": 1.0 if self._has_intercept() else 0.0,
+                "intercept": self.intercept_scaling_ if self._has_intercept() else 0.0,
                 "counts": self.class_counts_.copy(), "idx": np.zeros(0, dtype=np.intp)}
 
     @staticmethod
@@ -515,10 +546,10 @@ class SCW(ClassifierMixin, Estimator):
             cov = np.stack([m[1] for m in models])
         d = state["d"]
         mean = W[:, :d].copy()
-        intercept = W[:, d].copy() if state["intercept"] else np.zeros(W.shape[0])
+        intercept = W[:, d] * state["intercept"] if state["intercept"] else np.zeros(W.shape[0])
         if kind == "binary":
             mean, intercept = mean[0], float(intercept[0])
-        out = {"mean_": mean, "intercept_": intercept}
+        out = {"mean_": mean, "intercept_": intercept, "intercept_scaling_": float(state["intercept"])}
         if full:
             out["covariance_"] = cov
             out["covariance_diag_"] = np.diagonal(cov, axis1=-2, axis2=-1).copy()
@@ -548,7 +579,7 @@ class SCW(ClassifierMixin, Estimator):
         X = validate_X(self, X, reset=False, accept_sparse=True)
         m = np.asarray(X @ self.mean_, dtype=np.float64).ravel() + self.intercept_
         if self._has_intercept():
-            X = with_constant_column(X, 1.0)
+            X = with_constant_column(X, self.intercept_scaling_)
         if hasattr(self, "covariance_"):
             XS = X @ self.covariance_
             # (a CSR X times the dense covariance is dense: multiply from the sparse side)

@@ -904,3 +904,31 @@ def test_labels_sorted_by_class_warn_once_and_shuffled_ones_never():
     with _w.catch_warnings():
         _w.simplefilter("error")
         est.partial_fit(X[100:], y[100:])                   # warned once already
+
+
+def test_intercept_constant_speaks_the_units_of_data_far_from_unit_scale():
+    from scipy.stats import norm
+    rng = np.random.default_rng(44)
+    X = rng.normal(size=(400, 4))
+    y = np.where(X @ [1.0, -1.0, 0.5, 0.0] + 0.8 > 0, 1, -1)
+    ref = SCW(random_state=0).fit(X, y)
+    assert ref.intercept_scaling_ == 1.0                      # unit scale: the constant is 1
+    assert SCW(fit_intercept=False).fit(X, y).intercept_scaling_ == 0.0
+    for factor in (1e-100, 1e-6, 1e6):
+        Xs = X * factor
+        est = SCW(random_state=0).fit(Xs, y)
+        m = np.median(np.abs(Xs))
+        assert est.intercept_scaling_ == 2.0 ** np.round(np.log2(m))
+        # the bias does not drown the features (SCW itself is not scale-free: Sigma starts at a I,
+        # so tiny features learn slower): better than without an intercept, both classes predicted
+        plain = SCW(random_state=0, fit_intercept=False).fit(Xs, y)
+        assert est.score(Xs, y) > plain.score(Xs, y) + 0.05 and len(set(est.predict(Xs))) == 2
+        # the covariance's last coordinate is the constant feature's, of value intercept_scaling_
+        Xa = np.c_[Xs[:10], np.full(10, est.intercept_scaling_)]
+        w = np.r_[est.mean_, est.intercept_ / est.intercept_scaling_]
+        v = np.einsum("ij,jk,ik->i", Xa, est.covariance_, Xa)
+        np.testing.assert_allclose(est.predict_proba(Xs[:10])[:, 1], norm.cdf(Xa @ w / np.sqrt(v)), rtol=1e-10)
+        # partial_fit fixes the constant from its first chunk and continues the same stream
+        part = SCW().partial_fit(Xs[:200], y[:200], classes=[-1, 1]).partial_fit(Xs[200:], y[200:])
+        whole = SCW(shuffle=False).fit(Xs, y)
+        np.testing.assert_allclose(part.intercept_, whole.intercept_, rtol=1e-9)
