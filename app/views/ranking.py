@@ -96,7 +96,11 @@ class RankingView(BaseView):
             return
         p = vb.mapSceneToView(ev.scenePos())
         r = int(round(p.x()))
-        if 0 <= r < self.ranking.size and 0 <= p.y() <= max(self.bar_heights[r], 0) * 1.02 + 1e-12:
+        # a bar far shorter than the tallest (a noise feature scores ~1e-4 of the top one) is
+        # thinner than a pixel: its column up to 5 % of the tallest bar counts as the bar
+        reach = max(self.bar_heights[r] * 1.02, 0.05 * float(np.max(self.bar_heights, initial=0.0))) \
+            if 0 <= r < self.ranking.size else 0.0
+        if 0 <= r < self.ranking.size and 0 <= p.y() <= reach + 1e-12:
             self.show_pair(r)
 
     def show_pair(self, rank):
