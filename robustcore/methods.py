@@ -409,7 +409,19 @@ def _run_scw(est, dataset, values, rep):
         summary["test accuracy"] = test_acc[-1]
         summary["majority-class test accuracy"] = majority["test"]
         summary["test samples"] = n_test
-    return dict(flags={"misclassified": pred != y}, arrays=arrays, summary=summary)
+    # The stream above is shuffled, so the fit is sound; still say when the file itself is sorted
+    # by class, which matters to anyone who streams it in file order elsewhere.
+    from .online._order import label_changes, looks_sorted
+    codes = np.searchsorted(classes, y)
+    changes, counts = label_changes(codes, None), np.bincount(codes, minlength=classes.size)
+    notes = []
+    if looks_sorted(changes, counts):
+        summary["sample order"] = (f"the file is sorted by class ({changes} label changes in {n} samples); "
+                                   f"streamed in a seeded random order")
+        notes.append(f"the labels in the file arrive in long runs of one class ({changes} changes in {n} "
+                     f"samples): SCW streamed them in a random order (random_state); in file order an "
+                     f"online learner would learn one class at a time")
+    return dict(flags={"misclassified": pred != y}, arrays=arrays, summary=summary, warnings=notes)
 
 
 def _majority_baseline(classes, y_stream, y_test):

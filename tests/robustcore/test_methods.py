@@ -89,3 +89,17 @@ def test_outlier_map_puts_planted_inliers_in_the_regular_region(method):
     assert regular[~is_out].mean() > 0.85
     od = res.arrays["orthogonal_distance"]
     assert (od[is_out] > res.summary["OD cut-off"]).mean() > 0.9
+
+
+def test_scw_run_says_when_the_file_is_sorted_by_class():
+    """The window streams SCW in a seeded random order; a file sorted by class (iris as stored)
+    is still reported, and a shuffled copy is not."""
+    from robustcore.datasets import demo
+    ds = demo("iris")
+    res = get_method("scw").run(ds, {})
+    assert "sorted by class" in res.summary["sample order"]
+    assert any("long runs of one class" in w for w in res.warnings)
+    perm = np.random.default_rng(0).permutation(ds.n_samples)
+    shuffled = Dataset(X=ds.X[perm], labels=np.asarray(ds.labels)[perm])
+    res2 = get_method("scw").run(shuffled, {})
+    assert "sample order" not in res2.summary
