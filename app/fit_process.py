@@ -34,6 +34,8 @@ from typing import Any, Callable
 
 from robustcore._progress import Cancelled
 
+from .out_of_core import LazyOffer
+
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
            "warm_up", "run_job", "FitJob", "LoadJob", "Loaded"]
 
@@ -49,18 +51,26 @@ _IDS = itertools.count(1)
 
 @dataclass(frozen=True)
 class FitJob:
-    """Fit ``spec`` (registry name or Method) on ``dataset`` with ``params``."""
+    """Fit ``spec`` (registry name or Method) on ``dataset`` with ``params``; ``bigdata``: the
+    keyword arguments of robustcore.bigdata.settings for data opened out of core."""
     spec: Any
     dataset: Any
     params: dict
+    bigdata: dict | None = None
 
 
 @dataclass(frozen=True)
 class LoadJob:
-    """Load a file (``path`` with loader ``options``) or a bundled demo (``demo``)."""
+    """Load a file (``path`` with loader ``options``) or a bundled demo (``demo``).
+
+    ``lazy``: open the file out of core (robustcore.bigdata.open_lazy). ``budget``: bytes; a
+    file that should rather be read out of core under it is not loaded, and the job returns an
+    :class:`app.out_of_core.LazyOffer` saying why."""
     path: str | None = None
     options: dict = field(default_factory=dict)
     demo: str | None = None
+    lazy: bool = False
+    budget: int | None = None
 
 
 @dataclass(frozen=True)
@@ -169,9 +179,22 @@ def run_job(job, progress):
     if isinstance(job, FitJob):
         from robustcore.methods import get_method
         method = get_method(job.spec) if isinstance(job.spec, str) else job.spec
-        return method.run(job.dataset, job.params, progress)
+        if job.bigdata is None or not getattr(job.dataset, "is_lazy", False):
+            return method.run(job.dataset, job.params, progress)
+        from robustcore.bigdata import settings
+        with settings(**job.bigdata):
+            return method.run(job.dataset, job.params, progress)
     import robustcore.datasets as d
     progress(0.0, "reading")
+    if job.lazy:
+        from robustcore.bigdata import open_lazy
+        ds = open_lazy(job.path, **job.options)
+        return Loaded(ds, ds.fingerprint(), os.getpid())
+    if job.budget is not None and job.path is not None:
+        from .out_of_core import offer_reason
+        offer = offer_reason(job.path, job.budget)
+        if offer is not None:
+            return LazyOffer(offer.path, offer.reason, dict(job.options), offer.can_load)
     ds = d.demo(job.demo) if job.demo is not None else d.load(job.path, **job.options)
     progress(0.9, "hashing")
     return Loaded(ds, ds.fingerprint(), os.getpid())

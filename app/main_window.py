@@ -19,7 +19,7 @@ from robustcore.methods import METHODS
 
 from .actions import build_actions, build_menus
 from .window_exports import ExportSlots
-from .fit_process import LoadJob, shared_pool, warm_up
+from .fit_process import FitJob, LoadJob, run_job, shared_pool, warm_up
 from .jobs import FitTag, LoadTag, SessionTag
 from .panels import DatasetPanel, LogEntry, MethodPanel, RunLog
 from .settings import Settings
@@ -68,6 +68,8 @@ class MainWindow(ExportSlots, QMainWindow):
     runDiscarded(str)              a fit finished but its result was dropped (reason).
     idle()                         no fit is running any more (after any of the above).
     videoExported(list)            a decomposition video was written (its files).
+    outOfCoreOffered(object)       a file is better read out of core (an out_of_core.LazyOffer);
+                                   the offer dialog is ``self.lazy_offer``.
     """
 
     datasetLoaded = Signal(object)
@@ -78,6 +80,7 @@ class MainWindow(ExportSlots, QMainWindow):
     runDiscarded = Signal(str)
     idle = Signal()
     videoExported = Signal(list)
+    outOfCoreOffered = Signal(object)
 
     def __init__(self, state: AppState | None = None, settings: Settings | None = None,
                  methods: dict | None = None, restore: bool = True, isolation: str | None = None):
@@ -105,6 +108,7 @@ class MainWindow(ExportSlots, QMainWindow):
         self._fitted_defaults: set = set()  # (data version, method) whose defaults were fitted to the data
         self.help_dialog = None
         self.exporter = TaskRunner(self)  # video export: long, cancellable, off the GUI thread
+        self.lazy_offer = None   # the "Open out of core" offer being shown
 
         self._build_central()
         self._build_docks()
@@ -230,6 +234,7 @@ class MainWindow(ExportSlots, QMainWindow):
         self.dataset_panel.demoRequested.connect(self.load_demo)
         self.dataset_panel.optionsRequested.connect(self.reload_with_options)
         self.dataset_panel.truthRequested.connect(self.reload_with_truth)
+        self.dataset_panel.outOfCoreSettingsRequested.connect(self.out_of_core_settings_dialog)
         mp = self.method_panel
         mp.runRequested.connect(self.run)
         mp.cancelRequested.connect(self.cancel)
@@ -370,10 +375,52 @@ class MainWindow(ExportSlots, QMainWindow):
             self.open_path(path)
 
     def open_path(self, path: str, **options) -> Job:
-        """Load a file (or image folder) in the background; the one path for dialog, drop and recent."""
+        """Load a file (or image folder) in the background; the one path for dialog, drop and recent.
+
+        A file opened without options that is better read out of core (HDF5, Zarr, or larger
+        than the memory budget) is not loaded: the window offers to open it out of core."""
         path = os.path.abspath(os.fspath(path))
-        return self._start_load(LoadJob(path=path, options=dict(options)),
+        budget = None if options else self.settings.memory_budget()
+        return self._start_load(LoadJob(path=path, options=dict(options), budget=budget),
                                 LoadTag(what=os.path.basename(path) or path, path=path))
+
+    def open_out_of_core(self, path: str, **options) -> Job:
+        """Open a table (HDF5, Zarr, .npy) or a video out of core: only its shape and chunking
+        are read; methods that run out of core read it a block at a time."""
+        path = os.path.abspath(os.fspath(path))
+        return self._start_load(LoadJob(path=path, options=dict(options), lazy=True),
+                                LoadTag(what=os.path.basename(path) or path, path=path))
+
+    def _offer_out_of_core(self, job: Job, offer) -> None:
+        from .panels.out_of_core_dialogs import offer_out_of_core
+        if self.lazy_offer is not None:
+            self.lazy_offer.close()
+        load = (lambda: self._start_load(LoadJob(path=offer.path, options=dict(offer.options)), job.tag)) \
+            if offer.can_load else None
+        self.lazy_offer = offer_out_of_core(self, offer, lambda: self.open_out_of_core(offer.path, **offer.options),
+                                            load, self.settings.memory_budget())
+        self.statusBar().showMessage(f"{job.tag.what}: open it out of core?", 8000)
+        self.outOfCoreOffered.emit(offer)
+
+    def out_of_core_settings_dialog(self):
+        """Memory budget and Dask scheduler (non-blocking); the Data panel shows the new values."""
+        from .panels.out_of_core_dialogs import OutOfCoreSettingsDialog
+        dlg = OutOfCoreSettingsDialog(self.settings.memory_budget(), self.settings.scheduler(), self)
+        dlg.setObjectName("out_of_core_settings")
+
+        def apply():
+            self.settings.set_memory_budget(dlg.budget)
+            self.settings.set_scheduler(dlg.scheduler)
+            self._show_out_of_core()
+        dlg.accepted.connect(apply)
+        dlg.open()
+        self.out_of_core_dialog = dlg
+        return dlg
+
+    def _show_out_of_core(self) -> None:
+        from .out_of_core import results_dir
+        self.dataset_panel.set_out_of_core(self.settings.memory_budget(), self.settings.scheduler(),
+                                           results_dir(self.session_path))
 
     def load_demo(self, name: str) -> Job:
         return self._start_load(LoadJob(demo=name), LoadTag(what=f"demo '{name}'", demo=name))
@@ -500,6 +547,10 @@ class MainWindow(ExportSlots, QMainWindow):
         if isinstance(job.tag, SessionTag):
             self._apply_session(job, payload)
             return
+        from .out_of_core import LazyOffer
+        if isinstance(payload, LazyOffer):
+            self._offer_out_of_core(job, payload)
+            return
         self.last_load = payload
         path = job.tag.path
         if path:
@@ -527,7 +578,10 @@ class MainWindow(ExportSlots, QMainWindow):
         self.datasetLoaded.emit(ds)
 
     def _on_dataset(self, ds) -> None:
+        from .out_of_core import method_restrictions
+        self._show_out_of_core()
         self.dataset_panel.set_dataset(ds)
+        self.method_panel.set_restricted(method_restrictions(self.methods, ds))
         if ds is None:
             self.data_status.setText("No data")
             self.setWindowTitle("Robust Subspace Studio")
@@ -566,12 +620,15 @@ class MainWindow(ExportSlots, QMainWindow):
 
     # == runs ============================================================================================
     def _update_blocker(self) -> None:
+        from .out_of_core import method_restrictions
         ds = self.state.dataset
         m = self.method_panel.method()
         if ds is None:
             reason = "Load a data set first (File → Open or the Demos menu)."
         elif m is not None and m.needs_labels and ds.labels is None:
             reason = f"{m.title} needs class labels and '{ds.name}' has none."
+        elif m is not None and m.name in method_restrictions(self.methods, ds):
+            reason = method_restrictions(self.methods, ds)[m.name]
         else:
             reason = None
         self.method_panel.set_blocker(reason)
@@ -635,13 +692,20 @@ class MainWindow(ExportSlots, QMainWindow):
         # the seed that was used, and replay gives the same numbers.
         from .session import pin_seed
         fit_params = pin_seed(method, params)
+        bigdata = None
+        if getattr(ds, "is_lazy", False):
+            from .out_of_core import bigdata_settings, results_dir
+            bigdata = bigdata_settings(self.settings.memory_budget(), self.settings.scheduler(),
+                                       results_dir(self.session_path))
         if self.isolation == "process":
             # Registry methods travel by name; others (scripts, tests) as the Method itself.
             spec = name if METHODS.get(name) is method else method
             pool = shared_pool()
-            fn = lambda progress: pool.run(spec, ds, fit_params, progress)  # noqa: E731
+            fit = FitJob(spec, ds, fit_params, bigdata)
+            fn = lambda progress: pool.submit(fit, progress)  # noqa: E731
         else:
-            fn = lambda progress: method.run(ds, fit_params, progress)  # noqa: E731
+            fit = FitJob(method, ds, fit_params, bigdata)
+            fn = lambda progress: run_job(fit, progress)  # noqa: E731
         job = self.runner.submit(fn, tag=tag)
         self.method_panel.set_status(f"Running {method.title} on {ds.name}…")
         return job
@@ -787,5 +851,7 @@ class MainWindow(ExportSlots, QMainWindow):
             print("Robust Subspace Studio: waiting for a running computation to stop…", file=sys.stderr)
         if self.error_box is not None:
             self.error_box.close()
+        if self.lazy_offer is not None:
+            self.lazy_offer.close()
         event.accept()
         super().closeEvent(event)

@@ -158,6 +158,35 @@ class Settings:
         folder = path if os.path.isdir(path) else os.path.dirname(os.path.abspath(path))
         self.qs.setValue("files/last_directory", folder)
 
+    # -- out of core --------------------------------------------------------------------------
+    def memory_budget(self) -> int:
+        """Bytes the window lets a data set take in memory; larger files are offered out of core."""
+        from .out_of_core import DEFAULT_BUDGET, check_budget
+        v = self._json("out_of_core/memory_budget", DEFAULT_BUDGET, lambda v: isinstance(v, int))
+        try:
+            return check_budget(v)
+        except ValueError as exc:
+            self.problems.append(f"setting 'out_of_core/memory_budget' not used: {exc}")
+            return DEFAULT_BUDGET
+
+    def set_memory_budget(self, nbytes: int) -> None:
+        from .out_of_core import check_budget
+        self._set_json("out_of_core/memory_budget", check_budget(nbytes))
+
+    def scheduler(self) -> str | None:
+        """Address of a dask.distributed scheduler for out-of-core fits, or None (local threads)."""
+        from .out_of_core import check_scheduler
+        raw = self.qs.value("out_of_core/scheduler")
+        try:
+            return check_scheduler(str(raw)) if raw else None
+        except ValueError as exc:
+            self.problems.append(f"setting 'out_of_core/scheduler' not used: {exc}")
+            return None
+
+    def set_scheduler(self, address: str | None) -> None:
+        from .out_of_core import check_scheduler
+        self.qs.setValue("out_of_core/scheduler", check_scheduler(address) or "")
+
     # -- methods ------------------------------------------------------------------------------
     def last_method(self) -> str | None:
         v = self.qs.value("methods/last")

@@ -11,6 +11,7 @@ __all__ = ["DatasetPanel", "PreviewModel"]
 
 MAX_PREVIEW_ROWS = 5000
 MAX_PREVIEW_COLS = 200
+LAZY_PREVIEW_ROWS = 100   # rows read from disk to preview data opened out of core
 
 
 class PreviewModel(QAbstractTableModel):
@@ -22,12 +23,17 @@ class PreviewModel(QAbstractTableModel):
         self._extra: list[tuple[str, object]] = []
         self._rows = 0
         self._cols = 0
+        self._head = None   # the first rows of a table opened out of core (read once)
 
     def set_dataset(self, ds) -> None:
         self.beginResetModel()
         self.dataset = ds
         self._extra = []
-        if ds is not None:
+        self._head = None
+        if getattr(ds, "is_lazy", False):
+            self._head = _lazy_head(ds)
+            self._rows, self._cols = self._head.shape
+        elif ds is not None:
             if ds.labels is not None:
                 self._extra.append(("label", ds.labels))
             if ds.outliers is not None:
@@ -59,7 +65,7 @@ class PreviewModel(QAbstractTableModel):
                 return "yes" if v else ""
             return str(v)
         j = c - len(self._extra)
-        X = self.dataset.X
+        X = self.dataset.X if self._head is None else self._head
         v = X[r, j] if not sp.issparse(X) else X[r, j]
         return f"{float(v):.4g}"
 
@@ -70,19 +76,29 @@ class PreviewModel(QAbstractTableModel):
             if section < len(self._extra):
                 return self._extra[section][0]
             return str(self.dataset.feature_names[section - len(self._extra)])
-        return str(self.dataset.sample_ids[section])
+        return str(section) if self.dataset.sample_ids is None else str(self.dataset.sample_ids[section])
+
+
+def _lazy_head(ds) -> np.ndarray:
+    """The first rows and columns of a table opened out of core (one small read); none of a video."""
+    if ds.kind != "table":
+        return np.zeros((0, 0))
+    n, d = min(ds.n_samples, LAZY_PREVIEW_ROWS), min(ds.n_features, MAX_PREVIEW_COLS)
+    return np.asarray(ds.source.array[:n, :d].compute(scheduler="sync"), dtype=float)
 
 
 class DatasetPanel(QWidget):
     """Signals: openRequested(), demoRequested(str), optionsRequested() (reload the current file
     with other loader options), truthRequested(dict) (reload it with these loader options, which
-    set the known outliers), cancelLoadRequested()."""
+    set the known outliers), cancelLoadRequested(),
+    outOfCoreSettingsRequested()."""
 
     openRequested = Signal()
     demoRequested = Signal(str)
     optionsRequested = Signal()
     truthRequested = Signal(dict)
     cancelLoadRequested = Signal()
+    outOfCoreSettingsRequested = Signal()
 
     def __init__(self, demos: dict | None = None, parent=None):
         super().__init__(parent)
@@ -135,6 +151,12 @@ class DatasetPanel(QWidget):
         self.truth_label = QLabel("Known outliers")
         self.truth_label.setStyleSheet("color: #555;")
         self._truth_options: list[dict] = []
+        self.ooc_button = QPushButton("Out-of-core settings…")
+        self.ooc_button.setObjectName("out_of_core_settings_button")
+        self.ooc_button.setToolTip("Memory budget, and the Dask scheduler out-of-core fits run on")
+        self.ooc_button.clicked.connect(self.outOfCoreSettingsRequested)
+        self.ooc_button.setVisible(False)
+        self.out_of_core = {"memory_budget": None, "scheduler": None, "results_to": None}
         self.busy_label = QLabel()
         self.busy_label.setWordWrap(True)
         # Loaders do not say how far they are: a busy bar, and Cancel (Esc works for fits).
@@ -185,6 +207,7 @@ class DatasetPanel(QWidget):
         opt_row = QHBoxLayout()
         opt_row.addWidget(self.truth_label)
         opt_row.addWidget(self.truth_box, 1)
+        opt_row.addWidget(self.ooc_button)
         opt_row.addWidget(self.options_button)
         lay.addLayout(opt_row)
         lay.addWidget(self.table, 1)
@@ -205,6 +228,13 @@ class DatasetPanel(QWidget):
         self.busy_box.setVisible(bool(text))
         self.load_progress.setVisible(bool(text))
 
+    def set_out_of_core(self, budget: int, scheduler: str | None, results_dir: str) -> None:
+        """The settings out-of-core work uses (shown with data opened out of core)."""
+        self.out_of_core = {"memory_budget": budget, "scheduler": scheduler, "results_to": results_dir}
+        ds = self.model.dataset
+        if getattr(ds, "is_lazy", False):
+            self.set_dataset(ds)
+
     def set_dataset(self, ds) -> None:
         while self.summary_form.rowCount():
             self.summary_form.removeRow(0)
@@ -218,11 +248,14 @@ class DatasetPanel(QWidget):
             self.options_button.setVisible(False)
             self._fill_truth(None)
             return
-        self.options_button.setVisible(bool(ds.provenance.path) and not ds.provenance.demo)
-        self._fill_truth(ds)
+        lazy = getattr(ds, "is_lazy", False)
+        self.options_button.setVisible(bool(ds.provenance.path) and not ds.provenance.demo and not lazy)
+        self.ooc_button.setVisible(lazy)
+        self._fill_truth(None if lazy else ds)   # no reload into memory from a table out of core
         self.hint.setVisible(False)
-        self.title.setText(ds.name)
-        for key, value in dataset_summary(ds):
+        self.title.setText(ds.name + (" (out of core)" if lazy else ""))
+        rows = lazy_summary(ds, **self.out_of_core) if lazy else dataset_summary(ds)
+        for key, value in rows:
             lab = QLabel(str(value))
             lab.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             lab.setWordWrap(True)
@@ -234,10 +267,17 @@ class DatasetPanel(QWidget):
             self.summary_form.addRow(key_label, lab)
         self.description.setText(ds.description or "")
         self.description.setVisible(bool(ds.description))
-        self.table.setVisible(True)
+        self.table.setVisible(self.model.rowCount() > 0)
         self.table.resizeColumnsToContents()
         n, d = ds.n_samples, ds.n_features
         notes = []
+        if lazy:
+            notes.append(f"first {self.model.rowCount():,} of {n:,} samples (read from disk)" if ds.kind == "table"
+                         else "no preview")
+            self.preview_note.setText("Preview shows the " + " and the ".join(notes) if ds.kind == "table" else
+                                      "The frames stay on disk: the L + S view shows them after a fit.")
+            self.preview_note.setVisible(True)
+            return
         if n > MAX_PREVIEW_ROWS:
             notes.append(f"first {MAX_PREVIEW_ROWS:,} of {n:,} samples")
         if d > MAX_PREVIEW_COLS:
@@ -344,6 +384,37 @@ def dataset_summary(ds) -> list[tuple[str, str]]:
         rows.append(("sha256", p.sha256[:16] + "…"))
     for w in getattr(ds, "warnings", None) or []:
         rows.append(("warning", f"⚠ {w}"))  # what the loader could not take in as it was
+    return rows
+
+
+def lazy_summary(ds, memory_budget=None, scheduler=None, results_to=None) -> list[tuple[str, str]]:
+    """(key, text) rows of a data set opened out of core: what is on disk, how it is read, and
+    the settings out-of-core fits use."""
+    from ..out_of_core import format_bytes
+    info = ds.source.describe()
+    rows = [("shape", f"{ds.n_samples:,} samples × {ds.n_features:,} features"),
+            ("out of core", "yes: the data stay on disk and are read a block at a time")]
+    if ds.kind == "table":
+        rows.append(("stored as", str(info.get("stored as", ds.provenance.loader))))
+        if info.get("array"):
+            rows.append(("array", str(info["array"])))
+    else:
+        h, w = ds.image_shape
+        rows.append(("frames", f"{ds.n_samples:,} frames of {w} × {h} pixels"
+                     + (f", {info['codec']}" if info.get("codec") else "")))
+    size = ds.provenance.size
+    rows.append(("on disk", format_bytes(size) if size else str(info.get("on disk", "unknown"))))
+    rows.append(("in memory", f"{format_bytes(ds.nbytes)} as float64 (not loaded)"))
+    if ds.kind == "table":
+        rows.append(("chunking", str(info.get("chunking", ""))))
+    else:
+        rows.append(("chunking", "decoded in batches of frames as a method reads them"))
+    if memory_budget is not None:
+        rows.append(("memory budget", format_bytes(memory_budget)))
+    rows.append(("scheduler", f"dask.distributed at {scheduler}" if scheduler else "this machine's threads (Dask)"))
+    if results_to:
+        rows.append(("large results", f"written to {results_to}"))
+    rows.append(("source", ds.provenance.path or ds.provenance.loader))
     return rows
 
 

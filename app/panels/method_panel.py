@@ -157,6 +157,24 @@ class MethodPanel(QWidget):
         if idx >= 0:
             self.combo.setItemData(idx, f"Not available: {reason}", Qt.ItemDataRole.ToolTipRole)
 
+    def set_restricted(self, reasons: dict[str, str]) -> None:
+        """Grey out the methods in ``reasons`` (name -> why it cannot run on the current data),
+        with the reason as their tooltip; the others are enabled again. If the chosen method is
+        greyed out, the first one that can run is chosen."""
+        model = self.combo.model()
+        for idx in range(self.combo.count()):
+            name = self.combo.itemData(idx)
+            why = reasons.get(name)
+            item = model.item(idx)
+            item.setEnabled(why is None)
+            tip = (f"Not available: {self._unavailable[name]}" if name in self._unavailable
+                   else f"Not for this data: {why}" if why else self.methods[name].description)
+            self.combo.setItemData(idx, tip, Qt.ItemDataRole.ToolTipRole)
+        if self.method_name() in reasons:
+            for idx in range(self.combo.count()):
+                if self.combo.itemData(idx) not in reasons and self.set_method(self.combo.itemData(idx)):
+                    break
+
     def reset_current(self) -> None:
         form = self.form()
         if form is not None:

@@ -1,0 +1,166 @@
+"""The window's out-of-core policy (no Qt here: the worker process runs part of it).
+
+When a file is opened, :func:`offer_reason` decides, in the loading worker, whether it should be
+read out of core instead of loaded: HDF5 and Zarr tables always (the in-memory loaders do not
+read them), a ``.npy`` table or a video whose float64 copy would take more than the memory
+budget. The window then offers "Open out of core" with that reason (:class:`LazyOffer`).
+
+The memory budget and the dask.distributed scheduler address are window settings, validated
+here (:func:`check_budget`, :func:`check_scheduler`); :func:`bigdata_settings` turns them into
+the keyword arguments of :func:`robustcore.bigdata.settings` for one fit, with the folder where
+results too large for memory go (:func:`results_dir`).
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+
+__all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "LazyOffer", "check_budget", "parse_size", "check_scheduler",
+           "offer_reason", "method_restrictions", "results_dir", "bigdata_settings", "format_bytes"]
+
+MiB = 1 << 20
+GiB = 1 << 30
+#: The window's default memory budget: what one data set may take in memory before the window
+#: offers to read it out of core (robustcore.bigdata plans its chunks within the same number).
+DEFAULT_BUDGET = 2 * GiB
+MIN_BUDGET = 1 * MiB
+MAX_BUDGET = 1 << 50
+
+_TABLE_ONLY = (".h5", ".hdf5", ".he5", ".zarr")
+
+
+def format_bytes(n) -> str:
+    from robustcore.datasets._limits import format_bytes as fb
+    return fb(n)
+
+
+@dataclass(frozen=True)
+class LazyOffer:
+    """What a load job returns instead of data when the file should be read out of core."""
+    path: str
+    reason: str
+    options: dict = field(default_factory=dict)
+    can_load: bool = False   # False: the in-memory loaders cannot read this file at all
+
+
+def check_budget(nbytes) -> int:
+    """A memory budget in bytes, or ValueError saying what is wrong and what would do."""
+    if isinstance(nbytes, bool) or not isinstance(nbytes, int):
+        raise ValueError(f"the memory budget must be a whole number of bytes; got {nbytes!r}")
+    if nbytes < MIN_BUDGET:
+        raise ValueError(f"a memory budget of {format_bytes(max(nbytes, 0))} is too small to hold one "
+                         f"chunk; give at least {format_bytes(MIN_BUDGET)}")
+    if nbytes > MAX_BUDGET:
+        raise ValueError(f"a memory budget of {format_bytes(nbytes)} is beyond any machine; give the "
+                         f"memory you mean this program to use, e.g. 4 GB")
+    return nbytes
+
+
+_UNITS = {"": 1, "b": 1, "byte": 1, "bytes": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": MiB, "mb": MiB, "mib": MiB,
+          "g": GiB, "gb": GiB, "gib": GiB, "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """"512 MB", "2GB", "1.5 g", "1048576" -> bytes (binary units); ValueError otherwise."""
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"{text!r} is not a size; write a number and a unit, e.g. 512 MB or 4 GB")
+    return check_budget(int(float(m.group(1)) * _UNITS[m.group(2).lower()]))
+
+
+def check_scheduler(address) -> str | None:
+    """A dask.distributed scheduler address ("tcp://host:8786", "host:8786"), or None for the
+    local threads (empty text). ValueError saying what a valid address looks like otherwise."""
+    if address is None:
+        return None
+    text = str(address).strip()
+    if not text:
+        return None
+    m = re.fullmatch(r"(?:(tcp|tls|ucx|inproc|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::([0-9]{1,5}))?", text)
+    if not m:
+        raise ValueError(f"{text!r} is not a scheduler address; write it as tcp://HOST:PORT, e.g. "
+                         f"tcp://10.0.0.5:8786 (leave it empty to run on this machine's threads)")
+    if m.group(3) is None:
+        raise ValueError(f"{text!r} has no port; a dask scheduler listens on one, e.g. {text}:8786")
+    if not 0 < int(m.group(3)) < 65536:
+        raise ValueError(f"port {m.group(3)} of {text!r} is not a port number (1-65535)")
+    return text if m.group(1) else f"tcp://{text}"
+
+
+def _npy_bytes(path: str) -> int:
+    """Bytes of a .npy array as float64, from its header alone (never pickle)."""
+    import numpy as np
+    from numpy.lib import format as npf
+    with open(path, "rb") as fh:
+        version = npf.read_magic(fh)
+        read = npf.read_array_header_1_0 if version == (1, 0) else npf.read_array_header_2_0
+        shape, _, dtype = read(fh)
+    if dtype.hasobject:
+        return 0   # the loader refuses it with its own message
+    return int(np.prod(shape, dtype=np.float64)) * 8
+
+
+def offer_reason(path: str, budget: int) -> LazyOffer | None:
+    """Whether ``path`` should be offered out of core under ``budget`` bytes, and why."""
+    from robustcore.datasets._video import VIDEO_SUFFIXES
+    p = os.path.abspath(path)
+    low = p.lower().rstrip(os.sep)
+    if low.endswith(_TABLE_ONLY) or (os.path.isdir(p) and os.path.exists(os.path.join(p, "zarr.json"))):
+        kind = "Zarr" if low.endswith(".zarr") or os.path.isdir(p) else "HDF5"
+        return LazyOffer(p, f"{kind} tables are read out of core, a block of rows at a time: they are "
+                            f"never loaded whole into memory.")
+    try:
+        if low.endswith(".npy"):
+            need, what = _npy_bytes(p), "this table"
+        elif low.endswith(VIDEO_SUFFIXES):
+            from robustcore.datasets import open_video
+            v = open_video(p)
+            try:
+                need, what = v.n_frames * v.n_features * 8, f"these {v.n_frames:,} frames"
+            finally:
+                v.close()
+        else:
+            return None
+    except (OSError, ValueError):
+        return None   # the loader reports what is wrong with the file
+    if need <= budget:
+        return None
+    return LazyOffer(p, f"Loading {what} would take {format_bytes(need)} of memory as float64, more than "
+                        f"the memory budget of {format_bytes(budget)}. Out of core, the data stay on disk "
+                        f"and are read a block at a time.", can_load=True)
+
+
+# Methods that take frames (a video) out of core; the other out-of-core methods take tables.
+FRAME_METHODS = ("online-rpca",)
+
+
+def method_restrictions(methods: dict, dataset) -> dict:
+    """name -> why the method cannot run on ``dataset`` opened out of core ({} for data in memory)."""
+    if not getattr(dataset, "is_lazy", False):
+        return {}
+    out = {}
+    for name, m in methods.items():
+        if m.lazy is None:
+            out[name] = (f"{m.title} needs the data in memory, and '{dataset.name}' is opened out of core "
+                         f"(it stays on disk)")
+        elif (name in FRAME_METHODS) != (dataset.kind == "frames"):
+            out[name] = (f"{m.title} takes " + ("video frames" if name in FRAME_METHODS else "a table")
+                         + f" out of core; '{dataset.name}' is " + ("a video" if dataset.kind == "frames" else "a table"))
+    return out
+
+
+def results_dir(session_path: str | None) -> str:
+    """Where results too large for memory go: a folder beside the session once there is one,
+    else a cache folder of this user's (kept until the window closes or a session is saved)."""
+    if session_path:
+        base = os.path.splitext(os.path.basename(session_path))[0].removesuffix(".rss")
+        return os.path.join(os.path.dirname(os.path.abspath(session_path)), f"{base}.lazy")
+    root = os.path.join(tempfile.gettempdir(), f"robust-studio-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
+    return os.path.join(root, f"window-{os.getpid()}")
+
+
+def bigdata_settings(budget: int, scheduler: str | None, store_dir: str) -> dict:
+    """Keyword arguments of robustcore.bigdata.settings for one out-of-core fit."""
+    return {"memory_budget": int(budget), "scheduler": scheduler, "store_dir": store_dir}
