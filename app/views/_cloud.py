@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QGraphicsPathItem, QToolTip
 
 from . import _geometry as geo
 from . import _style as st
+from ._density import DENSITY_POINTS, Density
 
 TOOLS = ("rect", "lasso", "pan")
 
@@ -170,6 +171,7 @@ class PointCloud(QObject):
         self.sel_item.setZValue(10)
         for it in (self.flag_item, self.sel_item):
             plot.addItem(it)
+        self.density = Density(plot)   # used instead of dots above DENSITY_POINTS samples
         if isinstance(self.vb, SelectViewBox):
             self.vb.sigRegion.connect(self._on_region)
             self.vb.sigPick.connect(self._on_pick)
@@ -220,6 +222,12 @@ class PointCloud(QObject):
         self.codes = rank[self.codes]
 
     def _draw(self) -> None:
+        if self.x.size > DENSITY_POINTS:
+            for it in self.groups:
+                it.setData(x=[], y=[])
+            self.density.show(self.x, self.y)
+            return
+        self.density.hide()
         k = len(self.table)
         while len(self.groups) < k:
             it = GroupScatter(pxMode=True, size=self.size, pen=None, symbol="o")
@@ -262,7 +270,11 @@ class PointCloud(QObject):
         if self.flags is None or self.flags.size != self.x.size:
             self.flag_item.setData(x=[], y=[])
             return
-        self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags])
+        # Over a density image the flagged samples are the points: filled, so none hides in a bin.
+        dense = self.density.active
+        self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags], size=self.size if dense else self.size + 5,
+                               brush=st.brush(st.FLAG_COLOR) if dense else None,
+                               pen=st.pen("#FFFFFF", 0.8) if dense else st.pen(st.FLAG_COLOR, 1.3))
 
     def clear(self) -> None:
         self.x = np.zeros(0)
@@ -271,6 +283,7 @@ class PointCloud(QObject):
         self.codes = np.zeros(0, dtype=np.int64)
         for it in (*self.groups, self.flag_item, self.sel_item):
             it.setData(x=[], y=[])
+        self.density.hide()
 
     # -- selection ------------------------------------------------------------------------
     def selected_points(self) -> np.ndarray:

@@ -130,6 +130,10 @@ class ScatterView(BaseView):
         self._flags, self._flag_rule, self._legend_entries = flags, flag_rule, legend
         self.cloud.describe = lambda i: describe_sample(ds, i, res, flags)
         self.cloud.set_points(x, y, brushes=brushes, sizes=sizes, flags=flags)
+        if self.cloud.density.active:   # colours and sizes cannot show in a density image
+            self._remove_colorbar()
+            self._legend_entries = []
+            self._add_colorbar("samples per bin (log10)", *self.cloud.density.log_range())
         st.style_plot(self.plot, title=f"{title_of(res.method)} — {ds.name}", left=yl, bottom=xl)
         self.drawn = res
         self._fill_legend()
@@ -180,7 +184,8 @@ class ScatterView(BaseView):
             self._legend_samples.append(item)
             self.legend.addItem(item, text)
         if self._flags is not None:
-            self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({int(np.sum(self._flags))})")
+            verb = "drawn" if self.cloud.density.active else "ringed"
+            self.legend.addItem(self.cloud.flag_item, f"{verb}: {self._flag_rule} ({int(np.sum(self._flags))})")
         n_sel = self.state.selection.size
         if n_sel:  # no "selected" entry while nothing is
             self.legend.addItem(self.cloud.sel_item, f"selected ({n_sel})")
@@ -200,7 +205,9 @@ class ScatterView(BaseView):
 
     def _update_status(self):
         n = self.cloud.x.size
-        parts = [f"{n} points", f"{self.state.selection.size} selected"]
+        dense = self.cloud.density.active
+        parts = [f"{n:,} points" + (" as a density image, flagged ones as points" if dense else ""),
+                 f"{self.state.selection.size} selected"]
         if self.cloud.hovered >= 0:
             parts.append("under the mouse: " + self.cloud.hover_text)
         self.set_status(" · ".join(parts))

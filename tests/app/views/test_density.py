@@ -1,0 +1,63 @@
+"""The scatter of many samples: a density image whose counts hold every sample, with the flagged
+samples drawn on top as points (none subsampled away)."""
+import numpy as np
+
+from app.views._density import DENSITY_POINTS
+
+
+def _planted(n=1_000_000, k=8, seed=3):
+    """n samples near a plane in 3-D, k of them far off it (the planted outliers)."""
+    rng = np.random.default_rng(seed)
+    X = np.c_[rng.normal(size=(n, 2)) * [3.0, 1.5], 0.05 * rng.normal(size=n)]
+    planted = rng.choice(n, size=k, replace=False)
+    X[planted, 2] += 6.0
+    return X, planted
+
+
+def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(views_for):
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    X, planted = _planted()
+    ds = Dataset(X=X, name="planted")
+    res = get_method("pca").run(ds, {"n_components": 2, "scale": "none"})
+    flagged = np.asarray(res.flags["outlier"], dtype=bool)
+    assert flagged[planted].all()                 # the fit finds them ...
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(res)
+    v = views_for(state).show_view("scatter")
+    v.method_box.set_key("pca")
+    assert X.shape[0] > DENSITY_POINTS and v.cloud.density.active
+    # ... and the view draws them: every flagged sample as a point, at its projection.
+    fx, fy = v.cloud.flag_item.getData()
+    proj = np.asarray(res.arrays["projection"])
+    assert fx.size == int(flagged.sum())
+    got = set(zip(np.round(fx, 9), np.round(fy, 9)))
+    want = set(zip(np.round(proj[flagged, 0], 9), np.round(proj[flagged, 1], 9)))
+    assert got == want
+    assert all((round(proj[i, 0], 9), round(proj[i, 1], 9)) in got for i in planted)
+    # The image holds every sample: its counts sum to n, no dots are drawn besides.
+    assert v.cloud.density.counts.sum() == X.shape[0] == v.cloud.density.n_binned
+    assert v.cloud.drawn_count() == 0
+    # The counts are the samples' own 2-D histogram (a reference computed with numpy directly).
+    x0, x1, y0, y1 = v.cloud.density.extent
+    ref, _, _ = np.histogram2d(proj[:, 0], proj[:, 1], bins=v.cloud.density.counts.shape, range=[[x0, x1], [y0, y1]])
+    np.testing.assert_array_equal(v.cloud.density.counts, ref)
+    assert v.colorbar is not None and "log10" in v.colorbar.getAxis("right").labelText
+    assert any(t.startswith("drawn: ") for t in v.legend_texts())
+    assert "1,000,000 points as a density image" in v.status.text()
+
+
+def test_few_points_stay_dots(views_for):
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    X, _ = _planted(n=5000, k=3)
+    ds = Dataset(X=X, name="small")
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(get_method("pca").run(ds, {"n_components": 2, "scale": "none"}))
+    v = views_for(state).show_view("scatter")
+    v.method_box.set_key("pca")
+    assert not v.cloud.density.active and v.cloud.drawn_count() == 5000
