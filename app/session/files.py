@@ -82,6 +82,11 @@ def _pack_results(results: Iterable, provenance: dict) -> tuple[bytes, list]:
     for res in results:
         for kind in ("sample_scores", "flags", "arrays", "feature_scores"):
             for name, value in getattr(res, kind).items():
+                if not isinstance(value, np.ndarray) and hasattr(value, "store"):
+                    # An out-of-core result in a Zarr store (larger than the memory budget): not
+                    # copied into the NPZ; reopening runs the fit again, out of core.
+                    skipped.append(f"{res.method}: {kind} {name} (out of core)")
+                    continue
                 arr = np.asarray(value)
                 if arr.dtype == object:
                     skipped.append(f"{res.method}: {kind} {name}")

@@ -216,7 +216,11 @@ def _load_verified(ref: DatasetRef, cand: str):
             ref=ref, path=cand, expected=expected, actual=digest)
     fmt = ref.loader if ref.loader in datasets.LOADERS else None
     try:
-        ds = datasets.load(cand, format=fmt, **dict(ref.options))
+        if ref.lazy:   # opened out of core, as when the session was saved
+            from robustcore.bigdata import open_lazy
+            ds = open_lazy(cand, **dict(ref.options))
+        else:
+            ds = datasets.load(cand, format=fmt, **dict(ref.options))
     except ValueError as exc:
         raise DataMismatchError(f"data file {cand} cannot be loaded as before ({exc})", ref=ref,
                                 path=cand) from None

@@ -10,7 +10,7 @@ Schema, version 2 (every field is written; readers ignore fields they do not kno
     {"format": "robust-subspace-studio session", "schema_version": 2, "created": ISO-8601 UTC,
      "versions": {"python", "robustcore", "numpy", "scipy", "PySide6", "pyqtgraph", ...},
      "dataset": {"name", "loader", "options", "path", "relative_path", "size", "sha256", "demo",
-                 "fingerprint", "n_samples", "n_features", "snapshot"} or null,
+                 "fingerprint", "n_samples", "n_features", "snapshot", "lazy"} or null,
      "runs": [{"method", "params" (validated, incl. random_state), "seed", "data_fingerprint",
                "summary", "warnings", "elapsed",
                "stored": {"kind": "session"|"export", "file", "sha256", ...} or null}],
@@ -160,6 +160,7 @@ class DatasetRef:
     sha256: str | None = None
     demo: str | None = None
     snapshot: str | None = None
+    lazy: bool = False   # opened out of core (robustcore.bigdata.open_lazy): reopened the same way
 
     @classmethod
     def from_dataset(cls, dataset, base_dir: str | None = None) -> "DatasetRef":
@@ -174,7 +175,7 @@ class DatasetRef:
         return cls(name=dataset.name, loader=p.loader, fingerprint=dataset.fingerprint(),
                    n_samples=int(dataset.n_samples), n_features=int(dataset.n_features),
                    options=_jsonable(dict(p.options)), path=path, relative_path=rel,
-                   size=p.size, sha256=p.sha256, demo=p.demo)
+                   size=p.size, sha256=p.sha256, demo=p.demo, lazy=bool(getattr(dataset, "is_lazy", False)))
 
     def describe(self) -> str:
         if self.demo:
@@ -188,7 +189,7 @@ class DatasetRef:
 
 
 _REF_FIELDS = ("name", "loader", "fingerprint", "n_samples", "n_features", "options", "path",
-               "relative_path", "size", "sha256", "demo", "snapshot")
+               "relative_path", "size", "sha256", "demo", "snapshot", "lazy")
 
 
 @dataclass
@@ -384,11 +385,13 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
     ref = None
     if ds is not None:
         w = f"{where}, dataset"
+        lazy = bool(_need(ds, "lazy", bool, w, optional=True))
         ref = DatasetRef(
-            name=_need(ds, "name", str, w), loader=_need(ds, "loader", str, w),
+            name=_need(ds, "name", str, w), loader=_need(ds, "loader", str, w), lazy=lazy,
             fingerprint=_need(ds, "fingerprint", str, w), n_samples=_need(ds, "n_samples", int, w),
             n_features=_need(ds, "n_features", int, w),
-            options=_options(_need(ds, "options", dict, w, optional=True) or {}, _need(ds, "loader", str, w), w),
+            options=_options(_need(ds, "options", dict, w, optional=True) or {}, _need(ds, "loader", str, w), w,
+                             lazy=lazy),
             path=_need(ds, "path", str, w, optional=True),
             relative_path=_need(ds, "relative_path", str, w, optional=True),
             size=_need(ds, "size", int, w, optional=True), sha256=_need(ds, "sha256", str, w, optional=True),
@@ -426,11 +429,14 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
                    schema_version=version, source=os.path.abspath(source) if source else None)
 
 
-def _options(options: dict, loader: str, where: str) -> dict:
-    """Loader options as a session may hold them: plain values, options the loader declares,
-    and file names (an IDX ``labels_file``) that stay beside the data file."""
+def _options(options: dict, loader: str, where: str, lazy: bool = False) -> dict:
+    """Loader options as a session may hold them: plain values, options the loader declares
+    (those of robustcore.bigdata.open_lazy for a table opened out of core), and file names (an
+    IDX ``labels_file``) that stay beside the data file."""
     from robustcore.datasets import LOADERS
     declared = {p.name for p in LOADERS[loader].options} if loader in LOADERS else None
+    if lazy and loader != "video":
+        declared = {"dataset", "chunk_rows"}
     paths = LOADERS[loader].path_options if loader in LOADERS else ()
     for key, value in options.items():
         if key in _RESERVED_OPTIONS or (declared is not None and key not in declared):

@@ -181,10 +181,15 @@ class DecompositionView(BaseView):
         if res is None or ds is None:
             return
         self._res = res
-        X = ds.dense()
-        L = np.asarray(res.arrays["low_rank"])
-        S = np.asarray(res.arrays["sparse"])
-        self.X, self.L, self.S = X, L, S
+        if getattr(ds, "is_lazy", False):   # frames on disk, results maybe in a Zarr store
+            from ._lazy_frames import lazy_stacks
+            self.X, self.L, self.S, probe = lazy_stacks(ds, res)
+            X, L, S = (np.stack([a[i] for i in probe]) for a in (self.X, self.L, self.S))
+        else:
+            X = ds.dense()
+            L = np.asarray(res.arrays["low_rank"])
+            S = np.asarray(res.arrays["sparse"])
+            self.X, self.L, self.S = X, L, S
         lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
         self.gray_levels = (lo, hi if hi > lo else lo + 1)
         smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
@@ -273,22 +278,24 @@ class DecompositionView(BaseView):
             return
         i = self.current_sample
         ds = self.state.dataset
-        self.frame_label.setText(f"{ds.sample_ids[i]} ({self.frame_slider.value() + 1} of {len(self.order)})")
+        name = f"frame {i}" if ds.sample_ids is None else ds.sample_ids[i]
+        self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {len(self.order)})")
         if self.mode != "image":
             self._draw_tables()
             return
         shape = ds.image_shape
-        self.images["original"].setImage(self.X[i].reshape(shape), levels=self.gray_levels)
+        x, s_i = self.X[i], self.S[i]   # one read each when the stacks are on disk
+        self.images["original"].setImage(x.reshape(shape), levels=self.gray_levels)
         self.images["low_rank"].setImage(self.L[i].reshape(shape), levels=self.gray_levels)
-        self.images["sparse"].setImage(self.S[i].reshape(shape), levels=self.s_levels, lut=self._s_lut())
-        m = self.mask_of(i)
-        self.images["mask"].setImage(palette.mask_overlay(self.X[i], self.gray_levels, m).reshape(*shape, 3),
+        self.images["sparse"].setImage(s_i.reshape(shape), levels=self.s_levels, lut=self._s_lut())
+        m = np.abs(s_i) > self.threshold()
+        self.images["mask"].setImage(palette.mask_overlay(x, self.gray_levels, m).reshape(*shape, 3),
                                      levels=None, lut=None)
         frac = float(m.mean())
         st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())}")
         sel = "selected" if i in set(self.state.selection.tolist()) else "click a picture to select this frame"
         self.set_status(f"frame {self.frame_slider.value() + 1} of {len(self.order)} · sample #{i} · "
-                        f"mask: {100 * frac:.1f}% of pixels · ‖S‖₁ of this frame {fmt(np.abs(self.S[i]).sum())} · {sel}")
+                        f"mask: {100 * frac:.1f}% of pixels · ‖S‖₁ of this frame {fmt(np.abs(s_i).sum())} · {sel}")
 
     @staticmethod
     def _s_lut():

@@ -157,3 +157,61 @@ def test_setting_validators():
         check_scheduler("tcp://h:99999")
     with pytest.raises(ValueError, match="not a scheduler address"):
         check_scheduler("http://a b:1")
+
+
+def test_session_reopens_out_of_core(qtbot, window, tmp_path):
+    import json
+    folder = tmp_path / "project"
+    folder.mkdir()
+    X = _table()
+    path = _write("h5", folder / "table.h5", X)
+    _accept_offer(qtbot, window, path)
+    res = _run(qtbot, window, "pca", n_components=3, scale="none")
+    session = folder / "work.rss.json"
+    window.session_path = str(session)
+    window.save_session_dialog()
+    ref = json.loads(session.read_text())["dataset"]
+    assert ref["lazy"] is True and ref["path"] == str(path) and ref["relative_path"] == "table.h5"
+    window.set_dataset(None)
+    with qtbot.waitSignal(window.datasetLoaded, timeout=60_000):
+        window.open_session(str(session))
+    ds = window.state.dataset
+    assert ds.is_lazy and ds.n_samples == X.shape[0]
+    again = window.state.result("pca")
+    np.testing.assert_allclose(np.asarray(again.sample_scores["spe"]), np.asarray(res.sample_scores["spe"]),
+                               rtol=1e-12)
+    assert window.dataset_panel.summary_text()["out of core"].startswith("yes")
+
+
+def test_long_video_out_of_core_results_in_zarr_read_back_by_the_view(qtbot, window, tmp_path):
+    av = pytest.importorskip("av")
+    n, h, w = 120, 48, 64
+    rng = np.random.default_rng(1)
+    bg = rng.integers(40, 120, size=(h, w)).astype(np.uint8)
+    path = tmp_path / "clip.mp4"
+    with av.open(str(path), "w") as c:
+        s = c.add_stream("libx264", rate=25)
+        s.width, s.height, s.pix_fmt, s.options = w, h, "yuv444p", {"qp": "0"}
+        for k in range(n):
+            f = bg.copy()
+            f[10:22, (k % 50):(k % 50) + 12] = 250   # a moving bright square
+            for p in s.encode(av.VideoFrame.from_ndarray(np.repeat(f[..., None], 3, 2), format="rgb24")):
+                c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+    window.settings.set_memory_budget(1 << 20)   # 120 frames x 3072 px x 8 B = 2.9 MB > 1 MB
+    offer = _accept_offer(qtbot, window, path)
+    assert "these 120 frames" in offer.reason
+    ds = window.state.dataset
+    assert ds.kind == "frames" and window.method_panel.method_name() == "online-rpca"
+    assert "120 frames of 64 × 48 pixels" in window.dataset_panel.summary_text()["frames"]
+    store_root = window.dataset_panel.summary_text()["large results"].removeprefix("written to ")
+    res = _run(qtbot, window, "online-rpca", batch_size=16)
+    S = res.arrays["sparse"]
+    assert not isinstance(S, np.ndarray) and res.summary["results in"].startswith(store_root)
+    v = window.views.show_view("decomposition")
+    v.set_frame(77)
+    i = v.current_sample
+    np.testing.assert_array_equal(v.images["sparse"].image, np.asarray(S[i], float).reshape(h, w))
+    np.testing.assert_allclose(v.images["original"].image, ds.source.frame(i).reshape(h, w))
+    assert v.frame_slider.maximum() == n - 1
