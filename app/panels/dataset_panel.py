@@ -393,7 +393,7 @@ def lazy_summary(ds, memory_budget=None, scheduler=None, results_to=None) -> lis
     from ..out_of_core import format_bytes
     info = ds.source.describe()
     rows = [("shape", f"{ds.n_samples:,} samples × {ds.n_features:,} features"),
-            ("out of core", "yes: the data stay on disk and are read a block at a time")]
+            ("out of core", "yes: read from disk a block at a time")]
     if ds.kind == "table":
         rows.append(("stored as", str(info.get("stored as", ds.provenance.loader))))
         if info.get("array"):

@@ -272,9 +272,9 @@ class PointCloud(QObject):
             return
         # Over a density image the flagged samples are the points: filled, so none hides in a bin.
         dense = self.density.active
-        self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags], size=self.size if dense else self.size + 5,
+        self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags], size=4 if dense else self.size + 5,
                                brush=st.brush(st.FLAG_COLOR) if dense else None,
-                               pen=st.pen("#FFFFFF", 0.8) if dense else st.pen(st.FLAG_COLOR, 1.3))
+                               pen=None if dense else st.pen(st.FLAG_COLOR, 1.3))
 
     def clear(self) -> None:
         self.x = np.zeros(0)

@@ -35,9 +35,10 @@ def subspace(result) -> dict | None:
     proj = a.get("projection")
     if proj is None:
         raise ValueError(f"result {result.method!r} has components but no projection")
+    proj = np.asarray(proj)   # an out-of-core result may hold it in a Zarr store
     m = METHODS.get(result.method)
     return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
-            "projection": np.asarray(proj).reshape(len(proj), -1),
+            "projection": proj.reshape(proj.shape[0], -1),
             "source": (m.subspace if m is not None and m.subspace else result.method)}
 
 
