@@ -84,19 +84,14 @@ class OutOfCoreSettingsDialog(QDialog):
 
     def _check(self) -> bool:
         ok = True
-        try:
-            self.budget = parse_size(self.budget_edit.text())
-            self.budget_error.setText("")
-        except ValueError as exc:
-            self.budget_error.setText(str(exc))
-            ok = False
-        try:
-            self.scheduler = check_scheduler(self.scheduler_edit.text())
-            self.scheduler_error.setText("")
-        except ValueError as exc:
-            self.scheduler_error.setText(str(exc))
-            ok = False
-        for lab in (self.budget_error, self.scheduler_error):
+        for attr, parse, edit, lab in (("budget", parse_size, self.budget_edit, self.budget_error),
+                                       ("scheduler", check_scheduler, self.scheduler_edit, self.scheduler_error)):
+            try:
+                setattr(self, attr, parse(edit.text()))
+                lab.setText("")
+            except ValueError as exc:
+                lab.setText(str(exc))
+                ok = False
             lab.setVisible(bool(lab.text()))
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(ok)
         return ok
