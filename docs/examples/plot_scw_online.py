@@ -25,7 +25,7 @@ y_noisy = y.copy()
 flip = rng.random(2000) < 0.10
 y_noisy[:2000][flip] *= -1
 
-scw = SCW(variant="II").fit(X[train], y_noisy[train])
+scw = SCW(variant="II", random_state=0).fit(X[train], y_noisy[train])  # fit shuffles, seeded
 perceptron = Perceptron(random_state=0).fit(X[train], y_noisy[train])
 acc_scw = np.mean(scw.predict(X[test]) == y[test])
 acc_perc = np.mean(perceptron.predict(X[test]) == y[test])
