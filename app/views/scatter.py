@@ -130,10 +130,15 @@ class ScatterView(BaseView):
         self._flags, self._flag_rule, self._legend_entries = flags, flag_rule, legend
         self.cloud.describe = lambda i: describe_sample(ds, i, res, flags)
         self.cloud.set_points(x, y, brushes=brushes, sizes=sizes, flags=flags)
-        if self.cloud.density.active:   # colours and sizes cannot show in a density image
+        dense = self.cloud.density.active
+        if dense:   # colours and sizes cannot show in a density image
             self._remove_colorbar()
             self._legend_entries = []
             self._add_colorbar("samples per bin (log10)", *self.cloud.density.log_range())
+        for box in (self.color_box, self.size_box):
+            box.setEnabled(not dense)
+            box.setToolTip("Too many points to colour or size one by one: they are drawn as a density "
+                           "image (flagged samples as points on top)" if dense else "")
         st.style_plot(self.plot, title=f"{title_of(res.method)} — {ds.name}", left=yl, bottom=xl)
         self.drawn = res
         self._fill_legend()

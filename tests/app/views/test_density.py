@@ -47,6 +47,9 @@ def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(view
     assert v.colorbar is not None and "log10" in v.colorbar.getAxis("right").labelText
     assert any(t.startswith("drawn: ") for t in v.legend_texts())
     assert "1,000,000 points as a density image" in v.status.text()
+    # Colour and size cannot show in a density image: their choosers say so instead of doing nothing.
+    assert not v.color_box.isEnabled() and not v.size_box.isEnabled()
+    assert "density image" in v.color_box.toolTip()
 
 
 def test_few_points_stay_dots(views_for):
@@ -61,3 +64,4 @@ def test_few_points_stay_dots(views_for):
     v = views_for(state).show_view("scatter")
     v.method_box.set_key("pca")
     assert not v.cloud.density.active and v.cloud.drawn_count() == 5000
+    assert v.color_box.isEnabled() and v.size_box.isEnabled()
