@@ -28,7 +28,9 @@ def test_corpus_sessions_are_refused_noted_or_asked_about():
 
 @linux
 def test_seeded_search_over_tampered_sessions_gives_only_session_errors():
-    run_child({"hypothesis": "session-json", "examples": 150, "seconds": 20})
+    lines = run_child({"hypothesis": "session-json", "examples": 150, "seconds": 20})
+    # The child exits non-zero (run_child raises, printing the falsifying input) on any failure.
+    assert lines == [{"hypothesis": "session-json", "outcome": "ok", "examples": 150}]
 
 
 def saved(tmp_path, folder="proj"):

@@ -20,6 +20,7 @@ import hashlib
 import io
 import json
 import lzma
+import pickle  # to WRITE a hostile file; nothing in the project loads one
 import re
 import shutil
 import struct
@@ -196,8 +197,11 @@ def npy_cases() -> None:
     write("odds-like.npz", out.getvalue())
     case("odds-like.npz", "load", "loaded", outliers=5, outliers_from="y: 1 = outlier")
     case("odds-like.npz", "load", "loaded", options={"known_outliers": False}, outliers=None)
+    # An object-array .npy as numpy writes one: a header saying dtype "|O", then a pickle stream.
+    # Written by hand (header + pickle.dumps) so nothing here ever allows pickle in numpy.
     out = io.BytesIO()
-    np.save(out, np.array([{"a": 1}, None], dtype=object), allow_pickle=True)
+    np.lib.format.write_array_header_1_0(out, {"descr": "|O", "fortran_order": False, "shape": (2,)})
+    out.write(pickle.dumps([{"a": 1}, None], protocol=3))
     write("pickle.npy", out.getvalue())
     case("pickle.npy", "load", "refused", match="never unpickled")
     out = io.BytesIO()

@@ -44,7 +44,9 @@ def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
 def test_seeded_searches_give_only_load_errors(search, examples):
     # Options of every type and size; byte-level mutants of a valid file of every format (sizes
     # in headers made huge, zero or negative), all under the memory cap and a time limit.
-    run_child({"hypothesis": search, "examples": examples, "seconds": 20})
+    lines = run_child({"hypothesis": search, "examples": examples, "seconds": 20})
+    # The child exits non-zero (run_child raises, printing the falsifying input) on any failure.
+    assert lines == [{"hypothesis": search, "outcome": "ok", "examples": examples}]
 
 
 def test_wide_libsvm_file_holds_no_string_per_feature(tmp_path):
