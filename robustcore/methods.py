@@ -254,9 +254,12 @@ def _model_fields(est, X, rule=LIMITS_RULE, calibration=None, extra_scores=None,
     C, m = np.atleast_2d(est.components_), est.mean_
     spe, t2 = est._spe_t2(Z)
     arrays = {"components": C, "mean": m, "projection": (Z - m) @ C.T, **_scaling_arrays(est)}
-    scores = {"outlier_score": -est.score_samples(X), **(extra_scores or {}), "spe": spe, "t2": t2}
+    # The estimator's own score and cut from the one SPE/T² pass above (score_samples and
+    # predict would each compute both again): score = -score_samples, outlier = predict == -1.
+    score = np.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
+    scores = {"outlier_score": score, **(extra_scores or {}), "spe": spe, "t2": t2}
     out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
-    flags = {"outlier": est.predict(X) == -1, "outside_spe": out_spe, "outside_t2": out_t2}
+    flags = {"outlier": score > -est.offset_, "outside_spe": out_spe, "outside_t2": out_t2}
     summary, notes = {"outlier rule": rule.describe(values)}, []
     if est.residual_eigenvalues_.size == 0:
         # Full rank: nothing is left off the subspace, so SPE is 0 and only T² can flag.

@@ -103,3 +103,15 @@ def test_scw_run_says_when_the_file_is_sorted_by_class():
     shuffled = Dataset(X=ds.X[perm], labels=np.asarray(ds.labels)[perm])
     res2 = get_method("scw").run(shuffled, {})
     assert "sample order" not in res2.summary
+
+
+@pytest.mark.parametrize("method, params", [("pca", {}), ("coherence-pursuit", {}), ("residual", {}),
+                                            ("pca", {"contamination": 0.1})])
+def test_run_scores_and_flags_are_the_estimators_own(method, params):
+    """The adapter's outlier score and flags are the estimator's score_samples and predict,
+    computed another way (from one SPE/T² pass)."""
+    X, _ = planted_subspace_with_outliers(n_in=400, n_out=20, d=10, seed=2)
+    res = get_method(method).run(Dataset(X=X), params)
+    est = res.estimator
+    np.testing.assert_allclose(res.sample_scores["outlier_score"], -est.score_samples(X), rtol=1e-12)
+    np.testing.assert_array_equal(res.flags["outlier"], est.predict(X) == -1)
