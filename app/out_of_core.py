@@ -152,11 +152,12 @@ def method_restrictions(methods: dict, dataset) -> dict:
 
 
 def results_dir(session_path: str | None) -> str:
-    """Where results too large for memory go: a folder beside the session once there is one,
-    else a cache folder of this user's (kept until the window closes or a session is saved)."""
+    """Where results too large for memory go: the session's stores folder once there is a session
+    (``work.rss.json`` -> ``work.lazy``, where saving it keeps them), else a working folder of this
+    user's, from which saving a session copies them (:mod:`app.session.stores`)."""
     if session_path:
-        base = os.path.splitext(os.path.basename(session_path))[0].removesuffix(".rss")
-        return os.path.join(os.path.dirname(os.path.abspath(session_path)), f"{base}.lazy")
+        from app.session import STORES_SUFFIX, side_name
+        return side_name(session_path, STORES_SUFFIX)
     root = os.path.join(tempfile.gettempdir(), f"robust-studio-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
     return os.path.join(root, f"window-{os.getpid()}")
 

@@ -14,7 +14,9 @@ What a session may read (the policy of :mod:`robustcore.datasets._limits`):
   :class:`DataNeedsConfirmation` names the path.
 
 A stored results file that is missing, changed, damaged, refused or holds Python objects skips
-that run's reload with a note, and the run is fitted again; it never aborts the reopening.
+that run's reload with a note, and the run is fitted again; it never aborts the reopening. The
+same holds for results saved in Zarr stores (:mod:`.stores`): a store that is missing, fails its
+manifest, or lies outside the session's folder is named in the note, and the run is fitted again.
 """
 from __future__ import annotations
 
@@ -29,6 +31,7 @@ from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
 from .files import load_session, load_snapshot, read_side, session_dir, side_path
 from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, _short, library_versions)
+from .stores import StoreError, open_stored_fields
 
 __all__ = ["RestoreReport", "NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "restore",
            "reopen_job"]
@@ -264,6 +267,17 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
         parts = key.split("|", 2)
         if len(parts) == 3 and parts[0] == rec.method and parts[1] in fields:
             fields[parts[1]][parts[2]] = value
+    if st.get("out_of_core") is not None:
+        # Results held on disk (a long video's S): checked against their manifest, opened lazily.
+        try:
+            for kind, values in open_stored_fields(session_dir(session), st["out_of_core"]).items():
+                fields[kind].update(values)
+        except FileNotFoundError as exc:
+            return skip(f"are incomplete: {exc.args[0] if exc.args else exc}")
+        except StoreError as exc:
+            return skip(f"were not used: {exc}")
+        except OSError as exc:
+            return skip(f"could not be read: {exc.strerror or exc}")
     if not any(fields.values()):
         return None
     return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=rec.data_fingerprint,

@@ -13,7 +13,8 @@ Schema, version 2 (every field is written; readers ignore fields they do not kno
                  "fingerprint", "n_samples", "n_features", "snapshot", "lazy"} or null,
      "runs": [{"method", "params" (validated, incl. random_state), "seed", "data_fingerprint",
                "summary", "warnings", "elapsed",
-               "stored": {"kind": "session"|"export", "file", "sha256", ...} or null}],
+               "stored": {"kind": "session"|"export", "file", "sha256", "complete",
+                          "out_of_core": {"folder", "stores", "fields"} (app.session.stores)} or null}],
      "current_method", "view": {"name": VIEW, ...}, "selection": [sample indices]}
 
 A reader refuses a higher ``schema_version`` with a message; an older one is brought up to date
@@ -37,8 +38,8 @@ import numpy as np
 
 from robustcore.datasets import bare_name, parse_json
 
-__all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "SEED_PARAM",
-           "DEFAULT_SEED", "SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError",
+__all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX",
+           "SEED_PARAM", "DEFAULT_SEED", "SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError",
            "DatasetRef", "RunRecord", "Session", "library_versions", "seed_param", "pin_seed", "run_record",
            "session_from_results", "session_from_state", "session_to_json", "session_from_json"]
 
@@ -47,6 +48,8 @@ SCHEMA_VERSION = 2
 SESSION_SUFFIX = ".rss.json"
 RESULTS_SUFFIX = ".results.npz"
 DATA_SUFFIX = ".data.npz"
+# The folder of results held in Zarr stores (out of core) beside a session (app.session.stores).
+STORES_SUFFIX = ".lazy"
 # Parameters with this name are the seed of a method's randomness (scikit-learn's convention).
 SEED_PARAM = "random_state"
 # The seed pinned when a user leaves random_state unset, so that a run can be repeated exactly.
@@ -412,7 +415,7 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
             summary=_need(r, "summary", dict, w, optional=True) or {},
             warnings=[str(x) for x in _need(r, "warnings", list, w, optional=True) or []],
             elapsed=float(_need(r, "elapsed", (int, float), w, optional=True) or 0.0),
-            stored=_need(r, "stored", dict, w, optional=True)))
+            stored=_stored(_need(r, "stored", dict, w, optional=True), w)))
     if runs and ref is None:
         raise SessionError(f"{where} has runs but no dataset")
     selection = _need(d, "selection", list, where, optional=True) or []
@@ -427,6 +430,15 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
                    versions=_need(d, "versions", dict, where, optional=True) or {},
                    created=_need(d, "created", str, where, optional=True) or "",
                    schema_version=version, source=os.path.abspath(source) if source else None)
+
+
+def _stored(stored: dict | None, where: str) -> dict | None:
+    """A run's ``stored`` record; its out-of-core stores are checked to be plain names beside the
+    session (see :func:`app.session.stores.check_record`)."""
+    if stored is not None and stored.get("out_of_core") is not None:
+        from .stores import check_record
+        check_record(stored["out_of_core"], f"{where}, stored", SessionError)
+    return stored
 
 
 def _options(options: dict, loader: str, where: str, lazy: bool = False) -> dict:
