@@ -435,9 +435,12 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
 def _stored(stored: dict | None, where: str) -> dict | None:
     """A run's ``stored`` record; its out-of-core stores are checked to be plain names beside the
     session (see :func:`app.session.stores.check_record`)."""
+    from .stores import check_record, check_store_info
     if stored is not None and stored.get("out_of_core") is not None:
-        from .stores import check_record
         check_record(stored["out_of_core"], f"{where}, stored", SessionError)
+    if stored is not None and stored.get("store") is not None:   # a lazy command-line run's results
+        st = stored["store"]
+        check_store_info(st.get("name") if isinstance(st, dict) else None, st, f"{where}, stored", SessionError)
     return stored
 
 

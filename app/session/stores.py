@@ -40,7 +40,7 @@ import numpy as np
 from robustcore.datasets import bare_name, inside
 
 __all__ = ["RESULT_KINDS", "StoreError", "zarr_location", "store_manifest", "save_stores",
-           "rebind", "open_stored_fields", "check_record"]
+           "rebind", "open_store", "open_stored_fields", "check_store_info", "check_record"]
 
 RESULT_KINDS = ("sample_scores", "flags", "arrays", "feature_scores")
 # Bounds on what a session may make the program walk or open (hostile sessions, issue 12).
@@ -209,6 +209,15 @@ def _open_group(path: str):
     return zarr.open_group(path, mode="r")
 
 
+def check_store_info(name, info, where: str, error=StoreError) -> None:
+    """A store's name (a plain name) and manifest record as a session may hold them."""
+    bare_name(name, f"{where}: store", error)
+    if not isinstance(info, dict) or not isinstance(info.get("manifest"), str) \
+            or not all(isinstance(info.get(k), int) and not isinstance(info.get(k), bool) and info[k] >= 0
+                       for k in ("files", "bytes")):
+        raise error(f"{where}: store {name!r:.80} must record its manifest (text), files and bytes (integers >= 0)")
+
+
 def check_record(ooc, where: str, error=StoreError) -> dict:
     """A run's ``out_of_core`` record as a session may hold it: plain names, known kinds, shapes
     of non-negative integers, numeric dtypes, bounded counts. ``error`` names the field."""
@@ -221,11 +230,7 @@ def check_record(ooc, where: str, error=StoreError) -> dict:
             or len(stores) > MAX_FIELDS:
         raise error(f"{w} must hold 'stores' (an object) and 'fields' (a list of at most {MAX_FIELDS})")
     for name, info in stores.items():
-        bare_name(name, f"{w}: store", error)
-        if not isinstance(info, dict) or not isinstance(info.get("manifest"), str) \
-                or not all(isinstance(info.get(k), int) and not isinstance(info.get(k), bool) and info[k] >= 0
-                           for k in ("files", "bytes")):
-            raise error(f"{w}: store {name!r} must record its manifest (text), files and bytes (integers >= 0)")
+        check_store_info(name, info, w, error)
     for i, f in enumerate(fields):
         fw = f"{w}, field {i + 1}"
         if not isinstance(f, dict) or f.get("kind") not in RESULT_KINDS or not isinstance(f.get("name"), str):
@@ -246,6 +251,31 @@ def check_record(ooc, where: str, error=StoreError) -> dict:
     return ooc
 
 
+def open_store(folder: str, name: str, info: dict):
+    """The Zarr group of the store ``name`` in ``folder``, opened read-only once it passes the
+    manifest ``info`` (see :func:`store_manifest`). StoreError says why it is refused;
+    FileNotFoundError when it is missing."""
+    bare_name(name, "a results store", StoreError)
+    path = os.path.join(folder, name)
+    if not os.path.lexists(path):
+        raise FileNotFoundError(f"the results store {path} is missing")
+    if os.path.islink(path) or not os.path.isdir(path) or not inside(path, folder):
+        raise StoreError(f"{path} is not a store folder inside {folder}")
+    now = store_manifest(path)
+    if now["manifest"] != info.get("manifest"):
+        what = (f"it holds {now['files']:,} files ({now['bytes']:,} bytes), the session recorded "
+                f"{info.get('files')} ({info.get('bytes')} bytes)"
+                if (now["files"], now["bytes"]) != (info.get("files"), info.get("bytes")) else
+                "its file names or metadata differ from what the session recorded")
+        raise StoreError(f"the results store {path} is damaged or changed: {what}")
+    try:
+        return _open_group(path)
+    except StoreError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any reader failure is a damaged store, said as such
+        raise StoreError(f"the results store {path} cannot be opened ({type(exc).__name__}: {exc})") from None
+
+
 def open_stored_fields(base: str, ooc: dict) -> dict:
     """kind -> {name: Zarr array} of a run's stored fields, opened lazily (nothing is read but
     metadata) once every store passes its manifest. StoreError says which store and why;
@@ -256,26 +286,7 @@ def open_stored_fields(base: str, ooc: dict) -> dict:
     if not inside(folder, base) or os.path.islink(folder) or not os.path.isdir(folder):
         raise StoreError(f"{folder} is not a folder inside the session's folder {base}; a session reads "
                          f"only its own files")
-    groups = {}
-    for name, info in ooc["stores"].items():
-        path = os.path.join(folder, name)
-        if not os.path.lexists(path):
-            raise FileNotFoundError(f"the results store {path} is missing")
-        if os.path.islink(path) or not os.path.isdir(path) or not inside(path, folder):
-            raise StoreError(f"{path} is not a store folder inside {folder}")
-        now = store_manifest(path)
-        if now["manifest"] != info["manifest"]:
-            what = (f"it holds {now['files']:,} files ({now['bytes']:,} bytes), the session recorded "
-                    f"{info['files']:,} ({info['bytes']:,} bytes)"
-                    if (now["files"], now["bytes"]) != (info["files"], info["bytes"]) else
-                    "its file names or metadata differ from what the session recorded")
-            raise StoreError(f"the results store {path} is damaged or changed: {what}")
-        try:
-            groups[name] = _open_group(path)
-        except StoreError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - any reader failure is a damaged store, said as such
-            raise StoreError(f"the results store {path} cannot be opened ({type(exc).__name__}: {exc})") from None
+    groups = {name: open_store(folder, name, info) for name, info in ooc["stores"].items()}
     out: dict = {k: {} for k in RESULT_KINDS}
     for f in ooc["fields"]:
         where = f"array {f['array']!r} of the results store {os.path.join(folder, f['store'])}"
