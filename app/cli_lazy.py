@@ -7,10 +7,10 @@ session that ``robust-studio replay`` repeats out of core. run.json records, per
 the arrays file and the manifest of the results store (:mod:`app.session.stores`); a replay
 compares the new numbers with both, the per-row arrays a block of rows at a time.
 
-Data opened out of core is identified cheaply, never by a full sha256 of a 10 GB file: the
-session's data fingerprint is :meth:`robustcore.bigdata.LazyDataset.fingerprint` (for a table its
-files' names, sizes and modification times; for a video its path, size, modification time and
-the frames read), and the replay refuses data whose fingerprint differs.
+Data opened out of core is identified cheaply, never by a full sha256 of a 10 GB file: run.json
+records its size and the sha256 of its first and last MiB (a Zarr folder: its files' names and
+sizes and its metadata; :mod:`app.session.identity`), which a replay checks, so a copy of the
+data elsewhere is accepted and a changed file refused.
 """
 from __future__ import annotations
 
@@ -223,8 +223,10 @@ def replay_lazy(args, con, sess) -> int:
     _able(methods)
     out = _check_out(args.out, [r.method for r in sess.runs], args.figure, args.force)
     dataset = S.resolve_dataset(sess, path=args.data)
-    con.note(f"data: {sess.dataset.describe()} opened out of core and verified (fingerprint "
-             f"{sess.dataset.fingerprint[:20]}…: sizes and modification times, not a hash of the content)")
+    from app.session.identity import describe_identity
+    how = (describe_identity(sess.dataset.identity) if sess.dataset.identity else
+           "its files' sizes and modification times (the content is not hashed)")
+    con.note(f"data: {sess.dataset.describe()} opened out of core and verified by {how}")
     try:
         saved = {r.method: (cli._export_arrays(sess, r, con), _saved_store(sess, r, con)) for r in sess.runs}
         for rec in sess.runs:

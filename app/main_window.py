@@ -471,6 +471,7 @@ class MainWindow(ExportSlots, QMainWindow):
             S.save_session(path, sess, results=self.state.results, dataset=self.state.dataset)
             S.remember_session(path)
             self.session_path = path
+            self._show_out_of_core()   # results too large for memory now go beside the session
         except Exception as exc:  # noqa: BLE001 - any failure to save is shown, the window stays
             import traceback
             self._show_error("Save session failed", str(exc), traceback.format_exc())
@@ -508,6 +509,7 @@ class MainWindow(ExportSlots, QMainWindow):
             except ValueError:  # a view that no longer exists, or has nothing to show: not fatal
                 pass
         self.session_path = job.tag.session
+        self._show_out_of_core()   # new results too large for memory go beside this session
         try:
             S.remember_session(job.tag.session)
         except Exception:  # noqa: BLE001 - remembering is a convenience: never fail the reopen for it

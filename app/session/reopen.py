@@ -29,6 +29,7 @@ import numpy as np
 from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
 
 from .files import load_session, load_snapshot, read_side, session_dir, side_path
+from .identity import data_identity, describe_identity
 from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, _short, library_versions)
 from .stores import StoreError, open_stored_fields
@@ -61,9 +62,34 @@ class NeedsData:
 
 # -- the data ---------------------------------------------------------------------------------------
 
+def _same_content(ref: DatasetRef | None, dataset) -> bool | None:
+    """For data opened out of core whose session recorded its identity: whether ``dataset``'s file
+    has that identity (a copy of the data elsewhere does). None when there is nothing to check."""
+    if ref is None or not ref.lazy or not ref.identity or not getattr(dataset, "is_lazy", False):
+        return None
+    path = dataset.provenance.path
+    return bool(path) and data_identity(path) == ref.identity
+
+
+def _fitted_on(rec: RunRecord, session: Session, dataset) -> bool:
+    """Whether the run ``rec`` was fitted on ``dataset``: the same fingerprint, or (out of core)
+    the data the session names, recognised by its identity where it now is."""
+    if rec.data_fingerprint == dataset.fingerprint():
+        return True
+    ref = session.dataset
+    return ref is not None and rec.data_fingerprint == ref.fingerprint and bool(_same_content(ref, dataset))
+
+
 def _check_same(ref: DatasetRef, dataset, where: str) -> None:
     fp = dataset.fingerprint()
-    if fp != ref.fingerprint:
+    same = _same_content(ref, dataset)
+    if same is False:
+        raise DataMismatchError(
+            f"{where} is not the data this session was made from: {describe_identity(ref.identity)} "
+            f"differ from what the session recorded. It has changed since the session was saved; point "
+            f"to the original file, or open the new data as a new data set and run the methods again",
+            ref=ref, path=where, expected=ref.identity, actual=fp)
+    if same is None and fp != ref.fingerprint:
         raise DataMismatchError(
             f"{where} is not the data this session was made from: its fingerprint (sha256) is "
             f"{_short(fp)}…, the session expects {_short(ref.fingerprint)}…. It has changed since the "
@@ -256,7 +282,7 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
     except SessionError as exc:
         return skip(f"were not read: {exc}")
     import hashlib
-    if hashlib.sha256(data).hexdigest() != st.get("sha256") or rec.data_fingerprint != dataset.fingerprint():
+    if hashlib.sha256(data).hexdigest() != st.get("sha256") or not _fitted_on(rec, session, dataset):
         return None
     fields: dict[str, dict] = {"sample_scores": {}, "flags": {}, "arrays": {}, "feature_scores": {}}
     try:
@@ -280,7 +306,8 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
             return skip(f"could not be read: {exc.strerror or exc}")
     if not any(fields.values()):
         return None
-    return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=rec.data_fingerprint,
+    # Tagged with the data as it is now (out of core, a copy elsewhere has another fingerprint).
+    return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=dataset.fingerprint(),
                      summary=dict(rec.summary), warnings=list(rec.warnings), elapsed=rec.elapsed, **fields)
 
 
@@ -321,7 +348,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
                 notes.append(f"{rec.method}: reloaded the saved results")
                 sub(1.0, f"{rec.method}: reloaded")
                 continue
-        if rec.data_fingerprint != dataset.fingerprint():
+        if not _fitted_on(rec, session, dataset):
             notes.append(f"{rec.method}: was fitted on other data ({_short(rec.data_fingerprint)}…); "
                          f"re-running on this data")
         if not rec.reproducible:

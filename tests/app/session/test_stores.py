@@ -93,11 +93,27 @@ def test_session_folder_copied_elsewhere_reopens_the_same(saved, tmp_path, monke
     shutil.copytree(project, moved)
     shutil.rmtree(project)
     shutil.rmtree(work)
+    os.utime(moved / "t.npy", (1e9, 1e9))   # copied without keeping times: another fingerprint
     _no_fit(monkeypatch)
-    _, _, results, notes = S.reopen_job(moved / "work.rss.json", data_path=str(moved / "t.npy"))
+    sess, ds, results, notes = S.reopen_job(moved / "work.rss.json")
+    assert ds.fingerprint() != sess.dataset.fingerprint   # recognised by its identity instead
     assert "pca: reloaded the saved results" in notes
+    assert results["pca"].data_fingerprint == ds.fingerprint()
     for k, v in _values(results["pca"]).items():
         np.testing.assert_array_equal(v, before[k], err_msg=k)
+
+
+def test_data_changed_under_the_same_size_and_time_is_refused(saved):
+    project, path, _, _, _, _ = saved
+    data = project / "t.npy"
+    st = os.stat(data)
+    raw = bytearray(data.read_bytes())
+    raw[-8:] = np.float64(123.0).tobytes()   # the last value, in the file's last MiB
+    data.write_bytes(bytes(raw))
+    os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns))
+    job = S.reopen_job(path)
+    assert isinstance(job, S.NeedsData) and isinstance(job.error, S.DataMismatchError)
+    assert "its size and its first and last 1 MiB (the file is not hashed whole) differ" in str(job.error)
 
 
 def test_saving_again_keeps_the_stores_and_save_as_copies_them(saved, tmp_path):
