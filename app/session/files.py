@@ -23,7 +23,7 @@ from robustcore.datasets._limits import SESSION_MAX_BYTES
 
 from .schema import (DATA_SUFFIX, RESULTS_SUFFIX, SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DatasetRef,
                      Session, SessionError, _jsonable, session_from_json, session_to_json)
-from .stores import RESULT_KINDS, StoreError, rebind, save_stores
+from .stores import RESULT_KINDS, StoreError, prune, rebind, save_stores
 
 __all__ = ["save_session", "load_session", "load_snapshot", "session_dir", "side_name", "side_path", "read_side"]
 
@@ -175,13 +175,15 @@ def save_session(path: str | os.PathLike, session: Session, *, results: Mapping 
     ``results`` (method -> RunResult) are also stored beside the session in
     ``<stem>.results.npz`` so reopening can skip the fits; results held in Zarr stores (out of
     core) are put in the folder ``<stem>.lazy`` (linked or copied, each store atomically; a store
-    already there is kept as it is) and the results then read from there (:mod:`.stores`). ``dataset`` is needed only when the
-    data has no file or demo behind it: it is then stored in ``<stem>.data.npz``. Without it such
+    already there is kept as it is) and the results then read from there (:mod:`.stores`); stores
+    that the file being replaced named and the new one does not (results since replaced) are
+    removed. ``dataset`` is needed only when the data has no file or demo behind it: it is then stored in ``<stem>.data.npz``. Without it such
     a session can be saved, but reopening it raises :class:`DataMissingError` saying why.
     """
     path = os.fspath(path)
     written = []
     res, stores = [], {}
+    before = _stores_named(path)   # what the file being replaced kept on disk
     ref = session.dataset
     if ref is not None and not ref.demo and not ref.path and dataset is not None:
         data = _snapshot_bytes(dataset)
@@ -225,7 +227,21 @@ def save_session(path: str | os.PathLike, session: Session, *, results: Mapping 
     if results is not None and res and stores:
         # From now on the results are read from the session's folder, not the working folder.
         rebind(folder, res, stores)
+    prune(side_name(path, STORES_SUFFIX), before - {name for rec in stores.values() for name in rec["stores"]})
     return written
+
+
+def _stores_named(path: str) -> set:
+    """The stores (in the session's own stores folder) that the session file ``path`` names."""
+    if not os.path.isfile(path):
+        return set()
+    try:
+        old = load_session(path)
+    except SessionError:
+        return set()
+    folder = os.path.basename(side_name(path, STORES_SUFFIX))
+    return {name for r in old.runs if isinstance(r.stored, dict) and isinstance(r.stored.get("out_of_core"), dict)
+            and r.stored["out_of_core"].get("folder") == folder for name in r.stored["out_of_core"]["stores"]}
 
 
 def load_session(path: str | os.PathLike) -> Session:

@@ -40,7 +40,7 @@ import numpy as np
 from robustcore.datasets import bare_name, inside
 
 __all__ = ["RESULT_KINDS", "StoreError", "zarr_location", "store_manifest", "save_stores",
-           "rebind", "open_store", "open_stored_fields", "check_store_info", "check_record"]
+           "rebind", "prune", "open_store", "open_stored_fields", "check_store_info", "check_record"]
 
 RESULT_KINDS = ("sample_scores", "flags", "arrays", "feature_scores")
 # Bounds on what a session may make the program walk or open (hostile sessions, issue 12).
@@ -91,8 +91,12 @@ def _walk(root: str):
     return sorted(out)
 
 
-def store_manifest(root: str) -> dict:
-    """{"manifest": "sha256:…", "files": n, "bytes": total} of the store folder ``root``."""
+def store_manifest(root: str, check: bool = False) -> dict:
+    """{"manifest": "sha256:…", "files": n, "bytes": total} of the store folder ``root``.
+
+    ``check``: also refuse metadata that would make the reader decode anything but numbers with
+    the compressors this program writes (:func:`_check_metadata`), as for a store a session names.
+    """
     h = hashlib.sha256()
     total = 0
     files = _walk(root)
@@ -103,8 +107,59 @@ def store_manifest(root: str) -> dict:
             if size > _METADATA_MAX:
                 raise StoreError(f"{p} is {size:,} bytes, too large for Zarr metadata")
             with open(p, "rb") as fh:
-                h.update(fh.read())
+                raw = fh.read()
+            h.update(raw)
+            if check and os.path.basename(rel) != ".zattrs":
+                _check_metadata(p, raw)
     return {"manifest": "sha256:" + h.hexdigest(), "files": len(files), "bytes": total}
+
+
+# What a results store may ask the reader to do: numbers, and the codecs Zarr 2 and 3 write by
+# default. Anything else (an object dtype, a pickle or other filter) is refused before Zarr reads
+# it: older Zarr versions would unpickle such chunks.
+_V3_CODECS = {"bytes", "zstd", "blosc", "gzip", "crc32c", "transpose"}
+_V2_COMPRESSORS = {"blosc", "zstd", "zlib", "gzip", "lz4", "bz2", "lzma"}
+_V3_TYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+             "float16", "float32", "float64"}
+
+
+def _check_metadata(path: str, raw: bytes) -> None:
+    from robustcore.datasets import parse_json
+    try:
+        doc = parse_json(raw.decode("utf-8"), f"Zarr metadata {path}", error=StoreError)
+    except UnicodeDecodeError:
+        raise StoreError(f"Zarr metadata {path} is not text") from None
+    stack = [doc]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, dict):
+            continue
+        if "data_type" in node or "codecs" in node:     # Zarr 3 array metadata
+            codecs = node.get("codecs")
+            names = [c.get("name") if isinstance(c, dict) else c for c in codecs] if isinstance(codecs, list) else [codecs]
+            if node.get("data_type") not in _V3_TYPES or not all(n in _V3_CODECS for n in names):
+                raise StoreError(f"{path} asks for data type {node.get('data_type')!r:.40} with codecs "
+                                 f"{names!r:.120}; a results store holds numbers compressed with "
+                                 f"{', '.join(sorted(_V3_CODECS))}")
+        if "dtype" in node or "compressor" in node or "filters" in node:   # Zarr 2 array metadata
+            try:
+                dt = np.dtype(node.get("dtype"))
+            except (TypeError, ValueError):
+                dt = np.dtype(object)
+            comp = node.get("compressor")
+            comp_id = comp.get("id") if isinstance(comp, dict) else comp
+            if dt.kind not in "biuf" or dt.hasobject or node.get("filters") not in (None, []) \
+                    or (comp_id is not None and comp_id not in _V2_COMPRESSORS):
+                raise StoreError(f"{path} asks for dtype {node.get('dtype')!r:.40}, filters "
+                                 f"{node.get('filters')!r:.80} and compressor {comp_id!r:.40}; a results store "
+                                 f"holds numbers, without filters, compressed with "
+                                 f"{', '.join(sorted(_V2_COMPRESSORS))}")
+        # User attributes are free-form (a run's parameters, its summary): not metadata.
+        stack.extend(v for k, v in node.items() if isinstance(v, (dict, list)) and k != "attributes"
+                     and not str(k).endswith(".zattrs"))
 
 
 # -- saving ------------------------------------------------------------------------------------------
@@ -198,6 +253,20 @@ def rebind(folder: str, results, records: dict) -> None:
             getattr(res, f["kind"])[f["name"]] = groups[f["store"]][f["array"]]
 
 
+def prune(folder: str, names) -> None:
+    """Remove the stores ``names`` from ``folder``: those a session named before it was saved again
+    without them (the results they held were replaced). Only plain names of folders inside
+    ``folder`` are removed; a failure leaves the store (disk space, never data)."""
+    for name in names:
+        try:
+            bare_name(name, "a results store", StoreError)
+        except StoreError:
+            continue
+        path = os.path.join(folder, name)
+        if os.path.isdir(path) and not os.path.islink(path) and inside(path, folder):
+            shutil.rmtree(path, ignore_errors=True)
+
+
 # -- reading -----------------------------------------------------------------------------------------
 
 def _open_group(path: str):
@@ -261,7 +330,7 @@ def open_store(folder: str, name: str, info: dict):
         raise FileNotFoundError(f"the results store {path} is missing")
     if os.path.islink(path) or not os.path.isdir(path) or not inside(path, folder):
         raise StoreError(f"{path} is not a store folder inside {folder}")
-    now = store_manifest(path)
+    now = store_manifest(path, check=True)
     if now["manifest"] != info.get("manifest"):
         what = (f"it holds {now['files']:,} files ({now['bytes']:,} bytes), the session recorded "
                 f"{info.get('files')} ({info.get('bytes')} bytes)"

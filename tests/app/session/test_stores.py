@@ -222,3 +222,53 @@ def test_interrupted_copy_leaves_no_store_a_reopen_would_trust(saved, tmp_path, 
         S.save_session(target / "t.rss.json", sess, results={"pca": res})
     assert not (target / "t.rss.json").exists()
     assert os.listdir(target / "t.lazy") == []   # the partial copy was removed
+
+
+@pytest.mark.parametrize("edit,said", [
+    ({"data_type": "string"}, "data type 'string'"),
+    ({"codecs": [{"name": "bytes"}, {"name": "numcodecs.pickle"}]}, "numcodecs.pickle"),
+])
+def test_store_asking_for_other_than_numbers_is_refused_before_zarr_reads_it(saved, edit, said):
+    """Older Zarr versions unpickle chunks whose metadata ask for it: such metadata in a store a
+    session names is refused (the manifest is made to match, as a hostile author would)."""
+    project, path, _, _, _, _ = saved
+    store = _store_dir(project)
+    meta = store / "spe" / "zarr.json"
+    doc = json.loads(meta.read_text())
+    doc.update(edit)
+    meta.write_text(json.dumps(doc))
+    sess = json.loads(path.read_text())
+    (name,) = sess["runs"][0]["stored"]["out_of_core"]["stores"]
+    sess["runs"][0]["stored"]["out_of_core"]["stores"][name].update(stores.store_manifest(str(store)))
+    path.write_text(json.dumps(sess))
+    _, _, results, notes = S.reopen_job(path)
+    note = next(n for n in notes if "saved results" in n)
+    assert said in note and "a results store holds numbers" in note and "pca: re-run" in " ".join(notes)
+
+
+def test_zarr_2_filters_and_object_dtypes_are_refused(tmp_path):
+    bad = {".zarray": {"zarr_format": 2, "dtype": "|O", "filters": [{"id": "pickle"}], "compressor": None,
+                       "shape": [4], "chunks": [4], "order": "C", "fill_value": None}}
+    store = tmp_path / "s.zarr"
+    (store / "x").mkdir(parents=True)
+    (store / ".zgroup").write_text(json.dumps({"zarr_format": 2}))
+    (store / "x" / ".zarray").write_text(json.dumps(bad[".zarray"]))
+    (store / "x" / ".zattrs").write_text(json.dumps({"dtype": "anything: attributes are not metadata"}))
+    info = stores.store_manifest(str(store))
+    with pytest.raises(stores.StoreError, match="filters .*pickle"):
+        stores.open_store(str(tmp_path), "s.zarr", info)
+
+
+def test_saving_again_after_a_new_fit_removes_only_the_replaced_store(saved, tmp_path):
+    project, path, _, _, _, _ = saved
+    (first,) = os.listdir(project / "work.lazy")
+    ds, new = _fit_out_of_core(project / "t.npy", tmp_path / "work2", n_components=3)
+    stray = project / "work.lazy" / "pca-written-after-save.zarr"   # e.g. a fit still writing there
+    shutil.copytree(project / "work.lazy" / first, stray)
+    S.save_session(path, S.session_from_results(ds, {"pca": new}), results={"pca": new})
+    names = set(os.listdir(project / "work.lazy"))
+    assert first not in names and stray.name in names and len(names) == 2
+    _, _, results, notes = S.reopen_job(path)
+    assert "pca: reloaded the saved results" in notes and results["pca"].params["n_components"] == 3
+    np.testing.assert_array_equal(np.asarray(results["pca"].sample_scores["spe"][:]),
+                                  np.asarray(new.sample_scores["spe"][:]))
