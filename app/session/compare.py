@@ -49,7 +49,8 @@ def compare_arrays(a: Mapping, b: Mapping, rtol: float = 1e-7, atol: float = 1e-
             elif not np.array_equal(xb, yb):
                 differ += int(np.sum(xb != yb))
         if differ:
-            diffs.append(f"'{name}': max abs difference {err:.3g}" if floating else f"'{name}': {differ} entries differ")
+            diffs.append(f"'{name}': max abs difference {err:.3g}" if floating else
+                         f"'{name}': {differ} entries differ")
     return diffs
 
 

@@ -177,7 +177,8 @@ def save_session(path: str | os.PathLike, session: Session, *, results: Mapping 
     core) are put in the folder ``<stem>.lazy`` (linked or copied, each store atomically; a store
     already there is kept as it is) and the results then read from there (:mod:`.stores`); stores
     that the file being replaced named and the new one does not (results since replaced) are
-    removed. ``dataset`` is needed only when the data has no file or demo behind it: it is then stored in ``<stem>.data.npz``. Without it such
+    removed. ``dataset`` is needed only when the data has no file or demo behind it: it is then
+    stored in ``<stem>.data.npz``. Without it such
     a session can be saved, but reopening it raises :class:`DataMissingError` saying why.
     """
     path = os.fspath(path)

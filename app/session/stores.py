@@ -2,8 +2,9 @@
 
 A result too large for memory (S of a long video, the scores of a 50-million-row table) lives in
 a Zarr store (:mod:`robustcore.bigdata`), by default in the window's working folder. Saving the
-session puts every such store in the session's own stores folder, ``<stem>`` + :data:`~.schema.STORES_SUFFIX`
-(``work.rss.json`` -> ``work.lazy``) beside the session file, and records, per run, which field is which array of which store:
+session puts every such store in the session's own stores folder, ``<stem>`` +
+:data:`~.schema.STORES_SUFFIX` (``work.rss.json`` -> ``work.lazy``) beside the session file, and
+records, per run, which field is which array of which store:
 
     "out_of_core": {"folder": "work.lazy",
                     "stores": {"online-rpca-1a2b3c4d.zarr": {"manifest": "sha256:…", "files": 57,
@@ -139,7 +140,8 @@ def _check_metadata(path: str, raw: bytes) -> None:
             continue
         if "data_type" in node or "codecs" in node:     # Zarr 3 array metadata
             codecs = node.get("codecs")
-            names = [c.get("name") if isinstance(c, dict) else c for c in codecs] if isinstance(codecs, list) else [codecs]
+            codecs = codecs if isinstance(codecs, list) else [codecs]
+            names = [c.get("name") if isinstance(c, dict) else c for c in codecs]
             if node.get("data_type") not in _V3_TYPES or not all(n in _V3_CODECS for n in names):
                 raise StoreError(f"{path} asks for data type {node.get('data_type')!r:.40} with codecs "
                                  f"{names!r:.120}; a results store holds numbers compressed with "
