@@ -218,10 +218,14 @@ def save_session(path: str | os.PathLike, session: Session, *, results: Mapping 
             digest = _sha256_bytes(data)
             for r in res:
                 rec = session.run_for(r.method)
+                left_out = [s for s in skipped if s.startswith(r.method + ":")]
+                # "complete" says the NPZ alone holds the run: false for a run with stores, so
+                # that a version that does not know stores fits it again instead of showing a
+                # result without them.
                 rec.stored = {"kind": "session", "file": os.path.basename(side), "sha256": digest,
-                              "complete": not any(s.startswith(r.method + ":") for s in skipped)}
+                              "complete": not left_out and r.method not in stores}
                 if r.method in stores:
-                    rec.stored["out_of_core"] = stores[r.method]
+                    rec.stored.update(out_of_core=stores[r.method], skipped=left_out)
     _atomic_write_bytes(path, session_to_json(session).encode("utf-8"))
     written.insert(0, path)
     session.source = os.path.abspath(path)

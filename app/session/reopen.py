@@ -267,8 +267,11 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
     """
     from robustcore.methods import RunResult
     st = rec.stored
-    if not isinstance(st, dict) or not session_dir(session) or st.get("kind", "session") != "session" \
-            or st.get("complete", True) is not True:
+    if not isinstance(st, dict) or not session_dir(session) or st.get("kind", "session") != "session":
+        return None
+    # With stores, the NPZ holds only part of the run ("complete" is false for older readers).
+    whole = (not st.get("skipped")) if st.get("out_of_core") is not None else st.get("complete", True) is True
+    if not whole:
         return None
 
     def skip(why: str):

@@ -13,8 +13,10 @@ Schema, version 2 (every field is written; readers ignore fields they do not kno
                  "fingerprint", "n_samples", "n_features", "snapshot", "lazy", "identity"} or null,
      "runs": [{"method", "params" (validated, incl. random_state), "seed", "data_fingerprint",
                "summary", "warnings", "elapsed",
-               "stored": {"kind": "session"|"export", "file", "sha256", "complete",
-                          "out_of_core": {"folder", "stores", "fields"} (app.session.stores)} or null}],
+               "stored": {"kind": "session"|"export", "file", "sha256", "complete" (the NPZ alone
+                          holds the run), "out_of_core": {"folder", "stores", "fields"} and
+                          "skipped" (results held in Zarr stores, app.session.stores), "store"
+                          (a lazy command-line run's results store)} or null}],
      "current_method", "view": {"name": VIEW, ...}, "selection": [sample indices]}
 
 A reader refuses a higher ``schema_version`` with a message; an older one is brought up to date

@@ -272,3 +272,16 @@ def test_saving_again_after_a_new_fit_removes_only_the_replaced_store(saved, tmp
     assert "pca: reloaded the saved results" in notes and results["pca"].params["n_components"] == 3
     np.testing.assert_array_equal(np.asarray(results["pca"].sample_scores["spe"][:]),
                                   np.asarray(new.sample_scores["spe"][:]))
+
+
+def test_a_reader_that_does_not_know_stores_fits_again(saved):
+    """"complete" is false for a run with stores: a version that does not read them (and ignores
+    the fields it does not know) fits the run again instead of showing it without them."""
+    _, path, _, _, _, _ = saved
+    doc = json.loads(path.read_text())
+    st = doc["runs"][0]["stored"]
+    assert st["complete"] is False and st["skipped"] == [] and st["out_of_core"]
+    del st["out_of_core"], st["skipped"]   # what an older reader sees
+    path.write_text(json.dumps(doc))
+    _, _, _, notes = S.reopen_job(path)
+    assert "pca: reloaded the saved results" not in notes and "pca: re-run" in " ".join(notes)
