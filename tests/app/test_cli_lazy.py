@@ -50,6 +50,8 @@ def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys
         assert summary["data"]["fingerprint"].startswith("shallow:")
     assert not (tmp_path / "lazy" / ".work").exists()
     assert "pca-results.zarr" in out
+    ref = json.loads((tmp_path / "lazy" / "run.json").read_text())["dataset"]
+    assert ref["lazy"] and ref["identity"].startswith("tree-sha256:")   # a Zarr folder: names, sizes, metadata
 
 
 def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
@@ -133,9 +135,11 @@ def test_lazy_run_writes_run_json_and_replay_repeats_it_out_of_core(tmp_path, ca
     from app.session.stores import store_manifest
     lazy = ["--memory-budget", "0.00001"]   # the per-sample results go to Zarr stores
     code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--lazy", "--method", "pca", "--method",
-                           "coherence-pursuit", "--param", "n_components=3", *lazy, "--out", tmp_path / "a")
+                           "coherence-pursuit", "--param", "n_components=3", *lazy, "--select", "3,5-7",
+                           "--out", tmp_path / "a")
     assert code == 0, err
     sess = S.load_session(tmp_path / "a" / "run.json")
+    assert sess.selection == [3, 5, 6, 7]
     assert sess.dataset.lazy and sess.dataset.fingerprint.startswith("shallow:") and sess.dataset.sha256 is None
     assert sess.dataset.identity.startswith("edges-sha256:224128:")   # size, sha256 of the first and last MiB
     assert [r.method for r in sess.runs] == ["pca", "coherence-pursuit"]
