@@ -300,6 +300,10 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
         # Results held on disk (a long video's S): checked against their manifest, opened lazily.
         try:
             for kind, values in open_stored_fields(session_dir(session), st["out_of_core"]).items():
+                for name, arr in values.items():
+                    if kind in ("sample_scores", "flags") and arr.shape[:1] != (dataset.n_samples,):
+                        raise StoreError(f"{kind} {name} holds {arr.shape[0] if arr.shape else 0} values, "
+                                         f"the data set has {dataset.n_samples} samples")
                 fields[kind].update(values)
         except FileNotFoundError as exc:
             return skip(f"are incomplete: {exc.args[0] if exc.args else exc}")

@@ -47,6 +47,7 @@ RESULT_KINDS = ("sample_scores", "flags", "arrays", "feature_scores")
 # Bounds on what a session may make the program walk or open (hostile sessions, issue 12).
 MAX_STORE_FILES = 2_000_000
 MAX_FIELDS = 1000
+MAX_CHUNK_BYTES = 2 << 30
 _METADATA = ("zarr.json", ".zarray", ".zgroup", ".zattrs", ".zmetadata")
 _METADATA_MAX = 16 << 20
 _PARTIAL = ".partial-"
@@ -124,6 +125,24 @@ _V3_TYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint
              "float16", "float32", "float64"}
 
 
+def _check_chunk(path: str, shape, dtype) -> None:
+    """One chunk is what a viewer decompresses to show one frame: at most :data:`MAX_CHUNK_BYTES`
+    (a few compressed bytes could otherwise ask for terabytes)."""
+    if not isinstance(shape, list) or not 1 <= len(shape) <= 8 or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
+        raise StoreError(f"{path}: the chunk shape {shape!r:.80} is not a list of positive integers")
+    try:
+        itemsize = np.dtype(dtype).itemsize if dtype is not None else 8
+    except TypeError:
+        itemsize = 8
+    n = itemsize
+    for s in shape:
+        n *= s
+    if n > MAX_CHUNK_BYTES:
+        raise StoreError(f"{path}: one chunk would take {n:,} bytes, more than the {MAX_CHUNK_BYTES >> 30} GB a "
+                         f"results store's chunk may; it is not a store this program wrote")
+
+
 def _check_metadata(path: str, raw: bytes) -> None:
     from robustcore.datasets import parse_json
     try:
@@ -139,6 +158,9 @@ def _check_metadata(path: str, raw: bytes) -> None:
         if not isinstance(node, dict):
             continue
         if "data_type" in node or "codecs" in node:     # Zarr 3 array metadata
+            grid = node.get("chunk_grid")
+            conf = grid.get("configuration") if isinstance(grid, dict) else None
+            _check_chunk(path, conf.get("chunk_shape") if isinstance(conf, dict) else None, node.get("data_type"))
             codecs = node.get("codecs")
             codecs = codecs if isinstance(codecs, list) else [codecs]
             names = [c.get("name") if isinstance(c, dict) else c for c in codecs]
@@ -151,6 +173,7 @@ def _check_metadata(path: str, raw: bytes) -> None:
                 dt = np.dtype(node.get("dtype"))
             except (TypeError, ValueError):
                 dt = np.dtype(object)
+            _check_chunk(path, node.get("chunks"), dt if dt.kind in "biuf" else None)
             comp = node.get("compressor")
             comp_id = comp.get("id") if isinstance(comp, dict) else comp
             if dt.kind not in "biuf" or dt.hasobject or node.get("filters") not in (None, []) \

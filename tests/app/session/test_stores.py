@@ -232,15 +232,7 @@ def test_store_asking_for_other_than_numbers_is_refused_before_zarr_reads_it(sav
     """Older Zarr versions unpickle chunks whose metadata ask for it: such metadata in a store a
     session names is refused (the manifest is made to match, as a hostile author would)."""
     project, path, _, _, _, _ = saved
-    store = _store_dir(project)
-    meta = store / "spe" / "zarr.json"
-    doc = json.loads(meta.read_text())
-    doc.update(edit)
-    meta.write_text(json.dumps(doc))
-    sess = json.loads(path.read_text())
-    (name,) = sess["runs"][0]["stored"]["out_of_core"]["stores"]
-    sess["runs"][0]["stored"]["out_of_core"]["stores"][name].update(stores.store_manifest(str(store)))
-    path.write_text(json.dumps(sess))
+    _edit_spe(project, path, **edit)
     _, _, results, notes = S.reopen_job(path)
     note = next(n for n in notes if "saved results" in n)
     assert said in note and "a results store holds numbers" in note and "pca: re-run" in " ".join(notes)
@@ -285,3 +277,37 @@ def test_a_reader_that_does_not_know_stores_fits_again(saved):
     path.write_text(json.dumps(doc))
     _, _, _, notes = S.reopen_job(path)
     assert "pca: reloaded the saved results" not in notes and "pca: re-run" in " ".join(notes)
+
+
+def test_store_whose_chunk_would_take_terabytes_is_refused(saved):
+    project, path, _, _, _, _ = saved
+    # A few bytes of zstd could ask for this much memory when one frame is read.
+    _edit_spe(project, path, shape=[10 ** 12],
+              chunk_grid={"name": "regular", "configuration": {"chunk_shape": [10 ** 12]}})
+    _, _, results, notes = S.reopen_job(path)
+    note = next(n for n in notes if "saved results" in n)
+    assert "one chunk would take 8,000,000,000,000 bytes" in note and "pca: re-run" in " ".join(notes)
+
+
+def _edit_spe(project, path, **meta):
+    """Edit the saved store's 'spe' metadata as a hostile author would: manifest and record made to match."""
+    store = _store_dir(project)
+    f = store / "spe" / "zarr.json"
+    doc = json.loads(f.read_text())
+    doc.update(meta)
+    f.write_text(json.dumps(doc))
+    sess = json.loads(path.read_text())
+    ooc = sess["runs"][0]["stored"]["out_of_core"]
+    (name,) = ooc["stores"]
+    ooc["stores"][name].update(stores.store_manifest(str(store)))
+    next(x for x in ooc["fields"] if x["array"] == "spe")["shape"] = doc["shape"]
+    path.write_text(json.dumps(sess))
+
+
+def test_per_sample_results_of_another_length_are_refused(saved):
+    project, path, _, _, _, _ = saved
+    _edit_spe(project, path, shape=[10], chunk_grid={"name": "regular", "configuration": {"chunk_shape": [10]}})
+    _, _, results, notes = S.reopen_job(path)
+    note = next(n for n in notes if "saved results" in n)
+    assert "sample_scores spe holds 10 values, the data set has 3000 samples" in note
+    assert results["pca"].sample_scores["spe"].shape == (3000,)
