@@ -432,12 +432,15 @@ class MainWindow(ExportSlots, QMainWindow):
         user is offered to point to it or confirm it (``data_path``), and the session is opened
         again with that file. Files the user opened before (recent files) need no confirmation.
         """
+        from .out_of_core import bigdata_settings, results_dir
         path = os.path.abspath(os.fspath(path))
         trusted = self.settings.recent_files()
+        # Runs fitted again out of core: the window's budget and scheduler, results beside the session.
+        bigdata = bigdata_settings(self.settings.memory_budget(), self.settings.scheduler(), results_dir(path))
 
         def job(progress):
             from . import session as S
-            return S.reopen_job(path, progress, data_path=data_path, trusted=trusted)
+            return S.reopen_job(path, progress, data_path=data_path, trusted=trusted, bigdata=bigdata)
 
         return self._submit_load(job, SessionTag(what=f"session {os.path.basename(path)}", session=path))
 

@@ -407,20 +407,27 @@ def restore(session: Session, state, progress=None, *, dataset=None, search_dirs
 
 
 def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs: Iterable[str] = (),
-               trusted: Iterable[str] = (), use_stored: bool = True):
+               trusted: Iterable[str] = (), use_stored: bool = True, bigdata: Mapping | None = None):
     """The whole reopening as one background job (no Qt): load, verify, reload or re-run.
 
     Returns ``(session, dataset, results, notes)`` to pass to :func:`apply_to_state` in the GUI
     thread, or :class:`NeedsData` when the data file is missing, has changed or lies outside the
     session's folder (``data_path`` is then the file the user located or confirmed; ``trusted``
     files, such as the window's recent files, need no confirmation). Other problems raise
-    :class:`SessionError` / ``ValueError``.
+    :class:`SessionError` / ``ValueError``. ``bigdata``: keyword arguments of
+    :func:`robustcore.bigdata.settings` for runs fitted again on data opened out of core (the
+    window's memory budget and scheduler, and the session's stores folder for large results).
     """
     session = load_session(path)
     try:
         dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted)
     except (DataMissingError, DataMismatchError) as exc:
         return NeedsData(session, exc)
-    results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+    if bigdata and getattr(dataset, "is_lazy", False):
+        from robustcore.bigdata import settings
+        with settings(**bigdata):
+            results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+    else:
+        results, notes = rerun(session, dataset, progress, use_stored=use_stored)
     return session, dataset, results, notes
 

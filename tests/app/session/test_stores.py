@@ -311,3 +311,18 @@ def test_per_sample_results_of_another_length_are_refused(saved):
     note = next(n for n in notes if "saved results" in n)
     assert "sample_scores spe holds 10 values, the data set has 3000 samples" in note
     assert results["pca"].sample_scores["spe"].shape == (3000,)
+
+
+def test_a_run_fitted_again_out_of_core_writes_beside_the_session(saved):
+    """The window passes its memory budget and the session's stores folder: a run fitted again
+    (its store was lost) keeps its large results beside the session, where Save finds them."""
+    project, path, _, before, _, _ = saved
+    shutil.rmtree(_store_dir(project))
+    folder = project / "work.lazy"
+    _, ds, results, notes = S.reopen_job(path, bigdata={"store_dir": str(folder), "memory_budget": 2000})
+    assert "pca: re-run" in " ".join(notes)
+    spe = results["pca"].sample_scores["spe"]
+    assert stores.zarr_location(spe)[0].startswith(str(folder))
+    np.testing.assert_allclose(np.asarray(spe[:]), before["sample_scores spe"], rtol=1e-10)
+    S.save_session(path, S.session_from_results(ds, results), results=results)   # Save: referenced in place
+    assert os.listdir(folder) == [os.path.basename(stores.zarr_location(spe)[0])]
