@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import io
 import json
 import os
 import sys
@@ -196,6 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--force", action="store_true", help="overwrite files that already exist")
         sp.add_argument("-q", "--quiet", action="store_true", help="print only errors")
 
+    def out_of_core(sp):
+        sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                        help="run out-of-core work on this dask.distributed scheduler (e.g. tcp://host:8786) "
+                        "instead of this machine's threads")
+        sp.add_argument("--memory-budget", metavar="GB", type=_parse_budget, default=None,
+                        help="out of core: results larger than this stay on disk in Zarr stores (default 1)")
+
     r = sub.add_parser("run", help="run methods on a data file or demo and write the results",
                        description="Fit one or more methods and write, per method, "
                        "METHOD-samples.csv (scores and 0/1 flags), METHOD-arrays.npz, "
@@ -212,12 +218,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--lazy", action="store_true",
                    help="open --data out of core (HDF5, Zarr, .npy tables and videos are read block by "
                    "block, never whole); automatic for .h5/.hdf5/.zarr. Methods that run out of core: "
-                   "pca, residual, coherence-pursuit (tables) and online-rpca (videos)")
-    r.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="run out-of-core work on this dask.distributed scheduler (e.g. tcp://host:8786) "
-                   "instead of this machine's threads")
-    r.add_argument("--memory-budget", metavar="GB", type=_parse_budget, default=None,
-                   help="out of core: results larger than this stay on disk in Zarr stores (default 1)")
+                   "pca, residual, coherence-pursuit (tables) and online-rpca (videos). Writes "
+                   "METHOD-results.zarr (per-sample results), METHOD-arrays.npz, METHOD-summary.json, "
+                   f"figures and {RUN_FILE} ('{PROG} replay' repeats it out of core)")
+    out_of_core(r)
     r.add_argument("--outliers-from-label", metavar="VALUE", default=None, dest="outliers_from_label",
                    help="mark the samples whose label is VALUE as the known outliers (the ground truth "
                    "methods are evaluated against), e.g. 1; the labels come from the file or from "
@@ -247,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--check", action="store_true",
                     help="exit with code 1 if the numbers differ from the saved ones")
     rp.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance of the comparison")
+    out_of_core(rp)
     outputs(rp)
     return p
 
@@ -321,13 +326,6 @@ def _check_out(out: str, methods: list[str], figures: list[str], force: bool, vi
     """The --out folder, checked (nothing is created or written yet)."""
     names = [RUN_FILE] + [n for m in methods for n in _method_files(m, figures, views_of, video)]
     return _check_names(out, list(dict.fromkeys(names)), force)
-
-
-def _make_out(out: str, names: list[str], force: bool) -> str:
-    """Create the --out folder; refuse (without --force) when it already holds any of ``names``."""
-    out = _check_names(out, names, force)
-    _create_out(out)
-    return out
 
 
 def _check_names(out: str, names: list[str], force: bool) -> str:
@@ -604,8 +602,9 @@ def _cmd_run(args) -> int:
     if args.video and lazy:
         raise UsageError("--video needs the data in memory; it is not available with --lazy")
     if lazy:
+        from app.cli_lazy import run_lazy
         try:
-            return _run_lazy(args, con, methods, params)
+            return run_lazy(args, con, methods, params)
         except ImportError as exc:   # an extra that is not installed: its message says which
             raise UsageError(str(exc)) from None
     _check_video(args.video, names)
@@ -625,95 +624,6 @@ def _cmd_run(args) -> int:
                                      view=args.figure[0] if args.figure else None, base_dir=out)
     _write_outputs(con, args, session, dataset, results, out)
     return EXIT_OK
-
-
-def _lazy_files(method: str) -> list[str]:
-    return [f"{method}-results.zarr", f"{method}-arrays.npz", f"{method}-summary.json"]
-
-
-def _run_lazy(args, con, methods, params) -> int:
-    """Out of core: each method writes METHOD-results.zarr (per-sample scores, flags and per-row
-    arrays, read back by slices), METHOD-arrays.npz (the small arrays) and METHOD-summary.json
-    (parameters, summary, data identity). Figures and run.json need the data in memory."""
-    from robustcore.bigdata import settings
-    from robustcore.methods import METHODS
-    if args.figure:
-        raise UsageError("--figure needs the data in memory; it is not available with --lazy")
-    if args.select:
-        raise UsageError("--select needs the data in memory; it is not available with --lazy")
-    able = [m.name for m in METHODS.values() if m.lazy is not None]
-    for m in methods:
-        if m.lazy is None:
-            raise UsageError(f"{m.name} needs the data in memory; methods that run out of core: {', '.join(able)}")
-    out = _make_out(args.out, [n for m in methods for n in _lazy_files(m.name)], args.force)
-    dataset = _load_lazy(args)
-    work = os.path.join(out, ".work")
-    written = []
-    try:
-        with settings(scheduler=args.scheduler, store_dir=work, memory_budget=args.memory_budget):
-            if args.scheduler:
-                con.note(f"out-of-core work runs on the Dask scheduler at {args.scheduler}")
-            for m in methods:
-                try:
-                    res = m.run(dataset, params[m.name], progress=con.progress(m.name))
-                finally:
-                    con.end_progress()
-                _print_result(con, res)
-                written += _write_lazy_result(res, dataset, out, args.force)
-    finally:
-        dataset.close()
-        import shutil
-        shutil.rmtree(work, ignore_errors=True)
-    con.say("wrote:")
-    for p in written:
-        con.say(f"  {p}")
-    return EXIT_OK
-
-
-def _write_lazy_result(res, dataset, out: str, force: bool) -> list[str]:
-    import shutil
-
-    import numpy as np
-    import zarr
-
-    from app.export import atomic_write_bytes, provenance_header
-    n = dataset.n_samples
-    zpath = os.path.join(out, f"{res.method}-results.zarr")
-    partial = zpath + ".partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    group = zarr.open_group(partial, mode="w")
-    per_row = {f"score_{k}": v for k, v in res.sample_scores.items()}
-    per_row.update({f"flag_{k}": v for k, v in res.flags.items()})
-    small = {}
-    for k, v in res.arrays.items():
-        if getattr(v, "shape", None) and v.shape[0] == n and len(v.shape) <= 2 and n > 1:
-            per_row[k] = v
-        else:
-            small[k] = np.asarray(v)
-    make = group.create_array if hasattr(group, "create_array") else group.create_dataset
-    for k, v in per_row.items():
-        shape = tuple(v.shape)
-        row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
-        rows = max(1, min(n, (16 << 20) // row_bytes))
-        z = make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:])
-        for s0 in range(0, n, rows):      # block by block: a store of any size, in bounded memory
-            z[s0:s0 + rows] = np.asarray(v[s0:s0 + rows])
-    header = provenance_header(res, dataset)
-    group.attrs["robust_studio"] = json.loads(json.dumps({**header, "summary": res.summary}, default=str))
-    if os.path.exists(zpath):
-        if not force:
-            raise UsageError(f"{zpath} already exists; pass --force to overwrite")
-        shutil.rmtree(zpath)
-    os.replace(partial, zpath)
-    buf = io.BytesIO()
-    np.savez_compressed(buf, metadata=np.array(json.dumps(header, default=str)), **small)
-    npz = atomic_write_bytes(os.path.join(out, f"{res.method}-arrays.npz"), buf.getvalue(), overwrite=True)
-    summary = {**header, "summary": res.summary, "elapsed_s": res.elapsed,
-               "data": {**header.get("data", {}), "out_of_core": dataset.summary()},
-               "per_sample_results": os.path.basename(zpath)}
-    js = atomic_write_bytes(os.path.join(out, f"{res.method}-summary.json"),
-                            json.dumps(summary, indent=2, default=str).encode("utf-8"), overwrite=True)
-    return [zpath, npz, js]
 
 
 def _write_outputs(con, args, session, dataset, results, out) -> list[str]:
@@ -778,10 +688,16 @@ def _views_of(method: str) -> tuple:
     return get_method(method).views
 
 
+# Summary entries that say where a run put its files (not a number it computed): never compared.
+_WHERE_KEYS = ("results in",)
+
+
 def _summary_diffs(rec, res, rtol: float) -> list[str]:
     import math
     diffs = []
     for k, old in rec.summary.items():
+        if k in _WHERE_KEYS:
+            continue
         new = res.summary.get(k)
         if isinstance(old, bool) or isinstance(new, bool) or not isinstance(old, (int, float)):
             same = old == new or str(old) == str(new)
@@ -803,6 +719,16 @@ def _cmd_replay(args) -> int:
     for rec in sess.runs:
         _check_known_method(rec.method)
     _check_figures(args.figure, [_method(r.method) for r in sess.runs])
+    if sess.dataset.lazy:
+        if args.video:
+            raise UsageError("--video needs the data in memory; this session's data was opened out of core")
+        from app.cli_lazy import replay_lazy
+        try:
+            return replay_lazy(args, con, sess)
+        except ImportError as exc:   # an extra that is not installed: its message says which
+            raise UsageError(str(exc)) from None
+    if args.scheduler or args.memory_budget:
+        raise UsageError("--scheduler and --memory-budget apply to sessions whose data was opened out of core")
     _check_video(args.video, [r.method for r in sess.runs])
     out = _check_out(args.out, [r.method for r in sess.runs], args.figure, args.force, _views_of, args.video)
     dataset = S.resolve_dataset(sess, path=args.data)
@@ -854,14 +780,18 @@ def _cmd_replay(args) -> int:
         npz = os.path.join(out, f"{method}-arrays.npz")
         if npz in written:
             problems += [f"{method}: array {d}" for d in S.compare_arrays(old, _npz_arrays(npz), rtol=args.rtol)]
-    code = EXIT_OK
+    return _replay_verdict(args, problems, bool(saved or exported))
+
+
+def _replay_verdict(args, problems: list[str], compared_arrays: bool) -> int:
+    """Say whether a replay reproduced the numbers; the exit code (1 with --check when not)."""
     if problems:
         print("replay did not reproduce the saved numbers:", file=sys.stderr)
         for p in problems:
             print(f"  {p}", file=sys.stderr)
-        return EXIT_FAILED if args.check else code
-    con.note("replay reproduced the saved numbers" + (" and arrays" if saved or exported else ""))
-    return code
+        return EXIT_FAILED if args.check else EXIT_OK
+    _Console(args.quiet).note("replay reproduced the saved numbers" + (" and arrays" if compared_arrays else ""))
+    return EXIT_OK
 
 
 def _method(name: str):
@@ -917,4 +847,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Through the imported module, so that errors raised by app.cli_lazy (which imports app.cli)
+    # are the classes main() catches.
+    from app.cli import main as _main
+    sys.exit(_main())

@@ -432,12 +432,15 @@ class MainWindow(ExportSlots, QMainWindow):
         user is offered to point to it or confirm it (``data_path``), and the session is opened
         again with that file. Files the user opened before (recent files) need no confirmation.
         """
+        from .out_of_core import bigdata_settings, results_dir
         path = os.path.abspath(os.fspath(path))
         trusted = self.settings.recent_files()
+        # Runs fitted again out of core: the window's budget and scheduler, results beside the session.
+        bigdata = bigdata_settings(self.settings.memory_budget(), self.settings.scheduler(), results_dir(path))
 
         def job(progress):
             from . import session as S
-            return S.reopen_job(path, progress, data_path=data_path, trusted=trusted)
+            return S.reopen_job(path, progress, data_path=data_path, trusted=trusted, bigdata=bigdata)
 
         return self._submit_load(job, SessionTag(what=f"session {os.path.basename(path)}", session=path))
 
@@ -471,6 +474,7 @@ class MainWindow(ExportSlots, QMainWindow):
             S.save_session(path, sess, results=self.state.results, dataset=self.state.dataset)
             S.remember_session(path)
             self.session_path = path
+            self._show_out_of_core()   # results too large for memory now go beside the session
         except Exception as exc:  # noqa: BLE001 - any failure to save is shown, the window stays
             import traceback
             self._show_error("Save session failed", str(exc), traceback.format_exc())
@@ -508,6 +512,7 @@ class MainWindow(ExportSlots, QMainWindow):
             except ValueError:  # a view that no longer exists, or has nothing to show: not fatal
                 pass
         self.session_path = job.tag.session
+        self._show_out_of_core()   # new results too large for memory go beside this session
         try:
             S.remember_session(job.tag.session)
         except Exception:  # noqa: BLE001 - remembering is a convenience: never fail the reopen for it

@@ -12,13 +12,17 @@ results too large for memory go (:func:`results_dir`).
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
+import shutil
+import socket
+import sys
 import tempfile
 from dataclasses import dataclass, field
 
 __all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "LazyOffer", "check_budget", "parse_size", "check_scheduler",
-           "offer_reason", "method_restrictions", "results_dir", "bigdata_settings", "format_bytes"]
+           "offer_reason", "method_restrictions", "results_dir", "working_dir", "bigdata_settings", "format_bytes"]
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -152,13 +156,74 @@ def method_restrictions(methods: dict, dataset) -> dict:
 
 
 def results_dir(session_path: str | None) -> str:
-    """Where results too large for memory go: a folder beside the session once there is one,
-    else a cache folder of this user's (kept until the window closes or a session is saved)."""
+    """Where results too large for memory go: the session's stores folder once there is a session
+    (``work.rss.json`` -> ``work.lazy``, where saving it keeps them), else this program's working
+    folder (:func:`working_dir`), from which saving a session links or copies them
+    (:mod:`app.session.stores`)."""
     if session_path:
-        base = os.path.splitext(os.path.basename(session_path))[0].removesuffix(".rss")
-        return os.path.join(os.path.dirname(os.path.abspath(session_path)), f"{base}.lazy")
-    root = os.path.join(tempfile.gettempdir(), f"robust-studio-{os.getuid() if hasattr(os, 'getuid') else 'user'}")
-    return os.path.join(root, f"window-{os.getpid()}")
+        from app.session import STORES_SUFFIX, side_name
+        return side_name(session_path, STORES_SUFFIX)
+    return working_dir()
+
+
+_working: str | None = None
+
+
+def _cache_root() -> str:
+    """The user's cache folder: on disk, where results too large for memory belong (the temporary
+    folder is often held in memory, tmpfs), and usually on the file system of the user's files,
+    so that saving a session links its results instead of copying them."""
+    home = os.path.expanduser("~")
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+    elif sys.platform == "darwin":
+        base = os.path.join(home, "Library", "Caches")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "robust-studio", "unsaved-results")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def working_dir() -> str:
+    """This program's folder for results too large for memory before a session is saved.
+
+    In the user's cache folder (the temporary folder if that cannot be written), named after this
+    machine and process; removed when the program exits (unsaved results go with it, as unsaved
+    work does). Folders left on this machine by processes that no longer run are removed the first
+    time this is called.
+    """
+    global _working
+    if _working is not None:
+        return _working
+    host = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname() or "host")
+    for root in (_cache_root(), os.path.join(tempfile.gettempdir(), f"robust-studio-{_user()}")):
+        try:
+            os.makedirs(root, exist_ok=True)
+        except OSError:
+            continue
+        prefix = f"window-{host}-"
+        for name in os.listdir(root):
+            pid = name[len(prefix):]
+            if name.startswith(prefix) and pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+        _working = os.path.join(root, f"{prefix}{os.getpid()}")
+        atexit.register(shutil.rmtree, _working, ignore_errors=True)
+        return _working
+    raise OSError("neither the cache folder nor the temporary folder can be written; results too "
+                  "large for memory have nowhere to go: save the session first, so they go beside it")
+
+
+def _user() -> str:
+    return str(os.getuid()) if hasattr(os, "getuid") else "user"
 
 
 def bigdata_settings(budget: int, scheduler: str | None, store_dir: str) -> dict:

@@ -3,7 +3,8 @@
 A session names the data set, each run's method, validated parameters and seed, the library
 versions, the current view and the selection. Numbers are reproduced by re-running the fits
 through :mod:`robustcore.methods`; optionally the results themselves are stored beside the
-session (``<stem>.results.npz``) so reopening is instant, and data that exists only in memory is
+session (``<stem>.results.npz``, and results too large for memory as Zarr stores in the folder
+``<stem>.lazy``) so reopening is instant, and data that exists only in memory is
 stored beside it as ``<stem>.data.npz``.
 
 The package separates the FORMAT from RESTORING it (neither imports Qt):
@@ -13,6 +14,8 @@ The package separates the FORMAT from RESTORING it (neither imports Qt):
   side files confined to the session's folder);
 - :mod:`.reopen` -- finding and verifying the data, reloading or re-running the fits, and
   putting the result into the window's :class:`app.state.AppState` (the one reopen path);
+- :mod:`.stores` -- out-of-core results (Zarr stores) saved beside the session, verified by a
+  manifest and opened lazily on reopening;
 - :mod:`.compare` -- comparing two runs' numbers (replay checks);
 - :mod:`.last` -- "reopen the last session at start" (QSettings, imported when used).
 
@@ -30,21 +33,21 @@ Typical use::
     view = apply_to_state(session, state, dataset, results)
 """
 from .compare import compare_arrays, compare_results
-from .files import load_session, load_snapshot, read_side, save_session, session_dir, side_path
+from .files import load_session, load_snapshot, read_side, save_session, session_dir, side_name, side_path
 from .last import last_session, remember_session, reopen_last_enabled, set_reopen_last
 from .reopen import NeedsData, RestoreReport, apply_to_state, reopen_job, rerun, resolve_dataset, restore, stored_result
 from .schema import (DATA_SUFFIX, DEFAULT_SEED, FORMAT_NAME, RESULTS_SUFFIX, SCHEMA_VERSION, SEED_PARAM,
-                     SESSION_SUFFIX, DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
+                     SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, library_versions, pin_seed, run_record, seed_param, session_from_json,
                      session_from_results, session_from_state, session_to_json)
 
 __all__ = [
-    "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "FORMAT_NAME", "SEED_PARAM", "DEFAULT_SEED",
+    "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX", "FORMAT_NAME", "SEED_PARAM", "DEFAULT_SEED",
     "SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError",
     "DatasetRef", "RunRecord", "Session", "RestoreReport",
     "library_versions", "seed_param", "pin_seed", "run_record", "session_from_results",
     "session_from_state", "save_session", "load_session", "load_snapshot", "session_to_json", "session_from_json",
-    "session_dir", "side_path", "read_side", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "rerun",
+    "session_dir", "side_name", "side_path", "read_side", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "rerun",
     "apply_to_state", "restore", "compare_results", "compare_arrays",
     "last_session", "remember_session", "set_reopen_last", "reopen_last_enabled",
 ]

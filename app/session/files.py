@@ -1,7 +1,8 @@
 """Session files on disk: the JSON beside its side files, written atomically and read back.
 
-``save_session`` writes the JSON and, optionally, the results (``<stem>.results.npz``) and data
-that has no file of its own (``<stem>.data.npz``) beside it. ``load_session`` reads the JSON
+``save_session`` writes the JSON and, optionally, the results (``<stem>.results.npz``; results
+held in Zarr stores go to the folder ``<stem>.lazy``, see :mod:`.stores`) and data that has no
+file of its own (``<stem>.data.npz``) beside it. ``load_session`` reads the JSON
 within the bounded-resource policy; side files are found with :func:`side_path`, which accepts
 only a plain name in the session's own folder (no absolute path, no ``..``, no link leading
 out, no device or FIFO). No Qt here.
@@ -20,10 +21,11 @@ from robustcore.datasets import (DEFAULT_MAX_BYTES, LoadError, open_regular, par
                                  side_file)
 from robustcore.datasets._limits import SESSION_MAX_BYTES
 
-from .schema import (DATA_SUFFIX, RESULTS_SUFFIX, SESSION_SUFFIX, DataMismatchError, DatasetRef, Session,
-                     SessionError, _jsonable, session_from_json, session_to_json)
+from .schema import (DATA_SUFFIX, RESULTS_SUFFIX, SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DatasetRef,
+                     Session, SessionError, _jsonable, session_from_json, session_to_json)
+from .stores import RESULT_KINDS, StoreError, prune, rebind, save_stores
 
-__all__ = ["save_session", "load_session", "load_snapshot", "session_dir", "side_path", "read_side"]
+__all__ = ["save_session", "load_session", "load_snapshot", "session_dir", "side_name", "side_path", "read_side"]
 
 
 def session_dir(session: Session) -> str | None:
@@ -71,20 +73,24 @@ def _stem(path: str) -> str:
     return os.path.splitext(base)[0]
 
 
-def _side_name(session_path: str, suffix: str) -> str:
+def side_name(session_path: str, suffix: str) -> str:
+    """The side file (or folder) ``<stem><suffix>`` beside the session ``session_path``."""
     return os.path.join(os.path.dirname(os.path.abspath(session_path)), _stem(session_path) + suffix)
 
 
-def _pack_results(results: Iterable, provenance: dict) -> tuple[bytes, list]:
-    """NPZ bytes of every result's arrays (keys ``method|kind|name``); skips what needs pickle."""
+def _pack_results(results: Iterable, provenance: dict, in_stores: set = frozenset()) -> tuple[bytes, list]:
+    """NPZ bytes of every result's arrays (keys ``method|kind|name``) but those saved in stores
+    (``in_stores``: (method, kind, name)); skips what needs pickle."""
     arrays: dict[str, np.ndarray] = {}
     skipped = []
     for res in results:
-        for kind in ("sample_scores", "flags", "arrays", "feature_scores"):
+        for kind in RESULT_KINDS:
             for name, value in getattr(res, kind).items():
+                if (res.method, kind, name) in in_stores:
+                    continue
                 if not isinstance(value, np.ndarray) and hasattr(value, "store"):
-                    # An out-of-core result in a Zarr store (larger than the memory budget): not
-                    # copied into the NPZ; reopening runs the fit again, out of core.
+                    # Out of core, in a store that is not a folder on disk: never read whole into
+                    # the NPZ; reopening runs the fit again.
                     skipped.append(f"{res.method}: {kind} {name} (out of core)")
                     continue
                 arr = np.asarray(value)
@@ -167,16 +173,22 @@ def save_session(path: str | os.PathLike, session: Session, *, results: Mapping 
     """Write ``session`` as JSON to ``path`` atomically; return the list of files written.
 
     ``results`` (method -> RunResult) are also stored beside the session in
-    ``<stem>.results.npz`` so reopening can skip the fits. ``dataset`` is needed only when the
-    data has no file or demo behind it: it is then stored in ``<stem>.data.npz``. Without it such
+    ``<stem>.results.npz`` so reopening can skip the fits; results held in Zarr stores (out of
+    core) are put in the folder ``<stem>.lazy`` (linked or copied, each store atomically; a store
+    already there is kept as it is) and the results then read from there (:mod:`.stores`); stores
+    that the file being replaced named and the new one does not (results since replaced) are
+    removed. ``dataset`` is needed only when the data has no file or demo behind it: it is then
+    stored in ``<stem>.data.npz``. Without it such
     a session can be saved, but reopening it raises :class:`DataMissingError` saying why.
     """
     path = os.fspath(path)
     written = []
+    res, stores = [], {}
+    before = _stores_named(path)   # what the file being replaced kept on disk
     ref = session.dataset
     if ref is not None and not ref.demo and not ref.path and dataset is not None:
         data = _snapshot_bytes(dataset)
-        snap = _side_name(path, DATA_SUFFIX)
+        snap = side_name(path, DATA_SUFFIX)
         _atomic_write_bytes(snap, data)
         ref.snapshot = os.path.basename(snap)
         written.append(snap)
@@ -192,19 +204,49 @@ def save_session(path: str | os.PathLike, session: Session, *, results: Mapping 
             prov = {"session": os.path.basename(path), "data_fingerprint": ref.fingerprint if ref else None,
                     "versions": session.versions,
                     "runs": [{"method": r.method, "params": r.params} for r in res]}
-            data, skipped = _pack_results(res, prov)
-            side = _side_name(path, RESULTS_SUFFIX)
+            folder = side_name(path, STORES_SUFFIX)
+            try:
+                stores, in_stores = save_stores(folder, res)
+            except StoreError as exc:
+                raise SessionError(f"the results held on disk could not be saved beside the session: {exc}") from None
+            data, skipped = _pack_results(res, prov, in_stores)
+            side = side_name(path, RESULTS_SUFFIX)
             _atomic_write_bytes(side, data)
             written.append(side)
+            if stores:
+                written.append(folder)
             digest = _sha256_bytes(data)
             for r in res:
                 rec = session.run_for(r.method)
+                left_out = [s for s in skipped if s.startswith(r.method + ":")]
+                # "complete" says the NPZ alone holds the run: false for a run with stores, so
+                # that a version that does not know stores fits it again instead of showing a
+                # result without them.
                 rec.stored = {"kind": "session", "file": os.path.basename(side), "sha256": digest,
-                              "complete": not any(s.startswith(r.method + ":") for s in skipped)}
+                              "complete": not left_out and r.method not in stores}
+                if r.method in stores:
+                    rec.stored.update(out_of_core=stores[r.method], skipped=left_out)
     _atomic_write_bytes(path, session_to_json(session).encode("utf-8"))
     written.insert(0, path)
     session.source = os.path.abspath(path)
+    if results is not None and res and stores:
+        # From now on the results are read from the session's folder, not the working folder.
+        rebind(folder, res, stores)
+    prune(side_name(path, STORES_SUFFIX), before - {name for rec in stores.values() for name in rec["stores"]})
     return written
+
+
+def _stores_named(path: str) -> set:
+    """The stores (in the session's own stores folder) that the session file ``path`` names."""
+    if not os.path.isfile(path):
+        return set()
+    try:
+        old = load_session(path)
+    except SessionError:
+        return set()
+    folder = os.path.basename(side_name(path, STORES_SUFFIX))
+    return {name for r in old.runs if isinstance(r.stored, dict) and isinstance(r.stored.get("out_of_core"), dict)
+            and r.stored["out_of_core"].get("folder") == folder for name in r.stored["out_of_core"]["stores"]}
 
 
 def load_session(path: str | os.PathLike) -> Session:

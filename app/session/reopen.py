@@ -14,7 +14,9 @@ What a session may read (the policy of :mod:`robustcore.datasets._limits`):
   :class:`DataNeedsConfirmation` names the path.
 
 A stored results file that is missing, changed, damaged, refused or holds Python objects skips
-that run's reload with a note, and the run is fitted again; it never aborts the reopening.
+that run's reload with a note, and the run is fitted again; it never aborts the reopening. The
+same holds for results saved in Zarr stores (:mod:`.stores`): a store that is missing, fails its
+manifest, or lies outside the session's folder is named in the note, and the run is fitted again.
 """
 from __future__ import annotations
 
@@ -27,8 +29,10 @@ import numpy as np
 from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
 
 from .files import load_session, load_snapshot, read_side, session_dir, side_path
+from .identity import data_identity, describe_identity
 from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, _short, library_versions)
+from .stores import StoreError, open_stored_fields
 
 __all__ = ["RestoreReport", "NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "restore",
            "reopen_job"]
@@ -58,9 +62,34 @@ class NeedsData:
 
 # -- the data ---------------------------------------------------------------------------------------
 
+def _same_content(ref: DatasetRef | None, dataset) -> bool | None:
+    """For data opened out of core whose session recorded its identity: whether ``dataset``'s file
+    has that identity (a copy of the data elsewhere does). None when there is nothing to check."""
+    if ref is None or not ref.lazy or not ref.identity or not getattr(dataset, "is_lazy", False):
+        return None
+    path = dataset.provenance.path
+    return bool(path) and data_identity(path) == ref.identity
+
+
+def _fitted_on(rec: RunRecord, session: Session, dataset) -> bool:
+    """Whether the run ``rec`` was fitted on ``dataset``: the same fingerprint, or (out of core)
+    the data the session names, recognised by its identity where it now is."""
+    if rec.data_fingerprint == dataset.fingerprint():
+        return True
+    ref = session.dataset
+    return ref is not None and rec.data_fingerprint == ref.fingerprint and bool(_same_content(ref, dataset))
+
+
 def _check_same(ref: DatasetRef, dataset, where: str) -> None:
     fp = dataset.fingerprint()
-    if fp != ref.fingerprint:
+    same = _same_content(ref, dataset)
+    if same is False:
+        raise DataMismatchError(
+            f"{where} is not the data this session was made from: {describe_identity(ref.identity)} "
+            f"differ from what the session recorded. It has changed since the session was saved; point "
+            f"to the original file, or open the new data as a new data set and run the methods again",
+            ref=ref, path=where, expected=ref.identity, actual=fp)
+    if same is None and fp != ref.fingerprint:
         raise DataMismatchError(
             f"{where} is not the data this session was made from: its fingerprint (sha256) is "
             f"{_short(fp)}…, the session expects {_short(ref.fingerprint)}…. It has changed since the "
@@ -238,8 +267,11 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
     """
     from robustcore.methods import RunResult
     st = rec.stored
-    if not isinstance(st, dict) or not session_dir(session) or st.get("kind", "session") != "session" \
-            or st.get("complete", True) is not True:
+    if not isinstance(st, dict) or not session_dir(session) or st.get("kind", "session") != "session":
+        return None
+    # With stores, the NPZ holds only part of the run ("complete" is false for older readers).
+    whole = (not st.get("skipped")) if st.get("out_of_core") is not None else st.get("complete", True) is True
+    if not whole:
         return None
 
     def skip(why: str):
@@ -253,7 +285,7 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
     except SessionError as exc:
         return skip(f"were not read: {exc}")
     import hashlib
-    if hashlib.sha256(data).hexdigest() != st.get("sha256") or rec.data_fingerprint != dataset.fingerprint():
+    if hashlib.sha256(data).hexdigest() != st.get("sha256") or not _fitted_on(rec, session, dataset):
         return None
     fields: dict[str, dict] = {"sample_scores": {}, "flags": {}, "arrays": {}, "feature_scores": {}}
     try:
@@ -264,9 +296,25 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
         parts = key.split("|", 2)
         if len(parts) == 3 and parts[0] == rec.method and parts[1] in fields:
             fields[parts[1]][parts[2]] = value
+    if st.get("out_of_core") is not None:
+        # Results held on disk (a long video's S): checked against their manifest, opened lazily.
+        try:
+            for kind, values in open_stored_fields(session_dir(session), st["out_of_core"]).items():
+                for name, arr in values.items():
+                    if kind in ("sample_scores", "flags") and arr.shape[:1] != (dataset.n_samples,):
+                        raise StoreError(f"{kind} {name} holds {arr.shape[0] if arr.shape else 0} values, "
+                                         f"the data set has {dataset.n_samples} samples")
+                fields[kind].update(values)
+        except FileNotFoundError as exc:
+            return skip(f"are incomplete: {exc.args[0] if exc.args else exc}")
+        except StoreError as exc:
+            return skip(f"were not used: {exc}")
+        except OSError as exc:
+            return skip(f"could not be read: {exc.strerror or exc}")
     if not any(fields.values()):
         return None
-    return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=rec.data_fingerprint,
+    # Tagged with the data as it is now (out of core, a copy elsewhere has another fingerprint).
+    return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=dataset.fingerprint(),
                      summary=dict(rec.summary), warnings=list(rec.warnings), elapsed=rec.elapsed, **fields)
 
 
@@ -307,7 +355,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
                 notes.append(f"{rec.method}: reloaded the saved results")
                 sub(1.0, f"{rec.method}: reloaded")
                 continue
-        if rec.data_fingerprint != dataset.fingerprint():
+        if not _fitted_on(rec, session, dataset):
             notes.append(f"{rec.method}: was fitted on other data ({_short(rec.data_fingerprint)}…); "
                          f"re-running on this data")
         if not rec.reproducible:
@@ -359,20 +407,27 @@ def restore(session: Session, state, progress=None, *, dataset=None, search_dirs
 
 
 def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs: Iterable[str] = (),
-               trusted: Iterable[str] = (), use_stored: bool = True):
+               trusted: Iterable[str] = (), use_stored: bool = True, bigdata: Mapping | None = None):
     """The whole reopening as one background job (no Qt): load, verify, reload or re-run.
 
     Returns ``(session, dataset, results, notes)`` to pass to :func:`apply_to_state` in the GUI
     thread, or :class:`NeedsData` when the data file is missing, has changed or lies outside the
     session's folder (``data_path`` is then the file the user located or confirmed; ``trusted``
     files, such as the window's recent files, need no confirmation). Other problems raise
-    :class:`SessionError` / ``ValueError``.
+    :class:`SessionError` / ``ValueError``. ``bigdata``: keyword arguments of
+    :func:`robustcore.bigdata.settings` for runs fitted again on data opened out of core (the
+    window's memory budget and scheduler, and the session's stores folder for large results).
     """
     session = load_session(path)
     try:
         dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted)
     except (DataMissingError, DataMismatchError) as exc:
         return NeedsData(session, exc)
-    results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+    if bigdata and getattr(dataset, "is_lazy", False):
+        from robustcore.bigdata import settings
+        with settings(**bigdata):
+            results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+    else:
+        results, notes = rerun(session, dataset, progress, use_stored=use_stored)
     return session, dataset, results, notes
 

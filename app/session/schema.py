@@ -10,10 +10,13 @@ Schema, version 2 (every field is written; readers ignore fields they do not kno
     {"format": "robust-subspace-studio session", "schema_version": 2, "created": ISO-8601 UTC,
      "versions": {"python", "robustcore", "numpy", "scipy", "PySide6", "pyqtgraph", ...},
      "dataset": {"name", "loader", "options", "path", "relative_path", "size", "sha256", "demo",
-                 "fingerprint", "n_samples", "n_features", "snapshot", "lazy"} or null,
+                 "fingerprint", "n_samples", "n_features", "snapshot", "lazy", "identity"} or null,
      "runs": [{"method", "params" (validated, incl. random_state), "seed", "data_fingerprint",
                "summary", "warnings", "elapsed",
-               "stored": {"kind": "session"|"export", "file", "sha256", ...} or null}],
+               "stored": {"kind": "session"|"export", "file", "sha256", "complete" (the NPZ alone
+                          holds the run), "out_of_core": {"folder", "stores", "fields"} and
+                          "skipped" (results held in Zarr stores, app.session.stores), "store"
+                          (a lazy command-line run's results store)} or null}],
      "current_method", "view": {"name": VIEW, ...}, "selection": [sample indices]}
 
 A reader refuses a higher ``schema_version`` with a message; an older one is brought up to date
@@ -37,9 +40,9 @@ import numpy as np
 
 from robustcore.datasets import bare_name, parse_json
 
-__all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "SEED_PARAM",
-           "DEFAULT_SEED", "SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError",
-           "DatasetRef", "RunRecord", "Session", "library_versions", "seed_param", "pin_seed", "run_record",
+__all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX",
+           "SEED_PARAM", "DEFAULT_SEED", "SessionError", "DataMissingError", "DataNeedsConfirmation",
+           "DataMismatchError", "DatasetRef", "RunRecord", "Session", "library_versions", "seed_param", "pin_seed", "run_record",
            "session_from_results", "session_from_state", "session_to_json", "session_from_json"]
 
 FORMAT_NAME = "robust-subspace-studio session"
@@ -47,6 +50,8 @@ SCHEMA_VERSION = 2
 SESSION_SUFFIX = ".rss.json"
 RESULTS_SUFFIX = ".results.npz"
 DATA_SUFFIX = ".data.npz"
+# The folder of results held in Zarr stores (out of core) beside a session (app.session.stores).
+STORES_SUFFIX = ".lazy"
 # Parameters with this name are the seed of a method's randomness (scikit-learn's convention).
 SEED_PARAM = "random_state"
 # The seed pinned when a user leaves random_state unset, so that a run can be repeated exactly.
@@ -143,7 +148,10 @@ class DatasetRef:
     """Where the data came from and how to check it is the same data.
 
     ``fingerprint`` is ``Dataset.fingerprint()`` at save time (the file's sha256 for file data,
-    a content hash otherwise); it is what reopening verifies. ``relative_path`` is relative to
+    a content hash otherwise); it is what reopening verifies. Data opened out of core
+    (``lazy``) has a fingerprint made of file sizes and times; its ``identity`` (sizes and the
+    first and last MiB, :mod:`app.session.identity`) is verified instead when recorded, so that a
+    copy of the data is recognised. ``relative_path`` is relative to
     the session file, so a folder holding both can be moved. ``snapshot`` names an NPZ beside the
     session holding data that has no file of its own.
     """
@@ -161,6 +169,8 @@ class DatasetRef:
     demo: str | None = None
     snapshot: str | None = None
     lazy: bool = False   # opened out of core (robustcore.bigdata.open_lazy): reopened the same way
+    # Out of core: the content's cheap identity (app.session.identity), which a copy keeps.
+    identity: str | None = None
 
     @classmethod
     def from_dataset(cls, dataset, base_dir: str | None = None) -> "DatasetRef":
@@ -172,10 +182,15 @@ class DatasetRef:
                 rel = os.path.relpath(path, base_dir)
             except ValueError:  # another drive on Windows
                 rel = None
+        lazy = bool(getattr(dataset, "is_lazy", False))
+        identity = None
+        if lazy and path:
+            from .identity import data_identity
+            identity = data_identity(path)
         return cls(name=dataset.name, loader=p.loader, fingerprint=dataset.fingerprint(),
                    n_samples=int(dataset.n_samples), n_features=int(dataset.n_features),
                    options=_jsonable(dict(p.options)), path=path, relative_path=rel,
-                   size=p.size, sha256=p.sha256, demo=p.demo, lazy=bool(getattr(dataset, "is_lazy", False)))
+                   size=p.size, sha256=p.sha256, demo=p.demo, lazy=lazy, identity=identity)
 
     def describe(self) -> str:
         if self.demo:
@@ -189,7 +204,7 @@ class DatasetRef:
 
 
 _REF_FIELDS = ("name", "loader", "fingerprint", "n_samples", "n_features", "options", "path",
-               "relative_path", "size", "sha256", "demo", "snapshot", "lazy")
+               "relative_path", "size", "sha256", "demo", "snapshot", "lazy", "identity")
 
 
 @dataclass
@@ -395,7 +410,8 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
             path=_need(ds, "path", str, w, optional=True),
             relative_path=_need(ds, "relative_path", str, w, optional=True),
             size=_need(ds, "size", int, w, optional=True), sha256=_need(ds, "sha256", str, w, optional=True),
-            demo=_need(ds, "demo", str, w, optional=True), snapshot=_need(ds, "snapshot", str, w, optional=True))
+            demo=_need(ds, "demo", str, w, optional=True), snapshot=_need(ds, "snapshot", str, w, optional=True),
+            identity=_need(ds, "identity", str, w, optional=True))
         if ref.snapshot is not None:
             bare_name(ref.snapshot, f"{w}: the stored data", SessionError)
         if ref.n_samples < 0 or ref.n_features < 0:
@@ -412,7 +428,7 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
             summary=_need(r, "summary", dict, w, optional=True) or {},
             warnings=[str(x) for x in _need(r, "warnings", list, w, optional=True) or []],
             elapsed=float(_need(r, "elapsed", (int, float), w, optional=True) or 0.0),
-            stored=_need(r, "stored", dict, w, optional=True)))
+            stored=_stored(_need(r, "stored", dict, w, optional=True), w)))
     if runs and ref is None:
         raise SessionError(f"{where} has runs but no dataset")
     selection = _need(d, "selection", list, where, optional=True) or []
@@ -427,6 +443,18 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
                    versions=_need(d, "versions", dict, where, optional=True) or {},
                    created=_need(d, "created", str, where, optional=True) or "",
                    schema_version=version, source=os.path.abspath(source) if source else None)
+
+
+def _stored(stored: dict | None, where: str) -> dict | None:
+    """A run's ``stored`` record; its out-of-core stores are checked to be plain names beside the
+    session (see :func:`app.session.stores.check_record`)."""
+    from .stores import check_record, check_store_info
+    if stored is not None and stored.get("out_of_core") is not None:
+        check_record(stored["out_of_core"], f"{where}, stored", SessionError)
+    if stored is not None and stored.get("store") is not None:   # a lazy command-line run's results
+        st = stored["store"]
+        check_store_info(st.get("name") if isinstance(st, dict) else None, st, f"{where}, stored", SessionError)
+    return stored
 
 
 def _options(options: dict, loader: str, where: str, lazy: bool = False) -> dict:

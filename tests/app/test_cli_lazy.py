@@ -50,6 +50,8 @@ def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys
         assert summary["data"]["fingerprint"].startswith("shallow:")
     assert not (tmp_path / "lazy" / ".work").exists()
     assert "pca-results.zarr" in out
+    ref = json.loads((tmp_path / "lazy" / "run.json").read_text())["dataset"]
+    assert ref["lazy"] and ref["identity"].startswith("tree-sha256:")   # a Zarr folder: names, sizes, metadata
 
 
 def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
@@ -73,7 +75,8 @@ def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
 @pytest.mark.parametrize("extra,match", [
     (["--method", "pcp"], "pcp needs the data in memory; methods that run out of core"),
     (["--method", "pca", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach a Dask scheduler"),
-    (["--method", "pca", "--figure", "scatter"], "--figure needs the data in memory"),
+    (["--method", "pca", "--figure", "detail"], "--figure detail is not available with --lazy: it reconstructs"),
+    (["--method", "pca", "--figure", "contour"], "--figure contour is not available with --lazy"),
 ])
 def test_lazy_errors(tmp_path, capsys, table, extra, match, monkeypatch):
     from robustcore.bigdata import _dask
@@ -88,11 +91,11 @@ def test_scheduler_needs_out_of_core_data(tmp_path, capsys, table):
     assert code == 2 and "apply to data opened out of core" in err
 
 
-def test_video_streams_out_of_core(tmp_path, capsys):
+def _clip(path):
+    """An 80-frame 32 x 40 grey clip with two planted moving objects (lossless): (path, truth)."""
     av = pytest.importorskip("av")
     from robustcore.bigdata.synthetic import MovingObjects
     frames, truth = MovingObjects(32, 40, n_objects=2, seed=9).frames(0, 80)
-    path = tmp_path / "clip.mkv"
     with av.open(str(path), "w") as c:
         s = c.add_stream("ffv1", rate=25)
         s.width, s.height, s.pix_fmt = 40, 32, "gray"
@@ -101,6 +104,11 @@ def test_video_streams_out_of_core(tmp_path, capsys):
                 c.mux(pk)
         for pk in s.encode():
             c.mux(pk)
+    return path, truth
+
+
+def test_video_streams_out_of_core(tmp_path, capsys):
+    path, truth = _clip(tmp_path / "clip.mkv")
     code, _, err = run_cli(capsys, "run", "--data", path, "--lazy", "--method", "online-rpca",
                            "--param", "batch_size=20", "--option", "step=1", "--out", tmp_path / "v")
     assert code == 0, err
@@ -111,3 +119,113 @@ def test_video_streams_out_of_core(tmp_path, capsys):
     assert f > 0.9
     summary = json.loads((tmp_path / "v" / "online-rpca-summary.json").read_text())
     assert summary["summary"]["frames"] == 80 and summary["data"]["out_of_core"]["frame rate"] == "25 fps"
+
+
+# -- run.json, replay and figures of lazy runs ------------------------------------------------------
+
+def _png(path):
+    from PIL import Image
+    with Image.open(path) as im:
+        im.load()
+        return np.asarray(im.convert("RGB"), dtype=np.int16), json.loads(im.text["Comment"])
+
+
+def test_lazy_run_writes_run_json_and_replay_repeats_it_out_of_core(tmp_path, capsys, table):
+    from app import session as S
+    from app.session.stores import store_manifest
+    lazy = ["--memory-budget", "0.00001"]   # the per-sample results go to Zarr stores
+    code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--lazy", "--method", "pca", "--method",
+                           "coherence-pursuit", "--param", "n_components=3", *lazy, "--select", "3,5-7",
+                           "--out", tmp_path / "a")
+    assert code == 0, err
+    sess = S.load_session(tmp_path / "a" / "run.json")
+    assert sess.selection == [3, 5, 6, 7]
+    assert sess.dataset.lazy and sess.dataset.fingerprint.startswith("shallow:") and sess.dataset.sha256 is None
+    assert sess.dataset.identity.startswith("edges-sha256:224128:")   # size, sha256 of the first and last MiB
+    assert [r.method for r in sess.runs] == ["pca", "coherence-pursuit"]
+    rec = sess.run_for("pca")
+    assert rec.params["n_components"] == 3 and rec.stored["store"]["name"] == "pca-results.zarr"
+    assert rec.stored["store"]["manifest"] == store_manifest(str(tmp_path / "a" / "pca-results.zarr"))["manifest"]
+    code, out, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", table / "t.npy", "--check",
+                             *lazy, "--out", tmp_path / "b")
+    assert code == 0, err
+    assert "replay reproduced the saved numbers and arrays" in err
+    assert "verified by its size and its first and last 1 MiB (the file is not hashed whole)" in err
+    for m in ("pca", "coherence-pursuit"):
+        a = zarr.open_group(str(tmp_path / "a" / f"{m}-results.zarr"), mode="r")
+        b = zarr.open_group(str(tmp_path / "b" / f"{m}-results.zarr"), mode="r")
+        assert sorted(a.array_keys()) == sorted(b.array_keys())
+        for k in a.array_keys():
+            np.testing.assert_allclose(b[k][:], a[k][:], rtol=1e-10, err_msg=f"{m} {k}")
+    assert S.load_session(tmp_path / "b" / "run.json").dataset.lazy
+    assert not (tmp_path / "b" / ".work").exists()
+
+    # Other numbers in an intact store (its manifest updated to match) are caught, block by block.
+    spe = zarr.open_group(str(tmp_path / "a" / "pca-results.zarr"), mode="r+")["score_spe"]
+    spe[10:20] = spe[10:20] * 1.5
+    doc = json.loads((tmp_path / "a" / "run.json").read_text())
+    doc["runs"][0]["stored"]["store"].update(store_manifest(str(tmp_path / "a" / "pca-results.zarr")))
+    (tmp_path / "a" / "run.json").write_text(json.dumps(doc))
+    code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", table / "t.npy", "--check",
+                           *lazy, "--out", tmp_path / "c")
+    assert code == 1 and "pca: per-sample 'score_spe': max abs difference" in err
+    assert "coherence-pursuit:" not in err
+
+    # A damaged store is not compared, and says so.
+    store = tmp_path / "a" / "coherence-pursuit-results.zarr"
+    next(p for p in sorted(store.rglob("*")) if p.is_file() and "c" in p.relative_to(store).parts).unlink()
+    code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", table / "t.npy",
+                           *lazy, "--out", tmp_path / "d")
+    assert code == 0 and "coherence-pursuit: the saved per-sample results were not compared" in err
+    assert "is damaged or changed" in err
+
+
+def test_hostile_run_json_store_name_is_refused(tmp_path, capsys, table):
+    code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--lazy", "--method", "pca",
+                           "--out", tmp_path / "a")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "a" / "run.json").read_text())
+    doc["runs"][0]["stored"]["store"]["name"] = "../../etc"
+    (tmp_path / "a" / "run.json").write_text(json.dumps(doc))
+    code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", table / "t.npy",
+                           "--out", tmp_path / "b")
+    assert code == 2 and "'../../etc', which is not a plain file name" in err and "Traceback" not in err
+    assert not (tmp_path / "b").exists()
+
+
+def test_lazy_scatter_figure_is_the_in_memory_figure(tmp_path, capsys, table, qapp):
+    common = ["--method", "pca", "--param", "n_components=3", "--figure", "scatter", "--size", "500x400"]
+    code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--lazy", "--memory-budget", "0.00001",
+                           *common, "--out", tmp_path / "lazy")
+    assert code == 0, err
+    code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", *common, "--out", tmp_path / "mem")
+    assert code == 0, err
+    lazy, meta = _png(tmp_path / "lazy" / "pca-scatter.png")
+    mem, _ = _png(tmp_path / "mem" / "pca-scatter.png")
+    assert meta["view"] == "scatter" and meta["method"] == "pca" and meta["data"]["fingerprint"].startswith("shallow:")
+    assert lazy.shape == mem.shape and lazy.std() > 10   # not blank
+    assert np.mean(np.abs(lazy - mem).max(axis=2) > 8) < 0.002   # the same picture
+
+
+def test_lazy_decomposition_figure_draws_frames_from_the_stores(tmp_path, capsys, qapp):
+    path, _ = _clip(tmp_path / "clip.mkv")
+    common = ["--method", "online-rpca", "--param", "batch_size=20", "--figure", "decomposition",
+              "--size", "600x400"]
+    code, _, err = run_cli(capsys, "run", "--data", path, "--lazy", "--memory-budget", "0.00001", *common,
+                           "--out", tmp_path / "lazy")
+    assert code == 0, err
+    summary = json.loads((tmp_path / "lazy" / "online-rpca-summary.json").read_text())
+    assert summary["summary"]["results in"] != "memory"   # L and S were in a Zarr store when drawn
+    code, _, err = run_cli(capsys, "run", "--data", path, *common, "--out", tmp_path / "mem")
+    assert code == 0, err
+    lazy, meta = _png(tmp_path / "lazy" / "online-rpca-decomposition.png")
+    mem, _ = _png(tmp_path / "mem" / "online-rpca-decomposition.png")
+    assert meta["view"] == "decomposition" and meta["method"] == "online-rpca"
+    # The same four pictures (the colour bar's ticks may differ: out of core they are set from a
+    # sample of frames).
+    assert lazy.shape == mem.shape and lazy.std() > 10
+    assert np.mean(np.abs(lazy - mem).max(axis=2) > 8) < 0.01
+    code, _, err = run_cli(capsys, "replay", tmp_path / "lazy" / "run.json", "--data", path, "--check",
+                           "--memory-budget", "0.00001", "--figure", "decomposition", "--out", tmp_path / "re")
+    assert code == 0 and "reproduced the saved numbers and arrays" in err, err
+    assert (tmp_path / "re" / "online-rpca-decomposition.png").is_file()
