@@ -72,11 +72,18 @@ def fmt(v) -> str:
     return f"{v:.3e}"
 
 
+def sample_id(dataset, i: int) -> str:
+    """The id of sample i: its name in the file, or its index when the data set has no names
+    (data opened out of core numbers its rows only)."""
+    ids = getattr(dataset, "sample_ids", None)
+    return str(i) if ids is None else ids[i]
+
+
 def describe_sample(dataset, i: int, result=None, flags=None) -> str:
     """'#12 (id 12) · label 8 · known outlier · spe 3.1 · flagged' for tooltips and status lines."""
     parts = [f"#{i}"]
     if dataset is not None:
-        sid = dataset.sample_ids[i]
+        sid = sample_id(dataset, i)
         if sid != str(i):
             parts.append(f"id {sid}")
         if dataset.labels is not None:

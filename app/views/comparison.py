@@ -19,7 +19,7 @@ from robustcore import compare
 
 from . import _derived as der
 from . import _style as st
-from ._common import fmt, title_of
+from ._common import fmt, sample_id, title_of
 from .base import BaseView
 
 
@@ -227,7 +227,7 @@ class ComparisonView(BaseView):
                 self.table.horizontalHeaderItem(c).setToolTip(f"{title_of(m)}: {self.flags[m][1]}")
         self.table.setRowCount(self.rows.size)
         for r, i in enumerate(self.rows):
-            cells = [_Item(int(i)), _Item(ds.sample_ids[i])]
+            cells = [_Item(int(i)), _Item(sample_id(ds, i))]
             if ds.labels is not None:
                 cells.append(_Item(str(ds.labels[i])))
             if ds.outliers is not None:
