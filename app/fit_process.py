@@ -123,8 +123,9 @@ class FramesSoFar:
     are final (the live L + S view draws them).
 
     ``store``: the Zarr store being written, where those rows can be read (then nothing else is
-    sent). None: the results stay in memory, and ``arrays`` (field -> rows) carries the rows
-    ``start:stop`` that earlier messages did not.
+    sent), and ``final_store`` where it moves when the run has finished. None: the results stay
+    in memory, and ``arrays`` (field -> rows) carries the rows ``start:stop`` that earlier
+    messages did not.
     """
     n_frames: int
     n_features: int
@@ -132,6 +133,7 @@ class FramesSoFar:
     stop: int
     store: str | None = None
     arrays: dict | None = None
+    final_store: str | None = None
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,8 @@ class FrameAnnouncer:
         self._last = now
         path = sink.live_path
         if path is not None:
-            msg = FramesSoFar(sink.n_frames, sink.n_features, self._sent, stop, store=str(path))
+            msg = FramesSoFar(sink.n_frames, sink.n_features, self._sent, stop, store=str(path),
+                              final_store=str(sink.path))
         else:
             msg = FramesSoFar(sink.n_frames, sink.n_features, self._sent, stop,
                               arrays={f: np.array(sink.read(f, self._sent, stop)) for f in self.FIELDS})

@@ -63,7 +63,10 @@ class DecompositionView(BaseView):
         # Says that the pictures are a run in progress (hidden otherwise).
         self.live_label = QLabel("", objectName="live_label", visible=False)
         self.live_label.setStyleSheet("QLabel { background: #fff3cd; color: #664d03; border: 1px solid #e0c060;"
-                                      " border-radius: 3px; padding: 1px 6px; font-weight: bold; }")
+                                      " border-radius: 3px; padding: 1px 6px; }")
+        font = self.live_label.font()
+        font.setBold(True)   # in the font, not the style sheet: the size hint then fits the text
+        self.live_label.setFont(font)
         self.threshold_box = QDoubleSpinBox(decimals=3, maximum=1e12, singleStep=1.0, keyboardTracking=False,
                                             toolTip="Pixels with |S| above this value form the foreground mask")
         self.method_box = Choice()
@@ -331,8 +334,9 @@ class DecompositionView(BaseView):
         if at_end:   # following the newest frame, unless the user went back to look at one
             self.frame_slider.setValue(n - 1)
         self.frame_slider.blockSignals(False)
-        self.live_label.setText(f"PROVISIONAL · {title} running: frames 1–{n:,} of {self._live.n_frames:,} "
-                                f"processed")
+        self.live_label.setText(f"PROVISIONAL · frames 1–{n:,} of {self._live.n_frames:,} processed")
+        self.live_label.setToolTip(f"{title} is running: the pictures show the frames it has finished. Each is "
+                                   f"final once its batch is done; the result is complete when the run is.")
         self._show_frame()
 
     def _start_live(self, ds) -> None:
@@ -349,6 +353,7 @@ class DecompositionView(BaseView):
         self.residual_curve.setData([], [])
         self.rank_curve.setData([], [])
         self.method_box.setEnabled(False)
+        self.conv_button.setEnabled(False)   # a streaming run's history comes with its result
         self.frame_slider.setEnabled(True)
         self.play_button.setEnabled(True)
         for key, ttl in PANELS:
@@ -375,6 +380,7 @@ class DecompositionView(BaseView):
         self.live_label.setVisible(False)
         self.live_label.setText("")
         self.method_box.setEnabled(True)
+        self.conv_button.setEnabled(True)
         for key, ttl in PANELS:
             st.set_title(self.panels[key], ttl)
         for img in self.images.values():
@@ -408,7 +414,7 @@ class DecompositionView(BaseView):
         ds = self.state.dataset
         name = f"frame {i}" if ds.sample_ids is None else ds.sample_ids[i]
         live = self._live is not None
-        of = f"{self._live.n_done} processed so far" if live else f"{len(self.order)}"
+        of = self._live.n_done if live else len(self.order)   # the live label says "of N processed"
         self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {of})")
         if self.mode != "image":
             self._draw_tables()
@@ -416,7 +422,7 @@ class DecompositionView(BaseView):
         shape = ds.image_shape
         try:
             x, s_i, l_i = self.X[i], self.S[i], self.L[i]   # one read each when the stacks are on disk
-        except FrameGone as exc:   # the run ended a moment ago: its result is on its way
+        except FrameGone as exc:   # cancelled a moment ago: the view drops the run when that reaches it
             for key in ("low_rank", "sparse", "mask"):
                 self.images[key].clear()
             self.set_status(str(exc))

@@ -80,7 +80,7 @@ def _watch(window, seen):
         v = window.views.view("decomposition")
         i = v.current_sample
         seen.append(dict(frames=frames, live=v.live, label=v.live_label.text(), shown=v.live_label.isVisible(),
-                         status=v.status.text(), slider_max=v.frame_slider.maximum(), sample=i,
+                         status=v.status.text(), frame_label=v.frame_label.text(), slider_max=v.frame_slider.maximum(), sample=i,
                          current=window.views.current_view_name(),
                          L=v.images["low_rank"].image.copy(), S=v.images["sparse"].image.copy(),
                          mask_title=v.panels["mask"].titleLabel.text, drawn=v.drawn))
@@ -110,7 +110,8 @@ def test_provisional_frames_while_running_then_the_final_result(qtbot, window):
         k = s["frames"].stop
         assert s["frames"].store is None and s["frames"].arrays is not None   # results in memory
         assert s["live"] and s["shown"] and s["current"] == "decomposition" and s["drawn"] is None
-        assert s["label"] == f"PROVISIONAL · Online robust PCA (streaming) running: frames 1–{k} of {N} processed"
+        assert s["label"] == f"PROVISIONAL · frames 1–{k} of {N} processed"
+        assert s["frame_label"] == f"frame {k - 1} ({k} of {k})"
         assert s["status"].startswith(f"provisional: Online robust PCA (streaming) is running, frame {k} of {k} "
                                       f"processed so far")
         assert "(provisional)" in s["mask_title"]
@@ -242,6 +243,7 @@ class _Sink:
 
     def __init__(self, n=10, d=4, path=None):
         self.n_frames, self.n_features, self.live_path = n, d, path
+        self.path = None if path is None else path.removesuffix(".partial")
         self.data = {f: np.arange(n * d, dtype=np.float32).reshape(n, d) * (1 + k)
                      for k, f in enumerate(("low_rank", "sparse"))}
 
@@ -264,6 +266,7 @@ def test_announcer_sends_at_once_then_throttles_and_never_skips_rows():
     on_disk = []
     FrameAnnouncer(on_disk.append)(0, 5, _Sink(path="/x/r.zarr.partial"))
     assert on_disk[0].arrays is None and on_disk[0].store == "/x/r.zarr.partial" and on_disk[0].stop == 5
+    assert on_disk[0].final_store == "/x/r.zarr"
 
 
 def test_live_frames_in_memory_refuse_unprocessed_and_out_of_order_rows():
@@ -277,7 +280,7 @@ def test_live_frames_in_memory_refuse_unprocessed_and_out_of_order_rows():
         live.update(FramesSoFar(10, 4, 5, 7, arrays={f: sink.read(f, 5, 7) for f in LiveFrames.FIELDS}))
 
 
-def test_live_frames_from_a_store_never_read_zeros_after_it_moved(tmp_path):
+def test_live_frames_from_a_store_follow_it_when_it_moves_and_never_read_zeros(tmp_path):
     pytest.importorskip("zarr")
     from robustcore.bigdata import FrameSink
     sink = FrameSink(20, 6, {"low_rank": np.float32, "sparse": np.float32}, path=tmp_path / "r.zarr")
@@ -285,9 +288,19 @@ def test_live_frames_from_a_store_never_read_zeros_after_it_moved(tmp_path):
     sink.write(0, low_rank=rows, sparse=-rows)
     sink.flush()
     live = LiveFrames(20, 6)
-    live.update(FramesSoFar(20, 6, 0, sink.n_written, store=str(sink.live_path)))
+    live.update(FramesSoFar(20, 6, 0, sink.n_written, store=str(sink.live_path), final_store=str(sink.path)))
     np.testing.assert_array_equal(live.read("sparse", 9), -rows[9])
     sink.write(10, low_rank=rows, sparse=rows)
-    sink.close()   # the store moves to r.zarr: the partial path is gone
+    sink.close()   # the store moves to r.zarr: the same rows are read there
+    np.testing.assert_array_equal(live.read("sparse", 9), -rows[9])
+    assert live.store == tmp_path / "r.zarr"
+    # A cancelled run's store is deleted: its rows are gone, never read as zeros.
+    other = FrameSink(20, 6, {"low_rank": np.float32, "sparse": np.float32}, path=tmp_path / "c.zarr")
+    other.write(0, low_rank=rows, sparse=rows)
+    other.flush()
+    live = LiveFrames(20, 6)
+    live.update(FramesSoFar(20, 6, 0, 10, store=str(other.live_path), final_store=str(other.path)))
+    np.testing.assert_array_equal(live.read("low_rank", 3), rows[3])
+    other.abort()
     with pytest.raises(FrameGone):
-        live.read("sparse", 9)
+        live.read("low_rank", 3)
