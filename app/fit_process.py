@@ -13,7 +13,8 @@ can freeze the window, and Cancel ends the child if it does not stop by itself w
 Protocol: one duplex pipe per worker; every message is one of the dataclasses below, tagged with
 a job id. The window sends :class:`FitJob` or :class:`LoadJob`, then possibly :class:`Cancel`, and
 :class:`Quit` at the end; the worker answers :class:`Ready` once, then :class:`Progress` reports
-and one of :class:`Done`, :class:`Stopped`, :class:`Failed` per job. A fit's ``spec`` is a
+(and, from a streaming fit, :class:`Partial` ones: the frames finished so far) and one of
+:class:`Done`, :class:`Stopped`, :class:`Failed` per job. A fit's ``spec`` is a
 registry name, or a picklable :class:`~robustcore.methods.Method` (tests). Objects cross the pipe
 with :mod:`multiprocessing`'s own serialisation between two processes of this program; nothing is
 written to or read from files this way.
@@ -32,18 +33,24 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from robustcore._progress import Cancelled
 
 from .out_of_core import LazyOffer
 
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
-           "warm_up", "run_job", "FitJob", "LoadJob", "Loaded"]
+           "warm_up", "run_job", "FitJob", "LoadJob", "Loaded", "FramesSoFar", "FrameAnnouncer",
+           "PARTIAL_INTERVAL"]
 
 # After Cancel, how long a job may take to reach its next progress report before its process is
 # ended. The issue asks for "stops within a second"; this leaves room for the messages.
 CANCEL_GRACE = 0.4
 _POLL = 0.05
 _THROTTLE = 0.05
+# A streaming fit sends the frames it has finished at most this often (seconds): the live L + S
+# view redraws a few times a second, and each message carries only what is new.
+PARTIAL_INTERVAL = 0.25
 _IDS = itertools.count(1)
 
 
@@ -111,6 +118,31 @@ class Progress:
 
 
 @dataclass(frozen=True)
+class FramesSoFar:
+    """What a streaming fit has finished: rows ``0:stop`` of its ``n_frames`` per-frame results
+    are final (the live L + S view draws them).
+
+    ``store``: the Zarr store being written, where those rows can be read (then nothing else is
+    sent), and ``final_store`` where it moves when the run has finished. None: the results stay
+    in memory, and ``arrays`` (field -> rows) carries the rows ``start:stop`` that earlier
+    messages did not.
+    """
+    n_frames: int
+    n_features: int
+    start: int
+    stop: int
+    store: str | None = None
+    arrays: dict | None = None
+    final_store: str | None = None
+
+
+@dataclass(frozen=True)
+class Partial:
+    job_id: int
+    frames: FramesSoFar
+
+
+@dataclass(frozen=True)
 class Done:
     job_id: int
     value: Any
@@ -171,6 +203,35 @@ def warm_up(should_stop: Callable[[], bool] = lambda: False, loaders: bool = Tru
         step()
 
 
+class FrameAnnouncer:
+    """The ``frames(start, stop, sink)`` hook a streaming fit calls (robustcore._progress), turned
+    into :class:`FramesSoFar` messages for ``send``: the first at once, then at most one per
+    ``interval`` seconds, each with only the rows the earlier ones did not carry."""
+
+    # The view draws L and S, and its mask is its own threshold on S.
+    FIELDS = ("low_rank", "sparse")
+
+    def __init__(self, send: Callable[[FramesSoFar], None], interval: float = PARTIAL_INTERVAL):
+        self._send, self._interval = send, float(interval)
+        self._sent = 0
+        self._last: float | None = None
+
+    def __call__(self, start: int, stop: int, sink) -> None:
+        now = time.monotonic()
+        if self._last is not None and now - self._last < self._interval:
+            return  # the next message carries these rows too
+        self._last = now
+        path = sink.live_path
+        if path is not None:
+            msg = FramesSoFar(sink.n_frames, sink.n_features, self._sent, stop, store=str(path),
+                              final_store=str(sink.path))
+        else:
+            msg = FramesSoFar(sink.n_frames, sink.n_features, self._sent, stop,
+                              arrays={f: np.array(sink.read(f, self._sent, stop)) for f in self.FIELDS})
+        self._sent = stop
+        self._send(msg)
+
+
 # -- the worker process ----------------------------------------------------------------------------
 
 def run_job(job, progress):
@@ -220,16 +281,8 @@ def _serve(conn) -> None:
             return
         if not isinstance(msg, _Run):
             continue  # a late Cancel for a job that already ended
-        last = [0.0]
-
-        def progress(fraction, message="", job_id=msg.job_id, last=last):
-            try:
-                return _check(conn, job_id, fraction, message, last)
-            except (EOFError, OSError):  # the window has gone: stop quietly
-                raise SystemExit(0) from None
-
         try:
-            reply = Done(msg.job_id, run_job(msg.job, progress))
+            reply = Done(msg.job_id, run_job(msg.job, _ChildProgress(conn, msg.job_id)))
         except Cancelled:
             reply = Stopped(msg.job_id)
         except Exception as exc:  # noqa: BLE001 - any failure goes back to the window as a message
@@ -246,6 +299,27 @@ def _serve(conn) -> None:
                 conn.send(reply)
         except (EOFError, OSError):
             return
+
+
+class _ChildProgress:
+    """The child's progress callback (see :func:`_check`), with the ``frames`` hook of streaming
+    fits, whose finished frames go to the window as :class:`Partial` messages."""
+
+    def __init__(self, conn, job_id: int):
+        self._conn, self._job_id, self._last = conn, job_id, [0.0]
+        self.frames = FrameAnnouncer(lambda f: self._send(Partial(job_id, f)))
+
+    def __call__(self, fraction, message=""):
+        try:
+            return _check(self._conn, self._job_id, fraction, message, self._last)
+        except (EOFError, OSError):  # the window has gone: stop quietly
+            raise SystemExit(0) from None
+
+    def _send(self, msg) -> None:
+        try:
+            self._conn.send(msg)
+        except (EOFError, OSError):
+            raise SystemExit(0) from None
 
 
 def _check(conn, job_id, fraction, message, last) -> bool:
@@ -386,6 +460,7 @@ class FitPool:
 
         ``progress(fraction, message)`` is the caller's callback; when it returns False the fit
         is cancelled: politely first, and by ending the process after :data:`CANCEL_GRACE` s.
+        If it has a method ``partial``, a streaming fit's :class:`FramesSoFar` go to it.
         Returns the RunResult; raises Cancelled, ValueError (with the library's message) or
         another exception carrying the worker's message.
         """
@@ -428,6 +503,10 @@ class FitPool:
                         continue  # a late message of an earlier, cancelled job
                     if isinstance(msg, Progress):
                         last[0], last[1] = msg.fraction, msg.message
+                    elif isinstance(msg, Partial):
+                        on_partial = getattr(progress, "partial", None)
+                        if on_partial is not None and not cancelled[0]:
+                            on_partial(msg.frames)
                     elif isinstance(msg, Done):
                         reusable = True
                         return msg.value

@@ -11,7 +11,7 @@ import os
 import sys
 import time
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox
 
@@ -248,6 +248,7 @@ class MainWindow(ExportSlots, QMainWindow):
         r = self.runner
         r.busyChanged.connect(self._on_busy)
         r.progress.connect(self._on_progress)
+        r.partial.connect(self._on_run_partial)
         r.finished.connect(self._on_run_finished)
         r.failed.connect(self._on_run_failed)
         r.cancelled.connect(self._on_run_cancelled)
@@ -720,6 +721,7 @@ class MainWindow(ExportSlots, QMainWindow):
         if job is not None:
             self._log_job(job, "cancelled", "muted", seconds=time.perf_counter() - job.submitted)
             self.method_panel.set_status("Cancelled", done=False)
+            self.views.end_live()
             self.statusBar().showMessage(f"Cancelled {job.tag.title}", 5000)
             self.runCancelled.emit()
             self.idle.emit()
@@ -727,6 +729,19 @@ class MainWindow(ExportSlots, QMainWindow):
     def _on_busy(self, busy: bool) -> None:
         self.method_panel.set_busy(busy)
         self.act_cancel.setEnabled(busy)
+        if not busy:
+            # Cancelled or replaced in any of the ways a run ends early: its provisional
+            # pictures go. (After the event: a finished run's result is stored first.)
+            QTimer.singleShot(0, self._drop_stale_live)
+
+    def _drop_stale_live(self) -> None:
+        job = self.runner.current
+        self.views.end_live(keep=None if job is None else job.seq)
+
+    def _on_run_partial(self, job: Job, frames) -> None:
+        """A streaming fit finished more frames: the L + S view draws them, provisional."""
+        if job.tag.data_version == self.state.data_version:
+            self.views.show_live("decomposition", job.seq, job.tag.title, frames)
 
     def _on_progress(self, job: Job, fraction: float, message: str) -> None:
         self.method_panel.set_progress(fraction, message)
@@ -754,6 +769,7 @@ class MainWindow(ExportSlots, QMainWindow):
         if reason is not None:
             self._log_job(job, "discarded", "muted", seconds=job.elapsed, detail=reason)
             self.method_panel.set_status(f"Result discarded: {reason}", done=False)
+            self.views.end_live()
             self.runDiscarded.emit(reason)
             self.idle.emit()
             return
@@ -772,6 +788,7 @@ class MainWindow(ExportSlots, QMainWindow):
                       summary=result.summary)
         self.state.set_current_method(result.method)
         self.state.add_result(result)
+        self.views.end_live()   # after the result is stored: the view draws it in place
         text = f"{job.tag.title}: {outcome} in {result.elapsed:.2f}\u00a0s"
         if result.warnings:
             text += f" ({len(result.warnings)} warning{'s' if len(result.warnings) > 1 else ''}, see the log)"
@@ -783,6 +800,7 @@ class MainWindow(ExportSlots, QMainWindow):
     def _on_run_failed(self, job: Job, message: str, details: str) -> None:
         self._log_job(job, "failed", "error", seconds=job.elapsed, detail=message)
         self.method_panel.set_status(f"Failed: {message}", done=False)
+        self.views.end_live()
         self._show_error(f"{job.tag.title} failed", message, details)
         self.runFailed.emit(message)
         self.idle.emit()

@@ -12,6 +12,8 @@ Guarantees the window relies on:
 
 * the callable runs off the GUI thread; progress reaches the GUI at most every ``throttle``
   seconds (the last report of a job is never lost, it is delivered with the result);
+* a streaming fit's finished frames (:class:`app.fit_process.FramesSoFar`, already throttled
+  where they are produced) reach the GUI as :attr:`TaskRunner.partial`, before the result;
 * starting a job cancels the one in flight; only the newest job's signals are forwarded, so a
   late result of an older job can never be mistaken for the current one;
 * :meth:`TaskRunner.cancel` returns at once: the runner is idle immediately and the old thread
@@ -36,7 +38,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 
 from robustcore._progress import Cancelled
 
-from .fit_process import describe_error
+from .fit_process import FrameAnnouncer, describe_error
 
 __all__ = ["Job", "TaskRunner", "describe_error"]
 
@@ -73,10 +75,29 @@ class _JobSignals(QObject):
     """Lives in the GUI thread; the worker emits on it and queued connections carry the call."""
 
     progress = Signal(object, float, str)
+    partial = Signal(object, object)
     done = Signal(object, object)
     error = Signal(object, str, str)
     stopped = Signal(object)
     ended = Signal(object)
+
+
+class _Progress:
+    """What a job callable gets as ``progress``: ``progress(fraction, message)``; ``partial(frames)``
+    relays a streaming fit's :class:`~app.fit_process.FramesSoFar` to the GUI (FitPool calls it);
+    ``frames`` is the hook such a fit calls when it runs in this process (robustcore._progress)."""
+
+    def __init__(self, thread: "_JobThread"):
+        self._thread = thread
+        self.frames = FrameAnnouncer(self.partial)
+
+    def __call__(self, fraction, message=""):
+        return self._thread._progress(fraction, message)
+
+    def partial(self, frames) -> None:
+        job = self._thread.job
+        if not job.cancel_event.is_set():
+            self._thread.signals.partial.emit(job, frames)
 
 
 class _JobThread(QThread):
@@ -104,7 +125,7 @@ class _JobThread(QThread):
         self._last = 0.0
         t0 = time.perf_counter()
         try:
-            result = self.fn(self._progress)
+            result = self.fn(_Progress(self))
         except Cancelled:
             job.elapsed = time.perf_counter() - t0
             job.status = "cancelled"
@@ -136,6 +157,7 @@ class TaskRunner(QObject):
     -------
     started(Job)
     progress(Job, float, str)     fraction in [0, 1] and status text, throttled.
+    partial(Job, FramesSoFar)     frames a streaming fit has finished (before finished).
     finished(Job, object)         the callable's return value.
     failed(Job, str, str)         one-line message and the traceback.
     cancelled(Job)                the job stopped after :meth:`cancel` (or was superseded).
@@ -144,6 +166,7 @@ class TaskRunner(QObject):
 
     started = Signal(object)
     progress = Signal(object, float, str)
+    partial = Signal(object, object)
     finished = Signal(object, object)
     failed = Signal(object, str, str)
     cancelled = Signal(object)
@@ -183,6 +206,7 @@ class TaskRunner(QObject):
         # Bound slots of this GUI-thread object with queued connections: every call below runs
         # in the GUI thread, in the order the worker emitted.
         sig.progress.connect(self._on_progress, q)
+        sig.partial.connect(self._on_partial, q)
         sig.done.connect(self._on_done, q)
         sig.error.connect(self._on_error, q)
         sig.stopped.connect(self._on_stopped, q)
@@ -232,6 +256,10 @@ class TaskRunner(QObject):
     def _on_progress(self, job: Job, fraction: float, message: str) -> None:
         if self._is_current(job):
             self.progress.emit(job, fraction, message)
+
+    def _on_partial(self, job: Job, frames) -> None:
+        if self._is_current(job):
+            self.partial.emit(job, frames)
 
     def _on_done(self, job: Job, result) -> None:
         if self._is_current(job):

@@ -8,6 +8,11 @@ A fit takes ``progress=None`` or a callable ``progress(fraction, message)``:
 A cancelled fit raises :class:`Cancelled` out of ``fit`` and leaves the estimator unfitted.
 The callable is invoked from the thread running the fit; throttling for display is the caller's
 business (the GUI throttles), so estimators may call it once per iteration.
+
+The callable may also carry optional hooks as attributes, found with :meth:`Reporter.hook`. One
+exists today: ``frames(start, stop, sink)``, which a streaming fit (OnlineRPCA) calls when frames
+``start:stop`` of its per-frame results are final and can be read from ``sink`` (a FrameSink), so
+a viewer can show them while the fit goes on.
 """
 from __future__ import annotations
 
@@ -46,6 +51,12 @@ class Reporter:
             raise Cancelled(message or "cancelled")
 
     __call__ = report
+
+    def hook(self, name: str):
+        """The caller's optional hook ``name`` (an attribute of the progress callable; see the
+        module doc), or None."""
+        cb = self._cb
+        return cb.hook(name) if isinstance(cb, Reporter) else getattr(cb, name, None)
 
     def span(self, lo: float, hi: float) -> "Reporter":
         width = self._hi - self._lo

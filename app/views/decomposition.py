@@ -9,6 +9,12 @@ did. The mask is drawn over the faded frame, so a few foreground pixels read as 
 pictures are laid out in the rows and columns that show them largest for the space there is
 (four in a row on a wide screen, two by two in a narrow window), with the colours and mask of
 the exported video (:mod:`app.video`, :mod:`app.palette`).
+
+While a streaming fit runs (Online robust PCA), the view draws the frames it has finished so far
+(:meth:`DecompositionView.show_live`), labelled provisional; the slider reaches only those
+frames and follows the newest while it is at the end. Each frame is final once its batch is done,
+so what is drawn then is what the finished run holds. When the run ends in any way the live
+pictures go (:meth:`DecompositionView.end_live`) and the view draws stored results as usual.
 """
 from __future__ import annotations
 
@@ -21,6 +27,7 @@ from .. import palette
 from . import _style as st
 from ._cloud import mode_for
 from ._common import Choice, fmt, labelled
+from ._lazy_frames import FrameGone, LiveFrames
 from .base import BaseView
 
 PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
@@ -53,6 +60,13 @@ class DecompositionView(BaseView):
         self.frame_slider = QSlider(Qt.Orientation.Horizontal)
         self.frame_slider.setMinimumWidth(240)
         self.frame_label = QLabel("")
+        # Says that the pictures are a run in progress (hidden otherwise).
+        self.live_label = QLabel("", objectName="live_label", visible=False)
+        self.live_label.setStyleSheet("QLabel { background: #fff3cd; color: #664d03; border: 1px solid #e0c060;"
+                                      " border-radius: 3px; padding: 1px 6px; }")
+        font = self.live_label.font()
+        font.setBold(True)   # in the font, not the style sheet: the size hint then fits the text
+        self.live_label.setFont(font)
         self.threshold_box = QDoubleSpinBox(decimals=3, maximum=1e12, singleStep=1.0, keyboardTracking=False,
                                             toolTip="Pixels with |S| above this value form the foreground mask")
         self.method_box = Choice()
@@ -69,6 +83,10 @@ class DecompositionView(BaseView):
                                        toolTip="Show the solver's convergence beneath the pictures")
         self._conv_chosen = False  # the user pressed the button: their choice stands
         self.controls.addWidget(self.conv_button)
+        self.controls.addWidget(self.live_label)
+        self._live: LiveFrames | None = None
+        self._live_key = None
+        self._live_title = ""
         self.timer = QTimer(self, interval=100)
         self.timer.timeout.connect(self._next_frame)
         self.play_button.toggled.connect(self._toggle_play)
@@ -173,8 +191,40 @@ class DecompositionView(BaseView):
 
     # -- data -----------------------------------------------------------------------------
     def refresh(self):
+        if self._live is not None:
+            self._dirty = True   # stored results are drawn again when the run ends
+            return
         self.fill_method_box()
         self._draw_result()
+
+    def _set_scales(self, X, L, S) -> None:
+        """Grey levels of X and L, the symmetric scale of S and the default mask threshold, from
+        the frames given (all, or a probe of a stack on disk or of a run in progress)."""
+        lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
+        self.gray_levels = (lo, hi if hi > lo else lo + 1)
+        smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
+        if smax <= 0:
+            smax = float(np.abs(S).max()) or 1.0
+        self.s_levels = (-smax, smax)
+        span = self.gray_levels[1] - self.gray_levels[0]
+        self.threshold_box.blockSignals(True)
+        self.threshold_box.setSingleStep(span / 100)
+        self.threshold_box.setValue(0.1 * span)  # a tenth of the data range: visible foreground
+        self.threshold_box.blockSignals(False)
+        self.s_bar.setLevels(self.s_levels)
+
+    def _set_order(self, order) -> None:
+        """Slider position k shows sample ``order[k]``."""
+        self.order = np.asarray(order, dtype=np.int64)
+        self.position = np.empty(self.order.size, dtype=np.int64)
+        self.position[self.order] = np.arange(self.order.size)
+
+    def _frame_stack(self, ds):
+        """The original frames: in memory, or read one at a time from a source on disk."""
+        if getattr(ds, "is_lazy", False):
+            from ._lazy_frames import FrameRows
+            return FrameRows(ds.source.frame, ds.n_samples)
+        return ds.dense()
 
     def _draw_result(self):
         res, ds = self.result(), self.state.dataset
@@ -190,24 +240,11 @@ class DecompositionView(BaseView):
             L = np.asarray(res.arrays["low_rank"])
             S = np.asarray(res.arrays["sparse"])
             self.X, self.L, self.S = X, L, S
-        lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
-        self.gray_levels = (lo, hi if hi > lo else lo + 1)
-        smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
-        if smax <= 0:
-            smax = float(np.abs(S).max()) or 1.0
-        self.s_levels = (-smax, smax)
-        span = self.gray_levels[1] - self.gray_levels[0]
-        self.threshold_box.blockSignals(True)
-        self.threshold_box.setSingleStep(span / 100)
-        self.threshold_box.setValue(0.1 * span)  # a tenth of the data range: visible foreground
-        self.threshold_box.blockSignals(False)
+        self._set_scales(X, L, S)
         self.mode = "image" if ds.is_image else "table"
-        self.s_bar.setLevels(self.s_levels)
         n = ds.n_samples
-        self.order = (np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
-                      else np.arange(n))
-        self.position = np.empty(n, dtype=np.int64)
-        self.position[self.order] = np.arange(n)
+        self._set_order(np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
+                        else np.arange(n))
         h = res.arrays["history_residual"]
         it = np.arange(1, len(h) + 1)
         self.residual_curve.setData(it, np.maximum(np.asarray(h, float), 1e-300))
@@ -248,12 +285,109 @@ class DecompositionView(BaseView):
             p.enableAutoRange()
 
     def clear(self):
+        self.end_live()
         self.pause()
         self._res = None
         for img in self.images.values():
             img.clear()
         self.residual_curve.setData([], [])
         self.rank_curve.setData([], [])
+
+    # -- a run in progress -----------------------------------------------------------------
+    @property
+    def live(self) -> bool:
+        """Whether the pictures are a run in progress (provisional)."""
+        return self._live is not None
+
+    @property
+    def live_key(self):
+        """The ``key`` of the run drawn live (None: none)."""
+        return self._live_key
+
+    def available(self) -> bool:
+        return self._live is not None or super().available()
+
+    def figure_results(self) -> list:
+        if self._live is not None:
+            raise ValueError(f"the L + S view shows {self._live_title} while it runs (provisional frames); "
+                             f"export its figure when the run is done")
+        return super().figure_results()
+
+    def show_live(self, key, title: str, frames) -> None:
+        """Draw the frames a streaming run has finished (``frames``: an
+        :class:`app.fit_process.FramesSoFar`), labelled provisional. ``key`` tells runs apart: a
+        new one starts over. Only image stacks are drawn live (tables wait for the result)."""
+        ds = self.state.dataset
+        if ds is None or not ds.is_image or frames.n_frames != ds.n_samples or frames.stop < 1:
+            return
+        new = self._live is None or self._live_key != key
+        if new:
+            self.pause()
+            self._live, self._live_key, self._live_title = LiveFrames(frames.n_frames, frames.n_features), key, title
+        at_end = new or self.frame_slider.value() >= self.frame_slider.maximum()
+        self._live.update(frames)
+        if new:
+            self._start_live(ds)
+        n = self._live.n_done
+        self.frame_slider.blockSignals(True)
+        self.frame_slider.setRange(0, n - 1)
+        if at_end:   # following the newest frame, unless the user went back to look at one
+            self.frame_slider.setValue(n - 1)
+        self.frame_slider.blockSignals(False)
+        self.live_label.setText(f"PROVISIONAL · frames 1–{n:,} of {self._live.n_frames:,} processed")
+        self.live_label.setToolTip(f"{title} is running: the pictures show the frames it has finished. Each is "
+                                   f"final once its batch is done; the result is complete when the run is.")
+        self._show_frame()
+
+    def _start_live(self, ds) -> None:
+        self._res = None
+        self.drawn = None          # no stored result is drawn
+        self._dirty = True         # ... and the stored ones are drawn again when the run ends
+        self.mode = "image"
+        self.X = self._frame_stack(ds)
+        self.L, self.S = self._live.rows("low_rank"), self._live.rows("sparse")
+        probe = np.unique(np.linspace(0, self._live.n_done - 1, min(self._live.n_done, 32)).astype(np.int64))
+        self._set_scales(*(np.stack([a[i] for i in probe]) for a in (self.X, self.L, self.S)))
+        # Rows are processed in row order, and that is the order the slider follows here.
+        self._set_order(np.arange(ds.n_samples))
+        self.residual_curve.setData([], [])
+        self.rank_curve.setData([], [])
+        self.method_box.setEnabled(False)
+        self.conv_button.setEnabled(False)   # a streaming run's history comes with its result
+        self.frame_slider.setEnabled(True)
+        self.play_button.setEnabled(True)
+        for key, ttl in PANELS:
+            if key != "mask":
+                st.set_title(self.panels[key], ttl + (" (provisional)" if key != "original" else ""))
+            p = self.panels[key]
+            p.invertY(True)
+            p.setAspectLocked(True)
+            for ax in ("left", "bottom"):
+                p.showAxis(ax, False)
+        self.live_label.setVisible(True)
+        self.fit_layout()
+        for p in self.panels.values():
+            p.getViewBox().setDefaultPadding(0.02)
+            p.enableAutoRange()
+
+    def end_live(self) -> None:
+        """The run ended (finished, failed, cancelled or replaced): its provisional pictures go.
+        The view draws stored results at its next refresh; it is left empty until then."""
+        if self._live is None:
+            return
+        self._live = self._live_key = None
+        self.pause()
+        self.live_label.setVisible(False)
+        self.live_label.setText("")
+        self.method_box.setEnabled(True)
+        self.conv_button.setEnabled(True)
+        for key, ttl in PANELS:
+            st.set_title(self.panels[key], ttl)
+        for img in self.images.values():
+            img.clear()
+        self.frame_label.setText("")
+        self.set_status(" ")
+        self.invalidate()
 
     # -- frames ---------------------------------------------------------------------------
     @property
@@ -274,28 +408,39 @@ class DecompositionView(BaseView):
         return np.abs(self.S[i]) > self.threshold()
 
     def _show_frame(self, *_):
-        if self._res is None:
+        if self._res is None and self._live is None:
             return
         i = self.current_sample
         ds = self.state.dataset
         name = f"frame {i}" if ds.sample_ids is None else ds.sample_ids[i]
-        self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {len(self.order)})")
+        live = self._live is not None
+        of = self._live.n_done if live else len(self.order)   # the live label says "of N processed"
+        self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {of})")
         if self.mode != "image":
             self._draw_tables()
             return
         shape = ds.image_shape
-        x, s_i = self.X[i], self.S[i]   # one read each when the stacks are on disk
+        try:
+            x, s_i, l_i = self.X[i], self.S[i], self.L[i]   # one read each when the stacks are on disk
+        except FrameGone as exc:   # cancelled a moment ago: the view drops the run when that reaches it
+            for key in ("low_rank", "sparse", "mask"):
+                self.images[key].clear()
+            self.set_status(str(exc))
+            return
         self.images["original"].setImage(x.reshape(shape), levels=self.gray_levels)
-        self.images["low_rank"].setImage(self.L[i].reshape(shape), levels=self.gray_levels)
+        self.images["low_rank"].setImage(l_i.reshape(shape), levels=self.gray_levels)
         self.images["sparse"].setImage(s_i.reshape(shape), levels=self.s_levels, lut=self._s_lut())
         m = np.abs(s_i) > self.threshold()
         self.images["mask"].setImage(palette.mask_overlay(x, self.gray_levels, m).reshape(*shape, 3),
                                      levels=None, lut=None)
         frac = float(m.mean())
-        st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())}")
+        st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())}" + (" (provisional)" if live else ""))
         sel = "selected" if i in set(self.state.selection.tolist()) else "click a picture to select this frame"
-        self.set_status(f"frame {self.frame_slider.value() + 1} of {len(self.order)} · sample #{i} · "
-                        f"mask: {100 * frac:.1f}% of pixels · ‖S‖₁ of this frame {fmt(np.abs(s_i).sum())} · {sel}")
+        head = (f"provisional: {self._live_title} is running, frame {self.frame_slider.value() + 1} of "
+                f"{self._live.n_done} processed so far ({self._live.n_frames} in all)" if live else
+                f"frame {self.frame_slider.value() + 1} of {len(self.order)}")
+        self.set_status(f"{head} · sample #{i} · mask: {100 * frac:.1f}% of pixels · "
+                        f"‖S‖₁ of this frame {fmt(np.abs(s_i).sum())} · {sel}")
 
     @staticmethod
     def _s_lut():
@@ -336,8 +481,10 @@ class DecompositionView(BaseView):
                 self.state.set_selection([row], mode)
 
     def _follow_selection(self, sel):
-        if self._res is None:
+        if self._res is None and self._live is None:
             return
+        if self._live is not None:
+            sel = sel[sel < self._live.n_done]   # frames not processed yet cannot be shown
         if self.mode == "table":
             self._mark_selected_rows()
             return

@@ -148,6 +148,25 @@ class ResultViews(QTabWidget):
             raise ValueError(f"no result of {method or self.state.current_method!r} to export; run it first")
         return _export_results(res, self.state.dataset, path, overwrite=overwrite)
 
+    def show_live(self, name: str, key, title: str, frames) -> None:
+        """Feed the frames a run in progress has finished to view ``name`` (one with
+        ``show_live``); it comes to the front when nothing this window can draw is showing."""
+        v = self.view(name)
+        v.show_live(key, title, frames)
+        self.setTabVisible(self.indexOf(v), v.available())
+        cur = self.current_view_name()
+        if v.available() and (cur is None or not self._views[cur].available()):
+            self.setCurrentWidget(v)
+
+    def end_live(self, keep=None) -> None:
+        """Views drawing a run in progress (other than run ``keep``) go back to stored results."""
+        live = [v for v in self._views.values() if getattr(v, "live", False) and v.live_key != keep]
+        for v in live:
+            v.end_live()
+        if live:
+            self._update_tabs()
+            self._refresh_current()
+
     # -- reacting to the state ------------------------------------------------------------
     def _refresh_current(self) -> None:
         cur = self.currentWidget()

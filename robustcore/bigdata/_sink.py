@@ -96,6 +96,14 @@ class FrameSink:
         return self.path is None
 
     @property
+    def live_path(self) -> Path | None:
+        """Where the store can be read now: ``PATH.partial`` while it is written, ``PATH`` once
+        closed; None in memory. Frames below ``n_written`` are complete there."""
+        if self.path is None:
+            return None
+        return self.path if self.closed else self._partial
+
+    @property
     def nbytes(self) -> int:
         """Uncompressed bytes of all fields."""
         return sum(self.n_frames * self.n_features * dt.itemsize for dt in self.fields.values())

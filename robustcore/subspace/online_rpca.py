@@ -274,7 +274,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         self._pixels = None if m >= d else np.sort(np.random.default_rng(0).choice(d, m, replace=False))
 
     @fit_method()
-    def fit(self, X, y=None, progress=None, sink=None, store=None):
+    def fit(self, X, y=None, progress=None, sink=None, store=None, on_frames=None):
         """Stream all frames of X through the estimator, writing L, S and the mask per frame.
 
         Parameters
@@ -292,6 +292,13 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
             Without ``sink``: write the outputs to a new Zarr store at this path. Without either,
             outputs are kept in memory when they take at most 1 GiB (float32 L and S), and the
             fit refuses otherwise, asking for a store.
+        on_frames : callable ``on_frames(start, stop, sink)``, optional
+            Called from the fitting thread when frames ``start:stop`` of the outputs are final
+            and readable in ``sink`` (a store is written on a thread of its own: frames are
+            announced once they are in it, not when they are handed to it). Calls come in frame
+            order and cover every frame once. Each frame is written once, after its batch, and
+            never changed by later batches: what is announced is what the finished fit holds.
+            None: the ``frames`` hook of ``progress``, if it has one (:mod:`robustcore._progress`).
 
         Returns self.
         """
@@ -300,6 +307,10 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
 
         self._p = self._start_fit()
         rep = Reporter(progress)
+        if on_frames is None:
+            on_frames = rep.hook("frames")
+        if on_frames is not None and not callable(on_frames):
+            raise ValueError(f"on_frames must be a callable on_frames(start, stop, sink) or None; got {on_frames!r}")
         if not isinstance(X, FrameSource) and not hasattr(X, "image_shape"):
             X = validate_X(self, X, reset=True, min_features=2)   # arrays: scikit-learn's checks
         source = as_frame_source(X)
@@ -324,6 +335,14 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         hist = {"frames": [], "basis_change": [], "residual": [], "inner": [], "foreground": [], "time": []}
         t0 = time.perf_counter()
         b = self._p["batch_size"]
+        announced = 0
+
+        def announce():
+            nonlocal announced
+            ready = sink.n_written
+            if on_frames is not None and ready > announced:
+                on_frames(announced, ready, sink)
+                announced = ready
         try:
             for start, rows in source.iter_batches(b):
                 rows = np.asarray(rows, dtype=np.float64)
@@ -344,6 +363,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
                 absS = np.abs(S)
                 mask = absS > self._mask_t
                 sink.write(start, low_rank=LZ, sparse=S, mask=mask)
+                announce()
                 stop = start + rows.shape[0]
                 scores[start:stop] = absS.sum(axis=1)
                 fg[start:stop] = mask.mean(axis=1)
@@ -351,12 +371,13 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
                                  ("foreground", float(mask.mean())), ("time", time.perf_counter() - t0)):
                     hist[key].append(val)
                 rep(stop / n, f"frame {stop} of {n}")
+            sink.set_attrs(method="OnlineRPCA", params=self.get_params(), scale=self._scale,
+                           lambda1=self._lam1, lambda2=self._lam2, mask_threshold=self._mask_t)
+            announce()   # set_attrs waited for the writer: the last frames are in the store
         except BaseException:
             if own_sink:
                 sink.abort()
             raise
-        sink.set_attrs(method="OnlineRPCA", params=self.get_params(), scale=self._scale,
-                       lambda1=self._lam1, lambda2=self._lam2, mask_threshold=self._mask_t)
         if own_sink:
             sink.close()
         self._publish(d, n, scores, fg, hist, sink)

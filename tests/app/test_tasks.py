@@ -2,6 +2,7 @@
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from app.tasks import TaskRunner, describe_error
@@ -89,6 +90,37 @@ def test_new_submit_supersedes_old_job(qtbot, runner):
     qtbot.waitUntil(lambda: old.status == "cancelled", timeout=2000)
     assert results == ["new"] and new.status == "done"
     assert old in cancelled
+
+
+def test_partial_frames_reach_the_gui_before_the_result_and_only_for_the_current_job(qtbot, runner):
+    """A streaming fit's finished frames (the progress callable's frames hook) arrive as
+    ``partial`` before ``finished``; a superseded job's never do."""
+    events = []
+    runner.partial.connect(lambda j, f: events.append(("partial", j.seq, f.start, f.stop)))
+    runner.finished.connect(lambda j, r: events.append(("finished", j.seq)))
+
+    class Sink:
+        n_frames, n_features, live_path = 8, 2, None
+
+        def read(self, field, start, stop):
+            return np.zeros((stop - start, 2), np.float32)
+
+    def stream(gate=None):
+        def fn(progress):
+            progress.frames(0, 4, Sink())   # the first message goes at once
+            if gate is not None:
+                gate.wait(5)
+            progress.frames(4, 8, Sink())   # within the throttle interval: left for the result
+            return "done"
+        return fn
+    gate = threading.Event()
+    old = runner.submit(stream(gate))
+    qtbot.waitUntil(lambda: any(e[1] == old.seq for e in events), timeout=5000)
+    with qtbot.waitSignal(runner.finished, timeout=5000):
+        new = runner.submit(stream())
+        gate.set()
+    qtbot.wait(100)
+    assert events == [("partial", old.seq, 0, 4), ("partial", new.seq, 0, 4), ("finished", new.seq)]
 
 
 def test_result_of_job_that_ignores_cancel_is_dropped(qtbot, runner):

@@ -162,3 +162,55 @@ def test_bad_parameters(params, match, clip):
 def test_custom_sink_must_match():
     with pytest.raises(ValueError, match="sink must hold"):
         OnlineRPCA().fit(np.ones((5, 10)), sink=FrameSink(4, 10, OnlineRPCA.FIELDS))
+
+
+@pytest.mark.parametrize("where", ["memory", "store"])
+def test_frames_are_announced_in_order_once_each_and_final(clip, tmp_path, where):
+    """The on_frames hook (what the window's live L + S view is fed from): frames come in order,
+    each once, readable when announced, and what is read then is what the finished fit holds
+    (a frame's L and S are written once, after its batch)."""
+    if where == "store":
+        pytest.importorskip("zarr")
+    X = clip[0][:230]   # batches of 32: the last one is short
+    seen = []
+
+    def on_frames(start, stop, sink):
+        seen.append((start, stop, {f: sink.read(f, start, stop) for f in OnlineRPCA.FIELDS}))
+        # Nothing beyond the announced frames is claimed written.
+        assert sink.n_written >= stop
+    store = tmp_path / "live.zarr" if where == "store" else None
+    est = OnlineRPCA(batch_size=32).fit(X, store=store, on_frames=on_frames)
+    starts = [s for s, _, _ in seen]
+    stops = [e for _, e, _ in seen]
+    assert starts[0] == 0 and stops[-1] == 230 and starts[1:] == stops[:-1]
+    assert all(a < b for a, b in zip(starts, stops))
+    final = est.sink_
+    for start, stop, got in seen:
+        for f, rows in got.items():
+            np.testing.assert_array_equal(rows, final.read(f, start, stop))
+    if where == "memory":   # written synchronously: one announcement per batch
+        assert stops == [32, 64, 96, 128, 160, 192, 224, 230]
+
+
+def test_frames_hook_of_the_progress_callable_is_used(clip):
+    """Through the registry the hook rides on the progress callable (nested spans included)."""
+    from robustcore.methods import get_method
+    from robustcore.datasets import Dataset
+    X = clip[0][:100]
+    got = []
+
+    class Listener:
+        def __call__(self, fraction, message=""):
+            return True
+
+        def frames(self, start, stop, sink):
+            got.append((start, stop, sink.read("sparse", start, stop)))
+    res = get_method("online-rpca").run(Dataset(X=X, image_shape=(40, 56), name="clip"), {"batch_size": 25},
+                                        progress=Listener())
+    assert [(a, b) for a, b, _ in got] == [(0, 25), (25, 50), (50, 75), (75, 100)]
+    np.testing.assert_array_equal(np.concatenate([s for _, _, s in got]), np.asarray(res.arrays["sparse"]))
+
+
+def test_on_frames_must_be_callable(clip):
+    with pytest.raises(ValueError, match="on_frames must be a callable"):
+        OnlineRPCA().fit(clip[0][:40], on_frames=3)
