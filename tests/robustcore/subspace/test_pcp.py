@@ -307,6 +307,7 @@ def small_blocks(monkeypatch):
     """Blocks of a few rows, so small test matrices are cut into many blocks and threads."""
     import robustcore.subspace.pcp as pcp
     monkeypatch.setattr(pcp, "_BLOCK", 1 << 11)
+    monkeypatch.setattr(pcp, "_THREADS_MIN_SIZE", 0)
 
 
 def sweep_threads():
@@ -488,3 +489,25 @@ def test_single_precision_low_rank_products_change_rounding_only(svd, shape, ran
     assert single.n_iter_ == double.n_iter_
     assert single.history_["rank"] == double.history_["rank"]
     assert np.linalg.norm(single.low_rank_ - double.low_rank_) < 1e-6 * np.linalg.norm(double.low_rank_)
+
+
+def test_small_data_is_fitted_on_one_thread_unless_threads_are_asked_for(monkeypatch):
+    """Threads did not pay below 2e6 entries on the 2-core machine (benchmarks/results_pcp.md):
+    n_jobs=None then sweeps on one thread, while an explicit n_jobs is used as given."""
+    import robustcore.subspace.pcp as pcp
+    jobs = []
+    original = pcp._Sweeper.__init__
+
+    def spy(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        jobs.append(self.n_jobs)
+
+    monkeypatch.setattr(pcp._Sweeper, "__init__", spy)
+    monkeypatch.setattr(pcp, "_BLOCK", 1 << 11)          # enough blocks for two threads
+    monkeypatch.setattr(pcp, "resolve_n_jobs", lambda n: 2 if n is None else n)
+    L0, S0 = planted(300, 200, 4, 0.05, seed=44)
+    PCP(random_state=0).fit(L0 + S0)
+    PCP(random_state=0, n_jobs=2).fit(L0 + S0)
+    monkeypatch.setattr(pcp, "_THREADS_MIN_SIZE", 1000)
+    PCP(random_state=0).fit(L0 + S0)
+    assert jobs == [1, 2, 2]
