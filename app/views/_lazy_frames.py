@@ -70,7 +70,18 @@ class LiveFrames:
         if frames.store is not None:
             if self.store is None:
                 self._final = Path(frames.final_store) if frames.final_store else None
-                self._open(Path(frames.store))
+                # A message read late may name the store being written after the run moved it
+                # to its final place (or deleted it, when cancelled).
+                for path in (Path(frames.store), self._final):
+                    if path is None:
+                        continue
+                    try:
+                        self._open(path)
+                        break
+                    except FileNotFoundError:
+                        continue
+                else:
+                    raise FrameGone("the results of this run are gone (the run was cancelled)")
         else:
             if frames.start != self.n_done:   # messages carry consecutive rows, in order
                 raise ValueError(f"rows {frames.start}:{frames.stop} arrived after rows 0:{self.n_done}")

@@ -325,7 +325,12 @@ class DecompositionView(BaseView):
             self.pause()
             self._live, self._live_key, self._live_title = LiveFrames(frames.n_frames, frames.n_features), key, title
         at_end = new or self.frame_slider.value() >= self.frame_slider.maximum()
-        self._live.update(frames)
+        try:
+            self._live.update(frames)
+        except FrameGone:   # a late message of a run cancelled a moment ago: nothing to draw
+            if new:
+                self._live = self._live_key = None
+            return
         if new:
             self._start_live(ds)
         n = self._live.n_done

@@ -297,3 +297,28 @@ def test_live_frames_from_a_store_follow_it_when_it_moves_and_never_read_zeros(t
     other.abort()
     with pytest.raises(FrameGone):
         live.read("low_rank", 3)
+
+
+def test_a_first_message_read_after_the_store_moved_or_went_is_followed_or_dropped(tmp_path):
+    """The window may read a run's first message only after the run finished (its store moved
+    to the final place) or was cancelled (store deleted): the rows are read in the final place,
+    or FrameGone is raised (the view then draws nothing), never an error out of the slot."""
+    pytest.importorskip("zarr")
+    from robustcore.bigdata import FrameSink
+    rows = np.arange(60, dtype=np.float32).reshape(10, 6) + 1
+    sink = FrameSink(10, 6, {"low_rank": np.float32, "sparse": np.float32}, path=tmp_path / "r.zarr")
+    sink.write(0, low_rank=rows, sparse=-rows)
+    sink.flush()
+    late = FramesSoFar(10, 6, 0, 10, store=str(sink.live_path), final_store=str(sink.path))
+    sink.close()
+    live = LiveFrames(10, 6)
+    live.update(late)
+    assert live.store == tmp_path / "r.zarr"
+    np.testing.assert_array_equal(live.read("sparse", 4), -rows[4])
+    gone = FrameSink(10, 6, {"low_rank": np.float32, "sparse": np.float32}, path=tmp_path / "c.zarr")
+    gone.write(0, low_rank=rows, sparse=rows)
+    gone.flush()
+    late = FramesSoFar(10, 6, 0, 10, store=str(gone.live_path), final_store=str(gone.path))
+    gone.abort()
+    with pytest.raises(FrameGone):
+        LiveFrames(10, 6).update(late)
