@@ -104,15 +104,22 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
     def fit(self, X, y=None, progress=None):
         """Fit on X (n_samples, n_features). Returns self."""
         p = self._start_fit()
-        rep = Reporter(progress)
         X = validate_X(self, X, reset=True, min_samples=2)
+        return self._fit_rows(X, p, Reporter(progress))
+
+    def _fit_rows(self, X, p, rep, checked=False):
+        """The fit on validated rows X, with the validated parameters ``p``. ``checked``: X is
+        rows another estimator has validated and magnitude-checked (ResidualScorer's inner
+        PCA, with scale="none"), which are not read again for that."""
         n, d = X.shape
+        r = None
         if p["n_components"] is not None:
             r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
                             hint=rank_hint(n, d))
         rep(0.0, "centring")
         Z, scaling = self._fit_scaled(X, p["scale"])
-        check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
+        if not checked:
+            check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
         w = None
         if n >= _COVARIANCE_ROWS * d:
             # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh), unless
