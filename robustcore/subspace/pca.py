@@ -112,7 +112,6 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         rows another estimator has validated and magnitude-checked (ResidualScorer's inner
         PCA, with scale="none"), which are not read again for that."""
         n, d = X.shape
-        r = None
         if p["n_components"] is not None:
             r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
                             hint=rank_hint(n, d))
