@@ -86,6 +86,20 @@ def test_spectral_norm():
     assert spectral_norm(np.zeros((3, 4))) == 0.0
 
 
+@pytest.mark.parametrize("top", ["pair 1e-7 apart", "flat", "square-root edge"])
+def test_spectral_norm_hard_spectra(top):
+    """ARPACK runs at a loose residual tolerance (the value converges with its square): the
+    value must still be within 1e-7 where the top of the spectrum gives Lanczos the least
+    room (nearly equal leading values, a flat top, a continuous edge)."""
+    k = 380
+    s = {"pair 1e-7 apart": np.r_[1.0, 1.0 - 1e-7, np.linspace(0.9, 0.5, k - 2)],
+         "flat": 1.0 - np.linspace(0.0, 1e-3, k),
+         "square-root edge": np.sqrt(1.0 - np.linspace(0.0, 1.0, k, endpoint=False))}[top]
+    A, *_ = known_spectrum(420, 400, s, seed=3)
+    for seed in range(3):
+        assert spectral_norm(A, random_state=seed) == pytest.approx(1.0, rel=1e-7)
+
+
 def test_bad_arguments():
     A = np.ones((5, 4))
     with pytest.raises(ValueError, match="k must be an integer in \\[1, 4\\]"):
