@@ -511,3 +511,38 @@ def test_small_data_is_fitted_on_one_thread_unless_threads_are_asked_for(monkeyp
     monkeypatch.setattr(pcp, "_THREADS_MIN_SIZE", 1000)
     PCP(random_state=0).fit(L0 + S0)
     assert jobs == [1, 2, 2]
+
+
+def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monkeypatch):
+    """When the randomized route's last Ritz value lies below 0.6 tau, the next iteration's
+    size comes from the values it knows, not from the last step's growth: after the rank of
+    L jumps to its final value, no later SVD is sized for many more triplets than that rank.
+    The planted solution is still recovered exactly, with the objective of the growth rule."""
+    import robustcore.linalg as linalg
+    import robustcore.subspace.pcp as pcp
+    L0, S0 = planted(1000, 1000, 50, 0.05, seed=2)
+    sizes = []
+
+    def recording(A, k, **kwargs):
+        sizes.append(k)
+        return linalg.randomized_svd(A, k, **kwargs)
+
+    monkeypatch.setattr(pcp, "randomized_svd", recording)
+    fits = []
+    for gap in (pcp._GAP, 0.0):             # 0: never known, the growth rule alone
+        monkeypatch.setattr(pcp, "_GAP", gap)
+        sizes.clear()
+        est = PCP(svd="randomized", random_state=0, n_jobs=1).fit(L0 + S0)
+        # the SVDs of the iterations after the one whose rank first reached 50
+        est.later = sizes[-(est.n_iter_ - 1 - est.history_["rank"].index(50)):]
+        fits.append(est)
+    new, old = fits
+    check_exact_recovery(new, L0, S0)
+    check_exact_recovery(old, L0, S0)
+    assert max(new.later) <= 50 + 1 + pcp._OVERSAMPLE
+    assert max(old.later) > 50 + 1 + pcp._OVERSAMPLE       # (the growth rule's overshoot)
+
+    def objective(est):
+        return np.linalg.svd(est.low_rank_, compute_uv=False).sum() + est.lam_ * np.abs(est.sparse_).sum()
+
+    assert abs(objective(new) - objective(old)) < 1e-7 * objective(old)
