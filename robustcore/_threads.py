@@ -157,6 +157,15 @@ class RowSplit:
         self._map(lambda r: np.matmul(A[r], B, out=out[r]))
         return out
 
+    def over_columns(self, fn, count):
+        """``[fn(cols) ...]`` for slices cutting ``range(count)`` into one equal range per
+        thread (the columns of a short-and-wide matrix, whose rows cannot be split)."""
+        if self.pool is None or len(self.ranges) == 1:
+            return [fn(slice(0, count))]
+        edges = np.linspace(0, count, len(self.ranges) + 1).round().astype(int).tolist()
+        cuts = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:])]
+        return [f.result() for f in [self.pool.submit(fn, c) for c in cuts]]
+
     def tdot(self, A, B):
         if self.pool is None or A.shape[0] != self.n:
             return A.T @ B

@@ -195,7 +195,7 @@ def randomized_svd(A, k, *, n_oversamples=10, n_power_iter=2, init=None, random_
     # rounding would otherwise decide which directions are dropped)
     Q = orthonormalize(Y.astype(A.dtype, copy=False), ops)
     B = ops.tdot(Q, A)                                   # (ell, n) = Q^T A
-    Ub, s, Vt = _small_side_svd(B)
+    Ub, s, Vt = _small_side_svd(B, ops)
     U = ops.dot(Q, Ub[:, :k])
     if s.size < k:   # A has numerical rank below k: complete with zero singular values
         pad = k - s.size
@@ -248,13 +248,17 @@ def orthonormalize(Y, products=None):
 _ONE_PASS_RCOND = 1e-4
 
 
-def _small_side_svd(B):
+def _small_side_svd(B, products=None):
     """Thin SVD of a short-and-wide B (j, n), j small, via ``eigh`` of B B^T (j x j); singular
-    values are recomputed as row norms for accuracy. Values below rounding level are dropped."""
-    C = B @ B.T
+    values are recomputed as row norms for accuracy. Values below rounding level are dropped.
+    ``products`` (as in :func:`randomized_svd`) splits the two products over its threads by
+    ranges of B's columns."""
+    ops = products or PLAIN_PRODUCTS
+    C = sum(ops.over_columns(lambda c: B[:, c] @ B[:, c].T, B.shape[1]))
     w, V = np.linalg.eigh(C)
     w, V = w[::-1], V[:, ::-1]
-    W = V.T @ B                                          # rows = s_i v_i^T
+    W = np.empty_like(B)                                 # rows = s_i v_i^T
+    ops.over_columns(lambda c: np.matmul(V.T, B[:, c], out=W[:, c]), B.shape[1])
     s = np.sqrt(np.einsum("ij,ij->i", W, W))
     keep = s > (s[0] if s.size else 0.0) * 1e-13
     keep &= s > 0

@@ -216,6 +216,7 @@ class _Sweeper:
         self.sv = 10
         self._last_svp = 0
         self._steady = 0          # consecutive iterations whose rank equalled the previous one
+        self._gap_seen = False    # the last SVD found no value just below its threshold
         self._basis = None        # the randomized route's last right basis (warm start)
         self.last_res = math.inf  # relative residual after the last sweep
         self.tol = tol
@@ -342,7 +343,7 @@ class _Sweeper:
             init = Vt.T if Vt is not None else None
             U, sig, Vt, _, self._basis, computed = _svd_threshold(
                 A, tau, sv, route, init, self.rng, self._products(), self._sketch(A),
-                _SETTLED_SKIP and self._steady >= 1)
+                _SETTLED_SKIP and (self._steady >= 1 or self._gap_seen))
             svp = sig.size
             if computed.size > svp and computed[-1] < _GAP * tau:
                 known = int(np.count_nonzero(computed > _GAP * tau))
@@ -358,6 +359,8 @@ class _Sweeper:
         # expecting the last step's growth again avoids most of those recomputations.
         growth = max(1, svp - self._last_svp)
         self._steady = self._steady + 1 if svp == self._last_svp else 0
+        # no value between _GAP * tau and tau: the basis is as settled as after a repeated rank
+        self._gap_seen = known == svp
         self._last_svp = svp
         if known is not None:     # (a quarter more while the rank climbs: A changes too)
             nxt = max(known, svp) + 1 + max(0, known - svp) // 4

@@ -25,6 +25,23 @@ def test_row_split_products_equal_the_plain_ones(ranges):
     np.testing.assert_allclose(plain.tdot(A, C), A.T @ C, rtol=1e-13)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_small_side_svd_split_over_columns_is_the_svd(threads):
+    """The short-and-wide SVD of the randomized route, with its two products split by ranges
+    of columns over threads, gives the SVD (checked against LAPACK's)."""
+    from robustcore.linalg import _small_side_svd
+    rng = np.random.default_rng(1)
+    B = rng.standard_normal((9, 9)) @ np.diag(np.geomspace(1, 1e-3, 9)) @ rng.standard_normal((9, 301))
+    with ThreadPoolExecutor(threads) as pool:
+        ops = RowSplit(50, [(0, 50)] if threads == 1 else [(0, 20), (20, 50), (50, 50)][:threads], pool)
+        assert sum(c.stop - c.start for c in ops.over_columns(lambda c: c, 301)) == 301
+        U, s, Vt = _small_side_svd(B, ops)
+    s0 = np.linalg.svd(B, compute_uv=False)
+    np.testing.assert_allclose(s, s0, rtol=1e-10)
+    np.testing.assert_allclose((U * s) @ Vt, B, atol=1e-12)
+    np.testing.assert_allclose(Vt @ Vt.T, np.eye(9), atol=1e-9)   # (squared: eps / 1e-6)
+
+
 def test_n_jobs_and_blas_limits():
     assert resolve_n_jobs(None) == available_cores() >= 1
     assert resolve_n_jobs(3) == 3

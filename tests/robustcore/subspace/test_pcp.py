@@ -428,9 +428,10 @@ def test_auto_threads_on_a_busy_machine_give_the_one_thread_fit(small_blocks, mo
 
 @pytest.mark.parametrize("shape,rank,frac", [((600, 600), 30, 0.05), ((800, 500), 40, 0.10)])
 def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape, rank, frac, monkeypatch):
-    """After the rank of L stayed the same for an iteration, the randomized route projects on
-    the previous basis without a power step. The planted solution is recovered exactly and the
-    objective equals the one of the fit that always takes the step (to 1e-7)."""
+    """After the rank of L stayed the same for an iteration (or the last SVD saw no value
+    between 0.6 tau and tau), the randomized route projects on the previous basis without a
+    power step. The planted solution is recovered exactly and the objective equals the one
+    of the fit that always takes the step (to 1e-7)."""
     import robustcore.linalg as linalg
     import robustcore.subspace.pcp as pcp
     L0, S0 = planted(*shape, rank, frac, seed=41)
@@ -451,9 +452,12 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
     check_exact_recovery(fast, L0, S0)
     check_exact_recovery(slow, L0, S0)
     assert 0 in fast.powers and 0 not in slow.powers
-    # the step was skipped only after an iteration whose rank equalled the previous one
+    # the step was skipped only after an iteration whose rank equalled the previous one, or
+    # once after each change of rank (when that iteration's SVD showed the gap)
     ranks = fast.history_["rank"]
-    assert fast.powers.count(0) <= sum(a == b for a, b in zip(ranks, ranks[1:]))
+    assert fast.powers.count(0) <= len(ranks) - 1
+    assert fast.powers.count(0) - sum(a == b for a, b in zip(ranks, ranks[1:])) <= sum(
+        a != b for a, b in zip(ranks, ranks[1:]))
 
     def objective(est):
         return np.linalg.svd(est.low_rank_, compute_uv=False).sum() + est.lam_ * np.abs(est.sparse_).sum()
