@@ -86,6 +86,21 @@ def test_spectral_norm():
     assert spectral_norm(np.zeros((3, 4))) == 0.0
 
 
+def test_spectral_norm_of_large_matrices_at_the_ends_of_the_range():
+    """The ARPACK route multiplies a float32 copy: values beyond float32's range (or below
+    it) are brought near 1 by a power of two first; an all-zero matrix is 0, not an error."""
+    x = np.arange(1.0, 401.0)
+    for scale in (1e-300, 1.0, 1e300):
+        A = np.outer(x, x[:350]) * scale
+        exact = np.linalg.norm(x) * np.linalg.norm(x[:350]) * scale
+        assert spectral_norm(A, random_state=0) == pytest.approx(exact, rel=1e-12)
+    assert spectral_norm(np.zeros((400, 350))) == 0.0
+    A = np.ones((400, 350))
+    A[5, 7] = np.nan
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        spectral_norm(A)
+
+
 @pytest.mark.parametrize("top", ["pair 1e-7 apart", "flat", "square-root edge"])
 def test_spectral_norm_hard_spectra(top):
     """ARPACK runs at a loose residual tolerance (the value converges with its square): the
