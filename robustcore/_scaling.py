@@ -49,13 +49,19 @@ def scale_param(default: str) -> Param:
                  choices=SCALES)
 
 
-def pow2_factor(X) -> float:
+def max_abs(X) -> float:
+    """The largest |value| of a non-empty X (two reductions without the |X| temporary: 5x
+    faster than np.abs(X).max() on 33 MB)."""
+    return max(float(X.max()), -float(X.min()))
+
+
+def pow2_factor(X, top=None) -> float:
     """A power of two bringing the largest |value| near 1 when it is extreme (exact in floating
-    point), so squares neither overflow nor underflow; 1.0 otherwise."""
+    point), so squares neither overflow nor underflow; 1.0 otherwise. ``top``: max_abs(X) if
+    the caller has it."""
     if X.size == 0:
         return 1.0
-    # (two reductions without the |X| temporary: 5x faster than np.abs(X).max() on 33 MB)
-    top = max(float(X.max()), -float(X.min()))
+    top = max_abs(X) if top is None else top
     if top == 0.0 or 1.0 / MAX_ABS <= top <= MAX_ABS:
         return 1.0
     return float(2.0 ** -np.round(np.log2(top)))

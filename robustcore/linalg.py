@@ -30,6 +30,7 @@ import scipy.linalg as sla
 from scipy.linalg import lapack as _lapack
 
 from ._params import check_range
+from ._scaling import max_abs
 from ._threads import PLAIN_PRODUCTS
 # the one random_state conversion, under the name this module has always exported
 from ._validation import check_random_state as as_generator
@@ -307,7 +308,7 @@ def partial_svd(A, k, *, method="auto", random_state=None, **kwargs):
 _NORM_TOL = 1e-3
 
 
-def spectral_norm(A, *, random_state=None) -> float:
+def spectral_norm(A, *, random_state=None, top=None) -> float:
     """``||A||_2``, the largest singular value (to 1e-7 relative accuracy or better).
 
     Large matrices go through ARPACK, whose matrix-vector products are bound by memory
@@ -321,7 +322,9 @@ def spectral_norm(A, *, random_state=None) -> float:
     quotient, whose error is the square of u's, so the float32 rounding (~1e-7 in u) does not
     show (same accuracy as above on Table I, MNIST, and clustered, flat and edge spectra).
     PCP takes its initial penalty from it, where a 1e-3 error moves the final objective by
-    1e-11 (Table I) to 1e-8 (escalator video)."""
+    1e-11 (Table I) to 1e-8 (escalator video).
+
+    ``top``: the largest absolute entry of A, when the caller has it (saves a pass)."""
     A = np.asarray(A, dtype=np.float64)
     if A.size == 0:
         return 0.0
@@ -335,7 +338,7 @@ def spectral_norm(A, *, random_state=None) -> float:
     rng = as_generator(random_state)
     v0 = rng.standard_normal(small)
     B = A if m <= n else A.T                       # (small, big)
-    top = float(np.max(np.abs(B)))   # (np.abs: one pass; a zero matrix stops ARPACK)
+    top = max_abs(B) if top is None else float(top)   # (a zero matrix stops ARPACK)
     if not np.isfinite(top):
         raise ValueError("spectral_norm: the matrix has NaN or infinite entries")
     if top == 0.0:

@@ -64,7 +64,7 @@ from .._base import ConvergenceWarning, Estimator, fit_method
 from .._outlier import CONTAMINATION, OutlierScores
 from .._params import Param, SeedParam
 from .._progress import Reporter
-from .._scaling import ScaledInput, pow2_factor, scale_param
+from .._scaling import ScaledInput, max_abs, pow2_factor, scale_param
 from .._threads import Governor, RowSplit, resolve_n_jobs, single_threaded_blas
 from .._validation import validate_X
 from ..linalg import as_generator, eigh_above, gram_svd, randomized_svd, spectral_norm
@@ -577,8 +577,10 @@ def _nonzero_lines(M):
     """Indices of the rows and columns of M holding a nonzero, or None when all do (or when
     dropping the few zero ones would not pay for the copy)."""
     n, d = M.shape
-    cols = np.flatnonzero(np.any(M != 0, axis=0))
-    rows = np.flatnonzero(np.any(M != 0, axis=1))
+    nonzero = M != 0
+    cols = np.flatnonzero(nonzero.any(axis=0))
+    rows = np.flatnonzero(nonzero.any(axis=1))
+    del nonzero
     if cols.size == 0 or rows.size == 0:
         return None, None
     if (rows.size * cols.size) > 0.95 * n * d:
@@ -782,8 +784,10 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         X = validate_X(self, X, reset=True, min_samples=2)
         Z, scaling = self._fit_scaled(X, p["scale"])
         self._train_rows = _row_index(Z)
-        f = pow2_factor(Z)          # exact rescaling of extreme values, undone in _publish
+        top = max_abs(Z) if Z.size else 0.0
+        f = pow2_factor(Z, top)     # exact rescaling of extreme values, undone in _publish
         M = np.ascontiguousarray(Z * f if f != 1.0 else Z)   # row blocks want C order
+        top *= f                    # (exact: f is a power of two)
         n, d = M.shape
         rng = as_generator(p["random_state"])
         t_start = time.perf_counter()
@@ -808,11 +812,11 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         # (one BLAS thread here too: ARPACK's matrix-vector products with two spinning OpenBLAS
         # threads on a busy machine took seconds on Table I)
         with single_threaded_blas(jobs > 1):
-            norm2 = spectral_norm(M, random_state=rng)
+            norm2 = spectral_norm(M, random_state=rng, top=top)
         mu = p["mu"] if p["mu"] is not None else 1.25 / norm2
         mu0 = mu
         mu_bar = mu0 * 1e7
-        J = max(norm2, max(float(M.max()), -float(M.min())) / lam)
+        J = max(norm2, top / lam)
 
         # All-zero rows and columns (blank image borders, dead pixels) stay exactly zero in L, S
         # and Y at every iteration and at the optimum, so they are dropped from the work; lam
