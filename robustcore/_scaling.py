@@ -32,7 +32,7 @@ from ._params import Param
 from ._validation import MAX_ABS, validate_X
 
 __all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "resolve_scaling", "mixed_units",
-           "pow2_factor", "ScaledInput"]
+           "varies", "pow2_factor", "apply_scaling", "ScaledInput"]
 
 SCALES = ("none", "standard", "robust", "auto")
 
@@ -97,12 +97,18 @@ def column_moments(X, block: int = 1 << 16):
     return shift + mean, np.sqrt(m2 / n)
 
 
+def varies(spread, center):
+    """Which columns (d,) vary: spread above 1e-12 of the centre's magnitude (below it, a
+    spread is the rounding noise of a constant column)."""
+    return spread > 1e-12 * np.maximum(np.abs(center), np.finfo(float).tiny)
+
+
 def mixed_units(spread, mean) -> bool:
     """Whether columns with standard deviations ``spread`` and means ``mean`` (d,) are in mixed
     units: the largest spread of a non-constant column exceeds the median one more than
     AUTO_SPREAD_RATIO times (what "auto" standardises)."""
     spread = np.asarray(spread, dtype=np.float64)
-    live = spread[spread > 1e-12 * np.maximum(np.abs(mean), np.finfo(float).tiny)]
+    live = spread[varies(spread, mean)]
     return bool(live.size and live.max() > AUTO_SPREAD_RATIO * np.median(live))
 
 
@@ -138,9 +144,7 @@ def fit_scaling(X, how: str):
                 scale[flat] = Xf[:, flat].std(axis=0)
     else:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {how!r}")
-    # rounding noise on a constant column is no spread either
-    tiny = 1e-12 * np.maximum(np.abs(center), np.finfo(float).tiny)
-    scale = np.where(scale > tiny, scale, 1.0 * f)
+    scale = np.where(varies(scale, center), scale, 1.0 * f)
     return center / f, scale / f
 
 
@@ -157,10 +161,10 @@ class ScaledInput:
     def _fit_scaled(X, how):
         used = resolve_scaling(X, how)
         center, scale = fit_scaling(X, used)
-        return _apply(X, center, scale), {"scale_center_": center, "scale_": scale, "scaling_": used}
+        return apply_scaling(X, center, scale), {"scale_center_": center, "scale_": scale, "scaling_": used}
 
     def _scaled(self, X):
-        return _apply(X, self.scale_center_, self.scale_)
+        return apply_scaling(X, self.scale_center_, self.scale_)
 
     def _input(self, X):
         check_is_fitted(self)
@@ -176,7 +180,8 @@ def _identity(center, scale) -> bool:
     return not center.any() and bool(np.all(scale == 1.0))
 
 
-def _apply(X, center, scale):
+def apply_scaling(X, center, scale):
+    """``(X - center) / scale`` (X itself, no copy, for the identity)."""
     if _identity(center, scale):
         return X
     return (X - center) / scale

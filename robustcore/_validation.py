@@ -16,13 +16,14 @@ MAX_ABS = 1e150
 
 
 def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features: int = 1,
-               accept_sparse: bool = False, copy: bool = False):
+               accept_sparse: bool = False, copy: bool = False, finite: bool = True):
     """``X`` as a finite 2-D float64 array (or CSR matrix), with ``n_features_in_`` and
     ``feature_names_in_`` set (``reset=True``, in fit) or checked against them (``reset=False``).
 
     scikit-learn's ``validate_data`` does the conversion (lists, DataFrames, other dtypes),
     refuses complex, 1-D and empty input, and checks the width; NaN and infinite entries are
-    refused here with the position of the first one.
+    refused here with the position of the first one. ``finite=False`` leaves that check to the
+    caller, which must make it (PCA reads it off the column sums it computes anyway).
     """
     try:
         X = validate_data(estimator, X, reset=reset, accept_sparse="csr" if accept_sparse else False,
@@ -39,7 +40,8 @@ def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features:
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
-    check_finite(X)
+    if finite:
+        check_finite(X)
     return X
 
 

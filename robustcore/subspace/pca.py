@@ -7,9 +7,9 @@ from .._base import Estimator, fit_method
 from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
 from .._params import Param, check_range
 from .._progress import Reporter
-from .._scaling import scale_param
-from .._validation import check_magnitude, validate_X
-from ..linalg import GRAM_RCOND, covariance_eigh
+from .._scaling import apply_scaling, mixed_units, scale_param, varies
+from .._validation import MAX_ABS, check_finite, check_magnitude, validate_X
+from ..linalg import _COV_BLOCK_ENTRIES, GRAM_RCOND, _lapack_syrk, covariance_eigh
 from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel
 
@@ -37,6 +37,81 @@ def fix_signs(components: np.ndarray) -> np.ndarray:
     signs = np.sign(comps[np.arange(comps.shape[0]), idx])
     signs[signs == 0] = 1.0
     return comps * signs[:, None]
+
+
+def _scaled_scatter(X, how, center):
+    """What the covariance path of a fit needs, from ONE centred scatter matrix of X.
+
+    Returns ``(scaling, mean, G)``: the fitted scaling fields (``scale_center_``, ``scale_``,
+    ``scaling_``, "auto" resolved) of the rows the PCA fits, ``Z = (X - scale_center_) /
+    scale_``; Z's centre (zeros when not centring); and the lower triangle of Z's scatter
+    matrix about it. Returns None when the data need the general path, which reads X for each
+    check: non-finite column sums (a NaN or infinity, or sums that overflow), values whose
+    squares could overflow or underflow, "robust" scaling, an uncentred fit without scaling.
+
+    Why: the general path read 100,000 x 50 four times before the scatter matrix (finiteness,
+    the magnitude guard, the column moments of "auto", the magnitude of the scaled rows), 25 ms
+    of a 45 ms fit. All of it follows from the column sums and the scatter matrix's diagonal.
+    """
+    if how not in ("none", "standard", "auto"):
+        return None
+    n, d = X.shape
+    # (extreme values overflow or underflow here silently: the bounds below send them on)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        m, G = _centred_scatter(X)
+    # A NaN or an infinity makes its column's sum non-finite, so finite sums mean finite X.
+    # (Not the reverse: sums can overflow; the general path then looks at X itself.)
+    if G is None:
+        return None
+    sq = np.diagonal(G)                                   # sum_i (x_ij - m_j)^2
+    # Bounds on the largest |x|: |x_ij| <= |m_j| + sqrt(G_jj); the largest |x| of a column is
+    # at least |m_j| and half its RMS deviation. Inside [1 / MAX_ABS, MAX_ABS] both magnitude
+    # checks (the guard and "auto"'s power-of-two rescaling) pass without looking, and squares
+    # neither overflow nor underflow. Outside (or G not finite): the general path decides.
+    hi = float(np.max(np.abs(m) + np.sqrt(sq)))
+    lo = max(float(np.abs(m).max()), 0.5 * float(np.sqrt(sq.max() / n)))
+    if not (hi <= MAX_ABS and lo >= 1.0 / MAX_ABS and np.all(np.isfinite(G))):
+        return None
+    spread = np.sqrt(sq / n)                              # standard deviations (ddof 0)
+    used = how if how != "auto" else ("standard" if mixed_units(spread, m) else "none")
+    if used == "none":
+        if not center:
+            return None
+        return {"scale_center_": np.zeros(d), "scale_": np.ones(d), "scaling_": "none"}, m, G
+    # "standard": Z = (X - m) / s has mean 0 and scatter G / (s s^T); a constant column keeps
+    # scale 1 (as in fit_scaling)
+    s = np.where(varies(spread, m), spread, 1.0)
+    return ({"scale_center_": m, "scale_": s, "scaling_": "standard"}, np.zeros(d),
+            G / np.outer(s, s))
+
+
+def _centred_scatter(X):
+    """Column means of X (d,) and the lower triangle of (X - mean)^T (X - mean), in blocks of
+    rows (no centred copy of X).
+
+    The means are corrected by the sums of the centred blocks (the two-pass algorithm's
+    correction): ``X.mean`` alone is off by a few units in the last place of the mean, which on
+    a column 1e6 +- 1e-3 is 1e-7 of its spread, and which leaves an exactly constant column
+    with a spurious spread (then "standard" would not centre it at exactly zero).
+    """
+    n, d = X.shape
+    m = X.mean(axis=0)
+    if not np.all(np.isfinite(m)):
+        return m, None
+    step = max(1, _COV_BLOCK_ENTRIES // max(d, 1))
+    G = np.zeros((d, d), order="F")
+    buf = np.empty((min(step, n), d))
+    ones = np.ones(min(step, n))
+    sums = np.zeros(d)
+    for i in range(0, n, step):
+        blk = buf[:min(step, n - i)]
+        np.subtract(X[i:i + step], m, out=blk)
+        sums += ones[:blk.shape[0]] @ blk          # (a BLAS product: 3x faster than blk.sum(0))
+        G = _lapack_syrk(blk, G)
+    delta = sums / n
+    # the scatter about m + delta: G - n delta delta^T (delta is tiny: no cancellation)
+    G -= n * np.outer(delta, delta)
+    return m + delta, G
 
 
 class PCA(SubspaceModel, OutlierScores, Estimator):
@@ -104,32 +179,43 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
     def fit(self, X, y=None, progress=None):
         """Fit on X (n_samples, n_features). Returns self."""
         p = self._start_fit()
-        X = validate_X(self, X, reset=True, min_samples=2)
+        X = validate_X(self, X, reset=True, min_samples=2, finite=False)
         return self._fit_rows(X, p, Reporter(progress))
 
-    def _fit_rows(self, X, p, rep, checked=False):
-        """The fit on validated rows X, with the validated parameters ``p``. ``checked``: X is
-        rows another estimator has validated and magnitude-checked (ResidualScorer's inner
-        PCA, with scale="none"), which are not read again for that."""
+    def _fit_rows(self, X, p, rep, method="PCA"):
+        """The fit on rows X from ``validate_X(..., finite=False)`` with the validated parameters
+        ``p``: X's finiteness and magnitude are checked here (for tall data from the scatter
+        matrix, see ``_scaled_scatter``). ``method`` names the estimator in error messages
+        (ResidualScorer fits through its inner PCA)."""
         n, d = X.shape
+        rep(0.0, "centring")
+        tall = n >= _COVARIANCE_ROWS * d
+        fast = _scaled_scatter(X, p["scale"], p["center"]) if tall else None
+        if fast is None:
+            check_finite(X)
         if p["n_components"] is not None:
             r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
                             hint=rank_hint(n, d))
-        rep(0.0, "centring")
-        Z, scaling = self._fit_scaled(X, p["scale"])
-        if not checked:
-            check_magnitude(Z, method="PCA", fix=OVERFLOW_FIX)
-        w = None
-        if n >= _COVARIANCE_ROWS * d:
-            # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh), unless
-            # its spectrum spans so many decades that squaring would cost the small eigenvalues
-            # their precision (the same rule as the out-of-core DaskPCA's)
-            mean, w, V = covariance_eigh(Z, center=p["center"])
-            if w[-1] < GRAM_RCOND * w[0]:
-                w = None
-            else:
-                s, vt = np.sqrt(w), V.T
-        if w is None:
+        w = Z = None
+        if fast is not None:
+            scaling, mean, G = fast
+            w, V = np.linalg.eigh(G, UPLO="L")
+            w, V = np.maximum(w[::-1], 0.0), V[:, ::-1]
+        else:
+            Z, scaling = self._fit_scaled(X, p["scale"])
+            check_magnitude(Z, method=method, fix=OVERFLOW_FIX)
+            if tall:
+                # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh)
+                mean, w, V = covariance_eigh(Z, center=p["center"])
+        # An SVD of the rows instead when the spectrum spans so many decades that squaring cost
+        # the small eigenvalues their precision (the same rule as the out-of-core DaskPCA's).
+        if w is not None and w[-1] < GRAM_RCOND * w[0]:
+            w = None
+        if w is not None:
+            s, vt = np.sqrt(w), V.T
+        else:
+            if Z is None:
+                Z = apply_scaling(X, scaling["scale_center_"], scaling["scale_"])
             mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
             Zc = Z - mean
             rep(0.1, "SVD")
@@ -154,5 +240,6 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
             # all_variances_ holds min(n, d) eigenvalues; the rest are zero
             **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA),
         )
-        self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(Z)))
+        self._set_fitted(**self._offset(p["contamination"],
+                                        lambda: self._outlier_score(self._scaled(X) if Z is None else Z)))
         return self

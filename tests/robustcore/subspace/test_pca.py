@@ -142,3 +142,108 @@ def test_square_ish_data_matches_eigh():
     pca = PCA(n_components=7).fit(X)
     w = np.linalg.eigvalsh(np.cov(X, rowvar=False))[::-1]
     np.testing.assert_allclose(pca.all_variances_, w, rtol=1e-9, atol=1e-12)
+
+
+# -- tall data: scaling, finiteness and magnitude read off the scatter matrix ----------------
+
+def _tall_columns(seed=0, n=3000):
+    """Columns that make the scatter-matrix shortcut earn its keep: an offset column
+    (1e6 +- 1e-3, where sums of squares cancel), constant columns (0.1 and 1e6 + 0.1, exactly
+    constant), a column of zeros, ordinary and wide columns."""
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((n, 4)) @ rng.standard_normal((4, 4))
+    return np.column_stack([G[:, 0], 1e6 + 1e-3 * G[:, 1], np.full(n, 0.1), G[:, 2] * 3.0,
+                            np.full(n, 1e6 + 0.1), np.zeros(n), G[:, 3] * 2.0])
+
+
+@pytest.mark.parametrize("spread", [1.0, 1e4], ids=["one unit", "mixed units"])
+def test_tall_fit_decides_auto_from_the_scatter_matrix_as_from_the_column_moments(spread):
+    """For tall data the fit takes the column means and spreads ("auto"'s decision, the
+    "standard" centre and scale) from its one centred scatter matrix: the same as the column
+    moments give (robustcore._scaling, computed another way), and the PCA of the data scaled
+    by those equals an eigendecomposition of their covariance."""
+    from robustcore._scaling import fit_scaling, resolve_scaling
+    from robustcore.subspace.pca import _scaled_scatter
+    X = _tall_columns()
+    X[:, 3] *= spread                                 # one column in other units (or not)
+    used = resolve_scaling(X, "auto")
+    assert used == ("standard" if spread > 1 else "none")
+    assert _scaled_scatter(X, "auto", True) is not None          # the shortcut is taken
+    center, scale = fit_scaling(X, used)
+    pca = PCA(n_components=3, scale="auto").fit(X)
+    assert pca.scaling_ == used
+    np.testing.assert_allclose(pca.scale_center_, center, rtol=1e-12)
+    np.testing.assert_allclose(pca.scale_, scale, rtol=1e-9)
+    Z = (X - center) / scale
+    w, V = np.linalg.eigh(np.cov(Z, rowvar=False))
+    np.testing.assert_allclose(pca.all_variances_[:4], w[::-1][:4], rtol=1e-9)
+    np.testing.assert_allclose(np.abs(pca.components_ @ V[:, ::-1][:, :3]), np.eye(3), atol=1e-9)
+    if used == "standard":
+        # exactly constant columns are centred at exactly zero, as the column moments do
+        assert np.all(pca.scale_center_[[2, 4, 5]] == [0.1, 1e6 + 0.1, 0.0])
+        assert not pca._scaled(X)[:, [2, 4, 5]].any()
+
+
+def test_tall_residual_scorer_on_mixed_units_equals_a_fit_on_the_standardised_data():
+    """ResidualScorer(scale="standard") reaches its subspace and limits through the scatter
+    matrix of the raw data divided by the spreads; a fit on data standardised beforehand
+    (by StandardScaler's formula) must give the same scores and limits."""
+    from robustcore.anomaly import ResidualScorer
+    X = _tall_columns(1)
+    X[:, 3] *= 1e4
+    center, std = X.mean(0), X.std(0)
+    std[std < 1e-9] = 1.0
+    a = ResidualScorer(n_components=2, scale="standard").fit(X)
+    b = ResidualScorer(n_components=2, scale="none").fit((X - center) / std)
+    spe_a, t2_a = a.scores(X)
+    spe_b, t2_b = b.scores((X - center) / std)
+    np.testing.assert_allclose(spe_a, spe_b, rtol=1e-7, atol=1e-12 * spe_b.max())
+    np.testing.assert_allclose(t2_a, t2_b, rtol=1e-8)
+    np.testing.assert_allclose([a.spe_limit_, a.t2_limit_], [b.spe_limit_, b.t2_limit_], rtol=1e-8)
+
+
+def _outcome(make, X):
+    try:
+        est = make().fit(X)
+    except ValueError as exc:
+        return str(exc)
+    # (the centre in original units: in scaled units it is 0 up to rounding)
+    return est.scaling_, est.scale_center_, est.scale_, est.components_, est.mean_ * est.scale_ + est.scale_center_
+
+
+@pytest.mark.parametrize("make", [lambda s: PCA(2, scale=s),
+                                  lambda s: __import__("robustcore").ResidualScorer(2, scale=s)],
+                         ids=["PCA", "ResidualScorer"])
+@pytest.mark.parametrize("scale", ["auto", "none", "standard"])
+def test_tall_fit_treats_bad_and_extreme_values_as_the_checks_on_x_do(make, scale, monkeypatch):
+    """The finiteness and magnitude checks of a tall fit are read off the column sums and the
+    scatter matrix; whatever they see, the outcome is the one of the checks on X itself (the
+    general path, forced here by switching the shortcut off): the same error naming the first
+    NaN or infinity, or the size of values whose squares overflow (also when a column's sum
+    overflows, or the square itself does not) or underflow; or the same fit."""
+    import robustcore.subspace.pca as pca_module
+    X = data(3, n=600, d=5)
+    cases = {}
+    for bad in (np.nan, -np.inf, 1e200, 1e152):
+        cases[bad] = X.copy()
+        cases[bad][17, 4] = bad
+    cases["sum overflows"] = X.copy()
+    cases["sum overflows"][:, 2] = 1e305 * (1.0 + 0.01 * X[:, 2])
+    cases["all huge"] = X * 1e160
+    cases["all tiny"] = X * 1e-200
+    cases["near the lower limit"] = X * (1e-149 / np.abs(X).max())
+    fused = {k: _outcome(lambda: make(scale), Y) for k, Y in cases.items()}
+    monkeypatch.setattr(pca_module, "_scaled_scatter", lambda *a: None)
+    for k, Y in cases.items():
+        general = _outcome(lambda: make(scale), Y)
+        if isinstance(general, str):
+            assert fused[k] == general, k
+        else:
+            assert fused[k][0] == general[0], k
+            for a, b in zip(fused[k][1:], general[1:]):
+                np.testing.assert_allclose(np.abs(a), np.abs(b), rtol=1e-9, atol=1e-12 * np.abs(b).max())
+    assert "first: NaN at row 17, column 4" in fused[np.nan]
+    assert "first: infinite at row 17, column 4" in fused[-np.inf]
+    if scale == "none":
+        assert "as large as 1e+152" in fused[1e152] and "overflow" in fused["sum overflows"]
+        assert "underflow" in fused["all tiny"]
