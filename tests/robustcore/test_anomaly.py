@@ -298,3 +298,29 @@ def test_exactly_low_rank_training_data_flags_nothing_in_the_subspace():
     assert not sc.flag(X)["spe"].any()
     off = X[:3] + 0.01 * rng.standard_normal((3, 6))
     assert sc.flag(off)["spe"].all()
+
+
+def test_spe_and_t2_of_planted_rows_far_from_the_origin_with_tiny_residuals(monkeypatch):
+    """Rows planted as mean + scores along an orthonormal basis + a residual orthogonal to it,
+    the mean at 1e6 and the residuals 1e-4: the blocked pass (centred block, residual formed
+    in place) gives the planted SPE |residual|² and T² = sum scores² / variances, across blocks
+    and with a short last block."""
+    import robustcore.subspace._base as base
+    rng = np.random.default_rng(8)
+    n, d, k = 1001, 12, 3
+    Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    C, N = Q[:, :k].T, Q[:, k:].T                      # the basis and its orthogonal complement
+    m = 1e6 + rng.standard_normal(d)
+    scores = rng.standard_normal((n, k)) * [300.0, 100.0, 30.0]
+    resid = 1e-4 * rng.standard_normal((n, d - k))
+    X = m + scores @ C + resid @ N
+    sc = ResidualScorer(n_components=k, scale="none").fit_subspace(X, C, m)
+    want_spe = (resid ** 2).sum(axis=1)
+    want_t2 = (scores ** 2 / sc.variances_).sum(axis=1)
+    monkeypatch.setattr(base, "_SCORE_BLOCK_ENTRIES", 100 * d)    # 100 rows per block, 1 left
+    spe, t2 = sc.scores(X)
+    # X itself holds the residual to 1e6 * 2^-53 = 1e-10 absolute, 1e-6 of it
+    np.testing.assert_allclose(spe, want_spe, rtol=1e-5)
+    np.testing.assert_allclose(t2, want_t2, rtol=1e-10)
+    np.testing.assert_array_equal(sc.spe(X), spe)
+    np.testing.assert_array_equal(sc.t2(X), t2)
