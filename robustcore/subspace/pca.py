@@ -47,7 +47,7 @@ def _scaled_scatter(X, how, center):
     scale_``; Z's centre (zeros when not centring); and the lower triangle of Z's scatter
     matrix about it. Returns None when the data need the general path, which reads X for each
     check: non-finite column sums (a NaN or infinity, or sums that overflow), values whose
-    squares could overflow or underflow, "robust" scaling, an uncentred fit without scaling.
+    squares could overflow or underflow, "robust" scaling.
 
     Why: the general path read 100,000 x 50 four times before the scatter matrix (finiteness,
     the magnitude guard, the column moments of "auto", the magnitude of the scaled rows), 25 ms
@@ -75,9 +75,11 @@ def _scaled_scatter(X, how, center):
     spread = np.sqrt(sq / n)                              # standard deviations (ddof 0)
     used = how if how != "auto" else ("standard" if mixed_units(spread, m) else "none")
     if used == "none":
+        scaling = {"scale_center_": np.zeros(d), "scale_": np.ones(d), "scaling_": "none"}
         if not center:
-            return None
-        return {"scale_center_": np.zeros(d), "scale_": np.ones(d), "scaling_": "none"}, m, G
+            # the scatter about the origin: a sum of two positive parts, nothing cancels
+            return scaling, np.zeros(d), G + n * np.outer(m, m)
+        return scaling, m, G
     # "standard": Z = (X - m) / s has mean 0 and scatter G / (s s^T); a constant column keeps
     # scale 1 (as in fit_scaling)
     s = np.where(varies(spread, m), spread, 1.0)

@@ -178,6 +178,12 @@ def test_tall_fit_decides_auto_from_the_scatter_matrix_as_from_the_column_moment
     w, V = np.linalg.eigh(np.cov(Z, rowvar=False))
     np.testing.assert_allclose(pca.all_variances_[:4], w[::-1][:4], rtol=1e-9)
     np.testing.assert_allclose(np.abs(pca.components_ @ V[:, ::-1][:, :3]), np.eye(3), atol=1e-9)
+    # uncentred: the scatter about the origin (for "none", the centred one plus n m m^T)
+    assert _scaled_scatter(X, "auto", False) is not None
+    flat = PCA(n_components=3, center=False, scale="auto").fit(X)
+    _, sv, vt = np.linalg.svd(Z, full_matrices=False)
+    np.testing.assert_allclose(flat.singular_values_, sv[:3], rtol=1e-9)
+    np.testing.assert_allclose(np.abs(flat.components_ @ vt[:3].T), np.eye(3), atol=1e-9)
     if used == "standard":
         # exactly constant columns are centred at exactly zero, as the column moments do
         assert np.all(pca.scale_center_[[2, 4, 5]] == [0.1, 1e6 + 0.1, 0.0])
