@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.blas import dgemv as _dgemv
 
 from .._base import Estimator, fit_method
 from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
@@ -10,7 +9,7 @@ from .._params import Param, check_range
 from .._progress import Reporter
 from .._scaling import apply_scaling, mixed_units, scale_param, varies
 from .._validation import MAX_ABS, check_finite, check_magnitude, validate_X
-from ..linalg import _COV_BLOCK_ENTRIES, GRAM_RCOND, _lapack_syrk, covariance_eigh
+from ..linalg import GRAM_RCOND, centred_scatter, covariance_eigh
 from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel
 
@@ -59,7 +58,7 @@ def _scaled_scatter(X, how, center):
     n, d = X.shape
     # (extreme values overflow or underflow here silently: the bounds below send them on)
     with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        m, G = _centred_scatter(X)
+        m, G = centred_scatter(X)
     # A NaN or an infinity makes its column's sum non-finite, so finite sums mean finite X.
     # (Not the reverse: sums can overflow; the general path then looks at X itself.)
     if G is None:
@@ -86,37 +85,6 @@ def _scaled_scatter(X, how, center):
     s = np.where(varies(spread, m), spread, 1.0)
     return ({"scale_center_": m, "scale_": s, "scaling_": "standard"}, np.zeros(d),
             G / np.outer(s, s))
-
-
-def _centred_scatter(X):
-    """Column means of X (d,) and the lower triangle of (X - mean)^T (X - mean), in blocks of
-    rows (no centred copy of X).
-
-    The means are corrected by the sums of the centred blocks (the two-pass algorithm's
-    correction): ``X.mean`` alone is off by a few units in the last place of the mean, which on
-    a column 1e6 +- 1e-3 is 1e-7 of its spread, and which leaves an exactly constant column
-    with a spurious spread (then "standard" would not centre it at exactly zero).
-    """
-    n, d = X.shape
-    m = X.mean(axis=0)
-    if not np.all(np.isfinite(m)):
-        return m, None
-    step = max(1, _COV_BLOCK_ENTRIES // max(d, 1))
-    G = np.zeros((d, d), order="F")
-    buf = np.empty((min(step, n), d))
-    ones = np.ones(min(step, n))
-    sums = np.zeros(d)
-    for i in range(0, n, step):
-        blk = buf[:min(step, n - i)]
-        np.subtract(X[i:i + step], m, out=blk)
-        # (a BLAS product, 3x faster than blk.sum(0); scipy's BLAS as the syrk's: see
-        # subspace._base._spe_t2 on alternating between numpy's and scipy's thread pools)
-        sums += _dgemv(1.0, blk.T, ones[:blk.shape[0]])
-        G = _lapack_syrk(blk, G)
-    delta = sums / n
-    # the scatter about m + delta: G - n delta delta^T (delta is tiny: no cancellation)
-    G -= n * np.outer(delta, delta)
-    return m + delta, G
 
 
 class PCA(SubspaceModel, OutlierScores, Estimator):

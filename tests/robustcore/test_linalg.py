@@ -175,3 +175,27 @@ def test_covariance_eigh_matches_the_svd_of_the_centred_data(center, monkeypatch
     np.testing.assert_allclose(w, s**2, rtol=1e-9)
     np.testing.assert_allclose(np.abs(V.T @ vt.T), np.eye(12), atol=1e-8)
     np.testing.assert_allclose(V.T @ V, np.eye(12), atol=1e-12)
+    # a Fortran-ordered copy (blocks copied to C order) gives the same axes
+    mean_f, w_f, V_f = linalg.covariance_eigh(np.asfortranarray(X), center=center)
+    np.testing.assert_allclose(w_f, w, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(V_f.T @ V), np.eye(12), atol=1e-8)
+
+
+def test_covariance_eigh_centres_a_constant_column_exactly():
+    """The means are corrected by the centred blocks' sums: a constant column far from zero
+    has no spread at all (X.mean alone leaves a few ulps, i.e. a spurious variance)."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((5000, 6))
+    X[:, 2] = 1e6 + 0.1
+    mean, G = linalg.centred_scatter(X)
+    assert mean[2] == 1e6 + 0.1
+    # (its row of the scatter matrix is rounding of the other columns' corrections only)
+    top = np.diagonal(G).max()
+    assert np.abs(G[2, :3]).max() < 1e-18 * top and np.abs(G[2:, 2]).max() < 1e-18 * top
+    _, w, V = linalg.covariance_eigh(X)
+    assert w[-1] < 1e-14 * w[0] and abs(V[2, -1]) == pytest.approx(1.0, abs=1e-12)
+    bad = X.copy()
+    bad[7, 4] = np.inf
+    assert linalg.centred_scatter(bad)[1] is None
+    with pytest.raises(ValueError, match="NaN, infinite"):
+        linalg.covariance_eigh(bad)
