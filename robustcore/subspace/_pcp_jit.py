@@ -61,9 +61,12 @@ def residual_block(A, W, L, c):
 
 
 def warm_up():
-    """Load (or compile) the machine code for the layouts PCP passes: C-ordered blocks, and M
-    as a row block of a transposed (Fortran-ordered) array for wide data."""
+    """Load (or compile) the machine code for the layouts PCP passes: C-ordered blocks, M as a
+    row block of a transposed (Fortran-ordered) array for wide data, and L in double or
+    single precision."""
     a = np.zeros((2, 2))
-    sweep_block(a, a.copy(), a.copy(), a.copy(), a.copy(), 1.0, 0.5)
-    sweep_block(np.zeros((2, 4)).T[:2], a.copy(), a.copy(), a.copy(), a.copy(), 1.0, 0.5)
-    residual_block(a, a.copy(), a.copy(), 1.0)
+    a32 = np.zeros((2, 2), np.float32)     # L formed in single precision (early iterations)
+    for L in (a, a32):
+        sweep_block(a, a.copy(), a.copy(), a.copy(), L.copy(), 1.0, 0.5)
+        sweep_block(np.zeros((2, 4)).T[:2], a.copy(), a.copy(), a.copy(), L.copy(), 1.0, 0.5)
+        residual_block(a, a.copy(), L.copy(), 1.0)
