@@ -550,3 +550,35 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
         return np.linalg.svd(est.low_rank_, compute_uv=False).sum() + est.lam_ * np.abs(est.sparse_).sum()
 
     assert abs(objective(new) - objective(old)) < 1e-7 * objective(old)
+
+
+def test_gram_from_the_float32_copy_only_while_its_error_cannot_show(monkeypatch):
+    """On the Gram route the first sweeps accumulate A^T A from the float32 copy of A, and
+    stop once (sigma_1 / tau)^2 exceeds 1e4 times the residual; the fit then equals the
+    all-double one up to rounding: same iterations and ranks, exact recovery, L to 1e-6."""
+    import robustcore.subspace.pcp as pcp
+    L0, S0 = planted(1200, 200, 8, 0.05, seed=44)
+    flags = []
+    original = pcp._Sweeper._gram_block
+
+    def spy(self, Ab, b, part, g):
+        flags.append((self._gram32, self._write32))
+        return original(self, Ab, b, part, g)
+
+    monkeypatch.setattr(pcp._Sweeper, "_gram_block", spy)
+    fits = {}
+    for flag in (True, False):
+        monkeypatch.setattr(pcp, "_GRAM32", flag)
+        flags.clear()
+        fits[flag] = PCP(svd="gram", random_state=0, n_jobs=1).fit(L0 + S0)
+        fits[flag].flags = list(flags)
+    single, double = fits[True], fits[False]
+    used = [f for f, _ in single.flags]
+    assert any(used) and not all(used) and not any(f for f, _ in double.flags)
+    first = used.index(False)
+    assert first > 0 and not any(used[first:])             # the early sweeps only
+    assert single.flags[first][1]     # ended by the (sigma_1 / tau)^2 rule, not with float32 A
+    check_exact_recovery(single, L0, S0)
+    assert single.n_iter_ == double.n_iter_
+    assert single.history_["rank"] == double.history_["rank"]
+    assert np.linalg.norm(single.low_rank_ - double.low_rank_) < 1e-6 * np.linalg.norm(double.low_rank_)
