@@ -23,9 +23,10 @@ Speed comes from doing only the work the answer needs:
 * while the residual is above max(1e-5, 100 tol), the products whose rounding the iterate
   does not see run in single precision (twice the GEMM speed): the randomized route's range
   finder, and the products that form L in the sweep (from a float32 copy of A that the sweep
-  writes as it goes). The basis is orthonormalised and projected (Q^T A) in double precision,
-  so singular values are double-precision Rayleigh-Ritz values, and the last iterations are
-  all double;
+  writes as it goes); in the first sweeps, while (sigma_1 / tau)^2 is below 1e4 times the
+  residual, also the Gram route's A^T A. The basis is orthonormalised and projected (Q^T A) in
+  double precision, so singular values are double-precision Rayleigh-Ritz values, and the last
+  iterations are all double;
 * L is never stored densely during the iterations: it is kept as factors and formed block by
   block inside one fused pass that updates the multiplier, measures the residual and performs
   the next sparse step while the block is in cache. Four n x d buffers are used (X itself is
