@@ -33,6 +33,22 @@ def check_exact_recovery(est, L0, S0, max_iter=30):
     assert np.linalg.matrix_rank(est.low_rank_, tol=1e-9 * np.linalg.norm(est.low_rank_, 2)) == est.rank_
 
 
+def fits_with(monkeypatch, X, constant, values, record=None, **params):
+    """One-thread PCP fits of X with the module constant ``constant`` of robustcore.subspace.pcp
+    set to each value in turn; each fit carries ``.record``, what the spy list ``record`` (if
+    any) collected during it."""
+    import robustcore.subspace.pcp as pcp
+    fits = []
+    for value in values:
+        monkeypatch.setattr(pcp, constant, value)
+        if record is not None:
+            record.clear()
+        est = PCP(random_state=0, n_jobs=1, **params).fit(X)
+        est.record = None if record is None else list(record)
+        fits.append(est)
+    return fits
+
+
 @pytest.mark.parametrize("frac", [0.05, 0.10])
 def test_table1_n500(frac):
     L0, S0 = planted(500, 500, 25, frac, seed=1)
@@ -400,13 +416,8 @@ def test_single_precision_range_finder_changes_rounding_only(shape, monkeypatch)
     """While the residual is large the randomized route finds its subspace with float32
     products; the projection and the last iterations stay in double precision, so the fit
     matches the all-double one: same iterations, ranks and support, L to ~1e-7."""
-    import robustcore.subspace.pcp as pcp
     L0, S0 = planted(*shape, 12, 0.05, seed=32)
-    fits = {}
-    for flag in (True, False):
-        monkeypatch.setattr(pcp, "_SKETCH32", flag)
-        fits[flag] = PCP(svd="randomized", random_state=0, n_jobs=1).fit(L0 + S0)
-    single, double = fits[True], fits[False]
+    single, double = fits_with(monkeypatch, L0 + S0, "_SKETCH32", (True, False), svd="randomized")
     check_exact_recovery(single, L0, S0)
     assert single.n_iter_ == double.n_iter_
     assert single.history_["rank"] == double.history_["rank"]
@@ -442,13 +453,9 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
         return linalg.randomized_svd(*args, **kwargs)
 
     monkeypatch.setattr(pcp, "randomized_svd", counting)
-    fits = {}
-    for flag in (True, False):
-        monkeypatch.setattr(pcp, "_SETTLED_SKIP", flag)
-        powers.clear()
-        fits[flag] = PCP(svd="randomized", random_state=0, n_jobs=1).fit(L0 + S0)
-        fits[flag].powers = list(powers)
-    fast, slow = fits[True], fits[False]
+    fast, slow = fits_with(monkeypatch, L0 + S0, "_SETTLED_SKIP", (True, False), powers,
+                           svd="randomized")
+    fast.powers, slow.powers = fast.record, slow.record
     check_exact_recovery(fast, L0, S0)
     check_exact_recovery(slow, L0, S0)
     assert 0 in fast.powers and 0 not in slow.powers
@@ -481,14 +488,8 @@ def test_single_precision_low_rank_products_change_rounding_only(svd, shape, ran
         return out
 
     monkeypatch.setattr(pcp._Sweeper, "_single_factors", spy)
-    fits = {}
-    for flag in (True, False):
-        monkeypatch.setattr(pcp, "_SINGLE_EARLY", flag)
-        used.clear()
-        fits[flag] = PCP(svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
-        fits[flag].single_sweeps = sum(used)
-    single, double = fits[True], fits[False]
-    assert single.single_sweeps >= 3 and double.single_sweeps == 0
+    single, double = fits_with(monkeypatch, L0 + S0, "_SINGLE_EARLY", (True, False), used, svd=svd)
+    assert sum(single.record) >= 3 and sum(double.record) == 0
     check_exact_recovery(single, L0, S0)
     assert single.n_iter_ == double.n_iter_
     assert single.history_["rank"] == double.history_["rank"]
@@ -532,15 +533,10 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
         return linalg.randomized_svd(A, k, **kwargs)
 
     monkeypatch.setattr(pcp, "randomized_svd", recording)
-    fits = []
-    for gap in (pcp._GAP, 0.0):             # 0: never known, the growth rule alone
-        monkeypatch.setattr(pcp, "_GAP", gap)
-        sizes.clear()
-        est = PCP(svd="randomized", random_state=0, n_jobs=1).fit(L0 + S0)
-        # the SVDs of the iterations after the one whose rank first reached 50
-        est.later = sizes[-(est.n_iter_ - 1 - est.history_["rank"].index(50)):]
-        fits.append(est)
-    new, old = fits
+    # (_GAP = 0: the spectrum is never known, the growth rule alone)
+    new, old = fits_with(monkeypatch, L0 + S0, "_GAP", (pcp._GAP, 0.0), sizes, svd="randomized")
+    for est in (new, old):    # the SVDs of the iterations after the one whose rank reached 50
+        est.later = est.record[-(est.n_iter_ - 1 - est.history_["rank"].index(50)):]
     check_exact_recovery(new, L0, S0)
     check_exact_recovery(old, L0, S0)
     assert max(new.later) <= 50 + 1 + pcp._OVERSAMPLE
@@ -566,18 +562,12 @@ def test_gram_from_the_float32_copy_only_while_its_error_cannot_show(monkeypatch
         return original(self, Ab, b, part, g)
 
     monkeypatch.setattr(pcp._Sweeper, "_gram_block", spy)
-    fits = {}
-    for flag in (True, False):
-        monkeypatch.setattr(pcp, "_GRAM32", flag)
-        flags.clear()
-        fits[flag] = PCP(svd="gram", random_state=0, n_jobs=1).fit(L0 + S0)
-        fits[flag].flags = list(flags)
-    single, double = fits[True], fits[False]
-    used = [f for f, _ in single.flags]
-    assert any(used) and not all(used) and not any(f for f, _ in double.flags)
+    single, double = fits_with(monkeypatch, L0 + S0, "_GRAM32", (True, False), flags, svd="gram")
+    used = [f for f, _ in single.record]
+    assert any(used) and not all(used) and not any(f for f, _ in double.record)
     first = used.index(False)
     assert first > 0 and not any(used[first:])             # the early sweeps only
-    assert single.flags[first][1]     # ended by the (sigma_1 / tau)^2 rule, not with float32 A
+    assert single.record[first][1]    # ended by the (sigma_1 / tau)^2 rule, not with float32 A
     check_exact_recovery(single, L0, S0)
     assert single.n_iter_ == double.n_iter_
     assert single.history_["rank"] == double.history_["rank"]
