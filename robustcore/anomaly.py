@@ -7,6 +7,8 @@ flagged when either exceeds its control limit.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import stats
 
@@ -29,16 +31,31 @@ _ORTHO_TOL = 1e-6
 
 
 def _thetas(residual_eigenvalues):
+    """θ_i = sum λ^i, i = 1, 2, 3 (inf where they exceed float64: variances above ~1e100)."""
+    lam, s = _unit_scaled(residual_eigenvalues)
+    t1, t2, t3 = float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))
+    return t1 * s, t2 * s * s, t3 * s * s * s      # (Python floats: inf, no warning)
+
+
+def _unit_scaled(residual_eigenvalues):
+    """The eigenvalues divided by a power of two near the largest, and that power: both limits
+    are homogeneous of degree 1 in the eigenvalues, and their θ3 = sum λ³ would overflow from
+    variances of ~1e100 on (data up to 1e150 are accepted)."""
     lam = np.asarray(residual_eigenvalues, dtype=np.float64)
-    return float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))
+    top = float(np.max(lam)) if lam.size else 0.0
+    if not (0.0 < top < np.inf):
+        return lam, 1.0
+    s = math.ldexp(1.0, math.frexp(top)[1])
+    return lam / s, s
 
 
 def box_limit(residual_eigenvalues, alpha: float) -> float:
     """Box's approximation SPE ~ g chi²_h (g = θ2/θ1, h = θ1²/θ2): the limit g·chi²_{h,1-α}."""
-    t1, t2, _ = _thetas(residual_eigenvalues)
+    lam, s = _unit_scaled(residual_eigenvalues)
+    t1, t2 = float(np.sum(lam)), float(np.sum(lam**2))
     if t1 <= 0.0 or t2 <= 0.0:
         return 0.0
-    return float(t2 / t1 * stats.chi2.ppf(1.0 - alpha, t1 * t1 / t2))
+    return float(t2 / t1 * stats.chi2.ppf(1.0 - alpha, t1 * t1 / t2)) * s
 
 
 def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, str]:
@@ -49,7 +66,8 @@ def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, 
     ``"box (h0 <= 0)"`` when the JM formula is undefined for this spectrum and Box's
     approximation was used instead.
     """
-    t1, t2, t3 = _thetas(residual_eigenvalues)
+    lam, s = _unit_scaled(residual_eigenvalues)     # (the limit scales with the eigenvalues)
+    t1, t2, t3 = float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))
     if t1 <= 0.0 or t2 <= 0.0:
         return 0.0, "jackson-mudholkar"
     h0 = 1.0 - 2.0 * t1 * t3 / (3.0 * t2 * t2)
@@ -64,7 +82,7 @@ def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, 
     if not np.isfinite(q):
         # h0 just above 0 makes the exponent 1/h0 overflow; Box stays finite there.
         return box_limit(residual_eigenvalues, alpha), "box (h0 near 0)"
-    return q, "jackson-mudholkar"
+    return q * s, "jackson-mudholkar"
 
 
 def spe_limit(residual_eigenvalues, alpha: float, *, total: float,

@@ -324,3 +324,28 @@ def test_spe_and_t2_of_planted_rows_far_from_the_origin_with_tiny_residuals(monk
     np.testing.assert_allclose(t2, want_t2, rtol=1e-10)
     np.testing.assert_array_equal(sc.spe(X), spe)
     np.testing.assert_array_equal(sc.t2(X), t2)
+
+
+@pytest.mark.parametrize("method", ["jackson-mudholkar", "box"])
+def test_spe_limits_scale_with_the_eigenvalues_without_overflow(method):
+    """Both SPE limits are homogeneous in the eigenvalues: eigenvalues times 2^k give the limit
+    times 2^k, also where sum λ³ would overflow (variances of 1e280 from data near 1e140,
+    which the estimators accept), and without a RuntimeWarning."""
+    import warnings
+    from robustcore.anomaly import spe_limit
+    lam = np.r_[3.0, 1.2, 0.7, 0.3, 0.05]
+    base = spe_limit(lam, 0.01, total=10.0, method=method)
+    assert base > 0
+    for k in (-900, -300, 300, 930):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            scaled = spe_limit(lam * 2.0**k, 0.01, total=10.0 * 2.0**k, method=method)
+        assert scaled == pytest.approx(base * 2.0**k, rel=1e-12)
+    # and through a fit: data near 1e140 get the limit of the unit data times 1e280
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((400, 6)) * np.r_[3.0, 2.0, 1.0, 0.5, 0.2, 0.1]
+    small = ResidualScorer(n_components=2, scale="none", limit=method).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = ResidualScorer(n_components=2, scale="none", limit=method).fit(X * 1e140)
+    assert big.spe_limit_ == pytest.approx(small.spe_limit_ * 1e280, rel=1e-9)
