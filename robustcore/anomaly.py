@@ -32,27 +32,25 @@ _ORTHO_TOL = 1e-6
 
 def _thetas(residual_eigenvalues):
     """θ_i = sum λ^i, i = 1, 2, 3 (inf where they exceed float64: variances above ~1e100)."""
-    lam, s = _unit_scaled(residual_eigenvalues)
-    t1, t2, t3 = float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))
+    (t1, t2, t3), s = _unit_thetas(residual_eigenvalues)
     return t1 * s, t2 * s * s, t3 * s * s * s      # (Python floats: inf, no warning)
 
 
-def _unit_scaled(residual_eigenvalues):
-    """The eigenvalues divided by a power of two near the largest, and that power: both limits
-    are homogeneous of degree 1 in the eigenvalues, and their θ3 = sum λ³ would overflow from
-    variances of ~1e100 on (data up to 1e150 are accepted)."""
+def _unit_thetas(residual_eigenvalues):
+    """θ1..θ3 of the eigenvalues divided by a power of two s near the largest, and s: both
+    limits are homogeneous of degree 1 in the eigenvalues (limit = s x the limit of these),
+    and θ3 = sum λ³ itself would overflow from variances of ~1e100 on (data up to 1e150 are
+    accepted)."""
     lam = np.asarray(residual_eigenvalues, dtype=np.float64)
     top = float(np.max(lam)) if lam.size else 0.0
-    if not (0.0 < top < np.inf):
-        return lam, 1.0
-    s = math.ldexp(1.0, math.frexp(top)[1])
-    return lam / s, s
+    s = math.ldexp(1.0, math.frexp(top)[1]) if 0.0 < top < np.inf else 1.0
+    lam = lam / s
+    return (float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))), s
 
 
 def box_limit(residual_eigenvalues, alpha: float) -> float:
     """Box's approximation SPE ~ g chi²_h (g = θ2/θ1, h = θ1²/θ2): the limit g·chi²_{h,1-α}."""
-    lam, s = _unit_scaled(residual_eigenvalues)
-    t1, t2 = float(np.sum(lam)), float(np.sum(lam**2))
+    (t1, t2, _), s = _unit_thetas(residual_eigenvalues)
     if t1 <= 0.0 or t2 <= 0.0:
         return 0.0
     return float(t2 / t1 * stats.chi2.ppf(1.0 - alpha, t1 * t1 / t2)) * s
@@ -66,8 +64,7 @@ def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, 
     ``"box (h0 <= 0)"`` when the JM formula is undefined for this spectrum and Box's
     approximation was used instead.
     """
-    lam, s = _unit_scaled(residual_eigenvalues)     # (the limit scales with the eigenvalues)
-    t1, t2, t3 = float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))
+    (t1, t2, t3), s = _unit_thetas(residual_eigenvalues)   # (the limit is s x theirs)
     if t1 <= 0.0 or t2 <= 0.0:
         return 0.0, "jackson-mudholkar"
     h0 = 1.0 - 2.0 * t1 * t3 / (3.0 * t2 * t2)
