@@ -212,7 +212,7 @@ def arrays_npz_bytes(result, dataset) -> bytes:
     ``feature_<name>`` for per-sample scores, flags and feature scores. Nothing needs pickle.
     """
     out = {}
-    for prefix, group in (("", result.arrays), ("score_", result.sample_scores),
+    for prefix, group in (("", result.all_arrays()), ("score_", result.sample_scores),
                           ("flag_", result.flags), ("feature_", result.feature_scores)):
         for name, v in group.items():
             a = np.asarray(v)
@@ -249,7 +249,7 @@ def _available_kinds(result) -> list[str]:
     kinds = []
     if result.sample_scores or result.flags:
         kinds.append("samples")
-    if result.arrays or result.sample_scores or result.flags or result.feature_scores:
+    if result.all_arrays() or result.sample_scores or result.flags or result.feature_scores:
         kinds.append("arrays")
     if result.feature_scores:
         kinds.append("features")
@@ -284,7 +284,7 @@ def export_results(result, dataset, path, overwrite: bool = False, kinds=None) -
 
     Parameters
     ----------
-    result : robustcore.methods.RunResult
+    result : robustcore.result.RunResult
     dataset : robustcore.datasets.Dataset the result was computed on.
     path : a folder (every kind of file the result has) or a ``.csv`` / ``.npz`` file.
     overwrite : bool

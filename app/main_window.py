@@ -773,7 +773,7 @@ class MainWindow(ExportSlots, QMainWindow):
             self.runDiscarded.emit(reason)
             self.idle.emit()
             return
-        converged = result.summary.get("converged")
+        converged = result.decomposition.converged if result.decomposition is not None else None
         if converged is None:
             converged = getattr(result.estimator, "converged_", None)
         if converged is None:
@@ -785,7 +785,7 @@ class MainWindow(ExportSlots, QMainWindow):
         if result.warnings and level == "ok":
             level = "warning"
         self._log_job(job, outcome, level, seconds=result.elapsed, warnings=result.warnings,
-                      summary=result.summary)
+                      evaluation=result.evaluation)
         self.state.set_current_method(result.method)
         self.state.add_result(result)
         self.views.end_live()   # after the result is stored: the view draws it in place
@@ -811,14 +811,14 @@ class MainWindow(ExportSlots, QMainWindow):
             self.method_panel.set_status(f"Cancelled after {job.elapsed:.1f}\u00a0s", done=False)
 
     def _log_job(self, job: Job | None, outcome: str, level: str, seconds: float | None = None,
-                 warnings=(), detail: str = "", summary: dict | None = None) -> None:
+                 warnings=(), detail: str = "", evaluation=None) -> None:
         if job is None:
             return
         t = job.tag
         from .panels.run_log import format_evaluation
         self.run_log.add(LogEntry(method=t.title, params=t.params, dataset=t.dataset,
                                   outcome=outcome, seconds=seconds, warnings=list(warnings),
-                                  detail=detail, level=level, evaluation=format_evaluation(summary or {})))
+                                  detail=detail, level=level, evaluation=format_evaluation(evaluation)))
 
     # == errors, help, examples ================================================================================
     def _show_error(self, title: str, message: str, details: str = "") -> QMessageBox:

@@ -94,24 +94,24 @@ def outlier_curves(truth, outlierness) -> dict:
     return {"fpr": fpr, "tpr": tpr, "recall": recall[::-1].copy(), "precision": precision[::-1].copy()}
 
 
-def evaluation_summary(truth, outlierness, flagged=None) -> dict:
-    """What a run's summary says about known outliers, in words a reader takes in at a glance:
-    ROC-AUC, average precision (with its chance level), precision at k and, with ``flagged``
-    (n,) bool (the run's outlier flags), how many known outliers were flagged and how many
-    inliers were flagged by mistake.
+def evaluation_summary(truth, outlierness, flagged=None):
+    """What a run reports about known outliers, as a typed
+    :class:`~robustcore.result.Evaluation`: ROC-AUC, average precision (with its chance level),
+    precision at k and, with ``flagged`` (n,) bool (the run's outlier flags), how many known
+    outliers and how many inliers were flagged.
 
-    Empty when the truth cannot evaluate a score (all or none of the samples are outliers).
+    None when the truth cannot evaluate a score (all or none of the samples are outliers).
     """
+    from .result import Evaluation
     try:
         m = outlier_metrics(truth, outlierness)
     except ValueError:
-        return {}
-    out = {"ROC-AUC (known outliers)": round(m["roc_auc"], 4),
-           "average precision": f"{m['average_precision']:.3f} (chance {m['outlier_fraction']:.3f})",
-           f"precision at k = {m['k']}": round(m["precision_at_k"], 4)}
+        return None
+    y = np.asarray(truth).astype(bool)
+    out = Evaluation(roc_auc=float(m["roc_auc"]), average_precision=float(m["average_precision"]),
+                     chance=float(m["outlier_fraction"]), precision_at_k=float(m["precision_at_k"]),
+                     k=int(m["k"]), known=int(y.sum()), inliers=int((~y).sum()))
     if flagged is not None:
-        y = np.asarray(truth).astype(bool)
         f = np.asarray(flagged, dtype=bool)
-        out["known outliers flagged"] = f"{int((f & y).sum())} of {int(y.sum())}"
-        out["inliers flagged"] = f"{int((f & ~y).sum())} of {int((~y).sum())}"
+        out.known_flagged, out.inliers_flagged = int((f & y).sum()), int((f & ~y).sum())
     return out

@@ -21,43 +21,12 @@ import numpy as np
 
 from ._params import Param, validate_params
 from ._progress import Reporter
+from .result import (Decomposition, Learning, Limits, OutlierMap, Outliers, Ranking, RunResult, Selection,
+                     Subspace)
 
 __all__ = ["Method", "RunResult", "OutlierRule", "METHODS", "get_method", "method_names",
            "methods_for_view", "view_requirement", "VIEW_MIN_METHODS", "upgrade_params",
            "SCORE_DIRECTIONS"]
-
-
-@dataclass
-class RunResult:
-    """Everything one run produced, tagged with what produced it.
-
-    Attributes
-    ----------
-    sample_scores : name -> (n,) float array (written to the per-sample CSV).
-    flags : name -> (n,) bool array (e.g. "outlier"; the CSV has them as 0/1 columns).
-    arrays : name -> ndarray (written to the NPZ: bases, L, S, projections, histories).
-    feature_scores : name -> (d,) array (ESFS scores; written to their own CSV).
-    summary : name -> number/str (what the log and the summary view show).
-    feature_names : the data set's feature names, in column order (what the scores, components
-        and rankings refer to).
-    """
-
-    method: str
-    params: dict
-    data_fingerprint: str
-    estimator: Any = None
-    sample_scores: dict = field(default_factory=dict)
-    flags: dict = field(default_factory=dict)
-    arrays: dict = field(default_factory=dict)
-    feature_scores: dict = field(default_factory=dict)
-    summary: dict = field(default_factory=dict)
-    warnings: list = field(default_factory=list)
-    elapsed: float = 0.0
-    feature_names: list = field(default_factory=list)
-
-    @property
-    def primary_score(self) -> str | None:
-        return next(iter(self.sample_scores), None)
 
 
 @dataclass(frozen=True)
@@ -141,7 +110,8 @@ class Method:
         return {p.name: cap}
 
     def run(self, dataset, params: dict | None = None, progress=None) -> RunResult:
-        """Validate ``params``, fit on ``dataset`` and return a :class:`RunResult`.
+        """Validate ``params``, fit on ``dataset`` (in memory, or opened out of core) and return
+        the run's typed :class:`~robustcore.result.RunResult`.
 
         Raises ``ValueError`` for bad parameters or data, :class:`~robustcore.Cancelled` when the
         progress callback cancels.
@@ -157,35 +127,52 @@ class Method:
                 raise ValueError(f"{self.title} needs the data in memory, and '{dataset.name}' is opened out "
                                  f"of core; methods that run out of core: {able}")
             adapter = self.lazy
-        est_names = {p.name for p in self.estimator_class.param_specs()}
-        est = self.estimator_class(**{k: v for k, v in values.items() if k in est_names})
+        est = self.estimator_class(**estimator_params(self, values, dataset))
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             fields = adapter(est, dataset, values, Reporter(progress))
-        # An out-of-core adapter fits its own (Dask) estimator.
-        est = fields.pop("estimator", est)
-        fields.setdefault("warnings", [])
-        elapsed = time.perf_counter() - t0
-        res = RunResult(method=self.name, params=values, data_fingerprint=dataset.fingerprint(),
-                        estimator=est, elapsed=elapsed,
-                        feature_names=[str(f) for f in dataset.feature_names], **fields)
-        res.warnings.extend(str(w.message) for w in caught)
-        self._evaluate(res, dataset)
-        return res
+        return assemble(self, dataset, values, fields, caught, time.perf_counter() - t0,
+                        fields.pop("estimator", est))
 
-    def _evaluate(self, res: RunResult, dataset) -> None:
-        """With known outliers, say in the summary how well the run's outlier score ranks them
-        (robustcore.evaluation) and how many its flags caught."""
-        truth = getattr(dataset, "outliers", None)
-        score = res.sample_scores.get(self.outlier_score) if self.outlier_score else None
-        if truth is None or score is None or not isinstance(score, np.ndarray):
-            return
+
+def estimator_params(method: "Method", values: dict, dataset) -> dict:
+    """The estimator's own parameters out of a run's validated ``values``. Image data keep their
+    pixels as they are: ``scale="auto"`` means "none" there (the loader knows the data are
+    pixels of one unit; static pixels next to moving ones spread 10x apart and would otherwise
+    be standardised, which took people out of PCP's S on a surveillance clip)."""
+    names = {p.name for p in method.estimator_class.param_specs()}
+    out = {k: v for k, v in values.items() if k in names}
+    if out.get("scale") == "auto" and getattr(dataset, "is_image", False):
+        out["scale"] = "none"
+    return out
+
+
+def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elapsed: float,
+             estimator) -> RunResult:
+    """THE one place a run's result is put together: the adapter's typed fields, the run's
+    provenance, the warnings the fit raised, the evaluation against known outliers and the
+    check of the flagged share against the rule's stated rate."""
+    fields = dict(fields)
+    notes = [str(w) for w in fields.pop("warnings", [])]
+    res = RunResult(method=method.name, params=values, data_fingerprint=dataset.fingerprint(),
+                    estimator=estimator, elapsed=elapsed,
+                    feature_names=[str(f) for f in dataset.feature_names], **fields)
+    res.warnings = notes + [str(w.message) for w in caught if str(w.message) not in notes]
+    if res.subspace is not None and getattr(dataset, "is_image", False) and res.subspace.scaling == "none" \
+            and values.get("scale") == "auto":
+        res.subspace.scaling = "none (image data)"
+    truth = getattr(dataset, "outliers", None)
+    score = res.sample_scores.get(method.outlier_score) if method.outlier_score else None
+    if truth is not None and isinstance(score, np.ndarray):
         from .evaluation import evaluation_summary
-        res.summary.update(evaluation_summary(truth, score, res.flags.get("outlier")))
+        res.evaluation = evaluation_summary(truth, score, res.flags.get("outlier"))
+    return res
 
 
 # -- adapters ---------------------------------------------------------------------------------
+# Each adapter fits the estimator on the data set and returns the RunResult's fields: per-sample
+# dicts and the typed parts of robustcore.result. assemble() above adds the rest.
 
 def _X(dataset, accept_sparse=False):
     return dataset.X if accept_sparse else dataset.dense()
@@ -214,103 +201,99 @@ SPARSE_RULE = OutlierRule("sparse-part score above median + 3 MAD", n_mad=3.0)
 PCP_DIRECTIONS = 10
 
 
-def _map_arrays(X, components, mean, variances, data_plane) -> dict:
-    """What the SPE/T² map draws besides the limits: the variance along each component (T²),
-    the principal plane of the data, and the direction of largest residual variance. A plane
-    through a component and that direction is one where SPE varies; the principal plane of data
-    whose subspace has rank >= 2 lies inside the subspace, where SPE is zero everywhere."""
-    from .compare import residual_direction
-    return {"component_variances": np.asarray(variances, dtype=float),
-            "data_plane": np.asarray(data_plane, dtype=float),
-            "residual_direction": residual_direction(X, components, mean)}
+def _rank_rule(values, name="n_components") -> str:
+    return "scree elbow" if values.get(name) is None else "given"
 
 
-def _outlier_map_fields(Z, components, mean, variances, robust: bool) -> tuple[dict, dict]:
-    """(arrays, summary) of the outlier map (robustcore.outlier_map) of rows Z in the model's
-    units: score and orthogonal distances, their cut-offs and each sample's region. ``robust``:
-    the OD cut-off from the median/MAD (robust fits), else from the mean/sd (PCA)."""
+def _outlier_map(Z, components, mean, variances, robust: bool) -> tuple[dict, dict]:
+    """The outlier map (robustcore.outlier_map) of rows Z in the model's units: (arrays,
+    result fields). ``robust``: the OD cut-off from the median/MAD (robust fits), else from the
+    mean/sd (PCA)."""
     from .outlier_map import REGIONS, outlier_map
     try:
         om = outlier_map(Z, components, mean, variances, robust=robust)
     except ValueError as exc:   # a flat component: no score distance along it
-        return {}, {"no outlier map": str(exc)}
+        return {}, {"no_outlier_map": str(exc)}
     arrays = {"score_distance": om["score_distance"], "orthogonal_distance": om["orthogonal_distance"],
               "map_region": om["region"]}
-    summary = {"SD cut-off": om["sd_cutoff"], "OD cut-off": om["od_cutoff"],
-               "outlier map": ", ".join(f"{om['counts'][r]} {r}" for r in REGIONS)}
-    return arrays, summary
+    part = OutlierMap(sd_cutoff=float(om["sd_cutoff"]), od_cutoff=float(om["od_cutoff"]),
+                      counts={r: int(om["counts"][r]) for r in REGIONS})
+    return arrays, {"outlier_map": part}
 
 
-def _model_fields(est, X, rule=LIMITS_RULE, calibration=None, extra_scores=None, values=None):
-    """Scores, flags, arrays and summary of a fitted subspace model (PCA, Coherence Pursuit, the
-    SPE/T² scorer), all from the estimator's own control limits.
+def _scaling_of(est) -> dict:
+    """The estimator's scaling as Subspace fields (its arrays only when it scaled its input)."""
+    c, s = est.scale_center_, est.scale_
+    scaled = c.any() or not np.all(s == 1.0)
+    return {"scaling": est.scaling_, "scale_center": c if scaled else None, "scale": s if scaled else None}
+
+
+def _model_fields(est, X, *, rule, values, source, rank_rule, calibration=None,
+                  calibration_text="all samples", extra_scores=None, explained=None) -> dict:
+    """The result fields of a fitted subspace model (PCA, Coherence Pursuit, the SPE/T² scorer),
+    all from the estimator's own control limits.
 
     The estimator's outlier score is max(SPE / spe_limit_, T² / t2_limit_) and its ``predict``
     flags a score above 1 (with contamination "auto"), so ``flags["outlier"]`` here, the
     estimator's ``predict`` and the views' rings are one rule. ``calibration`` (row indices): the
     rows the limits were calibrated on, whose principal plane the SPE/T² map offers.
     """
+    from .compare import principal_plane, residual_direction
     Z = est._scaled(X)
     C, m = np.atleast_2d(est.components_), est.mean_
     spe, t2 = est._spe_t2(Z)
-    arrays = {"components": C, "mean": m, "projection": (Z - m) @ C.T, **_scaling_arrays(est)}
-    # The estimator's own score and cut from the one SPE/T² pass above (score_samples and
-    # predict would each compute both again): score = -score_samples, outlier = predict == -1.
     score = np.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
-    scores = {"outlier_score": score, **(extra_scores or {}), "spe": spe, "t2": t2}
     out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
     flags = {"outlier": score > -est.offset_, "outside_spe": out_spe, "outside_t2": out_t2}
-    summary, notes = {"outlier rule": rule.describe(values)}, []
+    fields = {"sample_scores": {"outlier_score": score, **(extra_scores or {}), "spe": spe, "t2": t2},
+              "flags": flags, "arrays": {"projection": (Z - m) @ C.T}, "warnings": []}
+    fields["subspace"] = Subspace(components=C, mean=m, rank_rule=rank_rule, source=source,
+                                  variances=est.variances_, explained_variance_ratio=explained,
+                                  **_scaling_of(est))
+    n_cal = X.shape[0] if calibration is None else int(np.size(calibration))
     if est.residual_eigenvalues_.size == 0:
         # Full rank: nothing is left off the subspace, so SPE is 0 and only T² can flag.
         why = "the subspace has full rank, so no residual is left: SPE is 0 and has no limit"
-        notes.append(f"no SPE limit for this subspace: {why}")
-        summary["no limits"] = why
+        fields["warnings"].append(f"no SPE limit for this subspace: {why}")
+        fields["no_limits"] = why
     else:
         Zc = Z if calibration is None else Z[calibration]
-        from .compare import principal_plane
-        arrays.update(_map_arrays(Zc, C, m, est.variances_, principal_plane(Zc)))
-        summary["SPE limit"], summary["T2 limit"] = float(est.spe_limit_), float(est.t2_limit_)
-    summary["flagged"] = int(flags["outlier"].sum())
-    more, said = _outlier_map_fields(Z, C, m, est.variances_, robust=calibration is not None)
-    arrays.update(more)
-    summary.update(said)
-    return scores, flags, arrays, summary, notes
-
-
-def _scaling_arrays(est) -> dict:
-    """The estimator's scaling ("scale_center", "scale" (d,)) when it scaled its input: the
-    subspace arrays are in those units (app/views/_derived.model_units applies them)."""
-    c, s = est.scale_center_, est.scale_
-    return {} if not c.any() and np.all(s == 1.0) else {"scale_center": c, "scale": s}
+        fields["limits"] = Limits(spe=float(est.spe_limit_), t2=float(est.t2_limit_), alpha=rule.alpha_for(values),
+                                  spe_method=str(est.spe_limit_method_), calibration_rows=n_cal,
+                                  calibration=calibration_text, data_plane=principal_plane(Zc),
+                                  residual_direction=residual_direction(Zc, C, m))
+    fields["outliers"] = Outliers(rule=rule.describe(values), score="outlier_score",
+                                  n_flagged=int(flags["outlier"].sum()), n_samples=int(X.shape[0]))
+    more, said = _outlier_map(Z, C, m, est.variances_, robust=calibration is not None)
+    fields["arrays"].update(more)
+    fields.update(said)
+    return fields
 
 
 def _run_pca(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
-    scores, flags, arrays, summary, notes = _model_fields(est, X, values=values)
-    arrays["explained_variance"] = est.explained_variance_
-    rank = f"{est.n_components_} (scree elbow)" if values.get("n_components") is None else est.n_components_
-    summary = {"rank": rank, "explained variance ratio": float(est.explained_variance_ratio_.sum()),
-               "scaling": est.scaling_, **summary}
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
+    fields = _model_fields(est, X, rule=LIMITS_RULE, values=values, source="PCA",
+                           rank_rule=_rank_rule(values),
+                           explained=float(est.explained_variance_ratio_.sum()))
+    fields["arrays"]["explained_variance"] = est.explained_variance_
+    return fields
 
 
 def _run_cop(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.9))
     calibrate = est.calibration_indices_
-    scores, flags, arrays, summary, notes = _model_fields(
-        est, X, calibration=calibrate, extra_scores={"coherence": est.coherence_}, values=values)
-    summary["calibrated on"] = f"{calibrate.size} samples (all but log-SPE outliers)"
+    fields = _model_fields(est, X, rule=LIMITS_RULE, values=values, source="Coherence Pursuit",
+                           rank_rule=_rank_rule(values), calibration=calibrate,
+                           calibration_text="all but log-SPE outliers",
+                           extra_scores={"coherence": est.coherence_})
     selected = np.zeros(X.shape[0], dtype=bool)
     selected[est.inlier_indices_] = True
-    flags["selected"] = selected
-    flags["degenerate"] = est.degenerate_.copy()
-    rank = f"{est.n_components_} (scree elbow)" if values.get("n_components") is None else est.n_components_
-    summary = {"rank": rank, "selected inliers": int(selected.sum()),
-               "degenerate samples": int(est.degenerate_.sum()), "scaling": est.scaling_, **summary}
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
+    fields["flags"]["selected"] = selected
+    fields["flags"]["degenerate"] = est.degenerate_.copy()
+    fields["selection"] = Selection(selected=int(selected.sum()), degenerate=int(est.degenerate_.sum()))
+    return fields
 
 
 def _run_pcp(est, dataset, values, rep):
@@ -323,42 +306,46 @@ def _run_pcp(est, dataset, values, rep):
               "history_nnz": np.asarray(h["nnz"])}
     # The subspace of L: its PCP_DIRECTIONS leading directions at most.
     sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), PCP_DIRECTIONS))
-    arrays.update(components=sub["components"], mean=sub["mean"], projection=(X - sub["mean"]) @ sub["components"].T)
+    arrays["projection"] = (X - sub["mean"]) @ sub["components"].T
     # The outlier map of X against L's subspace. The spread along each direction is robust
     # (1.4826 MAD of X's scores): L's own spread understates it along its weak directions (on
     # ODDS cardio every sample then lay beyond the score cut-off).
     T = arrays["projection"]
     mad = 1.4826 * np.median(np.abs(T - np.median(T, axis=0)), axis=0)
     var = np.where(mad > 0, mad ** 2, T.var(axis=0, ddof=1))
-    more, said = _outlier_map_fields(X, sub["components"], sub["mean"], var, robust=True)
+    more, said = _outlier_map(X, sub["components"], sub["mean"], var, robust=True)
     arrays.update(more)
     score = est.sample_scores_
     # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's
     # quantile): flags == est.predict(X) == -1.
     outlier = score > -est.offset_
-    summary = {"iterations": est.n_iter_, "converged": bool(est.converged_), "rank of L": int(est.rank_),
-               "nnz of S": int(np.count_nonzero(est.sparse_)), "lambda": est.lam_, "mu": est.mu_,
-               "scaling": est.scaling_, "outlier rule": SPARSE_RULE.describe(values),
-               "flagged": int(outlier.sum()), **said}
-    flags = {"outlier": outlier}
-    return dict(sample_scores={"sparse_score": score}, flags=flags, arrays=arrays, summary=summary)
+    subspace = Subspace(components=sub["components"], mean=sub["mean"], rank_rule="rank of L",
+                        source="PCA of L", variances=var)
+    decomposition = Decomposition(rank_of_L=int(est.rank_), lam=float(est.lam_), iterations=int(est.n_iter_),
+                                  converged=bool(est.converged_), nnz_S=int(np.count_nonzero(est.sparse_)),
+                                  mu=float(est.mu_), scaling=est.scaling_,
+                                  degenerate=getattr(est, "degenerate_", None) or None)
+    outliers = Outliers(rule=SPARSE_RULE.describe(values), score="sparse_score",
+                        n_flagged=int(outlier.sum()), n_samples=int(X.shape[0]))
+    return dict(sample_scores={"sparse_score": score}, flags={"outlier": outlier}, arrays=arrays,
+                subspace=subspace, decomposition=decomposition, outliers=outliers, **said)
 
 
 def _run_residual(est, dataset, values, rep):
     X = _X(dataset)
     est.fit(X, progress=rep)
-    scores, flags, arrays, summary, notes = _model_fields(est, X, rule=RESIDUAL_RULE, values=values)
+    fields = _model_fields(est, X, rule=RESIDUAL_RULE, values=values, source="PCA",
+                           rank_rule=_rank_rule(values))
     # Its map offers the plane the scorer itself chose (the feature axes of 2-D data).
-    arrays["data_plane"] = est.plane_
-    arrays["contributions"] = est.contributions(X)
+    if fields.get("limits") is not None:
+        fields["limits"].data_plane = np.atleast_2d(np.asarray(est.plane_, dtype=float))
+    fields["arrays"]["contributions"] = est.contributions(X)
+    flags = fields["flags"]
     out_spe, out_t2 = flags["outside_spe"], flags["outside_t2"]
     flags["outside_either"] = out_spe | out_t2
-    r = est.components_.shape[0]
-    rank = f"{r} (scree elbow)" if values.get("n_components") is None else r
-    summary = {"rank": rank, "alpha": est.alpha, "scaling": est.scaling_, **summary,
-               "flagged by SPE only": int((out_spe & ~out_t2).sum()),
-               "flagged by T2 only": int((out_t2 & ~out_spe).sum())}
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes)
+    fields["outliers"].spe_only = int((out_spe & ~out_t2).sum())
+    fields["outliers"].t2_only = int((out_t2 & ~out_spe).sum())
+    return fields
 
 
 def _run_esfs(est, dataset, values, rep):
@@ -366,8 +353,9 @@ def _run_esfs(est, dataset, values, rep):
     est.fit(X, progress=rep)
     arrays = {"eigenvalues": est.eigenvalues_, "derivatives": est.derivatives_, "ranking": est.ranking_,
               "selected_eigenpairs": np.asarray(est.selected_eigenpairs_)}
-    summary = {"sigma": est.sigma_, "graph": est.graph_, "top feature": dataset.feature_names[int(est.ranking_[0])]}
-    return dict(feature_scores={"evsc": est.scores_}, arrays=arrays, summary=summary)
+    ranking = Ranking(sigma=float(est.sigma_), graph=str(est.graph_),
+                      top_feature=str(dataset.feature_names[int(est.ranking_[0])]))
+    return dict(feature_scores={"evsc": est.scores_}, arrays=arrays, ranking=ranking)
 
 
 def _run_scw(est, dataset, values, rep):
@@ -403,15 +391,15 @@ def _run_scw(est, dataset, values, rep):
     arrays = {"mean": est.mean_, "history_mistake_rate": np.asarray(h["mistake_rate"]),
               "history_updates": np.asarray(h["updates"]), "order": train,
               "history_majority_rate": majority["online"]}
-    summary = {"online mistake rate": float(h["mistake_rate"][-1]), "updates": int(h["updates"][-1]),
-               "majority-class online mistake rate": float(majority["online"][-1]),
-               "training accuracy": float(np.mean(pred[train] == y[train]))}
+    learning = Learning(online_mistake_rate=float(h["mistake_rate"][-1]), updates=int(h["updates"][-1]),
+                        majority_online_mistake_rate=float(majority["online"][-1]),
+                        training_accuracy=float(np.mean(pred[train] == y[train])))
     if n_test:
         arrays["history_test_seen"] = np.asarray(test_seen)
         arrays["history_test_accuracy"] = np.asarray(test_acc)
-        summary["test accuracy"] = test_acc[-1]
-        summary["majority-class test accuracy"] = majority["test"]
-        summary["test samples"] = n_test
+        learning.test_accuracy = float(test_acc[-1])
+        learning.majority_test_accuracy = float(majority["test"])
+        learning.test_samples = int(n_test)
     # The stream above is shuffled, so the fit is sound; still say when the file itself is sorted
     # by class, which matters to anyone who streams it in file order elsewhere.
     from .online._order import label_changes, looks_sorted
@@ -419,12 +407,12 @@ def _run_scw(est, dataset, values, rep):
     changes, counts = label_changes(codes, None), np.bincount(codes, minlength=classes.size)
     notes = []
     if looks_sorted(changes, counts):
-        summary["sample order"] = (f"the file is sorted by class ({changes} label changes in {n} samples); "
-                                   f"streamed in a seeded random order")
+        learning.sample_order = (f"the file is sorted by class ({changes} label changes in {n} samples); "
+                                 f"streamed in a seeded random order")
         notes.append(f"the labels in the file arrive in long runs of one class ({changes} changes in {n} "
                      f"samples): SCW streamed them in a random order (random_state); in file order an "
                      f"online learner would learn one class at a time")
-    return dict(flags={"misclassified": pred != y}, arrays=arrays, summary=summary, warnings=notes)
+    return dict(flags={"misclassified": pred != y}, arrays=arrays, learning=learning, warnings=notes)
 
 
 def _majority_baseline(classes, y_stream, y_test):
@@ -457,14 +445,12 @@ def _bigdata(name):
 
 def _linear_subspace(adapter):
     """An adapter whose components span a linear subspace (through the origin), completed with
-    what the views draw: a zero mean and, for data in memory, the projection."""
+    what the views draw: for data in memory, the projection."""
     def run(est, dataset, values, rep):
         fields = adapter(est, dataset, values, rep)
-        a = fields["arrays"]
-        if "components" in a and "mean" not in a and not getattr(dataset, "is_lazy", False):
-            C = np.atleast_2d(a["components"])
-            a["mean"] = np.zeros(C.shape[1])
-            a["projection"] = _X(dataset) @ C.T
+        sub = fields.get("subspace")
+        if sub is not None and not getattr(dataset, "is_lazy", False):
+            fields["arrays"]["projection"] = _X(dataset) @ sub.components.T
         return fields
     return run
 

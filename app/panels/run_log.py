@@ -31,14 +31,14 @@ class LogEntry:
     when: float = field(default_factory=time.time)
 
 
-def format_evaluation(summary: dict) -> str:
-    """A run's numbers against the known outliers, short enough for a log column ("" without)."""
-    auc = summary.get("ROC-AUC (known outliers)")
-    if auc is None:
+def format_evaluation(evaluation) -> str:
+    """A run's numbers against the known outliers (a robustcore.result.Evaluation), short enough
+    for a log column ("" without)."""
+    if evaluation is None:
         return ""
-    ap = str(summary.get("average precision", "")).split(" ")[0]
-    caught = summary.get("known outliers flagged")
-    return f"AUC {float(auc):.3f} · AP {ap}" + (f" · flagged {caught}" if caught else "")
+    e = evaluation
+    caught = f" · flagged {e.known_flagged} of {e.known}" if e.known_flagged is not None else ""
+    return f"AUC {e.roc_auc:.3f} · AP {e.average_precision:.3f}{caught}"
 
 
 def format_params(params: dict) -> str:

@@ -85,7 +85,7 @@ def _pack_results(results: Iterable, provenance: dict, in_stores: set = frozense
     skipped = []
     for res in results:
         for kind in RESULT_KINDS:
-            for name, value in getattr(res, kind).items():
+            for name, value in res.fields_of(kind).items():
                 if (res.method, kind, name) in in_stores:
                     continue
                 if not isinstance(value, np.ndarray) and hasattr(value, "store"):

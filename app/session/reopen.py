@@ -265,7 +265,7 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
     When a results file is named but cannot be used (refused by the path rules, damaged, holding
     Python objects), ``notes`` (if given) gets one line saying which file and why.
     """
-    from robustcore.methods import RunResult
+    from robustcore.result import RunResult
     st = rec.stored
     if not isinstance(st, dict) or not session_dir(session) or st.get("kind", "session") != "session":
         return None
@@ -313,9 +313,17 @@ def stored_result(session: Session, rec: RunRecord, dataset, notes: list | None 
             return skip(f"could not be read: {exc.strerror or exc}")
     if not any(fields.values()):
         return None
+    if not rec.facts:
+        return skip("were saved by an older version, without the run's typed numbers")
     # Tagged with the data as it is now (out of core, a copy elsewhere has another fingerprint).
-    return RunResult(method=rec.method, params=dict(rec.params), data_fingerprint=dataset.fingerprint(),
-                     summary=dict(rec.summary), warnings=list(rec.warnings), elapsed=rec.elapsed, **fields)
+    try:
+        return RunResult.restore(method=rec.method, params=dict(rec.params), data_fingerprint=dataset.fingerprint(),
+                                 facts=rec.facts, arrays=fields["arrays"], sample_scores=fields["sample_scores"],
+                                 flags=fields["flags"], feature_scores=fields["feature_scores"],
+                                 warnings=list(rec.warnings), elapsed=rec.elapsed,
+                                 feature_names=[str(f) for f in dataset.feature_names])
+    except ValueError as exc:
+        return skip(f"do not fit: {exc}")
 
 
 def _method(name: str, where: str):

@@ -12,7 +12,8 @@ Schema, version 2 (every field is written; readers ignore fields they do not kno
      "dataset": {"name", "loader", "options", "path", "relative_path", "size", "sha256", "demo",
                  "fingerprint", "n_samples", "n_features", "snapshot", "lazy", "identity"} or null,
      "runs": [{"method", "params" (validated, incl. random_state), "seed", "data_fingerprint",
-               "summary", "warnings", "elapsed",
+               "facts" (the typed result's scalar fields by part: robustcore.result.RunResult.facts),
+               "summary" (the same rendered in words, for people), "warnings", "elapsed",
                "stored": {"kind": "session"|"export", "file", "sha256", "complete" (the NPZ alone
                           holds the run), "out_of_core": {"folder", "stores", "fields"} and
                           "skipped" (results held in Zarr stores, app.session.stores), "store"
@@ -211,8 +212,10 @@ _REF_FIELDS = ("name", "loader", "fingerprint", "n_samples", "n_features", "opti
 class RunRecord:
     """One fit: enough to repeat it (method, validated parameters, seed) and to check it.
 
-    ``summary`` holds the numbers the run reported (compared on replay); ``stored`` names the
-    results file beside the session and its sha256, when the results were saved.
+    ``facts`` holds the run's typed numbers (:meth:`robustcore.result.RunResult.facts`: compared
+    on replay, and with the stored arrays the result reopened without a fit); ``summary`` the same
+    in words, for people (sessions written before ``facts`` existed have only it). ``stored``
+    names the results file beside the session and its sha256, when the results were saved.
     """
 
     method: str
@@ -220,13 +223,15 @@ class RunRecord:
     data_fingerprint: str
     seed: int | None = None
     summary: dict = field(default_factory=dict)
+    facts: dict = field(default_factory=dict)
     warnings: list = field(default_factory=list)
     elapsed: float = 0.0
     stored: dict | None = None
 
     def to_dict(self) -> dict:
         return {"method": self.method, "params": _jsonable(self.params), "seed": self.seed,
-                "data_fingerprint": self.data_fingerprint, "summary": _jsonable(self.summary),
+                "data_fingerprint": self.data_fingerprint, "facts": _jsonable(self.facts),
+                "summary": _jsonable(self.summary),
                 "warnings": [str(w) for w in self.warnings], "elapsed": float(self.elapsed),
                 "stored": self.stored}
 
@@ -293,6 +298,7 @@ def run_record(result) -> RunRecord:
     seed = params.get(SEED_PARAM)
     return RunRecord(method=result.method, params=_jsonable(params), seed=_jsonable(seed),
                      data_fingerprint=result.data_fingerprint, summary=_jsonable(result.summary),
+                     facts=_jsonable(result.facts()),
                      warnings=[str(w) for w in result.warnings], elapsed=float(result.elapsed))
 
 
@@ -426,6 +432,7 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
             method=_need(r, "method", str, w), params=_need(r, "params", dict, w),
             data_fingerprint=_need(r, "data_fingerprint", str, w), seed=seed,
             summary=_need(r, "summary", dict, w, optional=True) or {},
+            facts=_facts(_need(r, "facts", dict, w, optional=True) or {}, w),
             warnings=[str(x) for x in _need(r, "warnings", list, w, optional=True) or []],
             elapsed=float(_need(r, "elapsed", (int, float), w, optional=True) or 0.0),
             stored=_stored(_need(r, "stored", dict, w, optional=True), w)))
@@ -443,6 +450,30 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
                    versions=_need(d, "versions", dict, where, optional=True) or {},
                    created=_need(d, "created", str, where, optional=True) or "",
                    schema_version=version, source=os.path.abspath(source) if source else None)
+
+
+def _facts(facts: dict, where: str) -> dict:
+    """A run's typed numbers as a session may hold them: known parts, each an object of plain
+    values (text, numbers, true/false, null, or an object of counts); checked again, field by
+    field, when a stored result is rebuilt from them (robustcore.result.RunResult.restore)."""
+    from robustcore.result import PARTS
+    for name, part in facts.items():
+        if name in ("no_limits", "no_outlier_map"):
+            if not isinstance(part, str):
+                raise SessionError(f"{where}, facts: '{name}' must be text")
+            continue
+        if name not in PARTS:
+            raise SessionError(f"{where}, facts: unknown part {name!r}; parts are: {', '.join(PARTS)}")
+        if not isinstance(part, dict):
+            raise SessionError(f"{where}, facts: '{name}' must be an object")
+        for key, value in part.items():
+            ok = value is None or isinstance(value, (str, int, float, bool)) or (
+                isinstance(value, dict) and len(value) <= 64 and all(
+                    isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) for k, v in value.items()))
+            if not ok:
+                raise SessionError(f"{where}, facts: '{name}.{key}' must be a plain value; got "
+                                   f"{type(value).__name__}")
+    return dict(facts)
 
 
 def _stored(stored: dict | None, where: str) -> dict | None:

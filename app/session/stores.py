@@ -244,7 +244,7 @@ def save_stores(folder: str, results) -> tuple[dict, set]:
     for res in results:
         fields = []
         for kind in RESULT_KINDS:
-            for name, value in getattr(res, kind).items():
+            for name, value in res.fields_of(kind).items():
                 loc = zarr_location(value)
                 if loc is None:
                     continue

@@ -23,7 +23,7 @@ def short_title(method: str) -> str:
 
 
 def has_subspace(result) -> bool:
-    return result is not None and "components" in result.arrays and "mean" in result.arrays
+    return result is not None and result.subspace is not None
 
 
 def subspace(result) -> dict | None:
@@ -31,49 +31,62 @@ def subspace(result) -> dict | None:
     result, ``source`` naming where the subspace comes from (the registry's declaration)."""
     if not has_subspace(result):
         return None
-    a = result.arrays
-    proj = a.get("projection")
+    proj = result.arrays.get("projection")
     if proj is None:
         raise ValueError(f"result {result.method!r} has components but no projection")
     proj = np.asarray(proj)   # an out-of-core result may hold it in a Zarr store
+    s = result.subspace
     m = METHODS.get(result.method)
-    return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
-            "projection": proj.reshape(proj.shape[0], -1),
-            "source": (m.subspace if m is not None and m.subspace else result.method)}
+    return {"components": s.components, "mean": s.mean, "projection": proj.reshape(proj.shape[0], -1),
+            "source": s.source or (m.subspace if m is not None and m.subspace else result.method)}
 
 
 def model_units(result, X) -> np.ndarray:
-    """X in the units the result's subspace lives in: scaled as the estimator scaled its input
-    (arrays "scale_center" and "scale", present when it did), otherwise X itself."""
-    a = result.arrays
-    if "scale" in a and "scale_center" in a:
-        return (np.asarray(X, dtype=float) - a["scale_center"]) / a["scale"]
-    return X
+    """X in the units the result's subspace lives in: scaled as the estimator scaled its input,
+    otherwise X itself."""
+    s = result.subspace
+    return s.to_model_units(X) if s is not None and s.scaled else X
 
 
 def _original_units(result, Z) -> np.ndarray:
-    a = result.arrays
-    if "scale" in a and "scale_center" in a:
-        return Z * a["scale"] + a["scale_center"]
-    return Z
+    s = result.subspace
+    return s.to_original_units(Z) if s is not None else Z
+
+
+def common_units(results) -> tuple[np.ndarray | None, np.ndarray | None, str]:
+    """One unit to compare several results' subspaces in: ``(center, scale, name)``, rows x
+    measured as ``(x - center) / scale`` (None, None: the data's own units).
+
+    When every result that scaled its input scaled it the same way (PCA and Coherence Pursuit
+    both standardising a mixed-unit table), that scaling: the units those methods chose, into
+    which the others (robust PCA's L lives in the data's units) are mapped. Otherwise the
+    data's own units. Either way every number of the comparison is in the one unit named."""
+    scaled = [r.subspace for r in results if r is not None and r.subspace is not None and r.subspace.scaled]
+    if not scaled:
+        return None, None, "data units"
+    first = scaled[0]
+    same = all(np.allclose(s.scale, first.scale, rtol=1e-9, atol=0) and
+               np.allclose(s.scale_center, first.scale_center, rtol=1e-9, atol=1e-300) for s in scaled[1:])
+    if not same:
+        return None, None, "data units"
+    kind = first.scaling.split(" ")[0]
+    name = {"standard": "standardised units", "robust": "robustly scaled units"}.get(kind, f"{kind}-scaled units")
+    return first.scale_center, first.scale, name
 
 
 def rank(result) -> int | None:
-    """The rank of the result's own subspace: PCP's rank of L, else the number of components."""
-    if result is None:
-        return None
-    if "rank of L" in result.summary:
-        return int(result.summary["rank of L"])
-    sub = result.arrays.get("components")
-    return None if sub is None else int(np.atleast_2d(sub).shape[0])
+    """The rank of the result's own subspace: robust PCA's rank of L, else the number of components."""
+    return None if result is None else result.rank
 
 
 def outlier_rule(result) -> str:
-    """The rule behind ``result.flags["outlier"]`` in words, as the registry declares it."""
+    """The rule behind ``result.flags["outlier"]`` in words, as the run recorded it."""
+    if result.outliers is not None:
+        return result.outliers.rule
     m = METHODS.get(result.method)
     if m is not None and m.outlier_rule is not None:
         return m.outlier_rule.describe(result.params)
-    return str(result.summary.get("outlier rule", "flagged by the method"))
+    return "flagged by the method"
 
 
 def outlier_flags(result) -> tuple[np.ndarray, str] | None:
@@ -89,15 +102,13 @@ def map_model(result) -> tuple[dict | None, str]:
     "t2_limit", "residual_direction", "data_plane"}, "")``, or ``(None, why not)``."""
     if result is None:
         return None, "no result"
-    a, s = result.arrays, result.summary
-    need = ("components", "mean", "component_variances", "residual_direction", "data_plane")
-    if "SPE limit" not in s or any(k not in a for k in need):
-        why = s.get("no limits") or "this result has no SPE/T² control limits"
-        return None, str(why)
-    return {"components": np.atleast_2d(a["components"]), "mean": np.asarray(a["mean"]),
-            "variances": np.asarray(a["component_variances"]), "spe_limit": float(s["SPE limit"]),
-            "t2_limit": float(s["T2 limit"]), "residual_direction": np.asarray(a["residual_direction"]),
-            "data_plane": np.asarray(a["data_plane"])}, ""
+    s, lim = result.subspace, result.limits
+    if s is None or lim is None or s.variances is None or lim.residual_direction is None \
+            or lim.data_plane is None:
+        return None, result.no_limits or "this result has no SPE/T² control limits"
+    return {"components": s.components, "mean": s.mean, "variances": s.variances, "spe_limit": lim.spe,
+            "t2_limit": lim.t2, "residual_direction": lim.residual_direction,
+            "data_plane": lim.data_plane}, ""
 
 
 def reconstruction(result, dataset, rows) -> np.ndarray | None:

@@ -89,6 +89,7 @@ class ComparisonView(BaseView):
         self.errors = {}
         self.flags = {}
         self.auc = {}
+        self.unit = "data units"
         self.rows = np.zeros(0, dtype=np.int64)
 
     def refresh(self):
@@ -104,15 +105,13 @@ class ComparisonView(BaseView):
             self.flags[m] = (got[0] if got else np.zeros(ds.n_samples, bool), got[1] if got else "flags nothing")
         self.ranks = {m: der.rank(r) for m, r in results.items()}
         X = ds.dense()
-        # Each subspace measures the data in its own units (a fit with scale set works on scaled data).
-        cmp = compare.common_rank_comparison({m: der.model_units(r, X) for m, r in results.items()},
-                                             {m: (s["components"], s["mean"]) for m, s in subs.items()},
+        # One unit for every number here: the scaling the scaled fits share, or the data's own.
+        center, scale, self.unit = der.common_units(results.values())
+        Xu = X if scale is None else (np.asarray(X, dtype=float) - center) / scale
+        cmp = compare.common_rank_comparison(Xu, {m: r.subspace.in_units(center, scale) for m, r in results.items()},
                                              {m: f for m, (f, _) in self.flags.items()}, ds.outliers)
-        self.scaled = [m for m, r in results.items() if "scale" in r.arrays]
-        # The methods ranked by how well they found the known outliers: the number each run's
-        # summary reports (robustcore.methods.Method._evaluate).
-        self.auc = {m: float(r.summary["ROC-AUC (known outliers)"]) for m, r in results.items()
-                    if "ROC-AUC (known outliers)" in r.summary}
+        # The methods ranked by how well they found the known outliers (each run's evaluation).
+        self.auc = {m: r.evaluation.roc_auc for m, r in results.items() if r.evaluation is not None}
         self.common_rank = cmp["rank"]
         self.angles, self.spe, self.errors = cmp["angles"], cmp["spe"], cmp["median_spe"]
         self._draw(ms, ds)
@@ -147,7 +146,7 @@ class ComparisonView(BaseView):
                                         symbolBrush=st.brush(c), symbolPen=None)
             self.angle_legend.addItem(item, f"{short[a]}–{short[b]}")
         self.angle_plot.setYRange(0, 90)
-        st.set_title(self.angle_plot, f"angles at rank {k}")
+        st.set_title(self.angle_plot, f"angles at rank {k} ({self.unit})")
         sets = list(self.errors)
         width = 0.8 / len(sets)
         for j, kind in enumerate(sets):
@@ -160,7 +159,7 @@ class ComparisonView(BaseView):
         # wider than the plot at 1280 x 800).
         ticks = [[(i, f"{short[m]} ({self.ranks[m]})") for i, m in enumerate(ms)]]
         self.error_plot.getAxis("bottom").setTicks(ticks)
-        st.set_title(self.error_plot, f"median SPE at rank {k}")
+        st.set_title(self.error_plot, f"median SPE at rank {k} ({self.unit})")
         self.error_plot.setLabel("bottom", "method (own rank)", color=st.AXIS_COLOR)
         nflag = [int(self.flags[m][0].sum()) for m in ms]
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
@@ -189,9 +188,7 @@ class ComparisonView(BaseView):
                        + " > ".join(f"{short[m]} {self.auc[m]:.3f}" for m in sorted(self.auc, key=lambda m: -self.auc[m])))
         txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°" for (a, b), ang in self.angles.items())]
         txt += ["each flags by its own rule (hover the counts)"]
-        if self.scaled:
-            txt.append("fitted on scaled features: " + ", ".join(short[m] for m in self.scaled)
-                       + " (errors in those units)")
+        txt.append(f"angles and errors in {self.unit}")
         self.set_status(" · ".join(txt))
         # Each method's rule where its flags are counted and listed.
         tip = "\n".join(f"{title_of(m)}: {self.flags[m][1]}" for m in ms)

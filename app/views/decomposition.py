@@ -255,7 +255,7 @@ class DecompositionView(BaseView):
             self.tol_line.setVisible(True)
         else:
             self.tol_line.setVisible(False)
-        conv = res.summary.get("converged")
+        conv = res.decomposition.converged if res.decomposition is not None else None
         if conv is None:  # a streaming fit: one point per batch of frames
             st.set_title(self.res_plot, f"residual per batch ({len(h)} batches)")
         else:

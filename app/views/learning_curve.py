@@ -87,7 +87,7 @@ class LearningCurveView(BaseView):
             self.rate_legend.addItem(c, "majority class so far")
             parts.append(f"majority class: mistake rate {fmt(base[-1])}")
             last = self.runs[sorted(self.runs)[-1]]
-            top = last.summary.get("majority-class test accuracy")
+            top = last.learning.majority_test_accuracy if last.learning is not None else None
             at = last.arrays.get("history_test_seen")
             if top is not None and at is not None and len(at):
                 # held out, the baseline is the training stream's majority class: a flat line

@@ -58,8 +58,7 @@ class OutlierMapView(BaseView):
             return why
         res = state.result(method)
         if any(k not in res.arrays for k in NEED):
-            return str(res.summary.get("no outlier map") or res.summary.get("no limits")
-                       or "this result has no outlier map")
+            return res.no_outlier_map or res.no_limits or "this result has no outlier map"
         return None
 
     def available_methods(self) -> list[str]:
@@ -73,17 +72,17 @@ class OutlierMapView(BaseView):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
-        a, s = res.arrays, res.summary
-        if any(k not in a for k in NEED):
+        a, om = res.arrays, res.outlier_map
+        if om is None or any(k not in a for k in NEED):
             self.drawn = None
             self.cloud.clear()
             self.set_status(f"{title_of(res.method)}: no outlier map: "
-                            f"{s.get('no outlier map') or s.get('no limits') or 'no distances in this result'}")
+                            f"{res.no_outlier_map or res.no_limits or 'no distances in this result'}")
             return
         sd = np.asarray(a["score_distance"], dtype=float)
         od = np.asarray(a["orthogonal_distance"], dtype=float)
         region = np.asarray(a["map_region"], dtype=int)
-        sd_cut, od_cut = float(s["SD cut-off"]), float(s["OD cut-off"])
+        sd_cut, od_cut = om.sd_cutoff, om.od_cutoff
         legend = []
         if ds.outliers is not None:
             codes = ds.outliers.astype(np.int64)

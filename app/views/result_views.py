@@ -12,6 +12,8 @@ from PySide6.QtWidgets import QPlainTextEdit, QTabWidget
 
 from ..export import export_results as _export_results
 from ..export import provenance_header
+from robustcore.result import summary_lines
+
 from ._figure import export_widget
 
 VIEW_CLASSES = {
@@ -222,8 +224,7 @@ class ResultViews(QTabWidget):
         lines = []
         for res in self.state.results.values():
             lines.append(f"{res.method}  ({res.elapsed:.2f} s)")
-            lines += [f"  {k}: {v}" for k, v in res.summary.items()]
-            lines += [f"  warning: {w}" for w in res.warnings]
+            lines += summary_lines(res)
         self.summary.setPlainText("\n".join(lines))
 
 

@@ -14,9 +14,6 @@ from ._rows import as_dask_rows, materialize
 
 __all__ = ["run_pca", "run_residual", "run_cop", "run_online_rpca"]
 
-_LIMIT_ALPHA = 0.01   # as robustcore.methods
-
-
 def _table(dataset):
     if getattr(dataset, "kind", "table") != "table":
         raise ValueError(f"'{dataset.name}' is a video opened out of core; run the streaming method "
@@ -30,12 +27,13 @@ def _params_for(cls, values):
     return {k: v for k, v in values.items() if k in names}
 
 
-def _scored_fields(X, est, rep, rule, extra_scores=None):
+def _scored_fields(X, est, rep, rule, values, source, extra_scores=None) -> dict:
     """SPE, T², the outlier score (the larger of SPE and T² in units of their limits), the
     projection and the flags "SPE or T² above its limit", in one pass over X, from the fitted
     estimator's own limits (as robustcore.methods._model_fields in memory)."""
     import dask.array as da
 
+    from ..result import Limits, Outliers, Storage, Subspace
     from .estimators import lazy_spe_t2, project
     spe, t2 = lazy_spe_t2(est, X)
     score = da.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
@@ -43,54 +41,66 @@ def _scored_fields(X, est, rep, rule, extra_scores=None):
     out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
     outlier = score > -est.offset_
     rows = materialize({"outlier_score": score, "spe": spe, "t2": t2, "projection": proj, "outlier": outlier,
-                        "outside_spe": out_spe, "outside_t2": out_t2}, progress=rep, message="scores",
-                       name="scores")
+                        "outside_spe": out_spe, "outside_t2": out_t2, "outside_either": out_spe | out_t2},
+                       progress=rep, message="scores", name="scores")
     n_out = int(compute(da.count_nonzero(as_dask_rows(rows["outlier"], X.chunks[0])), message="counting")[0])
-    scores = {"outlier_score": rows["outlier_score"], **(extra_scores or {}), "spe": rows["spe"], "t2": rows["t2"]}
-    flags = {k: rows[k] for k in ("outlier", "outside_spe", "outside_t2")}
-    summary = {"outlier rule": rule, "SPE limit": float(est.spe_limit_), "T2 limit": float(est.t2_limit_),
-               "flagged": n_out, "out of core": True}
-    return scores, flags, rows["projection"], summary
+    n = int(X.shape[0])
+    from ..methods import _rank_rule
+    return {"sample_scores": {"outlier_score": rows["outlier_score"], **(extra_scores or {}),
+                              "spe": rows["spe"], "t2": rows["t2"]},
+            "flags": {k: rows[k] for k in ("outlier", "outside_spe", "outside_t2")},
+            "arrays": {"projection": rows["projection"]},
+            "subspace": Subspace(components=est.components_, mean=est.mean_, rank_rule=_rank_rule(values),
+                                 source=source, variances=est.variances_),
+            "limits": Limits(spe=float(est.spe_limit_), t2=float(est.t2_limit_), alpha=rule.alpha_for(values),
+                             spe_method=str(est.spe_limit_method_), calibration_rows=n),
+            "outliers": Outliers(rule=rule.describe(values), score="outlier_score", n_flagged=n_out, n_samples=n),
+            "storage": Storage(out_of_core=True, results_in=_where(rows)),
+            "rows": rows}
 
 
-def _rule(values, alpha):
-    from ..methods import contamination_rule
-    c = values.get("contamination", "auto")
-    return contamination_rule(c) if c != "auto" else f"SPE or T² above its limit (alpha = {alpha:g})"
-
-
-def _rank(est, values):
-    r = est.components_.shape[0]
-    return f"{r} (scree elbow)" if values.get("n_components") is None else r
+def _where(rows) -> str:
+    """"memory", or the folder of the Zarr store holding the per-row results."""
+    for v in rows.values():
+        if not isinstance(v, np.ndarray):
+            store = getattr(v, "store", None)
+            root = getattr(store, "root", None) or getattr(store, "path", None)
+            return str(root) if root is not None else "a Zarr store"
+    return "memory"
 
 
 def run_pca(est, dataset, values, rep):
+    from ..methods import LIMITS_RULE, _rank_rule
+    from ..result import Storage, Subspace
     from .estimators import DaskPCA
     X = _table(dataset)
     est = DaskPCA(**_params_for(DaskPCA, values))
     est.fit(X, progress=rep.span(0, 0.5))
-    arrays = {"components": est.components_, "mean": est.mean_, "explained_variance": est.explained_variance_}
-    summary = {"rank": _rank(est, values), "explained variance ratio": float(est.explained_variance_ratio_.sum())}
-    notes = []
+    explained = float(est.explained_variance_ratio_.sum())
     if est.residual_eigenvalues_.size == 0:
-        notes.append("no SPE/T² limits for this subspace: no residual is left")
-        return dict(arrays=arrays, summary=summary, warnings=notes, estimator=est)
-    scores, flags, proj, more = _scored_fields(X, est, rep.span(0.5, 1.0), _rule(values, _LIMIT_ALPHA))
-    arrays["projection"] = proj
-    summary.update(more)
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes, estimator=est)
+        why = "the subspace has full rank, so no residual is left: SPE is 0 and has no limit"
+        sub = Subspace(components=est.components_, mean=est.mean_, rank_rule=_rank_rule(values), source="PCA",
+                       variances=est.variances_, explained_variance_ratio=explained)
+        return dict(arrays={"explained_variance": est.explained_variance_}, subspace=sub, no_limits=why,
+                    storage=Storage(out_of_core=True), warnings=[f"no SPE/T² limits for this subspace: {why}"],
+                    estimator=est)
+    fields = _scored_fields(X, est, rep.span(0.5, 1.0), LIMITS_RULE, values, "PCA")
+    fields.pop("rows")
+    fields["subspace"].explained_variance_ratio = explained
+    fields["arrays"]["explained_variance"] = est.explained_variance_
+    return dict(fields, estimator=est)
 
 
 def run_residual(est, dataset, values, rep):
+    from ..methods import RESIDUAL_RULE
     from .estimators import DaskResidualScorer
     X = _table(dataset)
     est = DaskResidualScorer(**_params_for(DaskResidualScorer, values))
     est.fit(X, progress=rep.span(0, 0.5))
-    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.5, 1.0), _rule(values, est.alpha))
-    flags["outside_either"] = flags["outside_spe"] | flags["outside_t2"]
-    summary = {"rank": _rank(est, values), "alpha": est.alpha, **summary}
-    arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
+    fields = _scored_fields(X, est, rep.span(0.5, 1.0), RESIDUAL_RULE, values, "PCA")
+    rows = fields.pop("rows")
+    fields["flags"]["outside_either"] = rows["outside_either"]
+    return dict(fields, estimator=est)
 
 
 def run_cop(est, dataset, values, rep):
@@ -98,21 +108,24 @@ def run_cop(est, dataset, values, rep):
     outliers (as in memory)."""
     import dask.array as da
 
+    from ..methods import LIMITS_RULE
+    from ..result import Selection
     from .estimators import DaskCoherencePursuit
     X = _table(dataset)
     est = DaskCoherencePursuit(**_params_for(DaskCoherencePursuit, values))
     est.fit(X, progress=rep.span(0, 0.6))
-    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.6, 1.0), _rule(values, _LIMIT_ALPHA),
-                                                  extra_scores={"coherence": est.coherence_})
-    flags["selected"] = est.selected_
-    flags["degenerate"] = est.degenerate_
+    fields = _scored_fields(X, est, rep.span(0.6, 1.0), LIMITS_RULE, values, "Coherence Pursuit",
+                            extra_scores={"coherence": est.coherence_})
+    fields.pop("rows")
+    fields["flags"]["selected"] = est.selected_
+    fields["flags"]["degenerate"] = est.degenerate_
     degenerate = as_dask_rows(est.degenerate_, X.chunks[0])
     n_deg = int(compute(da.count_nonzero(degenerate), message="counting")[0])
     n_sel = int(compute(da.count_nonzero(as_dask_rows(est.selected_, X.chunks[0])), message="counting")[0])
-    summary = {"rank": _rank(est, values), "selected inliers": n_sel, "degenerate samples": n_deg,
-               "calibrated on": f"{est.n_calibration_} samples (all but log-SPE outliers)", **summary}
-    arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
-    return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
+    fields["selection"] = Selection(selected=n_sel, degenerate=n_deg)
+    fields["limits"].calibration_rows = int(est.n_calibration_)
+    fields["limits"].calibration = "all but log-SPE outliers"
+    return dict(fields, estimator=est)
 
 
 def run_online_rpca(est, dataset, values, rep):
@@ -151,19 +164,25 @@ def run_online_rpca(est, dataset, values, rep):
         sink.abort()
         raise
     sink.close()
+    from ..result import Outliers, Storage, Stream, Subspace
     score = est.sample_scores_
     cut = robust_threshold(score)
     h = est.history_
     arrays = {"low_rank": sink.array("low_rank"), "sparse": sink.array("sparse"), "mask": sink.array("mask"),
-              "components": est.components_, "foreground_fraction": est.foreground_fraction_,
+              "foreground_fraction": est.foreground_fraction_,
               "history_residual": np.asarray(h["residual"]), "history_rank": np.full(len(h["residual"]), est.n_components),
               "history_basis_change": np.asarray(h["basis_change"]), "history_frames": np.asarray(h["frames"])}
-    summary = {"frames": source.n_frames, "batches": len(h["frames"]), "rank of L": int(est.n_components),
-               "lambda1": est.lambda1_, "lambda2": est.lambda2_, "data scale": est.scale_,
-               "mask threshold": est.mask_threshold_,
-               "mean foreground share": float(np.mean(est.foreground_fraction_)),
-               "last basis change": float(h["basis_change"][-1]),
-               "results in": "memory" if sink.in_memory else str(sink.path),
-               "outlier rule": "sparse-part score above median + 3 MAD", "flagged": int((score > cut).sum())}
-    return dict(sample_scores={"sparse_score": score}, flags={"outlier": flags_above(score, cut)},
-                arrays=arrays, summary=summary)
+    stream = Stream(frames=int(source.n_frames), batches=len(h["frames"]), rank_of_L=int(est.n_components),
+                    lambda1=float(est.lambda1_), lambda2=float(est.lambda2_), data_scale=float(est.scale_),
+                    mask_threshold=float(est.mask_threshold_),
+                    mean_foreground_share=float(np.mean(est.foreground_fraction_)),
+                    last_basis_change=float(h["basis_change"][-1]))
+    C = np.atleast_2d(est.components_)
+    subspace = Subspace(components=C, mean=np.zeros(C.shape[1]), rank_rule="given", source="OR-PCA basis")
+    flagged = flags_above(score, cut)
+    outliers = Outliers(rule="sparse-part score above median + 3 MAD", score="sparse_score",
+                        n_flagged=int(np.count_nonzero(flagged)), n_samples=int(source.n_frames))
+    storage = Storage(out_of_core=bool(getattr(dataset, "is_lazy", False)),
+                      results_in="memory" if sink.in_memory else str(sink.path))
+    return dict(sample_scores={"sparse_score": score}, flags={"outlier": flagged}, arrays=arrays,
+                subspace=subspace, stream=stream, outliers=outliers, storage=storage)

@@ -143,7 +143,7 @@ def test_npz_holds_arrays_and_metadata_without_pickle(tmp_path, iris_pca):
     res, ds = iris_pca
     (path,) = export.export_results(res, ds, tmp_path / "iris-pca.npz")
     with np.load(path, allow_pickle=False) as z:
-        np.testing.assert_array_equal(z["components"], res.arrays["components"])
+        np.testing.assert_array_equal(z["components"], res.subspace.components)
         np.testing.assert_array_equal(z["projection"], res.arrays["projection"])
         np.testing.assert_array_equal(z["score_t2"], res.sample_scores["t2"])
         meta = json.loads(str(z["metadata"]))

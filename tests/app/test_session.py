@@ -81,13 +81,13 @@ def test_round_trip_keeps_every_field(tmp_path):
 def test_non_finite_summary_values_still_give_strict_json(tmp_path):
     ds = planted()
     res = run(ds)
-    res.summary["odd"] = float("inf")
-    res.summary["np"] = np.float32(1.5)
+    res.limits.spe = float("inf")
+    res.limits.t2 = np.float32(1.5)
     s = S.session_from_results(ds, [res])
     text = S.session_to_json(s)
     doc = json.loads(text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c}"))
-    assert doc["runs"][0]["summary"]["odd"] == "inf"
-    assert doc["runs"][0]["summary"]["np"] == 1.5
+    assert doc["runs"][0]["summary"]["SPE limit"] == "inf" and doc["runs"][0]["facts"]["limits"]["spe"] == "inf"
+    assert doc["runs"][0]["summary"]["T2 limit"] == 1.5 and doc["runs"][0]["facts"]["limits"]["t2"] == 1.5
 
 
 def test_sessions_of_0_1_open_with_renamed_parameters(tmp_path):

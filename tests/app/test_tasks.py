@@ -228,7 +228,7 @@ def test_process_fit_gives_the_same_numbers_as_in_process(pool):
     res = pool.run("pca", ds, {"n_components": 2}, lambda f, m: reports.append(f) or True)
     ref = METHODS["pca"].run(ds, {"n_components": 2})
     np.testing.assert_allclose(res.sample_scores["spe"], ref.sample_scores["spe"], rtol=1e-12)
-    np.testing.assert_allclose(res.arrays["components"], ref.arrays["components"], rtol=1e-12)
+    np.testing.assert_allclose(res.subspace.components, ref.subspace.components, rtol=1e-12)
     assert res.data_fingerprint == ds.fingerprint() and res.params == ref.params
     assert reports and all(0 <= f <= 1 for f in reports)
 

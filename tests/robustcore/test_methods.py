@@ -64,13 +64,13 @@ def test_scaled_runs_say_their_units_and_the_views_reconstruct_in_original_units
     res = get_method(method).run(ds, {"n_components": 2, "scale": "standard"})
     assert res.feature_names == [f"f{j}" for j in range(6)]
     est = res.estimator
-    np.testing.assert_allclose(res.arrays["scale"], est.scale_)
+    np.testing.assert_allclose(res.subspace.scale, est.scale_)
     rec = _derived.reconstruction(res, ds, [0, 1, 2])
     np.testing.assert_allclose(rec, est.inverse_transform(est.transform(X[:3])), rtol=1e-9)
     np.testing.assert_allclose(_derived.contributions(res, ds, 4).sum(),
                                est._residual_sq(est._scaled(X[4:5]))[0], rtol=1e-9)
     unscaled = get_method(method).run(ds, {"n_components": 2, "scale": "none"})
-    assert "scale" not in unscaled.arrays
+    assert not unscaled.subspace.scaled and "scale" not in unscaled.all_arrays()
     # columns a thousand-fold apart are mixed units: the default scales them
     assert get_method(method).run(ds, {"n_components": 2}).estimator.scaling_ == "standard"
 

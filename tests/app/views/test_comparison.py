@@ -26,7 +26,7 @@ def test_principal_angles_between_the_subspaces(comparison):
     state, v = comparison
     pca, cop = state.result("pca"), state.result("coherence-pursuit")
     ang = v.angles[("pca", "coherence-pursuit")]
-    np.testing.assert_allclose(ang, _angles_by_svd(pca.arrays["components"], cop.arrays["components"]), atol=1e-6)
+    np.testing.assert_allclose(ang, _angles_by_svd(pca.subspace.components, cop.subspace.components), atol=1e-6)
     assert set(v.angles) == {("pca", "coherence-pursuit"), ("pca", "pcp"), ("coherence-pursuit", "pcp")}
     curves = v.angle_plot.listDataItems()
     assert len(curves) == 3
@@ -48,7 +48,7 @@ def test_errors_compare_like_with_like(views_for):
     assert v.common_rank == 2
     unflagged = ~(res["pca"].flags["outlier"] | res["coherence-pursuit"].flags["outlier"] | res["pcp"].flags["outlier"])
     for m, r in res.items():
-        C, mu = r.arrays["components"][:2], r.arrays["mean"]
+        C, mu = r.subspace.components[:2], r.subspace.mean
         assert v.errors["unflagged by all"][m] == pytest.approx(np.median(_spe(ds.X[unflagged], C, mu)), rel=1e-9)
         assert v.errors["known inliers"][m] == pytest.approx(np.median(_spe(ds.X[~ds.outliers], C, mu)), rel=1e-9)
         assert v.angles[("pca", "coherence-pursuit")].size == 2
@@ -64,7 +64,7 @@ def test_each_method_is_labelled_with_its_own_rank(comparison):
     assert ticks == ["PCA (2)", "CoP (2)", f"PCP ({rank_l})"]
     assert bottom.labelText == "method (own rank)"
     assert "compared at rank 2" in v.status.text() and f"PCP {rank_l} (rank of L)" in v.status.text()
-    assert v.error_plot.titleLabel.text.replace("<br>", " ") == "median SPE at rank 2"
+    assert v.error_plot.titleLabel.text.replace("<br>", " ") == "median SPE at rank 2 (data units)"
 
 
 def test_table_lists_flagged_samples_sorts_and_selects(comparison, qtbot):
@@ -86,3 +86,48 @@ def test_table_lists_flagged_samples_sorts_and_selects(comparison, qtbot):
     state.set_selection([rows[5], rows[7]])
     picked = sorted({it.row() for it in v.table.selectedItems()})
     assert picked == [5, 7]
+
+
+def test_a_mixed_unit_table_is_compared_in_one_unit(views_for):
+    """PCA and Coherence Pursuit standardise a table in mixed units (scale="auto"); robust PCA's L
+    lives in the data's own units. The comparison measured each in its own units (errors ~1 next
+    to errors ~1e6), so robust PCA looked worse by the square of the units. Now every subspace is
+    mapped into the one unit the scaled fits share, and the figure says which."""
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(3)
+    n, d, r = 300, 8, 2
+    X = rng.standard_normal((n, r)) @ rng.standard_normal((r, d)) + 0.05 * rng.standard_normal((n, d))
+    X[:15] += 4 * rng.standard_normal((15, d))
+    units = np.geomspace(1, 1e4, d)
+    X = X * units + 100.0
+    truth = np.zeros(n, bool)
+    truth[:15] = True
+    ds = Dataset(X=X, name="mixed units", outliers=truth)
+    state = AppState()
+    state.set_dataset(ds)
+    for m, p in (("pca", {"n_components": 2}), ("coherence-pursuit", {"n_components": 2}), ("pcp", {})):
+        res = get_method(m).run(ds, p)
+        assert state.add_result(res)
+    assert state.result("pca").subspace.scaling == "standard"
+    assert not state.result("pcp").subspace.scaled
+    v = views_for(state).show_view("comparison")
+    assert v.unit == "standardised units"
+    assert "standardised units" in v.error_plot.titleLabel.text and "standardised units" in v.status.text()
+    # Reference computed another way: standardise X with PCA's own scaling, and carry PCP's
+    # subspace over by mapping two points of each direction and orthonormalising.
+    sub = state.result("pca").subspace
+    Z = (X - sub.scale_center) / sub.scale
+    pcp = state.result("pcp").subspace
+    mu = (pcp.mean - sub.scale_center) / sub.scale
+    D = (pcp.components[:2] + pcp.mean - sub.scale_center) / sub.scale - mu
+    q, _ = np.linalg.qr(D.T)
+    unflagged = ~(state.result("pca").flags["outlier"] | state.result("coherence-pursuit").flags["outlier"]
+                  | state.result("pcp").flags["outlier"])
+    assert v.errors["unflagged by all"]["pcp"] == pytest.approx(np.median(_spe(Z[unflagged], q.T, mu)), rel=1e-8)
+    assert v.errors["unflagged by all"]["pca"] == pytest.approx(
+        np.median(_spe(Z[unflagged], sub.components[:2], sub.mean)), rel=1e-8)
+    # every method's error is now of the same order (one unit), not 1e6 apart
+    errs = np.array(list(v.errors["unflagged by all"].values()))
+    assert errs.max() / errs.min() < 100

@@ -123,8 +123,8 @@ def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
     v = views_for(state).show_view("contour")
     res = state.result("pca")
     assert v.plane_box.currentText() == "component 1 & largest residual"
-    np.testing.assert_allclose(v.plane[0], res.arrays["components"][0])
-    np.testing.assert_allclose(v.plane @ res.arrays["components"].T, [[1, 0], [0, 0]], atol=1e-9)
+    np.testing.assert_allclose(v.plane[0], res.subspace.components[0])
+    np.testing.assert_allclose(v.plane @ res.subspace.components.T, [[1, 0], [0, 0]], atol=1e-9)
     spe = v.grids["spe"]
     # SPE varies across the plane, from inside its limit to several times it.
     assert spe.min() < res.summary["SPE limit"] < 3 * res.summary["SPE limit"] < spe.max()

@@ -17,7 +17,7 @@ def test_image_sample_with_its_reconstruction_and_residual(views_for):
     shape = ds.image_shape
     x = ds.X[12]
     # Reference computed another way: projector P = CᵀC applied to the centred sample.
-    C, m = res.arrays["components"], res.arrays["mean"]
+    C, m = res.subspace.components, res.subspace.mean
     recon = m + C.T @ (C @ (x - m))
     np.testing.assert_array_equal(v.images["original"].image, x.reshape(shape))
     np.testing.assert_allclose(v.images["reconstruction"].image, recon.reshape(shape), atol=1e-12)
@@ -51,8 +51,8 @@ def test_table_sample_contributions_sum_to_its_spe(views_for):
     bars = v.bars.opts["height"]
     assert len(bars) == data("cardio").n_features
     assert np.sum(bars) == pytest.approx(res.sample_scores["spe"][7], rel=1e-10)
-    np.testing.assert_allclose(bars, compare.residual_contributions(data("cardio").X[7], res.arrays["components"],
-                                                                    res.arrays["mean"])[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(bars, compare.residual_contributions(data("cardio").X[7], res.subspace.components,
+                                                                    res.subspace.mean)[0], rtol=1e-10, atol=1e-12)
 
 
 def test_without_selection_the_most_outlying_flagged_sample_is_shown(views_for):

@@ -43,7 +43,7 @@ def test_pcp_map_is_against_the_subspace_of_L(state_views):
     v = views.show_view("outlier-map")
     res = state.result("pcp")
     assert v.drawn is res
-    C, m = res.arrays["components"], res.arrays["mean"]
+    C, m = res.subspace.components, res.subspace.mean
     X = data("usps-small").dense()
     E = (X - m) - ((X - m) @ C.T) @ C
     _, y = v.cloud.points()

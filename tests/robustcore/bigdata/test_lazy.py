@@ -29,7 +29,7 @@ def test_lazy_runs_give_the_in_memory_numbers(table, method, params):
     for k, v in mem.flags.items():
         np.testing.assert_array_equal(np.asarray(lazy.flags[k]), v)
     for k in ("components", "mean", "projection"):
-        np.testing.assert_allclose(lazy.arrays[k], mem.arrays[k], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(lazy.all_arrays()[k], mem.all_arrays()[k], rtol=1e-8, atol=1e-10)
     for k in ("flagged", "SPE limit", "T2 limit"):
         assert lazy.summary[k] == pytest.approx(mem.summary[k], rel=1e-8)
     assert lazy.summary["out of core"] is True and type(lazy.estimator).__name__.startswith("Dask")

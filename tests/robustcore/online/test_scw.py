@@ -761,7 +761,7 @@ def test_registry_runs_scw_dense_and_sparse():
     method = get_method("scw")
     res = method.run(Dataset(X, labels=y), {"variant": "II"})
     assert 0.0 <= res.summary["online mistake rate"] < 0.2
-    assert res.arrays["mean"].shape == (6,)
+    assert res.arrays["mean"].shape == (6,) and res.subspace is None
     # 25 % held out by default: the stream is the other 225, test accuracy measured along it.
     assert len(res.arrays["history_mistake_rate"]) == 225
     assert res.summary["test samples"] == 75 and res.summary["test accuracy"] > 0.8
