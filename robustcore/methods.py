@@ -159,9 +159,10 @@ def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elap
                     estimator=estimator, elapsed=elapsed,
                     feature_names=[str(f) for f in dataset.feature_names], **fields)
     res.warnings = notes + [str(w.message) for w in caught if str(w.message) not in notes]
-    if res.subspace is not None and getattr(dataset, "is_image", False) and res.subspace.scaling == "none" \
+    scaled = res.decomposition or res.subspace     # the part that records the fit's scaling
+    if scaled is not None and getattr(dataset, "is_image", False) and scaled.scaling == "none" \
             and values.get("scale") == "auto":
-        res.subspace.scaling = "none (image data)"
+        scaled.scaling = "none (image data)"
     truth = getattr(dataset, "outliers", None)
     score = res.sample_scores.get(method.outlier_score) if method.outlier_score else None
     if truth is not None and isinstance(score, np.ndarray):

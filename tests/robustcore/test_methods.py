@@ -115,3 +115,22 @@ def test_run_scores_and_flags_are_the_estimators_own(method, params):
     est = res.estimator
     np.testing.assert_allclose(res.sample_scores["outlier_score"], -est.score_samples(X), rtol=1e-12)
     np.testing.assert_array_equal(res.flags["outlier"], est.predict(X) == -1)
+
+
+@pytest.mark.parametrize("method", ["pca", "pcp", "coherence-pursuit", "residual"])
+def test_image_data_keep_their_pixels_under_scale_auto(method):
+    """A clip whose static pixels barely vary while moving ones vary 30x more: as a table this
+    is "mixed units" and auto standardises it; as images (the loader knows the image shape)
+    auto keeps the pixels as they are, and the result says why."""
+    rng = np.random.default_rng(0)
+    h, w, n = 6, 8, 60
+    frames = 0.5 + 0.001 * rng.standard_normal((n, h * w))
+    frames[:, :10] += 0.3 * rng.standard_normal((n, 10))       # where people walk
+    table = Dataset(X=frames, name="as a table")
+    images = Dataset(X=frames, name="as images", image_shape=(h, w))
+    params = {} if method == "pcp" else {"n_components": 2}
+    as_table = get_method(method).run(table, params)
+    as_images = get_method(method).run(images, params)
+    assert as_table.estimator.scaling_ == "standard"
+    assert as_images.estimator.scaling_ == "none" and as_images.params["scale"] == "auto"
+    assert as_images.summary["scaling"] == "none (image data)"
