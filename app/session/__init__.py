@@ -32,7 +32,7 @@ Typical use::
     session, dataset, results, notes = job
     view = apply_to_state(session, state, dataset, results)
 """
-from .compare import compare_arrays, compare_results
+from .compare import compare_arrays, compare_facts, compare_results
 from .files import load_session, load_snapshot, read_side, save_session, session_dir, side_name, side_path
 from .last import last_session, remember_session, reopen_last_enabled, set_reopen_last
 from .reopen import NeedsData, RestoreReport, apply_to_state, reopen_job, rerun, resolve_dataset, restore, stored_result
@@ -48,6 +48,6 @@ __all__ = [
     "library_versions", "seed_param", "pin_seed", "run_record", "session_from_results",
     "session_from_state", "save_session", "load_session", "load_snapshot", "session_to_json", "session_from_json",
     "session_dir", "side_name", "side_path", "read_side", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "rerun",
-    "apply_to_state", "restore", "compare_results", "compare_arrays",
+    "apply_to_state", "restore", "compare_results", "compare_arrays", "compare_facts",
     "last_session", "remember_session", "set_reopen_last", "reopen_last_enabled",
 ]

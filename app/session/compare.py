@@ -5,7 +5,11 @@ from typing import Mapping
 
 import numpy as np
 
-__all__ = ["compare_arrays", "compare_results"]
+__all__ = ["compare_arrays", "compare_results", "compare_facts"]
+
+# Facts that say where a run put its files or how long it took, not what it computed: never
+# compared.
+_WHERE = {("storage", "results_in")}
 
 # Bytes of one block when an array is not in memory (a Zarr store): compared a block of rows at a
 # time, so a replay of a 50-million-row run never holds a whole score column twice.
@@ -58,5 +62,28 @@ def compare_results(a, b, rtol: float = 1e-7, atol: float = 1e-10) -> list[str]:
     """Differences between two RunResults of the same method (empty list: the same numbers)."""
     def flat(res):
         return {f"{kind} {name}": v for kind in ("sample_scores", "flags", "arrays", "feature_scores")
-                for name, v in getattr(res, kind).items()}
+                for name, v in res.fields_of(kind).items()}
     return compare_arrays(flat(a), flat(b), rtol=rtol, atol=atol)
+
+
+def compare_facts(old: Mapping, new: Mapping, rtol: float = 1e-7) -> list[str]:
+    """Differences between two runs' typed numbers (:meth:`robustcore.result.RunResult.facts`):
+    numbers to ``rtol``, everything else exactly."""
+    import math
+    diffs = []
+    for part in sorted(set(old) | set(new)):
+        a, b = old.get(part), new.get(part)
+        if not isinstance(a, Mapping) or not isinstance(b, Mapping):
+            if a != b:
+                diffs.append(f"'{part}': saved {a!r}, now {b!r}")
+            continue
+        for key in sorted(set(a) | set(b)):
+            if (part, key) in _WHERE:
+                continue
+            x, y = a.get(key), b.get(key)
+            numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (x, y))
+            same = (math.isclose(float(x), float(y), rel_tol=rtol, abs_tol=1e-12) if numbers
+                    else x == y or str(x) == str(y))
+            if not same:
+                diffs.append(f"'{part}.{key}': saved {x!r}, now {y!r}")
+    return diffs

@@ -29,6 +29,9 @@ class BaseView(QWidget):
     name = ""
     title = ""
     methods: tuple = ()  # results this view draws: set from the registry for every subclass
+    # Why the view cannot draw data opened out of core (None: it can). The window and the
+    # command line both give this reason.
+    out_of_core: str | None = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -82,6 +85,8 @@ class BaseView(QWidget):
         result of ``method``."""
         if state.dataset is None:
             return "no data set is loaded"
+        if cls.out_of_core is not None and getattr(state.dataset, "is_lazy", False):
+            return f"not available for data opened out of core: {cls.out_of_core}"
         if method is not None and method not in cls.methods:
             return f"{method} does not feed this view"
         if method is not None and state.result(method) is None:

@@ -42,6 +42,7 @@ class _Item(QTableWidgetItem):
 class ComparisonView(BaseView):
     name = "comparison"
     title = "Comparison"
+    out_of_core = "its table lists sample names, which data opened out of core does not have"
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
@@ -98,7 +99,6 @@ class ComparisonView(BaseView):
         if ds is None or len(ms) < 2:
             return
         results = {m: self.state.result(m) for m in ms}
-        subs = {m: der.subspace(r) for m, r in results.items()}
         self.flags = {}
         for m, r in results.items():
             got = der.outlier_flags(r)

@@ -43,6 +43,7 @@ def _band_lut(n_inside: int, n_outside: int) -> np.ndarray:
 
 class ContourView(BaseView):
     name = "contour"
+    out_of_core = "it draws every sample in the plane of the map, and the out-of-core fit keeps no such plane"
     title = "SPE / T² map"
 
     def __init__(self, state, parent=None):

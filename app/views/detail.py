@@ -17,6 +17,8 @@ from .base import BaseView
 
 class DetailView(BaseView):
     name = "detail"
+    out_of_core = ("it reconstructs samples from the whole data set (or the whole low-rank part) read "
+                   "into memory")
     title = "Sample detail"
 
     def __init__(self, state, parent=None):

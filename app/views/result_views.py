@@ -5,34 +5,17 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 """
 from __future__ import annotations
 
-import importlib
 import os
 
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget
 
-from ..export import export_results as _export_results
-from ..export import provenance_header
 from robustcore.result import summary_lines
 
+from ..export import export_results as _export_results
+from ..export import provenance_header
 from ._figure import export_widget
-
-VIEW_CLASSES = {
-    "scatter": ("scatter", "ScatterView"),
-    "detail": ("detail", "DetailView"),
-    "decomposition": ("decomposition", "DecompositionView"),
-    "ranking": ("ranking", "RankingView"),
-    "contour": ("contour", "ContourView"),
-    "outlier-map": ("outlier_map", "OutlierMapView"),
-    "learning-curve": ("learning_curve", "LearningCurveView"),
-    "comparison": ("comparison", "ComparisonView"),
-    "evaluation": ("evaluation", "EvaluationView"),
-}
-VIEW_NAMES = tuple(VIEW_CLASSES)
-
-
-def _view_class(name):
-    module, cls = VIEW_CLASSES[name]
-    return getattr(importlib.import_module(f".{module}", __package__), cls)
+from .catalog import VIEW_NAMES
+from .catalog import view_class as _view_class
 
 
 def view_title(name: str) -> str:

@@ -134,10 +134,10 @@ def test_replay_of_a_window_session(tmp_path, capsys):
     assert S.load_session(tmp_path / "o" / "run.json").selection == [0, 5]
     # A replay that does not reproduce the stored numbers says so (and fails with --check).
     doc = json.loads((tmp_path / "w.rss.json").read_text())
-    doc["runs"][0]["summary"]["SPE limit"] *= 1.01
+    doc["runs"][0]["facts"]["limits"]["spe"] *= 1.01
     (tmp_path / "w.rss.json").write_text(json.dumps(doc))
     code, _, err = run_cli(capsys, "replay", tmp_path / "w.rss.json", "--out", tmp_path / "o2", "--check")
-    assert code == 1 and "did not reproduce" in err and "SPE limit" in err
+    assert code == 1 and "did not reproduce" in err and "limits.spe" in err
 
 
 def write_labelled_csv(path, X, labels):

@@ -73,10 +73,12 @@ def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
 
 
 @pytest.mark.parametrize("extra,match", [
-    (["--method", "pcp"], "pcp needs the data in memory; methods that run out of core"),
+    (["--method", "pcp"], "pcp needs the data in memory, and the data are read out of core (Zarr tables"),
     (["--method", "pca", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach a Dask scheduler"),
-    (["--method", "pca", "--figure", "detail"], "--figure detail is not available with --lazy: it reconstructs"),
-    (["--method", "pca", "--figure", "contour"], "--figure contour is not available with --lazy"),
+    (["--method", "pca", "--figure", "detail"], "--figure detail cannot be drawn for pca: not available for data "
+                                                "opened out of core: it reconstructs"),
+    (["--method", "pca", "--figure", "contour"], "--figure contour cannot be drawn for pca: not available for data "
+                                                 "opened out of core"),
 ])
 def test_lazy_errors(tmp_path, capsys, table, extra, match, monkeypatch):
     from robustcore.bigdata import _dask
@@ -85,10 +87,17 @@ def test_lazy_errors(tmp_path, capsys, table, extra, match, monkeypatch):
     assert code == 2 and match in err and "Traceback" not in err
 
 
-def test_scheduler_needs_out_of_core_data(tmp_path, capsys, table):
+def test_scheduler_reads_the_data_out_of_core(tmp_path, capsys, table, monkeypatch):
+    """--scheduler sends the work to a cluster, so the data are read out of core even when they
+    would fit in memory; the run says so before it tries the address."""
+    from robustcore.bigdata import _dask
+    monkeypatch.setattr(_dask, "_CONNECT_TIMEOUT", 1)
     code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--method", "pca", "--scheduler",
                            "tcp://127.0.0.1:9", "--out", tmp_path / "o")
-    assert code == 2 and "apply to data opened out of core" in err
+    assert code == 2 and "out of core: --scheduler" in err and "cannot reach a Dask scheduler" in err
+    code, _, err = run_cli(capsys, "run", "--demo", "cardio", "--method", "pca", "--scheduler",
+                           "tcp://127.0.0.1:9", "--out", tmp_path / "o")
+    assert code == 2 and "--scheduler applies to --data files read out of core" in err
 
 
 def _clip(path):
@@ -176,7 +185,7 @@ def test_lazy_run_writes_run_json_and_replay_repeats_it_out_of_core(tmp_path, ca
     next(p for p in sorted(store.rglob("*")) if p.is_file() and "c" in p.relative_to(store).parts).unlink()
     code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", table / "t.npy",
                            *lazy, "--out", tmp_path / "d")
-    assert code == 0 and "coherence-pursuit: the saved per-sample results were not compared" in err
+    assert code == 0 and "coherence-pursuit: the saved per-sample results were not read" in err
     assert "is damaged or changed" in err
 
 

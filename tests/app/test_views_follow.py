@@ -113,7 +113,7 @@ def test_a_new_run_replaces_what_a_hidden_view_draws(qtbot, window):
 
 
 def test_view_method_lists_come_from_the_registry():
-    from app.views.result_views import _view_class
+    from app.views.catalog import view_class as _view_class
     from robustcore.methods import methods_for_view
     for name in ("scatter", "detail", "contour", "comparison", "decomposition", "ranking", "learning-curve"):
         assert _view_class(name).methods == methods_for_view(name)
