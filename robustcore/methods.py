@@ -305,8 +305,24 @@ def _run_pcp(est, dataset, values, rep):
     arrays = {"low_rank": est.low_rank_, "sparse": est.sparse_,
               "history_residual": np.asarray(h["residual"]), "history_rank": np.asarray(h["rank"]),
               "history_nnz": np.asarray(h["nnz"])}
+    score = est.sample_scores_
+    # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's
+    # quantile): flags == est.predict(X) == -1.
+    outlier = score > -est.offset_
+    decomposition = Decomposition(rank_of_L=int(est.rank_), lam=float(est.lam_), iterations=int(est.n_iter_),
+                                  converged=bool(est.converged_), nnz_S=int(np.count_nonzero(est.sparse_)),
+                                  mu=float(est.mu_), scaling=est.scaling_)
+    outliers = Outliers(rule=SPARSE_RULE.describe(values), score="sparse_score",
+                        n_flagged=int(outlier.sum()), n_samples=int(X.shape[0]))
+    fields = dict(sample_scores={"sparse_score": score}, flags={"outlier": outlier}, arrays=arrays,
+                  decomposition=decomposition, outliers=outliers)
+    if int(est.rank_) == 0:
+        # Nothing low-rank was found: no subspace to project onto or measure distances from.
+        fields["no_outlier_map"] = ("robust PCA found no low-rank part (L = 0, S = X), so there is no "
+                                    "subspace to measure distances from")
+        return fields
     # The subspace of L: its PCP_DIRECTIONS leading directions at most.
-    sub = lowrank_subspace(est.low_rank_, n_components=min(max(int(est.rank_), 1), PCP_DIRECTIONS))
+    sub = lowrank_subspace(est.low_rank_, n_components=min(int(est.rank_), PCP_DIRECTIONS))
     arrays["projection"] = (X - sub["mean"]) @ sub["components"].T
     # The outlier map of X against L's subspace. The spread along each direction is robust
     # (1.4826 MAD of X's scores): L's own spread understates it along its weak directions (on
@@ -316,20 +332,10 @@ def _run_pcp(est, dataset, values, rep):
     var = np.where(mad > 0, mad ** 2, T.var(axis=0, ddof=1))
     more, said = _outlier_map(X, sub["components"], sub["mean"], var, robust=True)
     arrays.update(more)
-    score = est.sample_scores_
-    # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's
-    # quantile): flags == est.predict(X) == -1.
-    outlier = score > -est.offset_
-    subspace = Subspace(components=sub["components"], mean=sub["mean"], rank_rule="rank of L",
-                        source="PCA of L", variances=var)
-    decomposition = Decomposition(rank_of_L=int(est.rank_), lam=float(est.lam_), iterations=int(est.n_iter_),
-                                  converged=bool(est.converged_), nnz_S=int(np.count_nonzero(est.sparse_)),
-                                  mu=float(est.mu_), scaling=est.scaling_,
-                                  degenerate=getattr(est, "degenerate_", None) or None)
-    outliers = Outliers(rule=SPARSE_RULE.describe(values), score="sparse_score",
-                        n_flagged=int(outlier.sum()), n_samples=int(X.shape[0]))
-    return dict(sample_scores={"sparse_score": score}, flags={"outlier": outlier}, arrays=arrays,
-                subspace=subspace, decomposition=decomposition, outliers=outliers, **said)
+    fields["subspace"] = Subspace(components=sub["components"], mean=sub["mean"], rank_rule="rank of L",
+                                  source="PCA of L", variances=var)
+    fields.update(said)
+    return fields
 
 
 def _run_residual(est, dataset, values, rep):

@@ -32,6 +32,8 @@ class BaseView(QWidget):
     # Why the view cannot draw data opened out of core (None: it can). The window and the
     # command line both give this reason.
     out_of_core: str | None = None
+    # Whether the view draws a result's subspace (a result without one cannot be drawn here).
+    needs_subspace = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -87,11 +89,25 @@ class BaseView(QWidget):
             return "no data set is loaded"
         if cls.out_of_core is not None and getattr(state.dataset, "is_lazy", False):
             return f"not available for data opened out of core: {cls.out_of_core}"
-        if method is not None and method not in cls.methods:
-            return f"{method} does not feed this view"
-        if method is not None and state.result(method) is None:
-            return f"{method} has no result"
-        return view_requirement(cls.name, [m for m in cls.methods if state.result(m) is not None])
+        if method is not None:
+            if method not in cls.methods:
+                return f"{method} does not feed this view"
+            if state.result(method) is None:
+                return f"{method} has no result"
+            return cls.cannot_draw(state.result(method))
+        usable = [m for m in cls.methods if state.result(m) is not None and cls.cannot_draw(state.result(m)) is None]
+        return view_requirement(cls.name, usable)
+
+    @classmethod
+    def cannot_draw(cls, result) -> str | None:
+        """Why this view can draw no meaningful picture of ``result`` (None: it can)."""
+        if cls.needs_subspace and result.subspace is None:
+            d = result.decomposition
+            why = (f"{result.no_outlier_map}" if result.no_outlier_map else "the result has no subspace")
+            if d is not None and d.degenerate:
+                why += f" ({d.degenerate})"
+            return why
+        return None
 
     @classmethod
     def available_in(cls, state) -> bool:
@@ -102,7 +118,7 @@ class BaseView(QWidget):
         return self.available_in(self.state)
 
     def available_methods(self) -> list[str]:
-        return [m for m in self.methods if self.state.result(m) is not None]
+        return [m for m in self.methods if self.missing(self.state, m) is None]
 
     # -- invalidation ---------------------------------------------------------------------------
     def invalidate(self) -> None:

@@ -41,6 +41,7 @@ class _Item(QTableWidgetItem):
 
 class ComparisonView(BaseView):
     name = "comparison"
+    needs_subspace = True
     title = "Comparison"
     out_of_core = "its table lists sample names, which data opened out of core does not have"
 

@@ -27,6 +27,7 @@ NEED = ("score_distance", "orthogonal_distance", "map_region")
 
 class OutlierMapView(BaseView):
     name = "outlier-map"
+    needs_subspace = True
     title = "Outlier map"
 
     def __init__(self, state, parent=None):

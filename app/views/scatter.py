@@ -15,6 +15,7 @@ from .base import BaseView
 
 class ScatterView(BaseView):
     name = "scatter"
+    needs_subspace = True
     title = "Scatter"
 
     def __init__(self, state, parent=None):

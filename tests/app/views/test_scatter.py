@@ -194,3 +194,29 @@ def test_choosers_show_their_whole_text(scatter):
     for box in (v.method_box, v.x_box, v.y_box, v.color_box, v.size_box, v.flag_box):
         longest = max(box.fontMetrics().horizontalAdvance(box.itemText(i)) for i in range(box.count()))
         assert box.width() >= longest + 20, (box.currentText(), box.width(), longest)
+
+
+def test_a_robust_pca_with_an_empty_low_rank_part_is_not_drawn_as_a_subspace(views_for):
+    """Sparse one-hot rows: with the default lambda PCP puts every entry into S (L = 0). The
+    scatter once labelled its axes "PCA of L" and the outlier map drew cut-offs for a rank-0
+    subspace; now both say why there is nothing to draw, and the command line refuses the
+    figure with the same reason."""
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(0)
+    X = np.zeros((200, 50))
+    X[np.arange(200), rng.integers(0, 50, 200)] = 1.0
+    ds = Dataset(X=X, name="one-hot")
+    res = get_method("pcp").run(ds, {})
+    assert res.decomposition.rank_of_L == 0 and res.subspace is None
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(res)
+    views = views_for(state)
+    for name in ("scatter", "outlier-map"):
+        cls = type(views.view(name))
+        why = cls.missing(state, "pcp")
+        assert why is not None and "no low-rank part" in why, (name, why)
+        assert name not in views.available_views()
+    assert "decomposition" in views.available_views()
