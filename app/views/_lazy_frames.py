@@ -111,7 +111,13 @@ class LiveFrames:
     def _open(self, path: Path) -> None:
         import zarr
         group = zarr.open_group(str(path), mode="r")
-        self.store, self._rows = path, {f: group[f] for f in self.FIELDS}
+        try:
+            rows = {f: group[f] for f in self.FIELDS}
+        except KeyError:
+            # The folder was moved to its final place between opening it and reading its
+            # arrays (seen under load): the caller tries the final place.
+            raise FileNotFoundError(path) from None
+        self.store, self._rows = path, rows
 
     def rows(self, field: str) -> FrameRows:
         return FrameRows(lambda i: self.read(field, i), self.n_frames)
