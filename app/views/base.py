@@ -118,7 +118,8 @@ class BaseView(QWidget):
         return self.available_in(self.state)
 
     def available_methods(self) -> list[str]:
-        return [m for m in self.methods if self.missing(self.state, m) is None]
+        return [m for m in self.methods
+                if self.state.result(m) is not None and self.cannot_draw(self.state.result(m)) is None]
 
     # -- invalidation ---------------------------------------------------------------------------
     def invalidate(self) -> None:
