@@ -87,9 +87,8 @@ class OutlierRule:
         return f"{self.text} (alpha = {a:g})" if a is not None else self.text
 
 
-def contamination_rule(c: float) -> str:
-    """The outlier rule of a run with a numeric ``contamination``, in words."""
-    return f"the {c:.3g} share of samples with the largest outlier score (contamination)"
+# (the words of a numeric contamination's rule live with the rules themselves)
+from ._outlier import contamination_rule  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,15 @@
 
 Each returns the same RunResult fields as its in-memory counterpart in robustcore/methods.py:
 per-sample scores and flags, arrays, a summary. Per-sample results are numpy arrays when they
-fit the memory budget of :func:`robustcore.bigdata.settings`, Zarr arrays (sliced like numpy
-arrays) otherwise; the fitted estimator (a Dask* class) is what the run's ``estimator`` holds.
+fit the memory budget of :func:`robustcore.bigdata.settings`, StoredRows (Zarr, sliced and
+combined like numpy arrays) otherwise; the fitted estimator (the in-memory class: the same
+estimator fits lazy input) is what the run's ``estimator`` holds.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._dask import compute
-from ._rows import as_dask_rows, materialize
+from .._passes import count_true
 
 __all__ = ["run_pca", "run_residual", "run_cop", "run_online_rpca"]
 
@@ -21,8 +21,8 @@ def _table(dataset):
     if getattr(dataset, "kind", "table") != "table":
         raise ValueError(f"'{dataset.name}' is a video opened out of core; run the streaming method "
                          f"(online-rpca) on it, or load the video into memory for this method")
-    from .estimators import as_dask
-    return as_dask(dataset.source)
+    from .._passes import lazy_array
+    return lazy_array(dataset)
 
 
 def _params_for(cls, values):
@@ -30,31 +30,20 @@ def _params_for(cls, values):
     return {k: v for k, v in values.items() if k in names}
 
 
-def _scored_fields(X, est, rep, rule, extra_scores=None):
+def _scored_fields(est, res, rule, extra_scores=None):
     """SPE, T², the outlier score (the larger of SPE and T² in units of their limits), the
-    projection and the flags "SPE or T² above its limit", in one pass over X, from the fitted
-    estimator's own limits (as robustcore.methods._model_fields in memory)."""
-    import dask.array as da
-
-    from .estimators import lazy_spe_t2, project
-    spe, t2 = lazy_spe_t2(est, X)
-    score = da.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
-    proj = project(X, est.components_, est.mean_)
-    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
-    outlier = score > -est.offset_
-    rows = materialize({"outlier_score": score, "spe": spe, "t2": t2, "projection": proj, "outlier": outlier,
-                        "outside_spe": out_spe, "outside_t2": out_t2}, progress=rep, message="scores",
-                       name="scores")
-    n_out = int(compute(da.count_nonzero(as_dask_rows(rows["outlier"], X.chunks[0])), message="counting")[0])
-    scores = {"outlier_score": rows["outlier_score"], **(extra_scores or {}), "spe": rows["spe"], "t2": rows["t2"]}
-    flags = {k: rows[k] for k in ("outlier", "outside_spe", "outside_t2")}
+    projection and the flags "SPE or T² above its limit" from the estimator's per-row results
+    (``row_results``: one pass over X), as robustcore.methods._model_fields in memory."""
+    n_out = count_true(res.outlier)
+    scores = {"outlier_score": res.outlier_score, **(extra_scores or {}), "spe": res.spe, "t2": res.t2}
+    flags = {"outlier": res.outlier, "outside_spe": res.outside_spe, "outside_t2": res.outside_t2}
     summary = {"outlier rule": rule, "SPE limit": float(est.spe_limit_), "T2 limit": float(est.t2_limit_),
                "flagged": n_out, "out of core": True}
-    return scores, flags, rows["projection"], summary
+    return scores, flags, res.projection, summary
 
 
 def _rule(values, alpha):
-    from ..methods import contamination_rule
+    from .._outlier import contamination_rule
     c = values.get("contamination", "auto")
     return contamination_rule(c) if c != "auto" else f"SPE or T² above its limit (alpha = {alpha:g})"
 
@@ -65,28 +54,28 @@ def _rank(est, values):
 
 
 def run_pca(est, dataset, values, rep):
-    from .estimators import DaskPCA
+    from ..subspace.pca import PCA
     X = _table(dataset)
-    est = DaskPCA(**_params_for(DaskPCA, values))
-    est.fit(X, progress=rep.span(0, 0.5))
+    est = PCA(**_params_for(PCA, values))
+    res = est.fit_row_results(X, progress=rep)
     arrays = {"components": est.components_, "mean": est.mean_, "explained_variance": est.explained_variance_}
     summary = {"rank": _rank(est, values), "explained variance ratio": float(est.explained_variance_ratio_.sum())}
     notes = []
     if est.residual_eigenvalues_.size == 0:
         notes.append("no SPE/T² limits for this subspace: no residual is left")
         return dict(arrays=arrays, summary=summary, warnings=notes, estimator=est)
-    scores, flags, proj, more = _scored_fields(X, est, rep.span(0.5, 1.0), _rule(values, _LIMIT_ALPHA))
+    scores, flags, proj, more = _scored_fields(est, res, _rule(values, _LIMIT_ALPHA))
     arrays["projection"] = proj
     summary.update(more)
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, warnings=notes, estimator=est)
 
 
 def run_residual(est, dataset, values, rep):
-    from .estimators import DaskResidualScorer
+    from ..anomaly import ResidualScorer
     X = _table(dataset)
-    est = DaskResidualScorer(**_params_for(DaskResidualScorer, values))
-    est.fit(X, progress=rep.span(0, 0.5))
-    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.5, 1.0), _rule(values, est.alpha))
+    est = ResidualScorer(**_params_for(ResidualScorer, values))
+    res = est.fit_row_results(X, progress=rep)
+    scores, flags, proj, summary = _scored_fields(est, res, _rule(values, est.alpha))
     flags["outside_either"] = flags["outside_spe"] | flags["outside_t2"]
     summary = {"rank": _rank(est, values), "alpha": est.alpha, **summary}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
@@ -96,21 +85,17 @@ def run_residual(est, dataset, values, rep):
 def run_cop(est, dataset, values, rep):
     """Coherence Pursuit, its SPE/T² limits calibrated inside the fit on all but the gross
     outliers (as in memory)."""
-    import dask.array as da
-
-    from .estimators import DaskCoherencePursuit
+    from ..subspace.coherence_pursuit import CoherencePursuit
     X = _table(dataset)
-    est = DaskCoherencePursuit(**_params_for(DaskCoherencePursuit, values))
-    est.fit(X, progress=rep.span(0, 0.6))
-    scores, flags, proj, summary = _scored_fields(X, est, rep.span(0.6, 1.0), _rule(values, _LIMIT_ALPHA),
-                                                  extra_scores={"coherence": est.coherence_})
-    flags["selected"] = est.selected_
-    flags["degenerate"] = est.degenerate_
-    degenerate = as_dask_rows(est.degenerate_, X.chunks[0])
-    n_deg = int(compute(da.count_nonzero(degenerate), message="counting")[0])
-    n_sel = int(compute(da.count_nonzero(as_dask_rows(est.selected_, X.chunks[0])), message="counting")[0])
-    summary = {"rank": _rank(est, values), "selected inliers": n_sel, "degenerate samples": n_deg,
-               "calibrated on": f"{est.n_calibration_} samples (all but log-SPE outliers)", **summary}
+    est = CoherencePursuit(**_params_for(CoherencePursuit, values))
+    res = est.fit_row_results(X, progress=rep)
+    scores, flags, proj, summary = _scored_fields(est, res, _rule(values, _LIMIT_ALPHA),
+                                                  extra_scores={"coherence": res.extra["coherence"]})
+    flags["selected"] = res.extra["selected"]
+    flags["degenerate"] = res.extra["degenerate"]
+    summary = {"rank": _rank(est, values), "selected inliers": count_true(res.extra["selected"]),
+               "degenerate samples": count_true(res.extra["degenerate"]),
+               "calibrated on": f"{est.calibration_indices_.size} samples (all but log-SPE outliers)", **summary}
     arrays = {"components": est.components_, "mean": est.mean_, "projection": proj}
     return dict(sample_scores=scores, flags=flags, arrays=arrays, summary=summary, estimator=est)
 
@@ -125,7 +110,7 @@ def run_online_rpca(est, dataset, values, rep):
     import uuid
     from pathlib import Path
 
-    from ..compare import flags_above, robust_threshold
+    from .._outlier import flags_above, robust_threshold
     from ._dask import get_settings
     from ._frames import as_frame_source
     from ._sink import FrameSink
