@@ -20,7 +20,6 @@ from ._scaling import scale_param
 # The limit formulas live in robustcore.limits; their names stay importable from here.
 from .limits import (box_limit, jackson_mudholkar_limit, spe_limit, t2_limit_new,  # noqa: F401
                      t2_limit_training)
-from .limits import thetas as _thetas  # noqa: F401
 from .rank import rank_cap, scree_elbow
 from .subspace._base import Calibration, SubspaceModel
 from .subspace._scan import input_rows, scan

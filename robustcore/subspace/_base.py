@@ -36,7 +36,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from .._passes import Rows, is_lazy, percentile, scratch
+from .._passes import Rows, percentile, scratch
 from .._progress import Reporter
 from .._residual import ResidualKernel, residual_sq
 from .._scaling import ScaledInput

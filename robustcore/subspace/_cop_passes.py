@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
@@ -41,10 +42,22 @@ from ..rank import rank_cap, scree_elbow
 from ._base import Calibration
 from ._scan import scan
 
-__all__ = ["fit_in_passes"]
+__all__ = ["fit_in_passes", "RankDeficientWarning", "warn_rank_deficient"]
 
 # A row is degenerate when its centred norm is this small relative to the largest norm.
 _DEGENERATE_RTOL = 1e-12
+
+
+class RankDeficientWarning(UserWarning):
+    """The selected samples span fewer than n_components directions."""
+
+
+def warn_rank_deficient(s, r, n_selected):
+    """Warn when the selected samples (singular values ``s``) span fewer than r directions."""
+    if s.size < r or s[r - 1] <= 1e-10 * s[0]:
+        warnings.warn(f"the {n_selected} selected samples span fewer than n_components = {r} "
+                      f"directions; the basis is partly arbitrary. Select more samples or lower "
+                      f"n_components", RankDeficientWarning, stacklevel=4)
 
 
 class _Prep:
@@ -231,7 +244,6 @@ def _selection_count(p, n, n_valid, r) -> int:
 def fit_in_passes(est, rows, p, rep):
     """(fitted attributes, kept per-row results) of a Coherence Pursuit fit on ``rows``; see the
     module doc for the passes."""
-    from .coherence_pursuit import warn_rank_deficient
     n, d = rows.n, rows.d
     r, estimate = est._rank_to_use(p, n, d)
     how = p["center"]

@@ -13,7 +13,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .._base import ConvergenceWarning, Estimator, fit_method
 # (calibration_rows and residual_limit live in robustcore._outlier; their names stay here)
@@ -27,6 +26,7 @@ from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, check_ran
 from ..linalg import fix_signs
 from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel, calibration_spectrum
+from ._cop_passes import RankDeficientWarning, fit_in_passes, warn_rank_deficient
 from ._scan import input_rows, load_rows
 
 __all__ = ["CoherencePursuit", "coherence_scores", "residual_limit",
@@ -45,10 +45,6 @@ _DEFLATION_FLOOR = 1e-8
 # The first limit comes from the few selected samples, whose residuals are biased low (they
 # shaped the subspace), so it is too tight; each pass calibrates on a larger, less biased set.
 _REFINE_MAX_PASSES = 10
-
-
-class RankDeficientWarning(UserWarning):
-    """The selected samples span fewer than n_components directions."""
 
 
 def coherence_scores(Xn, norm: int = 2, *, method: str = "auto", chunk_size: int | None = None,
@@ -349,7 +345,6 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         if p["chunk_size"] is not None:
             rows.block_rows = int(p["chunk_size"])
         if self._passes_apply(p, rows.n, rows.d):
-            from ._cop_passes import fit_in_passes
             fit, kept = fit_in_passes(self, rows, p, rep)
             self._set_fitted(**fit)
             self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept))
@@ -560,14 +555,6 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         return _Refined(comps, mean, sing, np.sort(kept), limit, passes, True)
 
 
-
-
-def warn_rank_deficient(s, r, n_selected):
-    """Warn when the selected samples (singular values ``s``) span fewer than r directions."""
-    if s.size < r or s[r - 1] <= 1e-10 * s[0]:
-        warnings.warn(f"the {n_selected} selected samples span fewer than n_components = {r} "
-                      f"directions; the basis is partly arbitrary. Select more samples or lower "
-                      f"n_components", RankDeficientWarning, stacklevel=4)
 
 
 def _refuse_out_of_core(p):
