@@ -146,7 +146,7 @@ def method_restrictions(methods: dict, dataset) -> dict:
         return {}
     out = {}
     for name, m in methods.items():
-        if m.lazy is None:
+        if not m.out_of_core:
             out[name] = (f"{m.title} needs the data in memory, and '{dataset.name}' is opened out of core "
                          f"(it stays on disk)")
         elif (name in FRAME_METHODS) != (dataset.kind == "frames"):

@@ -32,7 +32,7 @@ from ._params import Param
 from ._validation import MAX_ABS, validate_X
 
 __all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "resolve_scaling", "mixed_units",
-           "varies", "pow2_factor", "apply_scaling", "ScaledInput"]
+           "varies", "pow2_factor", "apply_scaling", "ScaledInput", "robust_scale", "scaling_fields"]
 
 SCALES = ("none", "standard", "robust", "auto")
 
@@ -65,6 +65,18 @@ def pow2_factor(X, top=None) -> float:
     if top == 0.0 or 1.0 / MAX_ABS <= top <= MAX_ABS:
         return 1.0
     return float(2.0 ** -np.round(np.log2(top)))
+
+
+def column_pow2_factors(X) -> np.ndarray:
+    """Per column, a power of two bringing the column's largest |value| near 1 when it is
+    extreme (1.0 otherwise): one factor for the whole table would let a column of ordinary
+    values beside one of 1e200 underflow in its squares and look constant."""
+    if X.size == 0:
+        return np.ones(X.shape[1])
+    top = np.maximum(X.max(axis=0), -X.min(axis=0))
+    with np.errstate(divide="ignore"):
+        f = np.exp2(-np.round(np.log2(np.where(top > 0, top, 1.0))))
+    return np.where((top == 0.0) | ((top >= 1.0 / MAX_ABS) & (top <= MAX_ABS)), 1.0, f)
 
 
 def column_moments(X, block: int = 1 << 16):
@@ -116,10 +128,11 @@ def resolve_scaling(X, how: str) -> str:
     """The scaling ``how`` means for ``X``: "auto" becomes "standard" or "none" (module doc)."""
     if how != "auto":
         return how
-    f = pow2_factor(X)
-    Xf = X * f if f != 1.0 else X
+    f = column_pow2_factors(X)
+    Xf = X * f if np.any(f != 1.0) else X
     mean, spread = column_moments(Xf) if isinstance(Xf, np.ndarray) else (Xf.mean(axis=0), Xf.std(axis=0))
-    return "standard" if mixed_units(spread, mean) else "none"
+    with np.errstate(over="ignore"):
+        return "standard" if mixed_units(spread / f, mean / f) else "none"
 
 
 def fit_scaling(X, how: str):
@@ -128,24 +141,46 @@ def fit_scaling(X, how: str):
     how = resolve_scaling(X, how)
     if how == "none":
         return np.zeros(d), np.ones(d)
-    f = pow2_factor(X)
-    Xf = X * f if f != 1.0 else X
+    f = column_pow2_factors(X)
+    Xf = X * f if np.any(f != 1.0) else X
     if how == "standard":
         center, scale = column_moments(Xf) if isinstance(Xf, np.ndarray) else (Xf.mean(axis=0), Xf.std(axis=0))
     elif how == "robust":
         center = np.median(Xf, axis=0)
-        scale = 1.482602218505602 * np.median(np.abs(Xf - center), axis=0)
-        flat = scale <= 0
-        if flat.any():
-            q75, q25 = np.percentile(Xf[:, flat], [75, 25], axis=0)
-            scale[flat] = (q75 - q25) / 1.3489795003921634
-            flat = scale <= 0
-            if flat.any():
-                scale[flat] = Xf[:, flat].std(axis=0)
+        scale = robust_scale(np.median(np.abs(Xf - center), axis=0),
+                             lambda flat: np.subtract(*np.percentile(Xf[:, flat], [75, 25], axis=0)),
+                             lambda flat: Xf[:, flat].std(axis=0))
     else:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {how!r}")
     scale = np.where(varies(scale, center), scale, 1.0 * f)
     return center / f, scale / f
+
+
+def robust_scale(mad, iqr, std) -> np.ndarray:
+    """The spreads of "robust" scaling (module doc) from the columns' MAD (d,), whoever found it
+    (numpy in memory, exact order statistics out of core): 1.4826 MAD; where that is 0, the
+    interquartile range / 1.349 (``iqr(flat)`` gives q75 - q25 of the columns ``flat``); where
+    that is 0 too, the standard deviation (``std(flat)``)."""
+    scale = 1.482602218505602 * np.asarray(mad, dtype=np.float64)
+    flat = scale <= 0
+    if flat.any():
+        scale[flat] = iqr(flat) / 1.3489795003921634
+        flat = scale <= 0
+        if flat.any():
+            scale[flat] = std(flat)
+    return scale
+
+
+def scaling_fields(how: str, center, spread) -> dict:
+    """The fitted ``scale_center_``, ``scale_`` and ``scaling_`` of ``how`` ("none", "standard"
+    or "robust", already resolved) from the columns' centres and spreads (true units): a column
+    with no spread keeps scale 1."""
+    d = np.asarray(center).shape[0]
+    if how == "none":
+        return {"scale_center_": np.zeros(d), "scale_": np.ones(d), "scaling_": "none"}
+    center = np.asarray(center, dtype=np.float64)
+    return {"scale_center_": center, "scale_": np.where(varies(spread, center), spread, 1.0),
+            "scaling_": how}
 
 
 class ScaledInput:

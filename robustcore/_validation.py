@@ -8,11 +8,20 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import validate_data
 
-__all__ = ["validate_X", "check_finite", "check_magnitude", "check_random_state", "MAX_ABS"]
+__all__ = ["validate_X", "validate_lazy", "check_finite", "check_magnitude", "check_random_state", "MAX_ABS",
+           "OVERFLOW_FIX", "nonfinite_error", "magnitude_error"]
 
 # Squares of larger values overflow float64 (1.8e308): every method here works with squares
 # (SVDs, Gram matrices, distances), so such values are refused or rescaled first.
 MAX_ABS = 1e150
+
+# What to do about values whose squares overflow or underflow (check_magnitude's way out).
+OVERFLOW_FIX = ("Pass scale='standard' or 'robust' (the estimator then rescales inside), or "
+                "multiply X by a constant that brings its values near 1.")
+
+_COMPLEX = ("Complex data not supported: X holds complex numbers, and these methods work on real "
+            "data; pass X.real, np.abs(X), or the real and imaginary parts as separate features "
+            "(np.hstack([X.real, X.imag]))")
 
 
 def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features: int = 1,
@@ -32,10 +41,7 @@ def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features:
     except ValueError as exc:
         if str(exc).startswith("Complex data not supported"):
             # scikit-learn's own message prints the whole array and no way out
-            raise ValueError("Complex data not supported: X holds complex numbers, and these "
-                             "methods work on real data; pass X.real, np.abs(X), or the real and "
-                             "imaginary parts as separate features (np.hstack([X.real, X.imag]))"
-                             ) from None
+            raise ValueError(_COMPLEX) from None
         raise
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
@@ -43,6 +49,44 @@ def validate_X(estimator, X, *, reset: bool, min_samples: int = 1, min_features:
     if finite:
         check_finite(X)
     return X
+
+
+def validate_lazy(estimator, A, *, reset: bool, min_samples: int = 1, min_features: int = 1):
+    """The checks of :func:`validate_X` for a lazy table ``A`` (a Dask array), with the same
+    messages, without reading it: scikit-learn's ``validate_data`` runs on a stand-in of A's
+    shape that holds no memory (a broadcast zero), so its sample, feature and width messages
+    are the in-memory ones. Sets or checks ``n_features_in_``; a lazy table has no feature
+    names. Finiteness is checked by the pass that reads the values."""
+    if A.dtype.kind == "c":
+        raise ValueError(_COMPLEX)
+    if A.ndim != 2:
+        raise ValueError(f"Expected a 2D table (n_samples, n_features), got an array of shape "
+                         f"{tuple(A.shape)}; reshape it, e.g. X.reshape(-1, 1) for one feature")
+    if A.dtype.kind not in "biuf":
+        raise ValueError(f"X must hold numbers; got dtype {A.dtype}")
+    stand_in = np.broadcast_to(np.zeros((1, 1)), tuple(int(v) for v in A.shape))
+    validate_data(estimator, stand_in, reset=reset, dtype=np.float64, ensure_all_finite=False,
+                  ensure_min_samples=min_samples, ensure_min_features=min_features)
+    return A
+
+
+def nonfinite_error(count: int, i: int, j: int, value: float, name: str = "X") -> ValueError:
+    kind = "NaN" if np.isnan(value) else "infinite"
+    return ValueError(f"{name} contains {count} NaN or infinite value(s) (first: {kind} at row {i}, "
+                      f"column {j}); remove or impute them before fitting")
+
+
+def magnitude_error(top: float, method: str, fix: str):
+    """The refusal of values whose squares overflow (or all underflow), or None when ``top`` (the
+    largest |value|) is fine."""
+    if top > MAX_ABS:
+        return ValueError(f"X holds values as large as {top:.3g}; {method} works with their squares, "
+                          f"which overflow float64 beyond about {MAX_ABS:.0e}. {fix}")
+    if 0.0 < top < 1.0 / MAX_ABS:
+        return ValueError(f"X's largest value is {top:.3g}; {method} works with squares of the "
+                          f"values, which underflow to 0 in float64 below about {1 / MAX_ABS:.0e}. "
+                          f"{fix}")
+    return None
 
 
 def check_finite(X, name: str = "X") -> None:
@@ -62,9 +106,7 @@ def check_finite(X, name: str = "X") -> None:
         count = int(badmask.sum())
         i, j = (int(v) for v in np.argwhere(badmask)[0])
         first = data[i, j]
-    kind = "NaN" if np.isnan(first) else "infinite"
-    raise ValueError(f"{name} contains {count} NaN or infinite value(s) (first: {kind} at row {i}, "
-                     f"column {j}); remove or impute them before fitting")
+    raise nonfinite_error(count, i, j, first, name)
 
 
 def check_magnitude(X, *, method: str, fix: str) -> float:
@@ -72,13 +114,9 @@ def check_magnitude(X, *, method: str, fix: str) -> float:
     saying what to do instead."""
     data = X.data if sp.issparse(X) else X
     top = float(max(-data.min(initial=0.0), data.max(initial=0.0)))   # |X|'s max, no temporary
-    if top > MAX_ABS:
-        raise ValueError(f"X holds values as large as {top:.3g}; {method} works with their squares, "
-                         f"which overflow float64 beyond about {MAX_ABS:.0e}. {fix}")
-    if 0.0 < top < 1.0 / MAX_ABS:
-        raise ValueError(f"X's largest value is {top:.3g}; {method} works with squares of the "
-                         f"values, which underflow to 0 in float64 below about {1 / MAX_ABS:.0e}. "
-                         f"{fix}")
+    err = magnitude_error(top, method, fix)
+    if err is not None:
+        raise err
     return top
 
 

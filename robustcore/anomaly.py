@@ -7,11 +7,9 @@ flagged when either exceeds its control limit.
 """
 from __future__ import annotations
 
-import math
+import functools
 
 import numpy as np
-from scipy import stats
-
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._base import Estimator, fit_method
@@ -19,95 +17,18 @@ from ._outlier import CONTAMINATION, OutlierScores
 from ._params import Param, check_range
 from ._progress import Reporter
 from ._scaling import scale_param
-from ._validation import check_magnitude, validate_X
+# The limit formulas live in robustcore.limits; their names stay importable from here.
+from .limits import (box_limit, jackson_mudholkar_limit, spe_limit, t2_limit_new,  # noqa: F401
+                     t2_limit_training)
 from .rank import rank_cap, scree_elbow
-from .subspace._base import SubspaceModel, calibration_spectrum
+from .subspace._base import Calibration, SubspaceModel
+from .subspace._scan import input_rows, scan
 
 __all__ = ["ResidualScorer", "jackson_mudholkar_limit", "box_limit", "spe_limit", "t2_limit_new",
            "t2_limit_training"]
 
 # Tolerance on orthonormality of user-supplied bases.
 _ORTHO_TOL = 1e-6
-
-
-def _thetas(residual_eigenvalues):
-    """θ_i = sum λ^i, i = 1, 2, 3 (inf where they exceed float64: variances above ~1e100)."""
-    (t1, t2, t3), s = _unit_thetas(residual_eigenvalues)
-    return t1 * s, t2 * s * s, t3 * s * s * s      # (Python floats: inf, no warning)
-
-
-def _unit_thetas(residual_eigenvalues):
-    """θ1..θ3 of the eigenvalues divided by a power of two s near the largest, and s: both
-    limits are homogeneous of degree 1 in the eigenvalues (limit = s x the limit of these),
-    and θ3 = sum λ³ itself would overflow from variances of ~1e100 on (data up to 1e150 are
-    accepted)."""
-    lam = np.asarray(residual_eigenvalues, dtype=np.float64)
-    top = float(np.max(lam)) if lam.size else 0.0
-    s = math.ldexp(1.0, math.frexp(top)[1]) if 0.0 < top < np.inf else 1.0
-    lam = lam / s
-    return (float(np.sum(lam)), float(np.sum(lam**2)), float(np.sum(lam**3))), s
-
-
-def box_limit(residual_eigenvalues, alpha: float) -> float:
-    """Box's approximation SPE ~ g chi²_h (g = θ2/θ1, h = θ1²/θ2): the limit g·chi²_{h,1-α}."""
-    (t1, t2, _), s = _unit_thetas(residual_eigenvalues)
-    if t1 <= 0.0 or t2 <= 0.0:
-        return 0.0
-    return float(t2 / t1 * stats.chi2.ppf(1.0 - alpha, t1 * t1 / t2)) * s
-
-
-def jackson_mudholkar_limit(residual_eigenvalues, alpha: float) -> tuple[float, str]:
-    """Jackson-Mudholkar (1979) limit of SPE at false-alarm rate ``alpha``.
-
-    ``residual_eigenvalues`` must be ALL eigenvalues of the covariance beyond the retained ones
-    (θ_i = sum λ_j^i over them). Returns ``(limit, method)``; ``method`` says
-    ``"box (h0 <= 0)"`` when the JM formula is undefined for this spectrum and Box's
-    approximation was used instead.
-    """
-    (t1, t2, t3), s = _unit_thetas(residual_eigenvalues)   # (the limit is s x theirs)
-    if t1 <= 0.0 or t2 <= 0.0:
-        return 0.0, "jackson-mudholkar"
-    h0 = 1.0 - 2.0 * t1 * t3 / (3.0 * t2 * t2)
-    if h0 <= 0.0:
-        return box_limit(residual_eigenvalues, alpha), "box (h0 <= 0)"
-    c = stats.norm.ppf(1.0 - alpha)
-    base = c * np.sqrt(2.0 * t2 * h0 * h0) / t1 + 1.0 + t2 * h0 * (h0 - 1.0) / (t1 * t1)
-    if base <= 0.0:
-        return box_limit(residual_eigenvalues, alpha), "box (JM bracket <= 0)"
-    with np.errstate(over="ignore"):
-        q = float(t1 * base ** (1.0 / h0))
-    if not np.isfinite(q):
-        # h0 just above 0 makes the exponent 1/h0 overflow; Box stays finite there.
-        return box_limit(residual_eigenvalues, alpha), "box (h0 near 0)"
-    return q * s, "jackson-mudholkar"
-
-
-def spe_limit(residual_eigenvalues, alpha: float, *, total: float,
-              method: str = "jackson-mudholkar") -> float:
-    """The SPE control limit as the estimators use it: Jackson-Mudholkar's (or Box's with
-    ``method="box"``), floored at 1e-20 x ``total``, the total variance. Exactly low-rank
-    training data give theta = 0 and a zero limit that rounding would cross; squared residuals
-    below 1e-20 of the total variance are rounding, not departures."""
-    return _spe_limit_and_method(residual_eigenvalues, alpha, total, method)[0]
-
-
-def _spe_limit_and_method(lam, alpha, total, method):
-    if method == "box":
-        lim, used = box_limit(lam, alpha), "box"
-    else:
-        lim, used = jackson_mudholkar_limit(lam, alpha)
-    return max(lim, 1e-20 * total), used
-
-
-def t2_limit_new(p: int, n: int, alpha: float) -> float:
-    """T² limit for NEW observations, mean and covariance estimated from n training rows:
-    p (n-1)(n+1) / (n (n-p)) · F_{1-α}(p, n-p)."""
-    return float(p * (n - 1) * (n + 1) / (n * (n - p)) * stats.f.ppf(1.0 - alpha, p, n - p))
-
-
-def t2_limit_training(p: int, n: int, alpha: float) -> float:
-    """T² limit for the TRAINING rows themselves (Phase I): (n-1)²/n · Beta_{1-α}(p/2, (n-p-1)/2)."""
-    return float((n - 1) ** 2 / n * stats.beta.ppf(1.0 - alpha, p / 2.0, (n - p - 1) / 2.0))
 
 
 class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
@@ -200,39 +121,33 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         self.contamination = contamination
 
     # -- fitting --------------------------------------------------------------------------
-    def _fit_input(self, X):
-        """Validated, scaled training rows and the scaling attributes."""
-        from .subspace.pca import OVERFLOW_FIX
-        X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
-        Z, scaling = self._fit_scaled(X, self.scale)
-        check_magnitude(Z, method="ResidualScorer", fix=OVERFLOW_FIX)
-        return Z, scaling
-
     @fit_method()
     def fit(self, X, y=None, progress=None):
-        """PCA subspace of X (n_samples, n_features) and limits calibrated on X. Returns self."""
+        """PCA subspace of X (n_samples, n_features) and limits calibrated on X, in memory or
+        lazy (robustcore.subspace._base). Returns self."""
         p = self._start_fit()
         rep = Reporter(progress)
-        # the inner PCA scales X and checks its values (finiteness and magnitude), see PCA._fit_rows
-        X = validate_X(self, X, reset=True, min_samples=2, min_features=2, finite=False)
-        n, d = X.shape
+        # the inner PCA checks the values (finiteness and magnitude) and scales, see PCA._fit_rows
+        rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
+        n, d = rows.n, rows.d
         # every component (the eigh or SVD computes them all anyway); the rank is checked after
         # the values, as before the checks moved into the PCA
-        pca = _inner_pca(X, min(n, d), p, rep.span(0.0, 0.9))
+        pca = _inner_pca(rows, min(n, d), p, rep.span(0.0, 0.9))
         if p["n_components"] is None:
             k = min(scree_elbow(pca.all_variances_, rank_cap(n, d)), min(n, d) - 1)
         else:
             k = self._check_rank(p, n, d)
         comps = pca.components_[:k]
         plane = np.eye(2) if d == 2 else pca.components_[:2].copy()
+        scaling = dict(scale_center_=pca.scale_center_, scale_=pca.scale_, scaling_=pca.scaling_)
         # all_variances_ holds every nonzero eigenvalue (min(n, d) of them): the rest are zero.
         fitted = self._limits(p, n, d, comps, pca.mean_, pca.all_variances_[:k].copy(),
-                              pca.all_variances_[k:].copy(), plane)
+                              pca.all_variances_[k:].copy(), plane,
+                              self._training_provider(rows, scaling, comps, pca.mean_))
         rep(1.0, "done")
-        self._set_fitted(scale_center_=pca.scale_center_, scale_=pca.scale_, scaling_=pca.scaling_,
-                         **fitted)
-        self._set_fitted(**self._offset(p["contamination"],
-                                        lambda: self._outlier_score(self._scaled(X))))
+        self._set_fitted(**scaling, **fitted)
+        self._set_fitted(**self._training_offset(p["contamination"], rows))
+        self._keep_rows(rows=rows)
         return self
 
     @fit_method()
@@ -241,7 +156,7 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
 
         Parameters
         ----------
-        X : array (n_samples, n_features)
+        X : array (n_samples, n_features), or lazy input
             Training data for calibration (ideally clean: outliers widen both limits).
         components : array (n_components, n_features)
             Orthonormal rows, e.g. ``CoherencePursuit().components_``, in the units of X after
@@ -250,12 +165,14 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
             The centre of the subspace, in the same units.
 
         Returns self. The variances along the components and the residual eigenvalues are
-        those of X about ``mean`` (sums of squares divided by n - 1).
+        those of X about ``mean`` (sums of squares divided by n - 1). Two passes over X: the
+        column moments (scaling, checks, the principal plane) and the calibration spectrum.
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X, scaling = self._fit_input(X)
-        n, d = X.shape
+        rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
+        n, d = rows.n, rows.d
+        sc = scan(rows, p["scale"], method="ResidualScorer", scatter=True, progress=rep.span(0.0, 0.4))
         C = check_array(components, dtype=np.float64, input_name="components")
         if p["n_components"] is None:
             p = {**p, "n_components": C.shape[0]}
@@ -269,15 +186,17 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         m = np.asarray(mean, dtype=np.float64)
         if m.shape != (d,) or not np.all(np.isfinite(m)):
             raise ValueError(f"mean must be a finite array of shape ({d},); got shape {m.shape}")
-        rep(0.0, "calibration spectrum")
-        var, lam = calibration_spectrum(X, C, m)
-        rep(0.6, "principal plane")
-        from .compare import principal_plane
-        plane = principal_plane(X)
-        fitted = self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane)
+        rep(0.4, "calibration spectrum")
+        scale = None if sc.identity else (sc.center, sc.scale)
+        acc = rows.reduce(functools.partial(Calibration, C, m, scale), progress=rep.span(0.4, 1.0),
+                          message="calibration spectrum")
+        _, var, lam = acc.spectrum(k)
+        plane = _principal_plane(sc)
+        fitted = self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane,
+                              self._training_provider(rows, sc.scaling, C, m))
         rep(1.0, "done")
-        self._set_fitted(**scaling, **fitted)
-        self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(X)))
+        self._set_fitted(**sc.scaling, **fitted)
+        self._set_fitted(**self._training_offset(p["contamination"], rows))
         return self
 
     @staticmethod
@@ -286,36 +205,37 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
                            hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual "
                                 f"is left; here n_samples = {n}, n_features = {d}")
 
-    def _limits(self, p, n, d, comps, mean, var, lam, plane):
+    def _limits(self, p, n, d, comps, mean, var, lam, plane, training=None):
         return dict(components_=comps, mean_=mean, plane_=plane, n_samples_fit_=n,
                     **self._limit_fields(n, var, lam, alpha=p["alpha"], limit=p["limit"],
-                                         t2_kind=p["t2_limit"], strict=True))
+                                         t2_kind=p["t2_limit"], strict=True, training=training))
 
     # -- scores ---------------------------------------------------------------------------
     def scores(self, X):
         """``(spe, t2)`` in one pass over X (faster than calling ``spe`` and ``t2``)."""
-        return self._spe_t2(self._input(X))
+        out = self._row_pass(self._rows(X), ("spe", "t2"))
+        return out["spe"], out["t2"]
 
     def spe(self, X):
         """Squared prediction error ``|x - mean_ - projection|²`` (n_samples,); larger = more anomalous."""
-        return self._spe_t2(self._input(X), want_t2=False)[0]
+        return self._one(X, "spe")
 
     def t2(self, X):
         """Hotelling T² = sum_j t_j² / variances_[j] (n_samples,); larger = more anomalous."""
-        return self._spe_t2(self._input(X), want_spe=False)[1]
+        return self._one(X, "t2")
 
     def contributions(self, X):
         """Per-feature squared residuals (n_samples, n_features); each row sums to the SPE."""
+        check_is_fitted(self)
         Z = self._input(X) - self.mean_
         Z -= (Z @ self.components_.T) @ self.components_
         return Z * Z
 
     def flag(self, X):
         """Which samples exceed each limit: ``{"spe", "t2", "either"}`` -> bool (n_samples,)."""
-        spe, t2 = self.scores(X)
-        out_spe = spe > self.spe_limit_
-        out_t2 = t2 > self.t2_limit_
-        return {"spe": out_spe, "t2": out_t2, "either": out_spe | out_t2}
+        out = self._row_pass(self._rows(X), ("outside_spe", "outside_t2"))
+        return {"spe": out["outside_spe"], "t2": out["outside_t2"],
+                "either": out["outside_spe"] | out["outside_t2"]}
 
     def grid(self, xs, ys, plane=None):
         """SPE and T² on the grid ``mean_ + x u + y v`` for x in xs, y in ys.
@@ -354,9 +274,23 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         return spe_t2_grid(self.components_, self.mean_, self.variances_, P, xs, ys)
 
 
-def _inner_pca(X, k, p, rep):
-    """PCA of ResidualScorer's validated rows X with its ``scale`` and ``center``; the PCA also
+def _inner_pca(rows, k, p, rep):
+    """PCA of ResidualScorer's validated rows with its ``scale`` and ``center``; the PCA also
     makes the finiteness and magnitude checks (in the messages under ResidualScorer's name)."""
     from .subspace.pca import PCA
     pca = PCA(k, center=p["center"], scale=p["scale"])
-    return pca._fit_rows(X, pca._start_fit(), rep, method="ResidualScorer")
+    pca.n_features_in_ = rows.d
+    return pca._fit_rows(rows, pca._start_fit(), rep, method="ResidualScorer")
+
+
+def _principal_plane(sc) -> np.ndarray:
+    """The plane (2, d) where the scaled rows vary most about their mean, from the scatter
+    matrix of the first pass (the feature axes themselves for 2-D data)."""
+    from ._row_stats import symmetric
+    from .linalg import fix_signs
+    d = sc.mom.d
+    if d == 2:
+        return np.eye(2)
+    s = np.ldexp(sc.scale, -sc.mom.e)
+    _, V = np.linalg.eigh(symmetric(sc.mom.M2) / np.outer(s, s))
+    return fix_signs(V[:, ::-1][:, :2].T)

@@ -10,7 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import subspace_angles
 
-from .subspace.pca import fix_signs
+from ._outlier import flags_above, robust_threshold  # noqa: F401  (their home is _outlier)
+from ._residual import residual_sq
+from .linalg import fix_signs
 
 __all__ = ["principal_angles", "lowrank_subspace", "reconstruct", "residual_contributions",
            "robust_threshold", "flags_above", "reconstruction_errors", "plane_coordinates", "principal_plane",
@@ -90,35 +92,10 @@ def residual_contributions(X, components, mean) -> np.ndarray:
 
 
 def reconstruction_errors(X, components, mean) -> np.ndarray:
-    """SPE of every row of X against the subspace: ||x - x_hat||² (n,)."""
+    """SPE of every row of X against the subspace: ||x - x_hat||² (n,), from the explicit
+    residual (robustcore._residual: exact where the residual is far smaller than the row)."""
     X = np.asarray(X, dtype=np.float64)
-    Z = X - mean
-    T = Z @ np.atleast_2d(components).T
-    err = np.einsum("ij,ij->i", Z, Z) - np.einsum("ij,ij->i", T, T)
-    return np.clip(err, 0.0, None)
-
-
-def robust_threshold(scores, n_mad: float = 3.0, median=None) -> float:
-    """median + n_mad * 1.4826 * MAD of ``scores``: a cut for scores that have no control limit.
-
-    1.4826 makes the MAD a consistent estimate of the standard deviation for Gaussian scores.
-    When the MAD is zero (more than half the scores equal, e.g. PCP's all-zero sparse rows),
-    the cut is the median itself, so every sample above the typical value is flagged.
-    ``median``: the function computing medians (default numpy's; the out-of-core path passes an
-    exact one for Dask arrays, which are then left as they are).
-    """
-    if median is None:
-        scores, median = np.asarray(scores, dtype=np.float64), np.median
-    if scores.size == 0:
-        raise ValueError("scores must not be empty")
-    med = float(median(scores))
-    mad = float(median(abs(scores - med)))
-    return med + n_mad * 1.4826 * mad
-
-
-def flags_above(scores, threshold) -> np.ndarray:
-    """Boolean flags scores > threshold (n,)."""
-    return np.asarray(scores, dtype=np.float64) > float(threshold)
+    return residual_sq(X, components, np.asarray(mean, dtype=np.float64))
 
 
 def principal_plane(X) -> np.ndarray:
@@ -133,7 +110,6 @@ def principal_plane(X) -> np.ndarray:
         plane = V[:, ::-1][:, :2].T
     else:
         plane = np.linalg.svd(Zc, full_matrices=False)[2][:2]
-    from .subspace.pca import fix_signs
     return fix_signs(plane)
 
 

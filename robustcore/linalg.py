@@ -37,7 +37,18 @@ from ._threads import PLAIN_PRODUCTS
 from ._validation import check_random_state as as_generator
 
 __all__ = ["eigh_above", "gram_svd", "randomized_svd", "partial_svd", "spectral_norm", "as_generator",
-           "orthonormalize", "covariance_eigh"]
+           "orthonormalize", "covariance_eigh", "fix_signs"]
+
+
+def fix_signs(components: np.ndarray) -> np.ndarray:
+    """Flip each row so its largest-magnitude entry is positive (stable plots across runs)."""
+    comps = np.array(components, dtype=np.float64, copy=True)
+    if comps.size == 0:
+        return comps
+    idx = np.argmax(np.abs(comps), axis=1)
+    signs = np.sign(comps[np.arange(comps.shape[0]), idx])
+    signs[signs == 0] = 1.0
+    return comps * signs[:, None]
 
 
 def _check_k(k, m, n, upper=None):

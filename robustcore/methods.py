@@ -22,7 +22,7 @@ import numpy as np
 from ._params import Param, validate_params
 from ._progress import Reporter
 from .result import (Decomposition, Learning, Limits, OutlierMap, Outliers, Ranking, RunResult, Selection,
-                     Subspace)
+                     Storage, Subspace)
 
 __all__ = ["Method", "RunResult", "OutlierRule", "METHODS", "get_method", "method_names",
            "methods_for_view", "view_requirement", "VIEW_MIN_METHODS", "upgrade_params",
@@ -56,9 +56,8 @@ class OutlierRule:
         return f"{self.text} (alpha = {a:g})" if a is not None else self.text
 
 
-def contamination_rule(c: float) -> str:
-    """The outlier rule of a run with a numeric ``contamination``, in words."""
-    return f"the {c:.3g} share of samples with the largest outlier score (contamination)"
+# (the words of a numeric contamination's rule live with the rules themselves)
+from ._outlier import contamination_rule  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -72,8 +71,8 @@ class Method:
     needs_labels: bool = False
     accepts_sparse: bool = False
     extra_params: tuple = ()    # run-level parameters that are not the estimator's (e.g. alpha)
-    # Adapter for data opened out of core (a bigdata.LazyDataset); None: the method needs memory.
-    lazy: Callable | None = None
+    # Whether the adapter also takes data opened out of core (a bigdata.LazyDataset).
+    out_of_core: bool = False
     outlier_rule: OutlierRule | None = None  # how result.flags["outlier"] is decided
     subspace: str = ""          # where the subspace the views draw comes from (axis labels)
     short: str = ""             # a short name for crowded axes ("CoP")
@@ -120,18 +119,15 @@ class Method:
         if self.needs_labels and dataset.labels is None:
             raise ValueError(f"{self.title} needs class labels, and data set '{dataset.name}' has none; "
                              f"load a file with a label column")
-        adapter = self.adapter
-        if getattr(dataset, "is_lazy", False):
-            if self.lazy is None:
-                able = ", ".join(m.name for m in METHODS.values() if m.lazy is not None)
-                raise ValueError(f"{self.title} needs the data in memory, and '{dataset.name}' is opened out "
-                                 f"of core; methods that run out of core: {able}")
-            adapter = self.lazy
+        if getattr(dataset, "is_lazy", False) and not self.out_of_core:
+            able = ", ".join(m.name for m in METHODS.values() if m.out_of_core)
+            raise ValueError(f"{self.title} needs the data in memory, and '{dataset.name}' is opened out "
+                             f"of core; methods that run out of core: {able}")
         est = self.estimator_class(**estimator_params(self, values, dataset))
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            fields = adapter(est, dataset, values, Reporter(progress))
+            fields = self.adapter(est, dataset, values, Reporter(progress))
         return assemble(self, dataset, values, fields, caught, time.perf_counter() - t0,
                         fields.pop("estimator", est))
 
@@ -229,71 +225,100 @@ def _scaling_of(est) -> dict:
     return {"scaling": est.scaling_, "scale_center": c if scaled else None, "scale": s if scaled else None}
 
 
-def _model_fields(est, X, *, rule, values, source, rank_rule, calibration=None,
-                  calibration_text="all samples", extra_scores=None, explained=None) -> dict:
-    """The result fields of a fitted subspace model (PCA, Coherence Pursuit, the SPE/T² scorer),
-    all from the estimator's own control limits.
+def _rows(dataset):
+    """The rows a table method fits: the data in memory, or the table opened out of core (which
+    the same estimators fit a block of rows at a time)."""
+    if not getattr(dataset, "is_lazy", False):
+        return _X(dataset)
+    if getattr(dataset, "kind", "table") != "table":
+        raise ValueError(f"'{dataset.name}' is a video opened out of core; run the streaming method "
+                         f"(online-rpca) on it, or load the video into memory for this method")
+    return dataset
 
-    The estimator's outlier score is max(SPE / spe_limit_, T² / t2_limit_) and its ``predict``
-    flags a score above 1 (with contamination "auto"), so ``flags["outlier"]`` here, the
-    estimator's ``predict`` and the views' rings are one rule. ``calibration`` (row indices): the
-    rows the limits were calibrated on, whose principal plane the SPE/T² map offers.
-    """
-    from .compare import principal_plane, residual_direction
-    Z = est._scaled(X)
+
+def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_text="all samples",
+                  explained=None) -> dict:
+    """The result fields of a fitted subspace model (PCA, Coherence Pursuit, the SPE/T² scorer)
+    from its per-row results ``rows`` (``fit_row_results``: one pass over X, in memory or out of
+    core), all from the estimator's own control limits: ``flags["outlier"]``, the estimator's
+    ``predict`` and the views' rings are one rule.
+
+    What needs the rows themselves (the planes the SPE/T² map offers, the outlier map) is made
+    when the data and the per-row results are in memory."""
+    from ._passes import count_true
     C, m = np.atleast_2d(est.components_), est.mean_
-    spe, t2 = est._spe_t2(Z)
-    score = np.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
-    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
-    flags = {"outlier": score > -est.offset_, "outside_spe": out_spe, "outside_t2": out_t2}
-    fields = {"sample_scores": {"outlier_score": score, **(extra_scores or {}), "spe": spe, "t2": t2},
-              "flags": flags, "arrays": {"projection": (Z - m) @ C.T}, "warnings": []}
+    lazy = bool(getattr(X, "is_lazy", False))
+    fields = {"sample_scores": rows.scores, "flags": rows.flags, "arrays": {"projection": rows.projection},
+              "warnings": []}
     fields["subspace"] = Subspace(components=C, mean=m, rank_rule=rank_rule, source=source,
                                   variances=est.variances_, explained_variance_ratio=explained,
                                   **_scaling_of(est))
-    n_cal = X.shape[0] if calibration is None else int(np.size(calibration))
+    calibration = getattr(est, "calibration_indices_", None)
+    n = int(X.n_samples if lazy else X.shape[0])
     if est.residual_eigenvalues_.size == 0:
         # Full rank: nothing is left off the subspace, so SPE is 0 and only T² can flag.
         why = "the subspace has full rank, so no residual is left: SPE is 0 and has no limit"
         fields["warnings"].append(f"no SPE limit for this subspace: {why}")
         fields["no_limits"] = why
     else:
-        Zc = Z if calibration is None else Z[calibration]
+        plane = direction = None
+        if not lazy:
+            from .compare import principal_plane, residual_direction
+            Z = est._scaled(X)
+            Zc = Z if calibration is None else Z[calibration]
+            plane, direction = principal_plane(Zc), residual_direction(Zc, C, m)
         fields["limits"] = Limits(spe=float(est.spe_limit_), t2=float(est.t2_limit_), alpha=rule.alpha_for(values),
-                                  spe_method=str(est.spe_limit_method_), calibration_rows=n_cal,
-                                  calibration=calibration_text, data_plane=principal_plane(Zc),
-                                  residual_direction=residual_direction(Zc, C, m))
+                                  spe_method=str(est.spe_limit_method_),
+                                  calibration_rows=n if calibration is None else int(np.size(calibration)),
+                                  calibration=calibration_text, data_plane=plane, residual_direction=direction)
     fields["outliers"] = Outliers(rule=rule.describe(values), score="outlier_score",
-                                  n_flagged=int(flags["outlier"].sum()), n_samples=int(X.shape[0]))
-    more, said = _outlier_map(Z, C, m, est.variances_, robust=calibration is not None)
-    fields["arrays"].update(more)
-    fields.update(said)
+                                  n_flagged=count_true(rows.outlier), n_samples=n)
+    if rows.in_memory and isinstance(rows.projection, np.ndarray):
+        from .outlier_map import outlier_map_of_scores
+        try:
+            om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None)
+        except ValueError as exc:   # a flat component: no score distance along it
+            fields["no_outlier_map"] = str(exc)
+        else:
+            fields["arrays"].update(score_distance=om["score_distance"], orthogonal_distance=om["orthogonal_distance"],
+                                    map_region=om["region"])
+            fields["outlier_map"] = OutlierMap(sd_cutoff=float(om["sd_cutoff"]), od_cutoff=float(om["od_cutoff"]),
+                                               counts=dict(om["counts"]))
+    else:
+        fields["no_outlier_map"] = ("the per-sample results are on disk (more than the memory budget): the outlier "
+                                    "map is drawn for results held in memory")
+    if lazy or not rows.in_memory:
+        fields["storage"] = Storage(out_of_core=lazy, results_in=_results_folder(rows))
     return fields
 
 
+def _results_folder(rows) -> str:
+    """"memory", or the folder of the store holding the per-row results."""
+    for v in (rows.spe, rows.projection, *rows.extra.values()):
+        if not isinstance(v, np.ndarray):
+            store = getattr(v, "store", None)
+            root = getattr(store, "root", None) or getattr(store, "path", None)
+            return str(root) if root is not None else "a Zarr store"
+    return "memory"
+
+
 def _run_pca(est, dataset, values, rep):
-    X = _X(dataset)
-    est.fit(X, progress=rep.span(0, 0.9))
-    fields = _model_fields(est, X, rule=LIMITS_RULE, values=values, source="PCA",
-                           rank_rule=_rank_rule(values),
-                           explained=float(est.explained_variance_ratio_.sum()))
+    X = _rows(dataset)
+    rows = est.fit_row_results(X, progress=rep)
+    fields = _model_fields(est, X, rows, rule=LIMITS_RULE, values=values, source="PCA",
+                           rank_rule=_rank_rule(values), explained=float(est.explained_variance_ratio_.sum()))
     fields["arrays"]["explained_variance"] = est.explained_variance_
     return fields
 
 
 def _run_cop(est, dataset, values, rep):
-    X = _X(dataset)
-    est.fit(X, progress=rep.span(0, 0.9))
-    calibrate = est.calibration_indices_
-    fields = _model_fields(est, X, rule=LIMITS_RULE, values=values, source="Coherence Pursuit",
-                           rank_rule=_rank_rule(values), calibration=calibrate,
-                           calibration_text="all but log-SPE outliers",
-                           extra_scores={"coherence": est.coherence_})
-    selected = np.zeros(X.shape[0], dtype=bool)
-    selected[est.inlier_indices_] = True
-    fields["flags"]["selected"] = selected
-    fields["flags"]["degenerate"] = est.degenerate_.copy()
-    fields["selection"] = Selection(selected=int(selected.sum()), degenerate=int(est.degenerate_.sum()))
+    from ._passes import count_true
+    X = _rows(dataset)
+    rows = est.fit_row_results(X, progress=rep)
+    fields = _model_fields(est, X, rows, rule=LIMITS_RULE, values=values, source="Coherence Pursuit",
+                           rank_rule=_rank_rule(values), calibration_text="all but log-SPE outliers")
+    fields["selection"] = Selection(selected=count_true(rows.extra["selected"]),
+                                    degenerate=count_true(rows.extra["degenerate"]))
     return fields
 
 
@@ -339,19 +364,21 @@ def _run_pcp(est, dataset, values, rep):
 
 
 def _run_residual(est, dataset, values, rep):
-    X = _X(dataset)
-    est.fit(X, progress=rep)
-    fields = _model_fields(est, X, rule=RESIDUAL_RULE, values=values, source="PCA",
+    from ._passes import count_true
+    X = _rows(dataset)
+    rows = est.fit_row_results(X, progress=rep)
+    fields = _model_fields(est, X, rows, rule=RESIDUAL_RULE, values=values, source="PCA",
                            rank_rule=_rank_rule(values))
-    # Its map offers the plane the scorer itself chose (the feature axes of 2-D data).
-    if fields.get("limits") is not None:
-        fields["limits"].data_plane = np.atleast_2d(np.asarray(est.plane_, dtype=float))
-    fields["arrays"]["contributions"] = est.contributions(X)
+    if not getattr(dataset, "is_lazy", False):
+        # Its map offers the plane the scorer itself chose (the feature axes of 2-D data).
+        if fields.get("limits") is not None:
+            fields["limits"].data_plane = np.atleast_2d(np.asarray(est.plane_, dtype=float))
+        fields["arrays"]["contributions"] = est.contributions(X)
     flags = fields["flags"]
     out_spe, out_t2 = flags["outside_spe"], flags["outside_t2"]
     flags["outside_either"] = out_spe | out_t2
-    fields["outliers"].spe_only = int((out_spe & ~out_t2).sum())
-    fields["outliers"].t2_only = int((out_t2 & ~out_spe).sum())
+    fields["outliers"].spe_only = count_true(out_spe & ~out_t2)
+    fields["outliers"].t2_only = count_true(out_t2 & ~out_spe)
     return fields
 
 
@@ -483,7 +510,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                  "min(samples, features)), and columns in different units are standardised "
                  "(scale = auto).",
            reference="I. T. Jolliffe, Principal Component Analysis, 2nd ed., Springer 2002.",
-           lazy=_bigdata("run_pca")),
+           out_of_core=True),
     Method("coherence-pursuit", "Coherence Pursuit",
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
@@ -501,7 +528,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                  "(the paper's formulation: a linear subspace) and the rank is the elbow of the "
                  "scree plot of the selected samples.",
            reference="M. Rahmani and G. K. Atia, \"Coherence Pursuit: Fast, Simple, and Robust "
-                     "Subspace Recovery\", ICML 2017 (PMLR 70).", lazy=_bigdata("run_cop")),
+                     "Subspace Recovery\", ICML 2017 (PMLR 70).", out_of_core=True),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),
@@ -528,11 +555,11 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                  "the training data widen the limits.",
            reference="J. E. Jackson and G. S. Mudholkar, \"Control procedures for residuals "
                      "associated with principal component analysis\", Technometrics 21(3), 1979.",
-           lazy=_bigdata("run_residual")),
+           out_of_core=True),
     Method("online-rpca", "Online robust PCA (streaming)",
            "Low-rank + sparse one batch of frames at a time, for long videos (OR-PCA, Feng, Xu & Yan 2013).",
            _cls(".subspace.online_rpca", "OnlineRPCA"), _linear_subspace(_bigdata("run_online_rpca")),
-           views=("decomposition", "detail", "comparison", "evaluation"), lazy=_bigdata("run_online_rpca"),
+           views=("decomposition", "detail", "comparison", "evaluation"), out_of_core=True,
            outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="OR-PCA basis", short="OR-PCA",
            about="Robust PCA for videos too long for memory: the frames stream through in batches, "
                  "and each batch is split into a part in a slowly updated low-rank basis (the "

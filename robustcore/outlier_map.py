@@ -23,7 +23,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["outlier_map", "REGIONS"]
+from ._residual import residual_scores
+
+__all__ = ["outlier_map", "outlier_map_of_scores", "REGIONS"]
 
 REGIONS = ("regular", "good leverage", "orthogonal outlier", "bad leverage")
 
@@ -66,14 +68,28 @@ def outlier_map(X, components, mean, variances, *, robust: bool = True, crit: fl
     if np.any(~np.isfinite(var)) or np.any(var <= 0):
         raise ValueError("every score variance must be positive and finite; a component along "
                          "which the model's samples do not vary has no score distance")
-    Z = X - m
-    T = Z @ C.T
-    E = Z - T @ C
-    sd = np.sqrt(np.einsum("ij,ij->i", T * T, np.broadcast_to(1.0 / var, T.shape)))
-    od = np.sqrt(np.einsum("ij,ij->i", E, E))
+    spe, t2, T = residual_scores(X, C, m, 1.0 / var, want_projection=True)
+    return outlier_map_of_scores(spe, t2, T, robust=robust, crit=crit)
+
+
+def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: float = 0.975) -> dict:
+    """The outlier map from a model's own per-row scores: SD = sqrt(T²) (T² in units of the
+    model's score variances), OD = sqrt(SPE), and the coordinates ``projection`` (n, k) in the
+    subspace. What :func:`outlier_map` returns, with no second pass over the data."""
+    spe = np.asarray(spe, dtype=np.float64)
+    t2 = np.asarray(t2, dtype=np.float64)
+    T = np.asarray(projection, dtype=np.float64).reshape(spe.shape[0], -1)
+    k = T.shape[1]
+    if not 0.5 < crit < 1.0:
+        raise ValueError(f"crit must be in (0.5, 1); got {crit}")
+    if not np.all(np.isfinite(t2)):
+        raise ValueError("every score variance must be positive and finite; a component along "
+                         "which the model's samples do not vary has no score distance")
+    sd, od = np.sqrt(t2), np.sqrt(spe)
     sd_cut = float(np.sqrt(stats.chi2.ppf(crit, k)))
-    # An OD at rounding level of the data's size means the model spans the data (k = its rank).
-    scale = float(np.sqrt(np.einsum("ij,ij->i", Z, Z)).max(initial=0.0))
+    # An OD at rounding level of the data's size means the model spans the data (k = its rank):
+    # |z|² = SPE + |t|² for each row (t its coordinates)
+    scale = float(np.sqrt(np.max(spe + np.einsum("ij,ij->i", T, T), initial=0.0)))
     if od.max(initial=0.0) <= 1e-10 * max(scale, 1e-300):
         od_cut = 0.0
         far_off = np.zeros(od.shape, dtype=bool)
@@ -92,3 +108,4 @@ def outlier_map(X, components, mean, variances, *, robust: bool = True, crit: fl
     counts = {name: int(np.sum(region == i)) for i, name in enumerate(REGIONS)}
     return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut,
             "od_cutoff": od_cut, "region": region, "counts": counts}
+

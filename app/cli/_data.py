@@ -64,9 +64,9 @@ def check_out_of_core(methods, reason: str, dataset=None) -> None:
     UsageError says which cannot, why the data are out of core, and what to do."""
     from app.out_of_core import FRAME_METHODS
     from robustcore.methods import METHODS
-    able = [m.name for m in METHODS.values() if m.lazy is not None]
+    able = [m.name for m in METHODS.values() if m.out_of_core]
     for m in methods:
-        if m.lazy is None:
+        if not m.out_of_core:
             more = ", or raise --memory-budget to load it into memory" if "memory budget" in reason else ""
             raise UsageError(f"{m.name} needs the data in memory, and the data are read out of core ({reason}); "
                              f"methods that run out of core: {', '.join(able)}{more}")

@@ -9,10 +9,13 @@ Either kind as a data set the registry's out-of-core adapters take: :func:`open_
 :class:`LazyDataset` (shape, on-disk size, chunking, provenance; no ``X`` in memory).
 
 Tables (PCA, SPE/T², Coherence Pursuit ℓ2 out of core): :func:`open_table` (HDF5, Zarr,
-memory-mapped .npy) -> :class:`LazyTable`; :class:`DaskPCA`, :class:`DaskResidualScorer`,
-:class:`DaskCoherencePursuit`; :func:`settings` chooses the scheduler (local threads or a
+memory-mapped .npy) -> :class:`LazyTable`, given as it is to ``robustcore.PCA``,
+``ResidualScorer`` or ``CoherencePursuit`` (the same estimators as in memory: their fits run in
+passes over blocks of rows either way); per-row results beyond the memory budget come back as
+:class:`StoredRows` (Zarr); :func:`settings` chooses the scheduler (local threads or a
 dask.distributed address) and where large results go; :func:`compute` runs a graph with
-progress and Cancel.
+progress and Cancel; :func:`median` and :func:`order_statistics` are exact order statistics of
+Dask arrays in two passes.
 
 Dask, Zarr and h5py are imported only when used (the ``big`` extra installs them).
 """
@@ -22,13 +25,12 @@ from ._sink import FrameSink, open_frame_store
 
 __all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_frame_store",
            "Settings", "settings", "get_settings", "compute", "DEFAULT_MEMORY_BUDGET",
-           "open_table", "LazyTable", "DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit",
-           "materialize", "median", "order_statistics", "coherence_scores", "open_lazy", "LazyDataset"]
+           "open_table", "LazyTable", "StoredRows", "materialize", "median", "order_statistics",
+           "open_lazy", "LazyDataset"]
 
-_LAZY = {"open_table": "._tables", "LazyTable": "._tables", "DaskPCA": ".estimators",
-         "DaskResidualScorer": ".estimators", "DaskCoherencePursuit": ".estimators",
-         "median": ".estimators", "order_statistics": ".estimators", "materialize": "._rows",
-         "coherence_scores": ".estimators", "open_lazy": "._lazy", "LazyDataset": "._lazy"}
+_LAZY = {"open_table": "._tables", "LazyTable": "._tables", "median": "._reductions",
+         "order_statistics": "._reductions", "materialize": "._rows", "StoredRows": "._rows",
+         "open_lazy": "._lazy", "LazyDataset": "._lazy"}
 
 
 def __getattr__(name):

@@ -1,131 +1,14 @@
-"""Registry adapters for out-of-core data (a LazyDataset) and for the streaming method.
-
-Each returns the same RunResult fields as its in-memory counterpart in robustcore/methods.py:
-per-sample scores and flags, arrays, a summary. Per-sample results are numpy arrays when they
-fit the memory budget of :func:`robustcore.bigdata.settings`, Zarr arrays (sliced like numpy
-arrays) otherwise; the fitted estimator (a Dask* class) is what the run's ``estimator`` holds.
+"""The registry's adapter of the streaming method (online-rpca): frames of a video opened out of
+core, or an image stack in memory, through OR-PCA a batch at a time, with L, S and the mask in
+memory when they fit the memory budget of :func:`robustcore.bigdata.settings` and in a Zarr
+store otherwise. (The table methods need no adapter of their own out of core: one estimator
+fits numpy and lazy input, robustcore.methods.)
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._dask import compute
-from ._rows import as_dask_rows, materialize
-
-__all__ = ["run_pca", "run_residual", "run_cop", "run_online_rpca"]
-
-def _table(dataset):
-    if getattr(dataset, "kind", "table") != "table":
-        raise ValueError(f"'{dataset.name}' is a video opened out of core; run the streaming method "
-                         f"(online-rpca) on it, or load the video into memory for this method")
-    from .estimators import as_dask
-    return as_dask(dataset.source)
-
-
-def _params_for(cls, values):
-    names = {p.name for p in cls._params}
-    return {k: v for k, v in values.items() if k in names}
-
-
-def _scored_fields(X, est, rep, rule, values, source, extra_scores=None) -> dict:
-    """SPE, T², the outlier score (the larger of SPE and T² in units of their limits), the
-    projection and the flags "SPE or T² above its limit", in one pass over X, from the fitted
-    estimator's own limits (as robustcore.methods._model_fields in memory)."""
-    import dask.array as da
-
-    from ..result import Limits, Outliers, Storage, Subspace
-    from .estimators import lazy_spe_t2, project
-    spe, t2 = lazy_spe_t2(est, X)
-    score = da.maximum(spe / est.spe_limit_, t2 / est.t2_limit_)
-    proj = project(X, est.components_, est.mean_)
-    out_spe, out_t2 = spe > est.spe_limit_, t2 > est.t2_limit_
-    outlier = score > -est.offset_
-    rows = materialize({"outlier_score": score, "spe": spe, "t2": t2, "projection": proj, "outlier": outlier,
-                        "outside_spe": out_spe, "outside_t2": out_t2, "outside_either": out_spe | out_t2},
-                       progress=rep, message="scores", name="scores")
-    n_out = int(compute(da.count_nonzero(as_dask_rows(rows["outlier"], X.chunks[0])), message="counting")[0])
-    n = int(X.shape[0])
-    from ..methods import _rank_rule
-    return {"sample_scores": {"outlier_score": rows["outlier_score"], **(extra_scores or {}),
-                              "spe": rows["spe"], "t2": rows["t2"]},
-            "flags": {k: rows[k] for k in ("outlier", "outside_spe", "outside_t2")},
-            "arrays": {"projection": rows["projection"]},
-            "subspace": Subspace(components=est.components_, mean=est.mean_, rank_rule=_rank_rule(values),
-                                 source=source, variances=est.variances_),
-            "limits": Limits(spe=float(est.spe_limit_), t2=float(est.t2_limit_), alpha=rule.alpha_for(values),
-                             spe_method=str(est.spe_limit_method_), calibration_rows=n),
-            "outliers": Outliers(rule=rule.describe(values), score="outlier_score", n_flagged=n_out, n_samples=n),
-            "storage": Storage(out_of_core=True, results_in=_where(rows)),
-            "rows": rows}
-
-
-def _where(rows) -> str:
-    """"memory", or the folder of the Zarr store holding the per-row results."""
-    for v in rows.values():
-        if not isinstance(v, np.ndarray):
-            store = getattr(v, "store", None)
-            root = getattr(store, "root", None) or getattr(store, "path", None)
-            return str(root) if root is not None else "a Zarr store"
-    return "memory"
-
-
-def run_pca(est, dataset, values, rep):
-    from ..methods import LIMITS_RULE, _rank_rule
-    from ..result import Storage, Subspace
-    from .estimators import DaskPCA
-    X = _table(dataset)
-    est = DaskPCA(**_params_for(DaskPCA, values))
-    est.fit(X, progress=rep.span(0, 0.5))
-    explained = float(est.explained_variance_ratio_.sum())
-    if est.residual_eigenvalues_.size == 0:
-        why = "the subspace has full rank, so no residual is left: SPE is 0 and has no limit"
-        sub = Subspace(components=est.components_, mean=est.mean_, rank_rule=_rank_rule(values), source="PCA",
-                       variances=est.variances_, explained_variance_ratio=explained)
-        return dict(arrays={"explained_variance": est.explained_variance_}, subspace=sub, no_limits=why,
-                    storage=Storage(out_of_core=True), warnings=[f"no SPE/T² limits for this subspace: {why}"],
-                    estimator=est)
-    fields = _scored_fields(X, est, rep.span(0.5, 1.0), LIMITS_RULE, values, "PCA")
-    fields.pop("rows")
-    fields["subspace"].explained_variance_ratio = explained
-    fields["arrays"]["explained_variance"] = est.explained_variance_
-    return dict(fields, estimator=est)
-
-
-def run_residual(est, dataset, values, rep):
-    from ..methods import RESIDUAL_RULE
-    from .estimators import DaskResidualScorer
-    X = _table(dataset)
-    est = DaskResidualScorer(**_params_for(DaskResidualScorer, values))
-    est.fit(X, progress=rep.span(0, 0.5))
-    fields = _scored_fields(X, est, rep.span(0.5, 1.0), RESIDUAL_RULE, values, "PCA")
-    rows = fields.pop("rows")
-    fields["flags"]["outside_either"] = rows["outside_either"]
-    return dict(fields, estimator=est)
-
-
-def run_cop(est, dataset, values, rep):
-    """Coherence Pursuit, its SPE/T² limits calibrated inside the fit on all but the gross
-    outliers (as in memory)."""
-    import dask.array as da
-
-    from ..methods import LIMITS_RULE
-    from ..result import Selection
-    from .estimators import DaskCoherencePursuit
-    X = _table(dataset)
-    est = DaskCoherencePursuit(**_params_for(DaskCoherencePursuit, values))
-    est.fit(X, progress=rep.span(0, 0.6))
-    fields = _scored_fields(X, est, rep.span(0.6, 1.0), LIMITS_RULE, values, "Coherence Pursuit",
-                            extra_scores={"coherence": est.coherence_})
-    fields.pop("rows")
-    fields["flags"]["selected"] = est.selected_
-    fields["flags"]["degenerate"] = est.degenerate_
-    degenerate = as_dask_rows(est.degenerate_, X.chunks[0])
-    n_deg = int(compute(da.count_nonzero(degenerate), message="counting")[0])
-    n_sel = int(compute(da.count_nonzero(as_dask_rows(est.selected_, X.chunks[0])), message="counting")[0])
-    fields["selection"] = Selection(selected=n_sel, degenerate=n_deg)
-    fields["limits"].calibration_rows = int(est.n_calibration_)
-    fields["limits"].calibration = "all but log-SPE outliers"
-    return dict(fields, estimator=est)
+__all__ = ["run_online_rpca"]
 
 
 def run_online_rpca(est, dataset, values, rep):
@@ -138,7 +21,7 @@ def run_online_rpca(est, dataset, values, rep):
     import uuid
     from pathlib import Path
 
-    from ..compare import flags_above, robust_threshold
+    from .._outlier import flags_above, robust_threshold
     from ._dask import get_settings
     from ._frames import as_frame_source
     from ._sink import FrameSink

@@ -1,10 +1,9 @@
 """Block-wise statistics for tall tables: each is a function on one block of rows plus a merge,
 so Dask can run the blocks anywhere and combine the results in a tree.
 
-* moments: count, mean and centred cross-products, merged by the pairwise update of Chan, Golub
-  & LeVeque (1979): stable in one pass, unlike sums of squares minus n * mean².
-* R factor: the triangular factor of a QR of the (centred) rows, merged by QR of stacked R's
-  (TSQR); its singular values are those of the table, computed to the table's own precision.
+(The moments, scatter matrices and R factors of the fits are accumulators of
+``robustcore._row_stats``, run by the engine ``robustcore._passes``.)
+
 * exact order statistics (medians, the k-th largest score) in two passes: a sorted sketch per
   block bounds where the wanted values can be, then the few values inside those bounds are
   gathered and sorted. Exact, so results equal numpy's on data that fits in memory.
@@ -13,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["tree_reduce", "moments", "merge_moments", "r_factor", "merge_r", "sketch",
-           "bracket", "gather", "pick"]
+__all__ = ["tree_reduce", "sketch", "bracket", "gather", "pick", "exact_order_statistics",
+           "lazy_kth_smallest", "order_statistics", "median"]
 
 # Sorted values kept per block and column by the order-statistic sketch. The values gathered in
 # the second pass number about 2 n / _SKETCH per column.
@@ -35,52 +34,6 @@ def tree_reduce(parts, merge, split_every: int = 8):
 
 def as_float(B) -> np.ndarray:
     return np.asarray(B, dtype=np.float64)
-
-
-def gram(Z) -> np.ndarray:
-    """ZᵀZ (numpy hands a product of a matrix with its own transpose to BLAS syrk itself;
-    measured faster than calling scipy's dsyrk and symmetrising)."""
-    Z = np.asarray(Z, dtype=np.float64)
-    return Z.T @ Z
-
-
-# -- moments ------------------------------------------------------------------------------------
-
-def moments(B, center: bool = True):
-    """(n, mean, M2) of one block: M2 = sum (x - mean)(x - mean)ᵀ (or xxᵀ when not centring)."""
-    B = as_float(B)
-    n = B.shape[0]
-    if not center:
-        return n, np.zeros(B.shape[1]), gram(B)
-    m = B.mean(axis=0) if n else np.zeros(B.shape[1])
-    return n, m, gram(B - m)
-
-
-def merge_moments(*parts):
-    n, m, M2 = parts[0]
-    m, M2 = m.copy(), M2.copy()
-    for nb, mb, M2b in parts[1:]:
-        if nb == 0:
-            continue
-        tot = n + nb
-        delta = mb - m
-        M2 += M2b + np.outer(delta, delta) * (n * nb / tot)
-        m += delta * (nb / tot)
-        n = tot
-    return n, m, M2
-
-
-# -- TSQR ---------------------------------------------------------------------------------------
-
-def r_factor(B, mean):
-    Z = as_float(B) - mean
-    if Z.shape[0] == 0:
-        return np.zeros((0, Z.shape[1]))
-    return np.linalg.qr(Z, mode="r")
-
-
-def merge_r(*Rs):
-    return np.linalg.qr(np.vstack(Rs), mode="r")
 
 
 # -- exact order statistics ---------------------------------------------------------------------
@@ -165,3 +118,68 @@ def pick(gathered, ks):
             raise AssertionError("order statistic outside its bracket (a bug: the sketch bounds are wrong)")
         out[:, j] = vals[idx]
     return out
+
+
+def gather_each(B, bounds):
+    """gather() for several separate brackets: [(below, inside) for (lo, hi) in bounds]."""
+    return [gather(B, lo, hi) for lo, hi in bounds]
+
+
+def merge_gathered_each(*parts):
+    return [merge_gathered(*[p[i] for p in parts]) for i in range(len(parts[0]))]
+
+
+def exact_order_statistics(X, sketches, ks, progress=None, message="order statistics"):
+    """The ks-th smallest values (len(ks), d) of every column of the Dask array X, given the
+    sketches of its blocks (``sketch``): one more pass, gathering for each k only the values its
+    own bracket cannot rule out (about 2 n / _SKETCH per column and k)."""
+    from dask import delayed
+
+    from ._dask import compute
+    ks = [int(k) for k in np.atleast_1d(ks)]
+    bounds = [bracket(sketches, [k]) for k in ks]
+    parts = [delayed(gather_each)(b, bounds) for b in X.to_delayed().ravel()]
+    g = compute(tree_reduce(parts, merge_gathered_each), progress=progress, message=message)[0]
+    return np.vstack([pick(gi, [k]) for gi, k in zip(g, ks)])
+
+
+def order_statistics(A, ks, progress=None, message="order statistics"):
+    """Exact ks-th smallest values (0-based) of each column of a Dask array (or of a 1-D one):
+    two passes (sketch, then gather within the sketch's bounds). Returns (len(ks), d)."""
+    from dask import delayed
+
+    from .._progress import Reporter
+    from ._dask import compute
+    rep = progress if isinstance(progress, Reporter) else Reporter(progress)
+    blocks = list(A.to_delayed().ravel())
+    sk = compute(*[delayed(sketch)(b) for b in blocks], progress=rep.span(0, 0.5), message=message)
+    return exact_order_statistics(A, list(sk), ks, progress=rep.span(0.5, 1.0), message=message)
+
+
+def median(A, progress=None):
+    """Exact column medians of a 2-D Dask array, or the median of a 1-D one (numpy's
+    np.median along axis 0)."""
+    n = A.shape[0]
+    v = order_statistics(A, [(n - 1) // 2, n // 2], progress=progress, message="median")
+    m = 0.5 * (v[0] + v[1])
+    return float(m[0]) if A.ndim == 1 else m
+
+
+def lazy_kth_smallest(values, ks, exclude=None, progress=None, message="order statistics"):
+    """Exact ks-th smallest values of a stored (Zarr or Dask) per-row array, leaving out the
+    rows where ``exclude`` is True: they are sent to -inf, below every kept value, and the ks
+    shifted past them. Two passes over the stored values."""
+    import dask.array as da
+
+    from ._dask import compute
+    from ._rows import as_dask_rows
+    A = values.to_dask() if hasattr(values, "to_dask") else values
+    if not isinstance(A, da.Array):
+        A = da.from_array(A, chunks=(max(1, int(getattr(A, "chunks", (1 << 20,))[0])),))
+    shift = 0
+    if exclude is not None:
+        ex = as_dask_rows(exclude, A.chunks[0])
+        shift = int(compute(da.count_nonzero(ex), message=message)[0])
+        A = da.where(ex, -np.inf, A)
+    ks = np.atleast_1d(ks) + shift
+    return order_statistics(A, ks, progress=progress, message=message)[:, 0]

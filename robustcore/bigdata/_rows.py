@@ -1,7 +1,17 @@
-"""Per-row results of out-of-core work (scores, flags): in memory when they fit the budget,
-otherwise in a Zarr store under the settings' ``store_dir`` (or a temporary folder)."""
+"""Per-row results of out-of-core work (scores, flags, projections): in memory when they fit the
+memory budget, otherwise in a Zarr store under the settings' ``store_dir`` (or a temporary folder).
+
+A stored result is a :class:`StoredRows`: sliced like a numpy array (a slice reads only its
+chunks), and combined like one: ``a | b``, ``~a``, ``a > 1.0``, ``a / 2`` are computed block by
+block into a new result, kept in memory or stored by the same budget rule, so code written for
+numpy results (``flags["outside_spe"] | flags["outside_t2"]``) works on stored ones too.
+Reductions (``sum``, ``any``, ``count_nonzero``, ``max``...) read the store block by block.
+"""
 from __future__ import annotations
 
+import operator
+import os
+import shutil
 import tempfile
 import uuid
 from pathlib import Path
@@ -10,44 +20,211 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "as_dask_rows"]
+__all__ = ["materialize", "as_dask_rows", "StoredRows", "store_bytes"]
+
+
+def store_bytes(arrays: dict) -> int:
+    return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in arrays.values())
+
+
+def _codecs(dtype):
+    """No compression for floats (their mantissas are noise: zstd cost time and saved 3 %);
+    the default (zstd) for flags and integers, which compress well."""
+    return {"compressors": None} if np.dtype(dtype).kind == "f" else {}
 
 
 def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows") -> dict:
     """Compute 1-D or 2-D Dask arrays (rows first) in one pass over their common inputs.
 
     Returns name -> numpy array when all of them together fit in the memory budget, else
-    name -> Zarr array (read by slices like a numpy array) in a new store.
+    name -> :class:`StoredRows` in a new Zarr store, written under ``NAME.partial`` and renamed
+    into place when complete (a store under its own name is always whole).
     """
     require_dask()
     import dask.array as da
-    total = sum(int(np.prod(a.shape)) * a.dtype.itemsize for a in arrays.values())
     s = get_settings()
     keys = list(arrays)
-    if total <= s.memory_budget:
+    if store_bytes(arrays) <= s.memory_budget:
         vals = compute(*[arrays[k] for k in keys], progress=progress, message=message)
         return dict(zip(keys, vals))
     import zarr
     root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
     root.mkdir(parents=True, exist_ok=True)
     path = root / f"{name}-{uuid.uuid4().hex[:8]}.zarr"
-    group = zarr.open_group(str(path), mode="w")
+    partial = path.with_name(path.name + ".partial")
+    group = zarr.open_group(str(partial), mode="w")
     targets = []
     for k in keys:
         a = arrays[k]
-        chunks = (a.chunks[0][0],) + tuple(a.shape[1:])
-        make = group.create_array if hasattr(group, "create_array") else group.create_dataset
-        targets.append(make(k, shape=a.shape, dtype=a.dtype, chunks=chunks))
-    stored = da.store([arrays[k] for k in keys], targets, lock=False, compute=False)
-    compute(stored, progress=progress, message=message)
-    return {k: zarr.open_group(str(path), mode="r")[k] for k in keys}
+        chunks = (max(a.chunks[0]),) + tuple(a.shape[1:])
+        if hasattr(group, "create_array"):
+            targets.append(group.create_array(k, shape=a.shape, dtype=a.dtype, chunks=chunks,
+                                              **_codecs(a.dtype)))
+        else:   # zarr 2
+            targets.append(group.create_dataset(k, shape=a.shape, dtype=a.dtype, chunks=chunks))
+    try:
+        stored = da.store([arrays[k].rechunk((chunks_of(t),) + tuple((v,) for v in arrays[k].shape[1:]))
+                           for k, t in zip(keys, targets)], targets, lock=False, compute=False)
+        compute(stored, progress=progress, message=message)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    os.replace(partial, path)
+    group = zarr.open_group(str(path), mode="r")
+    return {k: StoredRows(group[k]) for k in keys}
+
+
+def chunks_of(z) -> tuple:
+    """Row blocks of a Zarr array as a Dask chunk tuple (each a whole Zarr chunk)."""
+    n, c = int(z.shape[0]), int(z.chunks[0])
+    return tuple([c] * (n // c) + ([n % c] if n % c else [])) or (0,)
 
 
 def as_dask_rows(values, row_chunks):
-    """A stored per-row array (numpy or Zarr) as a Dask array whose row blocks are ``row_chunks``
-    (a tuple of block lengths, e.g. another array's ``chunks[0]``, so blocks line up)."""
+    """A per-row array (numpy, StoredRows, Zarr or Dask) as a Dask array whose row blocks are
+    ``row_chunks`` (a tuple of block lengths, e.g. another array's ``chunks[0]``, so blocks line
+    up)."""
     import dask.array as da
     chunks = (tuple(row_chunks),) + tuple((s,) for s in values.shape[1:])
+    if isinstance(values, da.Array):
+        return values.rechunk(chunks)
+    if isinstance(values, StoredRows):
+        return values.to_dask().rechunk(chunks)
     if isinstance(values, np.ndarray):
         return da.from_array(values, chunks=chunks)
-    return da.from_zarr(values, chunks=chunks)
+    return da.from_zarr(values).rechunk(chunks)
+
+
+def _lift(value):
+    if isinstance(value, StoredRows):
+        return value.to_dask()
+    return value
+
+
+class StoredRows:
+    """A per-row result held in a Zarr array (see the module doc).
+
+    Slicing returns numpy; ``np.asarray(stored)`` reads it all (only when that is what you
+    want). ``store`` and ``path`` are the Zarr array's (where it lives on disk)."""
+
+    __array_priority__ = 20
+
+    def __init__(self, z):
+        self.z = z
+
+    # -- what a numpy array has ---------------------------------------------------------------
+    @property
+    def shape(self):
+        return tuple(int(v) for v in self.z.shape)
+
+    @property
+    def dtype(self):
+        return np.dtype(self.z.dtype)
+
+    @property
+    def ndim(self):
+        return len(self.z.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape))
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __getitem__(self, key):
+        return np.asarray(self.z[key])
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self.z[...])
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __getattr__(self, name):        # store, path, chunks, attrs ...: the Zarr array's
+        if name == "z":
+            raise AttributeError(name)
+        return getattr(self.z, name)
+
+    def __repr__(self):
+        return f"StoredRows(shape={self.shape}, dtype={self.dtype}, store={self.z.store})"
+
+    def to_dask(self):
+        import dask.array as da
+        return da.from_array(self.z, chunks=(chunks_of(self.z),) + tuple((s,) for s in self.shape[1:]),
+                             asarray=True)
+
+    # -- element-wise: a new result, by the same budget rule ----------------------------------
+    def _apply(self, op, *others):
+        lazy = op(self.to_dask(), *[_lift(o) for o in others])
+        return materialize({"value": lazy}, message="combining results", name="combined")["value"]
+
+    def _reflected(self, op, other):
+        lazy = op(_lift(other), self.to_dask())
+        return materialize({"value": lazy}, message="combining results", name="combined")["value"]
+
+    def __invert__(self):
+        return self._apply(operator.invert)
+
+    def __neg__(self):
+        return self._apply(operator.neg)
+
+    def __abs__(self):
+        return self._apply(operator.abs)
+
+    def astype(self, dtype):
+        return self._apply(lambda a: a.astype(dtype))
+
+    # -- reductions, read block by block ------------------------------------------------------
+    def _reduce(self, fn, *args, **kw):
+        return compute(fn(self.to_dask(), *args, **kw), message="reading results")[0]
+
+    def sum(self, axis=None, dtype=None):
+        return self._reduce(lambda a: a.sum(axis=axis, dtype=dtype))
+
+    def any(self, axis=None):
+        return self._reduce(lambda a: a.any(axis=axis))
+
+    def all(self, axis=None):
+        return self._reduce(lambda a: a.all(axis=axis))
+
+    def max(self, axis=None):
+        return self._reduce(lambda a: a.max(axis=axis))
+
+    def min(self, axis=None):
+        return self._reduce(lambda a: a.min(axis=axis))
+
+    def mean(self, axis=None):
+        return self._reduce(lambda a: a.mean(axis=axis))
+
+    def count_nonzero(self):
+        import dask.array as da
+        return int(self._reduce(da.count_nonzero))
+
+    def flatnonzero(self):
+        """Indices of the nonzero entries of a 1-D result (numpy: they fit where the flags do)."""
+        import dask.array as da
+        return np.asarray(self._reduce(lambda a: da.flatnonzero(a)), dtype=np.intp)
+
+
+def _binary(op):
+    def method(self, other):
+        return self._apply(op, other)
+
+    def reflected(self, other):
+        return self._reflected(op, other)
+    return method, reflected
+
+
+for _name, _op in (("or", operator.or_), ("and", operator.and_), ("xor", operator.xor),
+                   ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
+                   ("truediv", operator.truediv)):
+    _m, _r = _binary(_op)
+    setattr(StoredRows, f"__{_name}__", _m)
+    setattr(StoredRows, f"__r{_name}__", _r)
+for _name, _op in (("lt", operator.lt), ("le", operator.le), ("gt", operator.gt), ("ge", operator.ge),
+                   ("eq", operator.eq), ("ne", operator.ne)):
+    setattr(StoredRows, f"__{_name}__", _binary(_op)[0])
+StoredRows.__hash__ = None

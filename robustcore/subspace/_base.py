@@ -1,4 +1,5 @@
-"""What every fitted affine subspace does, written once (PCA, Coherence Pursuit, ResidualScorer).
+"""What every fitted affine subspace does, written once (PCA, Coherence Pursuit, ResidualScorer),
+for rows in memory and out of core alike.
 
 The model is ``mean_ + span(components_)`` in the estimator's scaled units (``ScaledInput``):
 ``transform`` gives coordinates, ``inverse_transform`` points back in original units, and
@@ -16,52 +17,222 @@ blind spot of reconstruction-error scoring) and scored below chance on two of fi
 outlier tables where T² alone scored 0.97; T² alone is blind to points off the subspace. On 32
 real tables the larger ratio scored a mean ROC-AUC 0.02-0.07 above SPE alone, whatever the rank rule
 (benchmarks/results_outliers.md). The limits come from calibration rows: all training rows for
-PCA and ResidualScorer, all but the gross outliers for Coherence Pursuit.
+PCA and ResidualScorer, all but the gross outliers for Coherence Pursuit
+(:func:`robustcore.limits.control_limits`).
+
+Per-row results of any X (:meth:`SubspaceModel.row_results`) come from ONE pass over X: SPE, T²,
+the outlier score, the projection and the three flags. For lazy X (a Dask array, a LazyTable, a
+LazyDataset of kind "table") they are numpy arrays when they fit the memory budget of
+``robustcore.bigdata.settings``, :class:`robustcore.bigdata.StoredRows` (Zarr) otherwise; the
+scoring methods (``transform``, ``score_samples``, ``predict``...) follow the same rule.
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
 import numpy as np
-from scipy.linalg.blas import dgemm as _dgemm
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from .._passes import Rows, percentile, scratch
+from .._progress import Reporter
+from .._residual import ResidualKernel, residual_sq
 from .._scaling import ScaledInput
+from .._validation import nonfinite_error
+from ..limits import control_limits
+from ._scan import input_rows
 
-__all__ = ["SubspaceModel", "residual_sq", "calibration_spectrum"]
+__all__ = ["SubspaceModel", "RowResults", "residual_sq", "calibration_spectrum", "Calibration"]
 
-# Rows per block when forming residuals: temporaries of about 4e6 doubles.
-_ROW_BLOCK_ENTRIES = 4_000_000
-# Rows per block when scoring SPE and T² together: a buffer of about 2.6e5 doubles (2 MB).
-_SCORE_BLOCK_ENTRIES = 262_144
+ROW_FIELDS = ("outlier_score", "spe", "t2", "projection", "outlier", "outside_spe", "outside_t2")
 
 
-def residual_sq(Z, components, chunk_rows: int | None = None) -> np.ndarray:
-    """Squared distance of each row of Z (already centred) to span(components' rows), from the
-    explicit residual (exact even when it is far smaller than |z|^2), in blocks of rows."""
-    n, d = Z.shape
-    b = chunk_rows or max(1, _ROW_BLOCK_ENTRIES // max(d, 1))
-    out = np.empty(n)
-    for start in range(0, n, b):
-        B = Z[start:start + b]
-        E = B - (B @ components.T) @ components
-        out[start:start + b] = np.einsum("ij,ij->i", E, E)
-    return out
+class _NonFinite(ValueError):
+    """A block of rows being scored holds a NaN or an infinity (the caller then counts them all
+    to give check_finite's message)."""
+
+
+@dataclass
+class RowResults:
+    """Per-row results of a fitted subspace model on X, from one pass over X.
+
+    ``spe``, ``t2``, ``outlier_score`` (n,) float; ``projection`` (n, r) float (coordinates in
+    the subspace); ``outlier``, ``outside_spe``, ``outside_t2`` (n,) bool (the outlier rule of
+    ``predict``; SPE above ``spe_limit_``; T² above ``t2_limit_``). Coherence Pursuit's training
+    rows add ``coherence`` (float), ``degenerate`` and ``selected`` (bool) in ``extra``.
+
+    Each is a numpy array, or (lazy X beyond the memory budget) a
+    :class:`robustcore.bigdata.StoredRows`: sliced and combined like numpy (``a | b`` works).
+    ``passes``: passes over X these results cost (with the fit's, from ``fit_row_results``).
+    """
+
+    spe: object
+    t2: object
+    outlier_score: object
+    projection: object
+    outlier: object
+    outside_spe: object
+    outside_t2: object
+    extra: dict = field(default_factory=dict)
+    passes: int = 0
+
+    @property
+    def in_memory(self) -> bool:
+        return all(isinstance(v, np.ndarray) for v in (self.spe, *self.extra.values()))
+
+    @property
+    def scores(self) -> dict:
+        """name -> per-row score (larger = more abnormal, except coherence): the outlier score,
+        Coherence Pursuit's coherence, SPE and T²."""
+        out = {"outlier_score": self.outlier_score}
+        if "coherence" in self.extra:
+            out["coherence"] = self.extra["coherence"]
+        out.update(spe=self.spe, t2=self.t2)
+        return out
+
+    @property
+    def flags(self) -> dict:
+        out = {"outlier": self.outlier, "outside_spe": self.outside_spe, "outside_t2": self.outside_t2}
+        out.update({k: v for k, v in self.extra.items() if k != "coherence"})
+        return out
+
+
+class _RowKernel:
+    """What the row pass computes for one block of raw rows (picklable: runs on Dask workers).
+
+    Each wanted output (a key of ``_SPEC``) comes from one centring and one residual per block:
+    scaling and centring happen in cache-sized scratch buffers, never on an n x d copy."""
+
+    _SPEC = {"spe": ("f8", ()), "t2": ("f8", ()), "outlier_score": ("f8", ()), "projection": ("f8", None),
+             "outlier": ("?", ()), "outside_spe": ("?", ()), "outside_t2": ("?", ()),
+             "score_samples": ("f8", ()), "decision": ("f8", ()), "predict": ("i8", ())}
+
+    def __init__(self, est, want, threshold=None):
+        # ``est``: a fitted model, or any object with its attributes (scale_center_, scale_,
+        # components_, mean_, variances_ and, for the outlier outputs, the limits)
+        self.want = tuple(want)
+        c, s = est.scale_center_, est.scale_
+        self.scale = None if (not c.any() and np.all(s == 1.0)) else (c, s)
+        self.kern = ResidualKernel(est.components_, est.mean_)
+        need_t2 = any(w not in ("spe", "projection", "outside_spe") for w in self.want)
+        self.inv = 1.0 / est.variances_ if need_t2 else None
+        self.spe_limit = getattr(est, "spe_limit_", None)
+        self.t2_limit = getattr(est, "t2_limit_", None)
+        if threshold is None and any(w in ("outlier", "decision", "predict") for w in self.want):
+            threshold = -est.offset_
+        self.threshold = threshold
+        self.need_spe = any(w not in ("t2", "projection", "outside_t2") for w in self.want)
+
+    def spec(self):
+        r = self.kern.k
+        return {w: (np.dtype(self._SPEC[w][0]), (r,) if w == "projection" else ()) for w in self.want}
+
+    def __call__(self, B, start, *extra):
+        b, d = B.shape
+        if not (np.isfinite(B.min()) and np.isfinite(B.max())):
+            raise _NonFinite("X contains NaN or infinite values")
+        if self.scale is not None:
+            Z = np.subtract(B, self.scale[0], out=scratch(b, d, 3))
+            Z /= self.scale[1]
+        else:
+            Z = B
+        T, spe = self.kern(Z, scratch(b, d, 4), want_spe=self.need_spe)
+        out = {}
+        t2 = np.einsum("ij,ij,j->i", T, T, self.inv) if self.inv is not None else None
+        for w in self.want:
+            if w == "spe":
+                out[w] = spe
+            elif w == "t2":
+                out[w] = t2
+            elif w == "projection":
+                out[w] = T
+            elif w == "outside_spe":
+                out[w] = spe > self.spe_limit
+            elif w == "outside_t2":
+                out[w] = t2 > self.t2_limit
+        if any(w in ("outlier_score", "outlier", "score_samples", "decision", "predict") for w in self.want):
+            score = np.maximum(spe / self.spe_limit, t2 / self.t2_limit)
+            for w in self.want:
+                if w == "outlier_score":
+                    out[w] = score
+                elif w == "score_samples":
+                    out[w] = -score
+                elif w == "decision":
+                    out[w] = self.threshold - score
+                elif w == "outlier":
+                    out[w] = score > self.threshold
+                elif w == "predict":
+                    out[w] = np.where(score > self.threshold, -1, 1)
+        return out
+
+
+def _derive_block(P, start, spe, inv, spe_limit, t2_limit, threshold):
+    """The row results that follow from a row's SPE and projection P (t2, score, flags)."""
+    t2 = np.einsum("ij,ij,j->i", P, P, inv)
+    score = np.maximum(spe / spe_limit, t2 / t2_limit)
+    return {"t2": t2, "outlier_score": score, "outlier": score > threshold,
+            "outside_spe": spe > spe_limit, "outside_t2": t2 > t2_limit}
+
+
+class Calibration:
+    """Accumulator of the calibration spectrum of rows about ``mean`` against ``components``:
+    count, Σ t² along each component, and the lower triangle of EᵀE (E the explicit residuals).
+    ``keep(B, start, *extra)`` (optional) picks the rows that count."""
+
+    def __init__(self, components, mean, scale=None, keep=None):
+        self.kern = ResidualKernel(components, mean)
+        self.scale, self.keep = scale, keep
+        d, k = self.kern.d, self.kern.k
+        self.n, self.tt = 0, np.zeros(k)
+        self.EE = np.zeros((d, d), order="F")
+
+    def add(self, B, start, *extra):
+        if self.keep is not None:
+            rows = self.keep(B, start, *extra)
+            B = B[rows]
+        b, d = B.shape
+        if b == 0:
+            return
+        if self.scale is not None:
+            Z = np.subtract(B, self.scale[0], out=scratch(b, d, 3))
+            Z /= self.scale[1]
+        else:
+            Z = B
+        buf = scratch(b, d, 4)
+        T, _ = self.kern(Z, buf, want_spe=False)
+        from scipy.linalg.blas import dgemm
+        E = dgemm(-1.0, self.kern.CT, T.T, beta=1.0, c=buf[:b].T, overwrite_c=1).T
+        from .._row_stats import syrk_lower
+        self.EE = syrk_lower(E, self.EE)
+        self.tt += np.einsum("ij,ij->j", T, T)
+        self.n += b
+
+    def merge(self, other):
+        self.n += other.n
+        self.tt = self.tt + other.tt
+        self.EE = self.EE + other.EE
+        return self
+
+    def spectrum(self, k):
+        """(n, variances along the components, all residual eigenvalues, descending) as
+        :func:`calibration_spectrum` gives them."""
+        from .._row_stats import symmetric
+        n, d = self.n, self.EE.shape[0]
+        var = self.tt / (n - 1)
+        lam = np.linalg.eigvalsh(symmetric(self.EE))[::-1] / (n - 1)
+        return n, var, np.maximum(lam, 0.0)[: max(min(n, d) - k, 1)]
 
 
 def calibration_spectrum(Z, components, mean):
     """Variances of calibration rows ``Z`` (n, d) along ``components`` (k, d) about ``mean``, and
     ALL eigenvalues of their residual covariance (descending): what the T² and SPE limits are
-    made of (sums of squares divided by n - 1)."""
-    n, d = Z.shape
-    k = components.shape[0]
-    Zc = Z - mean
-    T = Zc @ components.T
-    E = Zc - T @ components
-    var = np.einsum("ij,ij->j", T, T) / (n - 1)
-    # Nonzero eigenvalues of E'E and EE' coincide: use the smaller Gram matrix.
-    G = E.T @ E if n >= d else E @ E.T
-    lam = np.linalg.eigvalsh(G)[::-1] / (n - 1)
-    return var, np.maximum(lam, 0.0)[: max(min(n, d) - k, 1)]
+    made of (sums of squares divided by n - 1). One blocked pass, no n x d temporary."""
+    rows = Rows(np.asarray(Z, dtype=np.float64))
+    C = np.atleast_2d(np.asarray(components, dtype=np.float64))
+    acc = rows.reduce(functools.partial(Calibration, C, np.asarray(mean, dtype=np.float64)))
+    return acc.spectrum(C.shape[0])[1:]
 
 
 class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInput):
@@ -72,10 +243,91 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
     def _n_features_out(self):
         return self.components_.shape[0]
 
+    # -- rows in, per-row results out ---------------------------------------------------------
+    def _rows(self, X) -> Rows:
+        check_is_fitted(self)
+        return input_rows(self, X, reset=False, finite=True)
+
+    def _row_pass(self, rows: Rows, want, progress=None, message="scores") -> dict:
+        """One pass of :class:`_RowKernel` over ``rows``: name -> array (numpy or stored)."""
+        kern = _RowKernel(self, want)
+        try:
+            return rows.map(kern, kern.spec(), progress=progress, message=message, name="scores")
+        except _NonFinite:
+            raise self._count_nonfinite(rows) from None
+
+    @staticmethod
+    def _count_nonfinite(rows: Rows):
+        from .._row_stats import Moments
+        mom = rows.reduce(functools.partial(Moments, rows.d, rows.shift(), False), message="checking values")
+        return nonfinite_error(mom.bad, *mom.first_bad)
+
+    def _one(self, X, what):
+        out = self._row_pass(self._rows(X), (what,))[what]
+        return out
+
     def transform(self, X):
         """Coordinates (n_samples, r) of X in the subspace: ``(scaled X - mean_) @ components_.T``."""
-        Z = self._input(X)
-        return (Z - self.mean_) @ self.components_.T
+        return self._one(X, "projection")
+
+    def score_samples(self, X):
+        """Normality of each sample (n_samples,): HIGHER = MORE NORMAL (scikit-learn's
+        convention); minus the outlier score ``max(SPE / spe_limit_, T² / t2_limit_)``."""
+        return self._one(X, "score_samples")
+
+    def decision_function(self, X):
+        """``score_samples(X) - offset_`` (n_samples,): negative for outliers."""
+        return self._one(X, "decision")
+
+    def predict(self, X):
+        """-1 for outliers, +1 for inliers (n_samples,)."""
+        return self._one(X, "predict")
+
+    def row_results(self, X, progress=None) -> RowResults:
+        """SPE, T², outlier score, projection and flags of every row of X in ONE pass over X
+        (see :class:`RowResults`; the module doc says where lazy results are kept)."""
+        rows = self._rows(X)
+        return self._results_of(rows, progress)
+
+    def _results_of(self, rows: Rows, progress=None, extra=None) -> RowResults:
+        before = rows.passes
+        out = self._row_pass(rows, ROW_FIELDS, progress=progress, message="row results")
+        return RowResults(**out, extra=extra or {}, passes=rows.passes - before)
+
+    def fit_row_results(self, X, y=None, progress=None) -> RowResults:
+        """``fit(X)`` and ``row_results(X)`` in as few passes over X as the method allows (as
+        ``fit_predict`` is to ``fit`` and ``predict``); ``RowResults.passes`` counts them all."""
+        rep = Reporter(progress)
+        self._kept_rows = None
+        try:
+            self.fit(X, progress=rep.span(0.0, 0.8))
+            kept = self._kept_rows
+        finally:
+            del self._kept_rows
+        rows = kept["rows"]
+        if "spe" in kept:
+            res = self._derive(kept["spe"], kept["projection"], rep.span(0.8, 1.0))
+            return RowResults(**res, spe=kept["spe"], projection=kept["projection"],
+                              extra=kept.get("extra", {}), passes=rows.passes)
+        res = self._results_of(rows, rep.span(0.8, 1.0), extra=kept.get("extra"))
+        res.passes = rows.passes
+        return res
+
+    def _keep_rows(self, **kept):
+        """Called by fit: what a following fit_row_results may reuse (the Rows, and per-row
+        SPE and projection when the fit computed them for all rows)."""
+        if hasattr(self, "_kept_rows"):
+            self._kept_rows = kept
+
+    def _derive(self, spe, projection, progress=None, threshold=None) -> dict:
+        """t2, outlier score and flags from stored SPE and projections (no pass over X)."""
+        args = (1.0 / self.variances_, self.spe_limit_, self.t2_limit_,
+                -self.offset_ if threshold is None else threshold)
+        spec = {"t2": ("f8", ()), "outlier_score": ("f8", ()), "outlier": ("?", ()),
+                "outside_spe": ("?", ()), "outside_t2": ("?", ())}
+        P = _lazy_or_numpy(projection)
+        return Rows(P).map(_derive_block, spec, *args, extra=(spe,), progress=progress,
+                           message="limits", name="scores")
 
     def inverse_transform(self, X):
         """Points (n_samples, n_features) in ORIGINAL units for coordinates X (n_samples, r)."""
@@ -89,68 +341,21 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
 
     def _residual_sq(self, Z):
         """Squared distance of scaled rows Z to the fitted affine subspace."""
-        return residual_sq(Z - self.mean_, self.components_)
+        return residual_sq(Z, self.components_, self.mean_)
 
     # -- control limits and the outlier score ---------------------------------------------
     @staticmethod
     def _limit_fields(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="new",
-                      strict=False) -> dict:
-        """Fitted ``variances_``, ``residual_eigenvalues_``, ``thetas_``, ``spe_limit_``,
-        ``spe_limit_method_``, ``t2_limit_`` from n calibration rows with variances ``var``
-        (k,) along the components and residual eigenvalues ``lam``.
-
-        A component along which the calibration rows do not vary makes T² undefined:
-        ``strict`` refuses it, otherwise its variance is floored at 1e-12 of the largest (T²
-        then flags any departure along it, which the rows never showed).
-        """
-        from ..anomaly import _spe_limit_and_method, _thetas, t2_limit_new, t2_limit_training
-
-        k = var.size
-        var = np.asarray(var, dtype=np.float64).copy()
-        tiny = 1e-12 * max(float(var.max(initial=0.0)), float(lam.max(initial=0.0)), 1e-300)
-        if np.any(var <= tiny):
-            if strict:
-                j = int(np.argmax(var <= tiny))
-                raise ValueError(f"the training data has (almost) no variance along component "
-                                 f"{j + 1}, so T² is undefined; n_components must be at most {j} "
-                                 f"for this data (got {k})")
-            var = np.maximum(var, tiny)
-        spe_lim, method = _spe_limit_and_method(lam, alpha, float(var.sum()) + float(lam.sum()), limit)
-        if t2_kind == "new":
-            t2_lim = t2_limit_new(k, n, alpha) if n > k else float("inf")
-        else:
-            if n - k - 1 <= 0:
-                raise ValueError(f"t2_limit='training' needs n_samples > n_components + 1; got "
-                                 f"n_samples = {n}, n_components = {k}")
-            t2_lim = t2_limit_training(k, n, alpha)
-        return dict(variances_=var, residual_eigenvalues_=np.asarray(lam, dtype=np.float64),
-                    thetas_=np.array(_thetas(lam)), spe_limit_=float(spe_lim),
-                    spe_limit_method_=method, t2_limit_=float(t2_lim))
+                      strict=False, training=None) -> dict:
+        """The fitted limits (robustcore.limits.control_limits)."""
+        return control_limits(n, var, lam, alpha=alpha, limit=limit, t2_kind=t2_kind, strict=strict,
+                              training=training)
 
     def _spe_t2(self, Z, want_spe=True, want_t2=True):
-        """SPE and T² of scaled rows Z, in blocks of rows."""
-        n, d = Z.shape
-        C, m, inv = self.components_, self.mean_, 1.0 / self.variances_
-        spe = np.empty(n) if want_spe else None
-        t2 = np.empty(n) if want_t2 else None
-        b = max(1, _SCORE_BLOCK_ENTRIES // max(d, 1))
-        buf = np.empty((min(b, n), d))
-        Cf = np.asfortranarray(C)
-        for s in range(0, n, b):
-            # Each block is centred once into a buffer that stays in cache, and its residual
-            # z - C^T C z is made there in place by one BLAS update: no other n x d temporary
-            # (half the time of forming T C + m and subtracting it, 100,000 x 50 at rank 1).
-            # The explicit residual keeps SPE exact when it is much smaller than |z|².
-            Bc = np.subtract(Z[s:s + b], m, out=buf[:min(b, n - s)])
-            # Both products go to scipy's BLAS, none to numpy's: with their default threads,
-            # alternating between the two libraries' thread pools made this loop 10x slower.
-            T = _dgemm(1.0, Cf, Bc.T).T                   # Bc C^T, (rows, k)
-            if want_t2:
-                t2[s:s + b] = np.einsum("ij,ij,j->i", T, T, inv)
-            if want_spe:
-                # Bc^T - C^T T^T, in place on the Fortran-ordered view of the C-ordered block
-                E = _dgemm(-1.0, C.T, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
-                spe[s:s + b] = np.einsum("ij,ij->i", E, E)
+        """SPE and T² of scaled rows Z, in blocks of rows (the one residual kernel)."""
+        from .._residual import residual_scores
+        spe, t2, _ = residual_scores(Z, self.components_, self.mean_, 1.0 / self.variances_,
+                                     want_spe=want_spe, want_t2=want_t2)
         return spe, t2
 
     def _outlier_score(self, Z):
@@ -161,3 +366,63 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
     def _auto_threshold(self, training_scores):
         # the score is already in units of the limits: above 1 = above one of them
         return 1.0
+
+    def _training_provider(self, rows: Rows, scaling: dict, components, mean, kept=None, exclude=None):
+        """The ``training`` callable of robustcore.limits.control_limits for a fit on ``rows``:
+        given the variances, the calibration rows' SPE and T² (from ``kept`` SPE and
+        projections when the fit has them, else one row pass, made only if a rule asks)."""
+        def training(variances):
+            if kept is not None:
+                inv = 1.0 / np.asarray(variances)
+
+                def make():
+                    return {"spe": kept["spe"],
+                            "t2": Rows(_lazy_or_numpy(kept["projection"])).map(
+                                _t2_block, {"t2": ("f8", ())}, inv, message="training scores")["t2"]}
+            else:
+                model = SimpleNamespace(**scaling, components_=components, mean_=mean, variances_=variances)
+
+                def make():
+                    kern = _RowKernel(model, ("spe", "t2"))
+                    return rows.map(kern, kern.spec(), message="training scores", name="scores")
+            return TrainingScores(make, exclude=exclude)
+        return training
+
+    def _training_offset(self, contamination, rows: Rows, kept=None) -> dict:
+        """``offset_`` at the end of a fit on ``rows``: "auto" needs no pass (the limits are the
+        rule); a fraction takes the exact percentile of the training outlier scores (numpy's,
+        in memory and out of core)."""
+        if contamination == "auto":
+            return {"offset_": -float(self._auto_threshold(None))}
+        if kept is not None:
+            score = self._derive(kept["spe"], kept["projection"], threshold=np.inf)["outlier_score"]
+        else:
+            score = self._row_pass(rows, ("outlier_score",), message="training scores")["outlier_score"]
+        return {"offset_": -percentile(score, 100.0 * (1.0 - contamination))}
+
+
+def _as_lazy(values):
+    return values.to_dask() if hasattr(values, "to_dask") else values
+
+
+def _lazy_or_numpy(values):
+    return values if isinstance(values, np.ndarray) else _as_lazy(values)
+
+
+def _t2_block(P, start, inv):
+    return {"t2": np.einsum("ij,ij,j->i", P, P, inv)}
+
+
+class TrainingScores:
+    """What the ``training`` callable of :func:`robustcore.limits.control_limits` returns: exact
+    order statistics of the calibration rows' SPE and T², from per-row arrays (numpy or stored)
+    made on the first call (a pass over the rows, or none when the fit kept them)."""
+
+    def __init__(self, make, exclude=None):
+        self._make, self._values, self.exclude = make, None, exclude
+
+    def order_statistics(self, name: str, ks) -> np.ndarray:
+        from .._passes import kth_smallest
+        if self._values is None:
+            self._values = self._make()
+        return kth_smallest(self._values[name], ks, exclude=self.exclude, message="training scores")

@@ -13,17 +13,21 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from .._base import ConvergenceWarning, Estimator, fit_method
-from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
+# (calibration_rows and residual_limit live in robustcore._outlier; their names stay here)
+from .._outlier import (CONTAMINATION, LIMIT_ALPHA, OutlierScores, calibration_rows,  # noqa: F401
+                        residual_limit)
 from .._params import Param, SeedParam, check_range, param_error
 from .._progress import Reporter
+from .._residual import residual_sq
 from .._scaling import scale_param
-from .._validation import check_magnitude, check_random_state, validate_X
+from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, check_random_state
+from ..linalg import fix_signs
 from ..rank import rank_cap, scree_elbow
-from ._base import SubspaceModel, calibration_spectrum, residual_sq
-from .pca import OVERFLOW_FIX, fix_signs
+from ._base import SubspaceModel, calibration_spectrum
+from ._cop_passes import RankDeficientWarning, fit_in_passes, warn_rank_deficient
+from ._scan import input_rows, load_rows
 
 __all__ = ["CoherencePursuit", "coherence_scores", "residual_limit",
            "RankDeficientWarning"]
@@ -41,10 +45,6 @@ _DEFLATION_FLOOR = 1e-8
 # The first limit comes from the few selected samples, whose residuals are biased low (they
 # shaped the subspace), so it is too tight; each pass calibrates on a larger, less biased set.
 _REFINE_MAX_PASSES = 10
-
-
-class RankDeficientWarning(UserWarning):
-    """The selected samples span fewer than n_components directions."""
 
 
 def coherence_scores(Xn, norm: int = 2, *, method: str = "auto", chunk_size: int | None = None,
@@ -121,34 +121,6 @@ def _svd_rows(Y):
         Y = np.linalg.qr(Y, mode="r")
     _, s, vt = np.linalg.svd(Y, full_matrices=False)
     return s, vt
-
-
-def calibration_rows(sq, usable, n_mad: float = 3.0):
-    """Rows to calibrate the SPE/T² limits on after a robust fit: every usable row except the
-    gross outliers, those whose log squared residual ``sq`` exceeds median + n_mad MAD (log:
-    the residual is a skewed, chi-square like score).
-
-    The selected inliers are the wrong calibration set: they are picked FOR fitting the subspace
-    well, so their residuals understate the inliers' spread (on the USPS demo, limits from the
-    selected half flagged 45 of 264 ones besides the 50 eights; from the trimmed set, 16).
-    """
-    from ..compare import robust_threshold
-    idx = np.flatnonzero(usable)
-    log_sq = np.log(np.maximum(sq[idx], np.finfo(float).tiny))
-    return idx[log_sq <= robust_threshold(log_sq, n_mad)]
-
-
-def residual_limit(sq, alpha: float) -> float:
-    """Robust cut for squared residuals ``sq`` at false-alarm rate ``alpha``.
-
-    With s a squared residual, s^(1/3) is close to normal (Wilson-Hilferty, for a scaled
-    chi-square); its median and MAD give the cut (median + z_(1-alpha) * 1.4826 MAD)^3, which a
-    minority of outliers does not move. Used by the refinement and by contamination="auto".
-    """
-    t = np.cbrt(np.asarray(sq, dtype=np.float64))
-    med = np.median(t)
-    mad = 1.4826 * np.median(np.abs(t - med))
-    return float((med + stats.norm.ppf(1.0 - alpha) * mad) ** 3)
 
 
 @dataclass
@@ -354,15 +326,45 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     # -- fitting --------------------------------------------------------------------------
     @fit_method()
     def fit(self, X, y=None, progress=None):
-        """Recover the subspace from X (n_samples, n_features). Returns self.
+        """Recover the subspace from X (n_samples, n_features), in memory or lazy. Returns self.
 
         ``progress(fraction, message)`` is called once per block of the coherence computation;
         returning False (or raising Cancelled) stops the fit and leaves the estimator unfitted.
+
+        The ℓ2 coherence with selection "count" or "fraction" and no refinement is computed in
+        passes over blocks of rows (robustcore.subspace._cop_passes), the same code in memory
+        and out of core, when there are at least two rows per feature; ℓ1, adaptive selection
+        and the refinement need the rows in memory (random access), and out of core they are
+        refused with a message that says so.
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
+        rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
+        if rows.lazy:
+            _refuse_out_of_core(p)
+        if p["chunk_size"] is not None:
+            rows.block_rows = int(p["chunk_size"])
+        if self._passes_apply(p, rows.n, rows.d):
+            fit, kept = fit_in_passes(self, rows, p, rep)
+            self._set_fitted(**fit)
+            self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept))
+            self._keep_rows(rows=rows, **kept)
+            return self
+        X = load_rows(rows, "Coherence Pursuit", "on a table with fewer than two rows per feature "
+                      "compares every pair of rows")
+        return self._fit_dense(X, p, rep)
+
+    @staticmethod
+    def _passes_apply(p, n, d) -> bool:
+        """Whether the fit runs in passes over blocks of rows (see ``fit``)."""
+        return p["norm"] == 2 and p["selection"] in ("count", "fraction") and not p["refine"] \
+            and 2 * d <= n
+
+    def _fit_dense(self, X, p, rep):
+        """The fit with every row in memory (ℓ1, adaptive selection, refinement, wide data)."""
         n, d = X.shape
+        check_finite(X)
+        raw = X
         X, scaling = self._fit_scaled(X, p["scale"])
         check_magnitude(X, method="Coherence Pursuit", fix=OVERFLOW_FIX)
         r, estimate = self._rank_to_use(p, n, d)
@@ -381,17 +383,14 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         s, vt = _svd_rows(c.Xn[selected])
         if estimate:
             r = min(scree_elbow(s * s, rank_cap(n, d)), min(n, d) - 1)
-        if s.size < r or s[r - 1] <= 1e-10 * s[0]:
-            warnings.warn(f"the {selected.size} selected samples span fewer than n_components = {r} "
-                          f"directions; the basis is partly arbitrary. Select more samples or lower "
-                          f"n_components", RankDeficientWarning, stacklevel=3)
+        warn_rank_deficient(s, r, selected.size)
         degenerate = c.degenerate
         fit = _Refined(vt[:r], c.centre, s[:r].copy(), np.sort(selected), None, 0, True)
         if p["refine"]:
             c.Xn = None   # the refinement works on the un-normalised data: free the copy
             fit = self._refine(X, fit, ~degenerate, r, p, rep.span(0.95, 1.0))
         comps = fix_signs(fit.components)
-        calib = calibration_rows(residual_sq(X - fit.mean, comps), ~degenerate)
+        calib = calibration_rows(residual_sq(X, comps, fit.mean), ~degenerate)
         if calib.size <= r + 1:     # a tiny data set: too few rows left to estimate spreads
             calib = np.flatnonzero(~degenerate)
         var, lam = calibration_spectrum(X[calib], comps, fit.mean)
@@ -414,7 +413,14 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             n_samples_fit_=n,
         )
         self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(X)))
+        from .._passes import Rows
+        self._keep_rows(rows=Rows(raw), extra=self._training_extra(n))
         return self
+
+    def _training_extra(self, n) -> dict:
+        selected = np.zeros(n, dtype=bool)
+        selected[self.inlier_indices_] = True
+        return {"coherence": self.coherence_, "degenerate": self.degenerate_, "selected": selected}
 
     @staticmethod
     def _rank_to_use(p, n, d):
@@ -516,18 +522,17 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     def _refine(X, start: _Refined, usable, r, p, rep) -> _Refined:
         """Refit by PCA on every usable sample within a robust residual limit (see class doc)."""
         n, d = X.shape
-        chunk = max(1, _ROW_BLOCK_ENTRIES // d)
         comps, mean, sing = start.components, start.mean, start.singular_values
         trusted = kept = start.inliers
         limit = None
         passes = 0
         for k in range(_REFINE_MAX_PASSES):
-            Z = X - mean
-            res = residual_sq(Z, comps, chunk)
+            res = residual_sq(X, comps, mean)
             # Residuals below 1e-10 of a typical sample's length are rounding, i.e. exact fits.
-            floor = 1e-20 * float(np.median(np.einsum("ij,ij->i", Z[trusted], Z[trusted])))
+            Zt = X[trusted] - mean
+            floor = 1e-20 * float(np.median(np.einsum("ij,ij->i", Zt, Zt)))
             limit = max(residual_limit(res[trusted], p["refine_alpha"]), floor)
-            del Z
+            del Zt
             new = np.flatnonzero(usable & (res <= limit))
             if new.size <= r:
                 warnings.warn(f"refinement kept only {new.size} samples, too few for "
@@ -550,3 +555,17 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         return _Refined(comps, mean, sing, np.sort(kept), limit, passes, True)
 
 
+
+
+def _refuse_out_of_core(p):
+    """Options that need random access to the rows, refused for lazy input (saying why)."""
+    if p["norm"] != 2:
+        raise param_error("norm", "2 for data out of core (the ℓ1 coherence sums over every pair "
+                          "of rows; load the data into memory to use norm=1)", p["norm"])
+    if p["selection"] == "adaptive":
+        raise param_error("selection", "'count' or 'fraction' for data out of core (adaptive "
+                          "sampling picks rows one at a time from a random sketch of all of them; "
+                          "load the data into memory to use it)", p["selection"])
+    if p["refine"]:
+        raise param_error("refine", "False for data out of core (the refinement refits on rows "
+                          "chosen anew at every step; load the data into memory to use it)", p["refine"])

@@ -1,90 +1,79 @@
 """Principal component analysis: the non-robust baseline every robust method is compared with."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._base import Estimator, fit_method
 from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
 from .._params import Param, check_range
 from .._progress import Reporter
-from .._scaling import apply_scaling, mixed_units, scale_param, varies
-from .._validation import MAX_ABS, check_finite, check_magnitude, validate_X
-from ..linalg import GRAM_RCOND, centred_scatter, covariance_eigh
+from .._row_stats import RFactor, symmetric
+from .._scaling import scale_param, varies
+from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
+from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel
+from ._scan import constant_error, input_rows, load_rows, scan
 
-__all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX"]
-
-# What to do about values whose squares overflow (see robustcore._validation.check_magnitude).
-OVERFLOW_FIX = ("Pass scale='standard' or 'robust' (the estimator then rescales inside), or "
-                "multiply X by a constant that brings its values near 1.")
+__all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX", "principal_axes"]
 
 
 def rank_hint(n: int, d: int) -> str:
     return f"at most min(n_samples, n_features) = {min(n, d)}; here n_samples = {n}, n_features = {d}"
 
 # From this many rows per feature on, the principal axes come from the scatter matrix (one
-# pass, a d x d eigh), as scikit-learn's "covariance_eigh" solver does for tall data.
+# pass, a d x d eigh), as scikit-learn's "covariance_eigh" solver does for tall data; below, the
+# rows are needed in memory for an SVD.
 _COVARIANCE_ROWS = 10
 
 
-def fix_signs(components: np.ndarray) -> np.ndarray:
-    """Flip each row so its largest-magnitude entry is positive (stable plots across runs)."""
-    comps = np.array(components, dtype=np.float64, copy=True)
-    if comps.size == 0:
-        return comps
-    idx = np.argmax(np.abs(comps), axis=1)
-    signs = np.sign(comps[np.arange(comps.shape[0]), idx])
-    signs[signs == 0] = 1.0
-    return comps * signs[:, None]
+def principal_axes(rows, how, center, rep, method="PCA"):
+    """The tall route of a PCA fit, in passes over ``rows`` (in memory or out of core).
 
+    One pass gives the scatter matrix of the rows, the checks and the scaling (``_scan``); the
+    scatter matrix of the SCALED rows follows without another pass ((X - c) / s has scatter
+    M / (s sᵀ)), and its eigendecomposition the axes. When the spectrum spans more than
+    1 / GRAM_RCOND, squaring cost the small eigenvalues their precision: one more pass then makes
+    the R factor of a QR of the scaled, centred rows (TSQR; blocks merged by QR of stacked
+    factors) and its SVD gives them to the table's own precision, as LAPACK's SVD of the rows
+    does in memory.
 
-def _scaled_scatter(X, how, center):
-    """What the covariance path of a fit needs, from ONE centred scatter matrix of X.
-
-    Returns ``(scaling, mean, G)``: the fitted scaling fields (``scale_center_``, ``scale_``,
-    ``scaling_``, "auto" resolved) of the rows the PCA fits, ``Z = (X - scale_center_) /
-    scale_``; Z's centre (zeros when not centring); and the lower triangle of Z's scatter
-    matrix about it. Returns None when the data need the general path, which reads X for each
-    check: non-finite column sums (a NaN or infinity, or sums that overflow), values whose
-    squares could overflow or underflow, "robust" scaling.
-
-    Why: the general path read 100,000 x 50 four times before the scatter matrix (finiteness,
-    the magnitude guard, the column moments of "auto", the magnitude of the scaled rows), 25 ms
-    of a 45 ms fit. All of it follows from the column sums and the scatter matrix's diagonal.
+    Returns ``(scan, mean, variances (d,) descending, right singular vectors (rows))``.
     """
-    if how not in ("none", "standard", "auto"):
-        return None
-    n, d = X.shape
-    # (extreme values overflow or underflow here silently: the bounds below send them on)
-    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
-        m, G = centred_scatter(X)
-    # A NaN or an infinity makes its column's sum non-finite, so finite sums mean finite X.
-    # (Not the reverse: sums can overflow; the general path then looks at X itself.)
-    if G is None:
-        return None
-    sq = np.diagonal(G)                                   # sum_i (x_ij - m_j)^2
-    # Bounds on the largest |x|: |x_ij| <= |m_j| + sqrt(G_jj); the largest |x| of a column is
-    # at least |m_j| and half its RMS deviation. Inside [1 / MAX_ABS, MAX_ABS] both magnitude
-    # checks (the guard and "auto"'s power-of-two rescaling) pass without looking, and squares
-    # neither overflow nor underflow. Outside (or G not finite): the general path decides.
-    hi = float(np.max(np.abs(m) + np.sqrt(sq)))
-    lo = max(float(np.abs(m).max()), 0.5 * float(np.sqrt(sq.max() / n)))
-    if not (hi <= MAX_ABS and lo >= 1.0 / MAX_ABS and np.all(np.isfinite(G))):
-        return None
-    spread = np.sqrt(sq / n)                              # standard deviations (ddof 0)
-    used = how if how != "auto" else ("standard" if mixed_units(spread, m) else "none")
-    if used == "none":
-        scaling = {"scale_center_": np.zeros(d), "scale_": np.ones(d), "scaling_": "none"}
-        if not center:
-            # the scatter about the origin: a sum of two positive parts, nothing cancels
-            return scaling, np.zeros(d), G + n * np.outer(m, m)
-        return scaling, m, G
-    # "standard": Z = (X - m) / s has mean 0 and scatter G / (s s^T); a constant column keeps
-    # scale 1 (as in fit_scaling)
-    s = np.where(varies(spread, m), spread, 1.0)
-    return ({"scale_center_": m, "scale_": s, "scaling_": "standard"}, np.zeros(d),
-            G / np.outer(s, s))
+    n, d = rows.n, rows.d
+    sc = scan(rows, how, method=method, scatter=True, progress=rep.span(0.0, 0.8))
+    mom = sc.mom
+    # the scatter of the scaled rows, in units of 4^ez (mom.e: the columns' powers of two)
+    if sc.identity:
+        m, M, ez = mom.common()
+    else:
+        s = np.ldexp(sc.scale, -mom.e)       # (a division at a time: s s^T can underflow)
+        M, ez = symmetric(mom.M2) / s[:, None] / s[None, :], 0
+        m = sc.scaled_mean()
+    # a constant column's scatter is rounding: exactly none
+    flat = ~varies(mom.std(), mom.true_mean())
+    M[flat, :] = 0.0
+    M[:, flat] = 0.0
+    if center:
+        mean = m if ez == 0 else np.ldexp(m, ez)
+    else:
+        # the scatter about the origin: a sum of two positive parts, nothing cancels
+        M = M + n * np.outer(m, m)
+        mean = np.zeros(d)
+    w, V = np.linalg.eigh(M)
+    w, V = np.maximum(w[::-1], 0.0), V[:, ::-1]
+    if not w[0] > 0:
+        raise constant_error(method, n, center)
+    # (the constant columns' eigenvalues are exact zeros, which no precision would change)
+    if w[d - 1 - int(flat.sum())] >= GRAM_RCOND * w[0]:
+        return sc, mean, np.ldexp(w / max(n - 1, 1), 2 * ez), V.T
+    # (R factor of the scaled rows about the centre used; true units)
+    R = rows.reduce(functools.partial(RFactor, d, sc.center, sc.scale, mean), progress=rep.span(0.8, 1.0),
+                    message="TSQR").R
+    _, sv, vt = np.linalg.svd(R, full_matrices=False)
+    return sc, mean, sv ** 2 / max(n - 1, 1), vt
 
 
 class PCA(SubspaceModel, OutlierScores, Estimator):
@@ -150,69 +139,65 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
 
     @fit_method()
     def fit(self, X, y=None, progress=None):
-        """Fit on X (n_samples, n_features). Returns self."""
+        """Fit on X (n_samples, n_features), in memory or lazy (module doc of
+        robustcore.subspace._base). Returns self."""
         p = self._start_fit()
-        X = validate_X(self, X, reset=True, min_samples=2, finite=False)
-        return self._fit_rows(X, p, Reporter(progress))
+        rows = input_rows(self, X, reset=True, min_samples=2)
+        return self._fit_rows(rows, p, Reporter(progress))
 
-    def _fit_rows(self, X, p, rep, method="PCA"):
-        """The fit on rows X from ``validate_X(..., finite=False)`` with the validated parameters
-        ``p``: X's finiteness and magnitude are checked here (for tall data from the scatter
-        matrix, see ``_scaled_scatter``). ``method`` names the estimator in error messages
+    def _fit_rows(self, rows, p, rep, method="PCA"):
+        """The fit on validated ``rows`` (robustcore._passes.Rows, values not yet checked)
+        with the validated parameters ``p``. ``method`` names the estimator in error messages
         (ResidualScorer fits through its inner PCA)."""
-        n, d = X.shape
+        n, d = rows.n, rows.d
         rep(0.0, "centring")
-        tall = n >= _COVARIANCE_ROWS * d
-        fast = _scaled_scatter(X, p["scale"], p["center"]) if tall else None
-        if fast is None:
-            check_finite(X)
         if p["n_components"] is not None:
             r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
                             hint=rank_hint(n, d))
-        w = Z = None
-        if fast is not None:
-            scaling, mean, G = fast
-            w, V = np.linalg.eigh(G, UPLO="L")
-            w, V = np.maximum(w[::-1], 0.0), V[:, ::-1]
+        if n >= _COVARIANCE_ROWS * d:
+            sc, mean, var, vt = principal_axes(rows, p["scale"], p["center"], rep.span(0.0, 0.9), method)
+            scaling = sc.scaling
         else:
-            Z, scaling = self._fit_scaled(X, p["scale"])
-            check_magnitude(Z, method=method, fix=OVERFLOW_FIX)
-            if tall:
-                # tall data: the d x d scatter matrix in one pass (see linalg.covariance_eigh)
-                mean, w, V = covariance_eigh(Z, center=p["center"])
-        # An SVD of the rows instead when the spectrum spans so many decades that squaring cost
-        # the small eigenvalues their precision (the same rule as the out-of-core DaskPCA's).
-        if w is not None and w[-1] < GRAM_RCOND * w[0]:
-            w = None
-        if w is not None:
-            s, vt = np.sqrt(w), V.T
-        else:
-            if Z is None:
-                Z = apply_scaling(X, scaling["scale_center_"], scaling["scale_"])
-            mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
-            Zc = Z - mean
-            rep(0.1, "SVD")
-            # For tall data an R factor first makes the SVD d x d (same singular values and right
-            # vectors, several times faster than LAPACK's SVD of the tall matrix here).
-            _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r") if n > 2 * d else Zc, full_matrices=False)
-        var = s**2 / max(n - 1, 1)
-        total = var.sum()
+            X = load_rows(rows, method, "needs the rows of a table with fewer than 10 rows per feature")
+            scaling, mean, var, vt = _dense_axes(X, p, method, rep)
         if p["n_components"] is None:
             r = scree_elbow(var, rank_cap(n, d))
+        total = var.sum()
         rep(1.0, "done")
+        comps = fix_signs(vt[:r])
         self._set_fitted(
             **scaling,
-            components_=fix_signs(vt[:r]),
+            components_=comps,
             mean_=mean,
-            singular_values_=s[:r].copy(),
+            singular_values_=np.sqrt(var[:r] * max(n - 1, 1)),
             explained_variance_=var[:r].copy(),
             explained_variance_ratio_=(var[:r] / total) if total > 0 else np.zeros(r),
             all_variances_=var,
             n_components_=r,
             n_samples_fit_=n,
             # all_variances_ holds min(n, d) eigenvalues; the rest are zero
-            **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA),
+            **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA,
+                                 training=self._training_provider(rows, scaling, comps, mean)),
         )
-        self._set_fitted(**self._offset(p["contamination"],
-                                        lambda: self._outlier_score(self._scaled(X) if Z is None else Z)))
+        self._set_fitted(**self._training_offset(p["contamination"], rows))
+        self._keep_rows(rows=rows)
         return self
+
+
+def _dense_axes(X, p, method, rep):
+    """The route for data with fewer than 10 rows per feature (in memory): an SVD of the scaled,
+    centred rows. Returns (scaling fields, mean, variances (min(n, d),), right singular vectors)."""
+    n, d = X.shape
+    check_finite(X)
+    Z, scaling = PCA._fit_scaled(X, p["scale"])
+    check_magnitude(Z, method=method, fix=OVERFLOW_FIX)
+    mean = Z.mean(axis=0) if p["center"] else np.zeros(d)
+    rep(0.1, "SVD")
+    Zc = Z - mean
+    # For tall data an R factor first makes the SVD d x d (same singular values and right
+    # vectors, several times faster than LAPACK's SVD of the tall matrix here).
+    _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r") if n > 2 * d else Zc, full_matrices=False)
+    var = s ** 2 / max(n - 1, 1)
+    if not var[0] > 0:
+        raise constant_error(method, n, p["center"])
+    return scaling, mean, var, vt

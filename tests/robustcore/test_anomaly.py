@@ -281,10 +281,10 @@ def test_cancel_leaves_unfitted():
 
 
 def test_scores_in_one_pass_equal_separate_calls_across_blocks(monkeypatch):
-    import robustcore.subspace._base as base
+    import robustcore._passes as passes
     sc, X, _ = fitted(n=250)
     spe, t2 = sc.spe(X), sc.t2(X)
-    monkeypatch.setattr(base, "_SCORE_BLOCK_ENTRIES", 30)  # 3 rows per block
+    monkeypatch.setattr(passes, "SUB_BLOCK_ENTRIES", 30)  # 3 rows per block
     s2, t22 = sc.scores(X)
     np.testing.assert_allclose(s2, spe, rtol=1e-12)
     np.testing.assert_allclose(t22, t2, rtol=1e-12)
@@ -305,7 +305,7 @@ def test_spe_and_t2_of_planted_rows_far_from_the_origin_with_tiny_residuals(monk
     the mean at 1e6 and the residuals 1e-4: the blocked pass (centred block, residual formed
     in place) gives the planted SPE |residual|² and T² = sum scores² / variances, across blocks
     and with a short last block."""
-    import robustcore.subspace._base as base
+    import robustcore._passes as passes
     rng = np.random.default_rng(8)
     n, d, k = 1001, 12, 3
     Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
@@ -317,7 +317,7 @@ def test_spe_and_t2_of_planted_rows_far_from_the_origin_with_tiny_residuals(monk
     sc = ResidualScorer(n_components=k, scale="none").fit_subspace(X, C, m)
     want_spe = (resid ** 2).sum(axis=1)
     want_t2 = (scores ** 2 / sc.variances_).sum(axis=1)
-    monkeypatch.setattr(base, "_SCORE_BLOCK_ENTRIES", 100 * d)    # 100 rows per block, 1 left
+    monkeypatch.setattr(passes, "SUB_BLOCK_ENTRIES", 100 * d)    # 100 rows per block, 1 left
     spe, t2 = sc.scores(X)
     # X itself holds the residual to 1e6 * 2^-53 = 1e-10 absolute, 1e-6 of it
     np.testing.assert_allclose(spe, want_spe, rtol=1e-5)

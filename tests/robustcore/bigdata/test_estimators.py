@@ -1,6 +1,6 @@
-"""Out-of-core PCA, SPE/T² and Coherence Pursuit (ℓ2) on Dask give the in-memory estimators'
-numbers (to 1e-8) on data that fits in memory, on every kind of lazy table, on the local
-scheduler and on a two-worker dask.distributed cluster."""
+"""PCA, SPE/T² and Coherence Pursuit (ℓ2) fitted on lazy input (Dask arrays, lazy tables) give
+the numbers of the same estimators fitted in memory (to 1e-8), on every kind of lazy table, on
+the local scheduler and on a two-worker dask.distributed cluster (also when a worker dies)."""
 import numpy as np
 import pytest
 
@@ -8,8 +8,7 @@ da = pytest.importorskip("dask.array")
 
 from robustcore import Cancelled  # noqa: E402
 from robustcore.anomaly import ResidualScorer  # noqa: E402
-from robustcore.bigdata import (DaskCoherencePursuit, DaskPCA, DaskResidualScorer, compute,  # noqa: E402
-                                median, open_table, order_statistics, settings)
+from robustcore.bigdata import compute, median, open_table, order_statistics, settings  # noqa: E402
 from robustcore.subspace.coherence_pursuit import CoherencePursuit  # noqa: E402
 from robustcore.subspace.pca import PCA  # noqa: E402
 
@@ -39,52 +38,53 @@ def chunked(X, rows=700):
 @pytest.mark.parametrize("center", [True, False])
 def test_pca_matches_in_memory(data, center):
     a = PCA(n_components=4, center=center).fit(data)
-    b = DaskPCA(n_components=4, center=center).fit(chunked(data))
+    b = PCA(n_components=4, center=center).fit(chunked(data))
     for attr in ("components_", "mean_", "explained_variance_", "explained_variance_ratio_", "singular_values_",
                  "all_variances_"):
         close(getattr(b, attr), getattr(a, attr))
-    close(b.transform(chunked(data)).compute(), a.transform(data))
-    assert b.solver_ == "gram"
+    close(b.transform(chunked(data)), a.transform(data))
 
 
-def test_pca_switches_to_tsqr_when_the_gram_would_lose_the_small_eigenvalues():
-    """Standard deviations spanning 1e6 (eigenvalues 1e12): the Gram's smallest eigenvalues
-    would be wrong by 2e-5 relative; TSQR keeps them to 1e-8 like the in-memory SVD."""
+def test_pca_takes_a_tsqr_pass_when_the_scatter_would_lose_the_small_eigenvalues():
+    """Standard deviations spanning 1e6 (eigenvalues 1e12): the scatter matrix's smallest
+    eigenvalues are wrong by 2e-5 relative; the rule that sends such spectra through a TSQR pass
+    keeps them to 1e-8 of LAPACK's SVD of the centred rows, in memory and out of core alike
+    (which is why the former out-of-core ``solver`` parameter has no reason to exist)."""
     rng = np.random.default_rng(1)
     d = 20
     Q = np.linalg.qr(rng.standard_normal((d, d)))[0]
     X = (rng.standard_normal((20000, d)) * np.logspace(0, -6, d)) @ Q.T + 1e3
-    a = PCA(n_components=d).fit(X)
-    b = DaskPCA(n_components=d).fit(chunked(X, 3000))
-    assert b.solver_ == "tsqr"
-    np.testing.assert_allclose(b.all_variances_, a.all_variances_, rtol=TOL)
-    close(b.components_, a.components_)
-    g = DaskPCA(n_components=d, solver="gram").fit(chunked(X, 3000))
-    assert np.max(np.abs(g.all_variances_ / a.all_variances_ - 1)) > 1e-7
+    Zc = X - X.mean(axis=0)
+    ref = np.linalg.svd(Zc, compute_uv=False) ** 2 / (X.shape[0] - 1)
+    scatter = np.linalg.eigvalsh(Zc.T @ Zc)[::-1] / (X.shape[0] - 1)
+    assert np.max(np.abs(scatter / ref - 1)) > 1e-7
+    for Y in (X, chunked(X, 3000)):
+        res = PCA(n_components=d - 1).fit_row_results(Y)
+        b = PCA(n_components=d - 1).fit(Y)
+        np.testing.assert_allclose(b.all_variances_, ref, rtol=TOL)
+        assert res.passes == 3              # moments, TSQR, row results
 
 
 @pytest.mark.parametrize("params", [{}, {"n_components": 3, "limit": "box", "t2_limit": "training"},
                                     {"n_components": 2, "center": False}])
 def test_residual_scorer_matches_in_memory(data, params):
     a = ResidualScorer(**params).fit(data)
-    b = DaskResidualScorer(**params).fit(chunked(data))
+    b = ResidualScorer(**params).fit(chunked(data))
     for attr in ("components_", "mean_", "variances_", "residual_eigenvalues_", "thetas_", "plane_"):
         close(getattr(b, attr), getattr(a, attr))
     assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL) and b.t2_limit_ == pytest.approx(a.t2_limit_, rel=TOL)
     spe, t2 = b.scores(chunked(data))
     ra, rb = a.scores(data)
-    close(spe.compute(), ra)
-    close(t2.compute(), rb)
+    close(spe, ra)
+    close(t2, rb)
     np.testing.assert_array_equal(b.flag(data)["either"], a.flag(data)["either"])
 
 
-def test_residual_fit_subspace_on_some_rows_matches_in_memory(data):
+def test_residual_fit_subspace_matches_in_memory(data):
     cop = CoherencePursuit(n_components=3).fit(data)
-    rows = np.arange(data.shape[0]) % 3 != 0
-    a = ResidualScorer(n_components=3).fit_subspace(data[rows], cop.components_, cop.mean_)
-    b = DaskResidualScorer(n_components=3).fit_subspace(chunked(data), cop.components_, cop.mean_,
-                                                         rows=da.from_array(rows, chunks=700))
-    for attr in ("variances_", "residual_eigenvalues_", "plane_"):
+    a = ResidualScorer(n_components=3).fit_subspace(data, cop.components_, cop.mean_)
+    b = ResidualScorer(n_components=3).fit_subspace(chunked(data), cop.components_, cop.mean_)
+    for attr in ("variances_", "residual_eigenvalues_", "plane_", "scale_", "scale_center_"):
         close(getattr(b, attr), getattr(a, attr))
     assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL)
 
@@ -96,7 +96,7 @@ def test_residual_fit_subspace_on_some_rows_matches_in_memory(data):
                                     {"n_components": 2, "n_inliers": 1234}])
 def test_coherence_pursuit_matches_in_memory(data, params):
     a = CoherencePursuit(**params).fit(data)
-    b = DaskCoherencePursuit(**params).fit(chunked(data))
+    b = CoherencePursuit(**params).fit(chunked(data))
     assert b.n_components_ == a.n_components_
     close(b.mean_, a.mean_)
     close(b.coherence_, a.coherence_)
@@ -104,7 +104,7 @@ def test_coherence_pursuit_matches_in_memory(data, params):
     np.testing.assert_array_equal(b.degenerate_, a.degenerate_)
     close(b.components_, a.components_)
     close(b.singular_values_, a.singular_values_)
-    close(b.score_samples(chunked(data)).compute(), a.score_samples(data))
+    close(b.score_samples(chunked(data)), a.score_samples(data))
 
 
 def test_coherence_pursuit_degenerate_rows_and_ties():
@@ -117,28 +117,36 @@ def test_coherence_pursuit_degenerate_rows_and_ties():
     X[[7, 500, 801]] = med                   # degenerate after centring (the median is unchanged)
     assert np.array_equal(np.median(X, axis=0), med)
     a = CoherencePursuit(n_components=2, n_inliers=150, center="median", scale="none").fit(X)
-    b = DaskCoherencePursuit(n_components=2, n_inliers=150, center="median").fit(chunked(X, 128))
+    b = CoherencePursuit(n_components=2, n_inliers=150, center="median", scale="none").fit(chunked(X, 128))
     assert b.degenerate_.sum() == 3
     np.testing.assert_array_equal(b.degenerate_, a.degenerate_)
     np.testing.assert_array_equal(b.selected_indices_, a.selected_indices_)
     close(b.components_, a.components_)
 
 
-def test_coherence_pursuit_out_of_core_limits_are_clear_errors(data):
-    for params, match in (({"norm": 1}, "norm"), ({"selection": "adaptive"}, "selection"),
-                          ({"refine": True}, "refine")):
-        with pytest.raises(ValueError, match=match):
-            DaskCoherencePursuit(**params).fit(chunked(data))
+@pytest.mark.parametrize("params,name", [({"norm": 1}, "norm"), ({"selection": "adaptive", "n_components": 2},
+                                                                  "selection"), ({"refine": True}, "refine")])
+def test_coherence_pursuit_options_that_need_random_access_are_refused_out_of_core(data, params, name):
+    """ℓ1 coherence, adaptive sampling and the refinement pick rows anywhere in the table: out
+    of core they are refused, saying to load the data into memory (where they run)."""
+    with pytest.raises(ValueError, match=f"^{name} must be .*load the data into memory"):
+        CoherencePursuit(**params).fit(chunked(data))
+    CoherencePursuit(**params).fit(data[:1500])
 
 
 def test_per_row_results_go_to_zarr_beyond_the_memory_budget(data, tmp_path):
     pytest.importorskip("zarr")
+    from robustcore.bigdata import StoredRows
     a = CoherencePursuit(n_components=3).fit(data)
     with settings(memory_budget=1000, store_dir=tmp_path):
-        b = DaskCoherencePursuit(n_components=3).fit(chunked(data))
-    assert not isinstance(b.coherence_, np.ndarray) and list(tmp_path.glob("*.zarr"))
+        b = CoherencePursuit(n_components=3).fit(chunked(data))
+    assert isinstance(b.coherence_, StoredRows) and list(tmp_path.glob("*.zarr"))
+    assert not list(tmp_path.glob("*.partial"))            # every store renamed into place
     close(b.coherence_[:], a.coherence_)
-    np.testing.assert_array_equal(np.flatnonzero(b.selected_[:]), a.selected_indices_)
+    np.testing.assert_array_equal(b.degenerate_[:], a.degenerate_)
+    np.testing.assert_array_equal(b.selected_indices_, a.selected_indices_)
+    np.testing.assert_array_equal(b.calibration_indices_, a.calibration_indices_)
+    assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -183,9 +191,9 @@ def test_tables_open_lazily_and_give_the_same_numbers(data, files, kind):
     assert info["chunking"] == "6 blocks of 1000 rows" and "on disk" in info and "memory budget" in info
     assert t.fingerprint().startswith("shallow:") and t.fingerprint() == open_table(files[kind]).fingerprint()
     a = ResidualScorer(n_components=3).fit(data)
-    b = DaskResidualScorer(n_components=3).fit(t)
+    b = ResidualScorer(n_components=3).fit(t)
     assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL)
-    close(b.scores(t)[0].compute(), a.scores(data)[0])
+    close(b.scores(t)[0], a.scores(data)[0])
 
 
 def test_table_errors_say_what_to_do(tmp_path, files):
@@ -208,7 +216,7 @@ def test_compute_reports_progress_and_cancels(data):
     compute(chunked(data, 100).sum(), progress=lambda f, m: seen.append(f))
     assert seen[-1] == 1.0
     with pytest.raises(Cancelled):
-        DaskPCA(n_components=2).fit(chunked(data, 100), progress=lambda f, m: False)
+        PCA(n_components=2).fit(chunked(data, 100), progress=lambda f, m: False)
 
 
 @pytest.fixture(scope="module")
@@ -220,13 +228,13 @@ def cluster():
 
 
 def test_same_numbers_on_a_two_worker_cluster(data, files, cluster):
-    local = DaskCoherencePursuit(n_components=3).fit(open_table(files["hdf5"]))
-    local_res = DaskResidualScorer(n_components=3).fit(open_table(files["npy"]))
+    local = CoherencePursuit(n_components=3).fit(open_table(files["hdf5"]))
+    local_res = ResidualScorer(n_components=3).fit(open_table(files["npy"]))
     with settings(scheduler=cluster.scheduler_address) as s:
         assert s.client is not None
-        remote = DaskCoherencePursuit(n_components=3).fit(open_table(files["hdf5"], chunk_rows=900))
-        remote_res = DaskResidualScorer(n_components=3).fit(open_table(files["npy"], chunk_rows=700))
-        spe = compute(remote_res.scores(open_table(files["zarr"]))[0])[0]
+        remote = CoherencePursuit(n_components=3).fit(open_table(files["hdf5"], chunk_rows=900))
+        remote_res = ResidualScorer(n_components=3).fit(open_table(files["npy"], chunk_rows=700))
+        spe = remote_res.scores(open_table(files["zarr"]))[0]
     close(remote.components_, local.components_)
     close(remote.coherence_, local.coherence_)
     np.testing.assert_array_equal(remote.selected_indices_, local.selected_indices_)
@@ -243,34 +251,61 @@ def test_unreachable_scheduler_is_a_clear_error(monkeypatch):
             pass
 
 
-def test_coherence_scores_fuse_with_other_scores_in_one_pass(data):
-    """The benchmark's pipeline: PCA (one pass), X̂ᵀX̂ about the PCA mean (one pass), then SPE,
-    T² and coherence in one shared pass; equal to the in-memory numbers."""
-    from robustcore.bigdata import coherence_scores
-    X = chunked(data)
-    pca = DaskPCA(n_components=3).fit(X)
-    coh = coherence_scores(X, center=pca.mean_)
-    scorer = DaskResidualScorer(n_components=3).fit(X)
-    spe, t2 = scorer.scores(X)
-    c, s = compute(coh, spe)
-    close(c, CoherencePursuit(n_components=3, center="mean").fit(data).coherence_)
-    close(s, ResidualScorer(n_components=3).fit(data).scores(data)[0])
-    with pytest.raises(ValueError, match="center"):
-        coherence_scores(X, center="mode")
-
-
-@pytest.mark.parametrize("cls,dask_cls", [(PCA, DaskPCA), (ResidualScorer, DaskResidualScorer),
-                                          (CoherencePursuit, DaskCoherencePursuit)])
+@pytest.mark.parametrize("cls", [PCA, ResidualScorer, CoherencePursuit])
 @pytest.mark.parametrize("contamination", ["auto", 0.1])
-def test_outlier_api_matches_in_memory(data, cls, dask_cls, contamination):
+def test_outlier_api_matches_in_memory(data, cls, contamination):
     a = cls(n_components=3, contamination=contamination).fit(data)
-    b = dask_cls(n_components=3, contamination=contamination).fit(chunked(data))
+    b = cls(n_components=3, contamination=contamination).fit(chunked(data))
     assert b.offset_ == pytest.approx(a.offset_, rel=TOL)
-    close(b.score_samples(chunked(data)).compute(), a.score_samples(data))
-    np.testing.assert_array_equal(b.predict(chunked(data)).compute(), a.predict(data))
+    close(b.score_samples(chunked(data)), a.score_samples(data))
+    close(b.decision_function(chunked(data)), a.decision_function(data))
+    np.testing.assert_array_equal(b.predict(chunked(data)), a.predict(data))
     np.testing.assert_array_equal(b.predict(data), a.predict(data))     # numpy input: the in-memory path
 
 
-def test_scaling_is_refused_out_of_core(data):
-    with pytest.raises(ValueError, match="scale"):
-        DaskPCA(n_components=2, scale="standard").fit(chunked(data))
+@pytest.mark.parametrize("scale", ["none", "standard", "robust", "auto"])
+@pytest.mark.parametrize("cls", [PCA, ResidualScorer, CoherencePursuit])
+def test_every_scaling_works_out_of_core(data, cls, scale):
+    """Scaling runs out of core with the in-memory numbers: the moments come from the pass the
+    fit makes anyway; "robust" takes exact medians and MADs in three more passes."""
+    X = data * np.geomspace(1, 1e4, data.shape[1])          # mixed units: "auto" standardises
+    a = cls(n_components=3, scale=scale).fit(X)
+    b = cls(n_components=3, scale=scale).fit(chunked(X, 500))
+    assert b.scaling_ == a.scaling_
+    close(b.scale_center_, a.scale_center_)
+    close(b.scale_, a.scale_)
+    close(b.components_, a.components_)
+    close(b.score_samples(chunked(X)), a.score_samples(X))
+
+
+def test_killed_worker_gives_the_same_result(data, files):
+    """A dask.distributed worker dies in the middle of a fit: its tasks are recomputed on the
+    others and the fit ends with the same numbers."""
+    distributed = pytest.importorskip("distributed")
+    import threading
+    import time
+    ref = CoherencePursuit(n_components=3).fit(data)
+    started, killed = threading.Event(), []
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  silence_logs=50) as c, settings(scheduler=c.scheduler_address) as s:
+        def kill():
+            started.wait(60)
+            worker = list(s.client.scheduler_info()["workers"])[0]
+            try:
+                s.client.run(lambda: __import__("os")._exit(1), workers=[worker])   # dies, no clean-up
+            except Exception:       # the connection to the dying worker closes under the call
+                pass
+            killed.append((time.monotonic(), worker))
+        threading.Thread(target=kill, daemon=True).start()
+
+        def progress(f, m):
+            if f > 0.2:             # the coherence passes: well inside the fit
+                started.set()
+        got = CoherencePursuit(n_components=3).fit(open_table(files["npy"], chunk_rows=200), progress=progress)
+        done = time.monotonic()
+        alive = set(s.client.scheduler_info()["workers"])
+    # (the nanny starts a new worker in its place, at another address)
+    assert killed and killed[0][0] < done and killed[0][1] not in alive
+    close(got.components_, ref.components_)
+    np.testing.assert_array_equal(got.selected_indices_, ref.selected_indices_)
+    assert got.spe_limit_ == pytest.approx(ref.spe_limit_, rel=TOL)

@@ -159,16 +159,20 @@ def _tall_columns(seed=0, n=3000):
 @pytest.mark.parametrize("spread", [1.0, 1e4], ids=["one unit", "mixed units"])
 def test_tall_fit_decides_auto_from_the_scatter_matrix_as_from_the_column_moments(spread):
     """For tall data the fit takes the column means and spreads ("auto"'s decision, the
-    "standard" centre and scale) from its one centred scatter matrix: the same as the column
-    moments give (robustcore._scaling, computed another way), and the PCA of the data scaled
-    by those equals an eigendecomposition of their covariance."""
+    "standard" centre and scale) from the one pass that makes its scatter matrix: the same as
+    the column moments give (robustcore._scaling, computed another way), and the PCA of the
+    data scaled by those equals an eigendecomposition of their covariance."""
     from robustcore._scaling import fit_scaling, resolve_scaling
-    from robustcore.subspace.pca import _scaled_scatter
     X = _tall_columns()
     X[:, 3] *= spread                                 # one column in other units (or not)
     used = resolve_scaling(X, "auto")
     assert used == ("standard" if spread > 1 else "none")
-    assert _scaled_scatter(X, "auto", True) is not None          # the shortcut is taken
+    # one pass for the fit (and one for a TSQR when the spectrum spans more than 1 / GRAM_RCOND;
+    # constant columns' zero eigenvalues do not ask for it), one for the scores
+    from robustcore.linalg import GRAM_RCOND
+    res = PCA(n_components=3).fit_row_results(X)
+    var = PCA(n_components=3).fit(X).all_variances_
+    assert res.passes == 2 + (var[var > 0].min() < GRAM_RCOND * var[0])
     center, scale = fit_scaling(X, used)
     pca = PCA(n_components=3, scale="auto").fit(X)
     assert pca.scaling_ == used
@@ -179,7 +183,6 @@ def test_tall_fit_decides_auto_from_the_scatter_matrix_as_from_the_column_moment
     np.testing.assert_allclose(pca.all_variances_[:4], w[::-1][:4], rtol=1e-9)
     np.testing.assert_allclose(np.abs(pca.components_ @ V[:, ::-1][:, :3]), np.eye(3), atol=1e-9)
     # uncentred: the scatter about the origin (for "none", the centred one plus n m m^T)
-    assert _scaled_scatter(X, "auto", False) is not None
     flat = PCA(n_components=3, center=False, scale="auto").fit(X)
     _, sv, vt = np.linalg.svd(Z, full_matrices=False)
     np.testing.assert_allclose(flat.singular_values_, sv[:3], rtol=1e-9)
@@ -194,10 +197,14 @@ def test_tall_residual_scorer_on_mixed_units_equals_a_fit_on_the_standardised_da
     """ResidualScorer(scale="standard") reaches its subspace and limits through the scatter
     matrix of the raw data divided by the spreads; a fit on data standardised beforehand
     (by StandardScaler's formula) must give the same scores and limits."""
+    import math
+
     from robustcore.anomaly import ResidualScorer
     X = _tall_columns(1)
     X[:, 3] *= 1e4
-    center, std = X.mean(0), X.std(0)
+    # exact column means (numpy's X.mean is 1.4e-6 of the spread off on the column 1e6 +- 1e-3)
+    center = np.array([math.fsum(col) / X.shape[0] for col in X.T])
+    std = np.sqrt(((X - center) ** 2).mean(0))
     std[std < 1e-9] = 1.0
     a = ResidualScorer(n_components=2, scale="standard").fit(X)
     b = ResidualScorer(n_components=2, scale="none").fit((X - center) / std)
@@ -222,11 +229,11 @@ def _outcome(make, X):
                          ids=["PCA", "ResidualScorer"])
 @pytest.mark.parametrize("scale", ["auto", "none", "standard"])
 def test_tall_fit_treats_bad_and_extreme_values_as_the_checks_on_x_do(make, scale, monkeypatch):
-    """The finiteness and magnitude checks of a tall fit are read off the column sums and the
-    scatter matrix; whatever they see, the outcome is the one of the checks on X itself (the
-    general path, forced here by switching the shortcut off): the same error naming the first
-    NaN or infinity, or the size of values whose squares overflow (also when a column's sum
-    overflows, or the square itself does not) or underflow; or the same fit."""
+    """The finiteness and magnitude checks of a tall fit are read off its one pass (counts of
+    non-finite entries, column minima and maxima); whatever they see, the outcome is the one of
+    the checks on X itself (the route for data with few rows per feature, forced here): the same
+    error naming the first NaN or infinity, or the size of values whose squares overflow (also
+    when a column's sum overflows, or the square itself does not) or underflow; or the same fit."""
     import robustcore.subspace.pca as pca_module
     X = data(3, n=600, d=5)
     cases = {}
@@ -239,7 +246,7 @@ def test_tall_fit_treats_bad_and_extreme_values_as_the_checks_on_x_do(make, scal
     cases["all tiny"] = X * 1e-200
     cases["near the lower limit"] = X * (1e-149 / np.abs(X).max())
     fused = {k: _outcome(lambda: make(scale), Y) for k, Y in cases.items()}
-    monkeypatch.setattr(pca_module, "_scaled_scatter", lambda *a: None)
+    monkeypatch.setattr(pca_module, "_COVARIANCE_ROWS", 10 ** 9)
     for k, Y in cases.items():
         general = _outcome(lambda: make(scale), Y)
         if isinstance(general, str):

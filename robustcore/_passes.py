@@ -1,0 +1,316 @@
+"""Passes over the rows of a table: the one engine under the subspace fits, in memory or out of core.
+
+A fit is written ONCE as a few passes over blocks of rows, and runs on whatever array holds the
+rows (the way scikit-learn's array-API support keeps one estimator for several array libraries):
+
+* a **reduce** -- an accumulator (``add(block, start, *extra)``, ``merge(other)``) fed every
+  block: a loop over cache-sized blocks in memory; out of core, the same loop inside each Dask
+  block and a tree of merges over the blocks;
+* a **map** to per-row outputs -- numpy arrays in memory; out of core computed lazily, then kept
+  in memory or written to a Zarr store according to ``robustcore.bigdata`` settings'
+  ``memory_budget`` (:func:`robustcore.bigdata._rows.materialize`);
+* exact **order statistics** of a per-row array -- ``np.partition`` in memory, two passes over
+  the stored values out of core (a sorted sketch per block bounds where they lie, then the few
+  values inside the bounds are gathered; ``bigdata/_reductions.py``).
+
+``extra`` per-row arrays (scores kept from an earlier pass) travel block by block beside the rows.
+Every Dask computation goes through ``robustcore.bigdata._dask.compute`` (progress, Cancel, a
+dask.distributed client). Dask and Zarr are imported only when lazy input arrives: a
+``dask.array.Array``, a :class:`robustcore.bigdata.LazyTable`, or a
+:class:`robustcore.bigdata.LazyDataset` of kind "table".
+
+``Rows.passes`` counts the passes made over the table (tests and benchmarks read it).
+"""
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import numpy as np
+
+from ._progress import Reporter
+
+__all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "rowwise", "count_true",
+           "indices", "scratch", "SUB_BLOCK_ENTRIES"]
+
+# Entries of one block of rows inside a pass (2 MB of float64: centring, products and their
+# scratch stay in cache).
+SUB_BLOCK_ENTRIES = 262_144
+
+_LOCAL = threading.local()
+
+
+def scratch(rows: int, cols: int, slot: int = 0) -> np.ndarray:
+    """A C-ordered float64 (rows, cols) scratch array of this thread (``slot`` tells several
+    apart): reused from block to block, so a pass allocates no memory per block."""
+    bufs = getattr(_LOCAL, "bufs", None)
+    if bufs is None:
+        bufs = _LOCAL.bufs = {}
+    need = rows * cols
+    buf = bufs.get(slot)
+    if buf is None or buf.size < need:
+        buf = bufs[slot] = np.empty(max(need, 1))
+    return buf[:need].reshape(rows, cols)
+
+
+def is_lazy(X) -> bool:
+    """Whether X is lazy input (checked without importing Dask: a Dask array exists only if Dask
+    was imported)."""
+    if getattr(X, "is_lazy", False):
+        return True
+    if type(X).__name__ == "LazyTable" and type(X).__module__.startswith("robustcore.bigdata"):
+        return True
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(X, da.Array)
+
+
+def lazy_array(X):
+    """The Dask array (n, d) of lazy input, one block per run of whole rows."""
+    if getattr(X, "is_lazy", False):
+        if getattr(X, "kind", "table") != "table":
+            raise ValueError(f"'{X.name}' is a video opened out of core; this method takes a table. "
+                             f"Run the streaming method (online-rpca) on it, or load the frames into memory")
+        X = X.source
+    if type(X).__name__ == "LazyTable":
+        X = X.array
+    if X.ndim == 2 and X.numblocks[1] != 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def _sub_blocks(n: int, d: int, rows: int | None = None):
+    step = rows or max(1, SUB_BLOCK_ENTRIES // max(d, 1))
+    return range(0, n, step), step
+
+
+def _as_float(B):
+    return B if B.dtype == np.float64 else np.asarray(B, dtype=np.float64)
+
+
+def _feed(acc, B, start, extra, block_rows=None):
+    """The in-memory loop: feed ``acc`` the cache-sized blocks of B (float64) and of ``extra``."""
+    B = np.asarray(B)
+    extra = [np.asarray(e) for e in extra]
+    starts, step = _sub_blocks(B.shape[0], B.shape[1], block_rows)
+    for s in starts:
+        acc.add(_as_float(B[s:s + step]), start + s, *[e[s:s + step] for e in extra])
+    return acc
+
+
+def _reduce_block(B, start, make, block_rows, *extra):
+    return _feed(make(), B, start, extra, block_rows)
+
+
+def _merge(*accs):
+    out = accs[0]
+    for a in accs[1:]:
+        out = out.merge(a)
+    return out
+
+
+def _map_into(out, fn, B, start, extra, args, block_rows=None):
+    starts, step = _sub_blocks(B.shape[0], B.shape[1], block_rows)
+    for s in starts:
+        res = fn(_as_float(B[s:s + step]), start + s, *[e[s:s + step] for e in extra], *args)
+        for k, v in res.items():
+            out[k][s:s + step] = v
+    return out
+
+
+def _map_block(B, start, fn, spec, block_rows, nextra, *rest):
+    B = np.asarray(B)
+    extra, args = [np.asarray(e) for e in rest[:nextra]], rest[nextra:]
+    out = {k: np.empty((B.shape[0],) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
+    return _map_into(out, fn, B, start, extra, args, block_rows)
+
+
+class Rows:
+    """The rows a fit passes over: a float numpy array (n, d), or a Dask array of row blocks.
+    ``block_rows``: rows per block inside a pass (default: blocks of SUB_BLOCK_ENTRIES)."""
+
+    def __init__(self, X, block_rows: int | None = None):
+        self.X = X
+        self.block_rows = block_rows
+        self.lazy = not isinstance(X, np.ndarray)
+        self.n, self.d = (int(v) for v in X.shape)
+        self.passes = 0
+        if self.lazy:
+            self.starts = np.concatenate(([0], np.cumsum(X.chunks[0])[:-1])).astype(np.int64)
+
+    # -- lazy plumbing ------------------------------------------------------------------------
+    def _blocks(self, extra):
+        from .bigdata._rows import as_dask_rows
+        xs = list(self.X.to_delayed().ravel())
+        es = [list(as_dask_rows(e, self.X.chunks[0]).to_delayed().ravel()) for e in extra]
+        return [(b, int(s), [e[i] for e in es]) for i, (b, s) in enumerate(zip(xs, self.starts))]
+
+    # -- the two kinds of pass ----------------------------------------------------------------
+    def reduce(self, make, *, extra=(), progress=None, message="pass", with_sketch=False):
+        """``make()`` -> an accumulator fed every block of rows (and of each ``extra`` per-row
+        array), merged: one pass. ``with_sketch`` (out of core only) also sketches every column
+        in the same pass, for :meth:`column_order_statistics`: returns ``(acc, sketches)``."""
+        rep = progress if isinstance(progress, Reporter) else Reporter(progress)
+        self.passes += 1
+        if not self.lazy:
+            acc = make()
+            starts, step = _sub_blocks(self.n, self.d, self.block_rows)
+            every = max(1, len(starts) // 20)
+            extra = [np.asarray(e) if not isinstance(e, np.ndarray) else e for e in extra]
+            for i, s in enumerate(starts):
+                acc.add(_as_float(self.X[s:s + step]), s, *[e[s:s + step] for e in extra])
+                if i % every == 0:
+                    rep(i / len(starts), message)
+            rep(1.0, message)
+            return (acc, None) if with_sketch else acc
+        from dask import delayed
+
+        from .bigdata import _reductions as red
+        from .bigdata._dask import compute
+        parts = [delayed(_reduce_block)(b, s, make, self.block_rows, *e) for b, s, e in self._blocks(extra)]
+        total = red.tree_reduce(parts, _merge)
+        if not with_sketch:
+            return compute(total, progress=rep, message=message)[0]
+        sketches = [delayed(red.sketch)(b) for b in self.X.to_delayed().ravel()]
+        out = compute(total, *sketches, progress=rep, message=message)
+        return out[0], list(out[1:])
+
+    def map(self, fn, spec: dict, *args, extra=(), progress=None, message="pass", name="rows") -> dict:
+        """Per-row outputs of ``fn(block, start, *extra_blocks, *args) -> {name: array}`` over
+        every block: one pass. ``spec``: name -> (dtype, trailing shape). Returns name -> numpy
+        array, or (out of core, beyond the memory budget) -> a stored array
+        (:class:`robustcore.bigdata.StoredRows`)."""
+        rep = progress if isinstance(progress, Reporter) else Reporter(progress)
+        self.passes += 1
+        if not self.lazy:
+            out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
+            starts, step = _sub_blocks(self.n, self.d, self.block_rows)
+            every = max(1, len(starts) // 20)
+            extra = [np.asarray(e) for e in extra]
+            for i, s in enumerate(starts):
+                res = fn(_as_float(self.X[s:s + step]), s, *[e[s:s + step] for e in extra], *args)
+                for k, v in res.items():
+                    out[k][s:s + step] = v
+                if i % every == 0:
+                    rep(i / len(starts), message)
+            rep(1.0, message)
+            return out
+        return map_lazy(self, fn, spec, args, extra, rep, message, name)
+
+    def column_order_statistics(self, sketches, ks, *, progress=None, message="order statistics"):
+        """Exact ks-th smallest values (len(ks), d) of every column, out of core: one pass that
+        gathers the values the sketches (from ``reduce(..., with_sketch=True)``) cannot rule
+        out. Each k is bracketed on its own, so distant ks cost no more than one each."""
+        from .bigdata import _reductions as red
+        self.passes += 1
+        return red.exact_order_statistics(self.X, sketches, ks, progress=progress, message=message)
+
+    def shift(self) -> np.ndarray:
+        """A point near the rows (the mean of the first 1000, non-finite entries as 0), for sums
+        of x - shift that keep the digits of columns far from zero (robustcore._row_stats)."""
+        if getattr(self, "_shift", None) is None:
+            head = self.X[:min(self.n, 1000)]
+            if self.lazy:
+                from .bigdata._dask import compute
+                head = compute(head, message="reading the first rows")[0]
+            with np.errstate(invalid="ignore", over="ignore"):
+                K = np.asarray(head, dtype=np.float64).mean(axis=0) if self.n else np.zeros(self.d)
+            self._shift = np.where(np.isfinite(K), K, 0.0)
+        return self._shift
+
+    def dense(self):
+        """The whole table as a float64 numpy array (the caller checked that it fits)."""
+        if not self.lazy:
+            return self.X
+        from .bigdata._dask import compute
+        self.passes += 1
+        return np.asarray(compute(self.X, message="loading")[0], dtype=np.float64)
+
+
+def map_lazy(rows, fn, spec, args, extra, rep, message, name):
+    """Rows.map out of core: each Dask block runs the in-memory loop; the outputs of a block are
+    one task shared by every output array, so storing them all reads each block once."""
+    import operator
+
+    import dask.array as da
+    from dask import delayed
+
+    from .bigdata._rows import materialize
+    arrays = {k: [] for k in spec}
+    for (b, s, e), size in zip(rows._blocks(extra), rows.X.chunks[0]):
+        part = delayed(_map_block)(b, s, fn, spec, rows.block_rows, len(e), *e, *args)
+        for k, (dtype, tail) in spec.items():
+            arrays[k].append(da.from_delayed(delayed(operator.getitem)(part, k),
+                                             shape=(size,) + tuple(tail), dtype=dtype))
+    lazy = {k: da.concatenate(v) if len(v) > 1 else v[0] for k, v in arrays.items()}
+    return materialize(lazy, progress=rep, message=message, name=name)
+
+
+def kth_smallest(values, ks, *, exclude=None, progress=None, message="order statistics") -> np.ndarray:
+    """Exact ks-th smallest values (0-based) of a per-row array, leaving out the rows where
+    ``exclude`` is True (their count shifts nothing: ks count the kept rows only).
+
+    numpy: ``np.partition``. A stored array (Zarr) or Dask array: two passes over the stored
+    values (sketch, gather). Returns an array (len(ks),)."""
+    ks = np.atleast_1d(np.asarray(ks, dtype=np.int64))
+    if isinstance(values, np.ndarray):
+        v = values if exclude is None else values[~np.asarray(exclude, bool)]
+        return np.partition(v, np.unique(ks))[ks].astype(np.float64)
+    from .bigdata._reductions import lazy_kth_smallest
+    return lazy_kth_smallest(values, ks, exclude=exclude, progress=progress, message=message)
+
+
+def percentile(values, q: float, *, message="percentile") -> float:
+    """``np.percentile(values, q)`` (linear interpolation) of a per-row array, exactly, for
+    numpy and stored arrays alike."""
+    if isinstance(values, np.ndarray):
+        return float(np.percentile(values, q))
+    n = int(values.shape[0])
+    h = (n - 1) * q / 100.0
+    lo = int(math.floor(h))
+    a, b = kth_smallest(values, [lo, min(lo + 1, n - 1)], message=message)
+    t = h - lo
+    # numpy's interpolation, written the way it writes it (exact at t = 0 and t = 1)
+    return float(b - (b - a) * (1.0 - t)) if t >= 0.5 else float(a + (b - a) * t)
+
+
+def _lift(a):
+    return a.to_dask() if hasattr(a, "to_dask") else a
+
+
+def rowwise(fn, *arrays, name="rows", message="combining results"):
+    """``fn(*arrays)`` of per-row arrays, element-wise: numpy for numpy arrays; for stored (or
+    Dask) ones computed block by block and kept by the memory-budget rule (a pass over the
+    stored values, none over the table)."""
+    if all(isinstance(a, np.ndarray) for a in arrays):
+        return fn(*arrays)
+    from .bigdata._rows import as_dask_rows, materialize
+    first = next(_lift(a) for a in arrays if not isinstance(a, np.ndarray))
+    lazy = [as_dask_rows(a, first.chunks[0]) for a in arrays]
+    return materialize({"value": fn(*lazy)}, message=message, name=name)["value"]
+
+
+def count_true(mask) -> int:
+    """Number of True entries of a per-row bool array (numpy or stored)."""
+    if isinstance(mask, np.ndarray):
+        return int(np.count_nonzero(mask))
+    from .bigdata._dask import compute
+    import dask.array as da
+    return int(compute(da.count_nonzero(_lift(mask)), message="counting")[0])
+
+
+def indices(mask) -> np.ndarray:
+    """np.flatnonzero of a per-row bool array (numpy or stored): the indices, in memory."""
+    if isinstance(mask, np.ndarray):
+        return np.flatnonzero(mask)
+    from .bigdata._dask import compute
+    A = _lift(mask)
+    parts = compute(*[_nonzero_block(b, s) for b, s in
+                      zip(A.to_delayed().ravel(), np.concatenate(([0], np.cumsum(A.chunks[0])[:-1])))],
+                    message="indices")
+    return np.concatenate(parts).astype(np.intp) if parts else np.zeros(0, np.intp)
+
+
+def _nonzero_block(b, start):
+    from dask import delayed
+    return delayed(lambda v, s: np.flatnonzero(v) + int(s))(b, start)

@@ -1,0 +1,252 @@
+"""Accumulators the fits feed block by block (``robustcore._passes.Rows.reduce``).
+
+Each has ``add(B, start, *extra)`` for one block of rows (float64, ``start`` its first row's
+index) and ``merge(other)``: the same code accumulates in memory and, out of core, inside each
+Dask block before the blocks are merged in a tree.
+
+* :class:`Moments` -- count, column means, the scatter matrix (or the columns' sums of squares),
+  column minima and maxima, the non-finite entries, and optionally Σ x̂x̂ᵀ of the rows scaled to
+  unit length (Coherence Pursuit's matrix when no scaling or centring comes first). Blocks merge
+  by the pairwise update of Chan, Golub & LeVeque (1979), stable in one pass. A block whose
+  largest |value| lies outside [2^-400, 2^400] is first multiplied by a power of two (exact), and
+  the sums carry that exponent: data near 1e-300 or 1e300 neither underflow nor overflow.
+* :class:`RFactor` -- the triangular factor of a QR of the (scaled, centred) rows, merged by a
+  QR of stacked factors (TSQR): singular values to the table's own precision.
+* :class:`RowGram` -- Σ yyᵀ of some rows after a per-row transform (selected, normalised rows).
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+from scipy.linalg.blas import dgemv as _dgemv
+from scipy.linalg.blas import dsyrk as _dsyrk
+
+from ._passes import scratch
+
+__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "symmetric"]
+
+# Blocks whose largest |value| is outside [1 / _POW2_RANGE, _POW2_RANGE] are rescaled first.
+_POW2_RANGE = 2.0 ** 400
+
+
+def syrk_lower(B, G=None):
+    """G + BᵀB in the lower triangle of a Fortran-ordered (d, d) G (a new one when None)."""
+    d = B.shape[1]
+    if G is None:
+        G = np.zeros((d, d), order="F")
+    if B.shape[0] == 0:
+        return G
+    if not B.flags.c_contiguous:
+        B = np.ascontiguousarray(B)
+    # B C-ordered: B.T is Fortran-ordered and dsyrk with trans=0 forms (Bᵀ)(Bᵀ)ᵀ = BᵀB
+    return _dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
+
+
+def symmetric(G):
+    """The full symmetric matrix from a lower triangle."""
+    L = np.tril(G)
+    return L + np.tril(L, -1).T
+
+
+def _pow2_exponent(top: float) -> int:
+    """The exponent e with top * 2^-e in [0.5, 1), or 0 when top needs no rescaling."""
+    if top == 0.0 or 1.0 / _POW2_RANGE <= top <= _POW2_RANGE or not math.isfinite(top):
+        return 0
+    return math.frexp(top)[1]
+
+
+def _pow2_exponents(tops) -> np.ndarray:
+    """_pow2_exponent of each entry (an int array)."""
+    tops = np.asarray(tops, dtype=np.float64)
+    out = np.frexp(tops)[1].astype(np.int64)
+    fine = (tops == 0) | ((tops >= 1.0 / _POW2_RANGE) & (tops <= _POW2_RANGE)) | ~np.isfinite(tops)
+    out[fine] = 0
+    return out
+
+
+class Moments:
+    """See the module doc. ``shift`` (d,): a point near the data (e.g. the mean of its first
+    rows), subtracted from every row before anything is summed, so that a column far from zero
+    (1e6 +- 1e-3) keeps its digits: the sums are of x - shift, and the mean, shift + their
+    average, is rounded once (Chan's merges of the means themselves lost 1e-6 of such a column's
+    spread). ``scatter``: the full scatter matrix (else only its diagonal); ``gram``: also Σ x̂x̂ᵀ
+    over the rows of nonzero length x (unshifted), with their largest and smallest lengths
+    (``top_norm``, ``low_norm``, in true units).
+
+    Results: ``n``, ``S`` = Σ (x - shift) and ``M2`` (scatter about the mean), column j in units
+    of 2^e_j (``e`` (d,) the columns' exponents: entry (j, k) of M2 in units of 2^(e_j + e_k)),
+    ``lo`` and ``hi`` (column minima and maxima, true units),
+    ``bad`` (number of NaN or infinite entries) and ``first_bad`` ((row, column, value) of the
+    first of them)."""
+
+    def __init__(self, d: int, shift, scatter: bool = True, gram: bool = False):
+        self.d, self.scatter, self.gram = d, scatter, gram
+        self.K = np.asarray(shift, dtype=np.float64)
+        self.n, self.e = 0, np.zeros(d, dtype=np.int64)
+        self.S = np.zeros(d)
+        self.M2 = np.zeros((d, d), order="F") if scatter else np.zeros(d)
+        self.lo = np.full(d, np.inf)
+        self.hi = np.full(d, -np.inf)
+        self.bad, self.first_bad = 0, None
+        if gram:
+            self.G = np.zeros((d, d), order="F")
+            self.top_norm, self.low_norm = 0.0, math.inf
+
+    # -- one block --------------------------------------------------------------------------
+    def add(self, B, start):
+        b, d = B.shape
+        if b == 0:
+            return
+        lo, hi = B.min(axis=0), B.max(axis=0)
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            self._record_bad(B, start)
+            return
+        np.minimum(self.lo, lo, out=self.lo)
+        np.maximum(self.hi, hi, out=self.hi)
+        with np.errstate(over="ignore"):
+            e = _pow2_exponents(np.maximum(hi - self.K, self.K - lo))     # max |x - K| per column
+        if e.any():
+            # both scaled by 2^-e before the subtraction (exact): nothing overflows or underflows
+            Bk = np.subtract(np.ldexp(B, -e), np.ldexp(self.K, -e), out=scratch(b, d, 1))
+        else:
+            Bk = np.subtract(B, self.K, out=scratch(b, d, 1))
+        ones = _ones(b)
+        mb = _dgemv(1.0 / b, Bk.T, ones)
+        Bc = np.subtract(Bk, mb, out=scratch(b, d, 2))
+        # the two-pass correction: the centred block's own sum (rounding of mb)
+        delta = _dgemv(1.0 / b, Bc.T, ones)
+        if self.scatter:
+            M2 = syrk_lower(Bc)
+            M2 -= b * np.outer(delta, delta)
+        else:
+            M2 = np.einsum("ij,ij->j", Bc, Bc) - b * delta * delta
+        self._merge(b, e, b * (mb + delta), M2)
+        if self.gram:
+            eg = _pow2_exponent(max(-float(lo.min()), float(hi.max())))
+            Bg = B if not eg else np.ldexp(B, -eg, out=scratch(b, d, 1))
+            nrm = np.sqrt(np.einsum("ij,ij->i", Bg, Bg))
+            live = nrm > 0
+            if live.any():
+                inv = np.zeros(b)
+                inv[live] = 1.0 / nrm[live]
+                Xn = np.multiply(Bg, inv[:, None], out=scratch(b, d, 2))
+                self.G = syrk_lower(Xn, self.G)
+                self.top_norm = max(self.top_norm, math.ldexp(float(nrm.max()), eg))
+                self.low_norm = min(self.low_norm, math.ldexp(float(nrm[live].min()), eg))
+
+    def _record_bad(self, B, start):
+        bad = ~np.isfinite(B)
+        self.bad += int(bad.sum())
+        i, j = (int(v) for v in np.argwhere(bad)[0])
+        if self.first_bad is None or start + i < self.first_bad[0] or \
+                (start + i == self.first_bad[0] and j < self.first_bad[1]):
+            self.first_bad = (start + i, j, float(B[i, j]))
+
+    # -- merging ----------------------------------------------------------------------------
+    def _rescale(self, S, M2, e, E):
+        """S and M2 from exponents e to E (E >= e)."""
+        if np.array_equal(e, E):
+            return S, M2
+        f = e - E
+        return np.ldexp(S, f), np.ldexp(M2, (f[:, None] + f[None, :]) if self.scatter else 2 * f)
+
+    def _merge(self, nb, eb, Sb, M2b):
+        if nb == 0:
+            return
+        if self.n == 0:
+            self.n, self.e, self.S = nb, np.array(eb, dtype=np.int64), np.array(Sb, dtype=np.float64)
+            self.M2 = np.asfortranarray(M2b, dtype=np.float64) if self.scatter else np.array(M2b, dtype=np.float64)
+            return
+        E = np.maximum(self.e, eb)
+        S, M2 = self._rescale(self.S, self.M2, self.e, E)
+        Sb, M2b = self._rescale(Sb, M2b, eb, E)
+        tot = self.n + nb
+        delta = Sb / nb - S / self.n          # difference of the means (both small: shifted)
+        if self.scatter:
+            M2 = M2 + M2b + np.outer(delta, delta) * (self.n * nb / tot)
+        else:
+            M2 = M2 + M2b + delta * delta * (self.n * nb / tot)
+        self.S, self.M2, self.n, self.e = S + Sb, M2, tot, E
+
+    def merge(self, other: "Moments") -> "Moments":
+        self._merge(other.n, other.e, other.S, other.M2)
+        np.minimum(self.lo, other.lo, out=self.lo)
+        np.maximum(self.hi, other.hi, out=self.hi)
+        self.bad += other.bad
+        if other.first_bad is not None and (self.first_bad is None or other.first_bad[:2] < self.first_bad[:2]):
+            self.first_bad = other.first_bad
+        if self.gram:
+            self.G = self.G + other.G
+            self.top_norm = max(self.top_norm, other.top_norm)
+            self.low_norm = min(self.low_norm, other.low_norm)
+        return self
+
+    # -- results ----------------------------------------------------------------------------
+    def true_mean(self) -> np.ndarray:
+        return self.K + np.ldexp(self.S / max(self.n, 1), self.e)
+
+    def common(self):
+        """(mean, scatter, E): the column means and the scatter matrix in the one unit 2^E and
+        4^E (E the largest exponent; smaller columns' entries may underflow, harmlessly)."""
+        E = int(self.e.max(initial=0))
+        f = self.e - E
+        M2 = self.M2 if self.scatter else np.diag(self.M2)
+        return (np.ldexp(self.K, -E) + np.ldexp(self.S / max(self.n, 1), f),
+                np.ldexp(symmetric(M2), f[:, None] + f[None, :]), E)
+
+    def std(self) -> np.ndarray:
+        """Column standard deviations (ddof 0), true units."""
+        diag = np.diagonal(self.M2) if self.scatter else self.M2
+        return np.ldexp(np.sqrt(np.maximum(diag, 0.0) / max(self.n, 1)), self.e)
+
+
+_ONES = threading.local()
+
+
+def _ones(b):
+    """A vector of b ones (per thread, reused): the column sums as one BLAS product."""
+    v = getattr(_ONES, "v", None)
+    if v is None or v.size < b:
+        v = _ONES.v = np.ones(max(b, 1))
+    return v[:b]
+
+
+class RFactor:
+    """R of a QR of the rows ``(B - centre) / scale - mean`` (TSQR): see the module doc."""
+
+    def __init__(self, d, centre, scale, mean, keep=None):
+        self.d = d
+        self.centre, self.scale, self.mean = centre, scale, mean
+        self.R = np.zeros((0, d))
+
+    def add(self, B, start, *extra):
+        Z = np.subtract(B, self.centre, out=scratch(B.shape[0], self.d, 1))
+        Z /= self.scale
+        Z -= self.mean
+        self.R = np.linalg.qr(np.vstack([self.R, Z]), mode="r")
+
+    def merge(self, other: "RFactor") -> "RFactor":
+        self.R = np.linalg.qr(np.vstack([self.R, other.R]), mode="r")
+        return self
+
+
+class RowGram:
+    """Σ yyᵀ (lower triangle) of ``y = transform(B, start, *extra)`` over the blocks (rows the
+    transform leaves out are simply not returned)."""
+
+    def __init__(self, d, transform):
+        self.transform = transform
+        self.G = np.zeros((d, d), order="F")
+        self.count = 0
+
+    def add(self, B, start, *extra):
+        Y = self.transform(B, start, *extra)
+        self.count += Y.shape[0]
+        self.G = syrk_lower(Y, self.G)
+
+    def merge(self, other: "RowGram") -> "RowGram":
+        self.G = self.G + other.G
+        self.count += other.count
+        return self

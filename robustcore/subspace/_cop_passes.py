@@ -1,0 +1,329 @@
+"""Coherence Pursuit (ℓ2, selection "count" or "fraction") in passes over blocks of rows.
+
+The same code runs in memory (a loop over cache-sized blocks) and out of core (Dask blocks);
+nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (degenerate rows,
+|y| <= 1e-12 max |y|, are left out):
+
+1. column moments, finiteness and magnitude checks, the scaling (``_scan``); with no scaling and
+   no centring (the defaults, on data in one unit) the same pass also forms C = Σ ŷŷᵀ;
+2. C = Σ ŷŷᵀ (d x d), the largest and smallest |y| (skipped when pass 1 made it);
+3. coherence p_i = sqrt(ŷ_iᵀ C ŷ_i - 1) and the degenerate flags, per row (one d x d product
+   per row): kept in memory or, beyond the memory budget, in a Zarr store;
+   the selection: the k most coherent rows, ties in index order (exact order statistics of
+   the kept coherence: ``np.partition`` in memory, two passes over the stored values otherwise);
+4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
+   spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
+   rows, TSQR, for the singular values to full precision);
+5. every row's SPE (explicit residual) and coordinates, kept as in 3;
+   the calibration rows: all usable rows but those whose log SPE exceeds median + 3 MAD
+   (order statistics of the kept SPE);
+6. the calibration spectrum: Σ t² along each component and EᵀE (d x d) of those rows.
+
+Six passes over the table (five when pass 1 forms C; one more for a median centre, three more
+for "robust" scaling out of core, one when a row's length is positive but degenerate). The
+outlier scores and flags of the training rows follow from the kept SPE and coordinates without
+another pass (``SubspaceModel.fit_row_results``).
+"""
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+
+import numpy as np
+
+from .._outlier import LIMIT_ALPHA, log_residual, median_mad_cut
+from .._params import check_range, param_error
+from .._passes import count_true, indices, kth_smallest, rowwise, scratch
+from .._residual import ResidualKernel
+from .._row_stats import RowGram, symmetric, syrk_lower
+from ..linalg import GRAM_RCOND, fix_signs
+from ..rank import rank_cap, scree_elbow
+from ._base import Calibration
+from ._scan import scan
+
+__all__ = ["fit_in_passes", "RankDeficientWarning", "warn_rank_deficient"]
+
+# A row is degenerate when its centred norm is this small relative to the largest norm.
+_DEGENERATE_RTOL = 1e-12
+
+
+class RankDeficientWarning(UserWarning):
+    """The selected samples span fewer than n_components directions."""
+
+
+def warn_rank_deficient(s, r, n_selected):
+    """Warn when the selected samples (singular values ``s``) span fewer than r directions."""
+    if s.size < r or s[r - 1] <= 1e-10 * s[0]:
+        warnings.warn(f"the {n_selected} selected samples span fewer than n_components = {r} "
+                      f"directions; the basis is partly arbitrary. Select more samples or lower "
+                      f"n_components", RankDeficientWarning, stacklevel=4)
+
+
+class _Prep:
+    """Scaled, centred rows y of a block, in a scratch buffer (the same numbers in every pass)."""
+
+    def __init__(self, scale, centre):
+        self.scale = scale
+        self.centre = centre if np.any(centre) else None
+
+    def __call__(self, B, slot=3):
+        if self.scale is None and self.centre is None:
+            return B
+        b, d = B.shape
+        Y = scratch(b, d, slot)
+        if self.scale is not None:
+            np.subtract(B, self.scale[0], out=Y)
+            Y /= self.scale[1]
+            if self.centre is not None:
+                Y -= self.centre
+        else:
+            np.subtract(B, self.centre, out=Y)
+        return Y
+
+
+def _normalised(Y, cut, slot=4):
+    """(ŷ rows of Y whose norm exceeds ``cut``, in a scratch buffer; which rows those are)."""
+    nrm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+    valid = nrm > cut
+    inv = np.zeros(nrm.size)
+    inv[valid] = 1.0 / nrm[valid]
+    return np.multiply(Y, inv[:, None], out=scratch(Y.shape[0], Y.shape[1], slot)), valid, nrm
+
+
+class _UnitGram:
+    """Σ ŷŷᵀ over rows of positive length, the largest and the smallest positive length."""
+
+    def __init__(self, d, prep, cut=0.0, upto=math.inf):
+        self.prep, self.cut, self.upto = prep, cut, upto
+        self.G = np.zeros((d, d), order="F")
+        self.top_norm, self.low_norm = 0.0, math.inf
+
+    def add(self, B, start):
+        Y = self.prep(B)
+        Xn, valid, nrm = _normalised(Y, self.cut)
+        if self.upto < math.inf:          # only the rows with cut < |y| <= upto
+            valid &= nrm <= self.upto
+        if valid.any():
+            self.G = syrk_lower(Xn[valid] if not valid.all() else Xn, self.G)
+            self.low_norm = min(self.low_norm, float(nrm[valid].min()))
+        self.top_norm = max(self.top_norm, float(nrm.max(initial=0.0)))
+
+    def merge(self, other):
+        self.G = self.G + other.G
+        self.top_norm = max(self.top_norm, other.top_norm)
+        self.low_norm = min(self.low_norm, other.low_norm)
+        return self
+
+
+def _coherence_block(B, start, prep, C, cut):
+    """Coherence and degenerate flag of each row of a block: p² = ŷᵀCŷ - |ŷ|⁴ (|ŷ| = 1)."""
+    Xn, valid, _ = _normalised(prep(B), cut)
+    q = np.einsum("ij,ij->i", Xn @ C, Xn)
+    q -= valid
+    return {"coherence": np.sqrt(np.maximum(q, 0.0)), "degenerate": ~valid}
+
+
+class _Selected:
+    """ŷ of the selected rows of a block (RowGram's transform)."""
+
+    def __init__(self, prep, cut):
+        self.prep, self.cut = prep, cut
+
+    def __call__(self, B, start, selected):
+        Xn, valid, _ = _normalised(self.prep(B), self.cut)
+        return Xn[np.asarray(selected, bool) & valid]
+
+
+class _SelectedR:
+    """R factor (TSQR) of the selected rows' ŷ."""
+
+    def __init__(self, d, prep, cut):
+        self.sel = _Selected(prep, cut)
+        self.R = np.zeros((0, d))
+
+    def add(self, B, start, selected):
+        self.R = np.linalg.qr(np.vstack([self.R, self.sel(B, start, selected)]), mode="r")
+
+    def merge(self, other):
+        self.R = np.linalg.qr(np.vstack([self.R, other.R]), mode="r")
+        return self
+
+
+def _residual_block(B, start, prep, kern):
+    Y = prep(B)
+    T, spe = kern(Y, scratch(Y.shape[0], Y.shape[1], 4))
+    return {"spe": spe, "projection": T}
+
+
+def _take(B, start, keep):
+    return np.asarray(keep, bool)
+
+
+def _select_top(coh, degenerate, k: int, n_valid: int):
+    """The k most coherent non-degenerate rows as a bool per row; ties at the cut in index order
+    (what a stable sort by decreasing coherence takes first)."""
+    tau = float(kth_smallest(coh, [n_valid - k], exclude=degenerate, message="selection")[0])
+    if isinstance(coh, np.ndarray):
+        s = np.where(degenerate, -np.inf, coh)
+        sel = s > tau
+        need = k - int(np.count_nonzero(sel))
+        if need:
+            sel[np.flatnonzero(s == tau)[:need]] = True
+        return sel
+    return _select_top_stored(coh, degenerate, k, tau)
+
+
+def _select_top_stored(coh, degenerate, k, tau):
+    """_select_top for stored coherence: counts per block decide how many ties each takes."""
+    import dask.array as da
+    from dask import delayed
+
+    from ..bigdata._dask import compute
+    from ..bigdata._rows import as_dask_rows, materialize
+    c = coh.to_dask() if hasattr(coh, "to_dask") else coh
+    g = as_dask_rows(degenerate, c.chunks[0])
+    s = da.where(g, -np.inf, c)
+    above, *ties = compute(da.count_nonzero(s > tau),
+                           *[delayed(lambda b: int(np.count_nonzero(b == tau)))(b)
+                             for b in s.to_delayed().ravel()], message="selection")
+    need, quotas = k - int(above), []
+    for t in ties:
+        quotas.append(min(t, max(need, 0)))
+        need -= quotas[-1]
+
+    def block(b, quota):
+        sel = b > tau
+        sel[np.flatnonzero(b == tau)[:quota]] = True
+        return sel
+    parts = [da.from_delayed(delayed(block)(b, q), shape=(size,), dtype=bool)
+             for b, q, size in zip(s.to_delayed().ravel(), quotas, s.chunks[0])]
+    return materialize({"selected": da.concatenate(parts)}, message="selection", name="selected")["selected"]
+
+
+def _usable_median(values, degenerate, n_use):
+    """The median of the non-degenerate entries (numpy's np.median, exactly)."""
+    ks = [(n_use - 1) // 2, n_use // 2]
+    a, b = kth_smallest(values, ks, exclude=degenerate, message="calibration")
+    return a if ks[0] == ks[1] else 0.5 * (a + b)
+
+
+def _calibration_mask(spe, degenerate, n_use, r):
+    """The calibration rows (robustcore._outlier.calibration_rows): usable rows whose log SPE is
+    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer)."""
+    log_spe = rowwise(log_residual, spe, name="calibration")
+    med = _usable_median(log_spe, degenerate, n_use)
+    dev = rowwise(lambda v: np.abs(v - med), log_spe, name="calibration")
+    cut = median_mad_cut(med, _usable_median(dev, degenerate, n_use))
+    keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
+    n_keep = count_true(keep)
+    if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
+        keep = rowwise(np.logical_not, degenerate, name="calibration")
+        n_keep = n_use
+    return keep, n_keep
+
+
+def _selection_count(p, n, n_valid, r) -> int:
+    """How many rows to select (the in-memory ``CoherencePursuit._select``'s rules and messages)."""
+    if p["selection"] == "count":
+        deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
+        k = p["n_inliers"]
+        if k is None:
+            k = max(r, math.ceil(n_valid / 2))
+        return check_range("n_inliers", k, r, n_valid, integer=True,
+                           hint=f"between n_components and the {n_valid} usable samples{deg_note}")
+    f = p["outlier_fraction"]
+    keep = n_valid - math.floor(f * n_valid)
+    if keep < r:
+        fmax = (n_valid - r) / n_valid
+        raise param_error("outlier_fraction", f"a number in [0, {fmax:.4g}] so that at least "
+                          f"n_components = {r} of the {n_valid} usable samples remain", f)
+    return keep
+
+
+def fit_in_passes(est, rows, p, rep):
+    """(fitted attributes, kept per-row results) of a Coherence Pursuit fit on ``rows``; see the
+    module doc for the passes."""
+    n, d = rows.n, rows.d
+    r, estimate = est._rank_to_use(p, n, d)
+    how = p["center"]
+    # pass 1 also forms C when neither scaling nor centring can come first
+    fused = how == "none" and p["scale"] in ("none", "auto")
+    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused,
+              want_sketch=how == "median", progress=rep.span(0.0, 0.2))
+    scale = None if sc.identity else (sc.center, sc.scale)
+    if how == "mean":
+        centre = sc.scaled_mean()
+    elif how == "median":
+        if rows.lazy:
+            v = rows.column_order_statistics(sc.sketches, [(n - 1) // 2, n // 2], message="medians")
+            med = 0.5 * (v[0] + v[1])
+        else:
+            med = np.median(rows.X, axis=0)
+        centre = (med - sc.center) / sc.scale
+    else:
+        centre = np.zeros(d)
+    if not np.all(np.isfinite(centre)):
+        raise ValueError("the centre of X is not finite; check the data for values near the float64 limits")
+    prep = _Prep(scale, centre)
+    rep(0.2, "coherence matrix")
+    if fused and sc.identity:
+        G, top, low = sc.mom.G, sc.mom.top_norm, sc.mom.low_norm
+    else:
+        acc = rows.reduce(functools.partial(_UnitGram, d, prep), progress=rep.span(0.2, 0.35),
+                          message="coherence matrix")
+        G, top, low = acc.G, acc.top_norm, acc.low_norm
+    cut = _DEGENERATE_RTOL * top if top > 0 else math.inf
+    if low <= cut < math.inf:
+        # rows of positive length that still count as degenerate: out of C again (rare)
+        G = G - rows.reduce(functools.partial(_UnitGram, d, prep, 0.0, cut), message="degenerate rows").G
+    C = symmetric(G)
+    rep(0.35, "coherence scores")
+    out = rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
+                   prep, C, cut, progress=rep.span(0.35, 0.55), message="coherence scores", name="coherence")
+    coh, degenerate = out["coherence"], out["degenerate"]
+    n_valid = n - count_true(degenerate)
+    if n_valid <= r:
+        raise ValueError(f"X has only {n_valid} sample(s) that differ from the centre "
+                         f"({how}), but n_components = {r} needs at least {r + 1}")
+    k = _selection_count(p, n, n_valid, r)
+    selected = _select_top(coh, degenerate, k, n_valid)
+    rep(0.6, "subspace")
+    acc = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)), extra=(selected,),
+                      progress=rep.span(0.6, 0.75), message="subspace")
+    w, V = np.linalg.eigh(symmetric(acc.G))
+    m = min(k, d)
+    w, V = np.maximum(w[::-1][:m], 0.0), V[:, ::-1][:, :m]
+    if w[-1] < GRAM_RCOND * w[0]:
+        # squaring lost the small singular values: an R factor of the selected rows instead
+        R = rows.reduce(functools.partial(_SelectedR, d, prep, cut), extra=(selected,),
+                        message="subspace (TSQR)").R
+        _, s, vt = np.linalg.svd(R, full_matrices=False)
+    else:
+        s, vt = np.sqrt(w), V.T
+    if estimate:
+        r = min(scree_elbow(s * s, rank_cap(n, d)), min(n, d) - 1)
+    warn_rank_deficient(s, r, k)
+    comps = fix_signs(vt[:r])
+    rep(0.75, "residuals")
+    out = rows.map(_residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
+                   prep, ResidualKernel(comps, np.zeros(d)), progress=rep.span(0.75, 0.88),
+                   message="residuals", name="residuals")
+    spe, proj = out["spe"], out["projection"]
+    keep, n_keep = _calibration_mask(spe, degenerate, n_valid, r)
+    rep(0.9, "calibration")
+    acc = rows.reduce(functools.partial(Calibration, comps, centre, scale, _take), extra=(keep,),
+                      progress=rep.span(0.9, 1.0), message="calibration")
+    n_c, var, lam = acc.spectrum(r)
+    kept = {"spe": spe, "projection": proj,
+            "extra": {"coherence": coh, "degenerate": degenerate, "selected": selected}}
+    not_kept = rowwise(np.logical_not, keep, name="calibration")
+    limits = est._limit_fields(n_c, var, lam, alpha=LIMIT_ALPHA,
+                               training=est._training_provider(rows, sc.scaling, comps, centre,
+                                                               kept=kept, exclude=not_kept))
+    sel_idx = indices(selected)
+    fit = dict(**sc.scaling, **limits, calibration_indices_=indices(keep), n_components_=r,
+               components_=comps, mean_=centre, coherence_=coh, selected_indices_=sel_idx,
+               inlier_indices_=sel_idx, degenerate_=degenerate, singular_values_=s[:r].copy(),
+               refine_limit_=None, n_refine_passes_=0, converged_=True, n_samples_fit_=n)
+    return fit, kept
