@@ -52,8 +52,7 @@ def _paced_adapter(est, dataset, values, rep):
     return run_online_rpca(est, dataset, values, Reporter(_Paced(rep)))
 
 
-PACED = dataclasses.replace(METHODS["online-rpca"], factory=_orpca_class, adapter=_paced_adapter,
-                            lazy=_paced_adapter)
+PACED = dataclasses.replace(METHODS["online-rpca"], factory=_orpca_class, adapter=_paced_adapter)
 
 
 @pytest.fixture
