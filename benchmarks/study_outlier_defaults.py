@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._bench import conditions  # noqa: E402
 from benchmarks._outlier_data import development  # noqa: E402
 from robustcore.evaluation import outlier_metrics  # noqa: E402
-from robustcore.rank import rank_cap, scree_elbow  # noqa: E402
+from robustcore.rank import linear_rank, rank_cap, scree_elbow  # noqa: E402
 
 # Chosen only when it beats the current default by this much (protocol).
 MARGIN = 0.005
@@ -57,6 +57,7 @@ RANK_RULES = {
     "kaiser": _kaiser,
     "90 % variance": lambda lam, cap: _var(lam, cap, 0.9),
     "half of min(n, d)": lambda lam, cap: cap,
+    "linear_rank (offset + elbow of the rest)": lambda lam, cap: linear_rank(lam, cap),
 }
 
 
@@ -138,10 +139,51 @@ def study_pcp(tables):
     return out
 
 
-STUDIES = {"rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp}
+def _auto_robust(X):
+    """The scaling "auto" would pick, with "robust" in place of "standard" for mixed units."""
+    from robustcore._scaling import resolve_scaling
+    return "robust" if resolve_scaling(X, "auto") == "standard" else "none"
+
+
+def study_joint(tables):
+    """The candidates that won alone, together: Coherence Pursuit's centre x rank rule x
+    scaling, and "auto" with the robust scaling (median / MAD) for tables in mixed units, for
+    PCA and PCP too (it changes nothing for same-unit data such as images)."""
+    import robustcore as rc
+    from robustcore.subspace.coherence_pursuit import CoherencePursuit
+    rules = {k: RANK_RULES[k] for k in ("elbow (current)", "elbow + 1", "elbow, at least 2",
+                                        "linear_rank (offset + elbow of the rest)")}
+    out = {}
+    for name, _f, _c, X, y in tables:
+        n, d = X.shape
+        ar = _auto_robust(X)
+        for scale in ("auto", "auto-robust"):
+            sc = "auto" if scale == "auto" else ar
+            for center in ("none", "median"):
+                cop = CoherencePursuit(center=center, scale=sc).fit(X)
+                Zs = cop._scaled(X)[cop.selected_indices_] - cop.mean_
+                Zs = Zs / np.maximum(np.linalg.norm(Zs, axis=1, keepdims=True), 1e-300)
+                sv = np.linalg.svd(Zs, compute_uv=False)
+                for rname, rule in rules.items():
+                    r = _apply(rule, sv * sv, n, d, min(n, d) - 1)
+                    out.setdefault(f"CoP joint | center={center}, {rname}, scale={scale}", {})[name] = \
+                        (_auc(y, CoherencePursuit(r, center=center, scale=sc), X), r)
+            out.setdefault(f"PCA joint | scale={scale}", {})[name] = (_auc(y, rc.PCA(scale=sc), X), None)
+            for f in (0.7, 1.0):
+                est = rc.PCP(lam=f / np.sqrt(max(n, d)), scale=sc, random_state=0)
+                out.setdefault(f"PCP joint | lam={f:g}/sqrt(max(n,d)), scale={scale}", {})[name] = \
+                    (_auc(y, est, X), None)
+        print(f"  joint: {name}", file=sys.stderr, flush=True)
+    return out
+
+
+STUDIES = {"rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp, "joint": study_joint}
+# The defaults before this study (issue 23), what every candidate is compared with.
 CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
            "CoP-centre": "CoP | center=none, scale=auto", "PCA-scale": "PCA | scale=auto",
-           "PCP": "PCP | lam=1/sqrt(max(n,d)), scale=auto, l1"}
+           "PCP": "PCP | lam=1/sqrt(max(n,d)), scale=auto, l1",
+           "CoP-joint": "CoP joint | center=none, elbow (current), scale=auto",
+           "PCA-joint": "PCA joint | scale=auto", "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto"}
 
 
 def loto(res, keys, current):
@@ -161,7 +203,9 @@ def loto(res, keys, current):
 def report(res):
     groups = {}
     for k in res:
-        groups.setdefault(k.split(" | ")[0] + (" rank" if any(r in k for r in RANK_RULES) else ""), []).append(k)
+        head = k.split(" | ")[0]
+        groups.setdefault(head + (" rank" if "joint" not in head and any(r in k for r in RANK_RULES) else ""),
+                          []).append(k)
     for g, keys in groups.items():
         cur = next((c for c in CURRENT.values() if c in keys), keys[0])
         print(f"\n### {g}\n")

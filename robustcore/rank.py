@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scree_elbow", "rank_cap"]
+__all__ = ["scree_elbow", "rank_cap", "linear_rank"]
 
 # Eigenvalues below this fraction of the largest are rounding (an exactly low-rank matrix).
 _NEGLIGIBLE = 1e-10
@@ -77,3 +77,20 @@ def scree_elbow(eigenvalues, max_rank: int | None = None) -> int:
     near = np.arange(max(1, k - 2), k + 1)
     k = int(near[np.argmax(kept[near - 1] / kept[near])])
     return int(min(k, cap))
+
+
+def linear_rank(eigenvalues, max_rank: int | None = None) -> int:
+    """Rank of a LINEAR subspace (through the origin, data not centred) fitting data that lie
+    near an AFFINE one: one direction for the data's common offset, which dominates the
+    uncentred spectrum, plus the elbow of the remaining eigenvalues (:func:`scree_elbow`).
+
+    Why: with the offset's eigenvalue in the log scree plot, the elbow falls right after it and
+    the rank comes out as 1, the offset alone: on planted affine subspaces of rank 1 and 2 in 20
+    dimensions Coherence Pursuit (``center="none"``) kept 1 component; on 12 of the 15
+    development tables too (benchmarks/results_outliers.md). Returns an int in [1, max_rank].
+    """
+    lam = np.sort(np.maximum(np.asarray(eigenvalues, dtype=np.float64).ravel(), 0.0))[::-1]
+    cap = max(1, lam.size // 2 if max_rank is None else int(max_rank))
+    if cap == 1 or lam.size < 2 or not lam[1] > 0:
+        return 1
+    return int(min(1 + scree_elbow(lam[1:], cap - 1), cap))

@@ -21,7 +21,7 @@ from .._params import Param, SeedParam, check_range, param_error
 from .._progress import Reporter
 from .._scaling import scale_param
 from .._validation import check_magnitude, check_random_state, validate_X
-from ..rank import rank_cap, scree_elbow
+from ..rank import linear_rank, rank_cap, scree_elbow
 from ._base import SubspaceModel, calibration_spectrum, residual_sq
 from .pca import OVERFLOW_FIX, fix_signs
 
@@ -380,7 +380,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         rep(0.9, "subspace")
         s, vt = _svd_rows(c.Xn[selected])
         if estimate:
-            r = min(scree_elbow(s * s, rank_cap(n, d)), min(n, d) - 1)
+            r = min((linear_rank if p["center"] == "none" else scree_elbow)(s * s, rank_cap(n, d)), min(n, d) - 1)
         if s.size < r or s[r - 1] <= 1e-10 * s[0]:
             warnings.warn(f"the {selected.size} selected samples span fewer than n_components = {r} "
                           f"directions; the basis is partly arbitrary. Select more samples or lower "
