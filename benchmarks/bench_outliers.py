@@ -224,6 +224,22 @@ def report(records, command):
         v = np.array(v)
         print(f"| {d} {lab} | {100 * np.median(v):.2f} % | {int(np.sum((v >= 0.01 / 3) & (v <= 0.03)))} / {v.size} | "
               f"{int(np.sum(v > 0.03))} | {int(np.sum(v < 0.01 / 3))} |")
+    # the warning of robustcore._calibration on each (task, seed), from the recorded counts
+    from robustcore._calibration import flag_rate_warning
+    warned = collections.Counter()
+    runs = 0
+    for *_x, n, k, row in records:
+        runs += 1
+        for d, key, lab in cols:
+            f = row[d][key]
+            k_out = int(round(f["recall"] * k))
+            flagged = np.r_[np.arange(f["n_in"]) < f["n_flag_in"], np.arange(k) < k_out]
+            truth = np.r_[np.zeros(f["n_in"], bool), np.ones(k, bool)]
+            if flag_rate_warning(flagged, 0.01, known_outliers=truth) is not None:
+                warned[(d, lab)] += 1
+    print(f"\nRuns (task x seed, {runs} of them) where the flag-rate warning of robustcore._calibration "
+          f"fires (share of known inliers flagged more than 3x away from alpha = 1 %, beyond chance): "
+          + ", ".join(f"{d} {lab} {warned[(d, lab)]}" for d, _, lab in cols))
     secs = collections.defaultdict(float)
     for r in records:
         for d, v in r[6].items():
@@ -238,7 +254,13 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="every 4th task only")
     ap.add_argument("--only", nargs="+", help="detectors to run (default: all)")
     ap.add_argument("--save", help="write the raw records to this JSON file")
+    ap.add_argument("--load", help="report the records saved by --save instead of running")
     args = ap.parse_args(argv)
+    if args.load:
+        with open(args.load) as f:
+            records = json.load(f)
+        report(records, "python benchmarks/bench_outliers.py --protocol " + args.protocol)
+        return
     print(conditions())
     records = collect(args.protocol, args.seeds, args.quick, args.only)
     if args.save:

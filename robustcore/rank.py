@@ -7,13 +7,12 @@ signal part of the spectrum turns into its flat noise part, and the components B
 kept (Cattell's scree test, made objective by the chord construction), refined to the sharpest
 drop next to it (:func:`scree_elbow` says why).
 
-Why this rule (benchmarks/results_outliers.md): on 32 real outlier tables (ODDS cardio and
-shuttle, USPS and MNIST one digit against the rest, a8a, iris, and the tabular ones again in
-random units) the outlier score of a PCA model with this rank averaged a ROC-AUC of 0.850
-(IsolationForest 0.842 in the same run); with the 90 %-of-variance rule it replaces, SPE alone
-averaged 0.75 on the standardised tables (26 of them, the random-unit copies aside); it returned
-rank 1 on 5 of 32 tables (all of them with 4 to 9 features), where the eigenvalue-ratio rule
-returned 1 on 12 and the broken stick on 9. On planted subspaces (rank r in noise) it finds r.
+Why this rule (benchmarks/results_outliers.md, chosen on the 15 development tables): for PCA no
+rule studied beat it (mean ROC-AUC of the outlier score 0.727; broken stick 0.715, Kaiser 0.722,
+90 % of the variance 0.720, one more component 0.721, half of min(n, d) 0.725). On planted
+subspaces (rank r in noise) it finds r. For a LINEAR fit of uncentred data (Coherence Pursuit
+without centring) the data's offset dominates the spectrum and the elbow stops right after it:
+:func:`linear_rank` counts the offset and takes the elbow of the rest.
 
 The rank is capped at half of min(n_samples, n_features): a model that keeps nearly every
 direction leaves no residual for SPE to measure, the failure of the 90 % rule on standardised data.
