@@ -177,13 +177,43 @@ def study_joint(tables):
     return out
 
 
-STUDIES = {"rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp, "joint": study_joint}
+def study_local(tables):
+    """Not a default: what a view of LOCAL density could add to the subspace scores, for the
+    tables whose outliers are local. kNN distance (5th neighbour) on the scaled data, in
+    Coherence Pursuit's subspace coordinates, and the rank-sum of the latter with Coherence
+    Pursuit's own score."""
+    from scipy.stats import rankdata
+    from sklearn.neighbors import NearestNeighbors
+
+    import robustcore as rc
+
+    def knn(Z):
+        dist, _ = NearestNeighbors(n_neighbors=6).fit(Z).kneighbors(Z)
+        return dist[:, -1]
+
+    out = {}
+    for name, _f, _c, X, y in tables:
+        cop = rc.CoherencePursuit().fit(X)
+        s_cop = -cop.score_samples(X)
+        k_sub = knn(cop.transform(X))
+        for label, score in (("Coherence Pursuit's score", s_cop),
+                             ("kNN distance, scaled data", knn(cop._scaled(X))),
+                             ("kNN distance in CoP's coordinates", k_sub),
+                             ("rank-sum of CoP's score and kNN in its coordinates",
+                              rankdata(s_cop) + rankdata(k_sub))):
+            out.setdefault(f"local | {label}", {})[name] = (outlier_metrics(y, score)["roc_auc"], None)
+        print(f"  local: {name}", file=sys.stderr, flush=True)
+    return out
+
+
+STUDIES = {"rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp, "joint": study_joint,
+           "local": study_local}
 # The defaults before this study (issue 23), what every candidate is compared with.
 CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
            "CoP-centre": "CoP | center=none, scale=auto", "PCA-scale": "PCA | scale=auto",
            "PCP": "PCP | lam=1/sqrt(max(n,d)), scale=auto, l1",
            "CoP-joint": "CoP joint | center=none, elbow (current), scale=auto",
-           "PCA-joint": "PCA joint | scale=auto", "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto"}
+           "PCA-joint": "PCA joint | scale=auto", "local": "local | Coherence Pursuit's score", "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto"}
 
 
 def loto(res, keys, current):
