@@ -906,8 +906,9 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
                           f"{hist['residual'][-1]:.2e} > tol {tol:g}); increase max_iter or tol",
                           ConvergenceWarning, stacklevel=2)
         del solver, Mw
-        _warn_if_degenerate(sL, norm_fro, lam, p["lam"] is None,
-                            min(nw if rows is None else rows.size, dw if cols is None else cols.size))
+        if converged:   # (a fit stopped early already warns, and its L is not the answer)
+            _warn_if_degenerate(sL, norm_fro, lam, p["lam"] is None,
+                                min(nw if rows is None else rows.size, dw if cols is None else cols.size))
         if rows is not None or cols is not None:
             L, S = _expand(L, rows, cols, nw, dw), _expand(S, rows, cols, nw, dw)
             U, Vt = _expand(U, rows, None, nw, U.shape[1]), _expand(Vt, None, cols, Vt.shape[0], dw)

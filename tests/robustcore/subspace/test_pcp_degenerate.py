@@ -65,3 +65,12 @@ def test_a_planted_low_rank_plus_sparse_matrix_does_not_warn():
 def test_all_zero_data_is_not_called_degenerate():
     est, caught = _fit(np.zeros((10, 4)))
     assert est.rank_ == 0 and caught == []
+
+
+def test_a_fit_stopped_early_warns_only_that_it_did_not_converge():
+    X, _ = _internetads()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc.PCP(random_state=0, lam=3 / np.sqrt(1555), max_iter=1).fit(X)
+    kinds = {w.category.__name__ for w in caught}
+    assert "ConvergenceWarning" in kinds and "DegenerateFitWarning" not in kinds
