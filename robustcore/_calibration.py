@@ -221,6 +221,7 @@ def flag_rate_warning(flagged, alpha: float, *, known_outliers=None, scores=None
         the core leaves out the inliers' own tail.
     method : how the message names the flags' source (e.g. "PCA's SPE/T² limits").
     """
+    _check_alpha(alpha)
     fl = np.asarray(flagged, dtype=bool).ravel()
     if known_outliers is not None:
         out = np.asarray(known_outliers, dtype=bool).ravel()

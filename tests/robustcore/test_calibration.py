@@ -189,6 +189,8 @@ def test_without_known_outliers_the_bulk_of_the_scores_stands_for_clean_data():
 def test_warning_inputs_are_checked():
     with pytest.raises(ValueError, match="known_outliers or scores"):
         flag_rate_warning(np.zeros(3, bool), 0.01)
+    with pytest.raises(ValueError, match="alpha"):
+        flag_rate_warning(np.zeros(3, bool), 1.5, known_outliers=np.zeros(3, bool))
     with pytest.raises(ValueError, match="samples"):
         flag_rate_warning(np.zeros(3, bool), 0.01, known_outliers=np.zeros(4, bool))
     assert CORE_SPREADS > 0
