@@ -1,24 +1,24 @@
-"""Outlier detection with DEFAULTS ONLY on real tables with known outliers, next to the tools a user
-would otherwise reach for (scikit-learn's IsolationForest and LocalOutlierFactor).
+"""Outlier detection with DEFAULTS ONLY, on a development and an evaluation collection (the
+protocol of benchmarks/results_outliers.md), next to what a user would otherwise run.
 
-    python benchmarks/bench_outliers.py            # every table, markdown tables on stdout
-    python benchmarks/bench_outliers.py --quick    # one table per family
+    python benchmarks/bench_outliers.py --protocol dev     # the 15 adbench_dev tables
+    python benchmarks/bench_outliers.py --protocol eval    # held out: cardio, shuttle, a8a, digits
+    python benchmarks/bench_outliers.py --protocol eval --seeds 0 --quick   # one seed, few tasks
 
-Tables (built from ../shared/data, never shipped): ODDS cardio and shuttle (X plus a 0/1 y);
-USPS (official test split) and MNIST (t10k) one digit against the rest, 10 % outliers drawn at
-random from the other digits; a8a (Adult) with the -1 class as inliers and 10 % of +1; iris with
-two species as inliers and 10 samples of the third as outliers. The tabular ones come again with
-every column in random units (x 10^U(-2, 2)), the situation of a table with mixed units, which
-scale-sensitive methods must survive. Every robustcore estimator is used as a script user would:
-``Estimator().fit(X)``, then ``-score_samples(X)`` (scikit-learn's convention: higher = more
-normal) is evaluated with robustcore.evaluation.
+Every robustcore estimator is used as a script user would: ``Estimator().fit(X)``, then
+``-score_samples(X)`` (higher = more normal, so minus it ranks outliers first) is evaluated with
+robustcore.evaluation against the known outliers. Against: scikit-learn's IsolationForest
+(random_state = seed), LocalOutlierFactor and kNN distance (5th neighbour), and PyOD's ECOD and
+CBLOF (benchmark-only; skipped with a note when PyOD is not installed). For the outlier
+estimators the flags of ``predict`` (contamination="auto") are also judged: the share of KNOWN
+INLIERS flagged against the stated alpha, and the share of known outliers caught; for the SPE/T²
+models the same with the calibrated limits of robustcore._calibration (benchmarks/_calibrated.py).
 """
 from __future__ import annotations
 
 import argparse
 import collections
-import csv
-import gzip
+import json
 import os
 import sys
 import time
@@ -29,147 +29,245 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._bench import conditions  # noqa: E402
+from benchmarks._outlier_data import SEEDS, development, evaluation  # noqa: E402
 from robustcore.evaluation import outlier_metrics  # noqa: E402
 
-SHARED = os.environ.get("RSS_SHARED_DATA", "/work/shared/data")
+OURS = ("PCA", "CoherencePursuit", "ResidualScorer", "PCP")
+SUBSPACE = ("PCA", "CoherencePursuit", "ResidualScorer")
 
 
-# -- tables ---------------------------------------------------------------------------------------
+def peers(seed):
+    """The contenders a user would otherwise reach for: name -> X -> outlierness."""
+    from sklearn.ensemble import IsolationForest
+    from sklearn.neighbors import LocalOutlierFactor, NearestNeighbors
 
-def _odds(name):
-    import scipy.io as sio
-    m = sio.loadmat(f"{SHARED}/odds/{name}.mat")
-    return np.asarray(m["X"], float), np.asarray(m["y"]).ravel().astype(int)
+    def iforest(X):
+        return -IsolationForest(random_state=seed).fit(X).score_samples(X)
 
+    def lof(X):
+        return -LocalOutlierFactor().fit(X).negative_outlier_factor_
 
-def _one_vs_rest(X, y, digit, frac, seed, max_in=None):
-    rng = np.random.default_rng(seed)
-    inl = np.flatnonzero(y == digit)
-    if max_in and inl.size > max_in:
-        inl = rng.choice(inl, max_in, replace=False)
-    out = rng.choice(np.flatnonzero(y != digit), int(round(frac * inl.size / (1 - frac))), replace=False)
-    idx = rng.permutation(np.concatenate([inl, out]))
-    return X[idx], np.isin(idx, out).astype(int)
+    def knn(X):
+        # distance to the 5th neighbour other than the sample itself (PyOD's KNN default)
+        dist, _ = NearestNeighbors(n_neighbors=6).fit(X).kneighbors(X)
+        return dist[:, -1]
 
+    out = {"IsolationForest": iforest, "LOF": lof, "kNN": knn}
+    try:
+        from pyod.models.cblof import CBLOF
+        from pyod.models.ecod import ECOD
+    except ImportError:
+        print("(PyOD not installed: ECOD and CBLOF skipped)", file=sys.stderr)
+        return out
 
-def tables(quick=False, frac=0.1):
-    from sklearn.datasets import load_svmlight_file
-    out = {"cardio": _odds("cardio"), "shuttle": _odds("shuttle")}
-    X, y = load_svmlight_file(f"{SHARED}/usps/usps.t.bz2", n_features=256)
-    X, y = X.toarray(), y.astype(int) - 1
-    for d in ([2] if quick else range(10)):
-        out[f"usps-{d}"] = _one_vs_rest(X, y, d, frac, 100 + d)
-    with gzip.open(f"{SHARED}/mnist/t10k-images-idx3-ubyte.gz") as f:
-        M = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 784).astype(float)
-    with gzip.open(f"{SHARED}/mnist/t10k-labels-idx1-ubyte.gz") as f:
-        ML = np.frombuffer(f.read(), np.uint8, offset=8).astype(int)
-    for d in ([5] if quick else range(10)):
-        out[f"mnist-{d}"] = _one_vs_rest(M, ML, d, frac, 200 + d)
-    A, ay = load_svmlight_file(f"{SHARED}/libsvm_binary/a8a", n_features=123)
-    out["a8a"] = _one_vs_rest(A.toarray(), (ay < 0).astype(int), 1, frac, 300, max_in=5000)
-    rows = list(csv.reader(open(f"{SHARED}/iris/iris.csv")))[1:]
-    I = np.array([[float(v) for v in r[:4]] for r in rows])
-    species = np.array([r[4] for r in rows])
-    for k, s in enumerate(np.unique(species)):
-        rng = np.random.default_rng(400 + k)
-        inl = np.flatnonzero(species != s)
-        outl = rng.choice(np.flatnonzero(species == s), 10, replace=False)
-        idx = rng.permutation(np.concatenate([inl, outl]))
-        out[f"iris-{s}"] = (I[idx], np.isin(idx, outl).astype(int))
-    units = np.random.default_rng(7)
-    for name in ("cardio", "shuttle", "a8a", "iris-setosa", "iris-versicolor", "iris-virginica"):
-        X, y = out[name]
-        out[name + "~units"] = (X * 10 ** units.uniform(-2, 2, X.shape[1]), y)
+    def ecod(X):
+        return ECOD().fit(X).decision_scores_
+
+    def cblof(X):
+        # PyOD's defaults (alpha 0.9, beta 5) raise "Could not form valid cluster separation"
+        # on some tasks (e.g. binary a8a); the looser separation PyOD's message asks for is
+        # then used, and the task is named on stderr.
+        try:
+            return CBLOF(random_state=seed).fit(X).decision_scores_
+        except ValueError:
+            print("    (CBLOF: defaults failed to separate clusters; alpha=0.7, beta=2 used)",
+                  file=sys.stderr)
+            return CBLOF(alpha=0.7, beta=2, random_state=seed).fit(X).decision_scores_
+
+    out.update(ECOD=ecod, CBLOF=cblof)
     return out
 
 
-def family(name):
-    base = name.split("~")[0].split("-")[0]
-    return base + (" (units)" if "~" in name else "")
-
-
-# -- detectors ------------------------------------------------------------------------------------
-
-def detectors():
-    from sklearn.ensemble import IsolationForest
-    from sklearn.neighbors import LocalOutlierFactor
-
+def ours(seed):
     import robustcore as rc
+    return {"PCA": lambda: rc.PCA(), "CoherencePursuit": lambda: rc.CoherencePursuit(),
+            "ResidualScorer": lambda: rc.ResidualScorer(), "PCP": lambda: rc.PCP(random_state=seed)}
 
-    def sk_iforest(X):
-        return -IsolationForest(random_state=0).fit(X).score_samples(X)
 
-    def sk_lof(X):
-        return -LocalOutlierFactor().fit(X).negative_outlier_factor_
+def flag_rates(y, flagged):
+    y = np.asarray(y, bool)
+    return {"inlier_rate": float(flagged[~y].mean()), "recall": float(flagged[y].mean()),
+            "n_in": int((~y).sum()), "n_flag_in": int(flagged[~y].sum())}
 
-    def ours(cls):
-        def run(X):
-            return -cls().fit(X).score_samples(X)
-        return run
 
-    return {"IsolationForest": sk_iforest, "LocalOutlierFactor": sk_lof,
-            "PCA": ours(rc.PCA), "CoherencePursuit": ours(rc.CoherencePursuit),
-            "ResidualScorer": ours(rc.ResidualScorer), "PCP": ours(rc.PCP)}
+def run_task(X, y, seed, only=None):
+    """{detector: {"roc_auc", "average_precision", "seconds", [flag fields]}} for one task."""
+    from benchmarks._calibrated import calibrated_flags
+    row = {}
+    for name, make in ours(seed).items():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est = make().fit(X)
+            s = -est.score_samples(X)
+            flagged = est.predict(X) == -1
+        m = outlier_metrics(y, s)
+        r = {"roc_auc": m["roc_auc"], "average_precision": m["average_precision"],
+             "seconds": time.perf_counter() - t0, "auto": flag_rates(y, flagged)}
+        if name in SUBSPACE:
+            flags_c, s_c = calibrated_flags(est, X)
+            r["calibrated"] = flag_rates(y, flags_c)
+            r["calibrated_auc"] = outlier_metrics(y, s_c)["roc_auc"]
+        row[name] = r
+    for name, run in peers(seed).items():
+        if only and name not in only:
+            continue
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = run(X)
+        m = outlier_metrics(y, s)
+        row[name] = {"roc_auc": m["roc_auc"], "average_precision": m["average_precision"],
+                     "seconds": time.perf_counter() - t0}
+    return row
+
+
+def collect(protocol, seeds, quick=False, only=None):
+    """[(seed, name, family, collection, n, n_out, row)]."""
+    out = []
+    for seed in seeds:
+        tasks = development() if protocol == "dev" else evaluation(seed)
+        if quick:
+            tasks = tasks[::4]
+        for name, fam, coll, X, y in tasks:
+            row = run_task(X, y, seed, only)
+            out.append((seed, name, fam, coll, int(y.size), int(y.sum()), row))
+            print(f"  seed {seed} {name}: " + ", ".join(f"{d} {v['roc_auc']:.3f}" for d, v in row.items()),
+                  file=sys.stderr, flush=True)
+        if protocol == "dev":
+            break          # the development tables have no random draw; seeds only seed detectors
+    return out
 
 
 # -- report ---------------------------------------------------------------------------------------
 
+def _mean_over_seeds(records, key):
+    """{task: {detector: mean over seeds of row[det][key]}} and the task order."""
+    acc = collections.OrderedDict()
+    for seed, name, fam, coll, n, k, row in records:
+        t = acc.setdefault(name, {"family": fam, "collection": coll, "n": n, "k": k, "vals": collections.defaultdict(list)})
+        for d, v in row.items():
+            if key in v:
+                t["vals"][d].append(v[key])
+    return acc
+
+
+def report(records, command):
+    dets = list(records[0][6])
+    seeds = sorted({r[0] for r in records})
+    print(f"Command: `{command}`\n")
+    for key, title in (("roc_auc", "ROC-AUC"), ("average_precision", "average precision")):
+        acc = _mean_over_seeds(records, key)
+        print(f"{title} per task (mean over seeds {', '.join(map(str, seeds))}; known outliers / samples):\n")
+        print("| task | outliers | " + " | ".join(dets) + " |")
+        print("|---|---|" + "---|" * len(dets))
+        for t, info in acc.items():
+            vals = {d: np.mean(info["vals"][d]) for d in dets}
+            best = max(vals.values())
+            cells = [f"**{vals[d]:.3f}**" if vals[d] == best else f"{vals[d]:.3f}" for d in dets]
+            print(f"| {t} | {info['k']} / {info['n']} | " + " | ".join(cells) + " |")
+        print()
+        # collection means and their spread over seeds
+        colls = collections.OrderedDict()
+        for t, info in acc.items():
+            colls.setdefault(info["collection"], []).append(t)
+        groups = list(colls.items())
+        if "cardio" in acc:
+            groups.append(("tables without cardio", [t for t in colls.get("tables", []) if t != "cardio"]))
+        print(f"Mean {title} per collection (± standard deviation of the collection mean over the seeds):\n")
+        print("| collection | tasks | " + " | ".join(dets) + " |")
+        print("|---|---|" + "---|" * len(dets))
+        for cname, ts in groups:
+            cells = []
+            for d in dets:
+                per_seed = []
+                for s in seeds:
+                    v = [r[6][d][key] for r in records if r[0] == s and r[1] in ts]
+                    if v:
+                        per_seed.append(np.mean(v))
+                m = np.mean([np.mean(acc[t]["vals"][d]) for t in ts])
+                sd = np.std(per_seed) if len(per_seed) > 1 else 0.0
+                cells.append(f"{m:.3f}" + (f" ± {sd:.3f}" if len(per_seed) > 1 else ""))
+            print(f"| {cname} | {len(ts)} | " + " | ".join(cells) + " |")
+        print()
+    # flags
+    print("Flags of `predict` (contamination=\"auto\", alpha = 0.01 per limit): share of known inliers "
+          "flagged / share of known outliers caught, mean over seeds. `gauss` = today's limits, "
+          "`calib` = the calibrated limits of robustcore._calibration.\n")
+    flag_dets = [d for d in OURS if d in dets]
+    cols = []
+    for d in flag_dets:
+        cols.append((d, "auto", "gauss" if d in SUBSPACE else "auto"))
+        if d in SUBSPACE:
+            cols.append((d, "calibrated", "calib"))
+    print("| task | " + " | ".join(f"{d} {lab}" for d, _, lab in cols) + " |")
+    print("|---|" + "---|" * len(cols))
+    rates = collections.defaultdict(list)
+    tasks = collections.OrderedDict()
+    for seed, name, *_rest in records:
+        tasks.setdefault(name, []).append(_rest[-1])
+    for t, rows in tasks.items():
+        cells = []
+        for d, key, lab in cols:
+            ir = np.mean([r[d][key]["inlier_rate"] for r in rows])
+            rc = np.mean([r[d][key]["recall"] for r in rows])
+            rates[(d, lab)].append(ir)
+            cells.append(f"{100 * ir:.1f} % / {100 * rc:.0f} %")
+        print(f"| {t} | " + " | ".join(cells) + " |")
+    print("\nAcross tasks: median share of inliers flagged, and tasks within [alpha/3, 3 alpha] = "
+          "[0.33 %, 3 %]:\n")
+    print("| detector | median inlier share | within band | above 3 alpha | below alpha/3 |")
+    print("|---|---|---|---|---|")
+    for (d, lab), v in rates.items():
+        v = np.array(v)
+        print(f"| {d} {lab} | {100 * np.median(v):.2f} % | {int(np.sum((v >= 0.01 / 3) & (v <= 0.03)))} / {v.size} | "
+              f"{int(np.sum(v > 0.03))} | {int(np.sum(v < 0.01 / 3))} |")
+    # the warning of robustcore._calibration on each (task, seed), from the recorded counts
+    from robustcore._calibration import flag_rate_warning
+    warned = collections.Counter()
+    runs = 0
+    for *_x, n, k, row in records:
+        runs += 1
+        for d, key, lab in cols:
+            f = row[d][key]
+            k_out = int(round(f["recall"] * k))
+            flagged = np.r_[np.arange(f["n_in"]) < f["n_flag_in"], np.arange(k) < k_out]
+            truth = np.r_[np.zeros(f["n_in"], bool), np.ones(k, bool)]
+            if flag_rate_warning(flagged, 0.01, known_outliers=truth) is not None:
+                warned[(d, lab)] += 1
+    print(f"\nRuns (task x seed, {runs} of them) where the flag-rate warning of robustcore._calibration "
+          f"fires (share of known inliers flagged more than 3x away from alpha = 1 %, beyond chance): "
+          + ", ".join(f"{d} {lab} {warned[(d, lab)]}" for d, _, lab in cols))
+    secs = collections.defaultdict(float)
+    for r in records:
+        for d, v in r[6].items():
+            secs[d] += v["seconds"]
+    print("\nSeconds (all tasks and seeds): " + ", ".join(f"{d} {secs[d]:.0f}" for d in dets))
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="one table per family")
+    ap.add_argument("--protocol", choices=("dev", "eval"), required=True)
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    ap.add_argument("--quick", action="store_true", help="every 4th task only")
+    ap.add_argument("--only", nargs="+", help="detectors to run (default: all)")
+    ap.add_argument("--save", help="write the raw records to this JSON file")
+    ap.add_argument("--load", help="report the records saved by --save instead of running")
     args = ap.parse_args(argv)
+    if args.load:
+        with open(args.load) as f:
+            records = json.load(f)
+        report(records, "python benchmarks/bench_outliers.py --protocol " + args.protocol)
+        return
     print(conditions())
-    T = tables(args.quick)
-    dets = detectors()
-    res = {}
-    seconds = collections.defaultdict(float)
-    for name, (X, y) in T.items():
-        res[name] = {}
-        for dname, run in dets.items():
-            t0 = time.perf_counter()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                s = run(X)
-            seconds[dname] += time.perf_counter() - t0
-            res[name][dname] = outlier_metrics(y, s)
-        print(f"  {name}: " + ", ".join(f"{d} {res[name][d]['roc_auc']:.3f}" for d in dets),
-              file=sys.stderr, flush=True)
-    names = list(dets)
-    print(f"\n{len(T)} tables, {sum(1 for t in T if '~' in t)} of them tabular data in random units.\n")
-    print("ROC-AUC per table (known outliers / samples):\n")
-    print("| table | outliers | " + " | ".join(names) + " |")
-    print("|---|---|" + "---|" * len(names))
-    for t, row in res.items():
-        k, n = row[names[0]]["k"], row[names[0]]["n_samples"]
-        best = max(row[d]["roc_auc"] for d in names)
-        cells = [(f"**{row[d]['roc_auc']:.3f}**" if row[d]["roc_auc"] == best else f"{row[d]['roc_auc']:.3f}")
-                 for d in names]
-        print(f"| {t} | {k} / {n} | " + " | ".join(cells) + " |")
-    fams = collections.OrderedDict()
-    for t in res:
-        fams.setdefault(family(t), []).append(t)
-    print("\nSummary (mean over tables; family mean = mean of the per-family means, so the 10 "
-          "digit tables of a family count once):\n")
-    print("| detector | mean ROC-AUC | family mean | mean AP | mean precision@k | mean rank | below 0.5 where IsolationForest is above | seconds |")
-    print("|---|---|---|---|---|---|---|---|")
-    ranks = {d: [] for d in names}
-    for t, row in res.items():
-        order = sorted(names, key=lambda d: -row[d]["roc_auc"])
-        for d in names:
-            ranks[d].append(1 + order.index(d))
-    for d in names:
-        auc = np.array([res[t][d]["roc_auc"] for t in res])
-        fam = np.mean([np.mean([res[t][d]["roc_auc"] for t in ts]) for ts in fams.values()])
-        ap_ = np.mean([res[t][d]["average_precision"] for t in res])
-        pk = np.mean([res[t][d]["precision_at_k"] for t in res])
-        below = [t for t in res if res[t][d]["roc_auc"] < 0.5 < res[t]["IsolationForest"]["roc_auc"]]
-        print(f"| {d} | {auc.mean():.3f} | {fam:.3f} | {ap_:.3f} | {pk:.3f} | {np.mean(ranks[d]):.2f} | "
-              f"{len(below)}{' (' + ', '.join(below) + ')' if below else ''} | {seconds[d]:.1f} |")
-    print("\nPer family (mean ROC-AUC):\n")
-    print("| family | tables | " + " | ".join(names) + " |")
-    print("|---|---|" + "---|" * len(names))
-    for f, ts in fams.items():
-        print(f"| {f} | {len(ts)} | " + " | ".join(f"{np.mean([res[t][d]['roc_auc'] for t in ts]):.3f}" for d in names) + " |")
+    records = collect(args.protocol, args.seeds, args.quick, args.only)
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump(records, f)
+    cmd = "python benchmarks/bench_outliers.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    report(records, cmd)
 
 
 if __name__ == "__main__":

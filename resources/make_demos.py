@@ -104,11 +104,22 @@ def cardio(src: Path) -> None:
     _save("cardio", X=m["X"].astype(np.float64), y=y.astype(np.uint8))
 
 
+def internetads_200(src: Path) -> None:
+    """Test data, not a demo: 200 rows of ADBench's InternetAds (1555 binary features, 0.85 % of
+    entries nonzero), drawn with numpy's default_rng(1). PCP with its defaults puts all of it
+    into S (rank of L 0 after one iteration), the degenerate result of issue 23 on w8a."""
+    z = np.load(src / "adbench_dev" / "17_InternetAds.npz", allow_pickle=False)
+    X, y = z["X"], z["y"]
+    assert set(np.unique(X)) <= {0.0, 1.0}
+    idx = np.random.default_rng(1).choice(X.shape[0], 200, replace=False)
+    _save("internetads-200", X=X[idx].astype(np.uint8), y=y[idx].astype(np.uint8), rows=idx.astype(np.int64))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", type=Path, default=Path("/work/shared/data"))
     src = ap.parse_args().source
-    for make in (usps_1_vs_8, mnist_3000, escalator, iris, cardio):
+    for make in (usps_1_vs_8, mnist_3000, escalator, iris, cardio, internetads_200):
         make(src)
     total = sum(p.stat().st_size for p in HERE.iterdir() if p.is_file())
     print(f"resources/ total: {total} bytes")

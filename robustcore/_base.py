@@ -18,7 +18,13 @@ from sklearn.utils._param_validation import InvalidParameterError
 from ._blas_policy import fit_blas_threads
 from ._params import _INVALID, Param, _fmt
 
-__all__ = ["ConvergenceWarning", "Estimator", "NotFittedError", "fit_method"]
+__all__ = ["ConvergenceWarning", "DegenerateFitWarning", "Estimator", "NotFittedError", "fit_method"]
+
+
+class DegenerateFitWarning(UserWarning):
+    """A fit that ran to its end but whose result cannot mean what the method promises: PCP
+    with an empty or a full-rank low-rank part, a subspace that leaves no residual. The message
+    says what to change (a parameter, the scaling, or another method)."""
 
 
 def fit_method(clear_on_error: bool = True):

@@ -7,13 +7,12 @@ signal part of the spectrum turns into its flat noise part, and the components B
 kept (Cattell's scree test, made objective by the chord construction), refined to the sharpest
 drop next to it (:func:`scree_elbow` says why).
 
-Why this rule (benchmarks/results_outliers.md): on 32 real outlier tables (ODDS cardio and
-shuttle, USPS and MNIST one digit against the rest, a8a, iris, and the tabular ones again in
-random units) the outlier score of a PCA model with this rank averaged a ROC-AUC of 0.850
-(IsolationForest 0.842 in the same run); with the 90 %-of-variance rule it replaces, SPE alone
-averaged 0.75 on the standardised tables (26 of them, the random-unit copies aside); it returned
-rank 1 on 5 of 32 tables (all of them with 4 to 9 features), where the eigenvalue-ratio rule
-returned 1 on 12 and the broken stick on 9. On planted subspaces (rank r in noise) it finds r.
+Why this rule (benchmarks/results_outliers.md, chosen on the 15 development tables): for PCA no
+rule studied beat it (mean ROC-AUC of the outlier score 0.727; broken stick 0.715, Kaiser 0.722,
+90 % of the variance 0.720, one more component 0.721, half of min(n, d) 0.725). On planted
+subspaces (rank r in noise) it finds r. For a LINEAR fit of uncentred data (Coherence Pursuit
+without centring) the data's offset dominates the spectrum and the elbow stops right after it:
+:func:`linear_rank` counts the offset and takes the elbow of the rest.
 
 The rank is capped at half of min(n_samples, n_features): a model that keeps nearly every
 direction leaves no residual for SPE to measure, the failure of the 90 % rule on standardised data.
@@ -22,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["scree_elbow", "rank_cap"]
+__all__ = ["scree_elbow", "rank_cap", "linear_rank", "rank_rule"]
 
 # Eigenvalues below this fraction of the largest are rounding (an exactly low-rank matrix).
 _NEGLIGIBLE = 1e-10
@@ -77,3 +76,28 @@ def scree_elbow(eigenvalues, max_rank: int | None = None) -> int:
     near = np.arange(max(1, k - 2), k + 1)
     k = int(near[np.argmax(kept[near - 1] / kept[near])])
     return int(min(k, cap))
+
+
+def linear_rank(eigenvalues, max_rank: int | None = None) -> int:
+    """Rank of a LINEAR subspace (through the origin, data not centred) fitting data that lie
+    near an AFFINE one: one direction for the data's common offset, which dominates the
+    uncentred spectrum, plus the elbow of the remaining eigenvalues (:func:`scree_elbow`).
+
+    Why: with the offset's eigenvalue in the log scree plot, the elbow falls right after it and
+    the rank comes out as 1, the offset alone: on planted affine subspaces of rank 1 and 2 in 20
+    dimensions Coherence Pursuit (``center="none"``) kept 1 component; on 12 of the 15
+    development tables too (benchmarks/results_outliers.md). Returns an int in [1, max_rank].
+    """
+    lam = np.sort(np.maximum(np.asarray(eigenvalues, dtype=np.float64).ravel(), 0.0))[::-1]
+    cap = max(1, lam.size // 2 if max_rank is None else int(max_rank))
+    # nothing but the offset (beyond rounding): the offset alone
+    if cap == 1 or lam.size < 2 or not lam[1] > _NEGLIGIBLE * lam[0]:
+        return 1
+    return int(min(1 + scree_elbow(lam[1:], cap - 1), cap))
+
+
+def rank_rule(center):
+    """Coherence Pursuit's rank rule for its ``center``: without centring the subspace is linear
+    and its first direction carries the inliers' common offset, so :func:`linear_rank` counts
+    it apart; centred, the elbow of the scree plot (:func:`scree_elbow`)."""
+    return linear_rank if center == "none" else scree_elbow

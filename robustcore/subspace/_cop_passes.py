@@ -38,7 +38,7 @@ from .._passes import count_true, indices, kth_smallest, rowwise, scratch
 from .._residual import ResidualKernel
 from .._row_stats import RowGram, symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
-from ..rank import rank_cap, scree_elbow
+from ..rank import rank_cap, rank_rule
 from ._base import Calibration
 from ._scan import scan
 
@@ -302,7 +302,7 @@ def fit_in_passes(est, rows, p, rep):
     else:
         s, vt = np.sqrt(w), V.T
     if estimate:
-        r = min(scree_elbow(s * s, rank_cap(n, d)), min(n, d) - 1)
+        r = min(rank_rule(p["center"])(s * s, rank_cap(n, d)), min(n, d) - 1)
     warn_rank_deficient(s, r, k)
     comps = fix_signs(vt[:r])
     rep(0.75, "residuals")

@@ -62,7 +62,7 @@ import numpy as np
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 
 from .. import _jit
-from .._base import ConvergenceWarning, Estimator, fit_method
+from .._base import ConvergenceWarning, DegenerateFitWarning, Estimator, fit_method
 from .._outlier import CONTAMINATION, OutlierScores
 from .._params import Param, SeedParam
 from .._progress import Reporter
@@ -906,6 +906,9 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
                           f"{hist['residual'][-1]:.2e} > tol {tol:g}); increase max_iter or tol",
                           ConvergenceWarning, stacklevel=2)
         del solver, Mw
+        if converged:   # (a fit stopped early already warns, and its L is not the answer)
+            _warn_if_degenerate(sL, norm_fro, lam, p["lam"] is None,
+                                min(nw if rows is None else rows.size, dw if cols is None else cols.size))
         if rows is not None or cols is not None:
             L, S = _expand(L, rows, cols, nw, dw), _expand(S, rows, cols, nw, dw)
             U, Vt = _expand(U, rows, None, nw, U.shape[1]), _expand(Vt, None, cols, Vt.shape[0], dw)
@@ -980,6 +983,34 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     def _auto_threshold(self, training_scores):
         from ..compare import robust_threshold
         return robust_threshold(training_scores())
+
+
+# A low-rank part this small against X (Frobenius norms) is rounding and tolerance: S is X.
+_NEGLIGIBLE_L = 1e-6
+
+
+def _warn_if_degenerate(sL, norm_x, lam, default_lam, full_rank):
+    """DegenerateFitWarning when the decomposition separated nothing: L empty (rank 0, or so
+    small that S equals X to rounding), or L of full rank (every direction of the nonzero data).
+    ``sL``: singular values of L; ``norm_x``: ||X||_F in the same units; ``full_rank``: min of
+    the numbers of nonzero rows and columns of X. The message says what to change."""
+    which = "the default 1/sqrt(max(n_samples, n_features))" if default_lam else "the lam given"
+    if sL.size == 0 or math.sqrt(float(np.dot(sL, sL))) <= _NEGLIGIBLE_L * norm_x:
+        warnings.warn(
+            f"PCP found no low-rank part: L is zero (rank {sL.size}) and S = X, so each sample's "
+            f"score is only the size of its own row, not a departure from structure shared with "
+            f"the others. With lam = {lam:.3g} ({which}) putting every entry into S costs less than "
+            f"any low-rank part, as happens on sparse or binary data. Raise lam (e.g. "
+            f"lam={3 * lam:.3g}), scale the columns (scale='standard'), or use PCA or Coherence "
+            f"Pursuit, which always keep a subspace", DegenerateFitWarning, stacklevel=4)
+    elif sL.size >= full_rank > 1:
+        warnings.warn(
+            f"PCP's low-rank part has full rank ({sL.size}, every direction of the data): L is "
+            f"X with its largest entries shaved off, not low-rank structure, and the scores "
+            f"compare those shavings. With lam = {lam:.3g} ({which}) the sparse part is too "
+            f"expensive for these data. Lower lam (e.g. lam={lam / 3:.3g}), scale the columns "
+            f"(scale='standard' or 'robust'), or fit a subspace of chosen rank (PCA with "
+            f"n_components)", DegenerateFitWarning, stacklevel=4)
 
 
 def _row_norms(S, kind):

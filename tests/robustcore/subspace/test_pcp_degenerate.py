@@ -1,0 +1,76 @@
+"""PCP warns when its decomposition separated nothing (issue 23): an empty low-rank part (rank
+0, S = X) or a full-rank one. On real sparse binary data (a cut of ADBench's InternetAds in
+resources/) and on planted data whose answer is known in closed form."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import robustcore as rc
+from robustcore._base import DegenerateFitWarning
+from robustcore.datasets import resources_dir
+
+
+def _internetads():
+    with np.load(resources_dir() / "internetads-200.npz", allow_pickle=False) as z:
+        return z["X"].astype(np.float64), z["y"].astype(bool)
+
+
+def _fit(X, **kw):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = rc.PCP(random_state=0, **kw).fit(X)
+    return est, [w for w in caught if issubclass(w.category, DegenerateFitWarning)]
+
+
+def test_sparse_binary_data_with_defaults_warns_that_l_is_empty():
+    X, _ = _internetads()
+    est, caught = _fit(X)
+    assert est.rank_ == 0 and est.converged_
+    assert np.linalg.norm(est.sparse_ - X) <= 1e-6 * np.linalg.norm(X)      # S = X
+    assert len(caught) == 1
+    msg = str(caught[0].message)
+    assert "rank 0" in msg and "S = X" in msg
+    lam = 1 / np.sqrt(1555)
+    assert f"lam = {lam:.3g}" in msg and f"lam={3 * lam:.3g}" in msg      # what to change
+    assert "scale='standard'" in msg and "PCA" in msg
+
+
+def test_the_suggested_lambda_gives_a_low_rank_part_and_no_warning():
+    X, _ = _internetads()
+    est, caught = _fit(X, lam=3 / np.sqrt(1555))
+    assert est.rank_ > 0 and caught == []
+
+
+def test_a_lambda_too_large_for_any_sparse_part_warns_full_rank():
+    # lam above every entry's worth: the optimum is S = 0 and L = X, of full rank
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 8))
+    est, caught = _fit(X, lam=10.0, scale="none")
+    assert est.rank_ == 8 and np.count_nonzero(est.sparse_) == 0
+    assert len(caught) == 1 and "full rank (8" in str(caught[0].message)
+    assert "lam=3.33" in str(caught[0].message)
+
+
+def test_a_planted_low_rank_plus_sparse_matrix_does_not_warn():
+    rng = np.random.default_rng(1)
+    L0 = rng.standard_normal((200, 3)) @ rng.standard_normal((3, 40))
+    S0 = np.where(rng.random((200, 40)) < 0.05, 10.0 * rng.standard_normal((200, 40)), 0.0)
+    est, caught = _fit(L0 + S0, scale="none")
+    assert est.rank_ == 3 and caught == []
+
+
+def test_all_zero_data_is_not_called_degenerate():
+    est, caught = _fit(np.zeros((10, 4)))
+    assert est.rank_ == 0 and caught == []
+
+
+def test_a_fit_stopped_early_warns_only_that_it_did_not_converge():
+    X, _ = _internetads()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rc.PCP(random_state=0, lam=3 / np.sqrt(1555), max_iter=1).fit(X)
+    kinds = {w.category.__name__ for w in caught}
+    assert "ConvergenceWarning" in kinds and "DegenerateFitWarning" not in kinds

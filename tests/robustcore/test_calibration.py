@@ -1,0 +1,196 @@
+"""robustcore._calibration: limits bounded by the training scores' quantiles, and the warning
+when flags are far from their stated rate. Checked against closed forms (chi-square and
+log-normal quantiles) and simulated scores whose distribution is known."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from robustcore._calibration import (BAND, CORE_SPREADS, QUANTILE_LEVELS, believed_clean,
+                                     bound_levels, calibrate_scores, calibrated_limit, core_cut,
+                                     flag_rate_warning, order_statistic_positions)
+
+ALPHA = 0.01
+
+
+def calibrate(scores, nominal, alpha=ALPHA):
+    return calibrate_scores(scores, nominal, alpha)
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 12345])
+def test_order_statistic_positions_give_numpys_quantiles(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_exponential(n)
+    lv = np.r_[QUANTILE_LEVELS, 0.0, 0.123, 0.995, 1.0]
+    lo, hi, w = order_statistic_positions(n, lv)
+    xs = np.sort(x)
+    np.testing.assert_allclose(xs[lo] + w * (xs[hi] - xs[lo]), np.quantile(x, lv), rtol=0, atol=1e-15)
+
+
+def test_the_core_cut_is_four_log_spreads_above_the_median():
+    # log-normal scores: log q75 - log q50 = 0.6745 sigma, so the cut is e^(mu + 4 sigma)
+    mu, sigma = 0.3, 1.7
+    q = np.exp(mu + sigma * stats.norm.ppf(QUANTILE_LEVELS))
+    cut, why = core_cut(*q)
+    assert why == "" and cut == pytest.approx(np.exp(mu + CORE_SPREADS * sigma), rel=1e-12)
+    assert bound_levels(0.9, 0.01) == pytest.approx((0.9 * (1 - BAND * 0.01), 1 - 0.01 / BAND))
+
+
+def test_gaussian_scores_keep_the_textbook_limit():
+    # SPE of Gaussian data is g * chi2_h (Box); the exact limit must come back unchanged
+    rng = np.random.default_rng(0)
+    for h, g in ((1, 1.0), (3, 0.2), (20, 5.0)):
+        s = g * rng.chisquare(h, 200_000)
+        exact = g * stats.chi2.ppf(1 - ALPHA, h)
+        cal = calibrate(s, exact)
+        assert cal.action == "kept" and cal.limit == exact
+        assert cal.low < exact < cal.high
+
+
+def test_a_limit_far_too_low_for_heavy_tailed_scores_is_raised_to_at_most_band_alpha():
+    # log-normal scores (sigma 1.5: the 99 % quantile is 33x the median) against a limit that
+    # believes them a chi-square on 5 degrees of freedom (3.5x): it flags ~20 % of them
+    rng = np.random.default_rng(1)
+    s = rng.lognormal(0.0, 1.5, 100_000)
+    nominal = stats.chi2.ppf(1 - ALPHA, 5) * np.median(s) / stats.chi2.ppf(0.5, 5)
+    assert np.mean(s > nominal) > 0.15
+    cal = calibrate(s, nominal)
+    assert cal.action == "raised"
+    true_rate = stats.lognorm.sf(cal.limit, 1.5)        # closed form of the rate on new data
+    assert ALPHA / BAND <= true_rate <= BAND * ALPHA * 1.1
+
+
+def test_gross_outliers_stay_out_of_the_core_and_are_flagged():
+    rng = np.random.default_rng(2)
+    inl = rng.lognormal(0.0, 1.0, 9000)
+    out = 1e4 * rng.lognormal(0.0, 0.3, 1000)            # 10 % gross outliers
+    s = np.concatenate([inl, out])
+    cal = calibrate(s, nominal=1.0)                        # a limit in the inliers' bulk
+    assert cal.action == "raised"
+    assert cal.core_share == 0.9                           # the core is the inliers
+    assert np.mean(out > cal.limit) == 1.0
+    assert ALPHA / BAND <= stats.lognorm.sf(cal.limit, 1.0) <= BAND * ALPHA * 1.1
+    # the bound does not depend on how far out the outliers are
+    s2 = np.concatenate([inl, 1e8 * rng.lognormal(0.0, 0.3, 1000)])
+    assert calibrate(s2, 1.0).limit == cal.limit
+    # with more of them (35 %) the robust spread widens and the core takes in their lower part:
+    # the limit then errs on the side of fewer false alarms, never more
+    s3 = np.concatenate([inl, 1e4 * rng.lognormal(0.0, 0.3, 4800)])
+    assert stats.lognorm.sf(calibrate(s3, 1.0).limit, 1.0) <= BAND * ALPHA
+
+
+def test_a_limit_above_every_score_comes_down_to_alpha_over_band_of_all_rows():
+    rng = np.random.default_rng(3)
+    s = rng.chisquare(4, 50_000)
+    cal = calibrate(s, nominal=1e6)
+    assert cal.action == "lowered"
+    assert np.mean(s > cal.limit) == pytest.approx(ALPHA / BAND, rel=0.02)
+
+
+def test_scores_without_a_core_leave_the_nominal_limit():
+    half_zero = np.r_[np.zeros(600), np.arange(1.0, 401.0)]
+    cal = calibrate(half_zero, 7.0)
+    assert cal.action == "uncalibrated" and cal.limit == 7.0 and "zero" in cal.reason
+    ties = np.r_[np.ones(950), np.arange(2.0, 52.0)]     # median, 75 % and 90 % all equal
+    cal = calibrate(ties, 7.0)
+    assert cal.action == "uncalibrated" and cal.limit == 7.0 and "distinct" in cal.reason
+    cal = calibrate_scores(np.arange(1.0, 101.0), 5.0, 0.3)
+    assert cal.action == "uncalibrated" and "too large" in cal.reason
+
+
+def test_out_of_core_order_statistics_give_the_same_limit():
+    # the out-of-core path: two exact order-statistic calls and one count, as documented
+    rng = np.random.default_rng(4)
+    s = rng.gamma(0.7, 2.0, 9_999)
+    xs = np.sort(s)
+
+    def quantiles(levels):
+        lo, hi, w = order_statistic_positions(s.size, levels)
+        return xs[lo] + w * (xs[hi] - xs[lo])
+
+    cut, _ = core_cut(*quantiles(QUANTILE_LEVELS))
+    f = np.count_nonzero(s <= cut) / s.size
+    low, high = quantiles(bound_levels(f, ALPHA))
+    ooc = calibrated_limit(0.5, ALPHA, low=low, high=high, core_share=f)
+    assert ooc == calibrate_scores(s, 0.5, ALPHA) and ooc.action == "raised"
+
+
+def test_bad_inputs_say_what_is_wrong():
+    with pytest.raises(ValueError, match="non-decreasing"):
+        core_cut(2.0, 1.0, 3.0)
+    with pytest.raises(ValueError, match="finite"):
+        core_cut(1.0, np.nan, 3.0)
+    with pytest.raises(ValueError, match="core_share"):
+        bound_levels(0.0, ALPHA)
+    with pytest.raises(ValueError, match="alpha"):
+        bound_levels(0.5, 1.0)
+    with pytest.raises(ValueError, match="low <= high"):
+        calibrated_limit(1.0, ALPHA, low=3.0, high=2.0, core_share=0.9)
+    with pytest.raises(ValueError, match="empty"):
+        calibrate_scores([], 1.0, ALPHA)
+    with pytest.raises(ValueError, match="finite"):
+        calibrate_scores([1.0, np.inf], 1.0, ALPHA)
+    with pytest.raises(ValueError, match="levels"):
+        order_statistic_positions(10, [1.5])
+
+
+# -- the warning ----------------------------------------------------------------------------------
+
+def _flags(n_in, k_in, n_out, k_out):
+    flagged = np.r_[np.arange(n_in) < k_in, np.arange(n_out) < k_out]
+    truth = np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
+    return flagged, truth
+
+
+def test_warns_when_known_inliers_are_flagged_far_above_alpha():
+    flagged, truth = _flags(48_270, 13_999, 500, 300)     # issue 23: PCA on w8a
+    msg = flag_rate_warning(flagged, 0.01, known_outliers=truth, method="PCA's SPE/T² limits")
+    assert msg is not None
+    assert "29.0 %" in msg and "13,999 of 48,270" in msg and "alpha = 1 %" in msg
+    assert "300 of 500" in msg and msg.startswith("PCA's SPE/T² limits")
+
+
+def test_warns_when_nothing_is_flagged_though_outliers_are_known():
+    flagged, truth = _flags(5_066, 0, 150, 0)              # issue 23: CoP on optdigits
+    msg = flag_rate_warning(flagged, 0.01, known_outliers=truth)
+    assert msg is not None and "none of the known inliers" in msg and "0 of 150" in msg
+
+
+@pytest.mark.parametrize("n_in,k_in", [(1000, 10), (1000, 25), (1000, 5), (100, 0), (300, 4)])
+def test_no_warning_for_rates_near_alpha_or_too_few_samples_to_tell(n_in, k_in):
+    # 0 of 100 happens with probability 0.99^100 = 0.37 at alpha = 1 %; 4 of 300 is within chance
+    flagged, truth = _flags(n_in, k_in, 50, 20)
+    assert flag_rate_warning(flagged, 0.01, known_outliers=truth) is None
+
+
+def test_the_warning_is_never_a_chance_fluctuation():
+    # flags drawn at exactly alpha: a warning would be a false alarm of the warning itself
+    rng = np.random.default_rng(5)
+    truth = np.r_[np.zeros(2000, bool), np.ones(100, bool)]
+    fired = sum(flag_rate_warning(rng.random(2100) < 0.01, 0.01, known_outliers=truth) is not None
+                for _ in range(300))
+    assert fired == 0
+
+
+def test_without_known_outliers_the_bulk_of_the_scores_stands_for_clean_data():
+    rng = np.random.default_rng(6)
+    s = np.r_[rng.chisquare(3, 5000), 1e3 * (1 + rng.chisquare(3, 200))]
+    clean = believed_clean(s)
+    assert clean[:5000].mean() > 0.97 and not clean[5000:].any()
+    # a limit inside the bulk flags far more than alpha of it: warned without any truth
+    msg = flag_rate_warning(s > np.quantile(s[:5000], 0.8), 0.01, scores=s)
+    assert msg is not None and "believed clean" in msg
+    # a limit beyond the bulk flags the gross ones only: no warning (a low share is no evidence
+    # without known outliers, since the core leaves out the inliers' own tail)
+    assert flag_rate_warning(s > 100.0, 0.01, scores=s) is None
+
+
+def test_warning_inputs_are_checked():
+    with pytest.raises(ValueError, match="known_outliers or scores"):
+        flag_rate_warning(np.zeros(3, bool), 0.01)
+    with pytest.raises(ValueError, match="alpha"):
+        flag_rate_warning(np.zeros(3, bool), 1.5, known_outliers=np.zeros(3, bool))
+    with pytest.raises(ValueError, match="samples"):
+        flag_rate_warning(np.zeros(3, bool), 0.01, known_outliers=np.zeros(4, bool))
+    assert CORE_SPREADS > 0
