@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["CORE_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "order_statistic_positions",
-           "core_cut", "bound_levels", "calibrated_limit", "calibrate_scores", "Calibration", "uncalibrated",
+           "core_cut", "bound_levels", "calibrated_limit", "calibrate", "calibrate_scores", "Calibration", "uncalibrated",
            "flag_rate_warning", "believed_clean"]
 
 # The core ends this many robust spreads of the log score above its median.
@@ -155,23 +155,42 @@ def calibrated_limit(nominal: float, alpha: float, *, low: float, high: float,
     return Calibration(nominal, nominal, low, high, float(core_share), "kept")
 
 
-def calibrate_scores(scores, nominal: float, alpha: float) -> Calibration:
-    """The three steps on training scores held in memory (numpy's linear quantiles)."""
+def calibrate(kth, count_le, n: int, nominal: float, alpha: float) -> Calibration:
+    """The three steps from order statistics: ``kth(ks)`` gives the exact ks-th smallest of the
+    ``n`` training scores (0-based), ``count_le(cut)`` how many are at most ``cut``. In memory
+    np.partition and a comparison give them; out of core two passes over the stored scores and
+    one count, with the same numbers."""
     _check_alpha(alpha)
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    if s.size == 0:
+    if n < 1:
         raise ValueError("scores must not be empty")
-    if not np.all(np.isfinite(s)):
-        raise ValueError("the training scores must be finite")
     if BAND * alpha >= 0.5:
         return uncalibrated(nominal, f"alpha = {alpha:g} is too large for bounds from the "
                                      f"training scores (they need {BAND:g} x alpha < 1/2)")
-    cut, why = core_cut(*np.quantile(s, QUANTILE_LEVELS))
+
+    def quantiles(levels):
+        lo, hi, w = order_statistic_positions(n, levels)
+        v = np.asarray(kth(np.concatenate([lo, hi])), dtype=np.float64)
+        a, b = v[:lo.size], v[lo.size:]
+        return a + w * (b - a)
+
+    q = quantiles(QUANTILE_LEVELS)
+    if not np.all(np.isfinite(q)):
+        raise ValueError("the training scores must be finite")
+    cut, why = core_cut(*q)
     if cut is None:
         return uncalibrated(nominal, why)
-    f = float(np.mean(s <= cut))
-    low, high = np.quantile(s, bound_levels(f, alpha))
+    f = float(count_le(cut)) / n
+    low, high = quantiles(bound_levels(f, alpha))
     return calibrated_limit(nominal, alpha, low=low, high=high, core_share=f)
+
+
+def calibrate_scores(scores, nominal: float, alpha: float) -> Calibration:
+    """The three steps on training scores held in memory."""
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    if s.size and not np.all(np.isfinite(s)):
+        raise ValueError("the training scores must be finite")
+    return calibrate(lambda ks: np.partition(s, np.unique(ks))[ks], lambda cut: np.count_nonzero(s <= cut),
+                     s.size, nominal, alpha)
 
 
 # -- is the flag rate what the limit says? --------------------------------------------------------

@@ -164,7 +164,29 @@ def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elap
     if truth is not None and isinstance(score, np.ndarray):
         from .evaluation import evaluation_summary
         res.evaluation = evaluation_summary(truth, score, res.flags.get("outlier"))
+    _check_flag_rate(method, res, values, truth, score)
     return res
+
+
+def _check_flag_rate(method: "Method", res: RunResult, values: dict, truth, score) -> None:
+    """Say so when the share flagged among the samples believed clean (the known inliers, or
+    else the robust core of the scores) is far from the rule's stated false-alarm rate
+    (robustcore._calibration.flag_rate_warning): a legend that quotes alpha = 0.01 over 29 %
+    of the inliers flagged would mislead. Rules without a rate (a contamination share, the
+    median + 3 MAD cut) have nothing to check; results on disk beyond the budget are not read
+    back for it."""
+    rule = method.outlier_rule
+    alpha = rule.alpha_for(values) if rule is not None else None
+    flagged = res.flags.get("outlier")
+    if alpha is None or values.get("contamination", "auto") != "auto" or res.outliers is None \
+            or not isinstance(flagged, np.ndarray) or not isinstance(score, np.ndarray):
+        return
+    from ._calibration import flag_rate_warning
+    msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score,
+                            method=f"{method.title}'s SPE/T² limits")
+    if msg:
+        res.outliers.flag_rate_warning = msg
+        res.warnings.append(msg)
 
 
 # -- adapters ---------------------------------------------------------------------------------
