@@ -42,7 +42,8 @@ Speed comes from doing only the work the answer needs:
   multi-megabyte arrays cost page faults every iteration);
 * the sweep, the Gram product and the randomized route's products run on ``n_jobs`` threads,
   each over its own range of rows (numpy releases the GIL in products and elementwise loops),
-  with BLAS held to one thread meanwhile. Only the small eigenproblem stays on one core (scipy's
+  while BLAS runs on one thread (robustcore's rule inside every fit; when the user chose more
+  BLAS threads, ``n_jobs=None`` runs one thread of its own instead: ``_blas_policy``). Only the small eigenproblem stays on one core (scipy's
   LAPACK wrappers hold the GIL). With ``n_jobs=None`` a governor (``_threads.Governor``)
   decides pass by pass: threads only while they receive the CPU time of more than one core
   (another job on the machine, or a scheduler sharing the cores between users, makes two
@@ -66,7 +67,8 @@ from .._outlier import CONTAMINATION, OutlierScores
 from .._params import Param, SeedParam
 from .._progress import Reporter
 from .._scaling import ScaledInput, max_abs, pow2_factor, scale_param
-from .._threads import resolve_n_jobs, single_threaded_blas
+from .._blas_policy import blas_is_threaded
+from .._threads import resolve_n_jobs
 from .._validation import validate_X
 from ..linalg import as_generator, spectral_norm
 from ._pcp_svt import svd_threshold
@@ -139,10 +141,10 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         Threads for the passes over the data. None: one thread for data of fewer than 2e6
         entries (threads did not pay there), else up to every core available to the process,
         each pass on one thread or on all of them as the machine's load allows (see the module
-        notes); an int is used as given. While more than one thread may run, BLAS
-        is held to one thread (with threadpoolctl installed), since BLAS's own threads would
-        compete with them. Results do not depend on it beyond rounding (sums are split
-        differently).
+        notes), or one when the user chose more than one BLAS thread (their threads would
+        compete); an int is used as given. BLAS runs on one thread meanwhile unless the user
+        set its thread count (``robustcore._blas_policy``). Results do not depend on it beyond
+        rounding (sums are split differently).
     scale : {"none", "standard", "robust", "auto"}, default "auto"
         Per-feature scaling inside the estimator (robustcore._scaling): the scaled matrix is
         decomposed, and L and S are returned in ORIGINAL units (L takes the centre: ``X = L + S``
@@ -278,13 +280,12 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
             return self
 
         jobs = resolve_n_jobs(p["n_jobs"])
-        if p["n_jobs"] is None and M.size < _THREADS_MIN_SIZE:
+        # (one thread of our own when threads did not pay, or when the user chose a threaded
+        # BLAS: its threads then have the cores; the rule is robustcore._blas_policy's)
+        if p["n_jobs"] is None and (M.size < _THREADS_MIN_SIZE or blas_is_threaded()):
             jobs = 1
         rep(0.0, "estimating ||X||_2")
-        # (one BLAS thread here too: ARPACK's matrix-vector products with two spinning OpenBLAS
-        # threads on a busy machine took seconds on Table I)
-        with single_threaded_blas(jobs > 1):
-            norm2 = spectral_norm(M, random_state=rng, top=top)
+        norm2 = spectral_norm(M, random_state=rng, top=top)
         mu = p["mu"] if p["mu"] is not None else 1.25 / norm2
         mu0 = mu
         mu_bar = mu0 * 1e7
@@ -308,7 +309,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         converged = False
         it = 0
         # A Cancelled or FloatingPointError leaves through here too: the threads always stop.
-        with single_threaded_blas(jobs > 1), contextlib.closing(solver):
+        with contextlib.closing(solver):
             solver.start(1.0 / (J * mu), lam / mu)
             for it in range(1, max_iter + 1):
                 mu_next = min(mu * rho, mu_bar)

@@ -367,29 +367,6 @@ def test_threads_stop_when_a_fit_is_cancelled(small_blocks):
     assert not sweep_threads() and not hasattr(est, "n_iter_")
 
 
-def test_blas_is_held_to_one_thread_only_during_a_threaded_fit(small_blocks):
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-
-    def blas_threads():
-        return {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
-                if i["user_api"] == "blas"}
-    L0, S0 = planted(400, 100, 4, 0.05, seed=23)
-    during = []
-
-    def record(f, msg):
-        if msg.startswith("iter "):
-            during.append(blas_threads())
-    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):   # as a user may have it
-        before = blas_threads()
-        PCP(random_state=0, n_jobs=2).fit(L0 + S0, progress=record)
-        after = blas_threads()
-        n_threaded = len(during)
-        PCP(random_state=0, n_jobs=1).fit(L0 + S0, progress=record)
-    assert set(before.values()) == {2}
-    assert n_threaded > 3 and all(set(d.values()) == {1} for d in during[:n_threaded])
-    assert after == before and during[-1] == before   # n_jobs=1 leaves BLAS as the user set it
-
-
 def test_compiled_sweep_gives_the_numpy_iterates(monkeypatch):
     """The optional numba sweep does the numpy sweep's arithmetic in one pass: same ranks and
     support sizes at every iteration, L to rounding (only the residual's sum is reassociated)."""
