@@ -25,8 +25,9 @@ From "Run" to a drawn view, each room once:
 3. :meth:`RunController._on_finished` checks the tag against the data and parameters now (stale
    results are discarded and logged), writes the Run log line and stores the result in
    :class:`app.state.AppState` (``add_result``);
-4. the state's ``resultAdded`` reaches :class:`app.views.ResultViews`, which redraws the view on
-   screen from the result (``BaseView.refresh``).
+4. the state's ``resultAdded`` reaches :class:`app.views.ResultViews` (``_on_result``): the views
+   that draw that method are marked stale (``invalidate``) and the one on screen redraws from the
+   result (``ensure_fresh`` -> ``refresh``); the others redraw when they are shown.
 """
 from __future__ import annotations
 
