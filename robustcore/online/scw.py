@@ -61,12 +61,53 @@ class SCW(ClassifierMixin, Estimator):
     predicting the majority class; with the intercept 3.5 % (benchmarks/results_scw.md). Without
     an intercept (``fit_intercept=False``) an all-zero x has v = 0 and is skipped.
 
-    Multi-class
-    -----------
-    ``multiclass="shared"`` (default) is the multi-class SCW of the LIBOL manual: one mean per
-    class and ONE shared covariance. The true class r and the best-scoring other class s are
-    updated, ``mu_r += alpha Sigma x``, ``mu_s -= alpha Sigma x``, with the loss measured on
-    the score difference, whose variance is ``2 x^T Sigma x``:
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Sorted labels. Binary: ``classes_[1]`` is the positive class.
+    mean_ : ndarray of shape (n_features,) or (n_classes, n_features)
+        Weights: one vector for two classes, else one row per class (row c scores class c).
+    intercept_ : float or ndarray of shape (n_classes,)
+        A float for two classes; 0 when ``fit_intercept=False``. The decision function is
+        ``X @ mean_.T + intercept_``.
+    intercept_scaling_ : float
+        The value of the constant feature (1 for data within 16x of unit scale, else the power of
+        two nearest its typical magnitude); 0 when ``fit_intercept=False``. The intercept's
+        weight in the Gaussian is ``intercept_ / intercept_scaling_``.
+    covariance_ : ndarray of shape (D, D) or (n_classes, D, D)
+        Full covariance only (the second shape for ``multiclass="ovr"``), over D = d + 1
+        coordinates with an intercept (the last one is the constant feature's), else d.
+    covariance_diag_ : ndarray of shape (D,) or (n_classes, D)
+        Its diagonal, present for both covariance kinds (the second shape for ``"ovr"``).
+    class_counts_ : ndarray of shape (n_classes,)
+        How many examples of each class were learned from (they break exact score ties).
+    phi_ : float
+        Phi^-1(eta).
+    eta_ : float
+        The eta used (the variant's default when ``eta=None``).
+    n_features_in_ : int
+        Number of features seen in the first ``fit`` or ``partial_fit``.
+    n_samples_seen_ : int
+        Examples learned from so far (fit and every partial_fit).
+    history_ : dict of ndarray of shape (n_samples_seen,)
+        One entry per example in the order seen: ``"mistake_rate"`` cumulative online mistake
+        rate (the prediction made before the label was revealed); ``"updates"`` cumulative number
+        of updates (for ``"ovr"``, of per-class updates); ``"loss"`` the confidence loss before
+        the update (summed over the per-class models for ``"ovr"``); ``"mistake"`` (bool) whether
+        that prediction was wrong. ``partial_fit`` appends (amortised O(1) per example, so
+        feeding one example per call stays linear).
+    model_kind_ : {"binary", "shared", "ovr"}
+        Which model the state holds.
+    order_ : ndarray of shape (n_samples,)
+        The row indices of the last ``fit``'s X in the order they were visited (``arange(n)``
+        unless ``shuffle``).
+
+    Notes
+    -----
+    **Multi-class.** ``multiclass="shared"`` (default) is the multi-class SCW of the LIBOL
+    manual: one mean per class and ONE shared covariance. The true class r and the best-scoring
+    other class s are updated, ``mu_r += alpha Sigma x``, ``mu_s -= alpha Sigma x``, with the
+    loss measured on the score difference, whose variance is ``2 x^T Sigma x``:
     ``max(0, phi sqrt(2 x^T Sigma x) - (mu_r - mu_s)^T x)``. The update is triggered by that same
     loss, and the step sizes are the exact minimiser of ``KL(mu_r) + KL(mu_s) + C * loss`` (or
     ``C * loss^2``); for M-SCW-I this is the consistent formula of methods.md section 3.3, not
@@ -75,90 +116,31 @@ class SCW(ClassifierMixin, Estimator):
     ``multiclass="ovr"`` trains one binary SCW per class (class c against the rest) and predicts
     the class with the largest score; it keeps one covariance per class.
 
-    Parameters
-    ----------
-    variant : {"I", "II"}
-        SCW-I (linear loss, step clipped at C) or SCW-II (squared loss).
-    C : float > 0
-        Aggressiveness: how strongly a violated example may move the model.
-    eta : float in (0.5, 1) or None
-        Confidence level; phi = Phi^-1(eta). None means the variant's LIBOL default
-        (0.75 for SCW-I, 0.90 for SCW-II; see ``DEFAULT_ETA``).
-    covariance : {"full", "diagonal"}
-        Full d x d covariance (O(d^2) per example, exact SCW), or only its diagonal (O(nnz(x))
-        per example, for high-dimensional sparse data: the full update with all but its diagonal
-        dropped). With the diagonal, CSR input is learned touching only its non-zeros, never
-        densified; with the full covariance (which is d x d anyway) CSR rows are densified a
-        block of at most 192 rows at a time.
-    a : float > 0
-        Initial covariance a * I.
-    multiclass : {"shared", "ovr"}
-        Multi-class form (see above); ignored for two classes.
-    fit_intercept : bool
-        Learn a bias: a constant feature 1 appended to every x (default True, as scikit-learn's
-        linear classifiers).
-    shuffle : bool
-        ``fit`` visits the samples in a random order (default True, as scikit-learn's
-        ``PassiveAggressiveClassifier``; ``partial_fit`` never shuffles). Data files are often
-        sorted by class, and an online learner fed one class after the other learns the last
-        class seen; ``fit(shuffle=False)`` and ``partial_fit`` warn when the labels arrive in long
-        runs of one class (far fewer label changes than a random order gives).
-    random_state : None, int, numpy.random.Generator or RandomState
-        Seed of the shuffle.
+    **Probabilities.** For two classes, ``predict_proba`` gives P(y = classes_[1] | x) =
+    Phi(mu^T x / sqrt(x^T Sigma x)): the probability, under the learned Gaussian over weights
+    w ~ N(mu, Sigma), that w^T x > 0 (Phi is the standard normal CDF). It measures how sure the
+    MODEL is of the sign of the score, not a calibrated class frequency: it tends to 0 or 1 as
+    Sigma shrinks with the data seen. Without an intercept a zero x gets 1/2. There is no such
+    closed form for the multi-class models, so ``predict_proba`` exists only for two classes
+    (``hasattr`` is False otherwise).
 
-    Fitted attributes
-    -----------------
-    classes_ : (n_classes,) sorted labels. Binary: classes_[1] is the positive class.
-    mean_ : (d,) weights for two classes; (n_classes, d) otherwise (row c scores class c).
-    intercept_ : float for two classes, (n_classes,) otherwise; 0 when ``fit_intercept=False``.
-        The decision function is ``X @ mean_.T + intercept_``.
-    intercept_scaling_ : float, the value of the constant feature (1 for data within 16x of unit
-        scale, else the power of two nearest its typical magnitude); 0 when
-        ``fit_intercept=False``. The
-        intercept's weight in the Gaussian is ``intercept_ / intercept_scaling_``.
-    covariance_ : full covariance only: (D, D), or (n_classes, D, D) for ``multiclass="ovr"``,
-        over D = d + 1 coordinates with an intercept (the last one is the constant feature's),
-        else d.
-    covariance_diag_ : its diagonal, present for both covariance kinds: (D,), or
-        (n_classes, D) for ``"ovr"``.
-    class_counts_ : (n_classes,) how many examples of each class were learned from (they break
-        exact score ties).
-    phi_ : float, Phi^-1(eta).
-    eta_ : float, the eta used (the variant's default when ``eta=None``).
-    n_features_in_ : int
-    n_samples_seen_ : int, examples learned from so far (fit and every partial_fit).
-    history_ : dict of (``n_samples_seen_``,) arrays, one entry per example in the order seen:
-        ``"mistake_rate"`` cumulative online mistake rate (the prediction made before the
-        label was revealed); ``"updates"`` cumulative number of updates (for ``"ovr"``, of
-        per-class updates); ``"loss"`` the confidence loss before the update (summed over the
-        per-class models for ``"ovr"``); ``"mistake"`` (bool) whether that prediction was
-        wrong. ``partial_fit`` appends (amortised O(1) per example, so feeding one example per
-        call stays linear).
-    model_kind_ : "binary", "shared" or "ovr": which model the state holds.
-    order_ : (n,) the row indices of the last ``fit``'s X in the order they were visited
-        (``arange(n)`` unless ``shuffle``).
-
-    Probabilities
-    -------------
-    For two classes, ``predict_proba`` gives P(y = classes_[1] | x) = Phi(mu^T x / sqrt(x^T Sigma x)):
-    the probability, under the learned Gaussian over weights w ~ N(mu, Sigma), that w^T x > 0
-    (Phi is the standard normal CDF). It measures how sure the MODEL is of the sign of the
-    score, not a calibrated class frequency: it tends to 0 or 1 as Sigma shrinks with the data
-    seen. Without an intercept a zero x gets 1/2. There is no such closed form for the multi-class models, so
-    ``predict_proba`` exists only for two classes (``hasattr`` is False otherwise).
-
-    Notes
-    -----
-    Learning is sequential, but the numpy engines avoid per-example Python work where the maths
-    allows: blocks of examples share one GEMM and only examples that trigger an update cost
-    vector operations (full covariance); support-disjoint CSR rows are learned in vectorised
+    **Speed.** Learning is sequential, but the numpy engines avoid per-example Python work where
+    the maths allows: blocks of examples share one GEMM and only examples that trigger an update
+    cost vector operations (full covariance); support-disjoint CSR rows are learned in vectorised
     waves (diagonal, binary). All give the plain sequential algorithm's result up to rounding.
     If the optional package numba is installed, streams of at least
     ``robustcore.online._scw_stream.JIT_MIN_ROWS`` rows run through compiled kernels of the
     same loop (several times faster); results agree with the numpy engines to rounding.
     Set the environment variable ``ROBUSTCORE_NO_JIT=1`` to always use numpy.
+
+    References
+    ----------
+    J. Wang, P. Zhao and S. C. H. Hoi, "Exact soft confidence-weighted learning", Proceedings of
+    the 29th International Conference on Machine Learning (ICML), 2012.
     """
 
+    # Each parameter's help is written once, here: the docstring's Parameters section is rendered
+    # from these declarations (robustcore._docstring).
     _params = (
         Param("variant", str, "I", "SCW-I (linear loss, step clipped at C) or SCW-II (squared loss).",
               choices=("I", "II")),
@@ -166,17 +148,30 @@ class SCW(ClassifierMixin, Estimator):
               low=0.0, low_inclusive=False),
         Param("eta", float, None, "Confidence level eta; phi = inverse normal CDF of eta.",
               low=0.5, high=1.0, low_inclusive=False, high_inclusive=False, allow_none=True,
-              none_label="0.75 for SCW-I, 0.90 for SCW-II"),
+              none_label="0.75 for SCW-I, 0.90 for SCW-II",
+              doc="The defaults are LIBOL's (``DEFAULT_ETA``)."),
         Param("covariance", str, "full", "Full covariance (exact) or its diagonal (fast, sparse data).",
-              choices=("full", "diagonal")),
+              choices=("full", "diagonal"),
+              doc="The full d x d covariance costs O(d^2) per example (exact SCW); its diagonal "
+                  "O(nnz(x)) per example, for high-dimensional sparse data (the full update with "
+                  "all but its diagonal dropped). With the diagonal, CSR input is learned touching "
+                  "only its non-zeros, never densified; with the full covariance (which is d x d "
+                  "anyway) CSR rows are densified a block of at most 192 rows at a time."),
         Param("a", float, 1.0, "Initial covariance a*I (prior variance of each weight).",
               low=0.0, low_inclusive=False, advanced=True),
         Param("multiclass", str, "shared",
               "Multi-class form: one shared covariance (M-SCW) or one binary SCW per class.",
-              choices=("shared", "ovr"), advanced=True),
+              choices=("shared", "ovr"), advanced=True,
+              doc="See Notes; ignored for two classes."),
         Param("fit_intercept", bool, True, "Learn a bias (a constant feature 1), so all-zero rows "
-              "and zero margins get the learned bias.", advanced=True),
-        Param("shuffle", bool, True, "Visit the samples of fit in a random order.", advanced=True),
+              "and zero margins get the learned bias.", advanced=True,
+              doc="On by default, as in scikit-learn's linear classifiers."),
+        Param("shuffle", bool, True, "Visit the samples of fit in a random order.", advanced=True,
+              doc="As scikit-learn's ``PassiveAggressiveClassifier``; ``partial_fit`` never "
+                  "shuffles. Data files are often sorted by class, and an online learner fed one "
+                  "class after the other learns the last class seen; ``fit(shuffle=False)`` and "
+                  "``partial_fit`` warn when the labels arrive in long runs of one class (far fewer "
+                  "label changes than a random order gives)."),
         SeedParam("Seed of the shuffle."),
     )
 

@@ -58,6 +58,7 @@ import math
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numpy as np
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin
@@ -114,48 +115,42 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     Samples are rows: ``X`` (n_samples, n_features), e.g. a table, or an image/video stack with
     one flattened frame per row. Decomposes ``X = L + S`` with ``L`` low-rank and ``S`` sparse.
 
-    Parameters
+    Attributes
     ----------
-    lam : float or None
-        Weight of the l1 term; None means ``1 / sqrt(max(n_samples, n_features))`` (the JACM
-        theorem's universal value). Larger values make S sparser.
-    tol : float in (0, 1)
-        Stop when ``||X - L - S||_F / ||X||_F < tol``.
-    max_iter : int >= 1
-        Iteration limit; reaching it warns with :class:`ConvergenceWarning`.
-    mu : float or None
-        Initial penalty; None means ``1.25 / ||X||_2``. It grows by ``rho`` per iteration up to
-        ``1e7 * mu``.
-    rho : float > 1
-        Growth factor of the penalty (reference code: 1.5).
-    svd : "auto", "gram", "randomized" or "full"
-        How singular value thresholding is computed: "gram" = eigh of the smaller Gram matrix,
-        "randomized" = warm-started range finder with rank prediction, "full" = LAPACK SVD each
-        iteration (slow; for checking). "auto" chooses by the predicted rank.
-    score_norm : "l1" or "l2"
-        Per-sample outlier score from S: the l1 norm (default) or l2 norm of each row of S.
-        (Called ``score`` in 0.1, which hid scikit-learn's ``score`` method.)
-    random_state : None, int, numpy.random.Generator or RandomState
-        Seed for the randomized SVD and the spectral norm estimate.
-    n_jobs : int >= 1 or None
-        Threads for the passes over the data. None: one thread for data of fewer than 2e6
-        entries (threads did not pay there), else up to every core available to the process,
-        each pass on one thread or on all of them as the machine's load allows (see the module
-        notes), or one when the user chose more than one BLAS thread (their threads would
-        compete); an int is used as given. BLAS runs on one thread meanwhile unless the user
-        set its thread count (``robustcore._blas_policy``). Results do not depend on it beyond
-        rounding (sums are split differently).
-    scale : {"none", "standard", "robust", "auto"}, default "auto"
-        Per-feature scaling inside the estimator (robustcore._scaling): the scaled matrix is
-        decomposed, and L and S are returned in ORIGINAL units (L takes the centre: ``X = L + S``
-        as in the scaled units). Scores are in the scaled units. "auto" standardises tables in
-        mixed units and leaves pixels and video alone: the l1 penalty weighs every entry alike,
-        so without it a column in small units never enters S (PCP scored ROC-AUC 0.04 on ODDS
-        shuttle in random units; benchmarks/results_outliers.md).
-    contamination : "auto" or float in (0, 0.5], default "auto"
-        Outlier rule of ``predict``: "auto" flags samples whose score exceeds median + 3 MAD of
-        the training scores (``robustcore.compare.robust_threshold``); a fraction c flags the
-        share c of training samples with the largest scores.
+    low_rank_ : ndarray of shape (n_samples, n_features)
+        The low-rank part L, in original units.
+    sparse_ : ndarray of shape (n_samples, n_features)
+        The sparse part S (exact zeros off its support), in original units.
+    rank_ : int
+        Rank of L.
+    components_ : ndarray of shape (rank, n_features)
+        Orthonormal right singular vectors of L in the scaled units (its row space); rank = ``rank_``.
+    singular_values_ : ndarray of shape (rank,)
+        Singular values of L, descending.
+    sample_scores_ : ndarray of shape (n_samples,)
+        Row l1 (or l2, ``score_norm``) norms of S in scaled units; large = the sample carries
+        gross errors.
+    n_iter_ : int
+        Iterations run.
+    converged_ : bool
+        Whether the tolerance was met.
+    history_ : dict of equal-length lists
+        One entry per iteration: "residual" (||X - L - S||_F / ||X||_F), "rank" (of L), "nnz"
+        (of S), "mu" (penalty used), "time" (seconds since the start of the fit).
+    lam_ : float
+        The lambda used.
+    mu_ : float
+        The initial mu.
+    mu_final_ : float
+        The last mu used.
+    scale_center_, scale_ : ndarray of shape (n_features,)
+        The scaling (robustcore._scaling).
+    scaling_ : str
+        The scaling used.
+    offset_ : float
+        ``decision_function = score_samples - offset_``.
+    n_features_in_ : int
+        Number of features seen in ``fit``.
 
     Notes
     -----
@@ -169,64 +164,69 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     power of two before the decomposition and back after it (PCP is scale-equivariant, so this
     is exact).
 
-    New samples
-    -----------
-    ``transform(X)`` returns the low-rank part of each row of X and ``score_samples`` minus the
-    norm of its sparse part. A row the model was fitted on gets the decomposition's own L and S
-    row (rows are recognised by their content), so ``fit_predict``, ``fit_transform`` and the
-    training scores are exactly those of the fit. Any other row x (scaled) is split as
-    ``x = c V + s`` with V = ``components_``, minimising ``sum_j c_j^2 / (2 sigma_j) +
-    lam_ * |s|_1`` (sigma = ``singular_values_``): the l1 term is PCP's own, the first is the
-    second-order increase of ||L||_* when the row is appended to L inside L's row space (exact
-    as the row's weight in L goes to zero). It is solved for all rows at once by the same
-    inexact augmented Lagrangian method as the fit (a few dozen vectorised iterations).
+    **New samples.** ``transform(X)`` returns the low-rank part of each row of X and
+    ``score_samples`` minus the norm of its sparse part. A row the model was fitted on gets the
+    decomposition's own L and S row (rows are recognised by their content), so ``fit_predict``,
+    ``fit_transform`` and the training scores are exactly those of the fit. Any other row x
+    (scaled) is split as ``x = c V + s`` with V = ``components_``, minimising ``sum_j c_j^2 /
+    (2 sigma_j) + lam_ * |s|_1`` (sigma = ``singular_values_``): the l1 term is PCP's own, the
+    first is the second-order increase of ||L||_* when the row is appended to L inside L's row
+    space (exact as the row's weight in L goes to zero). It is solved for all rows at once by the
+    same inexact augmented Lagrangian method as the fit (a few dozen vectorised iterations).
 
-    Outlier score
-    -------------
-    ``_outlier_score``: the l1 (or l2, ``score_norm``) norm of each row's sparse part, in scaled
-    units; for the training rows it is ``sample_scores_``.
+    **Outlier score.** ``_outlier_score``: the l1 (or l2, ``score_norm``) norm of each row's
+    sparse part, in scaled units; for the training rows it is ``sample_scores_``.
 
-    Fitted attributes
-    -----------------
-    low_rank_ : (n, d) the low-rank part L.
-    sparse_ : (n, d) the sparse part S (exact zeros off its support).
-    rank_ : int, rank of L.
-    components_ : (rank, d) orthonormal right singular vectors of L (its row space).
-    singular_values_ : (rank,) singular values of L, descending.
-    sample_scores_ : (n,) row l1 (or l2) norms of S; large = sample carries gross errors.
-    n_iter_ : int, iterations run.
-    converged_ : bool, whether the tolerance was met.
-    history_ : dict of equal-length lists, one entry per iteration: "residual"
-        (||X - L - S||_F / ||X||_F), "rank" (of L), "nnz" (of S), "mu" (penalty used),
-        "time" (seconds since the start of the fit).
-    lam_ : float, the lambda used.
-    mu_ : float, initial mu.
-    mu_final_ : float, last mu used.
-    scale_center_, scale_ : (d,) the scaling.
-    scaling_ : str, the scaling used.
-    offset_ : float.
-    n_features_in_ : int
+    References
+    ----------
+    E. J. Candès, X. Li, Y. Ma and J. Wright, "Robust principal component analysis?", Journal of
+    the ACM 58(3), 2011. Z. Lin, M. Chen and Y. Ma, "The augmented Lagrange multiplier method for
+    exact recovery of corrupted low-rank matrices", arXiv:1009.5055, 2010.
     """
 
+    # Each parameter's help is written once, here: the docstring's Parameters section is rendered
+    # from these declarations (robustcore._docstring).
     _params = (
         Param("lam", float, None, "Weight of the sparse term lambda (larger = sparser S).",
-              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(max(n, d))"),
+              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(max(n, d))",
+              doc="The default is the JACM theorem's universal value ``1 / sqrt(max(n_samples, "
+                  "n_features))``."),
         Param("tol", float, 1e-7, "Stop when ||X - L - S||_F / ||X||_F falls below this.",
               low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
-        Param("max_iter", int, 1000, "Maximum number of iterations.", low=1),
+        Param("max_iter", int, 1000, "Maximum number of iterations.", low=1,
+              doc="Reaching it warns with :class:`~sklearn.exceptions.ConvergenceWarning`."),
         Param("mu", float, None, "Initial augmented-Lagrangian penalty mu.", low=0.0,
-              low_inclusive=False, allow_none=True, none_label="1.25/||X||_2", advanced=True),
+              low_inclusive=False, allow_none=True, none_label="1.25/||X||_2", advanced=True,
+              doc="It grows by ``rho`` per iteration up to ``1e7 * mu``."),
         Param("rho", float, 1.5, "Growth factor of mu per iteration.", low=1.0, low_inclusive=False,
-              advanced=True),
+              advanced=True, doc="The reference code's value is 1.5."),
         Param("svd", str, "auto", "SVD used for thresholding: auto, gram (eigh), randomized or full.",
-              choices=("auto", "gram", "randomized", "full"), advanced=True),
+              choices=("auto", "gram", "randomized", "full"), advanced=True,
+              doc='"gram" is eigh of the smaller Gram matrix, "randomized" a warm-started range '
+                  'finder with rank prediction, "full" a LAPACK SVD each iteration (slow; for '
+                  'checking); "auto" chooses by the predicted rank each iteration.'),
         Param("score_norm", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
-              choices=("l1", "l2")),
-        SeedParam("Seed for the randomized SVD."),
+              choices=("l1", "l2"),
+              doc="(Called ``score`` in 0.1, which hid scikit-learn's ``score`` method.)"),
+        SeedParam("Seed for the randomized SVD.", doc="It also seeds the spectral norm estimate."),
         Param("n_jobs", int, None, "Threads for the passes over the data.", low=1, allow_none=True,
-              none_label="all cores", advanced=True),
-        scale_param("auto"),
-        CONTAMINATION,
+              none_label="all cores", advanced=True,
+              doc="That is: one thread for data of fewer than 2e6 entries (threads did not pay "
+                  "there), else up to every core available to the process, each pass on one thread "
+                  "or on all of them as the machine's load allows (see the module notes), or one "
+                  "when the user chose more than one BLAS thread (their threads would compete); an "
+                  "int is used as given. BLAS runs on one thread meanwhile unless the user set its "
+                  "thread count (``robustcore._blas_policy``). Results do not depend on it beyond "
+                  "rounding (sums are split differently)."),
+        scale_param("auto", doc="The scaled matrix is decomposed, and L and S are returned in "
+                    "ORIGINAL units (L takes the centre: ``X = L + S`` as in the scaled units); "
+                    "scores are in the scaled units. \"auto\" standardises tables in mixed units "
+                    "and leaves pixels and video alone: the l1 penalty weighs every entry alike, so "
+                    "without it a column in small units never enters S (PCP scored ROC-AUC 0.04 on "
+                    "ODDS shuttle in random units; benchmarks/results_outliers.md)."),
+        replace(CONTAMINATION, doc="\"auto\" flags samples whose score exceeds median + 3 MAD of "
+                "the training scores (``robustcore.compare.robust_threshold``); a fraction c flags "
+                "the share c of training samples with the largest scores."),
     )
 
     def __init__(self, lam=None, *, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto",
