@@ -47,7 +47,7 @@ def small_blocks(monkeypatch):
 
 def _planted(seed=23):
     rng = np.random.default_rng(seed)
-    L = rng.standard_normal((400, 4)) @ rng.standard_normal((4, 100))
+    L = rng.standard_normal((200, 3)) @ rng.standard_normal((3, 50))   # 5 blocks of rows: 2 threads
     S = np.where(rng.random(L.shape) < 0.05, 10 * rng.standard_normal(L.shape), 0.0)
     return L + S
 
