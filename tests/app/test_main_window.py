@@ -356,6 +356,7 @@ def test_result_is_dropped_when_data_changes_during_the_fit(qtbot, window):
     assert window.state.results == {}
 
 
+@pytest.mark.slow
 def test_closing_during_a_fit_stops_the_worker(qtbot, settings_path):
     w = MainWindow(settings=Settings(settings_path), methods=_methods())
     qtbot.addWidget(w)
@@ -392,6 +393,8 @@ CLOSE_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
+@pytest.mark.gui      # (a window in a child process)
 def test_closing_during_a_fit_exits_cleanly_in_a_real_process(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=ROOT)
     t0 = time.monotonic()
@@ -469,6 +472,8 @@ def test_keyboard_shortcuts(window):
     assert keys["act_export_results"] == ["Ctrl+E"] and keys["act_quit"] == ["Ctrl+Q"]
 
 
+@pytest.mark.slow
+@pytest.mark.gui      # (a window in a child process)
 def test_screenshot_from_the_command_line(tmp_path):
     out = tmp_path / "shot.png"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=ROOT)
