@@ -15,10 +15,9 @@ import sys
 CLI_COMMANDS = ("run", "replay", "methods", "demos")
 
 
-def _last_session() -> str | None:
-    from .session import last_session
+def _last_session(settings) -> str | None:
     try:
-        return last_session()
+        return settings.last_session()
     except Exception:  # noqa: BLE001 - unreadable settings must not stop the window opening
         return None
 
@@ -65,7 +64,7 @@ class _Launch:
             w.load_demo(a.demo)
         elif a.data:
             w.open_path(a.data)
-        elif not a.screenshot and (last := _last_session()):
+        elif not a.screenshot and (last := _last_session(w.settings)):
             w.open_session(last)  # the user asked for it: File > Reopen last session at start
         else:
             self._maybe_screenshot()

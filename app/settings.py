@@ -1,4 +1,5 @@
-"""Settings kept between launches: window geometry, recent files, last folder, last parameters.
+"""Settings kept between launches: window geometry, recent files, last folder, last parameters,
+the out-of-core budget and scheduler, and the last session (and whether to reopen it at start).
 
 Stored with QSettings in INI format under a ``settings_version`` key. Values are written as JSON
 text where they are not plain strings, because INI round-trips of lists and numbers differ
@@ -17,6 +18,8 @@ import os
 from typing import Any, Callable, Iterable
 
 from PySide6.QtCore import QByteArray, QSettings
+
+from .out_of_core import DEFAULT_BUDGET, check_budget, check_scheduler
 
 __all__ = ["Settings", "SETTINGS_VERSION", "MAX_RECENT"]
 
@@ -161,7 +164,6 @@ class Settings:
     # -- out of core --------------------------------------------------------------------------
     def memory_budget(self) -> int:
         """Bytes the window lets a data set take in memory; larger files are offered out of core."""
-        from .out_of_core import DEFAULT_BUDGET, check_budget
         v = self._json("out_of_core/memory_budget", DEFAULT_BUDGET, lambda v: isinstance(v, int))
         try:
             return check_budget(v)
@@ -170,12 +172,10 @@ class Settings:
             return DEFAULT_BUDGET
 
     def set_memory_budget(self, nbytes: int) -> None:
-        from .out_of_core import check_budget
         self._set_json("out_of_core/memory_budget", check_budget(nbytes))
 
     def scheduler(self) -> str | None:
         """Address of a dask.distributed scheduler for out-of-core fits, or None (local threads)."""
-        from .out_of_core import check_scheduler
         raw = self.qs.value("out_of_core/scheduler")
         try:
             return check_scheduler(str(raw)) if raw else None
@@ -184,8 +184,27 @@ class Settings:
             return None
 
     def set_scheduler(self, address: str | None) -> None:
-        from .out_of_core import check_scheduler
         self.qs.setValue("out_of_core/scheduler", check_scheduler(address) or "")
+
+    # -- sessions -----------------------------------------------------------------------------
+    def remember_session(self, path: str | os.PathLike) -> None:
+        """Record ``path`` as the last session saved or opened."""
+        self.qs.setValue("session/last", os.path.abspath(os.fspath(path)))
+
+    def reopen_last(self) -> bool:
+        """The user's choice: reopen the last session when the window starts."""
+        v = self.qs.value("session/reopen_last", False)
+        return v in (True, "true", "1", 1)
+
+    def set_reopen_last(self, enabled: bool) -> None:
+        self.qs.setValue("session/reopen_last", bool(enabled))
+
+    def last_session(self, only_if_enabled: bool = True) -> str | None:
+        """The last session's path if it still exists (and the user asked for reopening)."""
+        if only_if_enabled and not self.reopen_last():
+            return None
+        p = self.qs.value("session/last", None)
+        return str(p) if p and os.path.isfile(str(p)) else None
 
     # -- methods ------------------------------------------------------------------------------
     def last_method(self) -> str | None:

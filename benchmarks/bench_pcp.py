@@ -144,8 +144,8 @@ def _warm_up(name):
         __import__(mods[name])
     if name in ("ours", "ours-1"):
         from robustcore import _jit
-        from robustcore.subspace import pcp
-        _jit.kernels(pcp._JIT_MODULE)
+        from robustcore.subspace import _pcp_sweep, pcp
+        _jit.kernels(_pcp_sweep._JIT_MODULE)
         L0, S0 = data.table1(300, 5, 0.05, seed=1)
         pcp.PCP(random_state=0, n_jobs=1 if name == "ours-1" else None).fit(L0 + S0)
     if name == "ours-cold":

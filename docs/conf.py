@@ -9,10 +9,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent / "_ext"))
-# The gallery runs the examples; numerics on one BLAS thread as in the test suite, figures
-# drawn without a display.
-for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(var, "1")
+# The gallery runs the examples; numerics on one BLAS thread as in the test suite (the rule of
+# robustcore._blas_policy, before numpy loads), figures drawn without a display.
+from robustcore._blas_policy import default_to_one_thread  # noqa: E402
+
+default_to_one_thread()
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import robustcore  # noqa: E402

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import importlib
 
-from ._base import NotFittedError
-from ._params import Param
-from ._progress import Cancelled
-
 __version__ = "0.1.0"
 
+# Everything is imported on first use: `import robustcore` stays cheap for the command line, and
+# robustcore._blas_policy can be imported before numpy (programs of ours set BLAS's thread count
+# through it, and BLAS reads it when numpy loads).
 _LAZY = {
+    "Cancelled": "._progress",
+    "NotFittedError": "._base",
+    "Param": "._params",
     "PCA": ".subspace.pca",
     "CoherencePursuit": ".subspace.coherence_pursuit",
     "PCP": ".subspace.pcp",
@@ -25,11 +27,10 @@ _LAZY = {
     "Dataset": ".datasets",
 }
 
-__all__ = ["Cancelled", "NotFittedError", "Param", "__version__", *_LAZY]
+__all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name):
-    # Estimators are imported on first use so `import robustcore` stays cheap for the CLI.
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value

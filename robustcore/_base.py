@@ -3,8 +3,8 @@
 Each estimator declares its parameters once (``_params``, a tuple of :class:`~._params.Param`).
 From that declaration come scikit-learn's ``_parameter_constraints`` (for
 ``check_param_validation`` and any tool that reads them), the validation in ``fit`` (one message
-style: what is wrong, what is allowed, what was received), the window's forms and the command
-line's help.
+style: what is wrong, what is allowed, what was received), the window's forms, the command
+line's help and the Parameters section of the estimator's docstring.
 """
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
 from ._blas_policy import fit_blas_threads
+from ._docstring import with_parameters
 from ._params import _INVALID, Param, _fmt
 
 __all__ = ["ConvergenceWarning", "DegenerateFitWarning", "Estimator", "NotFittedError", "fit_method"]
@@ -52,7 +53,9 @@ class Estimator(BaseEstimator):
     """Parameters live in ``__init__`` (stored unchanged), are declared once in ``_params`` and
     validated in ``fit``; fitted attributes end in ``_``.
 
-    Subclasses write an explicit ``__init__`` (first parameter positional, the rest keyword-only)
+    The class docstring's Parameters section is rendered from ``_params`` when the subclass is
+    defined (:mod:`._docstring`); the docstring itself writes the summary and numpydoc's other
+    standard sections. Subclasses write an explicit ``__init__`` (first parameter positional, the rest keyword-only)
     that stores every declared parameter under its own name, as scikit-learn requires; the
     tests check that its defaults are the declared ones. ``fit`` is decorated with
     :func:`fit_method` and calls ``self._start_fit()`` first to drop any previous fit and get the
@@ -64,6 +67,10 @@ class Estimator(BaseEstimator):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._parameter_constraints = {p.name: p.constraints() for p in cls._params}
+        # The Parameters section is rendered from the declarations (robustcore._docstring), so
+        # each parameter's help is written once, in its Param.
+        if isinstance(cls.__dict__.get("__doc__"), str):
+            cls.__doc__ = with_parameters(cls.__doc__, cls._params)
 
     @classmethod
     def param_specs(cls) -> tuple[Param, ...]:

@@ -1,40 +1,88 @@
-"""How many BLAS threads a fit uses, decided by robustcore rather than left to the BLAS default.
+"""How many BLAS threads robustcore's numerics use: the one module that decides it.
 
-The rule, applied by every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``): inside a
-fit BLAS runs on ONE thread, unless the user chose a thread count for the process through
-``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``BLIS_NUM_THREADS`` or
-``VECLIB_MAXIMUM_THREADS`` (then BLAS is left exactly as the user set it). Methods that want
-several cores run their own threads over row ranges (PCP's ``n_jobs``).
+**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``) BLAS runs
+on ONE thread, unless the user chose a thread count for the process through one of
+:data:`USER_THREAD_VARIABLES` (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
+``BLIS_NUM_THREADS``, ``VECLIB_MAXIMUM_THREADS``): then BLAS is left exactly as the user set it,
+in every method, PCP included. Nothing in robustcore overrides a variable the user set.
 
-Why one: these methods make many mid-sized products, where OpenBLAS's threads cost more in
-hand-offs than they gain, and a thread that spin-waits for a core another process holds stalls
+**PCP's exception.** PCP is the one method that uses several cores by itself: it runs its own
+threads over ranges of rows (its ``n_jobs``), and a BLAS that starts threads inside each of their
+products would oversubscribe the cores (MNIST-3000 on 2 cores: 2.6 s with one BLAS thread per
+call, 5.7 s with two). Under the rule BLAS already runs on one thread inside the fit, so PCP's
+threads need no limit of their own. When the user chose more than one BLAS thread
+(:func:`blas_threads` > 1 inside the fit), PCP with ``n_jobs=None`` runs on ONE thread of its own
+and leaves the cores to BLAS, as the user asked; an ``n_jobs`` the user gave is used as given
+(both choices are the user's; their threads then multiply).
+
+**The process default.** A program of ours (the window, the command line, the test suite) calls
+:func:`default_to_one_thread` before numpy is first imported, so that everything it computes
+outside fits (views, exports) also runs on one BLAS thread unless the user set a variable. This
+module imports nothing heavy, so that call can come first.
+
+Why one thread: these methods make many mid-sized products, where OpenBLAS's threads cost more
+in hand-offs than they gain, and a thread that spin-waits for a core another process holds stalls
 the whole product. From a plain script with default threads, PCP on a 25,344 x 24 clip took 43 s
 while another process kept one of the two cores busy, against 0.69 s with one thread;
-``benchmarks/bench_threads.py`` measures it (``benchmarks/results_threads.md``). The window and
-the command line already start with one BLAS thread; this makes a script match them.
+``benchmarks/bench_threads.py`` measures it (``benchmarks/results_threads.md``). Even on the
+nearly idle 2-core development machine, PCP on the escalator video took 2.8 s with one OpenBLAS
+thread and 8.4 s with two, MNIST-3000 4.1 s against 7.4 s; Coherence Pursuit at 100,000 x 100
+gained a little from two (0.7 s against 0.9 s).
 
-Needs threadpoolctl (a dependency); without it BLAS is left as it is.
+One threadpoolctl controller is built per process, on first use (:func:`blas_controller`, as
+scikit-learn's ``_get_threadpool_controller``): inspecting the loaded libraries costs
+milliseconds, limiting them microseconds. threadpoolctl is a dependency; without it BLAS is left
+as it is. No other module of robustcore touches BLAS threads (``tests/robustcore/test_blas_policy.py``
+checks that).
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 
-__all__ = ["USER_THREAD_VARIABLES", "fit_blas_threads", "user_chose_blas_threads"]
+__all__ = ["USER_THREAD_VARIABLES", "blas_controller", "blas_is_threaded", "blas_threads",
+           "default_to_one_thread", "fit_blas_threads", "user_chose_blas_threads"]
 
+#: The environment variables through which a user chooses BLAS's thread count.
 USER_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                          "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
 
 _controller = None
 
 
-def user_chose_blas_threads() -> bool:
+def user_chose_blas_threads(environ=None) -> bool:
     """True when the environment sets a BLAS thread count (the user's choice wins)."""
-    return any(os.environ.get(v, "").strip() for v in USER_THREAD_VARIABLES)
+    env = os.environ if environ is None else environ
+    return any(str(env.get(v, "")).strip() for v in USER_THREAD_VARIABLES)
 
 
-def _blas_controller():
-    # Built once: inspecting the loaded libraries costs milliseconds, limiting them microseconds.
+def default_to_one_thread(environ=None) -> bool:
+    """Set every variable of :data:`USER_THREAD_VARIABLES` to 1 unless the user set one.
+
+    For programs of ours, best called before numpy is imported (BLAS reads the variables when it
+    loads); child processes inherit the setting. When numpy was imported already (a script that
+    imports numpy before the window, a test runner's plugin), the BLAS libraries loaded so far
+    are also limited to one thread now. Returns whether anything was set.
+    """
+    env = os.environ if environ is None else environ
+    if user_chose_blas_threads(env):
+        return False
+    for var in USER_THREAD_VARIABLES:
+        env[var] = "1"
+    if environ is None and "numpy" in sys.modules:
+        try:
+            # a controller of its own: the cached one is built once every library is loaded
+            from threadpoolctl import ThreadpoolController
+            ThreadpoolController().limit(limits=1, user_api="blas")
+        except Exception:        # threadpoolctl missing or unable to inspect this process
+            pass
+    return True
+
+
+def blas_controller():
+    """The process's one ``threadpoolctl.ThreadpoolController``, or None without threadpoolctl
+    (or when it cannot inspect this process)."""
     global _controller
     if _controller is None:
         try:
@@ -45,10 +93,27 @@ def _blas_controller():
     return _controller or None
 
 
+def blas_threads() -> int | None:
+    """The largest thread count of the BLAS libraries loaded in this process right now, or None
+    when it cannot be known (no threadpoolctl, no BLAS found)."""
+    ctl = blas_controller()
+    if ctl is None:
+        return None
+    counts = [lib.num_threads for lib in ctl.lib_controllers if lib.user_api == "blas"]
+    return max(counts) if counts else None
+
+
+def blas_is_threaded() -> bool:
+    """Whether BLAS runs on more than one thread here (inside a fit: the user chose so). A method
+    that would run threads of its own (PCP's ``n_jobs=None``) then runs one (PCP's exception)."""
+    n = blas_threads()
+    return n is not None and n > 1
+
+
 @contextlib.contextmanager
 def fit_blas_threads():
-    """BLAS held to one thread inside the block, unless the user chose a count (see module doc)."""
-    ctl = None if user_chose_blas_threads() else _blas_controller()
+    """BLAS held to one thread inside the block, unless the user chose a count (see the rule)."""
+    ctl = None if user_chose_blas_threads() else blas_controller()
     if ctl is None:
         yield
         return

@@ -78,6 +78,11 @@ class Param:
     automatic does (shown in forms and help). ``low``/``high`` bound numbers; the bounds may be
     exclusive. ``special`` lists strings a number parameter also takes (scikit-learn's
     ``contamination="auto"``). ``advanced`` parameters are folded away in the GUI form.
+
+    ``help`` is one line (the form's tooltip, the command line's help); ``doc`` is the longer
+    explanation the documentation adds after it (plain paragraphs separated by blank lines,
+    reStructuredText inline markup allowed). Both are written only here: the estimator's
+    docstring renders its Parameters section from them (:mod:`._docstring`).
     """
 
     name: str
@@ -96,6 +101,7 @@ class Param:
     # A parameter that exists only for scripts (e.g. a callable) is hidden from forms and CLI.
     scriptable_only: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    doc: str = ""
 
     def allowed(self) -> str:
         """Human description of the allowed values, used in errors and help."""

@@ -41,12 +41,13 @@ SCALES = ("none", "standard", "robust", "auto")
 AUTO_SPREAD_RATIO = 10.0
 
 
-def scale_param(default: str) -> Param:
-    """The ``scale`` declaration; each estimator states only its default."""
+def scale_param(default: str, doc: str = "") -> Param:
+    """The ``scale`` declaration; each estimator states its default, and in ``doc`` what the
+    scaling means for its results (the docstring's Parameters entry)."""
     return Param("scale", str, default, "Rescale each feature inside the method: none, standard "
                  "(mean / standard deviation), robust (median / MAD) or auto (standard when the "
                  "features' spreads differ more than 10x, i.e. mixed units; else none).",
-                 choices=SCALES)
+                 choices=SCALES, doc=doc)
 
 
 def max_abs(X) -> float:

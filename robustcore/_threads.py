@@ -1,11 +1,9 @@
-"""The methods' own worker threads, and keeping a multithreaded BLAS out of their way.
+"""The methods' own worker threads: how many, over which rows, and whether they pay right now.
 
 numpy releases the GIL inside its products and elementwise loops, so a pass over the data cut
-into row ranges runs on several cores from plain Python threads. A BLAS that also starts its own
-threads inside each of those calls oversubscribes the cores: on the 2-core development machine
-PCP on MNIST-3000 took 5.7 s with two OpenBLAS threads per call and 2.6 s with one. While the
-methods run their own threads, BLAS is therefore held to one thread (threadpoolctl, when it is
-installed; without it, set OPENBLAS_NUM_THREADS=1 yourself -- the window does).
+into row ranges runs on several cores from plain Python threads. How many BLAS threads run
+beside them is decided in one place, :mod:`robustcore._blas_policy` (one inside every fit unless
+the user chose otherwise; PCP's exception is stated there).
 """
 from __future__ import annotations
 
@@ -15,12 +13,7 @@ import time
 
 import numpy as np
 
-try:
-    from threadpoolctl import threadpool_limits
-except ImportError:       # optional: without it the user's BLAS threads are left alone
-    threadpool_limits = None
-
-__all__ = ["PLAIN_PRODUCTS", "Governor", "RowSplit", "resolve_n_jobs", "single_threaded_blas"]
+__all__ = ["PLAIN_PRODUCTS", "Governor", "RowSplit", "resolve_n_jobs"]
 
 
 def available_cores() -> int:
@@ -117,17 +110,6 @@ class Governor:
         else:
             self.history.append((False, cpu / wall if wall > 0 else 1.0))
             self._serial_passes += 1
-
-
-@contextlib.contextmanager
-def single_threaded_blas(active=True):
-    """Hold BLAS to one thread inside the block (no-op if ``active`` is false or threadpoolctl
-    is missing)."""
-    if not active or threadpool_limits is None:
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
 
 
 class RowSplit:

@@ -16,8 +16,9 @@ The package separates the FORMAT from RESTORING it (neither imports Qt):
   putting the result into the window's :class:`app.state.AppState` (the one reopen path);
 - :mod:`.stores` -- out-of-core results (Zarr stores) saved beside the session, verified by a
   manifest and opened lazily on reopening;
-- :mod:`.compare` -- comparing two runs' numbers (replay checks);
-- :mod:`.last` -- "reopen the last session at start" (QSettings, imported when used).
+- :mod:`.compare` -- comparing two runs' numbers (replay checks).
+
+"Reopen the last session at start" is a window setting (:class:`app.settings.Settings`).
 
 The window's dialogs for a missing, changed or outside data file are in
 :mod:`app.session_dialogs`.
@@ -34,8 +35,7 @@ Typical use::
 """
 from .compare import compare_arrays, compare_facts, compare_results
 from .files import load_session, load_snapshot, read_side, save_session, session_dir, side_name, side_path
-from .last import last_session, remember_session, reopen_last_enabled, set_reopen_last
-from .reopen import NeedsData, RestoreReport, apply_to_state, reopen_job, rerun, resolve_dataset, restore, stored_result
+from .reopen import NeedsData, apply_to_state, reopen_job, rerun, resolve_dataset, stored_result
 from .schema import (DATA_SUFFIX, DEFAULT_SEED, FORMAT_NAME, RESULTS_SUFFIX, SCHEMA_VERSION, SEED_PARAM,
                      SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, library_versions, pin_seed, run_record, seed_param, session_from_json,
@@ -44,10 +44,9 @@ from .schema import (DATA_SUFFIX, DEFAULT_SEED, FORMAT_NAME, RESULTS_SUFFIX, SCH
 __all__ = [
     "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX", "FORMAT_NAME", "SEED_PARAM", "DEFAULT_SEED",
     "SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError",
-    "DatasetRef", "RunRecord", "Session", "RestoreReport",
+    "DatasetRef", "RunRecord", "Session",
     "library_versions", "seed_param", "pin_seed", "run_record", "session_from_results",
     "session_from_state", "save_session", "load_session", "load_snapshot", "session_to_json", "session_from_json",
     "session_dir", "side_name", "side_path", "read_side", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "rerun",
-    "apply_to_state", "restore", "compare_results", "compare_arrays", "compare_facts",
-    "last_session", "remember_session", "set_reopen_last", "reopen_last_enabled",
+    "apply_to_state", "compare_results", "compare_arrays", "compare_facts",
 ]

@@ -21,7 +21,7 @@ manifest, or lies outside the session's folder is named in the note, and the run
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 import numpy as np
@@ -34,20 +34,7 @@ from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation,
                      Session, SessionError, _short, library_versions)
 from .stores import StoreError, open_stored_fields
 
-__all__ = ["RestoreReport", "NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "restore",
-           "reopen_job"]
-
-
-@dataclass
-class RestoreReport:
-    """What :func:`restore` did: the view to show and notes for the log (re-run vs reloaded)."""
-
-    dataset: Any
-    results: dict
-    view: dict
-    notes: list = field(default_factory=list)
-    reloaded: list = field(default_factory=list)
-    rerun: list = field(default_factory=list)
+__all__ = ["NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "reopen_job"]
 
 
 @dataclass
@@ -394,24 +381,6 @@ def apply_to_state(session: Session, state, dataset, results: Mapping) -> dict:
         state.set_current_method(session.current_method)
     state.set_selection(np.asarray(session.selection, dtype=np.int64))
     return dict(session.view)
-
-
-def restore(session: Session, state, progress=None, *, dataset=None, search_dirs: Iterable[str] = (),
-            use_stored: bool = True) -> RestoreReport:
-    """Reopen ``session`` into ``state``: load and verify the data, reload or re-run every fit,
-    restore the current method and the selection.
-
-    ``dataset`` skips loading (e.g. after the user pointed to a moved file and
-    :func:`resolve_dataset` was called with ``path=``). Nothing in ``state`` changes unless every
-    step succeeded. The window shows ``report.view`` and logs ``report.notes``.
-    """
-    if dataset is None:
-        dataset = resolve_dataset(session, search_dirs=search_dirs)
-    results, notes = rerun(session, dataset, progress=progress, use_stored=use_stored)
-    view = apply_to_state(session, state, dataset, results)
-    reloaded = [m for m, r in results.items() if r.estimator is None]
-    return RestoreReport(dataset=dataset, results=results, view=view, notes=notes, reloaded=reloaded,
-                         rerun=[m for m in results if m not in reloaded])
 
 
 def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs: Iterable[str] = (),

@@ -15,39 +15,28 @@ While a streaming fit runs (Online robust PCA), the view draws the frames it has
 frames and follows the newest while it is at the end. Each frame is final once its batch is done,
 so what is drawn then is what the finished run holds. When the run ends in any way the live
 pictures go (:meth:`DecompositionView.end_live`) and the view draws stored results as usual.
+
+The pictures themselves are :class:`._pictures.PictureGrid`'s and the convergence plots
+:class:`._convergence.ConvergencePlots`'; this view decides what they show (which result, which
+frame, the scales, a run in progress) and where they go.
 """
 from __future__ import annotations
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSlider, QToolButton
 
-from .. import palette
 from . import _style as st
 from ._cloud import mode_for
 from ._common import Choice, fmt, labelled
+from ._convergence import ConvergencePlots
 from ._lazy_frames import FrameGone, LiveFrames
+from ._pictures import PANELS, PictureGrid
 from .base import BaseView
 
-PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
-          ("sparse", "sparse S (foreground)"), ("mask", "mask |S| > threshold"))
 _MIN_PICTURE = 120    # pixels: below this a picture is useless; the convergence plots give way
 _ROOMY_PICTURE = 240  # pictures at least this wide leave room for the convergence plots
 _TITLE = 34           # height of a picture's title line
-
-
-class _ClickImage(pg.ImageItem):
-    """An ImageItem that reports left clicks (position in image pixels, keyboard modifiers)."""
-
-    def __init__(self, on_click, *a, **k):
-        super().__init__(*a, **k)
-        self._on_click = on_click
-
-    def mouseClickEvent(self, ev):
-        if ev.button() == Qt.MouseButton.LeftButton:
-            ev.accept()
-            self._on_click(ev.pos(), ev.modifiers())
 
 
 class DecompositionView(BaseView):
@@ -94,62 +83,20 @@ class DecompositionView(BaseView):
         self.threshold_box.valueChanged.connect(lambda _v: self._show_frame())
         self.conv_button.toggled.connect(self._conv_toggled)
         state.selectionChanged.connect(self._follow_selection)
-        self.panels = {}
-        self.images = {}
         self.mode = None
         self._res = None
         self.order = np.zeros(0, dtype=np.int64)
-        self.sel_markers = {}
         lay = self.figure.ci
         self.pics = lay.addLayout(row=0, col=0)
-        for key, ttl in PANELS:
-            p = pg.PlotItem()
-            # Equal columns whatever the title lengths (a long title would widen its column).
-            p.setPreferredWidth(10)
-            p.titleLabel.setMinimumWidth(10)
-            p.titleLabel.setPreferredWidth(10)
-            st.style_plot(p, title=ttl)
-            img = _ClickImage(self._image_clicked)
-            p.addItem(img)
-            self.panels[key], self.images[key] = p, img
-        # The scale of S, beside the pictures.
-        self.s_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="S")
-        self._grid = None
+        self.pictures = PictureGrid(self.pics, self._image_clicked)
+        self.panels, self.images, self.s_bar = self.pictures.panels, self.pictures.images, self.pictures.s_bar
         # The convergence plots live in a layout of their own: as cells of the picture grid,
         # their different axis widths made the picture columns unequal.
         self.bottom = lay.addLayout(row=1, col=0)
-        self.res_plot = self.bottom.addPlot(row=0, col=0)
-        self.rank_plot = self.bottom.addPlot(row=0, col=1)
-        self.bottom.layout.setColumnStretchFactor(0, 1)
-        self.bottom.layout.setColumnStretchFactor(1, 1)
-        st.style_plot(self.res_plot, title="convergence: ‖X − L − S‖F / ‖X‖F", left="relative residual",
-                      bottom="iteration")
-        self.res_plot.setLogMode(y=True)
-        st.style_plot(self.rank_plot, title="rank of L per iteration", left="rank", bottom="iteration")
-        self.residual_curve = self.res_plot.plot(pen=st.pen(st.category_color(0), 1.8), symbol="o", symbolSize=4,
-                                                 symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
-        self.tol_line = pg.InfiniteLine(angle=0, pen=st.pen("#555555", 1.2, Qt.PenStyle.DashLine))
-        self.res_plot.addItem(self.tol_line, ignoreBounds=True)
-        self.rank_curve = self.rank_plot.plot(pen=st.pen(st.category_color(1), 1.8), stepMode=None, symbol="o",
-                                              symbolSize=4, symbolBrush=st.brush(st.category_color(1)), symbolPen=None)
-        self._arrange(1, len(PANELS))
+        self.convergence = ConvergencePlots(self.bottom)
+        self.pictures.arrange(1, len(PANELS))
 
     # -- layout ---------------------------------------------------------------------------------
-    def _arrange(self, rows: int, cols: int) -> None:
-        """Put the four pictures in ``rows`` x ``cols`` cells and the S colour bar after them."""
-        if self._grid == (rows, cols):
-            return
-        for p in (*self.panels.values(), self.s_bar):
-            if p in self.pics.items:
-                self.pics.removeItem(p)
-        for k, p in enumerate(self.panels.values()):
-            self.pics.addItem(p, row=k // cols, col=k % cols)
-        self.pics.addItem(self.s_bar, row=0, col=cols, rowspan=rows)
-        for c in range(len(PANELS) + 1):
-            self.pics.layout.setColumnStretchFactor(c, 1 if c < cols else 0)
-        for r in range(len(PANELS)):
-            self.pics.layout.setRowStretchFactor(r, 1 if r < rows else 0)
-        self._grid = (rows, cols)
 
     def _conv_toggled(self, _on) -> None:
         self._conv_chosen = True
@@ -176,7 +123,7 @@ class DecompositionView(BaseView):
         if show_conv and pic < _MIN_PICTURE:
             show_conv = False
             rows, cols = st.best_grid(len(PANELS), hw, w - 70, h, title=_TITLE)
-        self._arrange(rows, cols)
+        self.pictures.arrange(rows, cols)
         # A hidden item would still hold its row: take the convergence plots out of the layout.
         lay = self.figure.ci
         if show_conv and self.bottom not in lay.items:
@@ -245,27 +192,11 @@ class DecompositionView(BaseView):
         n = ds.n_samples
         self._set_order(np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
                         else np.arange(n))
-        h = res.arrays["history_residual"]
-        it = np.arange(1, len(h) + 1)
-        self.residual_curve.setData(it, np.maximum(np.asarray(h, float), 1e-300))
-        self.rank_curve.setData(it, np.asarray(res.arrays["history_rank"], float))
-        tol = res.params.get("tol")
-        if tol:
-            self.tol_line.setPos(np.log10(tol))
-            self.tol_line.setVisible(True)
-        else:
-            self.tol_line.setVisible(False)
+        # (converged None: a streaming fit, one point per batch of frames)
         conv = res.decomposition.converged if res.decomposition is not None else None
-        if conv is None:  # a streaming fit: one point per batch of frames
-            st.set_title(self.res_plot, f"residual per batch ({len(h)} batches)")
-        else:
-            st.set_title(self.res_plot, f"convergence ({'converged' if conv else 'stopped at max_iter'} after "
-                                        f"{len(h)} iterations; dashed: tol)")
-        for key, p in self.panels.items():
-            p.invertY(True)
-            p.setAspectLocked(self.mode == "image")
-            for ax in ("left", "bottom"):
-                p.showAxis(ax, self.mode == "table")
+        self.convergence.show(res.arrays["history_residual"], res.arrays["history_rank"], res.params.get("tol"),
+                              conv)
+        self.pictures.set_mode(self.mode == "image")
         self.frame_slider.setEnabled(self.mode == "image")
         self.play_button.setEnabled(self.mode == "image")
         self.panels["mask"].setVisible(True)
@@ -279,19 +210,14 @@ class DecompositionView(BaseView):
         self._show_frame()
         self.drawn = res
         self.fit_layout()
-        for p in self.panels.values():
-            # Auto range (not a one-off autoRange): the pictures refit when the grid changes.
-            p.getViewBox().setDefaultPadding(0.02)
-            p.enableAutoRange()
+        self.pictures.autorange()
 
     def clear(self):
         self.end_live()
         self.pause()
         self._res = None
-        for img in self.images.values():
-            img.clear()
-        self.residual_curve.setData([], [])
-        self.rank_curve.setData([], [])
+        self.pictures.clear()
+        self.convergence.clear()
 
     # -- a run in progress -----------------------------------------------------------------
     @property
@@ -355,25 +281,16 @@ class DecompositionView(BaseView):
         self._set_scales(*(np.stack([a[i] for i in probe]) for a in (self.X, self.L, self.S)))
         # Rows are processed in row order, and that is the order the slider follows here.
         self._set_order(np.arange(ds.n_samples))
-        self.residual_curve.setData([], [])
-        self.rank_curve.setData([], [])
+        self.convergence.clear()
         self.method_box.setEnabled(False)
         self.conv_button.setEnabled(False)   # a streaming run's history comes with its result
         self.frame_slider.setEnabled(True)
         self.play_button.setEnabled(True)
-        for key, ttl in PANELS:
-            if key != "mask":
-                st.set_title(self.panels[key], ttl + (" (provisional)" if key != "original" else ""))
-            p = self.panels[key]
-            p.invertY(True)
-            p.setAspectLocked(True)
-            for ax in ("left", "bottom"):
-                p.showAxis(ax, False)
+        self.pictures.set_titles(provisional=True)
+        self.pictures.set_mode(image=True)
         self.live_label.setVisible(True)
         self.fit_layout()
-        for p in self.panels.values():
-            p.getViewBox().setDefaultPadding(0.02)
-            p.enableAutoRange()
+        self.pictures.autorange()
 
     def end_live(self) -> None:
         """The run ended (finished, failed, cancelled or replaced): its provisional pictures go.
@@ -386,10 +303,8 @@ class DecompositionView(BaseView):
         self.live_label.setText("")
         self.method_box.setEnabled(True)
         self.conv_button.setEnabled(True)
-        for key, ttl in PANELS:
-            st.set_title(self.panels[key], ttl)
-        for img in self.images.values():
-            img.clear()
+        self.pictures.set_titles()
+        self.pictures.clear()
         self.frame_label.setText("")
         self.set_status(" ")
         self.invalidate()
@@ -428,18 +343,11 @@ class DecompositionView(BaseView):
         try:
             x, s_i, l_i = self.X[i], self.S[i], self.L[i]   # one read each when the stacks are on disk
         except FrameGone as exc:   # cancelled a moment ago: the view drops the run when that reaches it
-            for key in ("low_rank", "sparse", "mask"):
-                self.images[key].clear()
+            self.pictures.clear_results()
             self.set_status(str(exc))
             return
-        self.images["original"].setImage(x.reshape(shape), levels=self.gray_levels)
-        self.images["low_rank"].setImage(l_i.reshape(shape), levels=self.gray_levels)
-        self.images["sparse"].setImage(s_i.reshape(shape), levels=self.s_levels, lut=self._s_lut())
-        m = np.abs(s_i) > self.threshold()
-        self.images["mask"].setImage(palette.mask_overlay(x, self.gray_levels, m).reshape(*shape, 3),
-                                     levels=None, lut=None)
-        frac = float(m.mean())
-        st.set_title(self.panels["mask"], f"mask |S| > {fmt(self.threshold())}" + (" (provisional)" if live else ""))
+        frac = self.pictures.draw_frame(shape, x, l_i, s_i, self.gray_levels, self.s_levels, self.threshold(),
+                                        provisional=live)
         sel = "selected" if i in set(self.state.selection.tolist()) else "click a picture to select this frame"
         head = (f"provisional: {self._live_title} is running, frame {self.frame_slider.value() + 1} of "
                 f"{self._live.n_done} processed so far ({self._live.n_frames} in all)" if live else
@@ -447,34 +355,12 @@ class DecompositionView(BaseView):
         self.set_status(f"{head} · sample #{i} · mask: {100 * frac:.1f}% of pixels · "
                         f"‖S‖₁ of this frame {fmt(np.abs(s_i).sum())} · {sel}")
 
-    @staticmethod
-    def _s_lut():
-        return palette.diverging_lut()
-
     def _draw_tables(self):
-        for key, lev in (("original", self.gray_levels), ("low_rank", self.gray_levels), ("sparse", self.s_levels)):
-            data = {"original": self.X, "low_rank": self.L, "sparse": self.S}[key]
-            self.images[key].setImage(data, levels=lev, lut=self._s_lut() if key == "sparse" else None)
-        thr = self.threshold()
-        mask = np.abs(self.S) > thr
-        self.images["mask"].setImage(palette.mask_overlay(self.X, self.gray_levels, mask), levels=None, lut=None)
-        st.set_title(self.panels["mask"], f"|S| > {fmt(thr)}")
-        for key, p in self.panels.items():
-            st.style_plot(p, left="sample", bottom="feature")
-        self._mark_selected_rows()
+        frac = self.pictures.draw_tables(self.X, self.L, self.S, self.gray_levels, self.s_levels, self.threshold(),
+                                         self.state.selection)
         self.set_status(f"{self.X.shape[0]} samples × {self.X.shape[1]} features · mask: "
-                        f"{100 * float(mask.mean()):.1f}% of entries · click a row to select that sample "
+                        f"{100 * frac:.1f}% of entries · click a row to select that sample "
                         f"(Shift adds, Ctrl subtracts)")
-
-    def _mark_selected_rows(self):
-        sel = self.state.selection
-        for key, p in self.panels.items():
-            mk = self.sel_markers.get(key)
-            if mk is None:
-                mk = pg.ScatterPlotItem(symbol="t2", size=9, brush=st.brush(st.SELECT_COLOR), pen=None)
-                p.addItem(mk)
-                self.sel_markers[key] = mk
-            mk.setData(x=np.full(sel.size, -1.0), y=sel + 0.5)
 
     def _image_clicked(self, pos, modifiers):
         mode = mode_for(modifiers)
@@ -491,7 +377,7 @@ class DecompositionView(BaseView):
         if self._live is not None:
             sel = sel[sel < self._live.n_done]   # frames not processed yet cannot be shown
         if self.mode == "table":
-            self._mark_selected_rows()
+            self.pictures.mark_rows(self.state.selection)
             return
         if sel.size and not self.timer.isActive() and self.current_sample not in set(sel.tolist()):
             self.frame_slider.setValue(int(self.position[sel[0]]))

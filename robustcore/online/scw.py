@@ -1,13 +1,11 @@
 """Soft Confidence-Weighted online classifiers: SCW-I and SCW-II (Wang, Zhao & Hoi, ICML 2012).
 
-The estimator lives here; the closed-form steps are in ``_scw_steps`` and the one-pass stream
-engines in ``_scw_stream`` (numpy; optional compiled kernels in ``_scw_jit`` when numba is
-installed).
+The estimator lives here; its learning state (the Gaussian over the weights, how a stream runs
+through it, the history) is in ``_scw_model``, the closed-form steps are in ``_scw_steps`` and
+the one-pass stream engines in ``_scw_stream`` (numpy; optional compiled kernels in ``_scw_jit``
+when numba is installed).
 """
 from __future__ import annotations
-
-
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -22,55 +20,14 @@ from .._base import Estimator, fit_method
 from .._params import Param, SeedParam, param_error
 from .._progress import Reporter
 from .._validation import check_magnitude, check_random_state, validate_X
-from ._order import label_changes, looks_sorted, sorted_labels_message, tie_broken_predictions
-from ._scw_steps import loss_scale, phi_from_eta
-from ._scw_stream import run_stream, with_constant_column
+from ._order import tie_broken_predictions
+from ._scw_model import History, learn, new_state, state_of, watch_order
+from ._scw_stream import with_constant_column
 
 __all__ = ["SCW", "DEFAULT_ETA"]
 
 #: LIBOL's defaults for eta (init_options.m): SCW-I 0.75, SCW-II 0.90.
 DEFAULT_ETA = {"I": 0.75, "II": 0.90}
-
-
-class _History:
-    """Per-sample learning history with amortised O(1) appends.
-
-    ``partial_fit`` may be called once per example on a long stream; concatenating the whole
-    history on every call would make that quadratic. The buffers grow by doubling, and
-    ``views()`` returns the filled part (earlier views stay valid and unchanged).
-    """
-
-    _DTYPES = {"mistake_rate": np.float64, "updates": np.int64, "loss": np.float64, "mistake": bool}
-
-    def __init__(self):
-        self.n = 0
-        self.mistakes = 0
-        self.updates = 0
-        self.buf = {k: np.empty(0, dtype=t) for k, t in self._DTYPES.items()}
-
-    def append(self, mistake, updates, loss):
-        m = len(mistake)
-        need = self.n + m
-        if need > len(self.buf["loss"]):
-            cap = max(need, 2 * len(self.buf["loss"]), 1024)
-            for k, t in self._DTYPES.items():
-                grown = np.empty(cap, dtype=t)
-                grown[:self.n] = self.buf[k][:self.n]
-                self.buf[k] = grown
-        a, b = self.n, need
-        cum_mistakes = self.mistakes + np.cumsum(mistake, dtype=np.int64)
-        cum_updates = self.updates + np.cumsum(updates, dtype=np.int64)
-        self.buf["mistake_rate"][a:b] = cum_mistakes / np.arange(a + 1, b + 1)
-        self.buf["updates"][a:b] = cum_updates
-        self.buf["loss"][a:b] = loss
-        self.buf["mistake"][a:b] = mistake
-        if m:
-            self.mistakes = int(cum_mistakes[-1])
-            self.updates = int(cum_updates[-1])
-        self.n = need
-
-    def views(self):
-        return {k: v[:self.n] for k, v in self.buf.items()}
 
 
 # SCW's x^T Sigma x is a square of X's values: its largest |value| must stay well inside float64.
@@ -80,29 +37,6 @@ _OVERFLOW_FIX = "Scale X first, e.g. make_pipeline(StandardScaler(), SCW())."
 def _binary_only(est):
     """predict_proba exists for a fitted two-class model only (see SCW.predict_proba)."""
     return getattr(est, "model_kind_", None) == "binary"
-
-
-# The constant feature carrying the intercept is 1 while the data's typical magnitude is within
-# this factor of 1, else the power of two nearest that magnitude (see _intercept_constant).
-INTERCEPT_UNIT_RANGE = 16.0
-
-
-def _intercept_constant(X) -> float:
-    """The value of the constant feature that carries the intercept, fixed by the first data
-    learned from: 1 when the typical magnitude m of the data (the median non-zero |value| among the
-    first 100,000) is within INTERCEPT_UNIT_RANGE of 1, else the power of two nearest m (exact
-    scaling). Why: the constant shares the prior variance ``a`` with the features; at 1 next to
-    features of 1e-100 it alone decided every margin and nothing else was learned (only the
-    majority class was ever predicted). Unit-scale data (a8a's 0/1, USPS's [-1, 1], standardised
-    tables, m about 0.67) keep exactly 1, far from the switch, so fit and partial_fit agree."""
-    vals = (X.data if sp.issparse(X) else np.ravel(X))[:100_000]
-    vals = np.abs(vals[vals != 0])
-    if vals.size == 0:
-        return 1.0
-    m = float(np.median(vals))
-    if 1.0 / INTERCEPT_UNIT_RANGE <= m <= INTERCEPT_UNIT_RANGE:
-        return 1.0
-    return float(2.0 ** np.round(np.log2(m)))
 
 
 class SCW(ClassifierMixin, Estimator):
@@ -127,12 +61,53 @@ class SCW(ClassifierMixin, Estimator):
     predicting the majority class; with the intercept 3.5 % (benchmarks/results_scw.md). Without
     an intercept (``fit_intercept=False``) an all-zero x has v = 0 and is skipped.
 
-    Multi-class
-    -----------
-    ``multiclass="shared"`` (default) is the multi-class SCW of the LIBOL manual: one mean per
-    class and ONE shared covariance. The true class r and the best-scoring other class s are
-    updated, ``mu_r += alpha Sigma x``, ``mu_s -= alpha Sigma x``, with the loss measured on
-    the score difference, whose variance is ``2 x^T Sigma x``:
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Sorted labels. Binary: ``classes_[1]`` is the positive class.
+    mean_ : ndarray of shape (n_features,) or (n_classes, n_features)
+        Weights: one vector for two classes, else one row per class (row c scores class c).
+    intercept_ : float or ndarray of shape (n_classes,)
+        A float for two classes; 0 when ``fit_intercept=False``. The decision function is
+        ``X @ mean_.T + intercept_``.
+    intercept_scaling_ : float
+        The value of the constant feature (1 for data within 16x of unit scale, else the power of
+        two nearest its typical magnitude); 0 when ``fit_intercept=False``. The intercept's
+        weight in the Gaussian is ``intercept_ / intercept_scaling_``.
+    covariance_ : ndarray of shape (D, D) or (n_classes, D, D)
+        Full covariance only (the second shape for ``multiclass="ovr"``), over D = d + 1
+        coordinates with an intercept (the last one is the constant feature's), else d.
+    covariance_diag_ : ndarray of shape (D,) or (n_classes, D)
+        Its diagonal, present for both covariance kinds (the second shape for ``"ovr"``).
+    class_counts_ : ndarray of shape (n_classes,)
+        How many examples of each class were learned from (they break exact score ties).
+    phi_ : float
+        Phi^-1(eta).
+    eta_ : float
+        The eta used (the variant's default when ``eta=None``).
+    n_features_in_ : int
+        Number of features seen in the first ``fit`` or ``partial_fit``.
+    n_samples_seen_ : int
+        Examples learned from so far (fit and every partial_fit).
+    history_ : dict of ndarray of shape (n_samples_seen,)
+        One entry per example in the order seen: ``"mistake_rate"`` cumulative online mistake
+        rate (the prediction made before the label was revealed); ``"updates"`` cumulative number
+        of updates (for ``"ovr"``, of per-class updates); ``"loss"`` the confidence loss before
+        the update (summed over the per-class models for ``"ovr"``); ``"mistake"`` (bool) whether
+        that prediction was wrong. ``partial_fit`` appends (amortised O(1) per example, so
+        feeding one example per call stays linear).
+    model_kind_ : {"binary", "shared", "ovr"}
+        Which model the state holds.
+    order_ : ndarray of shape (n_samples,)
+        The row indices of the last ``fit``'s X in the order they were visited (``arange(n)``
+        unless ``shuffle``).
+
+    Notes
+    -----
+    **Multi-class.** ``multiclass="shared"`` (default) is the multi-class SCW of the LIBOL
+    manual: one mean per class and ONE shared covariance. The true class r and the best-scoring
+    other class s are updated, ``mu_r += alpha Sigma x``, ``mu_s -= alpha Sigma x``, with the
+    loss measured on the score difference, whose variance is ``2 x^T Sigma x``:
     ``max(0, phi sqrt(2 x^T Sigma x) - (mu_r - mu_s)^T x)``. The update is triggered by that same
     loss, and the step sizes are the exact minimiser of ``KL(mu_r) + KL(mu_s) + C * loss`` (or
     ``C * loss^2``); for M-SCW-I this is the consistent formula of methods.md section 3.3, not
@@ -141,90 +116,31 @@ class SCW(ClassifierMixin, Estimator):
     ``multiclass="ovr"`` trains one binary SCW per class (class c against the rest) and predicts
     the class with the largest score; it keeps one covariance per class.
 
-    Parameters
-    ----------
-    variant : {"I", "II"}
-        SCW-I (linear loss, step clipped at C) or SCW-II (squared loss).
-    C : float > 0
-        Aggressiveness: how strongly a violated example may move the model.
-    eta : float in (0.5, 1) or None
-        Confidence level; phi = Phi^-1(eta). None means the variant's LIBOL default
-        (0.75 for SCW-I, 0.90 for SCW-II; see ``DEFAULT_ETA``).
-    covariance : {"full", "diagonal"}
-        Full d x d covariance (O(d^2) per example, exact SCW), or only its diagonal (O(nnz(x))
-        per example, for high-dimensional sparse data: the full update with all but its diagonal
-        dropped). With the diagonal, CSR input is learned touching only its non-zeros, never
-        densified; with the full covariance (which is d x d anyway) CSR rows are densified a
-        block of at most 192 rows at a time.
-    a : float > 0
-        Initial covariance a * I.
-    multiclass : {"shared", "ovr"}
-        Multi-class form (see above); ignored for two classes.
-    fit_intercept : bool
-        Learn a bias: a constant feature 1 appended to every x (default True, as scikit-learn's
-        linear classifiers).
-    shuffle : bool
-        ``fit`` visits the samples in a random order (default True, as scikit-learn's
-        ``PassiveAggressiveClassifier``; ``partial_fit`` never shuffles). Data files are often
-        sorted by class, and an online learner fed one class after the other learns the last
-        class seen; ``fit(shuffle=False)`` and ``partial_fit`` warn when the labels arrive in long
-        runs of one class (far fewer label changes than a random order gives).
-    random_state : None, int, numpy.random.Generator or RandomState
-        Seed of the shuffle.
+    **Probabilities.** For two classes, ``predict_proba`` gives P(y = classes_[1] | x) =
+    Phi(mu^T x / sqrt(x^T Sigma x)): the probability, under the learned Gaussian over weights
+    w ~ N(mu, Sigma), that w^T x > 0 (Phi is the standard normal CDF). It measures how sure the
+    MODEL is of the sign of the score, not a calibrated class frequency: it tends to 0 or 1 as
+    Sigma shrinks with the data seen. Without an intercept a zero x gets 1/2. There is no such
+    closed form for the multi-class models, so ``predict_proba`` exists only for two classes
+    (``hasattr`` is False otherwise).
 
-    Fitted attributes
-    -----------------
-    classes_ : (n_classes,) sorted labels. Binary: classes_[1] is the positive class.
-    mean_ : (d,) weights for two classes; (n_classes, d) otherwise (row c scores class c).
-    intercept_ : float for two classes, (n_classes,) otherwise; 0 when ``fit_intercept=False``.
-        The decision function is ``X @ mean_.T + intercept_``.
-    intercept_scaling_ : float, the value of the constant feature (1 for data within 16x of unit
-        scale, else the power of two nearest its typical magnitude); 0 when
-        ``fit_intercept=False``. The
-        intercept's weight in the Gaussian is ``intercept_ / intercept_scaling_``.
-    covariance_ : full covariance only: (D, D), or (n_classes, D, D) for ``multiclass="ovr"``,
-        over D = d + 1 coordinates with an intercept (the last one is the constant feature's),
-        else d.
-    covariance_diag_ : its diagonal, present for both covariance kinds: (D,), or
-        (n_classes, D) for ``"ovr"``.
-    class_counts_ : (n_classes,) how many examples of each class were learned from (they break
-        exact score ties).
-    phi_ : float, Phi^-1(eta).
-    eta_ : float, the eta used (the variant's default when ``eta=None``).
-    n_features_in_ : int
-    n_samples_seen_ : int, examples learned from so far (fit and every partial_fit).
-    history_ : dict of (``n_samples_seen_``,) arrays, one entry per example in the order seen:
-        ``"mistake_rate"`` cumulative online mistake rate (the prediction made before the
-        label was revealed); ``"updates"`` cumulative number of updates (for ``"ovr"``, of
-        per-class updates); ``"loss"`` the confidence loss before the update (summed over the
-        per-class models for ``"ovr"``); ``"mistake"`` (bool) whether that prediction was
-        wrong. ``partial_fit`` appends (amortised O(1) per example, so feeding one example per
-        call stays linear).
-    model_kind_ : "binary", "shared" or "ovr": which model the state holds.
-    order_ : (n,) the row indices of the last ``fit``'s X in the order they were visited
-        (``arange(n)`` unless ``shuffle``).
-
-    Probabilities
-    -------------
-    For two classes, ``predict_proba`` gives P(y = classes_[1] | x) = Phi(mu^T x / sqrt(x^T Sigma x)):
-    the probability, under the learned Gaussian over weights w ~ N(mu, Sigma), that w^T x > 0
-    (Phi is the standard normal CDF). It measures how sure the MODEL is of the sign of the
-    score, not a calibrated class frequency: it tends to 0 or 1 as Sigma shrinks with the data
-    seen. Without an intercept a zero x gets 1/2. There is no such closed form for the multi-class models, so
-    ``predict_proba`` exists only for two classes (``hasattr`` is False otherwise).
-
-    Notes
-    -----
-    Learning is sequential, but the numpy engines avoid per-example Python work where the maths
-    allows: blocks of examples share one GEMM and only examples that trigger an update cost
-    vector operations (full covariance); support-disjoint CSR rows are learned in vectorised
+    **Speed.** Learning is sequential, but the numpy engines avoid per-example Python work where
+    the maths allows: blocks of examples share one GEMM and only examples that trigger an update
+    cost vector operations (full covariance); support-disjoint CSR rows are learned in vectorised
     waves (diagonal, binary). All give the plain sequential algorithm's result up to rounding.
     If the optional package numba is installed, streams of at least
     ``robustcore.online._scw_stream.JIT_MIN_ROWS`` rows run through compiled kernels of the
     same loop (several times faster); results agree with the numpy engines to rounding.
     Set the environment variable ``ROBUSTCORE_NO_JIT=1`` to always use numpy.
+
+    References
+    ----------
+    J. Wang, P. Zhao and S. C. H. Hoi, "Exact soft confidence-weighted learning", Proceedings of
+    the 29th International Conference on Machine Learning (ICML), 2012.
     """
 
+    # Each parameter's help is written once, here: the docstring's Parameters section is rendered
+    # from these declarations (robustcore._docstring).
     _params = (
         Param("variant", str, "I", "SCW-I (linear loss, step clipped at C) or SCW-II (squared loss).",
               choices=("I", "II")),
@@ -232,17 +148,30 @@ class SCW(ClassifierMixin, Estimator):
               low=0.0, low_inclusive=False),
         Param("eta", float, None, "Confidence level eta; phi = inverse normal CDF of eta.",
               low=0.5, high=1.0, low_inclusive=False, high_inclusive=False, allow_none=True,
-              none_label="0.75 for SCW-I, 0.90 for SCW-II"),
+              none_label="0.75 for SCW-I, 0.90 for SCW-II",
+              doc="The defaults are LIBOL's (``DEFAULT_ETA``)."),
         Param("covariance", str, "full", "Full covariance (exact) or its diagonal (fast, sparse data).",
-              choices=("full", "diagonal")),
+              choices=("full", "diagonal"),
+              doc="The full d x d covariance costs O(d^2) per example (exact SCW); its diagonal "
+                  "O(nnz(x)) per example, for high-dimensional sparse data (the full update with "
+                  "all but its diagonal dropped). With the diagonal, CSR input is learned touching "
+                  "only its non-zeros, never densified; with the full covariance (which is d x d "
+                  "anyway) CSR rows are densified a block of at most 192 rows at a time."),
         Param("a", float, 1.0, "Initial covariance a*I (prior variance of each weight).",
               low=0.0, low_inclusive=False, advanced=True),
         Param("multiclass", str, "shared",
               "Multi-class form: one shared covariance (M-SCW) or one binary SCW per class.",
-              choices=("shared", "ovr"), advanced=True),
+              choices=("shared", "ovr"), advanced=True,
+              doc="See Notes; ignored for two classes."),
         Param("fit_intercept", bool, True, "Learn a bias (a constant feature 1), so all-zero rows "
-              "and zero margins get the learned bias.", advanced=True),
-        Param("shuffle", bool, True, "Visit the samples of fit in a random order.", advanced=True),
+              "and zero margins get the learned bias.", advanced=True,
+              doc="On by default, as in scikit-learn's linear classifiers."),
+        Param("shuffle", bool, True, "Visit the samples of fit in a random order.", advanced=True,
+              doc="As scikit-learn's ``PassiveAggressiveClassifier``; ``partial_fit`` never "
+                  "shuffles. Data files are often sorted by class, and an online learner fed one "
+                  "class after the other learns the last class seen; ``fit(shuffle=False)`` and "
+                  "``partial_fit`` warn when the labels arrive in long runs of one class (far fewer "
+                  "label changes than a random order gives)."),
         SeedParam("Seed of the shuffle."),
     )
 
@@ -303,24 +232,6 @@ class SCW(ClassifierMixin, Estimator):
             check_classification_targets(y)
         return y
 
-    def _codes(self, y, classes, multiclass_shared):
-        """Map labels to +1/-1 (binary) or class indices; unknown labels are an error."""
-        try:
-            idx = np.searchsorted(classes, y)
-            idx = np.clip(idx, 0, len(classes) - 1)
-            bad = np.asarray(classes[idx] != y, dtype=bool)
-        except TypeError:       # e.g. numbers against string classes
-            bad = np.ones(len(y), dtype=bool)
-        if np.any(bad):
-            unknown = np.unique(y[bad])
-            shown = ", ".join(repr(u.item() if hasattr(u, "item") else u) for u in unknown[:5])
-            raise ValueError(f"y contains label(s) not among the classes "
-                             f"{[c.item() if hasattr(c, 'item') else c for c in classes]}: {shown}; "
-                             f"pass every label in classes= on the first partial_fit call")
-        if len(classes) == 2:
-            return np.where(idx == 1, 1.0, -1.0)
-        return idx.astype(np.intp)
-
     # -- fitting -----------------------------------------------------------------------------
     @fit_method()
     def fit(self, X, y, progress=None):
@@ -350,11 +261,11 @@ class SCW(ClassifierMixin, Estimator):
             order = check_random_state(p["random_state"]).permutation(X.shape[0])
             X = X[order]
             y = y[order]
-        state = self._new_state(p, classes, X)
-        fitted, (mistake, updates, loss) = self._learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
-        self._label_order = self._watch_order(state, (0, None, False), "passed to fit")
+        state = new_state(p, classes, X)
+        fitted, (mistake, updates, loss) = learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
+        self._label_order = watch_order(state, (0, None, False), "passed to fit")
         rep(1.0, "done")
-        hist = _History()
+        hist = History()
         hist.append(mistake, updates, loss)
         self._history = hist
         self._set_fitted(history_=hist.views(), order_=order, n_samples_seen_=X.shape[0], **fitted)
@@ -401,161 +312,25 @@ class SCW(ClassifierMixin, Estimator):
         X = self._check_X(X, reset=not fitted, min_samples=1)
         y = self._check_y(y, X.shape[0], first=not fitted)
         if fitted:
-            state = self._state_copy()
+            state = state_of(self)
         else:
-            state = self._new_state(p, classes, X)
-        out, (mistake, updates, loss) = self._learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
-        self._label_order = self._watch_order(
+            state = new_state(p, classes, X)
+        out, (mistake, updates, loss) = learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
+        self._label_order = watch_order(
             state, self._label_order if fitted else (0, None, False), "passed to partial_fit")
         if fitted:
             hist = self._history
             out["order_"] = self.order_
         else:
-            hist = _History()
+            hist = History()
             out["order_"] = np.arange(X.shape[0])
         hist.append(mistake, updates, loss)
         self._history = hist
         self._set_fitted(history_=hist.views(), n_samples_seen_=hist.n, **out)
         return self
 
-    # -- state -------------------------------------------------------------------------------
-    # The state holds the weights over D = d (+ 1 with an intercept, its weight last) coordinates.
-    def _new_state(self, p, classes, X):
-        k = len(classes)
-        d = X.shape[1]
-        full = p["covariance"] == "full"
-        if k == 2:
-            kind, n_models, k_mean = "binary", 1, 1
-        elif p["multiclass"] == "shared":
-            kind, n_models, k_mean = "shared", 1, k
-        else:
-            kind, n_models, k_mean = "ovr", k, 1
-        D = d + int(p["fit_intercept"])
-        models = []
-        for _ in range(n_models):
-            cov = np.eye(D) * p["a"] if full else np.full(D, p["a"])
-            models.append([np.zeros((k_mean, D)), cov])
-        return {"kind": kind, "classes": classes, "models": models, "d": d,
-                "intercept": _intercept_constant(X) if p["fit_intercept"] else 0.0,
-                "counts": np.zeros(k, dtype=np.int64),
-                "idx": np.zeros(0, dtype=np.intp)}
-
     def _has_intercept(self) -> bool:
         return self.covariance_diag_.shape[-1] == self.n_features_in_ + 1
-
-    def _full_weights(self):
-        """(k_mean, D) weight rows per model: the feature weights, then the intercept if any."""
-        W = np.atleast_2d(self.mean_)
-        if self._has_intercept():
-            W = np.hstack([W, np.reshape(self.intercept_, (-1, 1)) / self.intercept_scaling_])
-        return W
-
-    def _state_copy(self):
-        kind = self.model_kind_
-        full = hasattr(self, "covariance_")
-        cov = self.covariance_ if full else self.covariance_diag_
-        W = self._full_weights()
-        if kind in ("binary", "shared"):
-            models = [[W.copy(), cov.copy()]]
-        else:
-            models = [[W[c][None, :].copy(), cov[c].copy()] for c in range(len(self.classes_))]
-        return {"kind": kind, "classes": self.classes_, "models": models, "d": self.n_features_in_,
-                "intercept": self.intercept_scaling_ if self._has_intercept() else 0.0,
-                "counts": self.class_counts_.copy(), "idx": np.zeros(0, dtype=np.intp)}
-
-    @staticmethod
-    def _watch_order(state, previous, where):
-        """Count label changes across the stream so far; warn once if the labels look sorted.
-        Returns the new (changes, last label, warned) triple."""
-        changes, last, warned = previous
-        idx = state["idx"]
-        changes += label_changes(idx, last)
-        last = int(idx[-1]) if idx.size else last
-        if not warned and looks_sorted(changes, state["counts"]):
-            warnings.warn(sorted_labels_message(changes, state["counts"], where), UserWarning,
-                          stacklevel=4)
-            warned = True
-        return changes, last, warned
-
-    def _learn(self, state, X, y, p, rep, *, n_done, n_total):
-        """Run the stream through the state (in place).
-
-        Returns the fitted attributes (not yet published) and the new samples' (mistake,
-        update count, loss) arrays.
-        """
-        kind = state["kind"]
-        classes = state["classes"]
-        phi = phi_from_eta(p["eta"])
-        C, variant = p["C"], p["variant"]
-        bias = state["intercept"]
-        n = X.shape[0]
-        k = len(classes)
-        idx = self._codes(y, classes, True)
-        if k == 2:
-            idx = (idx > 0).astype(np.intp)
-        if kind == "ovr":
-            scores = np.empty((n, k))
-            updates = np.zeros(n, dtype=np.int64)
-            loss = np.zeros(n)
-            for c, (mean, cov) in enumerate(state["models"]):
-                codes = np.where(idx == c, 1.0, -1.0)
-                res = run_stream(X, codes, mean, cov, phi=phi, C=C, variant=variant, multiclass=False,
-                                 rep=rep.span(c / k, (c + 1) / k), n_done=n_done, n_total=n_total,
-                                 intercept=bias)
-                scores[:, c] = res.scores[:, 0]
-                updates += res.updated
-                loss += np.maximum(0.0, phi * np.sqrt(np.maximum(res.v, 0.0)) - codes * res.scores[:, 0])
-            upd_flags = updates
-        else:
-            codes = np.where(idx == 1, 1.0, -1.0) if kind == "binary" else idx
-            mean, cov = state["models"][0]
-            res = run_stream(X, codes, mean, cov, phi=phi, C=C, variant=variant,
-                             multiclass=kind == "shared", rep=rep, n_done=n_done, n_total=n_total,
-                             intercept=bias)
-            scale = loss_scale(kind == "shared")
-            if kind == "binary":
-                scores = res.scores[:, 0]
-                m = codes * scores
-            else:
-                scores = res.scores
-                rows = np.arange(n)
-                other = scores.copy()
-                other[rows, codes] = -np.inf
-                m = scores[rows, codes] - other.max(axis=1)
-            loss = np.maximum(0.0, phi * np.sqrt(np.maximum(scale * res.v, 0.0)) - m)
-            upd_flags = res.updated.astype(np.int64)
-        # the prediction made before each label was revealed; exact ties go to the prior so far
-        mistake = tie_broken_predictions(scores, state["counts"], idx) != idx
-        state["counts"] = state["counts"] + np.bincount(idx, minlength=k)
-        state["idx"] = idx
-        out = self._publishable(state, p)
-        out.update(phi_=phi, eta_=p["eta"], classes_=classes, model_kind_=kind,
-                   class_counts_=state["counts"].copy())
-        return out, (mistake, upd_flags, loss)
-
-    @staticmethod
-    def _publishable(state, p):
-        kind = state["kind"]
-        models = state["models"]
-        full = models[0][1].ndim == 2
-        if kind in ("binary", "shared"):
-            W = models[0][0]
-            cov = models[0][1]
-        else:
-            W = np.vstack([m[0] for m in models])
-            cov = np.stack([m[1] for m in models])
-        d = state["d"]
-        mean = W[:, :d].copy()
-        intercept = W[:, d] * state["intercept"] if state["intercept"] else np.zeros(W.shape[0])
-        if kind == "binary":
-            mean, intercept = mean[0], float(intercept[0])
-        out = {"mean_": mean, "intercept_": intercept, "intercept_scaling_": float(state["intercept"])}
-        if full:
-            out["covariance_"] = cov
-            out["covariance_diag_"] = np.diagonal(cov, axis1=-2, axis2=-1).copy()
-        else:
-            out["covariance_diag_"] = cov
-        return out
 
     # -- prediction --------------------------------------------------------------------------
     def decision_function(self, X):

@@ -63,40 +63,6 @@ def _soft(R, t):
 class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
     """Online robust PCA (OR-PCA) for long recordings: rows of X are frames, fed in batches.
 
-    Parameters
-    ----------
-    n_components : int, default 1
-        Rank k of the low-rank part (the number of basis vectors). A static background needs 1,
-        and its coefficient follows global changes of light. More directions can follow more
-        complex changes but also absorb slow objects (on the benchmark video, k = 3 lost 0.07
-        of F-measure to "ghosts" of slow objects in L).
-    lambda1 : float or None, default None
-        Weight of the factor penalty (||U||² + ||R||²)/2, in units of the data range.
-        None: 1 / sqrt(n_features), the paper's choice.
-    lambda2 : float or None, default None
-        Weight of the sparse term ||e||_1, in units of the data range: residuals smaller than
-        this go to L, larger ones to S. None: 0.02 (about 5 grey levels of 8-bit video).
-    batch_size : int, default 64
-        Frames per batch: the basis is updated and progress reported once per batch.
-    forgetting : float in (0, 1], default 0.99
-        Weight each frame's statistics keep per later frame: 0.99 forgets with a time constant
-        of about 100 frames (4 s of 25 fps video), so the background follows slow changes and
-        the traces of objects that lingered fade; 1 remembers all frames equally.
-    max_inner : int, default 30
-        Most reweighting steps of the (r, e) solve per batch.
-    tol : float, default 1e-3
-        The (r, e) solve stops when the coefficients change by less than this (relative).
-    pixel_fraction : float in (0, 1] or None, default None
-        The k coefficients of each frame are estimated from this share of its pixels, drawn at
-        random once (as GRASTA does); S is still computed on every pixel. None: every pixel up
-        to 20,000 pixels per frame, then 20,000 of them. Speed, at a small cost in accuracy.
-    mask_threshold : float or None, default None
-        Foreground mask = ``|S|`` above this, in data units. None: a tenth of the data range (the
-        decomposition view's default).
-    data_scale : float or None, default None
-        The data range the λ's are measured in. None: the frame source's value range (255 for
-        8-bit video), else the first batch's max - min.
-
     Attributes
     ----------
     components_ : ndarray (k, d)
@@ -104,42 +70,67 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
     basis_ : ndarray (d, k)
         The factor U, in units of the data range.
     scale_, lambda1_, lambda2_, mask_threshold_ : float
+        The data range and the lambdas and mask threshold used, in data units.
     n_frames_seen_ : int
+        Frames learned from so far.
     sample_scores_ : ndarray (n_frames,)
         Row l1 norm of S per frame, as PCP's score (large = much foreground).
     foreground_fraction_ : ndarray (n_frames,)
         Share of each frame's pixels in the mask.
     sink_ : FrameSink
         The per-frame ``low_rank``, ``sparse`` and ``mask`` (in memory or a Zarr store).
-    history_ : dict of lists, one entry per batch: "frames" (seen so far), "basis_change"
-        (sine of the largest principal angle between the subspaces before and after the batch),
-        "residual" (||X - L - S||_F / ||X||_F of the batch on the coefficient pixels: the dense
-        noise share), "inner"
-        (reweighting steps used), "foreground" (mask share of the batch), "time" (seconds).
+    history_ : dict of lists
+        One entry per batch: "frames" (seen so far), "basis_change" (sine of the largest
+        principal angle between the subspaces before and after the batch), "residual"
+        (||X - L - S||_F / ||X||_F of the batch on the coefficient pixels: the dense noise share),
+        "inner" (reweighting steps used), "foreground" (mask share of the batch), "time" (seconds).
     n_features_in_ : int
+        Number of features (pixels per frame).
+
+    References
+    ----------
+    J. Feng, H. Xu and S. Yan, "Online robust PCA via stochastic optimization", Advances in
+    Neural Information Processing Systems 26 (NIPS), 2013.
     """
 
+    # Each parameter's help is written once, here: the docstring's Parameters section is rendered
+    # from these declarations (robustcore._docstring).
     _params = (
-        Param("n_components", int, 1, "Rank of the low-rank part (background).", low=1),
+        Param("n_components", int, 1, "Rank of the low-rank part (background).", low=1,
+              doc="The number k of basis vectors. A static background needs 1, and its coefficient "
+                  "follows global changes of light. More directions can follow more complex changes "
+                  "but also absorb slow objects (on the benchmark video, k = 3 lost 0.07 of "
+                  "F-measure to \"ghosts\" of slow objects in L)."),
         Param("lambda1", float, None, "Weight of the factor penalty, in units of the data range.",
-              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(n_features)", advanced=True),
+              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(n_features)", advanced=True,
+              doc="The penalty is (||U||² + ||R||²)/2; the default is the paper's choice."),
         Param("lambda2", float, None, "Sparsity weight, in units of the data range: residuals above it "
-              "go to the sparse part.", low=0.0, low_inclusive=False, allow_none=True, none_label="0.02"),
+              "go to the sparse part.", low=0.0, low_inclusive=False, allow_none=True, none_label="0.02",
+              doc="It weighs the sparse term ||e||_1: residuals smaller than it go to L, larger ones "
+                  "to S. 0.02 is about 5 grey levels of 8-bit video."),
         Param("batch_size", int, 64, "Frames per batch (basis update and progress per batch).", low=1),
         Param("forgetting", float, 0.99, "Weight a frame's statistics keep per later frame (1 = "
               "remember all; below 1 follows a changing background).", low=0.0, high=1.0,
-              low_inclusive=False),
-        Param("max_inner", int, 30, "Most reweighting steps of the per-batch solve.", low=1, advanced=True),
+              low_inclusive=False,
+              doc="0.99 forgets with a time constant of about 100 frames (4 s of 25 fps video), so "
+                  "the background follows slow changes and the traces of objects that lingered "
+                  "fade; 1 remembers all frames equally."),
+        Param("max_inner", int, 30, "Most reweighting steps of the per-batch solve.", low=1, advanced=True,
+              doc="The per-batch solve is that of the coefficients (r, e)."),
         Param("tol", float, 1e-3, "Relative change of the coefficients that ends the per-batch solve.",
               low=0.0, low_inclusive=False, advanced=True),
         Param("pixel_fraction", float, None, "Share of the pixels the per-frame coefficients are "
               "estimated from (a random subset, as GRASTA; the sparse part uses every pixel).",
               low=0.0, high=1.0, low_inclusive=False, allow_none=True,
-              none_label="all up to 20,000 pixels, then 20,000", advanced=True),
+              none_label="all up to 20,000 pixels, then 20,000", advanced=True,
+              doc="The subset is drawn at random once. Speed, at a small cost in accuracy."),
         Param("mask_threshold", float, None, "Foreground mask: |S| above this (data units).", low=0.0,
-              allow_none=True, none_label="a tenth of the data range"),
+              allow_none=True, none_label="a tenth of the data range",
+              doc="The default is the decomposition view's."),
         Param("data_scale", float, None, "Data range the lambdas are measured in.", low=0.0,
-              low_inclusive=False, allow_none=True, none_label="value range of the source", advanced=True),
+              low_inclusive=False, allow_none=True, none_label="value range of the source", advanced=True,
+              doc="The source's value range is 255 for 8-bit video; without one, the first batch's "
+                  "max - min."),
     )
 
     FIELDS = {"low_rank": np.float32, "sparse": np.float32, "mask": np.bool_}

@@ -315,6 +315,7 @@ def test_figure_needs_are_checked_before_anything_is_written(tmp_path, capsys, q
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_subprocess_run(tmp_path):
     """The installed entry point's way in: a separate Python, exit codes, stderr only for errors."""
     module = "app" if (ROOT / "app" / "__main__.py").exists() else "app.cli"

@@ -202,6 +202,7 @@ def test_hostile_run_json_store_name_is_refused(tmp_path, capsys, table):
     assert not (tmp_path / "b").exists()
 
 
+@pytest.mark.slow
 def test_lazy_scatter_figure_is_the_in_memory_figure(tmp_path, capsys, table, qapp):
     common = ["--method", "pca", "--param", "n_components=3", "--figure", "scatter", "--size", "500x400"]
     code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--lazy", "--memory-budget", "0.00001",

@@ -8,6 +8,7 @@ import os
 import time
 
 import numpy as np
+import pytest
 from PySide6.QtCore import QTimer
 
 
@@ -48,6 +49,7 @@ def test_a_large_file_is_loaded_in_the_worker_process(qtbot, window, tmp_path):
           f"largest event-loop gap {1000 * gaps.max():.0f} ms")
 
 
+@pytest.mark.slow
 def test_loading_can_be_cancelled_and_the_shown_data_stays(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.datasetLoaded, timeout=30000):
         window.load_demo("iris")

@@ -10,7 +10,8 @@ import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QTimer, QUrl
 from PySide6.QtGui import QDropEvent
 
-from app.main_window import MainWindow, file_filter
+from app.actions.file import file_filter
+from app.main_window import MainWindow
 from app.session import pin_seed
 from app.settings import SETTINGS_VERSION, Settings
 from robustcore._params import Param
@@ -355,6 +356,7 @@ def test_result_is_dropped_when_data_changes_during_the_fit(qtbot, window):
     assert window.state.results == {}
 
 
+@pytest.mark.slow
 def test_closing_during_a_fit_stops_the_worker(qtbot, settings_path):
     w = MainWindow(settings=Settings(settings_path), methods=_methods())
     qtbot.addWidget(w)
@@ -391,6 +393,8 @@ CLOSE_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
+@pytest.mark.gui      # (a window in a child process)
 def test_closing_during_a_fit_exits_cleanly_in_a_real_process(tmp_path):
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=ROOT)
     t0 = time.monotonic()
@@ -468,6 +472,8 @@ def test_keyboard_shortcuts(window):
     assert keys["act_export_results"] == ["Ctrl+E"] and keys["act_quit"] == ["Ctrl+Q"]
 
 
+@pytest.mark.slow
+@pytest.mark.gui      # (a window in a child process)
 def test_screenshot_from_the_command_line(tmp_path):
     out = tmp_path / "shot.png"
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", PYTHONPATH=ROOT)
@@ -586,14 +592,14 @@ def test_save_as_then_save_and_reopen_at_start(qtbot, window, tmp_path, settings
     _load(qtbot, window, "clusters-3d")
     assert window.session_path is None
 
-    assert not S.last_session()  # remembered, but reopening is off until the user asks
+    assert not window.settings.last_session()  # remembered, but reopening is off until the user asks
     window.act_reopen_last.trigger()
-    assert window.act_reopen_last.isChecked() and S.last_session() == path
+    assert window.act_reopen_last.isChecked() and window.settings.last_session() == path
     w2 = MainWindow(settings=Settings(settings_path), methods=_methods())
     qtbot.addWidget(w2)
     assert w2.act_reopen_last.isChecked()
     with qtbot.waitSignal(w2.datasetLoaded, timeout=30000):
-        w2.open_session(S.last_session())
+        w2.open_session(w2.settings.last_session())
     assert w2.state.dataset.name == "iris" and list(w2.state.selection) == [5]
     assert w2.state.result("pca") is not None and w2.session_path == path
     w2.close()

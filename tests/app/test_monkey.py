@@ -6,6 +6,7 @@ import pytest
 from tests.app.monkey import Monkey, Unhandled
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0])
 def test_random_user_sequences_leave_a_working_window(qtbot, tmp_path, seed):
     from app.main_window import MainWindow

@@ -159,6 +159,7 @@ def test_setting_validators():
         check_scheduler("http://a b:1")
 
 
+@pytest.mark.slow
 def test_session_reopens_out_of_core(qtbot, window, tmp_path):
     import json
     folder = tmp_path / "project"

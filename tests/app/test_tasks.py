@@ -222,6 +222,7 @@ def _data():
     return Dataset(X=X, name="d")
 
 
+@pytest.mark.slow
 def test_process_fit_gives_the_same_numbers_as_in_process(pool):
     ds = _data()
     reports = []
@@ -256,6 +257,7 @@ def test_process_fit_in_a_gil_holding_call_is_cancelled_within_a_second(pool):
     assert time.monotonic() - state["t_cancel"] < 1.0
 
 
+@pytest.mark.slow
 def test_worker_death_is_reported_and_the_pool_recovers(pool):
     with pytest.raises(WorkerDied, match="exit code 3"):
         pool.run(DIE, _data(), {}, lambda f, m: True)

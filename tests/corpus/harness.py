@@ -117,8 +117,12 @@ def _cap_memory() -> None:
 
 
 def _project_errors():
-    from app.session import SessionError
+    """The project's own errors: LoadError, and SessionError where sessions are in play (the app's
+    session package is imported only then: the core's cases run where Qt is not installed)."""
     from robustcore.datasets import LoadError
+    if "app.session" not in sys.modules:
+        return (LoadError,)
+    from app.session import SessionError
     return (LoadError, SessionError)
 
 
@@ -184,12 +188,14 @@ def main() -> None:
     import scipy.io  # noqa: F401
     import scipy.sparse  # noqa: F401
 
-    import app.session
     import robustcore.datasets  # noqa: F401
     from robustcore.methods import get_method
     # One small fit and one version lookup first: importing the estimators' libraries is not a case.
     get_method("pca").run(robustcore.datasets.Dataset(X=numpy.eye(5)), {"n_components": 1})
-    app.session.library_versions()
+    if any(c.get("kind") == "reopen" for c in request.get("cases", ())) \
+            or str(request.get("hypothesis", "")).startswith("session"):
+        import app.session
+        app.session.library_versions()
     _cap_memory()
     if "cases" in request:
         _cases(request["cases"])

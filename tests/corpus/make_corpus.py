@@ -7,7 +7,7 @@ happen: ``refused`` (a LoadError/SessionError whose message contains ``match``),
 (optionally with a warning containing ``warning``, or known outliers), ``needs-data`` (the
 session asks the user for its data file) or ``noted`` (the session reopens, and a note names
 what it skipped). ``tests/robustcore/datasets/test_hostile.py`` and
-``tests/app/test_session_hostile.py`` run every case under a memory cap and a time limit.
+``tests/app/session/test_session_hostile.py`` run every case under a memory cap and a time limit.
 
 Bombs are sized to be refused under the suite's budget (``BUDGET``, 16 MiB) while inflating to
 64 MiB or more; the files themselves stay under about 200 KB.

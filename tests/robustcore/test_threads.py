@@ -1,10 +1,11 @@
-"""The row-split products and the thread settings used by the methods' own threads."""
+"""The row-split products and the thread counts of the methods' own threads (BLAS's threads:
+test_blas_policy.py)."""
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 
-from robustcore._threads import RowSplit, available_cores, resolve_n_jobs, single_threaded_blas
+from robustcore._threads import RowSplit, available_cores, resolve_n_jobs
 
 
 @pytest.mark.parametrize("ranges", [[(0, 101)], [(0, 40), (40, 101)], [(0, 10), (10, 60), (60, 101)]])
@@ -42,19 +43,9 @@ def test_small_side_svd_split_over_columns_is_the_svd(threads):
     np.testing.assert_allclose(Vt @ Vt.T, np.eye(9), atol=1e-9)   # (squared: eps / 1e-6)
 
 
-def test_n_jobs_and_blas_limits():
+def test_n_jobs():
     assert resolve_n_jobs(None) == available_cores() >= 1
     assert resolve_n_jobs(3) == 3
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-
-    def blas():
-        return {i["num_threads"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
-    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
-        with single_threaded_blas():
-            assert blas() == {1}
-        assert blas() == {2}
-        with single_threaded_blas(active=False):
-            assert blas() == {2}
 
 
 def test_governor_drops_threads_that_get_no_second_core_and_probes_again(monkeypatch):

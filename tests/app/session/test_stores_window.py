@@ -38,6 +38,7 @@ def _open_lazy(qtbot, window, path):
         qtbot.mouseClick(window.lazy_offer.findChild(QPushButton, "lazy_open_button"), Qt.MouseButton.LeftButton)
 
 
+@pytest.mark.slow
 def test_video_session_reopens_its_stored_results_without_a_fit(qtbot, window, tmp_path, monkeypatch):
     from app.session.stores import zarr_location
     project = tmp_path / "project"

@@ -67,12 +67,12 @@ def test_slider_play_and_selection(video, qtbot):
 def test_convergence_plot_has_one_point_per_iteration(video):
     state, v = video
     res = state.result("pcp")
-    x, y = v.residual_curve.getData()
+    x, y = v.convergence.residual_curve.getData()
     n_it = res.summary["iterations"]
     assert x.size == n_it == len(res.arrays["history_residual"])
     # getData gives what is drawn: log10 of the residuals on this logarithmic axis.
     np.testing.assert_allclose(10 ** y, res.arrays["history_residual"], rtol=1e-10)
-    _, r = v.rank_curve.getData()
+    _, r = v.convergence.rank_curve.getData()
     np.testing.assert_array_equal(r, res.arrays["history_rank"])
 
 
@@ -86,7 +86,7 @@ def test_tables_show_heatmaps_and_mark_the_selection(views_for):
     np.testing.assert_array_equal(v.images["sparse"].image, res.arrays["sparse"])
     v._image_clicked(QPointF(1.5, 42.3), Qt.KeyboardModifier.NoModifier)
     np.testing.assert_array_equal(state.selection, [42])
-    x, y = v.sel_markers["original"].getData()
+    x, y = v.pictures.sel_markers["original"].getData()
     np.testing.assert_array_equal(y, [42.5])
 
 
@@ -117,7 +117,7 @@ def test_pictures_use_the_space_of_the_view(video, qtbot):
             area += r.width() * r.height()
         pics = v.pics.geometry()  # the figure less the convergence plots
         share = area / (pics.width() * pics.height())
-        assert share > 0.3, (size, v._grid, share)
+        assert share > 0.3, (size, v.pictures.grid, share)
 
 
 def test_s_has_its_colour_scale_beside_the_pictures(video):

@@ -95,6 +95,7 @@ def legibility_problems(view) -> list[str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1280, 800), (960, 540)], ids=["1280x800", "200pct-of-1920x1080"])
 def test_every_view_is_legible_in_the_window(qtbot, tmp_path, size):
     window = MainWindow(settings=Settings(str(tmp_path / "s.ini")))

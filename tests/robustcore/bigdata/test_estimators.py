@@ -227,6 +227,7 @@ def cluster():
         yield c
 
 
+@pytest.mark.slow
 def test_same_numbers_on_a_two_worker_cluster(data, files, cluster):
     local = CoherencePursuit(n_components=3).fit(open_table(files["hdf5"]))
     local_res = ResidualScorer(n_components=3).fit(open_table(files["npy"]))

@@ -40,6 +40,7 @@ def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
     assert all(l["seconds"] < 5 for l in lines)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("search, examples", [("loader-options", 150), ("file-mutants", 150)])
 def test_seeded_searches_give_only_load_errors(search, examples):
     # Options of every type and size; byte-level mutants of a valid file of every format (sizes

@@ -34,13 +34,13 @@ def check_exact_recovery(est, L0, S0, max_iter=30):
 
 
 def fits_with(monkeypatch, X, constant, values, record=None, **params):
-    """One-thread PCP fits of X with the module constant ``constant`` of robustcore.subspace.pcp
-    set to each value in turn; each fit carries ``.record``, what the spy list ``record`` (if
-    any) collected during it."""
-    import robustcore.subspace.pcp as pcp
+    """One-thread PCP fits of X with the module constant ``constant`` of the sweep
+    (robustcore.subspace._pcp_sweep) set to each value in turn; each fit carries ``.record``,
+    what the spy list ``record`` (if any) collected during it."""
+    import robustcore.subspace._pcp_sweep as sweep
     fits = []
     for value in values:
-        monkeypatch.setattr(pcp, constant, value)
+        monkeypatch.setattr(sweep, constant, value)
         if record is not None:
             record.clear()
         est = PCP(random_state=0, n_jobs=1, **params).fit(X)
@@ -321,8 +321,9 @@ def test_gram_route_with_sweep_accumulated_gram_matches_full_svd(shape):
 @pytest.fixture
 def small_blocks(monkeypatch):
     """Blocks of a few rows, so small test matrices are cut into many blocks and threads."""
+    import robustcore.subspace._pcp_sweep as sweep
     import robustcore.subspace.pcp as pcp
-    monkeypatch.setattr(pcp, "_BLOCK", 1 << 11)
+    monkeypatch.setattr(sweep, "_BLOCK", 1 << 11)
     monkeypatch.setattr(pcp, "_THREADS_MIN_SIZE", 0)
 
 
@@ -337,8 +338,8 @@ def test_threads_give_the_serial_iterates(small_blocks, svd, monkeypatch):
     split differently, so the iterates match the one-thread solve to rounding (double
     rounding: the single-precision range finder is switched off here, its own rounding is
     larger; see the next test)."""
-    import robustcore.subspace.pcp as pcp
-    monkeypatch.setattr(pcp, "_SKETCH32", False)
+    import robustcore.subspace._pcp_sweep as sweep
+    monkeypatch.setattr(sweep, "_SKETCH32", False)
     L0, S0 = planted(600, 120, 6, 0.05, seed=21)
     one = PCP(svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
     three = PCP(svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
@@ -366,37 +367,14 @@ def test_threads_stop_when_a_fit_is_cancelled(small_blocks):
     assert not sweep_threads() and not hasattr(est, "n_iter_")
 
 
-def test_blas_is_held_to_one_thread_only_during_a_threaded_fit(small_blocks):
-    threadpoolctl = pytest.importorskip("threadpoolctl")
-
-    def blas_threads():
-        return {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()
-                if i["user_api"] == "blas"}
-    L0, S0 = planted(400, 100, 4, 0.05, seed=23)
-    during = []
-
-    def record(f, msg):
-        if msg.startswith("iter "):
-            during.append(blas_threads())
-    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):   # as a user may have it
-        before = blas_threads()
-        PCP(random_state=0, n_jobs=2).fit(L0 + S0, progress=record)
-        after = blas_threads()
-        n_threaded = len(during)
-        PCP(random_state=0, n_jobs=1).fit(L0 + S0, progress=record)
-    assert set(before.values()) == {2}
-    assert n_threaded > 3 and all(set(d.values()) == {1} for d in during[:n_threaded])
-    assert after == before and during[-1] == before   # n_jobs=1 leaves BLAS as the user set it
-
-
 def test_compiled_sweep_gives_the_numpy_iterates(monkeypatch):
     """The optional numba sweep does the numpy sweep's arithmetic in one pass: same ranks and
     support sizes at every iteration, L to rounding (only the residual's sum is reassociated)."""
     pytest.importorskip("numba")
-    import robustcore.subspace.pcp as pcp
+    import robustcore.subspace._pcp_sweep as sweep
     from robustcore import _jit
-    monkeypatch.setattr(pcp, "_JIT_MIN_SIZE", 0)
-    assert _jit.kernels(pcp._JIT_MODULE) is not None      # loaded: every sweep is compiled
+    monkeypatch.setattr(sweep, "_JIT_MIN_SIZE", 0)
+    assert _jit.kernels(sweep._JIT_MODULE) is not None      # loaded: every sweep is compiled
     L0, S0 = planted(400, 300, 8, 0.05, seed=31)
     fits = {}
     for flag in ("0", "1"):
@@ -444,7 +422,7 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
     power step. The planted solution is recovered exactly and the objective equals the one
     of the fit that always takes the step (to 1e-7)."""
     import robustcore.linalg as linalg
-    import robustcore.subspace.pcp as pcp
+    import robustcore.subspace._pcp_svt as svt
     L0, S0 = planted(*shape, rank, frac, seed=41)
     powers = []
 
@@ -452,7 +430,7 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
         powers.append(kwargs["n_power_iter"])
         return linalg.randomized_svd(*args, **kwargs)
 
-    monkeypatch.setattr(pcp, "randomized_svd", counting)
+    monkeypatch.setattr(svt, "randomized_svd", counting)
     fast, slow = fits_with(monkeypatch, L0 + S0, "_SETTLED_SKIP", (True, False), powers,
                            svd="randomized")
     fast.powers, slow.powers = fast.record, slow.record
@@ -477,17 +455,17 @@ def test_single_precision_low_rank_products_change_rounding_only(svd, shape, ran
     """While the residual is large the sweep forms L from float32 copies of its factors (and
     of A on the Gram route); the last iterations are all double, so the fit equals the
     all-double one up to rounding: same iterations and ranks, exact recovery, L to 1e-6."""
-    import robustcore.subspace.pcp as pcp
+    import robustcore.subspace._pcp_sweep as sweep
     L0, S0 = planted(*shape, rank, 0.05, seed=43)
     used = []
-    original = pcp._Sweeper._single_factors
+    original = sweep._Sweeper._single_factors
 
     def spy(self):
         out = original(self)
         used.append(out is not None)
         return out
 
-    monkeypatch.setattr(pcp._Sweeper, "_single_factors", spy)
+    monkeypatch.setattr(sweep._Sweeper, "_single_factors", spy)
     single, double = fits_with(monkeypatch, L0 + S0, "_SINGLE_EARLY", (True, False), used, svd=svd)
     assert sum(single.record) >= 3 and sum(double.record) == 0
     check_exact_recovery(single, L0, S0)
@@ -499,16 +477,17 @@ def test_single_precision_low_rank_products_change_rounding_only(svd, shape, ran
 def test_small_data_is_fitted_on_one_thread_unless_threads_are_asked_for(monkeypatch):
     """Threads did not pay below 2e6 entries on the 2-core machine (benchmarks/results_pcp.md):
     n_jobs=None then sweeps on one thread, while an explicit n_jobs is used as given."""
+    import robustcore.subspace._pcp_sweep as sweep
     import robustcore.subspace.pcp as pcp
     jobs = []
-    original = pcp._Sweeper.__init__
+    original = sweep._Sweeper.__init__
 
     def spy(self, *args, **kwargs):
         original(self, *args, **kwargs)
-        jobs.append(self.n_jobs)
+        jobs.append(self.rows.n_jobs)
 
-    monkeypatch.setattr(pcp._Sweeper, "__init__", spy)
-    monkeypatch.setattr(pcp, "_BLOCK", 1 << 11)          # enough blocks for two threads
+    monkeypatch.setattr(sweep._Sweeper, "__init__", spy)
+    monkeypatch.setattr(sweep, "_BLOCK", 1 << 11)          # enough blocks for two threads
     monkeypatch.setattr(pcp, "resolve_n_jobs", lambda n: 2 if n is None else n)
     L0, S0 = planted(300, 200, 4, 0.05, seed=44)
     PCP(random_state=0).fit(L0 + S0)
@@ -524,7 +503,8 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
     L jumps to its final value, no later SVD is sized for many more triplets than that rank.
     The planted solution is still recovered exactly, with the objective of the growth rule."""
     import robustcore.linalg as linalg
-    import robustcore.subspace.pcp as pcp
+    import robustcore.subspace._pcp_svt as svt
+    import robustcore.subspace._pcp_sweep as sweep
     L0, S0 = planted(1000, 1000, 50, 0.05, seed=2)
     sizes = []
 
@@ -532,15 +512,15 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
         sizes.append(k)
         return linalg.randomized_svd(A, k, **kwargs)
 
-    monkeypatch.setattr(pcp, "randomized_svd", recording)
+    monkeypatch.setattr(svt, "randomized_svd", recording)
     # (_GAP = 0: the spectrum is never known, the growth rule alone)
-    new, old = fits_with(monkeypatch, L0 + S0, "_GAP", (pcp._GAP, 0.0), sizes, svd="randomized")
+    new, old = fits_with(monkeypatch, L0 + S0, "_GAP", (sweep._GAP, 0.0), sizes, svd="randomized")
     for est in (new, old):    # the SVDs of the iterations after the one whose rank reached 50
         est.later = est.record[-(est.n_iter_ - 1 - est.history_["rank"].index(50)):]
     check_exact_recovery(new, L0, S0)
     check_exact_recovery(old, L0, S0)
-    assert max(new.later) <= 50 + 1 + pcp._OVERSAMPLE
-    assert max(old.later) > 50 + 1 + pcp._OVERSAMPLE       # (the growth rule's overshoot)
+    assert max(new.later) <= 50 + 1 + svt._OVERSAMPLE
+    assert max(old.later) > 50 + 1 + svt._OVERSAMPLE       # (the growth rule's overshoot)
 
     def objective(est):
         return np.linalg.svd(est.low_rank_, compute_uv=False).sum() + est.lam_ * np.abs(est.sparse_).sum()
@@ -552,16 +532,16 @@ def test_gram_from_the_float32_copy_only_while_its_error_cannot_show(monkeypatch
     """On the Gram route the first sweeps accumulate A^T A from the float32 copy of A, and
     stop once (sigma_1 / tau)^2 exceeds 1e4 times the residual; the fit then equals the
     all-double one up to rounding: same iterations and ranks, exact recovery, L to 1e-6."""
-    import robustcore.subspace.pcp as pcp
+    import robustcore.subspace._pcp_sweep as sweep
     L0, S0 = planted(1200, 200, 8, 0.05, seed=44)
     flags = []
-    original = pcp._Sweeper._gram_block
+    original = sweep._Sweeper._gram_block
 
     def spy(self, Ab, b, part, g):
         flags.append((self._gram32, self._write32))
         return original(self, Ab, b, part, g)
 
-    monkeypatch.setattr(pcp._Sweeper, "_gram_block", spy)
+    monkeypatch.setattr(sweep._Sweeper, "_gram_block", spy)
     single, double = fits_with(monkeypatch, L0 + S0, "_GRAM32", (True, False), flags, svd="gram")
     used = [f for f, _ in single.record]
     assert any(used) and not all(used) and not any(f for f, _ in double.record)

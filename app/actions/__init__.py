@@ -1,22 +1,32 @@
-"""The window's actions and menus, declared once as tables.
+"""The window's actions and menus, declared once as tables, and their callbacks.
 
 Each action is one row of :data:`ACTIONS`: its key gives the window attribute ``act_<key>`` and
-the object name ``act_<key>``; its text, shortcuts and tip are written here only; ``slot`` names
-the window method it calls. :data:`MENUS` lists each menu's entries by key; ``-`` is a separator
-and ``@name`` a part the window fills itself (recent files, demos, dock toggles, examples).
+the object name ``act_<key>``; its text, shortcuts and tip are written here only; ``callback``
+is the function it calls with the window, from the module of its menu (:mod:`.file`,
+:mod:`.export`, :mod:`.run`, :mod:`.help`; napari's ``qactions`` are the model). :data:`MENUS`
+lists each menu's entries by key; ``-`` is a separator and ``@name`` a part the window fills
+itself (recent files, demos, dock toggles, examples).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from PySide6.QtGui import QAction, QKeySequence
+
+from . import export, file, run
+from . import help as help_menu
+
+
+def _close(w) -> None:
+    w.close()
 
 
 @dataclass(frozen=True)
 class ActionSpec:
     key: str
     text: str
-    slot: str                 # name of the MainWindow method called when triggered
+    callback: Callable        # called with the window when the action is triggered
     shortcuts: tuple = ()
     tip: str = ""
     checkable: bool = False
@@ -24,33 +34,33 @@ class ActionSpec:
 
 
 ACTIONS = (
-    ActionSpec("open", "&Open data…", "open_dialog", ("Ctrl+O",), "Open a data file"),
-    ActionSpec("open_options", "Open with o&ptions…", "open_with_options_dialog", ("Ctrl+Shift+O",),
+    ActionSpec("open", "&Open data…", file.open_dialog, ("Ctrl+O",), "Open a data file"),
+    ActionSpec("open_options", "Open with o&ptions…", file.open_with_options_dialog, ("Ctrl+Shift+O",),
                "Open a data file choosing the loader's options (label column, delimiter…)"),
-    ActionSpec("open_folder", "Open image &folder…", "open_folder_dialog", (),
+    ActionSpec("open_folder", "Open image &folder…", file.open_folder_dialog, (),
                "Open a folder of images as one sample per image"),
-    ActionSpec("open_session", "Open &session…", "open_session_dialog", (), "Reopen a saved session"),
-    ActionSpec("save_session", "Sa&ve session", "save_session_dialog", ("Ctrl+S",),
+    ActionSpec("open_session", "Open &session…", file.open_session_dialog, (), "Reopen a saved session"),
+    ActionSpec("save_session", "Sa&ve session", file.save_session_dialog, ("Ctrl+S",),
                "Save data reference, parameters and results"),
-    ActionSpec("save_session_as", "Save session &as…", "save_session_as_dialog", ("Ctrl+Shift+S",),
+    ActionSpec("save_session_as", "Save session &as…", file.save_session_as_dialog, ("Ctrl+Shift+S",),
                "Save the session under a new name"),
-    ActionSpec("reopen_last", "Reopen last session at start", "_toggle_reopen_last", (),
+    ActionSpec("reopen_last", "Reopen last session at start", file.toggle_reopen_last, (),
                "Open the last saved or opened session when the window starts", checkable=True),
-    ActionSpec("export_figure", "Export &figure…", "export_figure_dialog", ("Ctrl+Shift+E",),
+    ActionSpec("export_figure", "Export &figure…", export.export_figure_dialog, ("Ctrl+Shift+E",),
                "Save the current view as PNG or SVG"),
-    ActionSpec("export_results", "&Export results…", "export_results_dialog", ("Ctrl+E",),
+    ActionSpec("export_results", "&Export results…", export.export_results_dialog, ("Ctrl+E",),
                "Save scores, flags and arrays of the current method"),
-    ActionSpec("export_video", "Export decomposition &video…", "export_video_dialog", (),
+    ActionSpec("export_video", "Export decomposition &video…", export.export_video_dialog, (),
                "Save original | L | S | mask of every frame as MP4, GIF or PNG images"),
-    ActionSpec("quit", "&Quit", "close", ("Ctrl+Q",), "Quit Robust Subspace Studio"),
-    ActionSpec("run", "&Run", "run", ("Ctrl+R", "F5"), "Fit the chosen method on the current data set"),
-    ActionSpec("cancel", "&Cancel", "cancel", ("Esc", "Ctrl+."), "Stop the running fit", enabled=False),
-    ActionSpec("cancel_load", "Cancel &loading", "cancel_load", (), "Stop loading the data", enabled=False),
-    ActionSpec("reset", "Reset parameters to &defaults", "reset_parameters", (),
+    ActionSpec("quit", "&Quit", _close, ("Ctrl+Q",), "Quit Robust Subspace Studio"),
+    ActionSpec("run", "&Run", run.run, ("Ctrl+R", "F5"), "Fit the chosen method on the current data set"),
+    ActionSpec("cancel", "&Cancel", run.cancel, ("Esc", "Ctrl+."), "Stop the running fit", enabled=False),
+    ActionSpec("cancel_load", "Cancel &loading", run.cancel_load, (), "Stop loading the data", enabled=False),
+    ActionSpec("reset", "Reset parameters to &defaults", run.reset_parameters, (),
                "Put the chosen method's parameters back to their defaults"),
-    ActionSpec("method_help", "&Method help", "show_method_help", ("F1",),
+    ActionSpec("method_help", "&Method help", help_menu.show_method_help, ("F1",),
                "What the chosen method does, when to use it, what its parameters mean"),
-    ActionSpec("about", "&About", "show_about", (), "About Robust Subspace Studio"),
+    ActionSpec("about", "&About", help_menu.show_about, (), "About Robust Subspace Studio"),
 )
 
 MENUS = (
@@ -77,8 +87,7 @@ def build_actions(window) -> dict[str, QAction]:
             act.setToolTip(spec.tip)
         act.setCheckable(spec.checkable)
         act.setEnabled(spec.enabled)
-        slot = getattr(window, spec.slot)
-        act.triggered.connect(lambda checked=False, f=slot: f())
+        act.triggered.connect(lambda checked=False, f=spec.callback: f(window))
         window.addAction(act)
         setattr(window, f"act_{spec.key}", act)
         out[spec.key] = act

@@ -26,6 +26,7 @@ def test_corpus_sessions_are_refused_noted_or_asked_about():
     assert not problems(cases, lines, budget), "\n".join(problems(cases, lines, budget))
 
 
+@pytest.mark.slow
 @linux
 def test_seeded_search_over_tampered_sessions_gives_only_session_errors():
     lines = run_child({"hypothesis": "session-json", "examples": 150, "seconds": 20})

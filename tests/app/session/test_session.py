@@ -327,22 +327,24 @@ def test_saved_closed_and_reopened_state_shows_the_same_results_and_selection(tm
     old = state.results
     del state
 
-    for use_stored in (True, False):
+    for use_stored in (True, False):     # the window's one reopen path: reopen_job, apply_to_state
         fresh = AppState()
         seen = []
         fresh.selectionChanged.connect(lambda idx: seen.append(idx))
-        report = S.restore(S.load_session(tmp_path / "w.rss.json"), fresh, use_stored=use_stored)
-        assert report.view == {"name": "contour"}
+        session, dataset, results, notes = S.reopen_job(tmp_path / "w.rss.json", use_stored=use_stored)
+        view = S.apply_to_state(session, fresh, dataset, results)
+        assert view == {"name": "contour"}
         assert set(fresh.results) == {"pca", "residual"}
         assert fresh.current_method == "residual"
         assert fresh.selection.tolist() == [1, 4, 9] and seen[-1].tolist() == [1, 4, 9]
         np.testing.assert_array_equal(fresh.dataset.X, ds.X)
         for m in old:
             assert S.compare_results(fresh.results[m], old[m]) == []
-        assert sorted(report.reloaded if use_stored else report.rerun) == ["pca", "residual"]
+        how = "reloaded the saved results" if use_stored else "re-run"
+        assert sorted(n.split(":")[0] for n in notes if how in n) == ["pca", "residual"]
 
 
-def test_cancelled_restore_leaves_the_state_alone(tmp_path, qapp):
+def test_cancelled_reopening_leaves_the_state_alone(tmp_path, qapp):
     from app.state import AppState
     from robustcore import Cancelled
     ds = planted()
@@ -355,19 +357,8 @@ def test_cancelled_restore_leaves_the_state_alone(tmp_path, qapp):
     def cancel(fraction, message):
         return False
     with pytest.raises(Cancelled):
-        S.restore(S.load_session(tmp_path / "c.rss.json"), state, progress=cancel)
+        S.reopen_job(tmp_path / "c.rss.json", progress=cancel)
     assert state.dataset is other and state.results == {} and state.selection.size == 0
-
-
-def test_last_session_is_remembered_only_when_asked(tmp_path, qapp):
-    path = tmp_path / "last.rss.json"
-    path.write_text("{}")
-    S.remember_session(path)
-    assert S.last_session() is None  # the user has not asked for reopening
-    S.set_reopen_last(True)
-    assert S.reopen_last_enabled() and S.last_session() == str(path)
-    os.remove(path)
-    assert S.last_session() is None
 
 
 def test_window_session_saved_closed_and_reopened_in_a_fresh_window(tmp_path, qtbot):
