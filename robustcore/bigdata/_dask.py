@@ -108,12 +108,27 @@ def compute(*collections, progress=None, message: str = "computing"):
     ``progress`` (callable or Reporter) gets the share of finished tasks on the local scheduler,
     and a heartbeat every 0.25 s on a cluster; cancelling stops the computation (on a cluster,
     its tasks are cancelled) and raises :class:`~robustcore.Cancelled`.
+
+    The first computation that reads the whole of a table opened from a file also hashes its
+    blocks, sharing each block's read (:mod:`._digest`): afterwards the table's
+    ``content_digest`` is set, and a table armed with an expected digest raises
+    :class:`~robustcore.bigdata.DataChangedError` here when it differs.
     """
     dask = require_dask()
+    from . import _digest
     rep = progress if isinstance(progress, Reporter) else Reporter(progress)
     s = get_settings()
+    planned = _digest.plan(collections)
+    everything = tuple(collections) + tuple(c for _, c in planned)
     if s.client is not None:
-        return _compute_distributed(s.client, collections, rep, message)
+        out = _compute_distributed(s.client, everything, rep, message)
+    else:
+        out = _compute_local(dask, everything, rep, message, s)
+    _digest.finish(planned, out[len(collections):])
+    return tuple(out[:len(collections)])
+
+
+def _compute_local(dask, collections, rep, message, s):
     from dask.callbacks import Callback
 
     class _Progress(Callback):

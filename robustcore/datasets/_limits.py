@@ -67,7 +67,7 @@ __all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MA
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
            "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
            "check_memory", "check_features", "check_samples", "charge", "regular_file", "open_regular",
-           "read_stream", "numbered", "parse_json", "inside", "side_file", "bare_name"]
+           "read_stream", "read_confined", "numbered", "parse_json", "inside", "side_file", "bare_name"]
 
 GiB = 1024 ** 3
 
@@ -241,6 +241,29 @@ def read_stream(fh, limit: int, what: str, cost: Callable[[bytes], int] | None =
             check_memory(total, limit, f"{what} (stopped after reading {format_bytes(sum(map(len, pieces)))})", hint)
     return b"".join(pieces), total
 
+
+
+def read_confined(folder, relative, what: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``folder/relative``, None when no such entry exists.
+
+    The file's real path (symlinks resolved) must lie inside ``folder``'s: a chunk of a Zarr
+    store that is a link to ``/etc/passwd`` or ``/dev/zero`` is refused, as is a device, FIFO or
+    socket (opened non-blocking, :func:`open_regular`), and a file larger than ``limit`` bytes
+    is refused from its size before it is read.
+    """
+    p = Path(os.fspath(folder)) / relative
+    if not os.path.lexists(p):
+        return None
+    if not inside(p, folder):
+        raise LoadError(f"{what} is a link to {os.path.realpath(p)}, outside {os.path.realpath(folder)}; "
+                        f"only files inside the store are read")
+    with open_regular(p, what) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise LoadError(f"{what} is {format_bytes(size)} on disk, more than the {format_bytes(limit)} it may "
+                            f"take; the file is damaged or hostile")
+        data, _ = read_stream(fh, limit, what)
+    return data
 
 # -- names made on demand ---------------------------------------------------------------------------
 
