@@ -64,19 +64,22 @@ class NpyReader:
             raise _err(f"{name} holds {dtype}; a table must hold numbers (bool, int, uint, float)")
         if len(shape) != 2:
             raise _err(f"{name} holds an array of shape {shape}; a table must be 2-D (samples x features)")
-        need = int(np.prod(shape, dtype=object)) * dtype.itemsize
-        if size - self.offset != need:
-            how = "truncated" if size - self.offset < need else "longer than its header says"
-            raise _err(f"{name} is {how}: its header declares {tuple(shape)} {dtype} = {need:,} bytes of values, "
-                       f"the file holds {size - self.offset:,}; it is damaged. Copy or save it again")
         self.shape, self.dtype, self.fortran = tuple(int(v) for v in shape), np.dtype(dtype), bool(fortran)
+        self.stored = size - self.offset
 
     @property
     def ndim(self) -> int:
         return 2
 
     def check(self, budget: int) -> None:
-        pass   # no chunks: a block is exactly the bytes of its rows
+        """The file must hold exactly the bytes its header declares (no chunks: a block is the
+        bytes of its rows, within the budget by its number of rows)."""
+        need = int(np.prod(self.shape, dtype=object)) * self.dtype.itemsize
+        if self.stored != need:
+            how = "truncated" if self.stored < need else "longer than its header says"
+            raise _err(f"{os.path.basename(self.path)} is {how}: its header declares {self.shape} {self.dtype} = "
+                       f"{need:,} bytes of values, the file holds {self.stored:,}; it is damaged. Copy or save "
+                       f"it again")
 
     def read(self, start: int, stop: int) -> np.ndarray:
         n, d = self.shape

@@ -63,7 +63,7 @@ import numpy as np
 from .._params import Param
 from ._errors import LoadError
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
+__all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
            "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
            "check_memory", "check_features", "check_samples", "charge", "regular_file", "open_regular",
@@ -116,12 +116,22 @@ def format_bytes(n: int | float) -> str:
     return f"{n:.1f} TB"
 
 
-def check_memory(nbytes: int | float, limit: int, what: str, hint: str = "") -> None:
-    """Refuse before allocating: the message names the size needed and the limit."""
+#: The way out named first when data that can be read out of core is refused in memory.
+OUT_OF_CORE_HINT = ("open it out of core instead, where it stays on disk and is read a block at a time "
+                    "(robustcore.bigdata.open_lazy; --lazy on the command line)")
+
+
+def check_memory(nbytes: int | float, limit: int, what: str, hint: str = "", out_of_core: bool = False) -> None:
+    """Refuse before allocating: the message names the size needed and the limit.
+
+    ``out_of_core``: the data can be read out of core (a .npy table, a video), which the message
+    then offers first, before a larger ``max_bytes`` and ``hint``.
+    """
     if nbytes > limit:
         extra = f" or {hint}" if hint else ""
+        first = f"{OUT_OF_CORE_HINT}, or " if out_of_core else ""
         raise LoadError(f"{what} needs about {format_bytes(nbytes)} of memory, more than the limit "
-                        f"max_bytes={limit} ({format_bytes(limit)}); pass a larger max_bytes{extra}")
+                        f"max_bytes={limit} ({format_bytes(limit)}); {first}pass a larger max_bytes{extra}")
 
 
 def check_features(d: int | float, limit: int, what: str, why: str = "") -> None:
@@ -137,15 +147,16 @@ def check_samples(n: int | float, what: str) -> None:
                         f"handles; load a subset")
 
 
-def charge(cost: Cost | int, opts: dict, what: str, hint: str = "") -> int:
-    """Check a :class:`Cost` (or plain bytes) against the load's ``max_bytes``/``max_features``."""
+def charge(cost: Cost | int, opts: dict, what: str, hint: str = "", out_of_core: bool = False) -> int:
+    """Check a :class:`Cost` (or plain bytes) against the load's ``max_bytes``/``max_features``
+    (``out_of_core``: see :func:`check_memory`)."""
     if not isinstance(cost, Cost):
         cost = Cost(int(cost))
     if cost.features is not None:
         check_features(cost.features, opts.get("max_features", DEFAULT_MAX_FEATURES), what)
     if cost.samples is not None:
         check_samples(cost.samples, what)
-    check_memory(cost.nbytes, opts.get("max_bytes", DEFAULT_MAX_BYTES), what, hint)
+    check_memory(cost.nbytes, opts.get("max_bytes", DEFAULT_MAX_BYTES), what, hint, out_of_core)
     return int(cost.nbytes)
 
 
