@@ -11,24 +11,32 @@ Either kind as a data set the registry's out-of-core adapters take: :func:`open_
 Tables (PCA, SPE/T², Coherence Pursuit ℓ2 out of core): :func:`open_table` (HDF5, Zarr,
 memory-mapped .npy) -> :class:`LazyTable`; :class:`DaskPCA`, :class:`DaskResidualScorer`,
 :class:`DaskCoherencePursuit`; :func:`settings` chooses the scheduler (local threads or a
-dask.distributed address) and where large results go; :func:`compute` runs a graph with
-progress and Cancel.
+dask.distributed address, :func:`check_address`) and where large results go; :func:`compute`
+runs a graph with progress and Cancel.
+
+Every source opened out of core goes through the bounded-resource policy of the in-memory
+loaders (:mod:`robustcore.datasets._limits`): see :mod:`._tables`. Its content digest
+(:func:`content_digest`, :func:`describe_digest`, :func:`expect_digest`) is taken in the first
+pass that reads it whole (:mod:`._digest`).
 
 Dask, Zarr and h5py are imported only when used (the ``big`` extra installs them).
 """
-from ._dask import DEFAULT_MEMORY_BUDGET, Settings, compute, get_settings, settings
+from ._dask import DEFAULT_MEMORY_BUDGET, Settings, check_address, compute, get_settings, settings
 from ._frames import ArrayFrames, FrameSource, as_frame_source
 from ._sink import FrameSink, open_frame_store
 
 __all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_frame_store",
            "Settings", "settings", "get_settings", "compute", "DEFAULT_MEMORY_BUDGET",
            "open_table", "LazyTable", "DaskPCA", "DaskResidualScorer", "DaskCoherencePursuit",
-           "materialize", "median", "order_statistics", "coherence_scores", "open_lazy", "LazyDataset"]
+           "materialize", "median", "order_statistics", "coherence_scores", "open_lazy", "LazyDataset",
+           "content_digest", "describe_digest", "expect_digest", "DataChangedError", "check_address"]
 
 _LAZY = {"open_table": "._tables", "LazyTable": "._tables", "DaskPCA": ".estimators",
          "DaskResidualScorer": ".estimators", "DaskCoherencePursuit": ".estimators",
          "median": ".estimators", "order_statistics": ".estimators", "materialize": "._rows",
-         "coherence_scores": ".estimators", "open_lazy": "._lazy", "LazyDataset": "._lazy"}
+         "coherence_scores": ".estimators", "open_lazy": "._lazy", "LazyDataset": "._lazy",
+         "content_digest": "._digest", "describe_digest": "._digest", "expect_digest": "._digest",
+         "DataChangedError": "._digest"}
 
 
 def __getattr__(name):

@@ -111,6 +111,22 @@ def register(table) -> None:
         _PENDING.add(table)
 
 
+def _dask_collections(objs) -> list:
+    """The Dask collections in ``objs`` (what dask.compute accepts: collections, and lists,
+    tuples and dicts holding them, and plain values)."""
+    from dask.base import is_dask_collection
+    out, todo = [], list(objs)
+    while todo:
+        o = todo.pop()
+        if is_dask_collection(o):
+            out.append(o)
+        elif isinstance(o, (list, tuple, set)):
+            todo.extend(o)
+        elif isinstance(o, dict):
+            todo.extend(o.values())
+    return out
+
+
 def _reads_whole(table, collections) -> bool:
     from dask.core import flatten
     from dask.highlevelgraph import HighLevelGraph
@@ -130,6 +146,7 @@ def plan(collections) -> list:
     """(table, hash collection) for each table still without a digest that ``collections`` read whole."""
     with _LOCK:
         pending = [t for t in list(_PENDING) if t.content_digest is None]
+    collections = _dask_collections(collections)
     if not pending or not collections:
         return []
     out = []
