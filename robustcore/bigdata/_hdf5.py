@@ -226,11 +226,13 @@ class H5Reader:
                 data = decode("zlib", data, sizes[k], what)
             else:  # shuffle: bytes grouped by position within each element
                 size = int(cd[0]) if cd else self.dtype.itemsize
-                data = bytes(data)
-                n = len(data) // max(size, 1)
+                raw = np.frombuffer(data, np.uint8)
+                n = raw.size // max(size, 1)
                 if size > 1 and n:
-                    head = np.frombuffer(data, np.uint8, n * size).reshape(size, n).T.tobytes()
-                    data = head + data[n * size:]
+                    out = np.empty(raw.size, np.uint8)
+                    out[:n * size].reshape(n, size)[...] = raw[:n * size].reshape(size, n).T
+                    out[n * size:] = raw[n * size:]
+                    data = out
         if len(data) != self.chunk_bytes:
             raise LoadError(f"{what} decodes to {len(data):,} bytes where {self.chunk_bytes:,} are declared; "
                             f"the file is damaged")

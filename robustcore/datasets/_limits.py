@@ -42,11 +42,31 @@ Session paths          a session reads its own side files only: a bare file name
                        it (the window asks; the command line takes ``--data PATH``).
 Time                   bounded by the bytes: every parser is linear in what it is allowed to
                        read, and nothing waits on a file (no FIFO, no device).
+Out of core            the same rules for data read a block at a time (``.npy``, HDF5, Zarr,
+                       video; :mod:`robustcore.bigdata._tables`), with the out-of-core memory
+                       budget (``robustcore.bigdata.settings(memory_budget=...)``, default 1 GiB)
+                       for ``max_bytes``: regular files only, checked again at every block read;
+                       the declared width against ``max_features`` and one decoded chunk and one
+                       block of rows (float64) against the budget before anything is decoded;
+                       chunks decoded by us (never by the format library) to exactly their
+                       declared size, a longer stream stopped one byte past it
+                       (:mod:`robustcore.bigdata._codecs`); only data inside the file or store:
+                       HDF5 external storage, external links and virtual datasets are refused,
+                       Zarr chunk and metadata files must be regular files whose real path is in
+                       the store (:func:`read_confined`); a missing chunk is an error naming it,
+                       not the fill value (``missing_chunks="fill"`` accepts it knowingly); a
+                       ``.npy`` must hold exactly the bytes its header declares; a video frame's
+                       size is checked before one is decoded.
+Refusing in memory     data that can be read out of core (a ``.npy`` table, a video) refused for
+                       its size names that way out first (:data:`OUT_OF_CORE_HINT`).
 =====================  =======================================================================
 
 The fuzz suite (``tests/robustcore/datasets/test_hostile.py``, corpus in ``tests/corpus``)
 runs every loader and the session reader on hostile files under a memory cap and a time limit
-and accepts only :class:`LoadError` and the session's own errors.
+and accepts only :class:`LoadError` and the session's own errors;
+``tests/robustcore/bigdata/test_policy.py`` does the same for the out-of-core readers with the
+sources of ``tests/corpus/lazy_cases.py`` (FIFOs, links out of a store, HDF5 external data,
+decompression bombs, lying headers).
 """
 from __future__ import annotations
 

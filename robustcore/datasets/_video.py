@@ -182,6 +182,7 @@ class VideoFrames(FrameSource):
     def _open(self):
         av = _av()
         if self._container is None:
+            regular_file(self.path)   # swapped for a FIFO or device since it was opened: refused
             try:
                 self._container = av.open(str(self.path))
             except _av_errors(av) as exc:
