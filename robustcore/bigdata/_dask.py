@@ -109,7 +109,8 @@ def check_address(address) -> str:
         raise ValueError(f"{text!r:.80} is not a scheduler address; write it as {_EXAMPLE}")
     scheme, host, port = m.group(1), m.group(2), m.group(3)
     if scheme is not None and scheme.lower() not in _SCHEMES:
-        dash = " (http://HOST:8787 is a scheduler's dashboard, not the scheduler)" if scheme.lower() in ("http", "https") else ""
+        web = scheme.lower() in ("http", "https")
+        dash = " (http://HOST:8787 is a scheduler's dashboard, not the scheduler)" if web else ""
         raise ValueError(f"{text!r:.80} uses the scheme {scheme}://, which is not a Dask scheduler's{dash}; write it "
                          f"as {_EXAMPLE}")
     scheme = (scheme or "tcp").lower()

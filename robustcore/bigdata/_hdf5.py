@@ -224,15 +224,11 @@ class H5Reader:
                 data = body
             elif code == _DEFLATE:
                 data = decode("zlib", data, sizes[k], what)
-            else:  # shuffle: bytes grouped by position within each element
+            else:  # shuffle: bytes grouped by position within each element (numcodecs: same size out)
                 size = int(cd[0]) if cd else self.dtype.itemsize
-                raw = np.frombuffer(data, np.uint8)
-                n = raw.size // max(size, 1)
-                if size > 1 and n:
-                    out = np.empty(raw.size, np.uint8)
-                    out[:n * size].reshape(n, size)[...] = raw[:n * size].reshape(size, n).T
-                    out[n * size:] = raw[n * size:]
-                    data = out
+                if size > 1 and len(data) >= size:
+                    from numcodecs.shuffle import Shuffle
+                    data = Shuffle(elementsize=size).decode(np.frombuffer(data, np.uint8))
         if len(data) != self.chunk_bytes:
             raise LoadError(f"{what} decodes to {len(data):,} bytes where {self.chunk_bytes:,} are declared; "
                             f"the file is damaged")

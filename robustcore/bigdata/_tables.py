@@ -19,8 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets._errors import LoadError
-from ..datasets._limits import (DEFAULT_MAX_FEATURES, check_features, check_memory, check_samples, format_bytes,
-                                open_regular, regular_file)
+from ..datasets._limits import DEFAULT_MAX_FEATURES, check_features, check_memory, open_regular, regular_file
 from ._dask import get_settings, require_dask
 
 __all__ = ["LazyTable", "open_table", "TABLE_SUFFIXES", "NpyReader"]
@@ -312,8 +311,7 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
         align = reader.chunks[0]
     n, d = reader.shape
     label = p.name + (f":{component}" if component else "")
-    check_features(d, limit, label, "its declared shape")
-    check_samples(n, label)
+    check_features(d, limit, label, "its declared shape")   # rows are not limited: they stay on disk
     reader.check(budget)
     rows = _block_rows(d, align, chunk_rows, budget, label)
     options = {"dataset": dataset, "chunk_rows": chunk_rows, "missing_chunks": missing_chunks}

@@ -62,7 +62,8 @@ def test_the_digest_is_recorded_and_described(tmp_path):
     ref = S.load_session(path).dataset
     assert ref.digest.startswith("sha256-blocks:5000:40000x8:<f8:") and ref.identity.startswith("edges-sha256:")
     assert describe_check(ref) == ("its size and its first and last 1 MiB and the sha256 of every value of the "
-                                   "table (40,000 x 8, float64), hashed in blocks of 5,000 rows in the pass that read it")
+                                   "table (40,000 x 8, float64), hashed in blocks of 5,000 rows in the pass that "
+                                   "read it")
 
 
 def test_a_change_in_the_middle_is_found_when_the_results_are_reloaded(tmp_path, reads):
@@ -129,4 +130,5 @@ def test_a_video_session_checks_its_stream_when_it_is_opened(tmp_path):
     p.write_bytes(bytes(raw))
     job = S.reopen_job(tmp_path / "v.rss.json")
     assert isinstance(job, S.NeedsData)
-    assert "the data changed since the session was saved: the sha256 of the video stream's 12 compressed" in str(job.error)
+    assert ("the data changed since the session was saved: the sha256 of the video stream's 12 compressed"
+            in str(job.error))

@@ -73,7 +73,8 @@ def test_shapes_of_graph_that_dask_fuses_still_read_each_block_once(npy, countin
     graphs = {
         "to_delayed": lambda A: [delayed(sum)([delayed(np.sum)(b) for b in A.to_delayed().ravel()])],
         "astype and map_blocks": lambda A: [A.astype(np.float32).map_blocks(lambda b: b * 2).sum(axis=1)],
-        "astype to_delayed": lambda A: [delayed(sum)([delayed(np.sum)(b) for b in A.astype("f4").to_delayed().ravel()])],
+        "astype to_delayed": lambda A: [delayed(sum)([delayed(np.sum)(b)
+                                                      for b in A.astype("f4").to_delayed().ravel()])],
         "two consumers": lambda A: [A.map_blocks(lambda b: b + 1).sum(), A.max(axis=0)],
     }
     for name, make in graphs.items():

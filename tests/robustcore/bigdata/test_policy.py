@@ -96,7 +96,8 @@ def test_hdf5_layouts_and_filters_read_exactly(tmp_path, X):
         f.create_dataset("big_endian", data=X.astype(">f4"), chunks=(200, 10), compression="gzip")
         f.create_dataset("ints", data=(X * 10).astype("<i2"), chunks=(64, 10), shuffle=True)
         f["soft"] = h5py.SoftLink("/gzip")
-    for name, want in [("contiguous", X), ("compact", X[:20]), ("gzip", X), ("big_endian", X.astype(">f4")), ("soft", X),
+    for name, want in [("contiguous", X), ("compact", X[:20]), ("gzip", X), ("big_endian", X.astype(">f4")),
+                       ("soft", X),
                        ("ints", (X * 10).astype("<i2"))]:
         got, t = read_all(p, dataset=name, chunk_rows=250)
         np.testing.assert_array_equal(got, want, err_msg=name)
