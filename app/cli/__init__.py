@@ -206,7 +206,11 @@ def _fit_all(con, dataset, runs, args, out: str, saved_params: bool = False) -> 
             try:
                 results[m.name] = m.run(dataset, params, progress=con.progress(m.name))
             except ValueError as exc:
-                what = "the saved parameters do not fit this data: " if saved_params else ""
+                from robustcore.datasets import LoadError
+                # (a LoadError is about the data themselves: changed since the session, a
+                # missing chunk; not about the parameters)
+                what = "the saved parameters do not fit this data: " if saved_params and not isinstance(
+                    exc, LoadError) else ""
                 raise UsageError(f"{m.name}: {what}{exc}") from None
             finally:
                 con.end_progress()
@@ -276,10 +280,8 @@ def _cmd_replay(args) -> int:
     dataset = S.resolve_dataset(sess, path=args.data)
     try:
         if lazy:
-            from app.session.identity import describe_identity
-            how = (describe_identity(sess.dataset.identity) if sess.dataset.identity else
-                   "its files' sizes and modification times (the content is not hashed)")
-            con.note(f"data: {sess.dataset.describe()} read out of core and verified by {how}")
+            from app.session.identity import describe_check
+            con.note(f"data: {sess.dataset.describe()} read out of core and checked by {describe_check(sess.dataset)}")
         else:
             con.note(f"data: {sess.dataset.describe()} verified (sha256 {sess.dataset.fingerprint[:12]}…)")
             con.dataset(dataset)
@@ -292,6 +294,14 @@ def _cmd_replay(args) -> int:
                 con.warn(f"{rec.method} was run without a fixed random_state; its numbers will differ")
         results = _fit_all(con, dataset, [(m, dict(r.params)) for m, r in zip(methods, sess.runs)], args, out,
                            saved_params=True)
+        if lazy:
+            # The whole content against the session's digest, from the fits' own first pass
+            # (before anything is written: changed data write nothing).
+            from app.session.identity import check_content
+            said = check_content(sess.dataset, dataset, progress=con.progress("checking the data"))
+            con.end_progress()
+            if said:
+                con.note(said)
         problems, incomplete = [], []
         for rec in sess.runs:
             diffs, compared = differences(rec, results[rec.method], saved[rec.method], dataset, args.rtol)

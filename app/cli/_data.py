@@ -77,8 +77,9 @@ def check_out_of_core(methods, reason: str, dataset=None) -> None:
 
 
 def open_lazy_data(args):
-    """``args.data`` opened out of core (robustcore.bigdata.open_lazy)."""
-    from robustcore.bigdata import open_lazy
+    """``args.data`` opened out of core (robustcore.bigdata.open_lazy), within the memory budget
+    (which bounds the chunks its reader may decode)."""
+    from robustcore.bigdata import open_lazy, settings
     from robustcore.datasets import LOADERS
     if args.format:
         raise UsageError("--format does not apply to data read out of core (the extension decides)")
@@ -89,7 +90,8 @@ def open_lazy_data(args):
         options = parse_options(args.option, LOADERS["video"] if _is_video(args.data) else None)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    return open_lazy(args.data, **options)
+    with settings(memory_budget=budget_of(args)):
+        return open_lazy(args.data, **options)
 
 
 def load_data(args):

@@ -29,7 +29,7 @@ import numpy as np
 from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
 
 from .files import load_session, load_snapshot, read_side, session_dir, side_path
-from .identity import data_identity, describe_identity
+from .identity import CHANGED, arm, check_content, data_identity, describe_identity, reopen_options
 from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, _short, library_versions)
 from .stores import StoreError, open_stored_fields
@@ -50,10 +50,15 @@ class NeedsData:
 # -- the data ---------------------------------------------------------------------------------------
 
 def _same_content(ref: DatasetRef | None, dataset) -> bool | None:
-    """For data opened out of core whose session recorded its identity: whether ``dataset``'s file
-    has that identity (a copy of the data elsewhere does). None when there is nothing to check."""
-    if ref is None or not ref.lazy or not ref.identity or not getattr(dataset, "is_lazy", False):
+    """For data opened out of core whose session recorded its identity or digest: whether
+    ``dataset``'s file has that identity (a copy of the data elsewhere does). None when there is
+    nothing to check. The digest itself is compared by :func:`.identity.arm` (a video: at once)
+    and by the pass that reads the table (:func:`.identity.check_content`), so a session that
+    recorded only a digest is taken as the same data here, provisionally."""
+    if ref is None or not ref.lazy or not (ref.identity or ref.digest) or not getattr(dataset, "is_lazy", False):
         return None
+    if not ref.identity:
+        return True
     path = dataset.provenance.path
     return bool(path) and data_identity(path) == ref.identity
 
@@ -72,10 +77,9 @@ def _check_same(ref: DatasetRef, dataset, where: str) -> None:
     same = _same_content(ref, dataset)
     if same is False:
         raise DataMismatchError(
-            f"{where} is not the data this session was made from: {describe_identity(ref.identity)} "
-            f"differ from what the session recorded. It has changed since the session was saved; point "
-            f"to the original file, or open the new data as a new data set and run the methods again",
-            ref=ref, path=where, expected=ref.identity, actual=fp)
+            f"{where}: {CHANGED}: {describe_identity(ref.identity)} differ from what the session "
+            f"recorded. Point to the original data, or open the new data as a new data set and run the "
+            f"methods again", ref=ref, path=where, expected=ref.identity, actual=fp)
     if same is None and fp != ref.fingerprint:
         raise DataMismatchError(
             f"{where} is not the data this session was made from: its fingerprint (sha256) is "
@@ -232,15 +236,16 @@ def _load_verified(ref: DatasetRef, cand: str):
             ref=ref, path=cand, expected=expected, actual=digest)
     fmt = ref.loader if ref.loader in datasets.LOADERS else None
     try:
-        if ref.lazy:   # opened out of core, as when the session was saved
+        if ref.lazy:   # opened out of core, as when the session was saved (its digest's block size)
             from robustcore.bigdata import open_lazy
-            ds = open_lazy(cand, **dict(ref.options))
+            ds = open_lazy(cand, **dict(ref.options), **reopen_options(ref))
         else:
             ds = datasets.load(cand, format=fmt, **dict(ref.options))
     except ValueError as exc:
         raise DataMismatchError(f"data file {cand} cannot be loaded as before ({exc})", ref=ref,
                                 path=cand) from None
     _check_same(ref, ds, f"data file {cand}")
+    arm(ref, ds, f"data file {cand}")
     return ds
 
 
@@ -326,18 +331,26 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
 
     Returns ``(results, notes)``: method -> RunResult, and human-readable notes (which runs were
     reloaded or re-run, results files skipped and why, version differences, runs that cannot be
-    exactly reproduced). Raises :class:`SessionError` when saved parameters no longer fit (the library's
-    message, prefixed with the method), :class:`~robustcore.Cancelled` when ``progress`` cancels.
+    exactly reproduced). Data opened out of core whose session recorded its content's digest is
+    compared with it: by the first pass of a re-fit, or by a pass of its own when every run was
+    reloaded. Raises :class:`DataMismatchError` when the data changed since the session was saved,
+    :class:`SessionError` when saved parameters no longer fit (the library's message, prefixed
+    with the method), :class:`~robustcore.Cancelled` when ``progress`` cancels.
     """
     from robustcore._progress import Reporter
+    from robustcore.bigdata._digest import DataChangedError
     rep = Reporter(progress)
     results, notes = {}, []
+    verify = bool(session.dataset and session.dataset.digest and getattr(dataset, "is_lazy", False))
     now = library_versions()
     changed = [f"{k} {v} -> {now.get(k)}" for k, v in session.versions.items()
                if k in ("robustcore", "numpy", "scipy") and now.get(k) != v]
     n = max(len(session.runs), 1)
+    # Reloading every run reads no data: the content's digest then takes a pass of its own.
+    share = 0.0 if not verify else (1.0 if all(r.stored for r in session.runs) and use_stored else 0.0)
+    fits = rep.span(0.0, 1.0 - 0.5 * share)
     for i, rec in enumerate(session.runs):
-        sub = rep.span(i / n, (i + 1) / n)
+        sub = fits.span(i / n, (i + 1) / n)
         method = _method(rec.method, f"run {i + 1}")
         try:  # checked before a reload too: the window puts these values into its forms
             method.validate(dict(rec.params))
@@ -358,10 +371,17 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
                          f"different numbers")
         try:
             res = method.run(dataset, dict(rec.params), progress=sub)
+        except DataChangedError as exc:   # the data was armed with the session's digest (arm)
+            where = getattr(getattr(dataset, "provenance", None), "path", None) or dataset.name
+            raise DataMismatchError(f"{where}: {exc}. Point to the original data, or open the new data as a "
+                                    f"new data set and run the methods again", ref=session.dataset,
+                                    path=where, expected=exc.expected, actual=exc.actual) from None
         except (ValueError, TypeError, OverflowError) as exc:
             raise SessionError(f"{rec.method}: the saved parameters do not fit this data: {exc}") from exc
         results[rec.method] = res
         notes.append(f"{rec.method}: re-run ({res.elapsed:.2f} s)")
+    if verify:
+        notes.append(check_content(session.dataset, dataset, progress=rep.span(1.0 - 0.5 * share, 1.0)))
     if changed and any(r.estimator is not None for r in results.values()):
         notes.append("library versions differ from the session's (" + "; ".join(changed) +
                      "); numbers may differ in the last digits")
@@ -400,11 +420,16 @@ def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs
         dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted)
     except (DataMissingError, DataMismatchError) as exc:
         return NeedsData(session, exc)
-    if bigdata and getattr(dataset, "is_lazy", False):
-        from robustcore.bigdata import settings
-        with settings(**bigdata):
+    try:
+        if bigdata and getattr(dataset, "is_lazy", False):
+            from robustcore.bigdata import settings
+            with settings(**bigdata):
+                results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+        else:
             results, notes = rerun(session, dataset, progress, use_stored=use_stored)
-    else:
-        results, notes = rerun(session, dataset, progress, use_stored=use_stored)
+    except DataMismatchError as exc:   # out of core: the content's digest, found by the first pass
+        if hasattr(dataset, "close"):
+            dataset.close()
+        return NeedsData(session, exc)
     return session, dataset, results, notes
 

@@ -10,7 +10,7 @@ Schema, version 2 (every field is written; readers ignore fields they do not kno
     {"format": "robust-subspace-studio session", "schema_version": 2, "created": ISO-8601 UTC,
      "versions": {"python", "robustcore", "numpy", "scipy", "PySide6", "pyqtgraph", ...},
      "dataset": {"name", "loader", "options", "path", "relative_path", "size", "sha256", "demo",
-                 "fingerprint", "n_samples", "n_features", "snapshot", "lazy", "identity"} or null,
+                 "fingerprint", "n_samples", "n_features", "snapshot", "lazy", "identity", "digest"} or null,
      "runs": [{"method", "params" (validated, incl. random_state), "seed", "data_fingerprint",
                "facts" (the typed result's scalar fields by part: robustcore.result.RunResult.facts),
                "summary" (the same rendered in words, for people), "warnings", "elapsed",
@@ -151,8 +151,9 @@ class DatasetRef:
     ``fingerprint`` is ``Dataset.fingerprint()`` at save time (the file's sha256 for file data,
     a content hash otherwise); it is what reopening verifies. Data opened out of core
     (``lazy``) has a fingerprint made of file sizes and times; its ``identity`` (sizes and the
-    first and last MiB, :mod:`app.session.identity`) is verified instead when recorded, so that a
-    copy of the data is recognised. ``relative_path`` is relative to
+    first and last MiB) and ``digest`` (the sha256 of the whole content, taken by the fit's
+    pass; :mod:`app.session.identity`) are verified instead, so that a copy of the data is
+    recognised and a change anywhere in it is not. ``relative_path`` is relative to
     the session file, so a folder holding both can be moved. ``snapshot`` names an NPZ beside the
     session holding data that has no file of its own.
     """
@@ -170,8 +171,10 @@ class DatasetRef:
     demo: str | None = None
     snapshot: str | None = None
     lazy: bool = False   # opened out of core (robustcore.bigdata.open_lazy): reopened the same way
-    # Out of core: the content's cheap identity (app.session.identity), which a copy keeps.
+    # Out of core: the content's cheap identity and its whole digest (app.session.identity),
+    # which a copy keeps.
     identity: str | None = None
+    digest: str | None = None
 
     @classmethod
     def from_dataset(cls, dataset, base_dir: str | None = None) -> "DatasetRef":
@@ -184,14 +187,17 @@ class DatasetRef:
             except ValueError:  # another drive on Windows
                 rel = None
         lazy = bool(getattr(dataset, "is_lazy", False))
-        identity = None
+        identity = digest = None
         if lazy and path:
             from .identity import data_identity
             identity = data_identity(path)
+        if lazy:
+            digest = getattr(dataset, "content_digest", None)
         return cls(name=dataset.name, loader=p.loader, fingerprint=dataset.fingerprint(),
                    n_samples=int(dataset.n_samples), n_features=int(dataset.n_features),
                    options=_jsonable(dict(p.options)), path=path, relative_path=rel,
-                   size=p.size, sha256=p.sha256, demo=p.demo, lazy=lazy, identity=identity)
+                   size=p.size, sha256=p.sha256, demo=p.demo, lazy=lazy, identity=identity,
+                   digest=digest)
 
     def describe(self) -> str:
         if self.demo:
@@ -205,7 +211,8 @@ class DatasetRef:
 
 
 _REF_FIELDS = ("name", "loader", "fingerprint", "n_samples", "n_features", "options", "path",
-               "relative_path", "size", "sha256", "demo", "snapshot", "lazy", "identity")
+               "relative_path", "size", "sha256", "demo", "snapshot", "lazy", "identity",
+               "digest")
 
 
 @dataclass
@@ -417,7 +424,8 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
             relative_path=_need(ds, "relative_path", str, w, optional=True),
             size=_need(ds, "size", int, w, optional=True), sha256=_need(ds, "sha256", str, w, optional=True),
             demo=_need(ds, "demo", str, w, optional=True), snapshot=_need(ds, "snapshot", str, w, optional=True),
-            identity=_need(ds, "identity", str, w, optional=True))
+            identity=_need(ds, "identity", str, w, optional=True),
+            digest=_need(ds, "digest", str, w, optional=True))
         if ref.snapshot is not None:
             bare_name(ref.snapshot, f"{w}: the stored data", SessionError)
         if ref.n_samples < 0 or ref.n_features < 0:
@@ -495,7 +503,8 @@ def _options(options: dict, loader: str, where: str, lazy: bool = False) -> dict
     from robustcore.datasets import LOADERS
     declared = {p.name for p in LOADERS[loader].options} if loader in LOADERS else None
     if lazy and loader != "video":
-        declared = {"dataset", "chunk_rows"}
+        from robustcore.bigdata._lazy import TABLE_OPTIONS
+        declared = set(TABLE_OPTIONS)
     paths = LOADERS[loader].path_options if loader in LOADERS else ()
     for key, value in options.items():
         if key in _RESERVED_OPTIONS or (declared is not None and key not in declared):

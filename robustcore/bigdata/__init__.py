@@ -17,20 +17,27 @@ dask.distributed address) and where large results go; :func:`compute` runs a gra
 progress and Cancel; :func:`median` and :func:`order_statistics` are exact order statistics of
 Dask arrays in two passes.
 
+Every source opened out of core goes through the bounded-resource policy of the in-memory
+loaders (:mod:`robustcore.datasets._limits`): see :mod:`._tables`. Its content digest
+(:func:`content_digest`, :func:`describe_digest`, :func:`expect_digest`) is taken in the first
+pass that reads it whole (:mod:`._digest`); :func:`check_address` checks a scheduler address.
+
 Dask, Zarr and h5py are imported only when used (the ``big`` extra installs them).
 """
-from ._dask import DEFAULT_MEMORY_BUDGET, Settings, compute, get_settings, settings
+from ._dask import DEFAULT_MEMORY_BUDGET, Settings, check_address, compute, get_settings, settings
 from ._frames import ArrayFrames, FrameSource, as_frame_source
 from ._sink import FrameSink, open_frame_store
 
 __all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_frame_store",
            "Settings", "settings", "get_settings", "compute", "DEFAULT_MEMORY_BUDGET",
            "open_table", "LazyTable", "StoredRows", "materialize", "median", "order_statistics",
-           "open_lazy", "LazyDataset"]
+           "open_lazy", "LazyDataset", "content_digest", "describe_digest", "expect_digest",
+           "DataChangedError", "check_address"]
 
 _LAZY = {"open_table": "._tables", "LazyTable": "._tables", "median": "._reductions",
          "order_statistics": "._reductions", "materialize": "._rows", "StoredRows": "._rows",
-         "open_lazy": "._lazy", "LazyDataset": "._lazy"}
+         "open_lazy": "._lazy", "LazyDataset": "._lazy", "content_digest": "._digest",
+         "describe_digest": "._digest", "expect_digest": "._digest", "DataChangedError": "._digest"}
 
 
 def __getattr__(name):

@@ -11,12 +11,15 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
+import threading
 import time
 from dataclasses import dataclass, replace
 
 from .._progress import Cancelled, Reporter
 
-__all__ = ["Settings", "settings", "get_settings", "compute", "require_dask", "DEFAULT_MEMORY_BUDGET"]
+__all__ = ["Settings", "settings", "get_settings", "compute", "require_dask", "check_address",
+           "DEFAULT_MEMORY_BUDGET"]
 
 #: Memory the out-of-core path plans to stay within (chunks in flight, gathered values, results
 #: kept in memory rather than written to a store).
@@ -64,8 +67,10 @@ def settings(scheduler: str | None = None, store_dir=None, memory_budget: int | 
              num_workers: int | None = None):
     """Use these settings for out-of-core work inside the block.
 
-    With ``scheduler`` set, a dask.distributed Client connects to it on entry (failing with a
-    clear message when nothing answers there) and closes on exit.
+    With ``scheduler`` set, a dask.distributed Client connects to it on entry and closes on
+    exit. A wrong address fails within 30 s with a one-line ValueError and no traceback: a bad
+    address or scheme (:func:`check_address`), nothing listening, no route, or a port that
+    answers but is not a Dask scheduler (a web server).
     """
     base = get_settings()
     new = replace(base, scheduler=scheduler if scheduler is not None else base.scheduler,
@@ -82,24 +87,155 @@ def settings(scheduler: str | None = None, store_dir=None, memory_budget: int | 
     finally:
         _CURRENT.reset(token)
         if client is not None:
-            client.close()
+            _close_quietly(client)
 
 
-# Seconds to wait for a scheduler to answer (distributed keeps retrying a refused connection).
+# Seconds for each step of reaching a scheduler: the TCP connection, its first words, the
+# Client's own connection, and closing a Client that failed. Their sum stays under 30 s.
 _CONNECT_TIMEOUT = 10
+_PROBE_TIMEOUT = 5
+_CLOSE_TIMEOUT = 3
+_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_ADDRESS = re.compile(r"(?:([A-Za-z][A-Za-z0-9+.-]*)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+)(?::([0-9]{1,5}))?/?")
+_EXAMPLE = "tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786"
+
+
+def check_address(address) -> str:
+    """A dask.distributed scheduler address in full (``"host:8786"`` -> ``"tcp://host:8786"``), or
+    ValueError saying in one line what is wrong (no port, another scheme) and what would do."""
+    text = str(address).strip()
+    m = _ADDRESS.fullmatch(text)
+    if not m:
+        raise ValueError(f"{text!r:.80} is not a scheduler address; write it as {_EXAMPLE}")
+    scheme, host, port = m.group(1), m.group(2), m.group(3)
+    if scheme is not None and scheme.lower() not in _SCHEMES:
+        web = scheme.lower() in ("http", "https")
+        dash = " (http://HOST:8787 is a scheduler's dashboard, not the scheduler)" if web else ""
+        raise ValueError(f"{text!r:.80} uses the scheme {scheme}://, which is not a Dask scheduler's{dash}; write it "
+                         f"as {_EXAMPLE}")
+    scheme = (scheme or "tcp").lower()
+    if scheme == "inproc":
+        return text
+    if port is None:
+        raise ValueError(f"{text!r:.80} has no port; a dask scheduler listens on one, e.g. {scheme}://{host}:8786")
+    if not 0 < int(port) < 65536:
+        raise ValueError(f"port {port} of {text!r:.80} is not a port number (1-65535)")
+    return f"{scheme}://{host}:{int(port)}"
+
+
+@contextlib.contextmanager
+def _quiet_distributed():
+    """distributed logs (and prints tracebacks for) every failed connection and close; the user
+    gets one line from us instead."""
+    import logging
+    names = [n for n in list(logging.root.manager.loggerDict) if n == "distributed" or n.startswith("distributed.")]
+    names += ["distributed", "tornado", "asyncio"]
+    saved = {n: logging.getLogger(n).level for n in names}
+    for n in names:
+        logging.getLogger(n).setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for n, level in saved.items():
+            logging.getLogger(n).setLevel(level)
+
+
+def _probe(address: str) -> None:
+    """For tcp:// and tls://: is something listening, and (tcp) does it speak as a Dask scheduler
+    does (on a new connection a scheduler sends its handshake at once: an 8-byte length, then
+    the frame count)? ValueError in one line otherwise."""
+    import socket
+    import struct
+    scheme, rest = address.split("://", 1)
+    if scheme not in ("tcp", "tls", "ws", "wss"):
+        return
+    host, _, port = rest.rpartition(":")
+    host = host.strip("[]")
+    where = f"{host}:{port}"
+    try:
+        sock = socket.create_connection((host, int(port)), timeout=_PROBE_TIMEOUT)
+    except socket.gaierror as exc:
+        raise ValueError(f"cannot reach a Dask scheduler at {address}: the host {host!r} is unknown "
+                         f"({exc.strerror or exc}); check the address ({_EXAMPLE})") from None
+    except ConnectionRefusedError:
+        raise ValueError(f"cannot reach a Dask scheduler at {address}: nothing is listening at {where} (connection "
+                         f"refused); start one there (dask scheduler, then dask worker {address}) or check the "
+                         f"address") from None
+    except (socket.timeout, TimeoutError):
+        raise ValueError(f"cannot reach a Dask scheduler at {address}: no answer from {where} within "
+                         f"{_PROBE_TIMEOUT} s (an unroutable address, a firewall, or the machine is down); check "
+                         f"the address") from None
+    except OSError as exc:
+        raise ValueError(f"cannot reach a Dask scheduler at {address}: {exc.strerror or exc}; check the "
+                         f"address") from None
+    try:
+        if scheme != "tcp":
+            return
+        sock.settimeout(_PROBE_TIMEOUT)
+        head = b""
+        try:
+            while len(head) < 16:
+                piece = sock.recv(16 - len(head))
+                if not piece:
+                    break
+                head += piece
+        except (socket.timeout, TimeoutError, OSError):
+            pass
+        total, frames = struct.unpack("<QQ", head) if len(head) == 16 else (0, 0)
+        if not (16 <= total + 8 <= 1 << 20 and 1 <= frames <= 64):
+            said = f"it answered {head[:12]!r}" if head else f"it said nothing within {_PROBE_TIMEOUT} s"
+            raise ValueError(f"{where} accepts connections but is not a Dask scheduler ({said}; a web server or "
+                             f"another service?); give the scheduler's address, {_EXAMPLE} (port 8786 by "
+                             f"default)")
+    finally:
+        sock.close()
+
+
+def _close_quietly(client) -> None:
+    with _quiet_distributed():
+        try:
+            client.close(timeout=_CLOSE_TIMEOUT)
+        except Exception:  # noqa: BLE001 - a client that never connected may fail to close; it is dropped
+            pass
+        client.status = "closed"   # so its __del__ does not try again (and print a traceback)
+        try:
+            client._loop_runner.stop()
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _connect(address: str):
+    """A dask.distributed Client of the scheduler at ``address``, or ValueError in one line within
+    30 s: a bad address, nothing listening, no route, a service that is not a scheduler."""
     try:
         from distributed import Client
     except ImportError:
         raise ImportError("--scheduler needs dask.distributed, which is not installed; install the extra: "
                           "pip install -e \".[big]\"") from None
-    try:
-        return Client(address, timeout=_CONNECT_TIMEOUT, set_as_default=False)
-    except (OSError, TimeoutError) as exc:
-        raise ValueError(f"cannot reach a Dask scheduler at {address!r} ({exc}); start one "
-                         f"(dask scheduler / dask worker) or check the address, e.g. tcp://HOST:8786") from None
+    address = check_address(address)
+    _probe(address)
+    box: dict = {}
+
+    def connect():
+        client = Client.__new__(Client)
+        box["client"] = client
+        try:
+            client.__init__(address, timeout=_CONNECT_TIMEOUT, set_as_default=False)
+        except BaseException as exc:  # noqa: BLE001 - reported below in one line
+            box["error"] = exc
+    with _quiet_distributed():
+        worker = threading.Thread(target=connect, name="dask-connect", daemon=True)
+        worker.start()
+        worker.join(_CONNECT_TIMEOUT + _PROBE_TIMEOUT)
+    client, error = box.get("client"), box.get("error")
+    if worker.is_alive() or error is not None:
+        if client is not None and not worker.is_alive():
+            _close_quietly(client)
+        why = ("it did not finish the Dask handshake in time" if worker.is_alive() else
+               str(error).splitlines()[0][:200] if str(error) else type(error).__name__)
+        raise ValueError(f"cannot reach a Dask scheduler at {address} ({why}); start one (dask scheduler / "
+                         f"dask worker) or check the address, e.g. tcp://HOST:8786") from None
+    return client
 
 
 def compute(*collections, progress=None, message: str = "computing"):
@@ -108,12 +244,27 @@ def compute(*collections, progress=None, message: str = "computing"):
     ``progress`` (callable or Reporter) gets the share of finished tasks on the local scheduler,
     and a heartbeat every 0.25 s on a cluster; cancelling stops the computation (on a cluster,
     its tasks are cancelled) and raises :class:`~robustcore.Cancelled`.
+
+    The first computation that reads the whole of a table opened from a file also hashes its
+    blocks, sharing each block's read (:mod:`._digest`): afterwards the table's
+    ``content_digest`` is set, and a table armed with an expected digest raises
+    :class:`~robustcore.bigdata.DataChangedError` here when it differs.
     """
     dask = require_dask()
+    from . import _digest
     rep = progress if isinstance(progress, Reporter) else Reporter(progress)
     s = get_settings()
+    planned = _digest.plan(collections)
+    everything = tuple(collections) + tuple(c for _, c in planned)
     if s.client is not None:
-        return _compute_distributed(s.client, collections, rep, message)
+        out = _compute_distributed(s.client, everything, rep, message)
+    else:
+        out = _compute_local(dask, everything, rep, message, s)
+    _digest.finish(planned, out[len(collections):])
+    return tuple(out[:len(collections)])
+
+
+def _compute_local(dask, collections, rep, message, s):
     from dask.callbacks import Callback
 
     class _Progress(Callback):

@@ -13,7 +13,12 @@ from ..datasets._dataset import Provenance
 from ..datasets._errors import LoadError
 from ._frames import FrameSource
 
-__all__ = ["LazyDataset", "open_lazy", "LAZY_SUFFIXES"]
+__all__ = ["LazyDataset", "open_lazy", "LAZY_SUFFIXES", "TABLE_OPTIONS", "POLICY_OPTIONS"]
+
+#: Options of a table opened out of core (recorded in its provenance and in sessions).
+TABLE_OPTIONS = ("dataset", "chunk_rows", "missing_chunks")
+#: Options of the bounded-resource policy: accepted for every source, never recorded.
+POLICY_OPTIONS = ("max_features", "max_bytes")
 
 
 class LazyDataset:
@@ -83,6 +88,12 @@ class LazyDataset:
             return p.sha256
         return self.source.fingerprint()
 
+    @property
+    def content_digest(self) -> str | None:
+        """The digest of the whole content once a pass has read it (a video: once opened);
+        see :func:`robustcore.bigdata.content_digest`."""
+        return getattr(self.source, "content_digest", None)
+
     def summary(self) -> dict:
         out = {"name": self.name, "samples": self.n_samples, "features": self.n_features,
                "out of core": True}
@@ -111,37 +122,47 @@ LAZY_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v", ".mov"
 def open_lazy(path, **options) -> LazyDataset:
     """Open a table (HDF5, Zarr, .npy) or a video without loading it.
 
-    Options: for tables ``dataset`` (the array inside an HDF5 file or Zarr group) and
-    ``chunk_rows``; for videos those of the video loader (``color``, ``start``, ``stop``,
-    ``step``, ``scale``). Raises :class:`~robustcore.datasets.LoadError`.
+    Options: for tables those of :data:`TABLE_OPTIONS` (``dataset``: the array inside an HDF5
+    file or Zarr group; ``chunk_rows``; ``missing_chunks``: "error" or "fill"); for videos those
+    of the video loader (``color``, ``start``, ``stop``, ``step``, ``scale``). Every source also
+    takes the policy's ``max_features`` and ``max_bytes`` (default: the in-memory loaders'
+    feature limit, and the out-of-core memory budget of :func:`robustcore.bigdata.settings`),
+    which are not recorded. Raises :class:`~robustcore.datasets.LoadError`.
     """
+    from ..datasets._limits import regular_file
     try:
         p = Path(os.fspath(path))
     except TypeError:
         raise LoadError(f"path must be a file or folder path; got {path!r}") from None
-    if not p.exists():
+    if not os.path.lexists(p):
         raise LoadError(f"no such file or folder: {p}")
+    p = regular_file(p, allow_dir=True)
+    policy = {k: options.pop(k) for k in POLICY_OPTIONS if k in options}
     suffix = p.suffix.lower()
     if suffix in _video_suffixes():
         from ..datasets._video import VideoLoader, open_video
         loader = VideoLoader()
         opts = loader.validate(options)
-        opts.pop("max_bytes")
-        frames = open_video(p, **opts)
+        for k in POLICY_OPTIONS:
+            opts.pop(k, None)
+        frames = open_video(p, **opts, **policy)
         prov = Provenance(loader="video", options=opts, path=str(p.resolve()), size=p.stat().st_size,
                           details={k: v for k, v in frames.details().items()
                                    if k not in ("timestamps", "frame_indices")})
         return LazyDataset(frames, p.stem, prov)
     if suffix in _table_suffixes() or p.is_dir():
         from ._tables import open_table
-        known = {"dataset", "chunk_rows"}
-        unknown = set(options) - known
+        unknown = set(options) - set(TABLE_OPTIONS)
         if unknown:
             raise LoadError(f"unknown option {sorted(unknown)[0]!r} for an out-of-core table; its options "
-                            f"are: {', '.join(sorted(known))}")
+                            f"are: {', '.join(TABLE_OPTIONS + POLICY_OPTIONS)}")
         chunk = options.get("chunk_rows")
-        table = open_table(p, dataset=options.get("dataset"),
-                           chunk_rows=int(chunk) if chunk is not None else None)
+        try:
+            chunk = int(chunk) if chunk is not None else None
+        except (TypeError, ValueError):
+            raise LoadError(f"chunk_rows must be a whole number of rows; got {chunk!r:.40}") from None
+        table = open_table(p, dataset=options.get("dataset"), chunk_rows=chunk,
+                           missing_chunks=options.get("missing_chunks") or "error", **policy)
         prov = Provenance(loader=table.format, options={k: v for k, v in options.items() if v is not None},
                           path=str(p.resolve()), size=table.disk_bytes)
         return LazyDataset(table, p.stem, prov)

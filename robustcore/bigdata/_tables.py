@@ -1,9 +1,14 @@
-"""Tall tables on disk opened lazily as Dask arrays: HDF5 (h5py), Zarr, memory-mapped .npy.
+"""Tall tables on disk opened lazily as Dask arrays: HDF5, Zarr, .npy, within the policy.
 
-Nothing is read when a table is opened except its header; blocks of rows are read when Dask
-computes something from them. The readers for HDF5 and .npy open the file inside each block
-read, so a block can be read in another process (a dask.distributed worker on this machine, or
-on a cluster that sees the same path).
+Opening reads headers and metadata only, and applies the bounded-resource policy of
+:mod:`robustcore.datasets._limits` before anything large is read: only regular files (no FIFO,
+device or socket, also behind a symlink), the declared width against ``max_features``, one
+decoded chunk and one block of rows (as float64) against the memory budget, no data outside the
+file or store (:mod:`._hdf5`, :mod:`._zarr`), no object dtype, and a ``.npy`` file must hold
+exactly the bytes its header declares. Blocks of rows are read when Dask computes something from
+them, by readers that open the file per read (so a block can be read in another process, a
+dask.distributed worker on this machine or on a cluster that sees the same path), each chunk
+decoded to exactly its declared size (:mod:`._codecs`); a missing chunk is an error naming it.
 """
 from __future__ import annotations
 
@@ -13,43 +18,106 @@ from pathlib import Path
 
 import numpy as np
 
+from ..datasets._errors import LoadError
+from ..datasets._limits import DEFAULT_MAX_FEATURES, check_features, check_memory, open_regular, regular_file
 from ._dask import get_settings, require_dask
 
-__all__ = ["LazyTable", "open_table", "TABLE_SUFFIXES"]
+__all__ = ["LazyTable", "open_table", "TABLE_SUFFIXES", "NpyReader"]
 
 TABLE_SUFFIXES = {".zarr": "zarr", ".h5": "hdf5", ".hdf5": "hdf5", ".he5": "hdf5", ".npy": "npy"}
 # Rows per block aim at this many bytes of float64 (the dtype every block is computed in).
 _BLOCK_BYTES = 64 << 20
+_NPY_HEADER_LIMIT = 10000
 
 
 def _err(msg):
-    from ..datasets._errors import LoadError
     return LoadError(msg)
 
 
-class _H5Rows:
-    """Row-block reader of an HDF5 dataset that opens the file per read (picklable)."""
+class NpyReader:
+    """Rows of a 2-D ``.npy`` file, read as bytes at their offset (picklable: path and numbers).
 
-    def __init__(self, path: str, name: str, shape, dtype):
-        self.path, self.name = path, name
-        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+    The header is parsed without pickle; the file must hold exactly the bytes the header
+    declares (a truncated file, or a header that claims another shape, is refused at open).
+    """
 
-    def __getitem__(self, key):
-        import h5py
-        with h5py.File(self.path, "r") as f:
-            return f[self.name][key]
+    def __init__(self, path):
+        self.path = str(path)
+        name = os.path.basename(self.path)
+        fmt = np.lib.format
+        with open_regular(self.path, name) as fh:
+            try:
+                version = fmt.read_magic(fh)
+                read = {(1, 0): fmt.read_array_header_1_0, (2, 0): fmt.read_array_header_2_0}.get(version)
+                if read is None:
+                    raise ValueError(f"format version {version} is not one this program reads (1.0, 2.0)")
+                shape, fortran, dtype = read(fh, max_header_size=_NPY_HEADER_LIMIT)
+            except (ValueError, OSError, SyntaxError, EOFError) as exc:
+                raise _err(f"{name} is not a readable .npy file ({exc}); save it with numpy.save") from None
+            self.offset = fh.tell()
+            size = os.fstat(fh.fileno()).st_size
+        if dtype.hasobject:
+            raise _err(f"{name} holds Python objects (dtype {dtype}), which are never loaded (that would "
+                       f"run pickle); save the numbers as a numeric array")
+        if dtype.kind not in "biuf" or dtype.fields is not None or dtype.subdtype is not None:
+            raise _err(f"{name} holds {dtype}; a table must hold numbers (bool, int, uint, float)")
+        if len(shape) != 2:
+            raise _err(f"{name} holds an array of shape {shape}; a table must be 2-D (samples x features)")
+        self.shape, self.dtype, self.fortran = tuple(int(v) for v in shape), np.dtype(dtype), bool(fortran)
+        self.stored = size - self.offset
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def check(self, budget: int) -> None:
+        """The file must hold exactly the bytes its header declares (no chunks: a block is the
+        bytes of its rows, within the budget by its number of rows)."""
+        need = int(np.prod(self.shape, dtype=object)) * self.dtype.itemsize
+        if self.stored != need:
+            how = "truncated" if self.stored < need else "longer than its header says"
+            raise _err(f"{os.path.basename(self.path)} is {how}: its header declares {self.shape} {self.dtype} = "
+                       f"{need:,} bytes of values, the file holds {self.stored:,}; it is damaged. Copy or save "
+                       f"it again")
+
+    def read(self, start: int, stop: int) -> np.ndarray:
+        n, d = self.shape
+        name = os.path.basename(self.path)
+        if self.fortran:
+            # Column-major: a block of rows is strided over the whole file; a read-only memory map
+            # of the file (opened after the regular-file check) copies just those rows.
+            with open_regular(self.path, name) as fh:
+                m = np.memmap(fh, dtype=self.dtype, mode="r", offset=self.offset, shape=self.shape, order="F")
+                return np.array(m[start:stop])
+        out = np.empty((stop - start, d), self.dtype)
+        with open_regular(self.path, name) as fh:
+            fh.seek(self.offset + start * d * self.dtype.itemsize)
+            got = fh.readinto(memoryview(out.reshape(-1).view(np.uint8))) if out.size else 0
+        if got != out.nbytes:
+            raise _err(f"{name} is truncated: rows {start}-{stop - 1} end past the end of the file (it changed "
+                       f"while it was read?); copy it again")
+        return out
 
 
-class _NpyRows:
-    """Row-block reader of a .npy file through a read-only memory map opened per read (picklable)."""
+def _read_block(reader, start: int, stop: int) -> np.ndarray:
+    return reader.read(start, stop)
 
-    def __init__(self, path: str, shape, dtype):
-        self.path = path
-        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
 
-    def __getitem__(self, key):
-        a = np.load(self.path, mmap_mode="r", allow_pickle=False)
-        return np.array(a[key])
+def _table_array(reader, rows: int, name: str):
+    """The Dask array (n, d) of ``reader``'s rows, ``rows`` per block, one read task per block
+    (:func:`._digest.read_task`: never fused, so the content digest shares each read)."""
+    import dask.array as da
+    from dask.highlevelgraph import HighLevelGraph
+
+    from ._digest import read_task
+    n, d = reader.shape
+    starts = list(range(0, n, rows)) or [0]
+    layer = {}
+    for i, s in enumerate(starts):
+        layer[(name, i, 0)] = read_task((name, i, 0), _read_block, reader, s, min(s + rows, n))
+    chunks = (tuple(min(s + rows, n) - s for s in starts), (d,))
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=())
+    return da.Array(graph, name, chunks, meta=np.empty((0, 0), reader.dtype))
 
 
 class LazyTable:
@@ -57,10 +125,17 @@ class LazyTable:
 
     Attributes: ``array`` (the Dask array, in the file's dtype), ``path``, ``format``
     ("zarr", "hdf5", "npy" or "array"), ``component`` (the dataset / array name inside the
-    file), ``shape``, ``dtype``, ``chunk_rows``, ``disk_bytes`` (bytes on disk).
+    file), ``shape``, ``dtype``, ``chunk_rows``, ``disk_bytes`` (bytes on disk),
+    ``content_digest`` (None until a computation has read the whole table from its file, see
+    :mod:`._digest`; always None for a table of an array in memory), ``options`` (the options
+    it was opened with).
     """
 
-    def __init__(self, array, path=None, format="array", component=None, disk_bytes=None):
+    content_digest: str | None = None
+    expected_digest = None
+
+    def __init__(self, array, path=None, format="array", component=None, disk_bytes=None, reader=None,
+                 options=None):
         if array.ndim != 2:
             raise _err(f"a table must be 2-D (samples x features); got shape {array.shape}")
         if array.dtype.kind not in "biuf":
@@ -72,6 +147,11 @@ class LazyTable:
         self.format = format
         self.component = component
         self.disk_bytes = disk_bytes
+        self.reader = reader
+        self.options = dict(options or {})
+        if reader is not None:
+            from ._digest import register
+            register(self)
 
     @property
     def shape(self):
@@ -102,6 +182,8 @@ class LazyTable:
         out["in memory as float64"] = format_bytes(self.nbytes)
         out["chunking"] = f"{self.array.numblocks[0]} blocks of {self.chunk_rows} rows"
         out["memory budget"] = format_bytes(get_settings().memory_budget)
+        if self.content_digest:
+            out["content sha256"] = self.content_digest.rsplit(":", 1)[-1][:16] + "…"
         return out
 
     def fingerprint(self) -> str:
@@ -111,15 +193,27 @@ class LazyTable:
         h.update(f"{self.format}|{self.component}|{self.shape}|{self.dtype}".encode())
         if self.path:
             p = Path(self.path)
-            files = sorted(p.rglob("*")) if p.is_dir() else [p]
-            for f in files:
-                if f.is_file():
-                    st = f.stat()
-                    h.update(f"{f.relative_to(p.parent)}|{st.st_size}|{st.st_mtime_ns}".encode())
+            for f, st in _files(p):
+                h.update(f"{f.relative_to(p.parent)}|{st.st_size}|{st.st_mtime_ns}".encode())
         else:
             from dask.base import tokenize
             h.update(tokenize(self.array).encode())
         return "shallow:" + h.hexdigest()
+
+
+def _files(p: Path):
+    """(path, lstat) of ``p`` or of every file in the folder ``p`` (links not followed)."""
+    if not p.is_dir():
+        yield p, p.stat()
+        return
+    for folder, dirs, files in os.walk(p):
+        dirs.sort()
+        for name in sorted(files):
+            f = Path(folder) / name
+            try:
+                yield f, f.lstat()
+            except OSError:
+                continue
 
 
 def _rows_per_block(d: int, align: int | None = None, chunk_rows: int | None = None) -> int:
@@ -132,9 +226,7 @@ def _rows_per_block(d: int, align: int | None = None, chunk_rows: int | None = N
 
 
 def _disk_size(p: Path) -> int:
-    if p.is_dir():
-        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-    return p.stat().st_size
+    return sum(st.st_size for _, st in _files(p))
 
 
 def _pick(candidates: dict, what: str, where: str, option: str = "dataset"):
@@ -147,8 +239,10 @@ def _pick(candidates: dict, what: str, where: str, option: str = "dataset"):
     raise _err(f"{where} holds several 2-D {what}s ({listing}); choose one with {option}=NAME")
 
 
-def open_table(path, dataset: str | None = None, chunk_rows: int | None = None) -> LazyTable:
-    """Open an HDF5 file, a Zarr store or a .npy file as a lazy table.
+def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
+               missing_chunks: str = "error", max_features: int | None = None,
+               max_bytes: int | None = None) -> LazyTable:
+    """Open an HDF5 file, a Zarr store or a .npy file as a lazy table, within the policy.
 
     Parameters
     ----------
@@ -158,87 +252,91 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None) 
         The 2-D array inside an HDF5 file or Zarr group; needed only when there are several.
     chunk_rows : int, optional
         Rows per Dask block; default about 64 MB of float64, aligned to the file's own chunks.
+    missing_chunks : "error" or "fill"
+        A chunk the store or file does not hold is an error naming it (default), or, with
+        "fill", the array's fill value (for stores written without their empty chunks).
+    max_features : int, optional
+        Refuse a table declaring more columns (default that of the in-memory loaders, 2**24).
+    max_bytes : int, optional
+        The memory one decoded chunk and one block of rows (as float64) may take; default the
+        out-of-core memory budget (:func:`robustcore.bigdata.settings`).
 
     Raises :class:`~robustcore.datasets.LoadError` naming the problem.
     """
-    da = require_dask().array
-    p = Path(os.fspath(path))
-    if not p.exists():
+    require_dask()
+    budget = int(max_bytes) if max_bytes is not None else int(get_settings().memory_budget)
+    limit = int(max_features) if max_features is not None else DEFAULT_MAX_FEATURES
+    try:
+        p = Path(os.fspath(path))
+    except TypeError:
+        raise _err(f"path must be a file or folder path; got {path!r:.80}") from None
+    if not os.path.lexists(p):
         raise _err(f"no such file or folder: {p}")
+    p = regular_file(p, allow_dir=True)
     kind = TABLE_SUFFIXES.get(p.suffix.lower())
     if kind is None and p.is_dir():
         kind = "zarr"
     if kind is None:
         raise _err(f"{p.name}: out-of-core tables are HDF5 (.h5, .hdf5), Zarr (.zarr) or .npy files")
+    if kind == "zarr" and not p.is_dir():
+        raise _err(f"{p} is a file; a Zarr store is a folder")
+    if kind != "zarr" and p.is_dir():
+        raise _err(f"{p} is a folder; a {kind} table is a file")
+    if missing_chunks not in ("error", "fill"):
+        raise _err(f"missing_chunks must be 'error' or 'fill'; got {missing_chunks!r:.40}")
+    align, component = None, None
     if kind == "npy":
-        try:
-            a = np.load(p, mmap_mode="r", allow_pickle=False)
-        except ValueError as exc:
-            raise _err(f"{p.name} cannot be memory-mapped ({exc}); save it with numpy.save") from None
-        except OSError as exc:
-            raise _err(f"{p.name} is not a readable .npy file ({exc})") from None
-        if a.ndim != 2:
-            raise _err(f"{p.name} holds an array of shape {a.shape}; a table must be 2-D (samples x features)")
-        rows = _rows_per_block(a.shape[1], None, chunk_rows)
-        reader = _NpyRows(str(p), a.shape, a.dtype)
-        arr = da.from_array(reader, chunks=(rows, a.shape[1]), name=f"npy-{_token(p)}",
-                            meta=np.empty((0, 0), a.dtype), asarray=False)
-        return LazyTable(arr, p, "npy", None, _disk_size(p))
-    if kind == "hdf5":
-        try:
-            import h5py
-        except ImportError:
-            raise _err("reading HDF5 needs h5py, which is not installed; install the extra: "
-                       "pip install -e \".[big]\"") from None
-        try:
-            with h5py.File(p, "r") as f:
-                found = {}
-                f.visititems(lambda name, obj: found.__setitem__(name, (obj.shape, obj.dtype, obj.chunks))
-                             if isinstance(obj, h5py.Dataset) else None)
-                name = dataset if dataset is not None else _pick(found, "dataset", p.name)
-                if name not in found:
-                    raise _err(f"{p.name} has no dataset {name!r}; it has: {', '.join(found) or 'none'}")
-                shape, dtype, h5chunks = found[name]
-        except OSError as exc:
-            raise _err(f"{p.name} is not a readable HDF5 file ({exc})") from None
-        if len(shape) != 2:
-            raise _err(f"{p.name}:{name} has shape {shape}; a table must be 2-D (samples x features)")
-        rows = _rows_per_block(shape[1], h5chunks[0] if h5chunks else None, chunk_rows)
-        reader = _H5Rows(str(p), name, shape, dtype)
-        arr = da.from_array(reader, chunks=(rows, shape[1]), name=f"h5-{_token(p, name)}",
-                            meta=np.empty((0, 0), dtype), asarray=False)
-        return LazyTable(arr, p, "hdf5", name, _disk_size(p))
-    try:
-        import zarr
-    except ImportError:
-        raise _err("reading Zarr needs zarr, which is not installed; install the extra: "
-                   "pip install -e \".[big]\"") from None
-    try:
-        node = zarr.open(str(p), mode="r")
-    except Exception as exc:  # zarr raises several types for a folder that is not a store
-        raise _err(f"{p} is not a readable Zarr store ({type(exc).__name__}: {exc})") from None
-    if hasattr(node, "shape"):
-        component, z = None, node
+        reader = NpyReader(p)
+    elif kind == "hdf5":
+        from ._hdf5 import open_h5
+        reader = open_h5(p, dataset, _pick)
+        reader.missing = missing_chunks
+        component, align = reader.name, (reader.chunks[0] if reader.chunks else None)
     else:
-        found = {}
-        for name, arr in _zarr_arrays(node):
-            found[name] = (arr.shape, arr.dtype, arr.chunks)
-        component = dataset if dataset is not None else _pick(found, "array", p.name)
-        if component not in found:
-            raise _err(f"{p.name} has no array {component!r}; it has: {', '.join(found) or 'none'}")
-        z = node[component]
-    if len(z.shape) != 2:
-        raise _err(f"{p.name} holds an array of shape {z.shape}; a table must be 2-D (samples x features)")
-    rows = _rows_per_block(z.shape[1], z.chunks[0], chunk_rows)
-    arr = da.from_zarr(str(p), component=component, chunks=(rows, z.shape[1]))
-    return LazyTable(arr, p, "zarr", component, _disk_size(p))
+        from ._zarr import ZarrReader, find_arrays
+        found = find_arrays(p)
+        if None in found:
+            if dataset not in (None, ""):
+                raise _err(f"{p.name} is a single array; it has no array {dataset!r} inside")
+            component = None
+        else:
+            shapes = {k: (tuple(m.get("shape") or ()),) for k, (m, _) in found.items()}
+            component = dataset if dataset is not None else _pick(shapes, "array", p.name)
+            if component not in found:
+                raise _err(f"{p.name} has no array {component!r}; it has: {', '.join(found) or 'none'}")
+        meta, fmt = found[component]
+        reader = ZarrReader(p, component, meta, fmt, missing_chunks)
+        if len(reader.shape) != 2:
+            raise _err(f"{p.name} holds an array of shape {reader.shape}; a table must be 2-D (samples x features)")
+        align = reader.chunks[0]
+    n, d = reader.shape
+    label = p.name + (f":{component}" if component else "")
+    check_features(d, limit, label, "its declared shape")   # rows are not limited: they stay on disk
+    reader.check(budget)
+    rows = _block_rows(d, align, chunk_rows, budget, label)
+    options = {"dataset": dataset, "chunk_rows": chunk_rows, "missing_chunks": missing_chunks}
+    token = _token(p, component, rows, missing_chunks)
+    arr = _table_array(reader, rows, f"{kind}-{token}")
+    return LazyTable(arr, p, kind, component, _disk_size(p), reader=reader,
+                     options={k: v for k, v in options.items() if v is not None and v != "error"})
 
 
-def _zarr_arrays(group, prefix=""):
-    for name, arr in group.arrays():
-        yield prefix + name, arr
-    for name, sub in group.groups():
-        yield from _zarr_arrays(sub, prefix + name + "/")
+def _block_rows(d: int, align, chunk_rows, budget: int, label: str) -> int:
+    """Rows per block: as asked, or about 64 MB of float64 aligned to the file's chunks; one
+    block as float64 must fit the memory budget."""
+    row = 8 * max(d, 1)
+    if chunk_rows is not None:
+        rows = int(chunk_rows)
+        if rows < 1:
+            raise _err(f"chunk_rows must be at least 1; got {chunk_rows}")
+        check_memory(rows * row, budget, f"a block of {rows:,} rows of {label}", "pass a smaller chunk_rows")
+        return rows
+    check_memory(row, budget, f"one row of {label} ({d:,} features)",
+                 "rewrite the data with fewer features")
+    rows = max(1, min(_BLOCK_BYTES, budget // 4) // row)
+    if align and align > 0 and max(align, (rows // align) * align) * row <= budget // 4:
+        rows = max(align, (rows // align) * align)
+    return rows
 
 
 def _token(p: Path, *extra) -> str:

@@ -42,11 +42,31 @@ Session paths          a session reads its own side files only: a bare file name
                        it (the window asks; the command line takes ``--data PATH``).
 Time                   bounded by the bytes: every parser is linear in what it is allowed to
                        read, and nothing waits on a file (no FIFO, no device).
+Out of core            the same rules for data read a block at a time (``.npy``, HDF5, Zarr,
+                       video; :mod:`robustcore.bigdata._tables`), with the out-of-core memory
+                       budget (``robustcore.bigdata.settings(memory_budget=...)``, default 1 GiB)
+                       for ``max_bytes``: regular files only, checked again at every block read;
+                       the declared width against ``max_features`` and one decoded chunk and one
+                       block of rows (float64) against the budget before anything is decoded;
+                       chunks decoded by us (never by the format library) to exactly their
+                       declared size, a longer stream stopped one byte past it
+                       (:mod:`robustcore.bigdata._codecs`); only data inside the file or store:
+                       HDF5 external storage, external links and virtual datasets are refused,
+                       Zarr chunk and metadata files must be regular files whose real path is in
+                       the store (:func:`read_confined`); a missing chunk is an error naming it,
+                       not the fill value (``missing_chunks="fill"`` accepts it knowingly); a
+                       ``.npy`` must hold exactly the bytes its header declares; a video frame's
+                       size is checked before one is decoded.
+Refusing in memory     data that can be read out of core (a ``.npy`` table, a video) refused for
+                       its size names that way out first (:data:`OUT_OF_CORE_HINT`).
 =====================  =======================================================================
 
 The fuzz suite (``tests/robustcore/datasets/test_hostile.py``, corpus in ``tests/corpus``)
 runs every loader and the session reader on hostile files under a memory cap and a time limit
-and accepts only :class:`LoadError` and the session's own errors.
+and accepts only :class:`LoadError` and the session's own errors;
+``tests/robustcore/bigdata/test_policy.py`` does the same for the out-of-core readers with the
+sources of ``tests/corpus/lazy_cases.py`` (FIFOs, links out of a store, HDF5 external data,
+decompression bombs, lying headers).
 """
 from __future__ import annotations
 
@@ -63,11 +83,11 @@ import numpy as np
 from .._params import Param
 from ._errors import LoadError
 
-__all__ = ["DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
+__all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
            "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
            "check_memory", "check_features", "check_samples", "charge", "regular_file", "open_regular",
-           "read_stream", "numbered", "parse_json", "inside", "side_file", "bare_name"]
+           "read_stream", "read_confined", "numbered", "parse_json", "inside", "side_file", "bare_name"]
 
 GiB = 1024 ** 3
 
@@ -116,12 +136,22 @@ def format_bytes(n: int | float) -> str:
     return f"{n:.1f} TB"
 
 
-def check_memory(nbytes: int | float, limit: int, what: str, hint: str = "") -> None:
-    """Refuse before allocating: the message names the size needed and the limit."""
+#: The way out named first when data that can be read out of core is refused in memory.
+OUT_OF_CORE_HINT = ("open it out of core instead, where it stays on disk and is read a block at a time "
+                    "(robustcore.bigdata.open_lazy; --lazy on the command line)")
+
+
+def check_memory(nbytes: int | float, limit: int, what: str, hint: str = "", out_of_core: bool = False) -> None:
+    """Refuse before allocating: the message names the size needed and the limit.
+
+    ``out_of_core``: the data can be read out of core (a .npy table, a video), which the message
+    then offers first, before a larger ``max_bytes`` and ``hint``.
+    """
     if nbytes > limit:
         extra = f" or {hint}" if hint else ""
+        first = f"{OUT_OF_CORE_HINT}, or " if out_of_core else ""
         raise LoadError(f"{what} needs about {format_bytes(nbytes)} of memory, more than the limit "
-                        f"max_bytes={limit} ({format_bytes(limit)}); pass a larger max_bytes{extra}")
+                        f"max_bytes={limit} ({format_bytes(limit)}); {first}pass a larger max_bytes{extra}")
 
 
 def check_features(d: int | float, limit: int, what: str, why: str = "") -> None:
@@ -137,15 +167,16 @@ def check_samples(n: int | float, what: str) -> None:
                         f"handles; load a subset")
 
 
-def charge(cost: Cost | int, opts: dict, what: str, hint: str = "") -> int:
-    """Check a :class:`Cost` (or plain bytes) against the load's ``max_bytes``/``max_features``."""
+def charge(cost: Cost | int, opts: dict, what: str, hint: str = "", out_of_core: bool = False) -> int:
+    """Check a :class:`Cost` (or plain bytes) against the load's ``max_bytes``/``max_features``
+    (``out_of_core``: see :func:`check_memory`)."""
     if not isinstance(cost, Cost):
         cost = Cost(int(cost))
     if cost.features is not None:
         check_features(cost.features, opts.get("max_features", DEFAULT_MAX_FEATURES), what)
     if cost.samples is not None:
         check_samples(cost.samples, what)
-    check_memory(cost.nbytes, opts.get("max_bytes", DEFAULT_MAX_BYTES), what, hint)
+    check_memory(cost.nbytes, opts.get("max_bytes", DEFAULT_MAX_BYTES), what, hint, out_of_core)
     return int(cost.nbytes)
 
 
@@ -241,6 +272,29 @@ def read_stream(fh, limit: int, what: str, cost: Callable[[bytes], int] | None =
             check_memory(total, limit, f"{what} (stopped after reading {format_bytes(sum(map(len, pieces)))})", hint)
     return b"".join(pieces), total
 
+
+
+def read_confined(folder, relative, what: str, limit: int) -> bytes | None:
+    """The bytes of the regular file ``folder/relative``, None when no such entry exists.
+
+    The file's real path (symlinks resolved) must lie inside ``folder``'s: a chunk of a Zarr
+    store that is a link to ``/etc/passwd`` or ``/dev/zero`` is refused, as is a device, FIFO or
+    socket (opened non-blocking, :func:`open_regular`), and a file larger than ``limit`` bytes
+    is refused from its size before it is read.
+    """
+    p = Path(os.fspath(folder)) / relative
+    if not os.path.lexists(p):
+        return None
+    if not inside(p, folder):
+        raise LoadError(f"{what} is a link to {os.path.realpath(p)}, outside {os.path.realpath(folder)}; "
+                        f"only files inside the store are read")
+    with open_regular(p, what) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        if size > limit:
+            raise LoadError(f"{what} is {format_bytes(size)} on disk, more than the {format_bytes(limit)} it may "
+                            f"take; the file is damaged or hostile")
+        data, _ = read_stream(fh, limit, what)
+    return data
 
 # -- names made on demand ---------------------------------------------------------------------------
 

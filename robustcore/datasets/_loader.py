@@ -287,7 +287,9 @@ class Loader:
         p = self._check_path(path)
         opts = self.validate(options)
         ctx = self._prepare(p, opts)
-        charge(self._estimate(p, opts, ctx), opts, f"loading {p.name}", "load a subset of the data")
+        from ..bigdata._lazy import LAZY_SUFFIXES
+        charge(self._estimate(p, opts, ctx), opts, f"loading {p.name}", "load a subset of the data",
+               out_of_core=p.suffix.lower() in LAZY_SUFFIXES)
         ds = self._load(p, opts, ctx)
         if ds.n_samples == 0 or ds.n_features == 0:
             raise LoadError(f"{p.name} holds {ds.n_samples} sample(s) of {ds.n_features} feature(s); "

@@ -22,7 +22,9 @@ then green, then blue: a row draws as the three channel images one above the oth
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +33,7 @@ from .._params import Param
 from ..bigdata._frames import FrameSource
 from ._dataset import Dataset
 from ._errors import LoadError
+from ._limits import DEFAULT_MAX_FEATURES, check_features, check_memory, regular_file
 from ._loader import MAX_BYTES, Loader
 
 __all__ = ["VideoFrames", "VideoLoader", "open_video", "VIDEO_SUFFIXES"]
@@ -55,10 +58,13 @@ def _av_errors(av):
 
 
 class _Probe:
-    """Frame count, rate and timestamps from the container's packets (demuxed, not decoded)."""
+    """Frame count, rate and timestamps from the container's packets (demuxed, not decoded), and
+    the digest of those packets (``digest``: the content the frames decode from, see
+    :mod:`robustcore.bigdata._digest`)."""
 
     def __init__(self, path: Path):
         av = _av()
+        h = hashlib.sha256()
         try:
             with av.open(str(path)) as c:
                 if not c.streams.video:
@@ -70,11 +76,15 @@ class _Probe:
                 self.time_base = v.time_base
                 rate = v.average_rate or v.guessed_rate or v.base_rate
                 self.fps = float(rate) if rate else None
+                h.update(f"robust-studio video {self.codec} {self.width}x{self.height} {self.time_base}\n".encode())
                 pts = []
                 missing = 0
                 for pk in c.demux(v):
                     if pk.size == 0:          # the flush packet at the end
                         continue
+                    h.update(struct.pack("<qqI", -1 if pk.pts is None else pk.pts, -1 if pk.dts is None else pk.dts,
+                                         pk.size))
+                    h.update(memoryview(pk))
                     t = pk.pts if pk.pts is not None else pk.dts
                     if t is None:
                         missing += 1
@@ -88,6 +98,7 @@ class _Probe:
         if self.width <= 0 or self.height <= 0:
             raise LoadError(f"{path.name}: the video stream has no frame size ({self.width}x{self.height})")
         n = len(pts) + missing
+        self.digest = f"sha256-packets:{n}:{h.hexdigest()}"
         if n == 0:
             raise LoadError(f"{path.name} holds a video stream with no frames")
         if missing:
@@ -121,7 +132,8 @@ class VideoFrames(FrameSource):
     """
 
     def __init__(self, path, color: str = "luminance", start: int = 0, stop: int | None = None,
-                 step: int = 1, scale: float = 1.0):
+                 step: int = 1, scale: float = 1.0, max_features: int | None = None,
+                 max_bytes: int | None = None):
         self.path = Path(path)
         self.name = self.path.stem
         if color not in COLORS:
@@ -145,15 +157,32 @@ class VideoFrames(FrameSource):
         self.frame_shape = (h, w)
         self.channels = 3 if color == "rgb" else 1
         self.value_range = (0.0, 255.0)
+        self.content_digest = probe.digest
+        self._check_frame_size(max_features, max_bytes)
         self._container = None
         self._frames = None      # the running decode generator
         self._next = None        # file frame number it yields next (None: unknown)
         self._pending = None     # a (number, frame) taken but not used yet
 
+    def _check_frame_size(self, max_features, max_bytes) -> None:
+        """Before any frame is decoded: the row width against ``max_features`` and what decoding
+        one frame takes (the stored frame in RGB, its conversion, the float64 row) against the
+        memory budget, so a header claiming absurd dimensions costs nothing."""
+        what = f"{self.path.name} ({self.source_shape[1]} x {self.source_shape[0]} frames)"
+        check_features(self.n_features, DEFAULT_MAX_FEATURES if max_features is None else int(max_features),
+                       what, "pixels per frame")
+        if max_bytes is None:
+            from ..bigdata._dask import get_settings
+            max_bytes = get_settings().memory_budget
+        h, w = self.source_shape
+        check_memory(h * w * 8 + self.n_features * 9, int(max_bytes), f"decoding one frame of {what}",
+                     "open it with a smaller scale")
+
     # -- decoding -------------------------------------------------------------------------
     def _open(self):
         av = _av()
         if self._container is None:
+            regular_file(self.path)   # swapped for a FIFO or device since it was opened: refused
             try:
                 self._container = av.open(str(self.path))
             except _av_errors(av) as exc:
@@ -260,7 +289,7 @@ class VideoFrames(FrameSource):
 
     def fingerprint(self) -> str:
         """Identity without hashing the whole file: its path, size and modification time, and
-        which frames are read how."""
+        which frames are read how (the content's digest is ``content_digest``)."""
         import hashlib
         st = self.path.stat()
         key = (f"{self.path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{self.color}|{self.frame_shape}|"
@@ -278,20 +307,26 @@ class VideoFrames(FrameSource):
 
 
 def open_video(path, color: str = "luminance", start: int = 0, stop: int | None = None, step: int = 1,
-               scale: float = 1.0) -> VideoFrames:
+               scale: float = 1.0, max_features: int | None = None, max_bytes: int | None = None) -> VideoFrames:
     """Open a video file lazily: frames ``start``, ``start + step``, ... before ``stop`` (file frame
     numbers), each downscaled by ``scale`` (FFmpeg's area averaging) and converted to
     ``color`` (see the module doc). Nothing is decoded until frames are read.
 
+    The bounded-resource policy applies before FFmpeg sees the file: only a regular file is
+    opened (a FIFO, device or socket, also behind a symlink, is refused without waiting), and
+    before any frame is decoded a frame's width x height x channels is checked against
+    ``max_features`` (default 2**24) and decoding one frame against ``max_bytes`` (default the
+    out-of-core memory budget). The content digest of the video stream is taken while its
+    packets are counted (``content_digest``).
+
     Raises :class:`~robustcore.datasets.LoadError` for files FFmpeg cannot read, ranges outside
     the file and bad options.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise LoadError(f"no such file: {p}")
+    p = regular_file(path)
     if p.stat().st_size == 0:
         raise LoadError(f"{p} is empty (0 bytes); nothing to load")
-    return VideoFrames(p, color=color, start=start, stop=stop, step=step, scale=scale)
+    return VideoFrames(p, color=color, start=start, stop=stop, step=step, scale=scale, max_features=max_features,
+                       max_bytes=max_bytes)
 
 
 class VideoLoader(Loader):

@@ -239,3 +239,23 @@ def test_lazy_decomposition_figure_draws_frames_from_the_stores(tmp_path, capsys
                            "--memory-budget", "0.00001", "--figure", "decomposition", "--out", tmp_path / "re")
     assert code == 0 and "reproduced the saved numbers and arrays" in err, err
     assert (tmp_path / "re" / "online-rpca-decomposition.png").is_file()
+
+
+def test_replay_refuses_data_changed_in_the_middle(tmp_path, capsys):
+    import os
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((40000, 8))   # 2.5 MB: more than the first and last MiB checked at once
+    np.save(tmp_path / "t.npy", X)
+    code, _, err = run_cli(capsys, "run", "--data", tmp_path / "t.npy", "--lazy", "--method", "pca",
+                           "--out", tmp_path / "a")
+    assert code == 0, err
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["dataset"]["digest"].startswith("sha256-blocks:")
+    st = os.stat(tmp_path / "t.npy")
+    Y = X.copy()
+    Y[20000, 3] += 1.0
+    np.save(tmp_path / "t.npy", Y)
+    os.utime(tmp_path / "t.npy", ns=(st.st_atime_ns, st.st_mtime_ns))
+    code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", tmp_path / "t.npy",
+                           "--out", tmp_path / "b")
+    assert code != 0 and "the data changed since the session was saved" in err and "Traceback" not in err
+    assert not (tmp_path / "b" / "pca-results.zarr").exists()

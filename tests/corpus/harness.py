@@ -5,12 +5,15 @@ space with ``resource.setrlimit(RLIMIT_AS)`` at what it uses after start-up plus
 runaway allocation fails instead of swapping the machine), traces every allocation with
 ``tracemalloc`` (so each case's peak is measured exactly), and stops any case after ``seconds``
 with ``SIGALRM``. It prints one JSON line per case: outcome ``ok``, ``error`` (with the
-exception's type and message), ``timeout`` or ``crash``, the peak bytes and the seconds taken.
+exception's type and message), ``timeout`` or ``crash``, the peak bytes traced, how far the
+process's resident memory rose above where it was when the case started (``rss_growth``: C
+allocations and mapped pages included) and the seconds taken.
 A process crash (a segfault in a C reader) shows as missing lines and a bad exit code.
 
 Two kinds of request:
 
-- ``{"cases": [...]}``: the corpus cases (``cases.json``) or cases made at run time;
+- ``{"cases": [...]}``: the corpus cases (``cases.json``) or cases made at run time (the
+  out-of-core sources of ``lazy_cases.py``, kind ``lazy``);
 - ``{"hypothesis": NAME, "examples": N, "seed": S}``: a hypothesis search
   (``tests.corpus.searches.SEARCHES``) run in the child, which fails on the first input that
   raises anything but the project's own errors; without a seed it is the same search each time.
@@ -138,6 +141,19 @@ def _run(case: dict):
         return {"shape": list(ds.X.shape), "warnings": list(ds.warnings),
                 "outliers": None if ds.outliers is None else int(ds.outliers.sum()),
                 "outliers_from": ds.outliers_from, "features": len(ds.feature_names)}
+    if case["kind"] == "lazy":
+        # Out of core: open under the case's memory budget, then one full pass over the data.
+        from robustcore.bigdata import compute, open_lazy, settings
+        with settings(memory_budget=case["budget"]):
+            ds = open_lazy(path, **dict(case.get("options") or {}))
+            try:
+                if ds.kind == "table":
+                    compute(ds.source.array.sum(axis=0))
+                else:
+                    ds.source.read(0, min(ds.n_samples, 2))
+            finally:
+                ds.close()
+        return {"shape": [ds.n_samples, ds.n_features]}
     if case["kind"] == "reopen":
         from app import session as S
         job = S.reopen_job(path, data_path=case.get("data_path"))
@@ -148,10 +164,28 @@ def _run(case: dict):
     raise ValueError(f"unknown case kind {case['kind']!r}")
 
 
+def _reset_rss_peak() -> None:
+    """Reset the kernel's high-water mark of this process's resident memory (Linux: writing 5 to
+    /proc/self/clear_refs), so VmHWM after a case is that case's peak, C allocations included."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _rss(field: str = "VmHWM") -> int | None:
+    try:
+        return int(re.search(field + r":\s+(\d+)", Path("/proc/self/status").read_text()).group(1)) * 1024
+    except (OSError, AttributeError):
+        return None
+
+
 def _cases(cases: list[dict]) -> None:
     errors = _project_errors()
     signal.signal(signal.SIGALRM, _on_alarm)
     for case in cases:
+        _reset_rss_peak()
+        rss_before = _rss("VmRSS")
         tracemalloc.start()
         tracemalloc.reset_peak()
         t = time.perf_counter()
@@ -170,6 +204,8 @@ def _cases(cases: list[dict]) -> None:
             out.update(outcome="crash", type=type(exc).__name__, message=f"{exc}"[:2000])
         out["seconds"] = time.perf_counter() - t
         out["peak"] = tracemalloc.get_traced_memory()[1]
+        peak = _rss()
+        out["rss_growth"] = None if peak is None or rss_before is None else max(0, peak - rss_before)
         tracemalloc.stop()
         print(json.dumps(out, default=str), flush=True)
 
@@ -189,6 +225,11 @@ def main() -> None:
     import scipy.sparse  # noqa: F401
 
     import robustcore.datasets  # noqa: F401
+    for module in ("dask.array", "dask.threaded", "h5py", "av", "numcodecs.zstd"):   # out-of-core readers
+        try:
+            __import__(module)
+        except ImportError:
+            pass
     from robustcore.methods import get_method
     # One small fit and one version lookup first: importing the estimators' libraries is not a case.
     get_method("pca").run(robustcore.datasets.Dataset(X=numpy.eye(5)), {"n_components": 1})

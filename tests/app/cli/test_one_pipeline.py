@@ -129,3 +129,30 @@ def test_online_rpca_streams_a_video_without_being_told(tmp_path, capsys):
     mask = zarr.open_group(str(tmp_path / "v" / "online-rpca-results.zarr"), mode="r")["mask"][:]
     f = 2 * np.sum(mask & truth.reshape(80, -1)) / (mask.sum() + truth.sum())
     assert f > 0.9
+
+
+def test_replay_out_of_core_sees_data_changed_in_the_middle(tmp_path, capsys):
+    """A table of 2.5 MB changed in one value in the middle, same size: the cheap identity (size,
+    first and last MiB) cannot see it; the digest taken in the fit's first pass does, and the
+    replay says so and writes nothing."""
+    import os
+    X = np.random.default_rng(1).standard_normal((160_000, 2))
+    path = tmp_path / "big.npy"
+    np.save(path, X)
+    code, _, err = run_cli(capsys, "run", "--data", path, "--lazy", "--method", "pca", "--out", tmp_path / "a")
+    assert code == 0, err
+    doc = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert doc["dataset"]["digest"].startswith("sha256-blocks:")
+    code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", path, "--check",
+                           "--out", tmp_path / "b")
+    assert code == 0, err and "sha256 of every value" in err
+    mtime = os.stat(path).st_mtime_ns
+    with open(path, "r+b") as fh:
+        fh.seek(1_280_000)
+        fh.write(np.float64(123.0).tobytes())
+    os.utime(path, ns=(mtime, mtime))
+    code, _, err = run_cli(capsys, "replay", tmp_path / "a" / "run.json", "--data", path, "--check",
+                           "--out", tmp_path / "c")
+    assert code == 2 and "the data changed since the session was saved" in err and "Traceback" not in err
+    assert "saved parameters" not in err
+    assert not (tmp_path / "c" / "pca-arrays.npz").exists()

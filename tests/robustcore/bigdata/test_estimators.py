@@ -204,7 +204,7 @@ def test_table_errors_say_what_to_do(tmp_path, files):
     with pytest.raises(LoadError, match="2-D"):
         open_table(tmp_path / "v.npy")
     np.save(tmp_path / "o.npy", np.array([{"a": 1}], dtype=object))
-    with pytest.raises(LoadError, match="memory-mapped"):
+    with pytest.raises(LoadError, match="Python objects"):
         open_table(tmp_path / "o.npy")
     (tmp_path / "x.csv").write_text("1,2\n")
     with pytest.raises(LoadError, match="HDF5"):

@@ -67,8 +67,9 @@ def test_online_rpca_on_a_video_out_of_core_equals_in_memory(tmp_path):
             c.mux(pk)
     m = get_method("online-rpca")
     mem = m.run(datasets.load(path), {"batch_size": 30})
+    video = open_lazy(path)   # opened under the default budget: one frame fits it, not 1000 bytes
     with settings(memory_budget=1000, store_dir=tmp_path / "store"):
-        lazy = m.run(open_lazy(path), {"batch_size": 30})
+        lazy = m.run(video, {"batch_size": 30})
     assert "online-rpca" in lazy.summary["results in"] and (tmp_path / "store").is_dir()
     np.testing.assert_array_equal(np.asarray(lazy.arrays["mask"][:]), mem.arrays["mask"])
     np.testing.assert_allclose(np.asarray(lazy.arrays["low_rank"][:]), mem.arrays["low_rank"])

@@ -1,0 +1,241 @@
+"""A digest of the whole content of data opened out of core, taken in a pass that reads it anyway.
+
+A table on disk (:class:`~robustcore.bigdata.LazyTable` of a file) has no digest when it is
+opened. The first computation (:func:`robustcore.bigdata.compute`) that reads every block of it
+also runs one small task per block that hashes the block (sha256 of its bytes, in the file's
+dtype) and depends on the same Dask key as the block's read: the block is read once, for both.
+The table's reads are tasks that Dask never fuses into their consumers (:func:`read_task`), so
+no graph optimisation can give the hash its own copy of a read. The digest is the sha256 of the
+table's shape, dtype, block size and the block hashes in order: it depends on the data, not on
+the method, its passes, or the scheduler (tasks return hashes; nothing happens in a worker but
+hashing). A computation that reads only part of the table (a preview) leaves it for later.
+
+A video (:class:`~robustcore.datasets.VideoFrames`) is digested when it is opened: the pass that
+counts its frames reads every packet of the video stream, and the digest hashes those packets
+(the compressed frames, their timestamps) and the stream's codec and size. Hashing the file's
+compressed packets rather than decoded frames keeps the digest independent of the FFmpeg
+version and of the colour/scale options, and costs nothing more than the probe.
+
+:func:`content_digest` returns a data set's digest (taking one pass of its own only when no
+computation has read it whole yet), :func:`describe_digest` says what a digest covers, and
+:func:`expect_digest` arms a table so that the pass that computes its digest fails at once with
+:class:`DataChangedError` when the digest is not the expected one (a replay then stops after its
+first pass, not after the whole fit).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import weakref
+
+import numpy as np
+
+from ..datasets._errors import LoadError
+
+__all__ = ["DataChangedError", "content_digest", "describe_digest", "expect_digest", "digest_rows",
+           "ReadTask", "read_task", "register", "plan", "finish", "block_digest"]
+
+_PENDING: "weakref.WeakSet" = weakref.WeakSet()
+_LOCK = threading.Lock()
+_TABLE = re.compile(r"^sha256-blocks:(\d+):(\d+)x(\d+):([<>|=]?[a-z]\d+):([0-9a-f]{64})$")
+_VIDEO = re.compile(r"^sha256-packets:(\d+):([0-9a-f]{64})$")
+
+
+class DataChangedError(LoadError):
+    """The data's digest is not the one recorded: its content changed (``expected``, ``actual``)."""
+
+    def __init__(self, message: str, expected: str | None = None, actual: str | None = None):
+        super().__init__(message)
+        self.expected, self.actual = expected, actual
+
+
+# -- the tasks ------------------------------------------------------------------------------------
+
+try:
+    from dask._task_spec import Task as _Task
+except ImportError:  # without Dask there is no out-of-core table to read
+    _Task = object
+
+
+class ReadTask(_Task):
+    """A Dask task that reads a block and is never fused into its consumers, so the block's key
+    stays in every optimised graph and a hash task depending on it shares the read."""
+
+    __slots__ = ()
+
+    @property
+    def block_fusion(self) -> bool:
+        return True
+
+
+def read_task(key, func, *args):
+    """The task reading one block: ``func(*args)`` under ``key`` (see :class:`ReadTask`)."""
+    return ReadTask(key, func, *args)
+
+
+def block_digest(block) -> np.ndarray:
+    """The sha256 of one block's bytes (C order, its own dtype), as a 1-element object array."""
+    a = np.ascontiguousarray(block)
+    out = np.empty(1, dtype=object)
+    out[0] = hashlib.sha256(a.reshape(-1).view(np.uint8)).digest()
+    return out
+
+
+def _digest_array(table):
+    """One hash task per block of ``table.array``, each depending on that block's read key."""
+    import dask.array as da
+    from dask._task_spec import Task, TaskRef
+    from dask.highlevelgraph import HighLevelGraph
+    X = table.array
+    name = "digest-" + X.name
+    layer = {(name, i): Task((name, i), block_digest, TaskRef((X.name, i, 0))) for i in range(X.numblocks[0])}
+    graph = HighLevelGraph.from_collections(name, layer, dependencies=[X])
+    return da.Array(graph, name, ((1,) * X.numblocks[0],), meta=np.empty((0,), object))
+
+
+def _combine(table, hashes) -> str:
+    n, d = table.shape
+    rows = table.chunk_rows
+    h = hashlib.sha256(f"robust-studio table {n}x{d} {table.dtype.str} {rows}\n".encode())
+    for b in hashes:
+        h.update(b)
+    return f"sha256-blocks:{rows}:{n}x{d}:{table.dtype.str}:{h.hexdigest()}"
+
+
+# -- the hook in compute() --------------------------------------------------------------------------
+
+def register(table) -> None:
+    """Digest ``table`` in the first computation that reads all of it."""
+    with _LOCK:
+        _PENDING.add(table)
+
+
+def _dask_collections(objs) -> list:
+    """The Dask collections in ``objs`` (what dask.compute accepts: collections, and lists,
+    tuples and dicts holding them, and plain values)."""
+    from dask.base import is_dask_collection
+    out, todo = [], list(objs)
+    while todo:
+        o = todo.pop()
+        if is_dask_collection(o):
+            out.append(o)
+        elif isinstance(o, (list, tuple, set)):
+            todo.extend(o)
+        elif isinstance(o, dict):
+            todo.extend(o.values())
+    return out
+
+
+def _reads_whole(table, collections) -> bool:
+    from dask.core import flatten
+    from dask.highlevelgraph import HighLevelGraph
+    from dask.optimization import cull
+    name = table.array.name
+    graphs = [c.__dask_graph__() for c in collections]
+    # Cheap refusal first: most computations never touch the table.
+    if not any(name in getattr(g, "layers", {}) or any(isinstance(k, tuple) and k and k[0] == name
+                                                       for k in g.keys()) for g in graphs):
+        return False
+    keys = list(flatten([c.__dask_keys__() for c in collections]))
+    culled, _ = cull(dict(HighLevelGraph.merge(*graphs)), keys)
+    return all((name, i, 0) in culled for i in range(table.array.numblocks[0]))
+
+
+def plan(collections) -> list:
+    """(table, hash collection) for each table still without a digest that ``collections`` read whole."""
+    with _LOCK:
+        pending = [t for t in list(_PENDING) if t.content_digest is None]
+    collections = _dask_collections(collections)
+    if not pending or not collections:
+        return []
+    out = []
+    for t in pending:
+        if _reads_whole(t, collections):
+            out.append((t, _digest_array(t)))
+    return out
+
+
+def finish(planned, values) -> None:
+    """Record the digests computed with ``plan``'s collections; raise DataChangedError for a
+    table armed by :func:`expect_digest` whose digest is not the expected one."""
+    for (table, _), hashes in zip(planned, values):
+        digest = _combine(table, list(hashes))
+        with _LOCK:
+            table.content_digest = digest
+            _PENDING.discard(table)
+        _check_expected(table)
+
+
+def _check_expected(table) -> None:
+    exp = getattr(table, "expected_digest", None)
+    if exp is None or table.content_digest is None:
+        return
+    expected, since = exp
+    if table.content_digest != expected:
+        raise DataChangedError(f"the data changed since {since}: {describe_digest(expected)} differs "
+                               f"(now {_short(table.content_digest)}…, was {_short(expected)}…)",
+                               expected=expected, actual=table.content_digest)
+
+
+def _short(digest: str) -> str:
+    return digest.rsplit(":", 1)[-1][:12]
+
+
+# -- the public functions -----------------------------------------------------------------------------
+
+def _source(data):
+    return getattr(data, "source", data)
+
+
+def content_digest(data, progress=None, compute: bool = True) -> str | None:
+    """The digest of ``data`` (a LazyDataset, LazyTable or video source).
+
+    The digest recorded by the first computation that read the whole table (or by opening the
+    video) is returned at once; without one, ``compute=True`` reads the table once to hash it
+    (``progress`` as for :func:`robustcore.bigdata.compute`), ``compute=False`` returns None.
+    Data held in memory (a Dask array not read from a file) has no digest: None.
+    """
+    src = _source(data)
+    digest = getattr(src, "content_digest", None)
+    if digest is not None or not compute:
+        return digest
+    if getattr(src, "array", None) is None or getattr(src, "reader", None) is None:
+        return None
+    from ._dask import compute as run
+    register(src)
+    run(_digest_array(src), progress=progress, message="hashing the data")
+    return src.content_digest
+
+
+def expect_digest(data, digest: str, since: str = "it was recorded") -> None:
+    """Arm ``data`` so that the pass computing its digest raises :class:`DataChangedError`
+    ("the data changed since {since}: ...") when it differs from ``digest``; checked at once
+    when the digest is known already (a video: when it was opened)."""
+    src = _source(data)
+    rows = digest_rows(digest)
+    if rows is not None and getattr(src, "chunk_rows", rows) != rows:
+        raise LoadError(f"the data must be opened with chunk_rows={rows} (the block size its digest was taken "
+                        f"with) to be checked; it was opened with chunk_rows={src.chunk_rows}")
+    src.expected_digest = (digest, since)
+    _check_expected(src)
+
+
+def digest_rows(digest: str | None) -> int | None:
+    """The block size (rows) a table's digest was taken with; None for other digests."""
+    m = _TABLE.match(digest or "")
+    return int(m.group(1)) if m else None
+
+
+def describe_digest(digest: str | None) -> str:
+    """What a digest covers, for messages and the session's description of its data."""
+    m = _TABLE.match(digest or "")
+    if m:
+        rows, n, d, dtype = int(m.group(1)), int(m.group(2)), int(m.group(3)), np.dtype(m.group(4))
+        return (f"the sha256 of every value of the table ({n:,} x {d:,}, {dtype.name}), hashed in blocks of "
+                f"{rows:,} rows in the pass that read it")
+    m = _VIDEO.match(digest or "")
+    if m:
+        return (f"the sha256 of the video stream's {int(m.group(1)):,} compressed frames (packets), their "
+                f"timestamps, codec and frame size")
+    return "no digest of the content"
