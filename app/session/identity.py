@@ -88,7 +88,7 @@ _WAY_OUT = ("Point to the original data, or open the new data as a new data set 
 
 
 def _mismatch(ref, where, message, expected, actual):
-    from .schema import DataMismatchError
+    from .errors import DataMismatchError
     return DataMismatchError(f"{message}. {_WAY_OUT}", ref=ref, path=where, expected=expected, actual=actual)
 
 
@@ -117,7 +117,8 @@ def check_content(ref, dataset, progress=None, where: str | None = None) -> str 
     data is read once here (``progress`` as for a fit). Raises DataMismatchError saying
     "the data changed since the session was saved: ...".
     """
-    from robustcore.bigdata._digest import DataChangedError, content_digest, describe_digest
+    from robustcore.bigdata import content_digest
+    from robustcore.bigdata._digest import DataChangedError, describe_digest
     if ref is None or not ref.digest or not getattr(dataset, "is_lazy", False):
         return None
     where = where or (dataset.provenance.path or dataset.name)

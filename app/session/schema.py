@@ -41,6 +41,8 @@ import numpy as np
 
 from robustcore.datasets import bare_name, parse_json
 
+from .errors import DataMismatchError, DataMissingError, DataNeedsConfirmation, SessionError
+
 __all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX",
            "SEED_PARAM", "DEFAULT_SEED", "SessionError", "DataMissingError", "DataNeedsConfirmation",
            "DataMismatchError", "DatasetRef", "RunRecord", "Session", "library_versions", "seed_param", "pin_seed", "run_record",
@@ -59,49 +61,6 @@ SEED_PARAM = "random_state"
 DEFAULT_SEED = 0
 # Names a loader option may never have: they are the load call's own arguments.
 _RESERVED_OPTIONS = ("format", "path")
-
-
-class SessionError(ValueError):
-    """A session file cannot be used: malformed, from a newer version, or its data is unusable."""
-
-
-class DataMissingError(SessionError):
-    """The session's data file (or stored data) cannot be found.
-
-    ``ref`` is the :class:`DatasetRef`; ``searched`` the paths that were tried.
-    """
-
-    def __init__(self, message: str, ref: "DatasetRef | None" = None, searched: Iterable[str] = ()):
-        super().__init__(message)
-        self.ref = ref
-        self.searched = list(searched)
-
-
-class DataNeedsConfirmation(DataMissingError):
-    """The session names a data file outside its own folder: it is read only once the user
-    confirms it (the window asks; the command line takes ``--data PATH``).
-
-    ``path`` is the file the session names; pass it back as ``data_path`` to confirm it.
-    """
-
-    def __init__(self, message: str, ref: "DatasetRef | None" = None, path: str | None = None):
-        super().__init__(message, ref=ref, searched=[path] if path else [])
-        self.path = path
-
-
-class DataMismatchError(SessionError):
-    """A data file was found but is not the data the session was made from (hash or shape differ).
-
-    ``path`` is the file that was checked, ``expected`` and ``actual`` the two fingerprints.
-    """
-
-    def __init__(self, message: str, ref: "DatasetRef | None" = None, path: str | None = None,
-                 expected: str | None = None, actual: str | None = None):
-        super().__init__(message)
-        self.ref = ref
-        self.path = path
-        self.expected = expected
-        self.actual = actual
 
 
 # -- JSON helpers --------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ __all__ = ["FrameSource", "ArrayFrames", "as_frame_source", "FrameSink", "open_f
 
 _LAZY = {"open_table": "._tables", "LazyTable": "._tables", "median": "._reductions",
          "order_statistics": "._reductions", "materialize": "._rows", "StoredRows": "._rows",
-         "open_lazy": "._lazy", "LazyDataset": "._lazy", "content_digest": "._digest",
+         "open_lazy": "._lazy", "LazyDataset": "._lazy", "content_digest": "._dask",
          "describe_digest": "._digest", "expect_digest": "._digest", "DataChangedError": "._digest"}
 
 

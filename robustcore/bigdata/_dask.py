@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from .._progress import Cancelled, Reporter
 
-__all__ = ["Settings", "settings", "get_settings", "compute", "require_dask", "check_address",
+__all__ = ["Settings", "settings", "get_settings", "compute", "require_dask", "check_address", "content_digest",
            "DEFAULT_MEMORY_BUDGET"]
 
 #: Memory the out-of-core path plans to stay within (chunks in flight, gathered values, results
@@ -309,3 +309,23 @@ def _compute_distributed(client, collections, rep, message):
         raise
     rep(1.0, message)
     return tuple(out)
+
+
+def content_digest(data, progress=None, read: bool = True) -> str | None:
+    """The digest of ``data`` (a LazyDataset, LazyTable or video source).
+
+    The digest recorded by the first computation that read the whole table (or by opening the
+    video) is returned at once; without one, ``read=True`` reads the table once to hash it
+    (``progress`` as for :func:`compute`), ``read=False`` returns None.
+    Data held in memory (a Dask array not read from a file) has no digest: None.
+    """
+    from . import _digest
+    src = _digest._source(data)
+    digest = getattr(src, "content_digest", None)
+    if digest is not None or not read:
+        return digest
+    if getattr(src, "array", None) is None or getattr(src, "reader", None) is None:
+        return None
+    _digest.register(src)
+    compute(_digest._digest_array(src), progress=progress, message="hashing the data")
+    return src.content_digest

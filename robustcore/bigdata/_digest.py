@@ -16,7 +16,7 @@ counts its frames reads every packet of the video stream, and the digest hashes 
 compressed packets rather than decoded frames keeps the digest independent of the FFmpeg
 version and of the colour/scale options, and costs nothing more than the probe.
 
-:func:`content_digest` returns a data set's digest (taking one pass of its own only when no
+:func:`robustcore.bigdata.content_digest` (in :mod:`._dask`, which runs passes) returns a data set's digest (taking one pass of its own only when no
 computation has read it whole yet), :func:`describe_digest` says what a digest covers, and
 :func:`expect_digest` arms a table so that the pass that computes its digest fails at once with
 :class:`DataChangedError` when the digest is not the expected one (a replay then stops after its
@@ -33,7 +33,7 @@ import numpy as np
 
 from ..datasets._errors import LoadError
 
-__all__ = ["DataChangedError", "content_digest", "describe_digest", "expect_digest", "digest_rows",
+__all__ = ["DataChangedError", "describe_digest", "expect_digest", "digest_rows",
            "ReadTask", "read_task", "register", "plan", "finish", "block_digest"]
 
 _PENDING: "weakref.WeakSet" = weakref.WeakSet()
@@ -186,26 +186,6 @@ def _short(digest: str) -> str:
 
 def _source(data):
     return getattr(data, "source", data)
-
-
-def content_digest(data, progress=None, compute: bool = True) -> str | None:
-    """The digest of ``data`` (a LazyDataset, LazyTable or video source).
-
-    The digest recorded by the first computation that read the whole table (or by opening the
-    video) is returned at once; without one, ``compute=True`` reads the table once to hash it
-    (``progress`` as for :func:`robustcore.bigdata.compute`), ``compute=False`` returns None.
-    Data held in memory (a Dask array not read from a file) has no digest: None.
-    """
-    src = _source(data)
-    digest = getattr(src, "content_digest", None)
-    if digest is not None or not compute:
-        return digest
-    if getattr(src, "array", None) is None or getattr(src, "reader", None) is None:
-        return None
-    from ._dask import compute as run
-    register(src)
-    run(_digest_array(src), progress=progress, message="hashing the data")
-    return src.content_digest
 
 
 def expect_digest(data, digest: str, since: str = "it was recorded") -> None:

@@ -103,7 +103,7 @@ class FrameSource:
 
     def describe(self) -> dict:
         """What a data panel shows about the stack (sizes, rate), as display strings and numbers."""
-        from ..datasets._loader import format_bytes
+        from ..datasets._limits import format_bytes
         h, w = self.frame_shape
         out = {"frames": self.n_frames, "frame size": f"{w} x {h} (width x height)",
                "channels": "luminance" if self.channels == 1 else f"{self.channels} (planar)",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..datasets._dataset import Provenance
 from ..datasets._errors import LoadError
+from ..datasets._limits import OUT_OF_CORE_SUFFIXES
 from ._frames import FrameSource
 
 __all__ = ["LazyDataset", "open_lazy", "LAZY_SUFFIXES", "TABLE_OPTIONS", "POLICY_OPTIONS"]
@@ -116,7 +117,7 @@ def _table_suffixes():
     return TABLE_SUFFIXES
 
 
-LAZY_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
+LAZY_SUFFIXES = OUT_OF_CORE_SUFFIXES
 
 
 def open_lazy(path, **options) -> LazyDataset:

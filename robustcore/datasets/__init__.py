@@ -16,15 +16,30 @@ untrusted files (``open_regular``, ``parse_json``, ``side_file``...) are exporte
 ``demo(name)`` / ``demos()`` give the bundled data sets. ``video`` reads MP4/MOV/AVI/MKV through
 PyAV; ``open_video(path)`` opens one lazily, decoding a batch of frames at a time.
 """
+import importlib
+
 from ._dataset import Dataset, Provenance, file_sha256
 from ._demos import demo, demos, resources_dir
 from ._errors import LoadError
 from ._limits import (DEFAULT_MAX_BYTES, DEFAULT_MAX_FEATURES, bare_name, inside, open_regular, parse_json,
                       read_stream, regular_file, side_file)
-from ._load import LOADERS, detect_format, estimate_memory, formats, load
 from ._loader import Loader
 from ._npz import read_npz
-from ._video import open_video
+
+# The loaders' table (and the video loader with it) is imported on first use: the video reader
+# is a frame source of robustcore.bigdata, whose readers use the errors and limits above, and a
+# module of either package must be importable without the other's package running first.
+_LAZY = {"LOADERS": "._load", "detect_format": "._load", "estimate_memory": "._load", "formats": "._load",
+         "load": "._load", "open_video": "._video"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Dataset", "Provenance", "file_sha256", "LoadError", "demo", "demos", "resources_dir",
            "LOADERS", "Loader", "load", "estimate_memory", "formats", "detect_format", "DEFAULT_MAX_BYTES",

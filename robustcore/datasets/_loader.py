@@ -15,8 +15,8 @@ import numpy as np
 from .._params import Param, validate_params
 from ._dataset import Dataset, Provenance, file_sha256
 from ._errors import LoadError
-from ._limits import (DEFAULT_MAX_BYTES, MAX_BYTES, MAX_FEATURES, Cost, charge, check_memory, format_bytes,
-                      open_regular, read_stream, regular_file)
+from ._limits import (DEFAULT_MAX_BYTES, MAX_BYTES, MAX_FEATURES, OUT_OF_CORE_SUFFIXES, Cost, charge, check_memory,
+                      format_bytes, open_regular, read_stream, regular_file)
 
 __all__ = ["Loader", "MAX_BYTES", "MAX_FEATURES", "DEFAULT_MAX_BYTES", "check_memory", "format_bytes",
            "open_maybe_compressed", "read_all", "COMPRESSED", "MISSING_OPTION", "OUTLIER_LABEL",
@@ -287,9 +287,8 @@ class Loader:
         p = self._check_path(path)
         opts = self.validate(options)
         ctx = self._prepare(p, opts)
-        from ..bigdata._lazy import LAZY_SUFFIXES
         charge(self._estimate(p, opts, ctx), opts, f"loading {p.name}", "load a subset of the data",
-               out_of_core=p.suffix.lower() in LAZY_SUFFIXES)
+               out_of_core=p.suffix.lower() in OUT_OF_CORE_SUFFIXES)
         ds = self._load(p, opts, ctx)
         if ds.n_samples == 0 or ds.n_features == 0:
             raise LoadError(f"{p.name} holds {ds.n_samples} sample(s) of {ds.n_features} feature(s); "

@@ -87,7 +87,9 @@ def test_a_change_in_the_middle_stops_a_refit_after_its_first_pass(tmp_path, rea
     reads["n"] = 0
     job = S.reopen_job(path)
     assert isinstance(job, S.NeedsData) and "the data changed since the session was saved" in str(job.error)
-    assert reads["n"] == 8     # the fit's first pass (which hashed it), nothing after
+    # the fit's first pass (which hashed it; 8 blocks), and the block holding the first row,
+    # which the column moments are taken relative to: nothing after
+    assert reads["n"] <= 9
 
 
 def test_a_copy_elsewhere_reopens(tmp_path):

@@ -82,7 +82,7 @@ def test_registry_runs_with_results_on_disk(npy, method, tmp_path):
     m = get_method(method)
     mem = m.run(datasets.load(npy), {})
     with settings(memory_budget=4096, store_dir=tmp_path):
-        lazy = m.run(open_lazy(npy, chunk_rows=700), {})
+        lazy = m.run(open_lazy(npy, chunk_rows=40), {})
     assert set(lazy.sample_scores) == set(mem.sample_scores) and set(lazy.flags) == set(mem.flags)
     for k, v in mem.sample_scores.items():
         assert isinstance(lazy.sample_scores[k], StoredRows), k
