@@ -213,43 +213,6 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
                 break
         return R, it
 
-    def _finish(self, rows, R, U, out=None):
-        """What a batch's coefficients R (against basis U) give, pixel block by pixel block.
-
-        Returns ((Z - E)ᵀ R, the d x k term of the basis statistics, with Z = rows / scale and
-        E = soft(Z - R Uᵀ, λ2)); with ``out`` (arrays ``low_rank``, ``sparse`` (b, d) of any float
-        type and ``mask`` (b, d) bool) also fills L = R Uᵀ and S = E in data units and the mask
-        |S| > mask_threshold, and returns the row sums of |S| and of the mask as well. The same
-        arithmetic as forming Z, E, L and S whole, element for element, on blocks small enough
-        to stay in cache: one pass over the batch instead of a dozen, and no b x d temporaries.
-        """
-        b, d = rows.shape
-        k = R.shape[1]
-        scale, lam2 = self._scale, self._lam2
-        cols = max(16, min(d, _BLOCK_BYTES // (8 * b)))
-        bufs = np.empty((4, b * cols))
-        BtR = np.empty((d, k))
-        l1 = np.zeros(b)
-        count = np.zeros(b, dtype=np.int64)
-        for j0 in range(0, d, cols):
-            j1 = min(j0 + cols, d)
-            z, lo, c, a = (buf[:b * (j1 - j0)].reshape(b, j1 - j0) for buf in bufs)
-            np.divide(rows[:, j0:j1], scale, out=z)
-            np.matmul(R, U[j0:j1].T, out=lo)
-            e = np.subtract(z, lo, out=c)
-            np.subtract(e, np.clip(e, -lam2, lam2, out=a), out=e)     # E = soft(Z - L)
-            np.matmul(np.subtract(z, e, out=z).T, R, out=BtR[j0:j1])
-            if out is None:
-                continue
-            np.multiply(lo, scale, out=out["low_rank"][:, j0:j1])
-            np.multiply(e, scale, out=e)
-            out["sparse"][:, j0:j1] = e
-            np.abs(e, out=e)
-            m = np.greater(e, self._mask_t, out=out["mask"][:, j0:j1])
-            l1 += e.sum(axis=1)
-            count += np.count_nonzero(m, axis=1)
-        return BtR, l1, count
-
     def _update_basis(self, U, A, B):
         """Block coordinate descent on ½ tr(Uᵀ(A + λ1 I)U) - tr(UᵀB), column by column."""
         At = A + self._lam1 * np.eye(A.shape[0])
@@ -306,7 +269,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         # arithmetic as on the whole frame; a full pass costs more).
         Ts = np.subtract(Zs, R @ Us.T)
         resid = float(np.linalg.norm(Ts - _soft(Ts.copy(), self._lam2)) / max(np.linalg.norm(Zs), 1e-300))
-        BtR, l1, count = self._finish(rows, R, old, out)
+        BtR, l1, count = _finish(rows, R, old, self._scale, self._lam2, self._mask_t, out)
         beta = self._p["forgetting"] ** rows.shape[0]
         self._A *= beta
         self._A += R.T @ R
@@ -501,6 +464,43 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
     @property
     def _n_features_out(self):
         return self.components_.shape[0]
+
+
+def _finish(rows, R, U, scale, lam2, mask_t, out=None):
+    """What a batch's coefficients R (against basis U) give, pixel block by pixel block.
+
+    Returns ((Z - E)ᵀ R, the d x k term of the basis statistics, with Z = rows / scale and
+    E = soft(Z - R Uᵀ, λ2)); with ``out`` (arrays ``low_rank``, ``sparse`` (b, d) of any float
+    type and ``mask`` (b, d) bool) also fills L = R Uᵀ and S = E in data units and the mask
+    |S| > mask_t, and returns the row sums of |S| and of the mask as well. The same arithmetic as
+    forming Z, E, L and S whole, element for element, on blocks that stay in cache: one pass over
+    the batch instead of a dozen, and no b x d temporaries.
+    """
+    b, d = rows.shape
+    k = R.shape[1]
+    cols = max(16, min(d, _BLOCK_BYTES // (8 * b)))
+    bufs = np.empty((4, b * cols))
+    BtR = np.empty((d, k))
+    l1 = np.zeros(b)
+    count = np.zeros(b, dtype=np.int64)
+    for j0 in range(0, d, cols):
+        j1 = min(j0 + cols, d)
+        z, lo, e, c = (buf[:b * (j1 - j0)].reshape(b, j1 - j0) for buf in bufs)
+        np.divide(rows[:, j0:j1], scale, out=z)
+        np.matmul(R, U[j0:j1].T, out=lo)
+        np.subtract(z, lo, out=e)
+        np.subtract(e, np.clip(e, -lam2, lam2, out=c), out=e)     # E = soft(Z - L)
+        np.matmul(np.subtract(z, e, out=z).T, R, out=BtR[j0:j1])
+        if out is None:
+            continue
+        np.multiply(lo, scale, out=out["low_rank"][:, j0:j1])
+        np.multiply(e, scale, out=e)
+        out["sparse"][:, j0:j1] = e
+        np.abs(e, out=e)
+        m = np.greater(e, mask_t, out=out["mask"][:, j0:j1])
+        l1 += e.sum(axis=1)
+        count += np.count_nonzero(m, axis=1)
+    return BtR, l1, count
 
 
 def _subspace_change(U0, U1) -> float:
