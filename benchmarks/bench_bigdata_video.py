@@ -25,8 +25,8 @@ Run by hand (minutes; writes a few GB under --workdir, deletes them at the end u
    newest frame of each announcement back, as the live view does). Prints wall and CPU time,
    best and median, peak memory (VmHWM), and the ratios to the floor; with --reference STORE, how
    far the zarr run's L, S and mask are from a store written earlier (e.g. by older code).
-   --profile MODE prints the top of a cProfile of one such run (main thread; the CPU time of the
-   other threads -- decoder, sink writer, Zarr's codec pool -- is given beside it).
+   --profile MODE prints the top of a cProfile of one such run (CPU time of the main thread; that
+   of the other threads -- decoder, sink writer, Zarr's codec pool -- is given beside it).
 
 Each measurement is printed as one JSON line; results_bigdata.md quotes them.
 
@@ -268,7 +268,7 @@ def worker_floor(mode, path, workdir, profile):
     prof = None
     if profile:
         import cProfile
-        prof = cProfile.Profile()
+        prof = cProfile.Profile(time.thread_time)   # CPU time of the main thread: load does not inflate it
     main0, proc0, sys0, flt0 = _thread_cpu()
     t0 = time.perf_counter()
     if prof:
