@@ -260,7 +260,7 @@ def _thread_cpu():
 
 def worker_floor(mode, path, workdir, profile):
     """One contender of the floor step (see the module doc); returns its measurements."""
-    from robustcore.bigdata import ArrayFrames, open_frame_store, open_lazy, settings
+    from robustcore.bigdata import ArrayFrames, open_lazy, settings
     from robustcore.datasets import open_video
     from robustcore.methods import get_method
     from robustcore.subspace.online_rpca import OnlineRPCA
@@ -349,7 +349,6 @@ def compare_stores(path, reference):
     out = {"step": "compare", "store": str(path), "reference": str(reference)}
     worst = {"low_rank": 0.0, "sparse": 0.0}
     flips = 0
-    s_rel = 0.0
     for s0 in range(0, a.n_frames, 256):
         e = min(s0 + 256, a.n_frames)
         for f in worst:
