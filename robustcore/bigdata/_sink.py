@@ -8,7 +8,18 @@ complete; ``abort()`` (a cancelled fit) removes the partial store.
 
 Writes to a store happen on a writer thread, at most two batches behind the caller, so that
 compressing and writing one batch overlaps computing the next (on the benchmark video the
-writes took a quarter of the time when they were waited for).
+writes took a quarter of the time when they were waited for). A producer that can fill the
+rows in place asks ``buffers(start, stop)`` for them and hands them back with ``commit``: in
+memory those are the result arrays' own rows (no copy at all), for a store a few batch-sized
+buffers that the writer thread hands back once written (no new memory per batch).
+
+How a store is compressed (measured on the benchmark video, benchmarks/results_bigdata.md): a
+float field with LZ4 after a byte shuffle (Blosc), which compresses smooth images such as a
+low-rank background better than zstd (0.73 of the raw size against 0.87) and twice as fast;
+bool fields and fields that are mostly zeros (a sparse part) with zstd at level 1 (the ratio of
+Zarr's default level in half the time).
+Chunks are written even when they hold only the fill value: the check costs a pass over every
+chunk and most chunks are not empty.
 """
 from __future__ import annotations
 
@@ -26,8 +37,11 @@ __all__ = ["FrameSink", "open_frame_store", "DEFAULT_RESULT_MEMORY"]
 #: Results larger than this (uncompressed) go to a Zarr store unless told otherwise.
 DEFAULT_RESULT_MEMORY = 1 << 30
 _PARTIAL = ".partial"
-# Frames per Zarr chunk: one frame read from a viewer decompresses one chunk.
+# Frames per Zarr chunk: one frame read from a viewer decompresses one chunk; fewer, larger
+# chunks cost less per frame to write (Zarr spends a few milliseconds of CPU per chunk).
 _CHUNK_FRAMES = 16
+# Fields whose values are mostly zeros (compressed with zstd, like bool fields).
+_SPARSE_FIELDS = ("sparse", "mask")
 
 
 def _zarr():
@@ -80,12 +94,9 @@ class FrameSink:
         self._error = None
         self._writer = threading.Thread(target=self._drain, name="FrameSink writer", daemon=True)
         self._writer.start()
+        self._free = queue.SimpleQueue()   # batch buffers the writer has finished with
         cf = max(1, min(int(chunk_frames), self.n_frames))
-        self._arrays = {k: group.create_array(k, shape=(self.n_frames, self.n_features), dtype=dt,
-                                              chunks=(cf, self.n_features), fill_value=0)
-                        if hasattr(group, "create_array") else
-                        group.create_dataset(k, shape=(self.n_frames, self.n_features), dtype=dt,
-                                             chunks=(cf, self.n_features), fill_value=0)
+        self._arrays = {k: _create_array(group, k, (self.n_frames, self.n_features), dt, cf)
                         for k, dt in self.fields.items()}
         self._group = group
         self._write_attrs()
@@ -144,9 +155,53 @@ class FrameSink:
         self._raise_writer_error()
         self._queue.put((start, b, batch))
 
-    def _store(self, start, b, batch):
+    def buffers(self, start: int, stop: int) -> dict:
+        """Arrays (stop - start, n_features), one per field, for the caller to fill with rows
+        ``start:stop`` and hand to :meth:`commit`: in memory, the rows of the result arrays
+        themselves; for a store, buffers the writer thread gives back once it has written them."""
+        if self.closed:
+            raise ValueError("this FrameSink is closed; open a new one to write")
+        start, stop = int(start), int(stop)
+        if not 0 <= start < stop <= self.n_frames:
+            raise IndexError(f"rows {start}:{stop} are outside the sink's {self.n_frames} frames")
+        if self.path is None:
+            return {k: a[start:stop] for k, a in self._arrays.items()}
+        b = stop - start
+        while True:
+            try:
+                bufs = self._free.get_nowait()
+            except queue.Empty:
+                break
+            if next(iter(bufs.values())).shape[0] == b:
+                return bufs
+        return {k: np.empty((b, self.n_features), dt) for k, dt in self.fields.items()}
+
+    def commit(self, start: int, buffers: dict) -> None:
+        """Rows ``start:`` of every field, filled in the arrays :meth:`buffers` gave, are final.
+        The caller must not touch those arrays afterwards."""
+        if self.closed:
+            raise ValueError("this FrameSink is closed; open a new one to write")
+        if set(buffers) != set(self.fields):
+            raise ValueError(f"commit needs every field {sorted(self.fields)}; got {sorted(buffers)}")
+        b = next(iter(buffers.values())).shape[0]
+        if any(a.shape != (b, self.n_features) or a.dtype != self.fields[k] for k, a in buffers.items()):
+            raise ValueError("commit takes the arrays buffers() gave, filled in place")
+        if start < 0 or start + b > self.n_frames:
+            raise IndexError(f"rows {start}:{start + b} are outside the sink's {self.n_frames} frames")
+        if self.path is None:
+            self._mark(start, b)
+            return
+        self._raise_writer_error()
+        self._queue.put((start, b, buffers, True))
+
+    def _store(self, start, b, batch, recycle=False):
         for k, a in batch.items():
             self._arrays[k][start:start + b] = a
+        if recycle:
+            self._free.put(batch)
+        self._mark(start, b)
+
+    def _mark(self, start, b):
         self._done[start:start + b] = True
         # Leading complete frames: what a reader may show.
         undone = np.flatnonzero(~self._done)
@@ -235,6 +290,23 @@ class FrameSink:
     def __repr__(self) -> str:
         where = "memory" if self.path is None else str(self.path)
         return f"<FrameSink {self.n_frames} x {self.n_features} {sorted(self.fields)} in {where}>"
+
+
+def _create_array(group, name, shape, dtype, chunk_frames):
+    """One field of a new store, chunked by frames and compressed as the module doc says."""
+    dtype = np.dtype(dtype)
+    sparse = dtype == np.bool_ or name in _SPARSE_FIELDS
+    chunks = (chunk_frames, shape[1])
+    if hasattr(group, "create_array"):          # Zarr 3
+        from zarr.codecs import BloscCodec, ZstdCodec
+        codec = ZstdCodec(level=1) if sparse else BloscCodec(cname="lz4", clevel=5, shuffle="shuffle",
+                                                             typesize=dtype.itemsize)
+        return group.create_array(name, shape=shape, dtype=dtype, chunks=chunks, fill_value=0,
+                                  compressors=[codec], config={"write_empty_chunks": True})
+    import numcodecs                             # Zarr 2
+    codec = numcodecs.Zstd(level=1) if sparse else numcodecs.Blosc("lz4", 5, numcodecs.Blosc.SHUFFLE)
+    return group.create_dataset(name, shape=shape, dtype=dtype, chunks=chunks, fill_value=0,
+                                compressor=codec, write_empty_chunks=True)
 
 
 def _jsonable(v):

@@ -73,3 +73,52 @@ def test_array_frames_layout_and_batches():
     from robustcore.datasets import Dataset
     ds = Dataset(X=X, image_shape=(3, 4))
     assert as_frame_source(ds).frame_shape == (3, 4)
+
+
+def test_buffers_in_memory_are_the_result_rows_themselves():
+    s = FrameSink(10, 4, FIELDS)
+    b = s.buffers(4, 7)
+    assert np.shares_memory(b["low_rank"], s.array("low_rank")) and b["mask"].shape == (3, 4)
+    b["low_rank"][:] = 2.0
+    b["mask"][:] = True
+    s.commit(4, b)
+    assert s.n_written == 0                         # frames 0-3 are still missing
+    a = s.buffers(0, 4)
+    a["low_rank"][:] = 1.0
+    a["mask"][:] = False
+    s.commit(0, a)
+    assert s.n_written == 7
+    np.testing.assert_array_equal(s.read("low_rank", 0, 7), [[1.0] * 4] * 4 + [[2.0] * 4] * 3)
+    with pytest.raises(ValueError, match="every field"):
+        s.commit(7, {"low_rank": np.zeros((1, 4), np.float32)})
+    with pytest.raises(ValueError, match="filled in place"):
+        s.commit(7, {"low_rank": np.zeros((1, 4)), "mask": np.zeros((1, 4), bool)})   # float64, not float32
+    with pytest.raises(IndexError):
+        s.buffers(8, 11)
+
+
+def test_buffers_for_a_store_are_reused_once_written(tmp_path):
+    pytest.importorskip("zarr")
+    s = FrameSink(9, 5, FIELDS, path=tmp_path / "b.zarr")
+    rows = np.arange(45, dtype=np.float32).reshape(9, 5)
+    first = s.buffers(0, 4)
+    first["low_rank"][:] = rows[:4]
+    first["mask"][:] = rows[:4] > 10
+    s.commit(0, first)
+    s.flush()
+    again = s.buffers(4, 8)           # the writer gave the first set back: no new memory
+    assert again["low_rank"] is first["low_rank"] and again["mask"] is first["mask"]
+    again["low_rank"][:] = rows[4:8]
+    again["mask"][:] = rows[4:8] > 10
+    s.commit(4, again)
+    last = s.buffers(8, 9)            # a short batch gets arrays of its own size
+    assert last["low_rank"].shape == (1, 5)
+    last["low_rank"][:] = rows[8:]
+    last["mask"][:] = rows[8:] > 10
+    s.commit(8, last)
+    s.close()
+    back = open_frame_store(tmp_path / "b.zarr")
+    np.testing.assert_array_equal(back.read("low_rank"), rows)
+    np.testing.assert_array_equal(back.read("mask"), rows > 10)
+    with pytest.raises(ValueError, match="closed"):
+        s.buffers(0, 1)

@@ -214,3 +214,28 @@ def test_frames_hook_of_the_progress_callable_is_used(clip):
 def test_on_frames_must_be_callable(clip):
     with pytest.raises(ValueError, match="on_frames must be a callable"):
         OnlineRPCA().fit(clip[0][:40], on_frames=3)
+
+
+def test_outputs_are_the_per_frame_definitions_whatever_the_pixel_blocks(clip, monkeypatch):
+    """L, S and the mask are made block of pixels by block (in cache): block edges change
+    nothing, and what is stored is L = U r (rank k per batch), S = soft(X - L, lambda2) in data
+    units, the mask |S| > threshold, the scores the row sums of |S|."""
+    import robustcore.subspace.online_rpca as mod
+    X = clip[0][:150]            # 2240 pixels; batches of 32 (the last one short)
+    params = dict(n_components=2, batch_size=32, pixel_fraction=0.5)
+    whole = OnlineRPCA(**params).fit(X)                          # one block per batch
+    monkeypatch.setattr(mod, "_BLOCK_BYTES", 8 * 32 * 24)         # 24 pixels a block, the last ragged
+    blocks = OnlineRPCA(**params).fit(X)
+    for f in OnlineRPCA.FIELDS:
+        np.testing.assert_allclose(blocks.sink_.read(f), whole.sink_.read(f), rtol=1e-6, atol=1e-4)
+    np.testing.assert_allclose(blocks.basis_, whole.basis_, rtol=1e-10, atol=1e-12)
+    L, S, mask = (blocks.sink_.read(f).astype(float) for f in ("low_rank", "sparse", "mask"))
+    assert np.linalg.matrix_rank(L[:32], tol=1e-3 * np.abs(L[:32]).max()) == 2
+    t = blocks.lambda2_ * blocks.scale_
+    T = X - L
+    np.testing.assert_allclose(S, T - np.clip(T, -t, t), atol=1e-3)   # float32 L and S
+    assert 0.001 < np.mean(S != 0) < 0.5
+    clear = np.abs(np.abs(S) - blocks.mask_threshold_) > 1e-3
+    np.testing.assert_array_equal(mask[clear], (np.abs(S) > blocks.mask_threshold_)[clear])
+    np.testing.assert_allclose(blocks.sample_scores_, np.abs(S).sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(blocks.foreground_fraction_, mask.mean(axis=1))
