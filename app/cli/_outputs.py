@@ -122,18 +122,43 @@ def npz_fields(res, dataset) -> dict:
     return out
 
 
+def _adoptable(per_row: dict, out: str) -> str | None:
+    """The results store a fit already wrote in ``out``'s working folder (streaming robust PCA's
+    L, S and mask), which can become METHOD-results.zarr by a rename instead of a copy of
+    gigabytes; None when there is none."""
+    from app.session.stores import zarr_location
+    work = os.path.join(os.path.abspath(out), WORK) + os.sep
+    for k, v in per_row.items():
+        loc = zarr_location(v)
+        if loc is not None and loc[0].startswith(work) and loc[1] == k:
+            return loc[0]
+    return None
+
+
 def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
     """``METHOD-results.zarr``: the per-row fields, a block of rows at a time (bounded memory),
-    written under a temporary name and renamed into place."""
+    written under a temporary name and renamed into place. A store the fit wrote in the working
+    folder is adopted (renamed) and completed rather than copied."""
     import zarr
+
+    from app.session.stores import zarr_location
     per_row, _ = split_rows(res, dataset.n_samples)
     zpath = os.path.join(out, f"{res.method}-results.zarr")
     partial = zpath + ".partial"
     shutil.rmtree(partial, ignore_errors=True)
-    group = zarr.open_group(partial, mode="w")
+    adopt = _adoptable(per_row, out)
+    if adopt is not None:
+        kept = {k for k, v in per_row.items() if zarr_location(v) == (adopt, k)}
+        os.replace(adopt, partial)
+        group = zarr.open_group(partial, mode="r+")
+    else:
+        kept = set()
+        group = zarr.open_group(partial, mode="w")
     make = group.create_array if hasattr(group, "create_array") else group.create_dataset
     n = dataset.n_samples
     for k, v in per_row.items():
+        if k in kept:
+            continue
         shape = tuple(v.shape)
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
         rows = max(1, min(n, (16 << 20) // row_bytes))

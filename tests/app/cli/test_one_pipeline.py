@@ -156,3 +156,22 @@ def test_replay_out_of_core_sees_data_changed_in_the_middle(tmp_path, capsys):
     assert code == 2 and "the data changed since the session was saved" in err and "Traceback" not in err
     assert "saved parameters" not in err
     assert not (tmp_path / "c" / "pca-arrays.npz").exists()
+
+
+def test_a_streamed_store_becomes_the_results_store_without_a_copy(tmp_path, capsys):
+    """L, S and the mask a streaming fit wrote to disk (results over the budget) are renamed
+    into online-rpca-results.zarr, not copied a second time: the store keeps the sink's own
+    chunking, and the scores join it."""
+    from tests.app.test_cli_lazy import _clip
+    path, truth = _clip(tmp_path / "clip.mkv")
+    code, _, err = run_cli(capsys, "run", "--data", path, "--method", "online-rpca", "--param", "batch_size=20",
+                           "--memory-budget", "0.0001", "--out", tmp_path / "v")
+    assert code == 0, err
+    g = zarr.open_group(str(tmp_path / "v" / "online-rpca-results.zarr"), mode="r")
+    from robustcore.bigdata._sink import _CHUNK_FRAMES
+    assert g["mask"].chunks[0] == _CHUNK_FRAMES        # the sink's chunks (a copy would use 16 MB blocks)
+    assert {"low_rank", "sparse", "mask", "score_sparse_score", "flag_outlier"} <= set(g.array_keys())
+    mask = g["mask"][:]
+    f = 2 * np.sum(mask & truth.reshape(80, -1)) / (mask.sum() + truth.sum())
+    assert f > 0.9
+    assert not (tmp_path / "v" / ".work").exists()
