@@ -176,9 +176,9 @@ def describe_error(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-def _warm_steps(loaders: bool = True) -> list:
-    """One import per step: every registry estimator, robustcore.anomaly and (with ``loaders``)
-    the data loaders."""
+def _warm_steps(loaders: bool = True, jit: bool = True) -> list:
+    """One import per step: every registry estimator, robustcore.anomaly, (with ``loaders``)
+    the data loaders and (with ``jit``) the start of numba's loading."""
     from robustcore.methods import METHODS
 
     def estimator(m):
@@ -189,15 +189,19 @@ def _warm_steps(loaders: bool = True) -> list:
     steps = [lambda m=m: estimator(m) for m in METHODS.values()]
     mods = ("robustcore.anomaly", "robustcore.datasets") if loaders else ("robustcore.anomaly",)
     steps += [lambda mod=mod: importlib.import_module(mod) for mod in mods]
+    if not jit:
+        return steps
     # numba's 1-3 s start-up on a background thread, not in the first fit
     return steps + [lambda: importlib.import_module("robustcore._jit").preload()]
 
 
-def warm_up(should_stop: Callable[[], bool] = lambda: False, loaders: bool = True) -> None:
+def warm_up(should_stop: Callable[[], bool] = lambda: False, loaders: bool = True, jit: bool = True) -> None:
     """Import every registry estimator and (with ``loaders``) the data loaders: scipy.stats and
     friends take seconds on a cold start, so the first form, the first load and the first Run
-    are quick."""
-    for step in _warm_steps(loaders):
+    are quick. ``jit=False`` leaves numba alone (the window's own process: its fits run in
+    worker processes, and numba compiling on a thread beside Qt's ended one CI run in a
+    segmentation fault)."""
+    for step in _warm_steps(loaders, jit):
         if should_stop():
             return
         step()

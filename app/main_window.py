@@ -411,7 +411,7 @@ class MainWindow(QMainWindow):
             self._first_show = False
             if self.settings.window_state() is None:
                 self._size_docks()
-            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
+            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False, jit=False))
             if self.runs.isolation == "process":
                 try:
                     shared_pool().warm()

@@ -128,11 +128,14 @@ def _adoptable(per_row: dict, out: str) -> str | None:
     gigabytes; None when there is none."""
     from app.session.stores import zarr_location
     work = os.path.join(os.path.abspath(out), WORK) + os.sep
+    stores: dict[str, bool] = {}
     for k, v in per_row.items():
         loc = zarr_location(v)
-        if loc is not None and loc[0].startswith(work) and loc[1] == k:
-            return loc[0]
-    return None
+        if loc is not None and loc[0].startswith(work):
+            stores[loc[0]] = stores.get(loc[0], True) and loc[1] == k
+    # Only a store whose every field already has its output name: after the rename, a field
+    # still read from the old path under another name would read as missing chunks (zeros).
+    return next((path for path, all_named in stores.items() if all_named), None)
 
 
 def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
