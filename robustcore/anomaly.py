@@ -8,6 +8,7 @@ flagged when either exceeds its control limit.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted
@@ -39,36 +40,12 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     SPE is exactly unchanged by moves along the subspace, T² by moves orthogonal to it: look at
     both (``flag``).
 
-    Parameters
-    ----------
-    n_components : int or None, default None
-        Dimension p of the subspace, 1 <= p < min(n_samples, n_features); None takes the elbow of
-        the log scree plot, at most half of min(n_samples, n_features) (robustcore.rank: a rank
-        that keeps nearly every direction leaves SPE nothing to measure).
-    alpha : float in (0, 1), default 0.01
-        False-alarm rate of each control limit.
-    limit : {"jackson-mudholkar", "box"}, default "jackson-mudholkar"
-        SPE limit: Jackson-Mudholkar's normal approximation (falls back to Box when its h0 <= 0,
-        recorded in ``spe_limit_method_``) or Box's scaled chi-square.
-    t2_limit : {"new", "training"}, default "new"
-        T² limit for new observations (F distribution) or for the training rows themselves
-        (Phase I, Beta distribution; smaller, because training rows shaped the estimates).
-    center : bool, default True
-        ``fit`` centres at the training mean (False: the subspace goes through the origin).
-    scale : {"none", "standard", "robust", "auto"}, default "auto"
-        Per-feature scaling inside the estimator (robustcore._scaling: "auto" standardises
-        tables in mixed units and leaves pixels alone); scores, limits and attributes are in the
-        scaled units.
-    contamination : "auto" or float in (0, 0.5], default "auto"
-        Outlier rule of ``predict``: "auto" = SPE above ``spe_limit_`` or T² above
-        ``t2_limit_`` (``flag``'s "either"); a fraction c = the share c of training samples with
-        the largest outlier score.
-
     Attributes
     ----------
     components_ : ndarray (p, d)
         Orthonormal rows spanning the subspace.
     mean_ : ndarray (d,)
+        The centre of the subspace (zeros when ``center=False``).
     variances_ : ndarray (p,)
         Training variance along each component (sum of squared scores / (n - 1)).
     residual_eigenvalues_ : ndarray (k,)
@@ -77,7 +54,12 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     thetas_ : ndarray (3,)
         θ1, θ2, θ3 = sums of the residual eigenvalues to the powers 1, 2, 3.
     spe_limit_, t2_limit_ : float
+        The control limits of SPE and T² at false-alarm rate ``alpha``.
     spe_limit_method_ : str
+        "jackson-mudholkar", or "box" (asked for, or where Jackson-Mudholkar is undefined).
+    limit_calibration_ : dict
+        What ``calibrate`` did: "action" ("kept", "raised", "lowered", "uncalibrated" or
+        "off"), "factor" (both Gaussian limits were multiplied by it) and "reason".
     plane_ : ndarray (2, d)
         Default plane of ``grid``: the unit axes for 2-D data, otherwise the first two principal
         directions of the training data.
@@ -86,36 +68,53 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     scaling_ : str
         The scaling used ("none", "standard" or "robust"; "auto" resolved).
     offset_ : float
+        ``score_samples - offset_ = decision_function`` (robustcore._outlier).
     n_samples_fit_, n_features_in_ : int
+        Training samples and features seen by ``fit``.
 
-    Outlier score
-    -------------
-    ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): the larger of the two
-    scores in units of their limits. ``score_samples`` is minus that; ``spe`` and ``t2`` give
-    the two scores themselves.
+    Notes
+    -----
+    **Outlier score.** ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base):
+    the larger of the two scores in units of their limits. ``score_samples`` is minus that;
+    ``spe`` and ``t2`` give the two scores themselves.
     """
 
     _params = (
         Param("n_components", int, None, "Dimension of the subspace the scores are measured against.",
-              low=1, allow_none=True, none_label="elbow of the scree plot"),
+              low=1, allow_none=True, none_label="elbow of the scree plot",
+              doc="1 <= n_components < min(n_samples, n_features). None takes the elbow of the "
+                  "log scree plot, at most half of min(n_samples, n_features) (robustcore.rank: "
+                  "a rank that keeps nearly every direction leaves SPE nothing to measure)."),
         Param("alpha", float, 0.01, "False-alarm rate of the SPE and T² control limits.",
               low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
         Param("limit", str, "jackson-mudholkar", "SPE control limit: Jackson-Mudholkar or Box's "
-              "chi-square approximation.", choices=("jackson-mudholkar", "box")),
+              "chi-square approximation.", choices=("jackson-mudholkar", "box"),
+              doc="Jackson-Mudholkar's normal approximation falls back to Box's scaled chi-square "
+                  "where its h0 <= 0 (recorded in ``spe_limit_method_``)."),
         Param("t2_limit", str, "new", "T² limit for new observations (F) or for the training rows "
-              "themselves (Beta).", choices=("new", "training")),
+              "themselves (Beta).", choices=("new", "training"),
+              doc="The training rows' limit (Phase I) is smaller: those rows shaped the estimates."),
+        Param("calibrate", bool, True, "Bound the Gaussian limits by the training scores' own "
+              "quantiles, so clean samples are flagged near alpha on data that are not Gaussian.",
+              doc="robustcore._calibration: both limits are multiplied by one factor, so the "
+                  "ranking is unchanged and only the flags move; ``limit_calibration_`` says what "
+                  "was done. False keeps the textbook formulas."),
         Param("center", bool, True, "Centre at the training mean (otherwise a linear subspace)."),
-        scale_param("auto"),
-        CONTAMINATION,
+        scale_param("auto", doc="Scores, limits and attributes are in the scaled units."),
+        replace(CONTAMINATION, doc='"auto" flags SPE above ``spe_limit_`` or T² above '
+                                   "``t2_limit_`` (``flag``'s \"either\"); a fraction c flags the "
+                                   "share c of training samples with the largest outlier score."),
     )
 
     def __init__(self, n_components: int | None = None, *, alpha: float = 0.01,
-                 limit: str = "jackson-mudholkar", t2_limit: str = "new", center: bool = True,
+                 limit: str = "jackson-mudholkar", t2_limit: str = "new", calibrate: bool = True,
+                 center: bool = True,
                  scale: str = "auto", contamination="auto"):
         self.n_components = n_components
         self.alpha = alpha
         self.limit = limit
         self.t2_limit = t2_limit
+        self.calibrate = calibrate
         self.center = center
         self.scale = scale
         self.contamination = contamination
@@ -208,7 +207,8 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     def _limits(self, p, n, d, comps, mean, var, lam, plane, training=None):
         return dict(components_=comps, mean_=mean, plane_=plane, n_samples_fit_=n,
                     **self._limit_fields(n, var, lam, alpha=p["alpha"], limit=p["limit"],
-                                         t2_kind=p["t2_limit"], strict=True, training=training))
+                                         t2_kind=p["t2_limit"], strict=True, training=training,
+                                         calibrate=p["calibrate"]))
 
     # -- scores ---------------------------------------------------------------------------
     def scores(self, X):
@@ -280,7 +280,7 @@ def _inner_pca(rows, k, p, rep):
     from .subspace.pca import PCA
     pca = PCA(k, center=p["center"], scale=p["scale"])
     pca.n_features_in_ = rows.d
-    return pca._fit_rows(rows, pca._start_fit(), rep, method="ResidualScorer")
+    return pca._fit_rows(rows, pca._start_fit(), rep, method="ResidualScorer", calibrate=False)
 
 
 def _principal_plane(sc) -> np.ndarray:

@@ -11,6 +11,8 @@ stored scores out of core); the Gaussian formulas below do not ask for them.
 * SPE: Jackson & Mudholkar (1979) from θ_i = Σ λ^i over ALL residual eigenvalues, with Box's
   scaled chi-square where JM is undefined; floored at 1e-20 of the total variance.
 * T²: the F limit for new observations, or the Beta limit for the training rows (Phase I).
+* Both then bounded by the calibration rows' own scores (robustcore._calibration), so that
+  clean samples are flagged near alpha on data that are not Gaussian.
 """
 from __future__ import annotations
 
@@ -108,7 +110,7 @@ def t2_limit_training(p: int, n: int, alpha: float) -> float:
 
 
 def control_limits(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="new", strict=False,
-                   training=None) -> dict:
+                   training=None, calibrate=True) -> dict:
     """The fitted ``variances_``, ``residual_eigenvalues_``, ``thetas_``, ``spe_limit_``,
     ``spe_limit_method_`` and ``t2_limit_`` of a subspace model, from n calibration rows with
     variances ``var`` (k,) along its components and residual eigenvalues ``lam`` (all of them).
@@ -122,6 +124,13 @@ def control_limits(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="ne
     (``name`` "spe" or "t2"; the exact ks-th smallest values, 0-based), for a rule that sets
     the limits from them. Called only by such a rule; the Gaussian formulas here do not need
     it, so a fit makes no pass for it.
+
+    ``calibrate`` (with ``training``): bound the Gaussian limits by the calibration rows' own
+    scores (robustcore._calibration: the combined score max(SPE / Q, T² / T) is calibrated
+    against its nominal limit 1, and both limits are multiplied by the result, so the ranking
+    stays and only the flags move). Where the Gaussian limits agree with the data they are
+    kept. ``limit_calibration_`` records what happened ("kept", "raised", "lowered",
+    "uncalibrated" with its reason, or "off").
     """
     k = var.size
     var = np.asarray(var, dtype=np.float64).copy()
@@ -133,7 +142,6 @@ def control_limits(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="ne
                              f"{j + 1}, so T² is undefined; n_components must be at most {j} "
                              f"for this data (got {k})")
         var = np.maximum(var, tiny)
-    # (a rule from the training scores' order statistics would call training(var) here)
     spe_lim, method = _spe_limit_and_method(lam, alpha, float(var.sum()) + float(lam.sum()), limit)
     if t2_kind == "new":
         t2_lim = t2_limit_new(k, n, alpha) if n > k else float("inf")
@@ -142,6 +150,31 @@ def control_limits(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="ne
             raise ValueError(f"t2_limit='training' needs n_samples > n_components + 1; got "
                              f"n_samples = {n}, n_components = {k}")
         t2_lim = t2_limit_training(k, n, alpha)
+    cal = _calibration(training, var, spe_lim, t2_lim, alpha) if calibrate else None
+    if cal is not None and cal.action in ("raised", "lowered"):
+        # one factor for both: the outlier score max(SPE / Q, T² / T) keeps its ranking
+        spe_lim, t2_lim = spe_lim * cal.limit, t2_lim * cal.limit
     return dict(variances_=var, residual_eigenvalues_=np.asarray(lam, dtype=np.float64),
                 thetas_=np.array(thetas(lam)), spe_limit_=float(spe_lim),
-                spe_limit_method_=method, t2_limit_=float(t2_lim))
+                spe_limit_method_=method, t2_limit_=float(t2_lim),
+                limit_calibration_=_calibration_record(cal))
+
+
+def _calibration(training, var, spe_lim, t2_lim, alpha):
+    """robustcore._calibration's bounds on the combined score of the calibration rows, or None
+    when there are no training scores or no finite positive limits to scale."""
+    from ._calibration import uncalibrated
+    if training is None:
+        return None
+    if not (0.0 < spe_lim < math.inf and 0.0 < t2_lim < math.inf):
+        return uncalibrated(1.0, "the Gaussian limits are not both finite and positive")
+    return training(var).calibrate(spe_lim, t2_lim, alpha)
+
+
+def _calibration_record(cal) -> dict:
+    """``limit_calibration_``: what the calibration did, as plain numbers and words."""
+    if cal is None:
+        return {"action": "off", "factor": 1.0, "reason": "Gaussian limits as they are (calibrate=False)"}
+    factor = cal.limit if cal.action in ("raised", "lowered") else 1.0
+    return {"action": cal.action, "factor": float(factor), "core_share": float(cal.core_share),
+            "reason": cal.reason}

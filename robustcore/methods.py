@@ -168,6 +168,12 @@ def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elap
     return res
 
 
+def _adjustment(est) -> dict:
+    """Limits' ``adjustment`` and ``factor`` from the estimator's ``limit_calibration_``."""
+    rec = getattr(est, "limit_calibration_", None) or {}
+    return {"adjustment": str(rec.get("action", "kept")), "factor": float(rec.get("factor", 1.0))}
+
+
 def _check_flag_rate(method: "Method", res: RunResult, values: dict, truth, score) -> None:
     """Say so when the share flagged among the samples believed clean (the known inliers, or
     else the robust core of the scores) is far from the rule's stated false-alarm rate
@@ -292,7 +298,8 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
         fields["limits"] = Limits(spe=float(est.spe_limit_), t2=float(est.t2_limit_), alpha=rule.alpha_for(values),
                                   spe_method=str(est.spe_limit_method_),
                                   calibration_rows=n if calibration is None else int(np.size(calibration)),
-                                  calibration=calibration_text, data_plane=plane, residual_direction=direction)
+                                  calibration=calibration_text, data_plane=plane, residual_direction=direction,
+                                  **_adjustment(est))
     fields["outliers"] = Outliers(rule=rule.describe(values), score="outlier_score",
                                   n_flagged=count_true(rows.outlier), n_samples=n)
     if rows.in_memory and isinstance(rows.projection, np.ndarray):

@@ -119,6 +119,10 @@ class Limits:
     spe_method: str = "jackson-mudholkar"
     calibration_rows: int = 0
     calibration: str = "all samples"
+    # How the training scores moved the Gaussian limits (robustcore.limits.control_limits):
+    # "kept", "raised", "lowered", "uncalibrated" or "off"; both were multiplied by ``factor``.
+    adjustment: str = "kept"
+    factor: float = 1.0
     data_plane: np.ndarray | None = None          # (2, d), model units
     residual_direction: np.ndarray | None = None  # (d,), model units
 
@@ -464,6 +468,9 @@ def summary_items(res: RunResult) -> list[tuple[str, Any]]:
     if res.limits is not None:
         add(("SPE limit", res.limits.spe))
         add(("T2 limit", res.limits.t2))
+        if res.limits.adjustment in ("raised", "lowered"):
+            add(("limits", f"{res.limits.adjustment} to {res.limits.factor:.3g}x the Gaussian ones by the "
+                           f"training scores' quantiles, so clean samples are flagged near alpha"))
     if o is not None:
         add(("flagged", o.n_flagged))
         if o.spe_only is not None:

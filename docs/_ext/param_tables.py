@@ -3,7 +3,7 @@
 NAME is a method of the registry (``pca``, ``coherence-pursuit``... as in
 ``robustcore.methods.METHODS``): its estimator's parameters plus the run-level ones the window
 and the command line add. Or NAME is the dotted path of an estimator class
-(``robustcore.bigdata.DaskPCA``): its declared parameters. Either way the rows come from the
+(``robustcore.PCA``): its declared parameters. Either way the rows come from the
 same ``Param`` objects that validate ``fit``, build the window's forms and the CLI help, so the
 documentation shows the defaults the code has.
 """

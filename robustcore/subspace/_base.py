@@ -298,12 +298,12 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         """``fit(X)`` and ``row_results(X)`` in as few passes over X as the method allows (as
         ``fit_predict`` is to ``fit`` and ``predict``); ``RowResults.passes`` counts them all."""
         rep = Reporter(progress)
-        self._kept_rows = None
+        self._kept_rows = self._training_rows = None
         try:
             self.fit(X, progress=rep.span(0.0, 0.8))
             kept = self._kept_rows
         finally:
-            del self._kept_rows
+            del self._kept_rows, self._training_rows
         rows = kept["rows"]
         if "spe" in kept:
             res = self._derive(kept["spe"], kept["projection"], rep.span(0.8, 1.0))
@@ -317,7 +317,8 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         """Called by fit: what a following fit_row_results may reuse (the Rows, and per-row
         SPE and projection when the fit computed them for all rows)."""
         if hasattr(self, "_kept_rows"):
-            self._kept_rows = kept
+            made = getattr(self, "_training_rows", None)
+            self._kept_rows = {**made, **kept} if made is not None and "spe" not in kept else kept
 
     def _derive(self, spe, projection, progress=None, threshold=None) -> dict:
         """t2, outlier score and flags from stored SPE and projections (no pass over X)."""
@@ -346,10 +347,10 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
     # -- control limits and the outlier score ---------------------------------------------
     @staticmethod
     def _limit_fields(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="new",
-                      strict=False, training=None) -> dict:
+                      strict=False, training=None, calibrate=True) -> dict:
         """The fitted limits (robustcore.limits.control_limits)."""
         return control_limits(n, var, lam, alpha=alpha, limit=limit, t2_kind=t2_kind, strict=strict,
-                              training=training)
+                              training=training, calibrate=calibrate)
 
     def _spe_t2(self, Z, want_spe=True, want_t2=True):
         """SPE and T² of scaled rows Z, in blocks of rows (the one residual kernel)."""
@@ -381,10 +382,18 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                                 _t2_block, {"t2": ("f8", ())}, inv, message="training scores")["t2"]}
             else:
                 model = SimpleNamespace(**scaling, components_=components, mean_=mean, variances_=variances)
+                reuse = hasattr(self, "_kept_rows")   # inside fit_row_results
 
                 def make():
-                    kern = _RowKernel(model, ("spe", "t2"))
-                    return rows.map(kern, kern.spec(), message="training scores", name="scores")
+                    if not reuse:
+                        kern = _RowKernel(model, ("spe", "t2"))
+                        return rows.map(kern, kern.spec(), message="training scores", name="scores")
+                    # SPE and projections of every row: the row results derive from them
+                    # (_keep_rows), so this pass is the one fit_row_results would make anyway
+                    kern = _RowKernel(model, ("spe", "t2", "projection"))
+                    out = rows.map(kern, kern.spec(), message="training scores", name="scores")
+                    self._training_rows = {"spe": out["spe"], "projection": out["projection"]}
+                    return {"spe": out["spe"], "t2": out["t2"]}
             return TrainingScores(make, exclude=exclude)
         return training
 
@@ -394,6 +403,7 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         in memory and out of core)."""
         if contamination == "auto":
             return {"offset_": -float(self._auto_threshold(None))}
+        kept = kept if kept is not None else getattr(self, "_training_rows", None)
         if kept is not None:
             score = self._derive(kept["spe"], kept["projection"], threshold=np.inf)["outlier_score"]
         else:
@@ -421,8 +431,58 @@ class TrainingScores:
     def __init__(self, make, exclude=None):
         self._make, self._values, self.exclude = make, None, exclude
 
-    def order_statistics(self, name: str, ks) -> np.ndarray:
-        from .._passes import kth_smallest
+    def _get(self):
         if self._values is None:
             self._values = self._make()
-        return kth_smallest(self._values[name], ks, exclude=self.exclude, message="training scores")
+        return self._values
+
+    def order_statistics(self, name: str, ks) -> np.ndarray:
+        from .._passes import kth_smallest
+        return kth_smallest(self._get()[name], ks, exclude=self.exclude, message="training scores")
+
+    def calibrate(self, spe_limit: float, t2_limit: float, alpha: float):
+        """robustcore._calibration.calibrate of the combined score max(SPE / spe_limit, T² /
+        t2_limit) (nominal limit 1) of the calibration rows: exact order statistics and one
+        count, in memory or over the stored scores alike."""
+        from .._calibration import calibrate
+        from .._passes import kth_smallest
+        v = self._get()
+        spe, t2 = v["spe"], v["t2"]
+        lazy = not (isinstance(spe, np.ndarray) and isinstance(t2, np.ndarray))
+        if lazy:
+            import dask.array as da
+            spe, t2 = _as_dask(spe), _as_dask(t2)
+            combined = da.maximum(spe / spe_limit, t2 / t2_limit)
+        else:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                combined = np.maximum(spe / spe_limit, t2 / t2_limit)
+        if lazy:
+            from ..bigdata._dask import compute
+            from ..bigdata._rows import as_dask_rows
+            if self.exclude is not None:
+                ex = as_dask_rows(self.exclude, combined.chunks[0])
+                n = int(compute(da.count_nonzero(~ex), message="training scores")[0])
+            else:
+                ex, n = None, combined.shape[0]
+
+            def count_le(cut):
+                hit = combined <= cut
+                if ex is not None:
+                    hit = hit & ~ex
+                return int(compute(da.count_nonzero(hit), message="training scores")[0])
+        else:
+            if self.exclude is not None:
+                combined = combined[~np.asarray(self.exclude, dtype=bool)]
+            n = combined.size
+
+            def count_le(cut):
+                return int(np.count_nonzero(combined <= cut))
+        exclude = self.exclude if lazy else None
+        return calibrate(lambda ks: kth_smallest(combined, ks, exclude=exclude, message="training scores"),
+                         count_le, n, 1.0, alpha)
+
+
+def _as_dask(values):
+    import dask.array as da
+    A = values.to_dask() if hasattr(values, "to_dask") else values
+    return A if isinstance(A, da.Array) else da.from_array(A)

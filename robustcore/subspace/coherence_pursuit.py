@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -155,82 +155,6 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     NORMALISED rows (so no sample weighs more because it is large). Optionally ``refine``: refit
     by PCA on every sample close enough to that subspace.
 
-    Parameters
-    ----------
-    n_components : int or None, default None
-        Rank r of the subspace, 1 <= r < min(n_samples, n_features). None estimates it from the
-        singular values of the selected (normalised) samples, as the authors suggest ("estimated
-        using the data points with high coherence values"), at most half of min(n_samples,
-        n_features) (robustcore.rank): with center="none", one direction for the samples'
-        common offset plus the elbow of the log scree plot of the rest (``linear_rank``: the
-        elbow of the whole spectrum stopped at the offset, rank 1, on 12 of the 15 development
-        tables; mean ROC-AUC 0.739 -> 0.762 there, benchmarks/results_outliers.md); with a
-        centre, the elbow itself.
-        Not with selection="adaptive", which samples r directions and so needs r first.
-    norm : {2, 1}, default 2
-        2 (the paper's recommendation, and the default): coherence is the root of the summed
-        squared inner products -- the larger inlier/outlier gap, and it tolerates more outliers.
-        1: summed absolute inner products -- more robust when outliers repeat (are linearly
-        dependent), at O(n^2 d) cost because no d x d shortcut exists.
-    selection : {"count", "fraction", "adaptive"}, default "count"
-        "count": the ``n_inliers`` most coherent samples. "fraction": all but the
-        ``outlier_fraction`` least coherent samples. "adaptive": the paper's Algorithm 2
-        (adaptive column sampling), which needs only the rank: it picks the most coherent sample
-        that adds a new direction, r times, in a random sketch of dimension 2r, repeated
-        ``n_repeats`` times (Remark 1).
-    n_inliers : int or None, default None
-        For selection="count"; between r and the number of non-degenerate samples. None takes
-        half of the non-degenerate samples (the paper's choice for Hopkins155), which assumes
-        outliers are fewer than the inliers; with more outliers give a smaller count.
-    outlier_fraction : float in [0, 1), default 0.5
-        For selection="fraction": an upper bound on the share of outliers among the
-        non-degenerate samples; that share of least coherent samples is dropped.
-    center : {"none", "median", "mean"}, default "none"
-        Location subtracted before normalising. "none" is the paper's formulation: CoP finds a
-        LINEAR subspace through the origin, and the inliers' common offset becomes one of its
-        directions. The coordinate-wise median (robust while outliers are fewer than half) or
-        the mean (pulled by outliers) fit an affine subspace instead. Why "none" by default:
-        on the 15 development tables (benchmarks/results_outliers.md) with the rank of
-        ``n_components=None``, "none" scored a mean ROC-AUC of 0.762 against 0.752 for the
-        median and 0.746 for the mean (the median led the elbow rank that kept the offset
-        alone, 0.739); and the selected samples held fewer known outliers without centring
-        (USPS ones + 166 eights at rank 5: 3 eights among 66, against 15 with the median).
-    refine : bool, default False
-        Refit by PCA (centred at the mean of the kept samples, unless center="none") of the
-        un-normalised samples whose residual to the CoP subspace is below a robust limit
-        (:func:`residual_limit` at ``refine_alpha`` over the currently trusted samples: first
-        the CoP selection, then the kept set), repeated until the kept set stops changing (at
-        most 10 passes). Degenerate samples are never kept.
-        Refitting on the un-normalised samples measured better than on the normalised ones.
-        On USPS 1s with as many (structured) 8s as 1s, refinement removed the 8s CoP had
-        selected and closed 54-83 % of the gap to the inlier-only subspace; when CoP's selection
-        was already clean it changed little, either way (benchmarks/results_subspace.md).
-    refine_alpha : float in (0, 1), default 0.01
-        Nominal share of inliers the refinement limit leaves out. Smaller keeps more inliers but
-        with many structured outliers (USPS: 1e-3) lets the kept set grow into them.
-    noise_threshold : float in [0, 1), default 0.0
-        Algorithm 2's nu, here RELATIVE: a sample stops being a candidate when the part of its
-        sketch not explained by the directions picked so far is at most this fraction of its
-        length. 0 suits noise-free data; raise it (e.g. 0.1-0.3) for noisy data.
-    n_repeats : int, default 1
-        Algorithm 2's rounds (Remark 1): each round picks r new samples, never re-using a sample;
-        the subspace is the top r singular vectors of all picked samples. More rounds average
-        noise, too many start picking outliers.
-    chunk_size : int or None, default None
-        Rows per block in the coherence computation; None keeps blocks near 1e7 entries.
-    random_state : None, int, numpy.random.Generator or RandomState
-        Seeds the random sketch of selection="adaptive" (the only random step).
-    scale : {"none", "standard", "robust", "auto"}, default "auto"
-        Per-feature scaling inside the estimator, before centring (robustcore._scaling: "auto"
-        standardises tables in mixed units and leaves pixels alone); attributes and scores are in
-        the scaled units. Standardising centres the columns at their means, so ``center``
-        matters for data left in their own units.
-    contamination : "auto" or float in (0, 0.5], default "auto"
-        Outlier rule of ``predict``: "auto" flags samples whose SPE or T² exceeds its control
-        limit at alpha = 0.01, both calibrated on ``calibration_indices_`` (all but the gross
-        outliers, so the outliers do not widen the limits that should flag them); a fraction c
-        flags the share c of training samples with the largest outlier score.
-
     Attributes
     ----------
     n_components_ : int
@@ -259,18 +183,29 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         ConvergenceWarning is issued; the last pass is used).
     calibration_indices_ : ndarray of int
         Sorted indices of the samples the SPE/T² limits were calibrated on (:func:`calibration_rows`).
-    variances_, spe_limit_, t2_limit_, residual_eigenvalues_, thetas_, spe_limit_method_ :
-        Those limits at alpha = 0.01 (as ResidualScorer's).
+    variances_ : ndarray (r,)
+        Variance of the calibration samples along each component (T²'s denominators).
+    spe_limit_, t2_limit_ : float
+        The SPE and T² limits at alpha = 0.01 (as ResidualScorer's).
+    residual_eigenvalues_, thetas_ : ndarray
+        The calibration samples' residual eigenvalues and their sums to the powers 1, 2, 3.
+    spe_limit_method_ : str
+        "jackson-mudholkar", or Box's approximation where that formula is undefined.
     scale_center_, scale_ : ndarray (d,)
         The centre subtracted from and the spread divided into each column.
     scaling_ : str
         The scaling used ("none", "standard" or "robust"; "auto" resolved).
+    limit_calibration_ : dict
+        What the calibration on the training scores did to both limits ("action", "factor",
+        "reason"; robustcore.limits.control_limits).
     offset_ : float
+        ``score_samples - offset_ = decision_function`` (robustcore._outlier).
     n_features_in_, n_samples_fit_ : int
+        Features and training samples seen by ``fit``.
 
-    Outlier score
-    -------------
-    ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): distance off and
+    Notes
+    -----
+    **Outlier score.** ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): distance off and
     along the recovered subspace, each in units of its limit. ``score_samples`` is minus that.
     Coherence itself (``coherence_``) is not the outlier score: it is blind to magnitude (a
     sample 1000 times longer along the subspace is as coherent as any), and as a score it ranked
@@ -279,31 +214,62 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
 
     _params = (
         Param("n_components", int, None, "Rank of the subspace to recover.", low=1,
-              allow_none=True, none_label="estimate (elbow of the scree plot)"),
+              allow_none=True, none_label="estimate (elbow of the scree plot)",
+              doc="1 <= n_components < min(n_samples, n_features). None estimates it from the "
+                  "singular values of the selected (normalised) samples, as the authors suggest, "
+                  "at most half of min(n_samples, n_features) (robustcore.rank): with "
+                  'center="none", one direction for the samples\' common offset plus the elbow '
+                  "of the log scree plot of the rest (mean ROC-AUC 0.739 -> 0.762 on the 15 "
+                  "development tables, benchmarks/results_outliers.md); with a centre, the "
+                  'elbow itself. Not with selection="adaptive", which needs r first.'),
         Param("norm", int, 2, "Coherence score: 2 = squared inner products (default), "
-              "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1)),
+              "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1),
+              doc="2 (the paper's recommendation) gives the larger inlier/outlier gap and "
+                  "tolerates more outliers; 1 costs O(n^2 d): no d x d shortcut exists."),
         Param("selection", str, "count", "How samples are selected: a fixed count, all but a "
               "known outlier fraction, or adaptive sampling (needs only the rank).",
-              choices=("count", "fraction", "adaptive")),
+              choices=("count", "fraction", "adaptive"),
+              doc='"adaptive" is the paper\'s Algorithm 2: it picks the most coherent sample that '
+                  "adds a new direction, r times, in a random sketch of dimension 2r, repeated "
+                  "``n_repeats`` times (Remark 1)."),
         Param("n_inliers", int, None, "Number of most coherent samples to use (selection=count).",
-              low=1, allow_none=True, none_label="half of the samples"),
+              low=1, allow_none=True, none_label="half of the samples",
+              doc="Between r and the number of non-degenerate samples. Half of them (the paper's "
+                  "choice for Hopkins155) assumes fewer outliers than inliers."),
         Param("outlier_fraction", float, 0.5, "Upper bound on the share of outliers "
               "(selection=fraction).", low=0.0, high=1.0, high_inclusive=False),
         Param("center", str, "none", "Location subtracted first: none (a linear subspace, as in "
-              "the paper), the robust median, or the mean.", choices=("none", "median", "mean")),
-        Param("refine", bool, False, "Refit by PCA on all samples near the CoP subspace."),
+              "the paper), the robust median, or the mean.", choices=("none", "median", "mean"),
+              doc='"none" is the paper\'s formulation: the inliers\' common offset becomes one of '
+                  "the subspace's directions. On the 15 development tables it scored a mean "
+                  "ROC-AUC of 0.762 against 0.752 (median) and 0.746 (mean), and its selections "
+                  "held fewer known outliers (benchmarks/results_outliers.md)."),
+        Param("refine", bool, False, "Refit by PCA on all samples near the CoP subspace.",
+              doc="PCA of the un-normalised samples whose residual is below a robust limit "
+                  "(:func:`residual_limit` at ``refine_alpha``), repeated until the kept set "
+                  "stops changing (at most 10 passes); degenerate samples are never kept. On "
+                  "USPS 1s with as many 8s it closed 54-83 % of the gap to the inlier-only "
+                  "subspace (benchmarks/results_subspace.md)."),
         Param("refine_alpha", float, 0.01, "Share of inliers the refinement limit may leave out.",
-              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False, advanced=True),
+              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False, advanced=True,
+              doc="Smaller keeps more inliers, but with many structured outliers lets the kept "
+                  "set grow into them."),
         Param("noise_threshold", float, 0.0, "Adaptive sampling: relative leftover below which a "
               "sample is considered explained (0 for noise-free data).", low=0.0, high=1.0,
-              high_inclusive=False, advanced=True),
+              high_inclusive=False, advanced=True,
+              doc="Algorithm 2's nu, relative to the sample's length; 0.1-0.3 for noisy data."),
         Param("n_repeats", int, 1, "Adaptive sampling: rounds of r picks each.", low=1,
-              advanced=True),
+              advanced=True, doc="More rounds average noise; too many start picking outliers."),
         Param("chunk_size", int, None, "Rows per block when computing coherence.", low=1,
               allow_none=True, none_label="about 1e7 entries per block", advanced=True),
         SeedParam("Seed of the random sketch (selection=adaptive)."),
-        scale_param("auto"),
-        CONTAMINATION,
+        scale_param("auto", doc="Applied before centring; attributes and scores are in the "
+                                "scaled units."),
+        replace(CONTAMINATION, doc='"auto" flags samples whose SPE or T² exceeds its control '
+                                   "limit at alpha = 0.01, both calibrated on "
+                                   "``calibration_indices_`` (all but the gross outliers) and "
+                                   "bounded by those samples' own scores; a fraction c flags the "
+                                   "share c of training samples with the largest outlier score."),
     )
 
     def __init__(self, n_components: int | None = None, *, norm: int = 2, selection: str = "count",

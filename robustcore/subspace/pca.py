@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 
@@ -79,55 +80,69 @@ def principal_axes(rows, how, center, rep, method="PCA"):
 class PCA(SubspaceModel, OutlierScores, Estimator):
     """Principal component analysis by a thin SVD of the centred data.
 
-    Parameters
+    Attributes
     ----------
-    n_components : int or None, default None
-        Rank r of the subspace, 1 <= r <= min(n_samples, n_features). None: the elbow of the log
-        scree plot, at most half of min(n_samples, n_features) (robustcore.rank). Unlike
-        scikit-learn's PCA, None does not keep every component: a model that keeps them all has
-        nothing left to measure outliers with.
-    center : bool, default True
-        Subtract the column means before the SVD (an affine subspace); False fits a linear one.
-    scale : {"none", "standard", "robust", "auto"}, default "auto"
-        Per-feature scaling inside the estimator (robustcore._scaling: "auto" standardises
-        tables in mixed units and leaves pixels alone); every fitted attribute and score is in
-        the scaled units.
-    contamination : "auto" or float in (0, 0.5], default "auto"
-        Outlier rule of ``predict``: "auto" flags samples whose SPE or T² exceeds its control
-        limit at alpha = 0.01 (Jackson-Mudholkar for SPE from the discarded eigenvalues, F for
-        T²); a fraction c flags the share c of training samples with the largest outlier score.
-
-    Fitted attributes
-    -----------------
-    components_ : (r, d) orthonormal rows, sign-fixed (largest absolute loading positive).
-    mean_ : (d,) the column means of the scaled data (zeros when ``center=False``).
-    explained_variance_ : (r,) variances along the components (divided by n - 1).
-    explained_variance_ratio_ : (r,) share of the total variance.
-    singular_values_ : (r,)
-    all_variances_ : (min(n, d),) every eigenvalue of the sample covariance, descending
-        (what residual control limits need).
-    n_components_ : int, the rank used (``n_components`` or the elbow).
-    variances_, spe_limit_, t2_limit_, residual_eigenvalues_, thetas_, spe_limit_method_ :
-        the control limits at alpha = 0.01 behind the outlier score (as ResidualScorer's).
-    scale_center_, scale_ : ndarray (d,)
+    components_ : ndarray of shape (r, d)
+        Orthonormal rows, sign-fixed (largest absolute loading positive).
+    mean_ : ndarray of shape (d,)
+        The column means of the scaled data (zeros when ``center=False``).
+    explained_variance_ : ndarray of shape (r,)
+        Variances along the components (divided by n - 1).
+    explained_variance_ratio_ : ndarray of shape (r,)
+        Share of the total variance.
+    singular_values_ : ndarray of shape (r,)
+        Singular values of the scaled, centred data along the components.
+    all_variances_ : ndarray of shape (min(n, d),)
+        Every eigenvalue of the sample covariance, descending (what residual control limits need).
+    n_components_ : int
+        The rank used (``n_components`` or the elbow).
+    variances_ : ndarray of shape (r,)
+        Training variance along each component (T²'s denominators).
+    spe_limit_, t2_limit_ : float
+        The control limits at alpha = 0.01 behind the outlier score (as ResidualScorer's:
+        Jackson-Mudholkar and F, bounded by the training scores' own quantiles).
+    residual_eigenvalues_ : ndarray
+        The discarded eigenvalues, all of them (what the SPE limit is made of).
+    thetas_ : ndarray of shape (3,)
+        Sums of the residual eigenvalues to the powers 1, 2 and 3.
+    spe_limit_method_ : str
+        "jackson-mudholkar", or Box's approximation where that formula is undefined.
+    limit_calibration_ : dict
+        What the calibration on the training scores did to both limits ("action", "factor",
+        "reason"; robustcore.limits.control_limits).
+    scale_center_, scale_ : ndarray of shape (d,)
         The centre subtracted from and the spread divided into each column.
     scaling_ : str
         The scaling used ("none", "standard" or "robust"; "auto" resolved).
-    offset_ : float, ``score_samples - offset_ = decision_function`` (robustcore._outlier).
-    n_features_in_, n_samples_fit_ : int; ``feature_names_in_`` when X had string column names.
+    offset_ : float
+        ``score_samples - offset_ = decision_function`` (robustcore._outlier).
+    n_features_in_, n_samples_fit_ : int
+        Features and training samples seen by ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names, when X had string column names.
 
-    Outlier score
-    -------------
-    ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): how far off the
-    subspace and how far along it, each in units of its limit. ``score_samples`` is minus that.
+    Notes
+    -----
+    **Outlier score.** ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base):
+    how far off the subspace and how far along it, each in units of its limit.
+    ``score_samples`` is minus that.
     """
 
     _params = (
         Param("n_components", int, None, "Number of principal components (rank of the subspace).",
-              low=1, allow_none=True, none_label="elbow of the scree plot"),
-        Param("center", bool, True, "Subtract the mean before fitting (affine subspace)."),
-        scale_param("auto"),
-        CONTAMINATION,
+              low=1, allow_none=True, none_label="elbow of the scree plot",
+              doc="1 <= n_components <= min(n_samples, n_features). None takes the elbow of the "
+                  "log scree plot, at most half of min(n_samples, n_features) (robustcore.rank). "
+                  "Unlike scikit-learn's PCA, None does not keep every component: a model that "
+                  "keeps them all has nothing left to measure outliers with."),
+        Param("center", bool, True, "Subtract the mean before fitting (affine subspace).",
+              doc="False fits a linear subspace through the origin."),
+        scale_param("auto", doc="Every fitted attribute and score is in the scaled units."),
+        replace(CONTAMINATION, doc='"auto" flags samples whose SPE or T² exceeds its control '
+                                   "limit at alpha = 0.01 (Jackson-Mudholkar for SPE, F for T², "
+                                   "both bounded by the training scores' own quantiles); a "
+                                   "fraction c flags the share c of training samples with the "
+                                   "largest outlier score."),
     )
 
     def __init__(self, n_components: int | None = None, *, center: bool = True, scale: str = "auto",
@@ -145,10 +160,11 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         rows = input_rows(self, X, reset=True, min_samples=2)
         return self._fit_rows(rows, p, Reporter(progress))
 
-    def _fit_rows(self, rows, p, rep, method="PCA"):
+    def _fit_rows(self, rows, p, rep, method="PCA", calibrate=True):
         """The fit on validated ``rows`` (robustcore._passes.Rows, values not yet checked)
         with the validated parameters ``p``. ``method`` names the estimator in error messages
-        (ResidualScorer fits through its inner PCA)."""
+        (ResidualScorer fits through its inner PCA, whose limits it does not use: it passes
+        ``calibrate=False``, which saves the calibration's pass over the rows)."""
         n, d = rows.n, rows.d
         rep(0.0, "centring")
         if p["n_components"] is not None:
@@ -176,7 +192,7 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
             n_components_=r,
             n_samples_fit_=n,
             # all_variances_ holds min(n, d) eigenvalues; the rest are zero
-            **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA,
+            **self._limit_fields(n, var[:r], var[r:], alpha=LIMIT_ALPHA, calibrate=calibrate,
                                  training=self._training_provider(rows, scaling, comps, mean)),
         )
         self._set_fitted(**self._training_offset(p["contamination"], rows))

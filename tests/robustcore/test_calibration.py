@@ -194,3 +194,79 @@ def test_warning_inputs_are_checked():
     with pytest.raises(ValueError, match="samples"):
         flag_rate_warning(np.zeros(3, bool), 0.01, known_outliers=np.zeros(4, bool))
     assert CORE_SPREADS > 0
+
+
+# -- the estimators' limits (robustcore.limits.control_limits with training scores) ------------
+
+def _heavy_tailed(n=6000, d=10, r=2, seed=0):
+    """Clean data, no outlier: a plane plus residual noise with Student-t(3) tails, so the
+    Gaussian SPE limit is crossed far more often than alpha."""
+    rng = np.random.default_rng(seed)
+    U = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    T = rng.standard_normal((n, r)) * [4.0, 2.0]
+    E = 0.3 * rng.standard_t(3, size=(n, d - r))
+    return np.hstack([T, E]) @ U.T
+
+
+def test_calibrated_limits_flag_clean_heavy_tailed_data_near_alpha():
+    from robustcore import ResidualScorer
+    X = _heavy_tailed()
+    gauss = ResidualScorer(n_components=2, scale="none", calibrate=False).fit(X)
+    cal = ResidualScorer(n_components=2, scale="none").fit(X)
+    share_gauss = (gauss.predict(X) == -1).mean()
+    share_cal = (cal.predict(X) == -1).mean()
+    assert share_gauss > 3 * ALPHA                      # what the issue saw: far above alpha
+    assert ALPHA / 3 <= share_cal <= 3 * ALPHA
+    rec = cal.limit_calibration_
+    assert rec["action"] == "raised" and rec["factor"] > 1
+    assert gauss.limit_calibration_["action"] == "off"
+    # one factor for both limits: the ranking is the Gaussian model's, only the flags move
+    assert cal.spe_limit_ == pytest.approx(gauss.spe_limit_ * rec["factor"], rel=1e-12)
+    assert cal.t2_limit_ == pytest.approx(gauss.t2_limit_ * rec["factor"], rel=1e-12)
+    np.testing.assert_allclose(cal.score_samples(X), gauss.score_samples(X) / rec["factor"], rtol=1e-12)
+    # the combined training score above the calibrated limit 1 is the bound's quantile exactly
+    s = -gauss.score_samples(X)
+    assert np.quantile(s, bound_levels(rec["core_share"], ALPHA)[0]) == pytest.approx(rec["factor"], rel=1e-12)
+
+
+def test_gaussian_data_keep_the_textbook_limits():
+    from robustcore import PCA, ResidualScorer
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((20000, 6)) * [5, 3, 1, 1, 1, 1]
+    a = ResidualScorer(n_components=2, scale="none").fit(X)
+    b = ResidualScorer(n_components=2, scale="none", calibrate=False).fit(X)
+    # "SPE or T²" flags about 2 alpha of Gaussian data (two limits at alpha each), at the
+    # calibration's band of BAND * alpha: the limits move by rounding of the quantile at most
+    assert a.limit_calibration_["action"] in ("kept", "raised")
+    assert a.limit_calibration_["factor"] == pytest.approx(1.0, abs=0.03)
+    assert a.spe_limit_ == pytest.approx(b.spe_limit_, rel=0.03)
+    assert PCA(n_components=2, scale="none").fit(X).spe_limit_ == a.spe_limit_
+
+
+def test_limits_with_no_residual_spread_stay_as_they_are():
+    from robustcore import ResidualScorer
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((500, 2)) @ rng.standard_normal((2, 5))     # exactly rank 2
+    est = ResidualScorer(n_components=2, scale="none").fit(X)
+    assert est.limit_calibration_["action"] in ("uncalibrated", "kept")
+    assert np.isfinite(est.spe_limit_) and np.all(np.isfinite(est.score_samples(X)))
+
+
+@pytest.mark.parametrize("name", ["ResidualScorer", "PCA", "CoherencePursuit"])
+def test_out_of_core_calibration_gives_the_same_limits(name):
+    """The calibration's order statistics and count over stored scores (two passes, exact)
+    equal np.partition's in memory: same limits, same record, same flags."""
+    da = pytest.importorskip("dask.array")
+    import robustcore
+    X = _heavy_tailed(n=4000, seed=3)
+    cls = getattr(robustcore, name)
+    a = cls(n_components=2, scale="none").fit(X)
+    b = cls(n_components=2, scale="none").fit(da.from_array(X, chunks=(700, X.shape[1])))
+    assert a.limit_calibration_["action"] != "off"
+    ra, rb = a.limit_calibration_, b.limit_calibration_
+    assert ra["action"] == rb["action"]
+    assert rb["factor"] == pytest.approx(ra["factor"], rel=1e-10)
+    assert rb["core_share"] == pytest.approx(ra["core_share"], rel=1e-12)
+    assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=1e-10)
+    assert b.t2_limit_ == pytest.approx(a.t2_limit_, rel=1e-10)
+    np.testing.assert_array_equal(np.asarray(b.predict(X)), a.predict(X))

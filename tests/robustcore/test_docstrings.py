@@ -10,11 +10,7 @@ from robustcore import ESFS, PCA, PCP, SCW, CoherencePursuit, Param, ResidualSco
 from robustcore._docstring import STANDARD_SECTIONS, render_parameters, sections, with_parameters
 from robustcore.subspace.online_rpca import OnlineRPCA
 
-# The lead and helper "core" move these after merging issue 26 (robustcore/_docstring.py says
-# how); strict: the test fails once one passes, so its mark is removed then.
-PENDING = pytest.mark.xfail(strict=True, reason="hand-written Parameters section and custom sections")
-ESTIMATORS = [PCP, OnlineRPCA, ESFS, SCW, pytest.param(PCA, marks=PENDING),
-              pytest.param(CoherencePursuit, marks=PENDING), pytest.param(ResidualScorer, marks=PENDING)]
+ESTIMATORS = [PCP, OnlineRPCA, ESFS, SCW, PCA, ResidualScorer, CoherencePursuit]
 
 
 def _entries(doc):
@@ -56,7 +52,7 @@ def test_only_numpydoc_sections(cls):
     assert found[0] == "Parameters" and set(found) <= set(STANDARD_SECTIONS), found
 
 
-@pytest.mark.parametrize("cls", [PCP, OnlineRPCA, ESFS, SCW])
+@pytest.mark.parametrize("cls", [PCP, OnlineRPCA, ESFS, SCW, PCA, ResidualScorer, CoherencePursuit])
 def test_numpydoc_reads_the_rendered_docstring(cls):
     docscrape = pytest.importorskip("numpydoc.docscrape")
     with warnings.catch_warnings():

@@ -63,11 +63,13 @@ def test_transform_inverse_and_score_samples():
     # Sum of training SPE = (n - 1) * sum of discarded eigenvalues.
     np.testing.assert_allclose(spe.sum(), (X.shape[0] - 1) * pca.all_variances_[3:].sum(), rtol=1e-9)
     # score_samples is minus the larger of SPE and T² in units of their limits at alpha = 0.01
-    # (Jackson-Mudholkar from the discarded eigenvalues; F for new observations)
+    # (Jackson-Mudholkar from the discarded eigenvalues; F for new observations), both multiplied
+    # by the one factor the calibration on the training scores chose
     t2 = (T**2 / pca.explained_variance_).sum(axis=1)
-    q, _ = jackson_mudholkar_limit(pca.all_variances_[3:], 0.01)
+    factor = pca.limit_calibration_["factor"]
+    q = jackson_mudholkar_limit(pca.all_variances_[3:], 0.01)[0] * factor
     assert pca.spe_limit_ == pytest.approx(q, rel=1e-12)
-    assert pca.t2_limit_ == pytest.approx(t2_limit_new(3, X.shape[0], 0.01), rel=1e-12)
+    assert pca.t2_limit_ == pytest.approx(t2_limit_new(3, X.shape[0], 0.01) * factor, rel=1e-12)
     np.testing.assert_allclose(-pca.score_samples(X), np.maximum(spe / q, t2 / pca.t2_limit_), rtol=1e-9)
     # contamination="auto": outside either limit
     np.testing.assert_array_equal(pca.predict(X) == -1, (spe > q) | (t2 > pca.t2_limit_))
