@@ -364,9 +364,13 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             calib = np.flatnonzero(~degenerate)
         var, lam = calibration_spectrum(X[calib], comps, fit.mean)
         rep(1.0, "done")
+        from .._passes import Rows
+        outside = np.ones(n, dtype=bool)
+        outside[calib] = False       # the limits are bounded by the calibration rows' scores
+        training = self._training_provider(Rows(raw), scaling, comps, fit.mean, exclude=outside)
         self._set_fitted(
             **scaling,
-            **self._limit_fields(calib.size, var, lam, alpha=LIMIT_ALPHA),
+            **self._limit_fields(calib.size, var, lam, alpha=LIMIT_ALPHA, training=training),
             calibration_indices_=calib,
             n_components_=r,
             components_=comps,
@@ -382,7 +386,6 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             n_samples_fit_=n,
         )
         self._set_fitted(**self._offset(p["contamination"], lambda: self._outlier_score(X)))
-        from .._passes import Rows
         self._keep_rows(rows=Rows(raw), extra=self._training_extra(n))
         return self
 
