@@ -126,8 +126,9 @@ def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
     np.testing.assert_allclose(v.plane[0], res.subspace.components[0])
     np.testing.assert_allclose(v.plane @ res.subspace.components.T, [[1, 0], [0, 0]], atol=1e-9)
     spe = v.grids["spe"]
-    # SPE varies across the plane, from inside its limit to several times it.
-    assert spe.min() < res.summary["SPE limit"] < 3 * res.summary["SPE limit"] < spe.max()
+    # SPE varies across the plane, from inside its limit to well beyond it.
+    assert spe.min() < res.summary["SPE limit"] < 1.5 * res.summary["SPE limit"] < spe.max()
+    assert spe.max() > 50 * spe.min()
     assert not v.flat_notes["spe"].isVisible()
     assert v.plots["spe"].getAxis("left").labelText == "largest residual"
     v.plane_box.set_key("data")
