@@ -33,18 +33,26 @@ def _codecs(dtype):
     return {"compressors": None} if np.dtype(dtype).kind == "f" else {}
 
 
+# Per-row results held in memory take at most this share of the memory budget: the rest is for
+# the blocks being read and computed and the arrays derived from the results (30M x 50 float32
+# from the command line: results up to the whole 2 GB budget peaked at 4.6 GB; up to 1 GB, at
+# 1.5 GB; benchmarks/results_bigdata.md).
+RESULTS_SHARE = 0.5
+
+
 def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows") -> dict:
     """Compute 1-D or 2-D Dask arrays (rows first) in one pass over their common inputs.
 
-    Returns name -> numpy array when all of them together fit in the memory budget, else
-    name -> :class:`StoredRows` in a new Zarr store, written under ``NAME.partial`` and renamed
-    into place when complete (a store under its own name is always whole).
+    Returns name -> numpy array when all of them together fit in :data:`RESULTS_SHARE` of the
+    memory budget, else name -> :class:`StoredRows` in a new Zarr store, written under
+    ``NAME.partial`` and renamed into place when complete (a store under its own name is always
+    whole).
     """
     require_dask()
     import dask.array as da
     s = get_settings()
     keys = list(arrays)
-    if store_bytes(arrays) <= s.memory_budget:
+    if store_bytes(arrays) <= RESULTS_SHARE * s.memory_budget:
         vals = compute(*[arrays[k] for k in keys], progress=progress, message=message)
         return dict(zip(keys, vals))
     import zarr
