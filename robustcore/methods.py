@@ -317,7 +317,8 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
         fields["no_outlier_map"] = ("the per-sample results are on disk (more than the memory budget): the outlier "
                                     "map is drawn for results held in memory")
     if lazy or not rows.in_memory:
-        fields["storage"] = Storage(out_of_core=lazy, results_in=_results_folder(rows))
+        fields["storage"] = Storage(out_of_core=lazy, results_in=_results_folder(rows),
+                                    passes=int(getattr(rows, "passes", 0) or 0))
     return fields
 
 

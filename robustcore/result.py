@@ -242,6 +242,7 @@ class Storage:
 
     out_of_core: bool = False
     results_in: str = "memory"          # "memory" or the folder of the store
+    passes: int = 0                     # passes over the data the fit and its results took (0: not counted)
 
 
 #: part name -> class, in the order the summary lists them.
@@ -500,6 +501,8 @@ def summary_items(res: RunResult) -> list[tuple[str, Any]]:
             add(("sample order", g.sample_order))
     if res.storage.out_of_core:
         add(("out of core", True))
+        if res.storage.passes:
+            add(("passes over the data", res.storage.passes))
         add(("results in", res.storage.results_in))
     elif res.stream is not None:
         add(("results in", res.storage.results_in))
