@@ -133,8 +133,8 @@ class Moments:
                 inv[live] = 1.0 / nrm[live]
                 Xn = np.multiply(Bg, inv[:, None], out=scratch(b, d, 2))
                 self.G = syrk_lower(Xn, self.G)
-                self.top_norm = max(self.top_norm, math.ldexp(float(nrm.max()), eg))
-                self.low_norm = min(self.low_norm, math.ldexp(float(nrm[live].min()), eg))
+                self.top_norm = max(self.top_norm, _ldexp(float(nrm.max()), eg))
+                self.low_norm = min(self.low_norm, _ldexp(float(nrm[live].min()), eg))
 
     def _record_bad(self, B, start):
         bad = ~np.isfinite(B)
@@ -250,3 +250,12 @@ class RowGram:
         self.G = self.G + other.G
         self.count += other.count
         return self
+
+
+def _ldexp(x: float, e: int) -> float:
+    """x * 2**e, infinity where that overflows (a norm of rows near float64's largest value:
+    the magnitude check that follows then refuses them by name; math.ldexp raises instead)."""
+    try:
+        return math.ldexp(x, e)
+    except OverflowError:
+        return math.inf
