@@ -33,8 +33,18 @@ DENSE_EIGH_MAX_N = 600
 _BLOCK_ENTRIES = 1 << 22
 # Operator products the sparse eigensolver may spend before the fit is refused: kNN graphs of
 # 20,000 samples in 50 dimensions took 420-510; a graph of 200,000 samples in 3 dimensions
-# (whose smallest eigenvalues crowd together) went past 4,000 without converging.
+# (whose smallest eigenvalues crowd together) did not converge in 8,000 (276 s on a busy
+# 2-core machine, 13-34 ms a product). A product costs time in proportion to the samples, so
+# the budget shrinks with them (WORK_BUDGET sample-products), between MIN and MAX products:
+# 200,000 samples get 1,500 (about 20 s at 13 ms).
 MAX_EIGEN_PRODUCTS = 8000
+MIN_EIGEN_PRODUCTS = 1500
+EIGEN_WORK_BUDGET = 3e8
+
+
+def product_budget(n: int) -> int:
+    """Operator products the sparse eigensolver may spend on a graph of ``n`` samples."""
+    return int(min(MAX_EIGEN_PRODUCTS, max(MIN_EIGEN_PRODUCTS, EIGEN_WORK_BUDGET // max(n, 1))))
 
 
 def graph_components(S) -> tuple[int, np.ndarray]:
@@ -113,16 +123,17 @@ def smallest_eigenpairs(S, degrees: np.ndarray, labels: np.ndarray, n_comp: int,
 
         count = [0]
         t0 = time.perf_counter()
+        budget = product_budget(n)
 
         def apply(v):
             v = np.ravel(v)
             u = project(v)
             Nu = ratio * u - bis * (Ssp @ (bis * u))
             count[0] += 1
-            if count[0] > MAX_EIGEN_PRODUCTS:
+            if count[0] > budget:
                 per = (time.perf_counter() - t0) / count[0]
                 raise ValueError(
-                    f"the eigensolver did not converge within {MAX_EIGEN_PRODUCTS:,} products with the "
+                    f"the eigensolver did not converge within {budget:,} products with the "
                     f"{n:,} x {n:,} graph ({per * 1e3:.0f} ms each): its smallest eigenvalues lie too close "
                     f"together (a large graph of few features). Fit a random subset of the samples "
                     f"(e.g. 20,000), pass n_eigenpairs=1, or a larger n_neighbors")
@@ -130,9 +141,9 @@ def smallest_eigenpairs(S, degrees: np.ndarray, labels: np.ndarray, n_comp: int,
                 # The fraction of the product budget spent, and the time the rest would take at
                 # the rate so far: an upper bound (ARPACK usually stops well before).
                 per = (time.perf_counter() - t0) / count[0]
-                left = (MAX_EIGEN_PRODUCTS - count[0]) * per
-                rep(count[0] / MAX_EIGEN_PRODUCTS, f"eigensolver: {count[0]:,} of at most "
-                    f"{MAX_EIGEN_PRODUCTS:,} products (at most {left:.0f} s left)")
+                left = (budget - count[0]) * per
+                rep(count[0] / budget, f"eigensolver: {count[0]:,} of at most "
+                    f"{budget:,} products (at most {left:.0f} s left)")
             # 2I - N maps the smallest λ to the largest values; deflated directions sit at 0.
             return project(2.0 * u - Nu)
 

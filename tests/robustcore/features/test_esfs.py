@@ -443,6 +443,12 @@ def test_sparse_eigensolver_reports_its_budget_and_stops_at_it(monkeypatch):
     assert eig and all("of at most 8,000 products" in m and " s left" in m for _, m in eig)
     fractions = [f for f, _ in seen]
     assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] == 1.0
-    monkeypatch.setattr(_spectral, "MAX_EIGEN_PRODUCTS", 30)
+    monkeypatch.setattr(_spectral, "product_budget", lambda n: 30)
     with pytest.raises(ValueError, match="did not converge within 30 products.*random subset"):
         ESFS(graph="knn").fit(X)
+
+
+def test_product_budget_shrinks_with_the_graph():
+    from robustcore.features import _spectral
+    assert _spectral.product_budget(4000) == 8000 and _spectral.product_budget(200_000) == 1500
+    assert _spectral.product_budget(20_000) >= 5 * 510      # 5x what a 20,000-sample fit took
