@@ -105,8 +105,10 @@ class Moments:
             return
         np.minimum(self.lo, lo, out=self.lo)
         np.maximum(self.hi, hi, out=self.hi)
-        with np.errstate(over="ignore"):
-            e = _pow2_exponents(np.maximum(hi - self.K, self.K - lo))     # max |x - K| per column
+        # max |x - K| per column, from halves: hi - K itself overflows for values near
+        # float64's largest of both signs (the exponent of the half is one less).
+        e = _pow2_exponents(np.maximum(hi * 0.5 - self.K * 0.5, self.K * 0.5 - lo * 0.5))
+        e = np.where(e != 0, e + 1, 0)
         if e.any():
             # both scaled by 2^-e before the subtraction (exact): nothing overflows or underflows
             Bk = np.subtract(np.ldexp(B, -e), np.ldexp(self.K, -e), out=scratch(b, d, 1))

@@ -362,6 +362,15 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         """Scores in scaled units; L and S back in original units, in place (the work arrays).
         ``train_rows``: the future of the training rows' digests."""
         self._train_rows = train_rows.result()
+        if factor < 1.0:
+            # Back in the data's units, L, S or L's singular values may pass float64's largest
+            # value (data near it: a low-rank fit can exceed the entries it fits).
+            ceiling = np.finfo(np.float64).max * factor
+            top = max(max_abs(L), max_abs(S), float(np.max(sL, initial=0.0)))
+            if top >= ceiling:
+                raise ValueError("PCP's low-rank and sparse parts of these data exceed float64's largest value "
+                                 "in the data's units (X holds values at or near it). Multiply X by a constant "
+                                 "that brings its values near 1")
         if factor != 1.0:
             L /= factor
             S /= factor
