@@ -27,6 +27,9 @@ Decompression          gzip, bz2 and xz streams are inflated in ``READ_CHUNK`` p
 Text parsing cost      ``TEXT_COPIES`` bytes per byte of text (the bytes, the decoded string,
                        the split lines) + ``PER_CELL`` per field + ``PER_SAMPLE`` per line;
                        LIBSVM: ``PER_ENTRY`` per ``index:value`` pair instead of per field.
+                       A line ends at ``\n``, ``\r\n`` or a lone ``\r``, and only there; the
+                       other breaks of ``str.splitlines()`` inside a line are an error naming
+                       it (:mod:`robustcore.datasets._lines`).
 What may be read       regular files only (and folders, for the image loader): devices such as
                        ``/dev/zero``, FIFOs and sockets are refused before they are opened
                        (:func:`regular_file`) and again on the open descriptor, which is
