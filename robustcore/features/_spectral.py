@@ -36,10 +36,10 @@ _BLOCK_ENTRIES = 1 << 22
 # (whose smallest eigenvalues crowd together) did not converge in 8,000 (276 s on a busy
 # 2-core machine, 13-34 ms a product). A product costs time in proportion to the samples, so
 # the budget shrinks with them (WORK_BUDGET sample-products), between MIN and MAX products:
-# 200,000 samples get 1,500 (about 20 s at 13 ms).
+# 20,000 samples get 8,000, 200,000 get 800 (10-15 s at 13-19 ms).
 MAX_EIGEN_PRODUCTS = 8000
-MIN_EIGEN_PRODUCTS = 1500
-EIGEN_WORK_BUDGET = 3e8
+MIN_EIGEN_PRODUCTS = 800
+EIGEN_WORK_BUDGET = 1.6e8
 
 
 def product_budget(n: int) -> int:

@@ -27,9 +27,9 @@ def test_malformed_budget_is_named(monkeypatch, text):
         fit_budget()
 
 
-def test_default_budget_is_at_most_4_gib(monkeypatch):
+def test_default_budget_is_at_most_2_gib(monkeypatch):
     monkeypatch.delenv(ENV, raising=False)
-    assert 0 < fit_budget() <= 4 * 2 ** 30
+    assert 0 < fit_budget() <= 2 * 2 ** 30
 
 
 @pytest.mark.parametrize("method", ["pca", "residual", "coherence-pursuit", "pcp"])

@@ -450,5 +450,5 @@ def test_sparse_eigensolver_reports_its_budget_and_stops_at_it(monkeypatch):
 
 def test_product_budget_shrinks_with_the_graph():
     from robustcore.features import _spectral
-    assert _spectral.product_budget(4000) == 8000 and _spectral.product_budget(200_000) == 1500
+    assert _spectral.product_budget(4000) == 8000 and _spectral.product_budget(200_000) == 800
     assert _spectral.product_budget(20_000) >= 5 * 510      # 5x what a 20,000-sample fit took
