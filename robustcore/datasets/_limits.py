@@ -375,8 +375,9 @@ class _TooDeep(Exception):
     pass
 
 
-# Bytes of text scanned at a time for nesting and the parse's cost (bounds the scan's arrays).
-_JSON_SLICE = 1 << 20
+# Bytes of text scanned at a time for nesting and the parse's cost (bounds the scan's int32 arrays:
+# a few MB of temporaries per slice).
+_JSON_SLICE = 1 << 18
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
 
 
@@ -395,16 +396,16 @@ class _JsonShape:
 
     def add(self, b: np.ndarray) -> None:
         bs = b == _BACKSLASH
-        c = np.cumsum(bs, dtype=np.int64)                 # backslashes in [0, i]
+        c = np.cumsum(bs, dtype=np.int32)                 # backslashes in [0, i]
         last = np.maximum.accumulate(np.where(bs, 0, c))  # that count at the last other byte <= i
-        seen_other = np.cumsum(~bs, dtype=np.int64) > 0   # some other byte in [0, i]
+        seen_other = np.cumsum(~bs, dtype=np.int32) > 0   # some other byte in [0, i]
         # Backslashes right before byte i (the run may have begun in the previous slice).
-        before = np.empty(b.size, dtype=np.int64)
+        before = np.empty(b.size, dtype=np.int32)
         before[0] = self._run
         before[1:] = c[:-1] - last[:-1] + np.where(seen_other[:-1], 0, self._run)
         # A quote starts or ends a string unless an odd run of backslashes escapes it.
         quote = (b == _QUOTE) & (before % 2 == 0)
-        flips = np.cumsum(quote, dtype=np.int64) % 2 == 1
+        flips = np.cumsum(quote, dtype=np.int32) % 2 == 1
         inside = (flips ^ self._in_string) | quote        # the quotes count as string bytes
         self.string_bytes += int(np.count_nonzero(inside))
         step = np.zeros(b.size, dtype=np.int8)
@@ -413,9 +414,9 @@ class _JsonShape:
         step[inside] = 0
         self.values += int(np.count_nonzero(step == 1)) + int(np.count_nonzero(
             ((b == ord(",")) | (b == ord(":"))) & ~inside))
-        levels = np.cumsum(step, dtype=np.int64) + self.level
-        self.depth = max(self.depth, int(levels.max(initial=self.level)))
-        self.level = int(levels[-1])
+        levels = np.cumsum(step, dtype=np.int32)  # within the slice (it is under 2**31 bytes)
+        self.depth = max(self.depth, self.level + int(levels.max(initial=0)))
+        self.level += int(levels[-1])
         self._in_string = bool(flips[-1]) ^ self._in_string
         self._run = int(c[-1] - last[-1] + (0 if seen_other[-1] else self._run))
 
