@@ -67,9 +67,11 @@ def check_no_inline_breaks(text: str, name: str) -> None:
     """LoadError naming the line of the first in-line separator of ``text``, if any."""
     at = first_inline_break(text)
     if at >= 0:
+        # Byte 0x85 read as latin-1 is NEL; in Windows-1252 text it is an ellipsis.
+        hint = " (if the file is Windows text, pass encoding='cp1252')" if text[at] == "\x85" else ""
         raise LoadError(f"{name}, line {line_of(text, at)}: the character {text[at]!r} is not allowed "
-                        f"inside a line (lines end only at \\n, \\r\\n or \\r); remove it or replace it "
-                        f"with a line end or a delimiter")
+                        f"inside a line (lines end only at \\n, \\r\\n or \\r){hint}; remove it or replace "
+                        f"it with a line end or a delimiter")
 
 
 def head_end(text: str, n: int) -> int:

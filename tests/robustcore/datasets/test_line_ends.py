@@ -108,3 +108,11 @@ def test_line_ends_counted_once_across_pieces(cut):
     ends(data[:cut])
     ends(data[cut:])
     assert ends.count == 5 == len(split_lines(data.decode())) - 1
+
+
+def test_windows_ellipsis_read_as_latin1_points_to_cp1252(tmp_path):
+    p = tmp_path / "w.csv"
+    p.write_bytes(b"a,b,name\n1,2,wait\x85\n3,4,x\n")
+    with pytest.raises(LoadError, match=r"line 2: the character '\\x85'.*encoding='cp1252'"):
+        load(p, encoding="latin-1", label_column="name")
+    assert load(p, encoding="cp1252", label_column="name").labels.tolist() == ["wait\u2026", "x"]
