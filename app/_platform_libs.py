@@ -16,7 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["PACKAGES", "APT_PACKAGES", "missing_libraries", "install_hint", "platform_problem"]
+__all__ = ["PACKAGES", "APT_PACKAGES", "NO_DISPLAY", "missing_libraries", "install_hint", "display_problem",
+           "platform_problem"]
 
 # Library (soname) -> Debian/Ubuntu package, for every system library that PySide6's Qt
 # (QtCore, QtGui, QtWidgets, QtDBus, the xcb platform plugin) links against beyond glibc.
@@ -99,12 +100,29 @@ def install_hint(missing: list[str]) -> str:
     return f"sudo apt-get install -y {' '.join(pkgs)}" if pkgs else ""
 
 
+NO_DISPLAY = "no display: use --screenshot, QT_QPA_PLATFORM=offscreen or xvfb-run"
+
+
+def display_problem() -> str | None:
+    """The message when Qt would look for an X11 or Wayland display that is not there (Linux, no
+    DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM): Qt then aborts (exit 134) asking to
+    reinstall libxcb-cursor0, although the libraries are installed."""
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM", "").strip():
+        return None
+    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+        return None
+    return (f"robust-studio: {NO_DISPLAY}\n(the window needs a graphical session; "
+            f"'robust-studio --screenshot FILE.png' draws it without one, and the command line, "
+            f"'robust-studio run', needs none)")
+
+
 def platform_problem() -> str | None:
-    """A message for the user when the window cannot start for lack of system libraries."""
+    """A message for the user when the window cannot start: system libraries missing, or no
+    display to open it on."""
     platform = _platform()
     missing = missing_libraries(platform)
     if not missing:
-        return None
+        return display_problem()
     hint = install_hint(missing)
     text = (f"Robust Subspace Studio cannot open its window: Qt's '{platform or 'default'}' platform "
             f"needs system libraries that are missing: {', '.join(missing)}.")

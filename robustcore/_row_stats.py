@@ -105,8 +105,10 @@ class Moments:
             return
         np.minimum(self.lo, lo, out=self.lo)
         np.maximum(self.hi, hi, out=self.hi)
-        with np.errstate(over="ignore"):
-            e = _pow2_exponents(np.maximum(hi - self.K, self.K - lo))     # max |x - K| per column
+        # max |x - K| per column, from halves: hi - K itself overflows for values near
+        # float64's largest of both signs (the exponent of the half is one less).
+        e = _pow2_exponents(np.maximum(hi * 0.5 - self.K * 0.5, self.K * 0.5 - lo * 0.5))
+        e = np.where(e != 0, e + 1, 0)
         if e.any():
             # both scaled by 2^-e before the subtraction (exact): nothing overflows or underflows
             Bk = np.subtract(np.ldexp(B, -e), np.ldexp(self.K, -e), out=scratch(b, d, 1))
@@ -133,8 +135,8 @@ class Moments:
                 inv[live] = 1.0 / nrm[live]
                 Xn = np.multiply(Bg, inv[:, None], out=scratch(b, d, 2))
                 self.G = syrk_lower(Xn, self.G)
-                self.top_norm = max(self.top_norm, math.ldexp(float(nrm.max()), eg))
-                self.low_norm = min(self.low_norm, math.ldexp(float(nrm[live].min()), eg))
+                self.top_norm = max(self.top_norm, _ldexp(float(nrm.max()), eg))
+                self.low_norm = min(self.low_norm, _ldexp(float(nrm[live].min()), eg))
 
     def _record_bad(self, B, start):
         bad = ~np.isfinite(B)
@@ -250,3 +252,12 @@ class RowGram:
         self.G = self.G + other.G
         self.count += other.count
         return self
+
+
+def _ldexp(x: float, e: int) -> float:
+    """x * 2**e, infinity where that overflows (a norm of rows near float64's largest value:
+    the magnitude check that follows then refuses them by name; math.ldexp raises instead)."""
+    try:
+        return math.ldexp(x, e)
+    except OverflowError:
+        return math.inf

@@ -65,7 +65,14 @@ def pow2_factor(X, top=None) -> float:
     top = max_abs(X) if top is None else top
     if top == 0.0 or 1.0 / MAX_ABS <= top <= MAX_ABS:
         return 1.0
-    return float(2.0 ** -np.round(np.log2(top)))
+    return float(np.ldexp(1.0, _pow2_exponent(np.log2(top))))
+
+
+def _pow2_exponent(log2_top):
+    """The exponent e with 2**e x top near 1, kept within float64's normal range: a subnormal
+    top (below 2**-1022, e.g. 1e-310) would ask for 2**1030, which is infinity; 2**1023 still
+    brings it to about 2**-7, where squares are ordinary numbers."""
+    return np.clip(-np.round(log2_top), -1022, 1023).astype(np.int64)
 
 
 def column_pow2_factors(X) -> np.ndarray:
@@ -76,7 +83,7 @@ def column_pow2_factors(X) -> np.ndarray:
         return np.ones(X.shape[1])
     top = np.maximum(X.max(axis=0), -X.min(axis=0))
     with np.errstate(divide="ignore"):
-        f = np.exp2(-np.round(np.log2(np.where(top > 0, top, 1.0))))
+        f = np.ldexp(1.0, _pow2_exponent(np.log2(np.where(top > 0, top, 1.0))))
     return np.where((top == 0.0) | ((top >= 1.0 / MAX_ABS) & (top <= MAX_ABS)), 1.0, f)
 
 
@@ -122,7 +129,8 @@ def mixed_units(spread, mean) -> bool:
     AUTO_SPREAD_RATIO times (what "auto" standardises)."""
     spread = np.asarray(spread, dtype=np.float64)
     live = spread[varies(spread, mean)]
-    return bool(live.size and live.max() > AUTO_SPREAD_RATIO * np.median(live))
+    # Divided rather than multiplied: spreads near float64's largest value must not overflow.
+    return bool(live.size and live.max() / AUTO_SPREAD_RATIO > np.median(live))
 
 
 def resolve_scaling(X, how: str) -> str:

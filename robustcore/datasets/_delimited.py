@@ -10,6 +10,7 @@ from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
 from ._limits import LIMIT_OPTIONS, PER_CELL, PER_SAMPLE, Cost, check_features, numbered
+from ._lines import LineEnds, check_no_inline_breaks, head_end, line_of, split_lines
 from ._loader import (IMAGE_SHAPE_OPTION, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
                       parse_image_shape, parse_labels, physical_lines, read_all)
 
@@ -88,20 +89,22 @@ class DelimitedLoader(Loader):
             raise LoadError(f"encoding must be a known text encoding such as 'utf-8' or 'latin-1'; "
                             f"got {encoding!r}") from None
         except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
+            line = line_of(raw[: exc.start].decode("latin-1"), exc.start)
             raise LoadError(f"{path.name} is not valid {encoding} text (byte {exc.start}, line {line}); "
                             f"if it is text in another encoding pass e.g. encoding='latin-1', otherwise "
                             f"check that it is really a delimited text file") from None
         if "\0" in text:
-            line = text[: text.index("\0")].count("\n") + 1
+            line = line_of(text, text.index("\0"))
             raise LoadError(f"{path.name} holds a NUL byte on line {line}, so it is not a text table; "
                             f"check the file's format (binary files need another loader)")
+        # Both parsing paths see the same lines: an in-line separator is refused here, once.
+        check_no_inline_breaks(text, path.name)
         return text
 
     def _rows(self, text: str, delim: str, comment: str | None, path: Path) -> list[tuple[int, list[str]]]:
         rows = []
         if delim == "whitespace":
-            for no, line in enumerate(text.splitlines(), 1):
+            for no, line in enumerate(split_lines(text), 1):
                 s = line.strip()
                 if not s or (comment and s.startswith(comment)):
                     continue
@@ -127,7 +130,7 @@ class DelimitedLoader(Loader):
     def _detect_delimiter(text: str, comment: str | None, path: Path) -> str:
         if path.name.lower().split(".")[-1] == "tsv" or ".tsv." in path.name.lower():
             return "\t"
-        lines = [l for l in text.splitlines() if l.strip() and not (comment and l.lstrip().startswith(comment))][:50]
+        lines = [l for l in split_lines(text) if l.strip() and not (comment and l.lstrip().startswith(comment))][:50]
         if not lines:
             return ","
         best = None
@@ -195,11 +198,7 @@ class DelimitedLoader(Loader):
         # by numpy's C parser when the file is plain, else row by row for precise messages.
         head_text = text
         if "\"" not in text:
-            end = -1
-            for _ in range(_HEAD_LINES):
-                end = text.find("\n", end + 1)
-                if end < 0:
-                    break
+            end = head_end(text, _HEAD_LINES)
             if end >= 0:
                 head_text = text[:end]
         delim = opts["delimiter"]
@@ -300,7 +299,7 @@ class DelimitedLoader(Loader):
         if "\"" in text or "\0" in text:
             return None
         data = []
-        for no, line in enumerate(text.splitlines(), 1):
+        for no, line in enumerate(split_lines(text), 1):
             if no <= header_line:
                 continue
             s = line.strip()
@@ -361,11 +360,15 @@ class _CellCount:
     count is charged: never less than the real number of fields.
     """
 
+    @property
+    def lines(self) -> int:
+        return self.ends.count
+
     def __init__(self, delimiter: str):
         wanted = {"auto": (",", "\t", ";", "|", "whitespace"), "tab": ("\t",)}.get(delimiter, (delimiter,))
         self.totals = dict.fromkeys(wanted, 0)
         self.open_line = dict.fromkeys(wanted, 0)  # fields so far on the line not yet ended
-        self.lines = 0
+        self.ends = LineEnds()
         self.widest = 1
         self.charged = 0
         self._in_space = False
@@ -375,13 +378,14 @@ class _CellCount:
         view = memoryview(piece)
         for start in range(0, len(view), _COUNT_SLICE):
             self._count(np.frombuffer(view[start:start + _COUNT_SLICE], dtype=np.uint8))
-        now = PER_CELL * (self.lines + 1 + max(self.totals.values())) + PER_SAMPLE * (self.lines + 1)
+        lines = self.ends.count
+        now = PER_CELL * (lines + 1 + max(self.totals.values())) + PER_SAMPLE * (lines + 1)
         step, self.charged = now - self.charged, now
         return step
 
     def _count(self, a: np.ndarray) -> None:
-        ends = np.flatnonzero(a == 10)
-        self.lines += ends.size
+        # Lone CR, LF and CRLF all end a line (robustcore.datasets._lines): each is charged.
+        ends = self.ends.ends(a)
         for d in self.totals:
             if d == "whitespace":
                 space = (a == 32) | (a == 9)

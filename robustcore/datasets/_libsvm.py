@@ -13,10 +13,13 @@ from .._params import Param
 from ._dataset import Dataset
 from ._errors import LoadError
 from ._limits import LIMIT_OPTIONS, PER_ENTRY, PER_SAMPLE, Cost, check_features, check_memory
+from ._lines import LineEnds, check_no_inline_breaks, line_of, split_lines
 from ._loader import OUTLIER_LABEL, Loader, parse_labels, physical_lines, read_all
 
 __all__ = ["LibsvmLoader"]
 
+# Bytes scanned for line ends at a time while the file is read (bounds the scan's own arrays).
+_COUNT_SLICE = 1 << 16
 # Lines parsed per vectorised step (bounds the temporary copies of the text).
 _CHUNK_LINES = 20000
 # A field with no colon, or with two.
@@ -50,7 +53,7 @@ class LibsvmLoader(Loader):
             text = head.decode("ascii")
         except UnicodeDecodeError:
             return False
-        lines = [l.split("#", 1)[0].split() for l in text.splitlines()[:-1] or text.splitlines()]
+        lines = [l.split("#", 1)[0].split() for l in split_lines(text)[:-1] or split_lines(text)]
         lines = [l for l in lines if l]
         if not lines:
             return False
@@ -65,15 +68,17 @@ class LibsvmLoader(Loader):
         return any(len(p) > 1 for p in lines)
 
     def _prepare(self, path: Path, opts: dict) -> dict:
-        lines = [0]
+        ends = LineEnds()
 
         def cost(piece: bytes) -> int:
             # Each index:value pair becomes an int and a float (plus joined-text copies), each line
-            # a label, a line number and a string.
-            lines[0] += piece.count(b"\n")
-            return PER_ENTRY * piece.count(b":") + PER_SAMPLE * piece.count(b"\n")
+            # (ended by \n, \r\n or a lone \r: robustcore.datasets._lines) a label, a line number
+            # and a string.
+            view = memoryview(piece)
+            new = sum(ends(view[k:k + _COUNT_SLICE]) for k in range(0, len(view), _COUNT_SLICE))
+            return PER_ENTRY * piece.count(b":") + PER_SAMPLE * new
         raw, charged = read_all(path, opts["max_bytes"], cost=cost)
-        return {"raw": raw, "charged": charged, "lines": lines[0] + 1}
+        return {"raw": raw, "charged": charged, "lines": ends.count + 1}
 
     def _estimate(self, path: Path, opts: dict, ctx: dict) -> Cost:
         charged, lines = ctx["charged"], ctx["lines"]
@@ -87,9 +92,10 @@ class LibsvmLoader(Loader):
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            line = raw[: exc.start].count(b"\n") + 1
+            line = line_of(raw[: exc.start].decode("latin-1"), exc.start)
             raise LoadError(f"{path.name}, line {line}: not text (byte {exc.start}); a LIBSVM file is plain "
                             f"text 'label index:value ...'") from None
+        check_no_inline_breaks(text, path.name)
         labels, counts, linenos = [], [], []
         idx_parts, val_parts = [], []
         rests, chunk_lines = [], []

@@ -27,13 +27,19 @@ Decompression          gzip, bz2 and xz streams are inflated in ``READ_CHUNK`` p
 Text parsing cost      ``TEXT_COPIES`` bytes per byte of text (the bytes, the decoded string,
                        the split lines) + ``PER_CELL`` per field + ``PER_SAMPLE`` per line;
                        LIBSVM: ``PER_ENTRY`` per ``index:value`` pair instead of per field.
+                       A line ends at ``\n``, ``\r\n`` or a lone ``\r``, and only there; the
+                       other breaks of ``str.splitlines()`` inside a line are an error naming
+                       it (:mod:`robustcore.datasets._lines`).
 What may be read       regular files only (and folders, for the image loader): devices such as
                        ``/dev/zero``, FIFOs and sockets are refused before they are opened
                        (:func:`regular_file`) and again on the open descriptor, which is
                        opened non-blocking so a FIFO cannot hang (:func:`open_regular`).
 Sessions               at most ``SESSION_MAX_BYTES`` (64 MiB) of JSON, nested at most
                        ``JSON_MAX_DEPTH`` (64) deep, integers of at most ``JSON_MAX_DIGITS``
-                       (30) digits, no NaN/Infinity (:func:`parse_json`).
+                       (30) digits, no NaN/Infinity nor numerals that overflow to it
+                       (``1e99999``), and at most ``JSON_PARSE_BUDGET`` (1 GiB) of parsed
+                       objects by a cost model counted before ``json.loads`` runs
+                       (:func:`parse_json`, :func:`json_parse_cost`).
 Session paths          a session reads its own side files only: a bare file name (no folder
                        part, no ``..``, not absolute) naming a regular file whose real path
                        (symlinks resolved) is inside the session's folder (:func:`side_file`).
@@ -72,6 +78,7 @@ from __future__ import annotations
 
 import errno
 import json
+import math
 import os
 import re
 import stat
@@ -89,7 +96,7 @@ from ._errors import LoadError
 
 __all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
-           "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
+           "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "JSON_PARSE_BUDGET", "JSON_PER_VALUE", "json_parse_cost", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
            "check_memory", "check_features", "check_samples", "charge", "regular_file", "open_regular",
            "read_stream", "read_confined", "numbered", "parse_json", "inside", "side_file", "bare_name"]
 
@@ -109,6 +116,11 @@ PER_SAMPLE = 160
 SESSION_MAX_BYTES = 64 * 1024 ** 2
 JSON_MAX_DEPTH = 64
 JSON_MAX_DIGITS = 30
+# What parsing a session may take (json.loads' objects), estimated before it runs: 16 times the
+# largest session, and JSON_PER_VALUE bytes per value (a float or int object and its slot, with
+# room: 15 million one-digit integers measured 37 bytes each).
+JSON_PARSE_BUDGET = 1024 ** 3
+JSON_PER_VALUE = 64
 
 MAX_BYTES = Param("max_bytes", int, DEFAULT_MAX_BYTES,
                   "refuse to load when the data would take more memory than this many bytes",
@@ -363,17 +375,71 @@ class _TooDeep(Exception):
     pass
 
 
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+# Bytes of text scanned at a time for nesting and the parse's cost (bounds the scan's int32 arrays:
+# a few MB of temporaries per slice).
+_JSON_SLICE = 1 << 18
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+
+
+class _JsonShape:
+    """One pass over a JSON text's bytes, a slice at a time: the deepest nesting of [ and {
+    outside strings, how many values it holds (commas, colons and openings: every value but a
+    document's lone one follows one of them) and how many bytes are inside strings. No regular
+    expression: a backtracking match over one long string took 3.6 GB for a 30 MB session."""
+
+    def __init__(self):
+        self.depth = self.level = 0
+        self.values = 1
+        self.string_bytes = 0
+        self._in_string = False
+        self._run = 0            # backslashes just before the slice (inside a string)
+
+    def add(self, b: np.ndarray) -> None:
+        bs = b == _BACKSLASH
+        c = np.cumsum(bs, dtype=np.int32)                 # backslashes in [0, i]
+        last = np.maximum.accumulate(np.where(bs, 0, c))  # that count at the last other byte <= i
+        seen_other = np.cumsum(~bs, dtype=np.int32) > 0   # some other byte in [0, i]
+        # Backslashes right before byte i (the run may have begun in the previous slice).
+        before = np.empty(b.size, dtype=np.int32)
+        before[0] = self._run
+        before[1:] = c[:-1] - last[:-1] + np.where(seen_other[:-1], 0, self._run)
+        # A quote starts or ends a string unless an odd run of backslashes escapes it.
+        quote = (b == _QUOTE) & (before % 2 == 0)
+        flips = np.cumsum(quote, dtype=np.int32) % 2 == 1
+        inside = (flips ^ self._in_string) | quote        # the quotes count as string bytes
+        self.string_bytes += int(np.count_nonzero(inside))
+        step = np.zeros(b.size, dtype=np.int8)
+        step[(b == ord("[")) | (b == ord("{"))] = 1
+        step[(b == ord("]")) | (b == ord("}"))] = -1
+        step[inside] = 0
+        self.values += int(np.count_nonzero(step == 1)) + int(np.count_nonzero(
+            ((b == ord(",")) | (b == ord(":"))) & ~inside))
+        levels = np.cumsum(step, dtype=np.int32)  # within the slice (it is under 2**31 bytes)
+        self.depth = max(self.depth, self.level + int(levels.max(initial=0)))
+        self.level += int(levels[-1])
+        self._in_string = bool(flips[-1]) ^ self._in_string
+        self._run = int(c[-1] - last[-1] + (0 if seen_other[-1] else self._run))
+
+
+def _shape(data: bytes) -> _JsonShape:
+    shape = _JsonShape()
+    view = memoryview(data)
+    for start in range(0, len(view), _JSON_SLICE):
+        shape.add(np.frombuffer(view[start:start + _JSON_SLICE], dtype=np.uint8))
+    return shape
 
 
 def _depth(text: str) -> int:
     """Deepest nesting of [ and { outside strings (a scan, so depth costs no recursion)."""
-    stripped = _STRING.sub("", text)
-    b = np.frombuffer(stripped.encode("utf-8", "surrogatepass"), dtype=np.uint8)
-    step = np.zeros(b.size, dtype=np.int32)
-    step[(b == ord("[")) | (b == ord("{"))] = 1
-    step[(b == ord("]")) | (b == ord("}"))] = -1
-    return int(np.cumsum(step).max(initial=0))
+    return _shape(text.encode("utf-8", "surrogatepass")).depth
+
+
+def json_parse_cost(text: str) -> int:
+    """Bytes ``json.loads(text)`` may take beyond the text: ``JSON_PER_VALUE`` per value (the
+    object, its slot in a list or dict) and the characters of every string (four bytes each when
+    the text is not ASCII, as a Python string may need)."""
+    shape = _shape(text.encode("utf-8", "surrogatepass"))
+    return JSON_PER_VALUE * shape.values + shape.string_bytes * (1 if text.isascii() else 4)
 
 
 def parse_json(text: str, what: str, error=LoadError):
@@ -385,7 +451,13 @@ def parse_json(text: str, what: str, error=LoadError):
     if len(text) > SESSION_MAX_BYTES:
         raise error(f"{what} is {format_bytes(len(text))}, more than the {format_bytes(SESSION_MAX_BYTES)} "
                     f"a session may be; it is not a file this program wrote")
-    depth = _depth(text)
+    shape = _shape(text.encode("utf-8", "surrogatepass"))
+    depth = shape.depth
+    cost = JSON_PER_VALUE * shape.values + shape.string_bytes * (1 if text.isascii() else 4)
+    if cost > JSON_PARSE_BUDGET:
+        raise error(f"{what} would take about {format_bytes(cost)} to parse ({shape.values:,} values), more "
+                    f"than the {format_bytes(JSON_PARSE_BUDGET)} a session may; it is not a file this program "
+                    f"wrote (large arrays are stored beside a session, not in it)")
     if depth > JSON_MAX_DEPTH:
         raise error(f"{what} nests {depth} levels deep, more than the {JSON_MAX_DEPTH} a session may; "
                     f"it is damaged or not a file this program wrote")
@@ -399,7 +471,12 @@ def parse_json(text: str, what: str, error=LoadError):
     def number(s: str) -> float:
         if len(s) > 64:
             raise error(f"{what} holds a {len(s)}-character number ({s[:12]}…); it is damaged")
-        return float(s)
+        value = float(s)
+        if not math.isfinite(value):
+            # 1e99999999 is JSON, but it reads as infinity: refused as Infinity is.
+            raise error(f"{what} holds {s[:24]}, which overflows to infinity; it is damaged or was not "
+                        f"written by this program")
+        return value
 
     def constant(s: str):
         raise error(f"{what} holds {s}, which is not JSON; it is damaged or was not written by this program")

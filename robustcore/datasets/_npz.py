@@ -17,7 +17,26 @@ import numpy as np
 from ._errors import LoadError
 from ._limits import check_memory, open_regular
 
-__all__ = ["npy_header", "read_npz"]
+__all__ = ["npy_header", "read_npz", "npy_members"]
+
+
+def npy_members(zf: zipfile.ZipFile, what: str, error=LoadError) -> list[zipfile.ZipInfo]:
+    """The ``.npy`` members of an open NPZ, refused when two members answer to one name.
+
+    A zip may hold two entries with the same file name (zipfile warns and reads the last one),
+    and ``np.load`` answers ``z["X"]`` with a member ``X`` as readily as with ``X.npy``: either
+    way which array is "X" would depend on the reader, so such an archive is ambiguous.
+    """
+    seen: dict[str, str] = {}
+    for info in zf.infolist():
+        name = info.filename
+        key = name[:-4] if name.endswith(".npy") else name
+        if key in seen:
+            same = "twice" if seen[key] == name else f"as {seen[key]!r} and {name!r}"
+            raise error(f"{what} holds the array {key!r} {same}, so which one is meant is ambiguous; "
+                        f"save the archive again with one member per name")
+        seen[key] = name
+    return [i for i in zf.infolist() if i.filename.endswith(".npy")]
 
 
 def npy_header(fh) -> tuple[tuple[int, ...], np.dtype]:
@@ -50,7 +69,7 @@ def read_npz(source, budget: int, what: str, error=LoadError) -> dict[str, np.nd
         else:
             fh = source
         with zipfile.ZipFile(fh) as zf:
-            members = [i for i in zf.infolist() if i.filename.endswith(".npy")]
+            members = npy_members(zf, what, error)
             heads = {}
             for info in members:
                 with zf.open(info) as m:

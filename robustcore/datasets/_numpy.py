@@ -12,7 +12,7 @@ from ._arrays import known_outliers, pick_arrays
 from ._dataset import Dataset
 from ._errors import LoadError
 from ._limits import LIMIT_OPTIONS, Cost, numbered
-from ._npz import npy_header
+from ._npz import npy_header, npy_members
 from ._loader import (IMAGE_SHAPE_OPTION, KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
                       parse_image_shape, parse_labels)
 
@@ -52,11 +52,11 @@ class NumpyLoader(Loader):
         out = {}
         try:
             with zipfile.ZipFile(path) as zf:
-                for info in zf.infolist():
-                    if not info.filename.endswith(".npy"):
-                        continue
+                for info in npy_members(zf, path.name):
                     with zf.open(info) as fh:
                         out[info.filename[:-4]] = npy_header(fh)
+        except LoadError:
+            raise
         except Exception as exc:  # zipfile and numpy's header parser raise many types
             raise LoadError(f"{path.name} is not a readable .npz archive ({exc}); it may be truncated or "
                             f"not a NumPy file") from None

@@ -33,8 +33,8 @@ from .._params import Param
 from ..bigdata._frames import FrameSource
 from ._dataset import Dataset
 from ._errors import LoadError
-from ._limits import DEFAULT_MAX_FEATURES, check_features, check_memory, regular_file
-from ._loader import MAX_BYTES, Loader
+from ._limits import DEFAULT_MAX_FEATURES, LIMIT_OPTIONS, check_features, check_memory, numbered, regular_file
+from ._loader import Loader
 
 __all__ = ["VideoFrames", "VideoLoader", "open_video", "VIDEO_SUFFIXES"]
 
@@ -174,9 +174,15 @@ class VideoFrames(FrameSource):
         if max_bytes is None:
             from ..bigdata._dask import get_settings
             max_bytes = get_settings().memory_budget
-        h, w = self.source_shape
-        check_memory(h * w * 8 + self.n_features * 9, int(max_bytes), f"decoding one frame of {what}",
+        check_memory(self.frame_cost, int(max_bytes), f"decoding one frame of {what}",
                      "open it with a smaller scale")
+
+    @property
+    def frame_cost(self) -> int:
+        """Bytes decoding one frame takes beside the rows: the stored frame in RGB or gray, its
+        scaled conversion and one float64 row."""
+        h, w = self.source_shape
+        return h * w * 8 + self.n_features * 9
 
     # -- decoding -------------------------------------------------------------------------
     def _open(self):
@@ -344,7 +350,7 @@ class VideoLoader(Loader):
         Param("step", int, 1, "read every step-th frame", low=1),
         Param("scale", float, 1.0, "downscale each frame by this factor on read (0.5 = half width "
               "and height)", low=0.0, high=1.0, low_inclusive=False),
-        MAX_BYTES,
+        *LIMIT_OPTIONS,
     )
 
     def sniff(self, head: bytes, path: Path) -> bool:
@@ -353,18 +359,22 @@ class VideoLoader(Loader):
                 or head[:4] == b"\x1a\x45\xdf\xa3")
 
     def _prepare(self, path: Path, opts: dict):
+        # max_features (width x height x channels) and one frame's decoding are checked from the
+        # container's header, before any frame is decoded.
         return open_video(path, color=opts["color"], start=opts["start"], stop=opts["stop"],
-                          step=opts["step"], scale=opts["scale"])
+                          step=opts["step"], scale=opts["scale"], max_features=opts["max_features"],
+                          max_bytes=opts["max_bytes"])
 
     def _estimate(self, path: Path, opts: dict, ctx) -> int:
-        return ctx.nbytes
+        # The rows, plus decoding one frame; names and ids are made on demand (numbered).
+        return ctx.nbytes + ctx.frame_cost
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:
         with ctx as frames:
             X = frames.read()
             ids = [f"frame {i} @ {t:.3f} s" for i, t in zip(frames.frame_indices, frames.timestamps)]
             ds = Dataset(X=X, image_shape=frames.display_shape, frame_order=np.arange(X.shape[0]),
-                         sample_ids=ids, feature_names=[f"p{j}" for j in range(X.shape[1])])
+                         sample_ids=ids, feature_names=numbered("p", X.shape[1]))
             ds._video_details = frames.details()
             return ds
 

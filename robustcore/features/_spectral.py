@@ -14,6 +14,8 @@ S_ij(w) = exp(-Σ_t w_t² (x_it - x_jt)² / (2σ²)) (eps does not depend on w):
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -29,6 +31,20 @@ __all__ = ["graph_components", "mass_matrix", "smallest_eigenpairs", "derivative
 DENSE_EIGH_MAX_N = 600
 
 _BLOCK_ENTRIES = 1 << 22
+# Operator products the sparse eigensolver may spend before the fit is refused: kNN graphs of
+# 20,000 samples in 50 dimensions took 420-510; a graph of 200,000 samples in 3 dimensions
+# (whose smallest eigenvalues crowd together) did not converge in 8,000 (276 s on a busy
+# 2-core machine, 13-34 ms a product). A product costs time in proportion to the samples, so
+# the budget shrinks with them (WORK_BUDGET sample-products), between MIN and MAX products:
+# 20,000 samples get 8,000, 200,000 get 800 (10-15 s at 13-19 ms).
+MAX_EIGEN_PRODUCTS = 8000
+MIN_EIGEN_PRODUCTS = 800
+EIGEN_WORK_BUDGET = 1.6e8
+
+
+def product_budget(n: int) -> int:
+    """Operator products the sparse eigensolver may spend on a graph of ``n`` samples."""
+    return int(min(MAX_EIGEN_PRODUCTS, max(MIN_EIGEN_PRODUCTS, EIGEN_WORK_BUDGET // max(n, 1))))
 
 
 def graph_components(S) -> tuple[int, np.ndarray]:
@@ -106,14 +122,28 @@ def smallest_eigenpairs(S, degrees: np.ndarray, labels: np.ndarray, n_comp: int,
             return v - z0 * coef[labels]
 
         count = [0]
+        t0 = time.perf_counter()
+        budget = product_budget(n)
 
         def apply(v):
             v = np.ravel(v)
             u = project(v)
             Nu = ratio * u - bis * (Ssp @ (bis * u))
             count[0] += 1
+            if count[0] > budget:
+                per = (time.perf_counter() - t0) / count[0]
+                raise ValueError(
+                    f"the eigensolver did not converge within {budget:,} products with the "
+                    f"{n:,} x {n:,} graph ({per * 1e3:.0f} ms each): its smallest eigenvalues lie too close "
+                    f"together (a large graph of few features). Fit a random subset of the samples "
+                    f"(e.g. 20,000), pass n_eigenpairs=1, or a larger n_neighbors")
             if count[0] % 10 == 0:
-                rep(1.0 - np.exp(-count[0] / 400.0), f"eigensolver: {count[0]} products")
+                # The fraction of the product budget spent, and the time the rest would take at
+                # the rate so far: an upper bound (ARPACK usually stops well before).
+                per = (time.perf_counter() - t0) / count[0]
+                left = (budget - count[0]) * per
+                rep(count[0] / budget, f"eigensolver: {count[0]:,} of at most "
+                    f"{budget:,} products (at most {left:.0f} s left)")
             # 2I - N maps the smallest λ to the largest values; deflated directions sit at 0.
             return project(2.0 * u - Nu)
 

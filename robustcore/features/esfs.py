@@ -43,9 +43,11 @@ _TIE_RTOL = 1e-6
 
 def _constant_columns(X: np.ndarray) -> np.ndarray:
     """Columns whose spread is zero or only rounding noise relative to their magnitude."""
-    spread = X.max(axis=0) - X.min(axis=0)
+    # Halves: max - min of values near float64's largest would overflow (the magnitude check
+    # after this refuses such data by name).
+    half_spread = X.max(axis=0) / 2 - X.min(axis=0) / 2
     scale = np.abs(X).max(axis=0)
-    return spread <= 1e-12 * scale
+    return half_spread <= 0.5e-12 * scale
 
 
 @dataclass

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 
+from .._fit_memory import check_fit_memory
 from ._order import label_changes, looks_sorted, sorted_labels_message, tie_broken_predictions
 from ._scw_steps import loss_scale, phi_from_eta
 from ._scw_stream import run_stream
@@ -119,6 +120,12 @@ def new_state(p, classes, X):
     else:
         kind, n_models, k_mean = "ovr", k, 1
     D = d + int(p["fit_intercept"])
+    if full:
+        # One D x D covariance per model and a D x D temporary of its update, refused from the
+        # width before numpy is asked for them.
+        check_fit_memory(8.0 * D * D * (n_models + 1), "SCW with covariance='full'",
+                         f"{n_models} covariance matri{'x' if n_models == 1 else 'ces'} of {D:,} x {D:,}",
+                         "pass covariance='diagonal' (O(d) memory, the choice for wide or sparse data)")
     models = []
     for _ in range(n_models):
         cov = np.eye(D) * p["a"] if full else np.full(D, p["a"])

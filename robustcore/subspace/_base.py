@@ -36,6 +36,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from .._fit_memory import check_fit_memory
 from .._passes import Rows, percentile, scratch
 from .._progress import Reporter
 from .._residual import ResidualKernel, residual_sq
@@ -185,6 +186,10 @@ class Calibration:
         self.kern = ResidualKernel(components, mean)
         self.scale, self.keep = scale, keep
         d, k = self.kern.d, self.kern.k
+        # EᵀE, its symmetric copy and eigvalsh's workspace: refused from the width alone.
+        check_fit_memory(3 * 8 * d * d, "the fit", f"the {d:,} x {d:,} residual covariance of its control limits",
+                         "select fewer features, or use PCA or ResidualScorer (they work on the n x n side "
+                         "of a wide table)")
         self.n, self.tt = 0, np.zeros(k)
         self.EE = np.zeros((d, d), order="F")
 
@@ -229,8 +234,19 @@ def calibration_spectrum(Z, components, mean):
     """Variances of calibration rows ``Z`` (n, d) along ``components`` (k, d) about ``mean``, and
     ALL eigenvalues of their residual covariance (descending): what the T² and SPE limits are
     made of (sums of squares divided by n - 1). One blocked pass, no n x d temporary."""
-    rows = Rows(np.asarray(Z, dtype=np.float64))
+    Z = np.asarray(Z, dtype=np.float64)
     C = np.atleast_2d(np.asarray(components, dtype=np.float64))
+    n, d = Z.shape
+    if n < d:
+        # A wide table: EEᵀ (n x n) has the same non-zero eigenvalues as EᵀE (d x d), which
+        # would not fit in memory for d in the millions; the rest are zero.
+        Zc = Z - np.asarray(mean, dtype=np.float64)
+        T = Zc @ C.T
+        E = Zc - T @ C
+        lam = np.linalg.eigvalsh(E @ E.T)[::-1] / max(n - 1, 1)
+        k = C.shape[0]
+        return np.sum(T * T, axis=0) / max(n - 1, 1), np.maximum(lam, 0.0)[: max(min(n, d) - k, 1)]
+    rows = Rows(Z)
     acc = rows.reduce(functools.partial(Calibration, C, np.asarray(mean, dtype=np.float64)))
     return acc.spectrum(C.shape[0])[1:]
 

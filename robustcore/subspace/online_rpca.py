@@ -364,6 +364,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
             for start, rows in source.iter_batches(b):
                 rows = np.asarray(rows, dtype=np.float64)
                 check_finite(rows, "frames")
+                _check_float32_range(rows, start)
                 first = start == 0
                 if first:
                     self._prepare(d, getattr(source, "value_range", None), rows)
@@ -494,6 +495,20 @@ def _finish(rows, R, U, scale, lam2, mask_t, out=None):
         l1 += e.sum(axis=1)
         count += np.count_nonzero(m, axis=1)
     return BtR, l1, count
+
+
+# L and S are kept as float32 (robustcore.bigdata._sink): values beyond its range would be
+# stored as infinity, and a data range beyond float64's (max - min of +-1.8e308) as a NaN scale.
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _check_float32_range(rows, start: int) -> None:
+    top = max(float(rows.max()), -float(rows.min())) if rows.size else 0.0
+    if top > _FLOAT32_MAX / 2:
+        raise ValueError(f"frames from {start} on hold values as large as {top:.3g}; OR-PCA stores its "
+                         f"low-rank and sparse parts as float32, whose largest value is {_FLOAT32_MAX:.3g} "
+                         f"(and the data's range must stay below float64's). Multiply X by a constant that "
+                         f"brings its values near 1 (e.g. X / {top:.0e})")
 
 
 def _subspace_change(U0, U1) -> float:

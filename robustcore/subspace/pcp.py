@@ -362,12 +362,25 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         """Scores in scaled units; L and S back in original units, in place (the work arrays).
         ``train_rows``: the future of the training rows' digests."""
         self._train_rows = train_rows.result()
+        if factor < 1.0:
+            # Back in the data's units, L, S or L's singular values may pass float64's largest
+            # value (data near it: a low-rank fit can exceed the entries it fits).
+            ceiling = np.finfo(np.float64).max * factor
+            top = max(max_abs(L), max_abs(S), float(np.max(sL, initial=0.0)))
+            if top >= ceiling:
+                raise ValueError("PCP's low-rank and sparse parts of these data exceed float64's largest value "
+                                 "in the data's units (X holds values at or near it). Multiply X by a constant "
+                                 "that brings its values near 1")
         if factor != 1.0:
             L /= factor
             S /= factor
             sL = sL / factor
             mu, mu_final = mu * factor, mu_final * factor
         scores = _row_norms(S, p["score_norm"])
+        if not np.all(np.isfinite(scores)):
+            raise ValueError(f"PCP's scores (the {p['score_norm']} norms of the rows of S) exceed float64's "
+                             f"largest value: X's values (up to {max_abs(S):.3g} in S) are too near it to add "
+                             f"up. Multiply X by a constant that brings its values near 1")
         center, scale = scaling["scale_center_"], scaling["scale_"]
         if center.any() or np.any(scale != 1.0):
             S *= scale
@@ -456,11 +469,16 @@ def _row_norms(S, kind):
     n, d = S.shape
     out = np.empty(n)
     step = max(1, _BLOCK // max(d, 1))
+    # Entries near float64's largest value (PCP accepts them, rescaling inside) would make the
+    # sums overflow to an infinite score, subnormal ones their squares underflow to 0: extreme
+    # entries are summed scaled by a power of two (exact), the norms scaled back.
+    f = pow2_factor(S) if S.size else 1.0
     for i in range(0, n, step):
-        blk = S[i:i + step]
+        blk = S[i:i + step] if f == 1.0 else S[i:i + step] * f
         out[i:i + step] = (np.abs(blk).sum(axis=1) if kind == "l1"
                            else np.sqrt(np.einsum("ij,ij->i", blk, blk)))
-    return out
+    with np.errstate(over="ignore"):     # an overflow is refused by name by the caller
+        return out if f == 1.0 else out / f
 
 
 def _row_key(z) -> bytes:

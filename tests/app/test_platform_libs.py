@@ -36,3 +36,33 @@ def test_readme_and_ci_install_exactly_the_table():
     assert sorted(set(line.split()) - {"python3", "python3-venv"}) == P.APT_PACKAGES
     ci = (root / ".ci" / "run").read_text()
     assert "app/_platform_libs.py" in ci or all(p in ci for p in P.APT_PACKAGES)
+
+
+def _headless_env(**extra):
+    import os
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env.update(extra)
+    return env
+
+
+def test_no_display_is_said_instead_of_qts_abort():
+    """Issue 24: with the libraries installed but no display, Qt aborted (exit 134) asking to
+    reinstall libxcb-cursor0. The launcher says what to do instead, before Qt starts."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-m", "app", "--demo", "iris"], cwd=root, env=_headless_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert P.NO_DISPLAY in out.stderr and "libxcb-cursor0" not in out.stderr
+
+
+def test_display_problem_only_without_any_display(monkeypatch):
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM"):
+        monkeypatch.delenv(name, raising=False)
+    assert P.NO_DISPLAY in P.display_problem()
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    assert P.display_problem() is None
+    monkeypatch.delenv("QT_QPA_PLATFORM")
+    monkeypatch.setenv("DISPLAY", ":0")
+    assert P.display_problem() is None

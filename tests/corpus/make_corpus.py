@@ -322,6 +322,62 @@ def session_cases() -> None:
     raw("not-json.rss.json", text[: len(text) // 2], "refused", match="not valid JSON")
 
 
+# -- issue 24: line ends, in-line separators, pixel-wide videos, duplicate NPZ members -------------
+
+def _one_frame_video(name: str, h: int, w: int) -> None:
+    import av
+    out = FILES / name
+    with av.open(str(out), "w") as c:
+        s = c.add_stream("libx264", rate=25)
+        s.width, s.height, s.pix_fmt = w, h, "yuv420p"
+        for p in s.encode(av.VideoFrame.from_ndarray(np.zeros((h, w, 3), np.uint8), format="rgb24")):
+            c.mux(p)
+        for p in s.encode():
+            c.mux(p)
+
+
+def issue24_cases() -> None:
+    gz = lambda f: gzip.GzipFile(fileobj=f, mode="wb", compresslevel=9, mtime=0)  # noqa: E731
+    # Lone-CR lines (classic Mac): were charged as one line, so 64 MiB of "1\r" ran past 60 s.
+    write("bomb-cr.csv.gz", stream_compress(gz, b"1\r" * 32768, BOMB))
+    case("bomb-cr.csv.gz", "load", "refused", options={"format": "csv"}, match="stopped after reading")
+    write("bomb-cr.svm.bz2", stream_compress(lambda f: bz2.BZ2File(f, "wb"), b"1 1:1\r" * 10923, BOMB))
+    case("bomb-cr.svm.bz2", "load", "refused", options={"format": "libsvm"}, match="stopped after reading")
+    digits = np.random.default_rng(4).integers(0, 10, (300, 9))
+    write("mac-9-columns.csv", "\r".join(",".join(map(str, row)) for row in digits).encode() + b"\r")
+    case("mac-9-columns.csv", "load", "loaded", options={"max_features": 9})
+    rows = [",".join(map(str, row)) for row in digits]
+    rows[249] = rows[249].replace(",", ",\x0c", 1)
+    write("formfeed-line-250.csv", "\n".join(rows).encode() + b"\n")
+    case("formfeed-line-250.csv", "load", "refused", match="line 250: the character")
+    rows[249] = rows[249].replace("\x0c", "\u2028")
+    write("u2028-line-250.csv", "\n".join(rows).encode("utf-8") + b"\n")
+    case("u2028-line-250.csv", "load", "refused", match="line 250: the character")
+    # One-frame videos of a few KB whose frames are 16.7 M and 67 M pixels.
+    _one_frame_video("frame-4096.mp4", 4096, 4096)
+    case("frame-4096.mp4", "load", "refused", match="max_bytes")
+    _one_frame_video("frame-8192.mp4", 8192, 8192)
+    case("frame-8192.mp4", "load", "refused", match="max_features")
+    # Two members named X.npy: which one is "X" depended on the reader.
+    import warnings
+    import zipfile
+    out = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zipfile.ZipFile(out, "w") as zf:
+            for value in (0.0, 1.0):
+                member = io.BytesIO()
+                np.save(member, np.full((4, 3), value))
+                zf.writestr("X.npy", member.getvalue())
+    write("npz-two-X.npz", out.getvalue())
+    case("npz-two-X.npz", "load", "refused", match="'X' twice")
+    # A session whose numeral overflows to infinity (NaN and Infinity were already refused).
+    text = (FILES / "sessions" / "base.rss.json").read_text()
+    (FILES / "sessions" / "overflow.rss.json").write_text(
+        re.sub(r'"elapsed": [-+.0-9eE]+', '"elapsed": 1e99999999', text, count=1))
+    case("sessions/overflow.rss.json", "reopen", "refused", match="overflows to infinity")
+
+
 def main() -> None:
     if FILES.exists():
         shutil.rmtree(FILES)
@@ -331,6 +387,7 @@ def main() -> None:
     npy_cases()
     image_cases()
     session_cases()
+    issue24_cases()
     (HERE / "cases.json").write_text(json.dumps({"budget": BUDGET, "cases": cases}, indent=1) + "\n")
     total = sum(p.stat().st_size for p in FILES.rglob("*") if p.is_file())
     print(f"{len(cases)} cases, {sum(1 for p in FILES.rglob('*') if p.is_file())} files, {total / 1024:.0f} KB")

@@ -90,3 +90,72 @@ def test_scw_labels_mixing_numbers_and_strings():
     assert list(SCW().fit(X, mixed.astype(str)).classes_) == ["1", "a"]
     with pytest.raises(ValueError, match="Unknown label type: continuous"):
         SCW().fit(X, X[:, 0])
+
+
+# -- issue 24: subnormal data, values at float64's largest, OR-PCA's float32 outputs --------------
+
+@pytest.mark.parametrize("factor", [1e-310, 1e-318, 2.0 ** -1060])
+def test_pcp_on_subnormal_data_is_the_rescaled_fit(factor):
+    """Subnormal values asked for a rescaling factor of 2**1030 and more (infinity): PCP then
+    raised LAPACK's 'Internal Error'. The data as stored (rounded to subnormals) decompose as
+    their rescaled copy does."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((80, 3)) @ rng.standard_normal((3, 30))
+    X[rng.random(X.shape) < 0.05] += 5.0
+    small = X * factor
+    back = np.ldexp(small, 1060) / np.ldexp(factor, 1060)     # the same rounded values, near 1
+    a = PCP(random_state=0).fit(back)
+    b = PCP(random_state=0).fit(small)
+    # L in original units is subnormal: it holds its values to within a subnormal's spacing.
+    quantum = 2.0 ** -1074 / factor
+    assert a.rank_ == b.rank_
+    np.testing.assert_allclose(b.low_rank_ / factor, a.low_rank_, rtol=1e-7, atol=10 * quantum + 1e-12)
+    np.testing.assert_allclose(b.sample_scores_ / factor, a.sample_scores_, rtol=1e-7,
+                               atol=10 * quantum * X.shape[1] + 1e-12)
+
+
+@pytest.mark.parametrize("make", [lambda: PCA(2), lambda: CoherencePursuit(2), lambda: ResidualScorer(2)],
+                         ids=["PCA", "CoherencePursuit", "ResidualScorer"])
+def test_subspace_methods_on_subnormal_data_refuse_then_scale(make):
+    X, _ = _data()
+    small = X * 1e-310
+    with pytest.raises(ValueError, match="underflow.*Pass scale='standard' or 'robust'"):
+        make().fit(small)
+    est = make().set_params(scale="standard").fit(small)
+    assert np.all(np.isfinite(est.score_samples(small)))
+
+
+@pytest.mark.parametrize("make", [lambda: PCA(2), lambda: CoherencePursuit(2), lambda: ResidualScorer(2),
+                                  lambda: ESFS(n_features_to_select=2)],
+                         ids=["PCA", "CoherencePursuit", "ResidualScorer", "ESFS"])
+def test_values_at_the_largest_float_are_refused_by_name(make):
+    # Coherence Pursuit's row norms raised "OverflowError: math range error" here.
+    X, _ = _data()
+    huge = X / np.abs(X).max() * np.finfo(float).max
+    with pytest.raises(ValueError, match="as large as 1.8e\\+308"):
+        make().fit(huge)
+
+
+def test_pcp_scores_that_cannot_add_up_are_refused():
+    X, _ = _data()
+    huge = X / np.abs(X).max() * np.finfo(float).max
+    with pytest.raises(ValueError, match="exceed float64's largest value"):
+        PCP(random_state=0).fit(huge)
+
+
+@pytest.mark.parametrize("factor", [1e39, 1e200, np.finfo(float).max])
+def test_online_rpca_refuses_values_beyond_float32(factor):
+    from robustcore.subspace.online_rpca import OnlineRPCA
+    X, _ = _data()
+    with pytest.raises(ValueError, match="float32.*Multiply X by a constant"):
+        OnlineRPCA(n_components=2).fit(X / np.abs(X).max() * factor)
+
+
+@pytest.mark.parametrize("factor", [1e-310, 1e30])
+def test_online_rpca_at_extreme_but_storable_scales_is_the_scaled_fit(factor):
+    from robustcore.subspace.online_rpca import OnlineRPCA
+    X, _ = _data()
+    a = OnlineRPCA(n_components=2).fit(X)
+    b = OnlineRPCA(n_components=2).fit(X * factor)
+    assert np.all(np.isfinite(b.sample_scores_))
+    np.testing.assert_allclose(b.sample_scores_ / factor, a.sample_scores_, rtol=1e-4)

@@ -155,12 +155,27 @@ def test_out_of_range_loader_option_is_the_loaders_message(tmp_path):
     ('{"a": ' + "[" * 100000 + "]" * 100000 + "}", "100001 levels deep"),
     ('{"format": "robust-subspace-studio session", "schema_version": ' + "9" * 5000 + "}", "5000-digit number"),
     ('{"format": "robust-subspace-studio session", "schema_version": 1, "x": NaN}', "holds NaN"),
-    ('{"format": "robust-subspace-studio session", "schema_version": 1e999}', "schema_version must be"),
+    # A numeral that overflows to infinity is refused as Infinity is (it was read as inf).
+    ('{"format": "robust-subspace-studio session", "schema_version": 1e999}', "1e999, which overflows"),
+    ('{"format": "robust-subspace-studio session", "schema_version": 1, "x": [1, -1e99999999]}',
+     "-1e99999999, which overflows"),
 ])
 def test_nesting_digits_and_constants_are_session_errors(tmp_path, text, message):
     p = tmp_path / "bad.rss.json"
     p.write_text(text)
     with pytest.raises(S.SessionError, match=message):
+        S.load_session(p)
+
+
+def test_parse_cost_is_estimated_before_parsing(tmp_path, monkeypatch):
+    from robustcore.datasets import _limits
+    # Many small numbers: a few bytes of text each, dozens of bytes each once parsed.
+    text = '{"format": "robust-subspace-studio session", "schema_version": 1, "x": [' + ",".join(["1"] * 100_000) + "]}"
+    p = tmp_path / "many.rss.json"
+    p.write_text(text)
+    assert _limits.json_parse_cost(text) >= 64 * 100_000
+    monkeypatch.setattr(_limits, "JSON_PARSE_BUDGET", 4 * 1024 ** 2)
+    with pytest.raises(S.SessionError, match=r"to parse \(100,00\d values\)"):
         S.load_session(p)
 
 

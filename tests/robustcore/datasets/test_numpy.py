@@ -75,3 +75,34 @@ def test_truncated_npy_and_npz(tmp_path):
     (tmp_path / "t.npz").write_bytes(raw[: len(raw) // 2])
     with pytest.raises(LoadError):
         load(tmp_path / "t.npz")
+
+
+def _npz_with(path, members):
+    """An NPZ written member by member (zipfile warns about a repeated name, and writes it)."""
+    import io
+    import warnings
+    import zipfile
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, arr in members:
+                buf = io.BytesIO()
+                np.save(buf, arr)
+                zf.writestr(name, buf.getvalue())
+    return path
+
+
+@pytest.mark.parametrize("second", ["X.npy", "X"])
+def test_npz_with_two_members_of_one_name_is_refused(tmp_path, second):
+    # zipfile reads the last "X.npy", np.load answers z["X"] with a member "X": either way one of
+    # the two arrays would be loaded silently.
+    p = _npz_with(tmp_path / "dup.npz", [("X.npy", np.zeros((4, 2))), (second, np.ones((4, 2)))])
+    with pytest.raises(LoadError, match="'X'.*ambiguous"):
+        load(p)
+
+
+def test_session_npz_reader_refuses_duplicates(tmp_path):
+    from robustcore.datasets import read_npz
+    p = _npz_with(tmp_path / "dup.npz", [("L.npy", np.zeros(3)), ("L.npy", np.ones(3))])
+    with pytest.raises(LoadError, match="'L' twice"):
+        read_npz(p, 10 ** 6, "results file dup.npz")

@@ -194,9 +194,31 @@ def test_loader_gives_dataset_with_rate_and_timestamps(mp4):
 
 
 def test_loader_refuses_over_budget_before_decoding(mp4):
-    assert datasets.estimate_memory(mp4) == 60 * H * W * 8
+    # The rows, plus decoding one frame (the stored frame, its conversion, one float64 row).
+    assert datasets.estimate_memory(mp4) == 60 * H * W * 8 + H * W * 8 + H * W * 9
     with pytest.raises(LoadError, match="max_bytes"):
         datasets.load(mp4, max_bytes=10_000)
+
+
+@pytest.mark.parametrize("color,width", [("luminance", H * W), ("rgb", 3 * H * W)])
+def test_loader_checks_max_features_before_decoding(mp4, tmp_path, monkeypatch, color, width):
+    from robustcore.datasets import _video
+    if color == "rgb":
+        mp4 = write_clip(tmp_path / "c.mkv", rgb_frames(3), codec="ffv1", pix_fmt="bgr0")
+
+    def no_decoding(self):
+        raise AssertionError("a frame was decoded before the width was checked")
+    monkeypatch.setattr(_video.VideoFrames, "_take", no_decoding)
+    with pytest.raises(LoadError, match=f"{width:,} features.*max_features={width - 1:,}"):
+        datasets.load(mp4, color=color, max_features=width - 1)
+
+
+def test_loader_names_pixels_lazily(mp4):
+    from robustcore.datasets._limits import numbered
+    ds = datasets.load(mp4, stop=2, max_features=H * W)
+    # One name per pixel would be one Python string each: they are made on demand instead.
+    assert isinstance(ds.feature_names, numbered) and len(ds.feature_names) == H * W
+    assert ds.feature_names[0] == "p0" and ds.feature_names[-1] == f"p{H * W - 1}"
 
 
 def test_rgb_dataset_draws_as_stacked_planes(tmp_path):

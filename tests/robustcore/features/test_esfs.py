@@ -428,3 +428,27 @@ def test_localised_spectrum_falls_back_with_a_warning():
     with pytest.warns(UserWarning, match="every computed eigenvector lives on less than min_support"):
         est = ESFS(min_support=0.99, n_eigenpairs=2).fit(X)
     assert list(est.selected_eigenpairs_) == [1, 2]     # the smallest non-trivial pairs
+
+
+def test_sparse_eigensolver_reports_its_budget_and_stops_at_it(monkeypatch):
+    """Issue 24: on a tall table of few features (200,000 x 3) the eigensolver ran past 60 s
+    with a progress fraction stuck near its end. The fraction is the share of a product budget
+    spent, with the time the rest would take; past the budget the fit is refused by name."""
+    from robustcore.features import _spectral
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4000, 3))
+    seen = []
+    ESFS(graph="knn").fit(X, progress=lambda f, m: seen.append((f, m)))
+    eig = [(f, m) for f, m in seen if "products" in m]
+    assert eig and all("of at most 8,000 products" in m and " s left" in m for _, m in eig)
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and 0.0 <= fractions[0] and fractions[-1] == 1.0
+    monkeypatch.setattr(_spectral, "product_budget", lambda n: 30)
+    with pytest.raises(ValueError, match="did not converge within 30 products.*random subset"):
+        ESFS(graph="knn").fit(X)
+
+
+def test_product_budget_shrinks_with_the_graph():
+    from robustcore.features import _spectral
+    assert _spectral.product_budget(4000) == 8000 and _spectral.product_budget(200_000) == 800
+    assert _spectral.product_budget(20_000) >= 5 * 510      # 5x what a 20,000-sample fit took
