@@ -20,12 +20,11 @@ import math
 import threading
 
 import numpy as np
-from scipy.linalg.blas import dgemv as _dgemv
 from scipy.linalg.blas import dsyrk as _dsyrk
 
 from ._passes import scratch
 
-__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "symmetric", "column_min_max"]
+__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "gram_add", "symmetric", "column_min_max"]
 
 # Blocks whose largest |value| is outside [1 / _POW2_RANGE, _POW2_RANGE] are rescaled first.
 _POW2_RANGE = 2.0 ** 400
@@ -61,6 +60,18 @@ def syrk_lower(B, G=None):
         B = np.ascontiguousarray(B)
     # B C-ordered: B.T is Fortran-ordered and dsyrk with trans=0 forms (Bᵀ)(Bᵀ)ᵀ = BᵀB
     return _dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
+
+
+def gram_add(B, G=None):
+    """G + BᵀB, both triangles, by numpy's BLAS (its syrk for BᵀB: 1.4x faster at d = 50 than
+    the older OpenBLAS behind scipy.linalg.blas here). For loops that call no scipy BLAS: a
+    loop that alternates between the two libraries' thread pools runs up to 10x slower when
+    they have several threads each."""
+    P = B.T @ B
+    if G is None:
+        return P
+    G += P
+    return G
 
 
 def symmetric(G):
@@ -126,18 +137,24 @@ class Moments:
         np.maximum(self.hi, hi, out=self.hi)
         with np.errstate(over="ignore"):
             e = _pow2_exponents(np.maximum(hi - self.K, self.K - lo))     # max |x - K| per column
+        # every product of this loop on numpy's BLAS (gram_add)
+        ones = _ones(b)
         if e.any():
             # both scaled by 2^-e before the subtraction (exact): nothing overflows or underflows
             Bk = np.subtract(np.ldexp(B, -e), np.ldexp(self.K, -e), out=scratch(b, d, 1))
+            mb = (ones @ Bk) / b
+            Bc = np.subtract(Bk, mb, out=scratch(b, d, 2))
         else:
-            Bk = np.subtract(B, self.K, out=scratch(b, d, 1))
-        ones = _ones(b)
-        mb = _dgemv(1.0 / b, Bk.T, ones)
-        Bc = np.subtract(Bk, mb, out=scratch(b, d, 2))
+            # centred at the block's rounded mean m directly (one sweep less than about the
+            # shift first): x - m keeps the digits x - shift keeps, and m - shift is exact for
+            # a shift near the data; the correction below restores what the rounding of m lost
+            m = (ones @ B) / b
+            Bc = np.subtract(B, m, out=scratch(b, d, 2))
+            mb = m - self.K
         # the two-pass correction: the centred block's own sum (rounding of mb)
-        delta = _dgemv(1.0 / b, Bc.T, ones)
+        delta = (ones @ Bc) / b
         if self.scatter:
-            M2 = syrk_lower(Bc)
+            M2 = gram_add(Bc)
             M2 -= b * np.outer(delta, delta)
         else:
             M2 = np.einsum("ij,ij->j", Bc, Bc) - b * delta * delta
@@ -151,7 +168,7 @@ class Moments:
                 inv = np.zeros(b)
                 inv[live] = 1.0 / nrm[live]
                 Xn = np.multiply(Bg, inv[:, None], out=scratch(b, d, 2))
-                self.G = syrk_lower(Xn, self.G)
+                self.G = gram_add(Xn, self.G)
                 self.top_norm = max(self.top_norm, math.ldexp(float(nrm.max()), eg))
                 self.low_norm = min(self.low_norm, math.ldexp(float(nrm[live].min()), eg))
 
@@ -263,7 +280,7 @@ class RowGram:
     def add(self, B, start, *extra):
         Y = self.transform(B, start, *extra)
         self.count += Y.shape[0]
-        self.G = syrk_lower(Y, self.G)
+        self.G = gram_add(Y, self.G)
 
     def merge(self, other: "RowGram") -> "RowGram":
         self.G = self.G + other.G

@@ -155,9 +155,7 @@ class _Selected:
 
     def __call__(self, B, start, selected):
         # the selected rows first (about half of them), then only those are scaled and normalised
-        sel = np.asarray(selected, bool)
-        b = int(np.count_nonzero(sel))
-        Bs = np.compress(sel, B, axis=0, out=scratch(b, B.shape[1], 5))
+        Bs = np.compress(np.asarray(selected, bool), B, axis=0)
         Xn, valid, _ = _normalised(self.prep(Bs), self.cut)
         return Xn if valid.all() else Xn[valid]
 
