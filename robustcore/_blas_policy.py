@@ -1,8 +1,9 @@
 """How many BLAS threads robustcore's numerics use: the one module that decides it.
 
-**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``) BLAS runs
-on ONE thread, unless the user chose a thread count for the process through one of
-:data:`USER_THREAD_VARIABLES` (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
+**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``), and in
+the scoring pass of a fitted subspace model (``transform``, ``score_samples``, ``predict``...:
+``SubspaceModel._row_pass``), BLAS runs on ONE thread, unless the user chose a thread count
+for the process through one of :data:`USER_THREAD_VARIABLES` (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
 ``BLIS_NUM_THREADS``, ``VECLIB_MAXIMUM_THREADS``): then BLAS is left exactly as the user set it,
 in every method, PCP included. Nothing in robustcore overrides a variable the user set.
 

@@ -36,6 +36,7 @@ import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from .._blas_policy import fit_blas_threads
 from .._passes import Rows, percentile, scratch
 from .._progress import Reporter
 from .._residual import ResidualKernel, residual_sq
@@ -263,10 +264,14 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         return input_rows(self, X, reset=False, finite=True)
 
     def _row_pass(self, rows: Rows, want, progress=None, message="scores") -> dict:
-        """One pass of :class:`_RowKernel` over ``rows``: name -> array (numpy or stored)."""
+        """One pass of :class:`_RowKernel` over ``rows``: name -> array (numpy or stored).
+
+        Under the fits' BLAS thread rule (robustcore._blas_policy): its thin products on two
+        threads of a busy 2-core machine took 2-3 s for 1M x 50 rows, against 0.1 s on one."""
         kern = _RowKernel(self, want)
         try:
-            return rows.map(kern, kern.spec(), progress=progress, message=message, name="scores")
+            with fit_blas_threads():
+                return rows.map(kern, kern.spec(), progress=progress, message=message, name="scores")
         except _NonFinite:
             raise self._count_nonfinite(rows) from None
 
