@@ -305,7 +305,8 @@ def fit_in_passes(est, rows, p, rep):
     C = symmetric(G)
     rep(0.35, "coherence scores")
     out = rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
-                   prep, _CoherenceForm(C), cut, progress=rep.span(0.35, 0.55), message="coherence scores", name="coherence")
+                   prep, _CoherenceForm(C), cut, progress=rep.span(0.35, 0.55), message="coherence scores",
+                   name="coherence")
     coh, degenerate = out["coherence"], out["degenerate"]
     n_valid = n - count_true(degenerate)
     if n_valid <= r:
