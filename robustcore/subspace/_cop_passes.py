@@ -8,21 +8,29 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    no centring (the defaults, on data in one unit) the same pass also forms C = Σ ŷŷᵀ;
 2. C = Σ ŷŷᵀ (d x d), the largest and smallest |y| (skipped when pass 1 made it);
 3. coherence p_i = sqrt(ŷ_iᵀ C ŷ_i - 1) and the degenerate flags, per row (one d x d product
-   per row): kept in memory or, beyond the memory budget, in a Zarr store;
+   per row, triangular, |Lᵀŷ|² with C = LLᵀ, when C is positive definite): kept in memory or,
+   beyond the memory budget, in a Zarr store;
    the selection: the k most coherent rows, ties in index order (exact order statistics of
    the kept coherence: ``np.partition`` in memory, two passes over the stored values otherwise);
 4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
    spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
-   rows, TSQR, for the singular values to full precision);
+   rows, TSQR, for the singular values to full precision); the same pass samples every
+   ``stride``-th usable row (about 20,000 of them);
 5. every row's SPE (explicit residual) and coordinates, kept as in 3;
    the calibration rows: all usable rows but those whose log SPE exceeds median + 3 MAD
-   (order statistics of the kept SPE);
-6. the calibration spectrum: Σ t² along each component and EᵀE (d x d) of those rows.
+   (order statistics of the kept SPE); their calibration spectrum (Σ t² along each component,
+   EᵀE, d x d) is summed in this same pass, over the rows below a band around the sample's
+   cut plus the few rows inside it kept aside (``_cop_calibration``);
+6. only when the band misses the cut (or holds too many rows): the calibration spectrum in a
+   pass of its own.
 
-Six passes over the table (five when pass 1 forms C; one more for a median centre, three more
-for "robust" scaling out of core, one when a row's length is positive but degenerate). The
-outlier scores and flags of the training rows follow from the kept SPE and coordinates without
-another pass (``SubspaceModel.fit_row_results``).
+Five passes over the table (four when pass 1 forms C; one more for a median centre, three more
+for "robust" scaling out of core, one when a row's length is positive but degenerate, one when
+the band misses). In memory the passes loop over cache-sized blocks of rows, and the d x d
+products of a loop use one BLAS library (numpy's in the scan and the subspace pass, where its
+syrk is faster; scipy's where a product updates a buffer in place). The outlier scores and flags
+of the training rows follow from the kept SPE and coordinates without another pass
+(``SubspaceModel.fit_row_results``).
 """
 from __future__ import annotations
 
@@ -37,10 +45,11 @@ from .._outlier import LIMIT_ALPHA, log_residual, median_mad_cut
 from .._params import check_range, param_error
 from .._passes import count_true, indices, kth_smallest, rowwise, scratch
 from .._residual import ResidualKernel
-from .._row_stats import RowGram, symmetric, syrk_lower
+from .._row_stats import symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import Calibration
+from ._cop_calibration import CalibrationBand, SampledGram, calibration_band, residual_block, sample_stride
 from ._scan import scan
 
 __all__ = ["fit_in_passes", "RankDeficientWarning", "warn_rank_deficient"]
@@ -175,12 +184,6 @@ class _SelectedR:
         return self
 
 
-def _residual_block(B, start, prep, kern):
-    Y = prep(B)
-    T, spe = kern(Y, scratch(Y.shape[0], Y.shape[1], 4))
-    return {"spe": spe, "projection": T}
-
-
 def _take(B, start, keep):
     return np.asarray(keep, bool)
 
@@ -235,7 +238,8 @@ def _usable_median(values, degenerate, n_use):
 
 def _calibration_mask(spe, degenerate, n_use, r):
     """The calibration rows (robustcore._outlier.calibration_rows): usable rows whose log SPE is
-    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer)."""
+    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer).
+    Returns (mask, count, the cut on log SPE or None when all usable rows are taken)."""
     log_spe = rowwise(log_residual, spe, name="calibration")
     med = _usable_median(log_spe, degenerate, n_use)
     dev = rowwise(lambda v: np.abs(v - med), log_spe, name="calibration")
@@ -244,8 +248,8 @@ def _calibration_mask(spe, degenerate, n_use, r):
     n_keep = count_true(keep)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
         keep = rowwise(np.logical_not, degenerate, name="calibration")
-        n_keep = n_use
-    return keep, n_keep
+        return keep, n_use, None
+    return keep, n_keep, cut
 
 
 def _selection_count(p, n, n_valid, r) -> int:
@@ -315,8 +319,9 @@ def fit_in_passes(est, rows, p, rep):
     k = _selection_count(p, n, n_valid, r)
     selected = _select_top(coh, degenerate, k, n_valid)
     rep(0.6, "subspace")
-    acc = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)), extra=(selected,),
-                      progress=rep.span(0.6, 0.75), message="subspace")
+    acc = rows.reduce(functools.partial(SampledGram, d, _Selected(prep, cut), prep, sample_stride(n)),
+                      extra=(selected, degenerate), progress=rep.span(0.6, 0.75), message="subspace")
+    sample = acc.sample(d)
     w, V = np.linalg.eigh(symmetric(acc.G))
     m = min(k, d)
     w, V = np.maximum(w[::-1][:m], 0.0), V[:, ::-1][:, :m]
@@ -332,15 +337,21 @@ def fit_in_passes(est, rows, p, rep):
     warn_rank_deficient(s, r, k)
     comps = fix_signs(vt[:r])
     rep(0.75, "residuals")
-    out = rows.map(_residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
-                   prep, ResidualKernel(comps, np.zeros(d)), progress=rep.span(0.75, 0.88),
-                   message="residuals", name="residuals")
+    # the calibration sums ride on the residual pass when the sample gives a band (_cop_calibration)
+    band = calibration_band(sample, comps)
+    out = rows.map(residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
+                   prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,),
+                   progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
+                   reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
+    out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
-    keep, n_keep = _calibration_mask(spe, degenerate, n_valid, r)
-    rep(0.9, "calibration")
-    acc = rows.reduce(functools.partial(Calibration, comps, centre, scale, _take), extra=(keep,),
-                      progress=rep.span(0.9, 1.0), message="calibration")
-    n_c, var, lam = acc.spectrum(r)
+    keep, n_keep, cut_spe = _calibration_mask(spe, degenerate, n_valid, r)
+    spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
+    if spectrum is None:
+        rep(0.9, "calibration")
+        spectrum = rows.reduce(functools.partial(Calibration, comps, centre, scale, _take), extra=(keep,),
+                               progress=rep.span(0.9, 1.0), message="calibration").spectrum(r)
+    n_c, var, lam = spectrum
     kept = {"spe": spe, "projection": proj,
             "extra": {"coherence": coh, "degenerate": degenerate, "selected": selected}}
     not_kept = rowwise(np.logical_not, keep, name="calibration")

@@ -99,3 +99,22 @@ def test_tall_table_passes_equal_the_formulas_with_a_singular_coherence_matrix()
     np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
     V = cop.components_.T
     assert np.linalg.norm(V @ V.T - U @ U.T) < 1e-8
+
+
+@pytest.mark.parametrize("band", ["estimated", "missed", "overflowing"])
+def test_calibration_in_the_residual_pass_or_its_own_gives_the_same_limits(monkeypatch, band):
+    """The calibration sums ride on the residual pass when the sampled band holds the cut; when
+    it misses the cut or keeps too many rows, the calibration takes its own pass (one more)."""
+    from robustcore.subspace import _cop_calibration
+    if band == "missed":
+        monkeypatch.setattr(_cop_calibration, "BAND_SIGMAS", 1e-9)
+        monkeypatch.setattr(_cop_calibration, "SAMPLE_ROWS", 50)      # a poor estimate of the cut
+    elif band == "overflowing":
+        monkeypatch.setattr(_cop_calibration, "BAND_MAX_ROWS", 0)
+    X = _data(seed=7, n=3000, d=9)
+    ref = _reference(X, "none", 2, 1500)
+    res = CoherencePursuit(n_components=R, n_inliers=1500, scale="none").fit_row_results(X)
+    assert res.passes == (4 if band == "estimated" else 5)
+    np.testing.assert_allclose(res.spe, ref["spe"], rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
+    np.testing.assert_array_equal(res.outside_t2, ref["t2"] > ref["t2_limit"])
