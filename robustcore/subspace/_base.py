@@ -261,7 +261,9 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
     # -- rows in, per-row results out ---------------------------------------------------------
     def _rows(self, X) -> Rows:
         check_is_fitted(self)
-        return input_rows(self, X, reset=False, finite=True)
+        # finiteness is checked by the row pass itself, block by block (_RowKernel), with the
+        # same message (_count_nonfinite): not a third and fourth reduction over X beforehand
+        return input_rows(self, X, reset=False, finite=False)
 
     def _row_pass(self, rows: Rows, want, progress=None, message="scores") -> dict:
         """One pass of :class:`_RowKernel` over ``rows``: name -> array (numpy or stored).
