@@ -24,7 +24,8 @@ from scipy.linalg.blas import dsyrk as _dsyrk
 
 from ._passes import scratch
 
-__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "gram_add", "symmetric", "column_min_max"]
+__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "gram_add", "symmetric", "column_min_max",
+           "Sampled"]
 
 # Blocks whose largest |value| is outside [1 / _POW2_RANGE, _POW2_RANGE] are rescaled first.
 _POW2_RANGE = 2.0 ** 400
@@ -266,6 +267,28 @@ class RFactor:
     def merge(self, other: "RFactor") -> "RFactor":
         self.R = np.linalg.qr(np.vstack([self.R, other.R]), mode="r")
         return self
+
+
+class Sampled:
+    """The accumulator ``make()`` and, beside it, copies of the rows whose index is a multiple
+    of ``stride`` (a sample of the table taken in the same pass, in memory and out of core)."""
+
+    def __init__(self, make, stride):
+        self.inner, self.stride, self.parts = make(), stride, []
+
+    def add(self, B, start, *extra):
+        self.inner.add(B, start, *extra)
+        idx = np.arange((-start) % self.stride, B.shape[0], self.stride)
+        if idx.size:
+            self.parts.append(B[idx])        # fancy indexing: a copy
+
+    def merge(self, other: "Sampled") -> "Sampled":
+        self.inner = self.inner.merge(other.inner)
+        self.parts += other.parts
+        return self
+
+    def rows(self, d) -> np.ndarray:
+        return np.vstack(self.parts) if self.parts else np.zeros((0, d))
 
 
 class RowGram:

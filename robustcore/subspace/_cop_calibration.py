@@ -5,8 +5,9 @@ The SPE/T² limits are calibrated on the usable rows whose log SPE is at most me
 row's SPE is, i.e. after the residual pass, which is why the calibration used to take one more
 pass over the table (reading it again: what costs most out of core) to form the residuals again.
 
-Instead, the subspace pass keeps a sample of the rows (every ``stride``-th usable one, about
-:data:`SAMPLE_ROWS`), whose cut is a close estimate of the table's; a band around it, :data:`BAND_SIGMAS`
+Instead, the first pass keeps a sample of the rows (every ``stride``-th, about
+:data:`SAMPLE_ROWS`; ``_scan``'s ``sample_stride``), whose usable rows' cut is a close estimate
+of the table's; a band around it, :data:`BAND_SIGMAS`
 robust standard deviations of the sample's log SPE either side, should hold the true cut. The
 residual pass then adds up EᵀE and Σ t² of the usable rows below the band, and keeps the few rows
 inside it (their log SPE, t and e); once the cut is known, the kept rows at or below it are added.
@@ -21,11 +22,11 @@ import numpy as np
 from .._outlier import MAD_NORMAL, log_residual, median_mad_cut
 from .._passes import scratch
 from .._residual import ResidualKernel
-from .._row_stats import RowGram, syrk_lower
+from .._row_stats import syrk_lower
 from ._base import Calibration
 
-__all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "SampledGram", "sample_stride",
-           "calibration_band", "CalibrationBand", "residual_block"]
+__all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "sample_stride", "calibration_band",
+           "CalibrationBand", "residual_block"]
 
 # Rows the subspace pass samples for the band (at most about this many: every n // SAMPLE_ROWS-th).
 SAMPLE_ROWS = 20_000
@@ -34,35 +35,6 @@ SAMPLE_ROWS = 20_000
 BAND_SIGMAS = 0.25
 # Rows the band may keep (t and e: 8 (d + r + 1) bytes each), beyond which the separate pass is made.
 BAND_MAX_ROWS = 200_000
-
-
-class SampledGram:
-    """RowGram of the selected rows (``transform``) and a sample of the usable rows' y =
-    ``prep(x)``: the rows whose index is a multiple of ``stride``."""
-
-    def __init__(self, d, transform, prep, stride):
-        self.gram = RowGram(d, transform)
-        self.prep, self.stride = prep, stride
-        self.parts = []
-
-    @property
-    def G(self):
-        return self.gram.G
-
-    def add(self, B, start, selected, degenerate):
-        self.gram.add(B, start, selected)
-        idx = np.arange((-start) % self.stride, B.shape[0], self.stride)
-        idx = idx[~np.asarray(degenerate, bool)[idx]]
-        if idx.size:
-            self.parts.append(np.array(self.prep(B[idx]), dtype=np.float64, copy=True))
-
-    def merge(self, other):
-        self.gram.merge(other.gram)
-        self.parts += other.parts
-        return self
-
-    def sample(self, d):
-        return np.vstack(self.parts) if self.parts else np.zeros((0, d))
 
 
 def sample_stride(n: int) -> int:

@@ -118,3 +118,40 @@ def test_calibration_in_the_residual_pass_or_its_own_gives_the_same_limits(monke
     np.testing.assert_allclose(res.spe, ref["spe"], rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
     np.testing.assert_array_equal(res.outside_t2, ref["t2"] > ref["t2_limit"])
+
+
+@pytest.mark.parametrize("band", ["estimated", "missed", "overflowing", "ties"])
+def test_subspace_summed_in_the_coherence_pass_or_its_own_gives_the_same_fit(monkeypatch, band):
+    """The selected rows' Σ ŷŷᵀ rides on the coherence pass (out of core; forced here in memory)
+    when the sampled band holds the selection cut; otherwise the subspace takes its own pass."""
+    from robustcore.subspace import _cop_passes, _cop_selection
+    monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", True)
+    X = _data(seed=11, n=3000, d=9)
+    if band == "missed":        # a band far above every coherence
+        monkeypatch.setattr(_cop_passes, "selection_band", lambda coherence, left_out: (1e9, 2e9))
+    elif band == "overflowing":
+        monkeypatch.setattr(_cop_selection, "BAND_MAX_BYTES", 0)
+    k = 1500
+    if band == "ties":
+        # 41 equal rows, and k puts the cut inside them: ties at the cut are taken in index order
+        X[:40] = X[40]
+        monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", False)
+        coh = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X).coherence_
+        assert np.all(coh[:41] == coh[40])
+        k = int(np.count_nonzero(coh > coh[40])) + 20
+        apart = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X)
+        assert np.isin(np.arange(41), apart.selected_indices_).sum() == 20
+        monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", True)
+    ref = _reference(X, "none", 2, k)
+    cop = CoherencePursuit(n_components=R, n_inliers=k, scale="none")
+    res = cop.fit_row_results(X)
+    assert res.passes == (3 if band in ("estimated", "ties") else 4)
+    if band == "ties":        # the separate pass's selection (the reference's ties may round apart)
+        np.testing.assert_array_equal(cop.selected_indices_, apart.selected_indices_)
+        np.testing.assert_allclose(cop.components_, apart.components_, atol=1e-10)
+        return
+    np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
+    V = cop.components_.T
+    assert np.linalg.norm(V @ V.T - ref["V"] @ ref["V"].T) < 1e-8
+    np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
+    np.testing.assert_array_equal(res.outside_t2, ref["t2"] > ref["t2_limit"])
