@@ -8,6 +8,15 @@ Gaussian outliers; the most coherent n/10 samples are selected.
 Options: --quick (smaller sizes), --l1-big (add the l1 run at n = 100,000: ~10 minutes),
 --repeat R (runs per measurement, each its own process; best and median reported),
 --blas 1,default (one BLAS thread for both contenders, then the library's default).
+
+--tall (issue 27): instead, the tall table 1,000,000 x 50 (400 MB), 80 % of the rows near a
+5-dim subspace (noise 0.01), the rest Gaussian outliers; Coherence Pursuit with its defaults
+and n_components=5 against scikit-learn's PCA(n_components=5), interleaved run by run (--repeat,
+at least 5), each run a fresh process timing ONE call after the data are made: "fit +
+score_samples" (the scikit-learn style: scores are a second pass over X), "fit_row_results"
+(fit and every per-row result in one call: the scores come from the fit's own passes) and
+PCA "fit + transform". Extra memory = the process's peak minus its memory once the data exist
+(the peak is reset there through /proc/self/clear_refs where Linux allows it).
 """
 from __future__ import annotations
 
@@ -54,6 +63,89 @@ CHILD = textwrap.dedent("""
 """)
 
 
+TALL_CHILD = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    sys.path.insert(0, {root!r})
+    sys.path.insert(0, {here!r})
+    import _bench
+    from sklearn.decomposition import PCA
+    from robustcore.subspace.coherence_pursuit import CoherencePursuit
+    n, d, r, kind = 1_000_000, 50, 5, {kind!r}
+    rng = np.random.default_rng(0)
+    n1 = int(0.8 * n)
+    U = np.linalg.qr(rng.standard_normal((d, r)))[0]
+    X = np.empty((n, d))
+    for s in range(0, n, 100_000):     # made in slices: no n x d temporary before the timing
+        e = min(s + 100_000, n)
+        if e <= n1:
+            X[s:e] = rng.standard_normal((e - s, r)) @ U.T + 0.01 * rng.standard_normal((e - s, d))
+        else:
+            X[s:e] = rng.standard_normal((e - s, d))
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")              # the peak (VmHWM) starts again from here
+    except OSError:
+        pass
+    base = _bench.peak_rss_mb()
+    t0 = time.perf_counter()
+    if kind == "pca":
+        T = PCA(n_components=r).fit(X).transform(X)
+        V = None
+    elif kind == "fit_score":
+        cop = CoherencePursuit(n_components=r).fit(X)
+        score = -cop.score_samples(X)     # score_samples is minus the outlier score
+        V = cop.components_.T
+    else:
+        cop = CoherencePursuit(n_components=r)
+        res = cop.fit_row_results(X)
+        score = res.outlier_score
+        V = cop.components_.T
+    dt = time.perf_counter() - t0
+    peak = _bench.peak_rss_mb()
+    err = float(np.linalg.norm(U - V @ (V.T @ U)) / np.linalg.norm(U)) if V is not None else 0.0
+    flagged = int(np.count_nonzero(np.asarray(score) > 1.0)) if V is not None else 0
+    _bench.child_result(seconds=dt, peak_mb=peak, data_mb=base, err=err, flagged=flagged)
+""")
+
+TALL_KINDS = (("fit_score", "Coherence Pursuit fit + score_samples"),
+              ("row_results", "Coherence Pursuit fit_row_results"),
+              ("pca", "scikit-learn PCA(5) fit + transform"))
+
+
+def tall(a):
+    """The --tall case (module doc): every contender once per round, rounds repeated."""
+    repeat = max(a.repeat, 5)
+    for mode in _bench.blas_modes(a.blas):
+        print(f"\n## {_bench.blas_label(mode)}\n")
+        print(f"load before: {_bench.load_average()}\n")
+        times = {k: _bench.Timing() for k, _ in TALL_KINDS}
+        last = {}
+        for _ in range(repeat):
+            for kind, _label in TALL_KINDS:
+                code = TALL_CHILD.format(root=ROOT, here=HERE, kind=kind)
+                out = _bench.run_child(["-c", code], blas=mode, timeout=1800)
+                if "error" in out:
+                    raise SystemExit(f"{kind}: {out['error']}")
+                times[kind].runs.append(out["seconds"])
+                last.setdefault(kind, []).append(out)
+        ref = times["pca"]
+        print("| contender | best / median (runs) | time / PCA's, best (median) | peak RSS | "
+              "extra memory (peak - after data) | subspace error | rows with score > 1 |")
+        print("|---|--:|--:|--:|--:|--:|--:|")
+        for kind, label in TALL_KINDS:
+            t, outs = times[kind], last[kind]
+            peak = max(o["peak_mb"] for o in outs)
+            extra = max(o["peak_mb"] - o["data_mb"] for o in outs)
+            rel = f"{t.best / ref.best:.2f}x ({t.median / ref.median:.2f}x)"
+            err = f"{outs[0]['err']:.1e}" if kind != "pca" else "–"
+            flagged = f"{outs[0]['flagged']:,}" if kind != "pca" else "–"
+            print(f"| {label} | {t} ({len(t.runs)}) | {rel} | {peak:.0f} MB | {extra:.0f} MB | "
+                  f"{err} | {flagged} |", flush=True)
+        print(f"\nthe table: 1,000,000 x 50 float64 = 381 MB (400 MB); load after: {_bench.load_average()}; "
+              f"BLAS in the children: {last['pca'][0]['blas']}", flush=True)
+
+
 def run(n, d, r, kind, norm, blas, repeat):
     """Best/median seconds and the first run's memory of ``repeat`` fresh processes."""
     code = CHILD.format(root=ROOT, here=HERE, n=n, d=d, r=r, kind=kind, norm=norm)
@@ -74,7 +166,13 @@ def main():
     ap.add_argument("--l1-big", action="store_true")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--blas", default="1,default")
+    ap.add_argument("--tall", action="store_true")
     a = ap.parse_args()
+    if a.tall:
+        print("# bench_coherence_pursuit --tall\n")
+        print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
+        tall(a)
+        return
     d, r = 100, 5
     big = 20_000 if a.quick else 100_000
     mid = 4_000 if a.quick else 10_000

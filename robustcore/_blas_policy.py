@@ -1,10 +1,12 @@
 """How many BLAS threads robustcore's numerics use: the one module that decides it.
 
-**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``) BLAS runs
-on ONE thread, unless the user chose a thread count for the process through one of
-:data:`USER_THREAD_VARIABLES` (``OPENBLAS_NUM_THREADS``, ``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``,
-``BLIS_NUM_THREADS``, ``VECLIB_MAXIMUM_THREADS``): then BLAS is left exactly as the user set it,
-in every method, PCP included. Nothing in robustcore overrides a variable the user set.
+**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``), and in
+the scoring pass of a fitted subspace model (``transform``, ``score_samples``, ``predict``...:
+``SubspaceModel._row_pass``), BLAS runs on ONE thread, unless the user chose a thread count
+for the process through one of :data:`USER_THREAD_VARIABLES` (``OPENBLAS_NUM_THREADS``,
+``OMP_NUM_THREADS``, ``MKL_NUM_THREADS``, ``BLIS_NUM_THREADS``, ``VECLIB_MAXIMUM_THREADS``): then
+BLAS is left exactly as the user set it, in every method, PCP included. Nothing in robustcore
+overrides a variable the user set.
 
 **PCP's exception.** PCP is the one method that uses several cores by itself: it runs its own
 threads over ranges of rows (its ``n_jobs``), and a BLAS that starts threads inside each of their

@@ -109,20 +109,29 @@ def _merge(*accs):
     return out
 
 
-def _map_into(out, fn, B, start, extra, args, block_rows=None):
+def _map_into(out, fn, B, start, extra, args, block_rows=None, acc=None):
     starts, step = _sub_blocks(B.shape[0], B.shape[1], block_rows)
+    kw = {} if acc is None else {"acc": acc}
     for s in starts:
-        res = fn(_as_float(B[s:s + step]), start + s, *[e[s:s + step] for e in extra], *args)
+        res = fn(_as_float(B[s:s + step]), start + s, *[e[s:s + step] for e in extra], *args, **kw)
         for k, v in res.items():
             out[k][s:s + step] = v
     return out
 
 
-def _map_block(B, start, fn, spec, block_rows, nextra, *rest):
+def _map_block(B, start, fn, spec, block_rows, nextra, make, *rest):
     B = np.asarray(B)
     extra, args = [np.asarray(e) for e in rest[:nextra]], rest[nextra:]
     out = {k: np.empty((B.shape[0],) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
-    return _map_into(out, fn, B, start, extra, args, block_rows)
+    acc = make() if make is not None else None
+    out = _map_into(out, fn, B, start, extra, args, block_rows, acc)
+    if acc is not None:
+        out[_ACC] = acc
+    return out
+
+
+# the key under which a block's accumulator travels beside its per-row outputs (Rows.map)
+_ACC = "__accumulator__"
 
 
 class Rows:
@@ -175,27 +184,33 @@ class Rows:
         out = compute(total, *sketches, progress=rep, message=message)
         return out[0], list(out[1:])
 
-    def map(self, fn, spec: dict, *args, extra=(), progress=None, message="pass", name="rows") -> dict:
+    def map(self, fn, spec: dict, *args, extra=(), progress=None, message="pass", name="rows",
+            reduce=None):
         """Per-row outputs of ``fn(block, start, *extra_blocks, *args) -> {name: array}`` over
         every block: one pass. ``spec``: name -> (dtype, trailing shape). Returns name -> numpy
         array, or (out of core, beyond the memory budget) -> a stored array
-        (:class:`robustcore.bigdata.StoredRows`)."""
+        (:class:`robustcore.bigdata.StoredRows`).
+
+        ``reduce``: also an accumulator (``make()``, merged as in :meth:`reduce`) that ``fn``
+        feeds in the same pass (it is passed as ``acc=``); then ``(outputs, accumulator)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
         if not self.lazy:
             out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
+            acc = reduce() if reduce is not None else None
+            kw = {} if acc is None else {"acc": acc}
             starts, step = _sub_blocks(self.n, self.d, self.block_rows)
             every = max(1, len(starts) // 20)
             extra = [np.asarray(e) for e in extra]
             for i, s in enumerate(starts):
-                res = fn(_as_float(self.X[s:s + step]), s, *[e[s:s + step] for e in extra], *args)
+                res = fn(_as_float(self.X[s:s + step]), s, *[e[s:s + step] for e in extra], *args, **kw)
                 for k, v in res.items():
                     out[k][s:s + step] = v
                 if i % every == 0:
                     rep(i / len(starts), message)
             rep(1.0, message)
-            return out
-        return map_lazy(self, fn, spec, args, extra, rep, message, name)
+            return out if acc is None else (out, acc)
+        return map_lazy(self, fn, spec, args, extra, rep, message, name, reduce)
 
     def column_order_statistics(self, sketches, ks, *, progress=None, message="order statistics"):
         """Exact ks-th smallest values (len(ks), d) of every column, out of core: one pass that
@@ -227,23 +242,32 @@ class Rows:
         return np.asarray(compute(self.X, message="loading")[0], dtype=np.float64)
 
 
-def map_lazy(rows, fn, spec, args, extra, rep, message, name):
+def map_lazy(rows, fn, spec, args, extra, rep, message, name, reduce=None):
     """Rows.map out of core: each Dask block runs the in-memory loop; the outputs of a block are
-    one task shared by every output array, so storing them all reads each block once."""
+    one task shared by every output array (and its accumulator, merged in a tree), so storing
+    them all reads each block once."""
     import operator
 
     import dask.array as da
     from dask import delayed
 
+    from .bigdata import _reductions as red
     from .bigdata._rows import materialize
     arrays = {k: [] for k in spec}
+    accs = []
     for (b, s, e), size in zip(rows._blocks(extra), rows.X.chunks[0]):
-        part = delayed(_map_block)(b, s, fn, spec, rows.block_rows, len(e), *e, *args)
+        part = delayed(_map_block)(b, s, fn, spec, rows.block_rows, len(e), reduce, *e, *args)
         for k, (dtype, tail) in spec.items():
             arrays[k].append(da.from_delayed(delayed(operator.getitem)(part, k),
                                              shape=(size,) + tuple(tail), dtype=dtype))
+        if reduce is not None:
+            accs.append(delayed(operator.getitem)(part, _ACC))
     lazy = {k: da.concatenate(v) if len(v) > 1 else v[0] for k, v in arrays.items()}
-    return materialize(lazy, progress=rep, message=message, name=name)
+    if reduce is None:
+        return materialize(lazy, progress=rep, message=message, name=name)
+    out, (acc,) = materialize(lazy, progress=rep, message=message, name=name,
+                              also=(red.tree_reduce(accs, _merge),))
+    return out, acc
 
 
 def kth_smallest(values, ks, *, exclude=None, progress=None, message="order statistics") -> np.ndarray:

@@ -38,7 +38,8 @@ class ResidualKernel:
 
     def __call__(self, B, buf=None, want_spe=True):
         """``(T, spe)`` of the rows of B (rows, d): T (rows, k) the coordinates, spe (rows,) or
-        None. ``buf``: a C-ordered float64 scratch of at least B's shape (B is not changed)."""
+        None. ``buf``: a C-ordered float64 scratch of at least B's shape (B is not changed unless
+        ``buf`` is B itself: then the residual is made in place there)."""
         b = B.shape[0]
         if buf is None or buf.shape[0] < b:
             buf = np.empty((b, self.d))

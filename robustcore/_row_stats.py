@@ -20,15 +20,34 @@ import math
 import threading
 
 import numpy as np
-from scipy.linalg.blas import dgemv as _dgemv
 from scipy.linalg.blas import dsyrk as _dsyrk
 
 from ._passes import scratch
 
-__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "symmetric"]
+__all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "gram_add", "symmetric", "column_min_max",
+           "Sampled"]
 
 # Blocks whose largest |value| is outside [1 / _POW2_RANGE, _POW2_RANGE] are rescaled first.
 _POW2_RANGE = 2.0 ** 400
+# Rows folded into one long row by column_min_max.
+_FOLD = 32
+
+
+def column_min_max(B):
+    """(minimum, maximum) of every column of B, as B.min(axis=0) and B.max(axis=0) give them
+    (NaN included), about 4x faster: numpy reduces over axis 0 one short row (d values) at a
+    time, so ``_FOLD`` rows are first viewed as one long row and reduced together."""
+    b, d = B.shape
+    m = b - b % _FOLD
+    if m == 0 or not B.flags.c_contiguous:
+        return B.min(axis=0), B.max(axis=0)
+    W = B[:m].reshape(m // _FOLD, _FOLD * d)
+    lo = W.min(axis=0).reshape(_FOLD, d).min(axis=0)
+    hi = W.max(axis=0).reshape(_FOLD, d).max(axis=0)
+    if m < b:
+        np.minimum(lo, B[m:].min(axis=0), out=lo)
+        np.maximum(hi, B[m:].max(axis=0), out=hi)
+    return lo, hi
 
 
 def syrk_lower(B, G=None):
@@ -42,6 +61,18 @@ def syrk_lower(B, G=None):
         B = np.ascontiguousarray(B)
     # B C-ordered: B.T is Fortran-ordered and dsyrk with trans=0 forms (Bᵀ)(Bᵀ)ᵀ = BᵀB
     return _dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
+
+
+def gram_add(B, G=None):
+    """G + BᵀB, both triangles, by numpy's BLAS (its syrk for BᵀB: 1.4x faster at d = 50 than
+    the older OpenBLAS behind scipy.linalg.blas here). For loops that call no scipy BLAS: a
+    loop that alternates between the two libraries' thread pools runs up to 10x slower when
+    they have several threads each."""
+    P = B.T @ B
+    if G is None:
+        return P
+    G += P
+    return G
 
 
 def symmetric(G):
@@ -99,7 +130,7 @@ class Moments:
         b, d = B.shape
         if b == 0:
             return
-        lo, hi = B.min(axis=0), B.max(axis=0)
+        lo, hi = column_min_max(B)
         if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
             self._record_bad(B, start)
             return
@@ -109,18 +140,24 @@ class Moments:
         # float64's largest of both signs (the exponent of the half is one less).
         e = _pow2_exponents(np.maximum(hi * 0.5 - self.K * 0.5, self.K * 0.5 - lo * 0.5))
         e = np.where(e != 0, e + 1, 0)
+        # every product of this loop on numpy's BLAS (gram_add)
+        ones = _ones(b)
         if e.any():
             # both scaled by 2^-e before the subtraction (exact): nothing overflows or underflows
             Bk = np.subtract(np.ldexp(B, -e), np.ldexp(self.K, -e), out=scratch(b, d, 1))
+            mb = (ones @ Bk) / b
+            Bc = np.subtract(Bk, mb, out=scratch(b, d, 2))
         else:
-            Bk = np.subtract(B, self.K, out=scratch(b, d, 1))
-        ones = _ones(b)
-        mb = _dgemv(1.0 / b, Bk.T, ones)
-        Bc = np.subtract(Bk, mb, out=scratch(b, d, 2))
+            # centred at the block's rounded mean m directly (one sweep less than about the
+            # shift first): x - m keeps the digits x - shift keeps, and m - shift is exact for
+            # a shift near the data; the correction below restores what the rounding of m lost
+            m = (ones @ B) / b
+            Bc = np.subtract(B, m, out=scratch(b, d, 2))
+            mb = m - self.K
         # the two-pass correction: the centred block's own sum (rounding of mb)
-        delta = _dgemv(1.0 / b, Bc.T, ones)
+        delta = (ones @ Bc) / b
         if self.scatter:
-            M2 = syrk_lower(Bc)
+            M2 = gram_add(Bc)
             M2 -= b * np.outer(delta, delta)
         else:
             M2 = np.einsum("ij,ij->j", Bc, Bc) - b * delta * delta
@@ -134,7 +171,7 @@ class Moments:
                 inv = np.zeros(b)
                 inv[live] = 1.0 / nrm[live]
                 Xn = np.multiply(Bg, inv[:, None], out=scratch(b, d, 2))
-                self.G = syrk_lower(Xn, self.G)
+                self.G = gram_add(Xn, self.G)
                 self.top_norm = max(self.top_norm, _ldexp(float(nrm.max()), eg))
                 self.low_norm = min(self.low_norm, _ldexp(float(nrm[live].min()), eg))
 
@@ -234,6 +271,28 @@ class RFactor:
         return self
 
 
+class Sampled:
+    """The accumulator ``make()`` and, beside it, copies of the rows whose index is a multiple
+    of ``stride`` (a sample of the table taken in the same pass, in memory and out of core)."""
+
+    def __init__(self, make, stride):
+        self.inner, self.stride, self.parts = make(), stride, []
+
+    def add(self, B, start, *extra):
+        self.inner.add(B, start, *extra)
+        idx = np.arange((-start) % self.stride, B.shape[0], self.stride)
+        if idx.size:
+            self.parts.append(B[idx])        # fancy indexing: a copy
+
+    def merge(self, other: "Sampled") -> "Sampled":
+        self.inner = self.inner.merge(other.inner)
+        self.parts += other.parts
+        return self
+
+    def rows(self, d) -> np.ndarray:
+        return np.vstack(self.parts) if self.parts else np.zeros((0, d))
+
+
 class RowGram:
     """Σ yyᵀ (lower triangle) of ``y = transform(B, start, *extra)`` over the blocks (rows the
     transform leaves out are simply not returned)."""
@@ -246,7 +305,7 @@ class RowGram:
     def add(self, B, start, *extra):
         Y = self.transform(B, start, *extra)
         self.count += Y.shape[0]
-        self.G = syrk_lower(Y, self.G)
+        self.G = gram_add(Y, self.G)
 
     def merge(self, other: "RowGram") -> "RowGram":
         self.G = self.G + other.G

@@ -40,21 +40,24 @@ def _codecs(dtype):
 RESULTS_SHARE = 0.5
 
 
-def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows") -> dict:
+def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows", also=()):
     """Compute 1-D or 2-D Dask arrays (rows first) in one pass over their common inputs.
 
     Returns name -> numpy array when all of them together fit in :data:`RESULTS_SHARE` of the
     memory budget, else name -> :class:`StoredRows` in a new Zarr store, written under
     ``NAME.partial`` and renamed into place when complete (a store under its own name is always
-    whole).
+    whole). ``also``: Dask values computed in the same pass (sharing its tasks); then
+    ``(that dict, [their values])``.
     """
     require_dask()
     import dask.array as da
     s = get_settings()
     keys = list(arrays)
+    also = list(also)
     if store_bytes(arrays) <= RESULTS_SHARE * s.memory_budget:
-        vals = compute(*[arrays[k] for k in keys], progress=progress, message=message)
-        return dict(zip(keys, vals))
+        vals = compute(*[arrays[k] for k in keys], *also, progress=progress, message=message)
+        out = dict(zip(keys, vals[:len(keys)]))
+        return (out, list(vals[len(keys):])) if also else out
     import zarr
     root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
     root.mkdir(parents=True, exist_ok=True)
@@ -73,13 +76,14 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
     try:
         stored = da.store([arrays[k].rechunk((chunks_of(t),) + tuple((v,) for v in arrays[k].shape[1:]))
                            for k, t in zip(keys, targets)], targets, lock=False, compute=False)
-        compute(stored, progress=progress, message=message)
+        extra = compute(stored, *also, progress=progress, message=message)[1:]
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     os.replace(partial, path)
     group = zarr.open_group(str(path), mode="r")
-    return {k: StoredRows(group[k]) for k in keys}
+    out = {k: StoredRows(group[k]) for k in keys}
+    return (out, list(extra)) if also else out
 
 
 def chunks_of(z) -> tuple:

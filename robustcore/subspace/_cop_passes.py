@@ -8,19 +8,29 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    no centring (the defaults, on data in one unit) the same pass also forms C = Σ ŷŷᵀ;
 2. C = Σ ŷŷᵀ (d x d), the largest and smallest |y| (skipped when pass 1 made it);
 3. coherence p_i = sqrt(ŷ_iᵀ C ŷ_i - 1) and the degenerate flags, per row (one d x d product
-   per row): kept in memory or, beyond the memory budget, in a Zarr store;
+   per row, triangular, |Lᵀŷ|² with C = LLᵀ, when C is positive definite): kept in memory or,
+   beyond the memory budget, in a Zarr store;
    the selection: the k most coherent rows, ties in index order (exact order statistics of
    the kept coherence: ``np.partition`` in memory, two passes over the stored values otherwise);
 4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
    spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
-   rows, TSQR, for the singular values to full precision);
+   rows, TSQR, for the singular values to full precision). Out of core this sum rides on pass
+   3: pass 1 samples every ``stride``-th row (about 20,000), whose coherences place the
+   selection cut in a band; pass 3 sums the rows above it and keeps the few inside
+   (``_cop_selection``), and this pass is made only when the band misses the cut;
 5. every row's SPE (explicit residual) and coordinates, kept as in 3;
    the calibration rows: all usable rows but those whose log SPE exceeds median + 3 MAD
-   (order statistics of the kept SPE);
-6. the calibration spectrum: Σ t² along each component and EᵀE (d x d) of those rows.
+   (order statistics of the kept SPE); their calibration spectrum (Σ t² along each component,
+   EᵀE, d x d) is summed in this same pass, over the rows below a band around the sample's
+   cut (from the same sample) plus the few rows inside it kept aside (``_cop_calibration``);
+6. only when the band misses the cut (or holds too many rows): the calibration spectrum in a
+   pass of its own.
 
-Six passes over the table (five when pass 1 forms C; one more for a median centre, three more
-for "robust" scaling out of core, one when a row's length is positive but degenerate). The
+Five passes over the table (four when pass 1 forms C, three out of core; one more for a median
+centre, three more for "robust" scaling out of core, one when a row's length is positive but
+degenerate, one when a band misses its cut). In memory the passes loop over cache-sized blocks
+of rows, and the d x d products of a loop use one BLAS library (numpy's in the scan and the
+subspace pass, where its syrk is faster; scipy's where a product updates a buffer in place). The
 outlier scores and flags of the training rows follow from the kept SPE and coordinates without
 another pass (``SubspaceModel.fit_row_results``).
 """
@@ -31,6 +41,7 @@ import math
 import warnings
 
 import numpy as np
+from scipy.linalg.blas import dtrmm as _dtrmm
 
 from .._outlier import LIMIT_ALPHA, log_residual, median_mad_cut
 from .._params import check_range, param_error
@@ -40,12 +51,18 @@ from .._row_stats import RowGram, symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import Calibration
+from ._cop_calibration import CalibrationBand, calibration_band, residual_block, sample_stride
+from ._cop_selection import SelectionBand, selection_band
 from ._scan import scan
 
 __all__ = ["fit_in_passes", "RankDeficientWarning", "warn_rank_deficient"]
 
 # A row is degenerate when its centred norm is this small relative to the largest norm.
 _DEGENERATE_RTOL = 1e-12
+# The selected rows' Σ ŷŷᵀ rides on the coherence pass (_cop_selection) out of core, where it
+# saves reading the table once more. In memory a pass re-reads nothing costly, and the band's
+# masks and second normalisation made the fit 15-25 ms slower on 1M x 50 than the separate pass.
+_SELECTION_BAND_IN_MEMORY = False
 
 
 class RankDeficientWarning(UserWarning):
@@ -116,12 +133,45 @@ class _UnitGram:
         return self
 
 
-def _coherence_block(B, start, prep, C, cut):
-    """Coherence and degenerate flag of each row of a block: p² = ŷᵀCŷ - |ŷ|⁴ (|ŷ| = 1)."""
+class _CoherenceForm:
+    """The quadratic form ŷ ↦ ŷᵀCŷ of the coherence pass. With a Cholesky factor C = LLᵀ it is
+    |Lᵀŷ|², one triangular product in place (n d² flops, against 2 n d² for ŷᵀ(Cŷ): the pass's
+    largest cost); a C that is not numerically positive definite (rows spanning fewer than d
+    directions) keeps the general product."""
+
+    def __init__(self, C):
+        self.C = C
+        try:
+            self.L = np.asfortranarray(np.linalg.cholesky(C))
+        except np.linalg.LinAlgError:
+            self.L = None
+
+    def __call__(self, Xn):
+        """ŷᵀCŷ of every row of Xn (a scratch buffer, overwritten when the factor exists)."""
+        if self.L is None:
+            return np.einsum("ij,ij->i", Xn @ self.C, Xn)
+        # Xnᵀ is the Fortran-ordered view of the C-ordered buffer: Lᵀ Xnᵀ overwrites it
+        W = _dtrmm(1.0, self.L, Xn.T, side=0, lower=1, trans_a=1, overwrite_b=1)
+        return np.einsum("ij,ij->i", W.T, W.T)
+
+
+def _coherence_block(B, start, prep, form, cut, acc=None):
+    """Coherence and degenerate flag of each row of a block: p² = ŷᵀCŷ - |ŷ|⁴ (|ŷ| = 1); given
+    ``acc`` (a SelectionBand), also its sums."""
     Xn, valid, _ = _normalised(prep(B), cut)
-    q = np.einsum("ij,ij->i", Xn @ C, Xn)
+    q = form(Xn)
     q -= valid
-    return {"coherence": np.sqrt(np.maximum(q, 0.0)), "degenerate": ~valid}
+    coh = np.sqrt(np.maximum(q, 0.0))
+    if acc is not None:
+        acc.feed(B, start, coh, valid)
+    return {"coherence": coh, "degenerate": ~valid}
+
+
+def _sampled(sample, prep, cut):
+    """y of the sampled rows that are usable (a copy), from the first pass's raw sample."""
+    Y = np.array(prep(sample), dtype=np.float64, copy=True)
+    nrm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+    return Y[nrm > cut]
 
 
 class _Selected:
@@ -131,8 +181,10 @@ class _Selected:
         self.prep, self.cut = prep, cut
 
     def __call__(self, B, start, selected):
-        Xn, valid, _ = _normalised(self.prep(B), self.cut)
-        return Xn[np.asarray(selected, bool) & valid]
+        # the selected rows first (about half of them), then only those are scaled and normalised
+        Bs = np.compress(np.asarray(selected, bool), B, axis=0)
+        Xn, valid, _ = _normalised(self.prep(Bs), self.cut)
+        return Xn if valid.all() else Xn[valid]
 
 
 class _SelectedR:
@@ -150,19 +202,14 @@ class _SelectedR:
         return self
 
 
-def _residual_block(B, start, prep, kern):
-    Y = prep(B)
-    T, spe = kern(Y, scratch(Y.shape[0], Y.shape[1], 4))
-    return {"spe": spe, "projection": T}
-
-
 def _take(B, start, keep):
     return np.asarray(keep, bool)
 
 
 def _select_top(coh, degenerate, k: int, n_valid: int):
-    """The k most coherent non-degenerate rows as a bool per row; ties at the cut in index order
-    (what a stable sort by decreasing coherence takes first)."""
+    """(the k most coherent non-degenerate rows as a bool per row, the cut τ: the coherence of
+    the least coherent of them); ties at the cut in index order (what a stable sort by
+    decreasing coherence takes first)."""
     tau = float(kth_smallest(coh, [n_valid - k], exclude=degenerate, message="selection")[0])
     if isinstance(coh, np.ndarray):
         s = np.where(degenerate, -np.inf, coh)
@@ -170,8 +217,8 @@ def _select_top(coh, degenerate, k: int, n_valid: int):
         need = k - int(np.count_nonzero(sel))
         if need:
             sel[np.flatnonzero(s == tau)[:need]] = True
-        return sel
-    return _select_top_stored(coh, degenerate, k, tau)
+        return sel, tau
+    return _select_top_stored(coh, degenerate, k, tau), tau
 
 
 def _select_top_stored(coh, degenerate, k, tau):
@@ -210,7 +257,8 @@ def _usable_median(values, degenerate, n_use):
 
 def _calibration_mask(spe, degenerate, n_use, r):
     """The calibration rows (robustcore._outlier.calibration_rows): usable rows whose log SPE is
-    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer)."""
+    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer).
+    Returns (mask, count, the cut on log SPE or None when all usable rows are taken)."""
     log_spe = rowwise(log_residual, spe, name="calibration")
     med = _usable_median(log_spe, degenerate, n_use)
     dev = rowwise(lambda v: np.abs(v - med), log_spe, name="calibration")
@@ -219,8 +267,8 @@ def _calibration_mask(spe, degenerate, n_use, r):
     n_keep = count_true(keep)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
         keep = rowwise(np.logical_not, degenerate, name="calibration")
-        n_keep = n_use
-    return keep, n_keep
+        return keep, n_use, None
+    return keep, n_keep, cut
 
 
 def _selection_count(p, n, n_valid, r) -> int:
@@ -241,6 +289,21 @@ def _selection_count(p, n, n_valid, r) -> int:
     return keep
 
 
+def _selection_band(sample, form, p, n, n_sampled, r):
+    """The coherence band that should hold the selection cut (_cop_selection), from the usable
+    sampled rows ``sample`` (y) of ``n_sampled``; None when the sample cannot place it."""
+    if sample.shape[0] < 2:
+        return None
+    Xn = sample / np.sqrt(np.einsum("ij,ij->i", sample, sample))[:, None]
+    coh = np.sqrt(np.maximum(form(Xn) - 1.0, 0.0))
+    n_valid = max(1, round(n * sample.shape[0] / n_sampled))
+    try:
+        k = _selection_count(p, n, n_valid, r)
+    except ValueError:          # the real count decides (and says what is wrong) after the pass
+        return None
+    return selection_band(coh, (n_valid - k) / n_valid)
+
+
 def fit_in_passes(est, rows, p, rep):
     """(fitted attributes, kept per-row results) of a Coherence Pursuit fit on ``rows``; see the
     module doc for the passes."""
@@ -249,7 +312,8 @@ def fit_in_passes(est, rows, p, rep):
     how = p["center"]
     # pass 1 also forms C when neither scaling nor centring can come first
     fused = how == "none" and p["scale"] in ("none", "auto")
-    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused,
+    stride = sample_stride(n)
+    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused, sample_stride=stride,
               want_sketch=how == "median", progress=rep.span(0.0, 0.2))
     scale = None if sc.identity else (sc.center, sc.scale)
     if how == "mean":
@@ -278,20 +342,32 @@ def fit_in_passes(est, rows, p, rep):
         # rows of positive length that still count as degenerate: out of C again (rare)
         G = G - rows.reduce(functools.partial(_UnitGram, d, prep, 0.0, cut), message="degenerate rows").G
     C = symmetric(G)
+    form = _CoherenceForm(C)
+    # the sampled rows place the selection cut: the subspace sums ride on the coherence pass
+    # when the sample gives a band (_cop_selection)
+    sample = _sampled(sc.sample, prep, cut)
+    sel_band = _selection_band(sample, form, p, n, sc.sample.shape[0], r) \
+        if rows.lazy or _SELECTION_BAND_IN_MEMORY else None
     rep(0.35, "coherence scores")
+    band_sums = (functools.partial(SelectionBand, d, _Selected(prep, cut), sel_band)
+                 if sel_band else None)
     out = rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
-                   prep, C, cut, progress=rep.span(0.35, 0.55), message="coherence scores", name="coherence")
+                   prep, form, cut, progress=rep.span(0.35, 0.6), message="coherence scores",
+                   name="coherence", reduce=band_sums)
+    out, band_acc = out if sel_band is not None else (out, None)
     coh, degenerate = out["coherence"], out["degenerate"]
     n_valid = n - count_true(degenerate)
     if n_valid <= r:
         raise ValueError(f"X has only {n_valid} sample(s) that differ from the centre "
                          f"({how}), but n_components = {r} needs at least {r + 1}")
     k = _selection_count(p, n, n_valid, r)
-    selected = _select_top(coh, degenerate, k, n_valid)
-    rep(0.6, "subspace")
-    acc = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)), extra=(selected,),
-                      progress=rep.span(0.6, 0.75), message="subspace")
-    w, V = np.linalg.eigh(symmetric(acc.G))
+    selected, tau = _select_top(coh, degenerate, k, n_valid)
+    G_sel = band_acc.gram_at(tau, k) if band_acc is not None else None
+    if G_sel is None:
+        rep(0.6, "subspace")
+        G_sel = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)), extra=(selected,),
+                            progress=rep.span(0.6, 0.75), message="subspace").G
+    w, V = np.linalg.eigh(symmetric(G_sel))
     m = min(k, d)
     w, V = np.maximum(w[::-1][:m], 0.0), V[:, ::-1][:, :m]
     if w[-1] < GRAM_RCOND * w[0]:
@@ -306,15 +382,21 @@ def fit_in_passes(est, rows, p, rep):
     warn_rank_deficient(s, r, k)
     comps = fix_signs(vt[:r])
     rep(0.75, "residuals")
-    out = rows.map(_residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
-                   prep, ResidualKernel(comps, np.zeros(d)), progress=rep.span(0.75, 0.88),
-                   message="residuals", name="residuals")
+    # the calibration sums ride on the residual pass when the sample gives a band (_cop_calibration)
+    band = calibration_band(sample, comps)
+    out = rows.map(residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
+                   prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,),
+                   progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
+                   reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
+    out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
-    keep, n_keep = _calibration_mask(spe, degenerate, n_valid, r)
-    rep(0.9, "calibration")
-    acc = rows.reduce(functools.partial(Calibration, comps, centre, scale, _take), extra=(keep,),
-                      progress=rep.span(0.9, 1.0), message="calibration")
-    n_c, var, lam = acc.spectrum(r)
+    keep, n_keep, cut_spe = _calibration_mask(spe, degenerate, n_valid, r)
+    spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
+    if spectrum is None:
+        rep(0.9, "calibration")
+        spectrum = rows.reduce(functools.partial(Calibration, comps, centre, scale, _take), extra=(keep,),
+                               progress=rep.span(0.9, 1.0), message="calibration").spectrum(r)
+    n_c, var, lam = spectrum
     kept = {"spe": spe, "projection": proj,
             "extra": {"coherence": coh, "degenerate": degenerate, "selected": selected}}
     not_kept = rowwise(np.logical_not, keep, name="calibration")

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._passes import Rows, is_lazy, lazy_array
-from .._row_stats import Moments
+from .._row_stats import Moments, Sampled
 from .._scaling import SCALES, fit_scaling, mixed_units, robust_scale, scaling_fields
 from .._validation import (OVERFLOW_FIX, magnitude_error, nonfinite_error, validate_lazy,
                            validate_X)
@@ -66,6 +66,7 @@ class Scan:
     mom: Moments
     scaling: dict
     sketches: list | None
+    sample: np.ndarray | None = None
 
     @property
     def center(self):
@@ -125,22 +126,28 @@ def _sketch_pass(A, rep):
 
 
 def scan(rows: Rows, how: str, *, method: str, scatter: bool = True, gram: bool = False,
-         want_sketch: bool = False, progress=None) -> Scan:
+         want_sketch: bool = False, sample_stride: int | None = None, progress=None) -> Scan:
     """The first pass over ``rows``, the finiteness and magnitude checks, and the scaling
     ``how`` resolved (see the module doc). ``gram``: also Σ x̂x̂ᵀ of the unscaled rows of unit
     length (Coherence Pursuit's matrix, usable when no scaling results). ``want_sketch``: out
-    of core, sketch every column in the same pass (for a later median)."""
+    of core, sketch every column in the same pass (for a later median). ``sample_stride``: also
+    keep a copy of every ``sample_stride``-th row (``Scan.sample``, raw values)."""
     from .._progress import Reporter
     rep = progress if isinstance(progress, Reporter) else Reporter(progress)
     if how not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {how!r}")
     sketch = rows.lazy and (how == "robust" or want_sketch)
     make = functools.partial(Moments, rows.d, rows.shift(), scatter, gram)
+    if sample_stride:
+        make = functools.partial(Sampled, make, sample_stride)
     first = rep.span(0.0, 0.5 if how == "robust" else 1.0)
     if sketch:
         mom, sketches = rows.reduce(make, with_sketch=True, message="column moments", progress=first)
     else:
         mom, sketches = rows.reduce(make, message="column moments", progress=first), None
+    sample = None
+    if sample_stride:
+        mom, sample = mom.inner, mom.rows(rows.d)
     if mom.bad:
         i, j, value = mom.first_bad
         raise nonfinite_error(mom.bad, i, j, value)
@@ -155,7 +162,7 @@ def scan(rows: Rows, how: str, *, method: str, scatter: bool = True, gram: bool 
             scaling = {"scale_center_": c, "scale_": s, "scaling_": "robust"}
     else:
         scaling = scaling_fields(used, mean, std)
-    sc = Scan(mom, scaling, sketches)
+    sc = Scan(mom, scaling, sketches, sample)
     # the scaled rows' largest |value|, exactly as check_magnitude finds it on them: (x - c) / s
     # is monotone in x, so each column's extremes are the scaled minimum and maximum
     if sc.identity:

@@ -454,41 +454,13 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
                 raise param_error("outlier_fraction", f"a number in [0, {fmax:.4g}] so that at least "
                                   f"n_components = {r} of the {n_valid} usable samples remain", f)
             return order[:keep]
-        selected = self._adaptive(c.Xn, score, ~c.degenerate, r, p,
-                                  check_random_state(p["random_state"]))
+        selected = _adaptive_sampling(c.Xn, score, ~c.degenerate, r, p,
+                                      check_random_state(p["random_state"]))
         if selected.size < r:
             raise ValueError(f"adaptive sampling found only {selected.size} sample(s) adding a new "
                              f"direction, fewer than n_components = {r}; lower noise_threshold "
                              f"(now {p['noise_threshold']:g}) or n_components")
         return selected
-
-    @staticmethod
-    def _adaptive(Xn, score, usable, r, p, rng):
-        """Algorithm 2 (adaptive column sampling), with Remark 1's repeats; returns indices."""
-        n, d = Xn.shape
-        sdim = 2 * r
-        if sdim < d:
-            Q, _ = np.linalg.qr(rng.standard_normal((d, sdim)))
-            sketch = Xn @ Q
-        else:
-            sketch = Xn
-        base = np.sqrt(np.einsum("ij,ij->i", sketch, sketch))
-        floor = np.maximum(p["noise_threshold"], _DEFLATION_FLOOR) * base
-        available = usable.copy()
-        picked: list[int] = []
-        for _ in range(p["n_repeats"]):
-            cur = sketch.copy()
-            for _ in range(r):
-                left = np.sqrt(np.einsum("ij,ij->i", cur, cur))
-                cand = np.where(available & (left > floor), score, -np.inf)
-                j = int(np.argmax(cand))
-                if not np.isfinite(cand[j]):
-                    break
-                f = cur[j] / left[j]
-                cur -= np.outer(cur @ f, f)
-                available[j] = False
-                picked.append(j)
-        return np.array(picked, dtype=np.intp)
 
     @staticmethod
     def _refine(X, start: _Refined, usable, r, p, rep) -> _Refined:
@@ -527,6 +499,32 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         return _Refined(comps, mean, sing, np.sort(kept), limit, passes, True)
 
 
+def _adaptive_sampling(Xn, score, usable, r, p, rng):
+    """Algorithm 2 (adaptive column sampling), with Remark 1's repeats; returns indices."""
+    n, d = Xn.shape
+    sdim = 2 * r
+    if sdim < d:
+        Q, _ = np.linalg.qr(rng.standard_normal((d, sdim)))
+        sketch = Xn @ Q
+    else:
+        sketch = Xn
+    base = np.sqrt(np.einsum("ij,ij->i", sketch, sketch))
+    floor = np.maximum(p["noise_threshold"], _DEFLATION_FLOOR) * base
+    available = usable.copy()
+    picked: list[int] = []
+    for _ in range(p["n_repeats"]):
+        cur = sketch.copy()
+        for _ in range(r):
+            left = np.sqrt(np.einsum("ij,ij->i", cur, cur))
+            cand = np.where(available & (left > floor), score, -np.inf)
+            j = int(np.argmax(cand))
+            if not np.isfinite(cand[j]):
+                break
+            f = cur[j] / left[j]
+            cur -= np.outer(cur @ f, f)
+            available[j] = False
+            picked.append(j)
+    return np.array(picked, dtype=np.intp)
 
 
 def _refuse_out_of_core(p):

@@ -1,0 +1,123 @@
+"""Coherence Pursuit's calibration spectrum made in its residual pass, not in a pass of its own.
+
+The SPE/T² limits are calibrated on the usable rows whose log SPE is at most median + 3 MAD
+(``_cop_passes._calibration_mask``): EᵀE and Σ t² of those rows. The cut is known only once every
+row's SPE is, i.e. after the residual pass, which is why the calibration used to take one more
+pass over the table (reading it again: what costs most out of core) to form the residuals again.
+
+Instead, the first pass keeps a sample of the rows (every ``stride``-th, about
+:data:`SAMPLE_ROWS`; ``_scan``'s ``sample_stride``), whose usable rows' cut is a close estimate
+of the table's; a band around it, :data:`BAND_SIGMAS`
+robust standard deviations of the sample's log SPE either side, should hold the true cut. The
+residual pass then adds up EᵀE and Σ t² of the usable rows below the band, and keeps the few rows
+inside it (their log SPE, t and e); once the cut is known, the kept rows at or below it are added.
+The sums are of the same residuals over the same rows as the separate pass, in another order.
+When the cut falls outside the band, or the band holds more than :data:`BAND_MAX_ROWS` rows, the
+separate pass is made as before (the caller sees ``None``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._outlier import MAD_NORMAL, log_residual, median_mad_cut
+from .._passes import scratch
+from .._residual import ResidualKernel
+from .._row_stats import syrk_lower
+from ._base import Calibration
+
+__all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "sample_stride", "calibration_band",
+           "CalibrationBand", "residual_block"]
+
+# Rows the subspace pass samples for the band (at most about this many: every n // SAMPLE_ROWS-th).
+SAMPLE_ROWS = 20_000
+# Half-width of the band in robust standard deviations of the sample's log SPE. The sample's cut
+# (median + 3 MAD) is off the table's by about 4 / sqrt(sample size) of them: 0.03 at 20,000.
+BAND_SIGMAS = 0.25
+# Rows the band may keep (t and e: 8 (d + r + 1) bytes each), beyond which the separate pass is made.
+BAND_MAX_ROWS = 200_000
+
+
+def sample_stride(n: int) -> int:
+    """Every how many rows the subspace pass samples one (about SAMPLE_ROWS of n)."""
+    return max(1, n // SAMPLE_ROWS)
+
+
+def calibration_band(sample, components):
+    """(low, high) log SPE band around the sample's calibration cut, or None (too few sampled
+    rows, or no spread among their log SPE: then the separate pass decides)."""
+    if sample.shape[0] < 2:
+        return None
+    _, spe = ResidualKernel(components, np.zeros(sample.shape[1]))(sample)
+    log_spe = log_residual(spe)
+    med = float(np.median(log_spe))
+    mad = float(np.median(np.abs(log_spe - med)))
+    if not mad > 0:
+        return None
+    cut = median_mad_cut(med, mad)
+    half = BAND_SIGMAS * MAD_NORMAL * mad
+    return cut - half, cut + half
+
+
+class CalibrationBand(Calibration):
+    """Calibration's sums over the usable rows whose log SPE is at most ``low``, plus the rows in
+    (low, high] kept aside (module doc); fed by :func:`residual_block`."""
+
+    def __init__(self, components, mean, band, max_rows=None):
+        super().__init__(components, mean)
+        self.low, self.high = band
+        self.max_rows = BAND_MAX_ROWS if max_rows is None else max_rows
+        self.kept, self.n_kept, self.overflow = [], 0, False
+
+    def feed(self, E, T, log_spe, usable):
+        low = usable & (log_spe <= self.low)
+        b = int(np.count_nonzero(low))
+        if b:
+            every = b == low.size
+            self.EE = syrk_lower(E if every else np.compress(low, E, axis=0), self.EE)
+            Tl = T if every else np.compress(low, T, axis=0)
+            self.tt += np.einsum("ij,ij->j", Tl, Tl)
+            self.n += b
+        mid = usable & (log_spe > self.low) & (log_spe <= self.high)
+        m = int(np.count_nonzero(mid))
+        if m and not self.overflow:
+            if self.n_kept + m > self.max_rows:
+                self.overflow, self.kept = True, []
+            else:
+                self.kept.append((log_spe[mid], T[mid], E[mid]))
+                self.n_kept += m
+
+    def merge(self, other):
+        super().merge(other)
+        self.overflow = self.overflow or other.overflow
+        self.kept = [] if self.overflow else self.kept + other.kept
+        self.n_kept += other.n_kept
+        return self
+
+    def spectrum_at(self, cut, n_keep, k):
+        """Calibration.spectrum of the rows with log SPE <= ``cut``, or None when the band cannot
+        give it (the cut outside the band, the band overflowed, or a count that differs from the
+        calibration mask's ``n_keep``)."""
+        if cut is None or self.overflow or not self.low <= cut <= self.high:
+            return None
+        for log_spe, T, E in self.kept:
+            sel = log_spe <= cut
+            if sel.any():
+                self.EE = syrk_lower(E[sel], self.EE)
+                self.tt += np.einsum("ij,ij->j", T[sel], T[sel])
+                self.n += int(np.count_nonzero(sel))
+        self.kept = []
+        if self.n != n_keep:
+            return None
+        return self.spectrum(k)
+
+
+def residual_block(B, start, degenerate, prep, kern, acc=None):
+    """SPE and coordinates of a block's rows (and, given ``acc``, its calibration sums)."""
+    Y = prep(B)
+    b = Y.shape[0]
+    buf = scratch(b, Y.shape[1], 4)
+    T, spe = kern(Y, buf)
+    if acc is not None:
+        # the explicit residuals e are left in buf by the kernel
+        acc.feed(buf[:b], T, log_residual(spe), ~np.asarray(degenerate, bool))
+    return {"spe": spe, "projection": T}

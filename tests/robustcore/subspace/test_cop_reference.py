@@ -1,0 +1,157 @@
+"""Coherence Pursuit against a reference written straight from the formulas, on small dense data.
+
+The estimator computes in passes over blocks of rows (ℓ2) with d x d matrices only: the coherence
+from C = Σ ŷŷᵀ, the subspace from the eigenvectors of the selected rows' Σ ŷŷᵀ, the limits from
+EᵀE accumulated block by block. The reference here forms what the paper writes: the n x n Gram
+matrix of the normalised rows, an SVD of the selected rows, the residual matrix of the
+calibration rows. Same subspace to 1e-8, same selection, calibration rows and flags.
+"""
+import numpy as np
+import pytest
+
+from robustcore.limits import control_limits
+from robustcore.subspace.coherence_pursuit import CoherencePursuit
+
+R = 3
+
+
+def _data(seed=3, n=600, d=9, offset=0.0):
+    """Inliers near a 3-dim subspace (+ offset), a third of the rows Gaussian outliers."""
+    rng = np.random.default_rng(seed)
+    n_in = 2 * n // 3
+    U = np.linalg.qr(rng.standard_normal((d, R)))[0]
+    X = np.empty((n, d))
+    X[:n_in] = rng.standard_normal((n_in, R)) * [3.0, 2.0, 1.5] @ U.T \
+        + 0.05 * rng.standard_normal((n_in, d)) + offset
+    X[n_in:] = 2.0 * rng.standard_normal((n - n_in, d)) + offset
+    return X[rng.permutation(n)]
+
+
+def _reference(X, center, norm, n_inliers):
+    """Every fitted quantity of CoherencePursuit(scale="none"), the textbook way."""
+    n, d = X.shape
+    c = {"none": np.zeros(d), "mean": X.mean(axis=0), "median": np.median(X, axis=0)}[center]
+    Y = X - c
+    length = np.linalg.norm(Y, axis=1)
+    degenerate = length <= 1e-12 * length.max()
+    Xn = np.where(degenerate[:, None], 0.0, Y / np.where(degenerate, 1.0, length)[:, None])
+    G = Xn @ Xn.T                                   # n x n: every pair of rows
+    np.fill_diagonal(G, 0.0)
+    coherence = np.abs(G).sum(axis=1) if norm == 1 else np.sqrt((G * G).sum(axis=1))
+    coherence[degenerate] = 0.0
+    usable = np.flatnonzero(~degenerate)
+    order = usable[np.argsort(-coherence[usable], kind="stable")]
+    selected = np.sort(order[:n_inliers])
+    V = np.linalg.svd(Xn[selected], full_matrices=False)[2][:R].T      # d x r
+    E = Y - (Y @ V) @ V.T
+    spe = np.einsum("ij,ij->i", E, E)
+    # calibration rows: usable rows whose log SPE is at most median + 3 x 1.4826 MAD
+    log_spe = np.log(np.maximum(spe[usable], np.finfo(float).tiny))
+    med = np.median(log_spe)
+    calib = usable[log_spe <= med + 3 * 1.4826 * np.median(np.abs(log_spe - med))]
+    m = calib.size
+    T = Y[calib] @ V
+    var = (T * T).sum(axis=0) / (m - 1)
+    lam = np.sort(np.linalg.eigvalsh(E[calib].T @ E[calib] / (m - 1)))[::-1][: d - R]
+    limits = control_limits(m, var, np.maximum(lam, 0.0), alpha=0.01)
+    t2 = ((Y @ V) ** 2 / limits["variances_"]).sum(axis=1)
+    return dict(centre=c, V=V, coherence=coherence, selected=selected, calib=calib, spe=spe, t2=t2,
+                spe_limit=limits["spe_limit_"], t2_limit=limits["t2_limit_"])
+
+
+@pytest.mark.parametrize("norm", [2, 1])
+@pytest.mark.parametrize("center", ["none", "mean", "median"])
+def test_fit_equals_the_textbook_formulas(center, norm):
+    X = _data(offset=1.0 if center != "none" else 0.0)
+    k = 300
+    ref = _reference(X, center, norm, k)
+    cop = CoherencePursuit(n_components=R, norm=norm, n_inliers=k, center=center, scale="none")
+    res = cop.fit_row_results(X)
+    V = cop.components_.T
+    assert np.linalg.norm(V @ V.T - ref["V"] @ ref["V"].T) < 1e-8
+    np.testing.assert_allclose(cop.mean_, ref["centre"], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(cop.coherence_, ref["coherence"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
+    np.testing.assert_array_equal(cop.calibration_indices_, ref["calib"])
+    np.testing.assert_allclose(res.spe, ref["spe"], rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(res.t2, ref["t2"], rtol=1e-8)
+    assert cop.spe_limit_ == pytest.approx(ref["spe_limit"], rel=1e-8)
+    assert cop.t2_limit_ == pytest.approx(ref["t2_limit"], rel=1e-8)
+    outside_spe = ref["spe"] > ref["spe_limit"]
+    outside_t2 = ref["t2"] > ref["t2_limit"]
+    assert 0 < outside_spe.sum() < X.shape[0]       # the flags are not trivially all or none
+    np.testing.assert_array_equal(res.outside_spe, outside_spe)
+    np.testing.assert_array_equal(res.outside_t2, outside_t2)
+    np.testing.assert_array_equal(res.outlier, outside_spe | outside_t2)
+    # scoring the same rows again (the score pass, not the fit's kept results) agrees
+    np.testing.assert_array_equal(cop.predict(X) == -1, outside_spe | outside_t2)
+
+
+def test_tall_table_passes_equal_the_formulas_with_a_singular_coherence_matrix():
+    """Rows in a 3-dim subspace of 6 dims, no outliers: C = Σ ŷŷᵀ is singular, so the coherence
+    pass takes the general product instead of the Cholesky factor; still the same answer."""
+    rng = np.random.default_rng(5)
+    U = np.linalg.qr(rng.standard_normal((6, R)))[0]
+    X = rng.standard_normal((400, R)) @ U.T
+    cop = CoherencePursuit(n_components=R, n_inliers=200, scale="none").fit(X)
+    ref = _reference(X, "none", 2, 200)
+    np.testing.assert_allclose(cop.coherence_, ref["coherence"], rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
+    V = cop.components_.T
+    assert np.linalg.norm(V @ V.T - U @ U.T) < 1e-8
+
+
+@pytest.mark.parametrize("band", ["estimated", "missed", "overflowing"])
+def test_calibration_in_the_residual_pass_or_its_own_gives_the_same_limits(monkeypatch, band):
+    """The calibration sums ride on the residual pass when the sampled band holds the cut; when
+    it misses the cut or keeps too many rows, the calibration takes its own pass (one more)."""
+    from robustcore.subspace import _cop_calibration
+    if band == "missed":
+        monkeypatch.setattr(_cop_calibration, "BAND_SIGMAS", 1e-9)
+        monkeypatch.setattr(_cop_calibration, "SAMPLE_ROWS", 50)      # a poor estimate of the cut
+    elif band == "overflowing":
+        monkeypatch.setattr(_cop_calibration, "BAND_MAX_ROWS", 0)
+    X = _data(seed=7, n=3000, d=9)
+    ref = _reference(X, "none", 2, 1500)
+    res = CoherencePursuit(n_components=R, n_inliers=1500, scale="none").fit_row_results(X)
+    assert res.passes == (4 if band == "estimated" else 5)
+    np.testing.assert_allclose(res.spe, ref["spe"], rtol=1e-8, atol=1e-12)
+    np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
+    np.testing.assert_array_equal(res.outside_t2, ref["t2"] > ref["t2_limit"])
+
+
+@pytest.mark.parametrize("band", ["estimated", "missed", "overflowing", "ties"])
+def test_subspace_summed_in_the_coherence_pass_or_its_own_gives_the_same_fit(monkeypatch, band):
+    """The selected rows' Σ ŷŷᵀ rides on the coherence pass (out of core; forced here in memory)
+    when the sampled band holds the selection cut; otherwise the subspace takes its own pass."""
+    from robustcore.subspace import _cop_passes, _cop_selection
+    monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", True)
+    X = _data(seed=11, n=3000, d=9)
+    if band == "missed":        # a band far above every coherence
+        monkeypatch.setattr(_cop_passes, "selection_band", lambda coherence, left_out: (1e9, 2e9))
+    elif band == "overflowing":
+        monkeypatch.setattr(_cop_selection, "BAND_MAX_BYTES", 0)
+    k = 1500
+    if band == "ties":
+        # 41 equal rows, and k puts the cut inside them: ties at the cut are taken in index order
+        X[:40] = X[40]
+        monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", False)
+        coh = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X).coherence_
+        assert np.all(coh[:41] == coh[40])
+        k = int(np.count_nonzero(coh > coh[40])) + 20
+        apart = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X)
+        assert np.isin(np.arange(41), apart.selected_indices_).sum() == 20
+        monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", True)
+    ref = _reference(X, "none", 2, k)
+    cop = CoherencePursuit(n_components=R, n_inliers=k, scale="none")
+    res = cop.fit_row_results(X)
+    assert res.passes == (3 if band in ("estimated", "ties") else 4)
+    if band == "ties":        # the separate pass's selection (the reference's ties may round apart)
+        np.testing.assert_array_equal(cop.selected_indices_, apart.selected_indices_)
+        np.testing.assert_allclose(cop.components_, apart.components_, atol=1e-10)
+        return
+    np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
+    V = cop.components_.T
+    assert np.linalg.norm(V @ V.T - ref["V"] @ ref["V"].T) < 1e-8
+    np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
+    np.testing.assert_array_equal(res.outside_t2, ref["t2"] > ref["t2_limit"])
