@@ -80,7 +80,6 @@ import errno
 import json
 import math
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
