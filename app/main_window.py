@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
             "recent": self._build_recent_menu, "demos": self._build_demos_menu,
             "docks": self._build_dock_toggles, "examples": self._build_examples_menu})
         self.act_reopen_last.setChecked(self.settings.reopen_last())
+        self.act_keep_params.setChecked(self.settings.keep_params_on_new_data())
         self.data_status = QLabel("No data")
         self.statusBar().addPermanentWidget(self.data_status)
         self._connect()
@@ -323,8 +324,7 @@ class MainWindow(QMainWindow):
         else:
             self.data_status.setText(f"{ds.name}: {ds.n_samples:,} × {ds.n_features:,}")
             self.setWindowTitle(f"{ds.name} — Robust Subspace Studio")
-            if self.method_panel.method_name():
-                self.runs.fit_defaults_to_data(self.method_panel.method_name())
+        self.runs.data_changed(ds)
         self.runs.update_blocker()
 
     # == settings ========================================================================================
