@@ -127,7 +127,7 @@ class RunController(QObject):
         if ds is None:
             self.panel.set_status("Not run yet", done=False)
             return
-        notes = [f"Not run on {ds.name} yet."]
+        notes = [f"Data: {ds.name}."]
         # The same source read again (other loader options, a reload) is not other data.
         same = prev is not None and _source(prev) == _source(ds)
         if prev is not None and not same:

@@ -1,4 +1,5 @@
-"""Central area: one tab per kind of result view, shown when the current results feed it.
+"""Central area: one tab per kind of result view, shown when the current results feed it; the
+tabs wrap onto more rows instead of scrolling (:mod:`._wrap_tabs`), so all are in sight.
 
 View names (also the command line's ``--figure VIEW`` names): scatter, detail, decomposition,
 ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summary" tab lists the numbers of every run.
@@ -14,6 +15,7 @@ from robustcore.result import summary_lines
 from ..export import export_results as _export_results
 from ..export import provenance_header
 from ._figure import export_widget
+from ._wrap_tabs import WrapTabBar
 from .catalog import VIEW_NAMES
 from .catalog import view_class as _view_class
 
@@ -39,6 +41,8 @@ class ResultViews(QTabWidget):
         self.state = state
         # False: views are built only when asked for by name (an offscreen render needs one).
         self._build_views = build_views
+        # Names wrap onto more rows rather than hide behind scroll arrows.
+        self.setTabBar(WrapTabBar(self))
         self.setDocumentMode(True)
         self.summary = QPlainTextEdit(readOnly=True)
         # What an empty window should say: where to start.
@@ -58,6 +62,10 @@ class ResultViews(QTabWidget):
         state.currentMethodChanged.connect(self._on_method)
         self.currentChanged.connect(self._on_tab)
         self._update_tabs()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.tabBar().relayout()
 
     def _create(self, name):
         v = self._classes[name](self.state)
@@ -81,6 +89,7 @@ class ResultViews(QTabWidget):
         if v is None:
             v = self._create(name)
             self.setTabVisible(self.indexOf(v), v.available())
+            self.tabBar().relayout()
         return v
 
     def available_views(self) -> list[str]:
@@ -139,6 +148,7 @@ class ResultViews(QTabWidget):
         v = self.view(name)
         v.show_live(key, title, frames)
         self.setTabVisible(self.indexOf(v), v.available())
+        self.tabBar().relayout()
         cur = self.current_view_name()
         if v.available() and (cur is None or not self._views[cur].available()):
             self.setCurrentWidget(v)
@@ -202,6 +212,7 @@ class ResultViews(QTabWidget):
         for v in self._views.values():
             self.setTabVisible(self.indexOf(v), v.available())
         self.setTabVisible(self.indexOf(self.summary), True)
+        self.tabBar().relayout()
 
     def _write_summary(self) -> None:
         lines = []
@@ -223,6 +234,7 @@ def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), ov
     app = ensure_app()
     views = ResultViews(state, build_views=False)
     views.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    views.tabBar().hide()   # one view, alone: the figure takes the whole width asked for
     views.resize(int(size[0]), int(size[1]))
     views.show()
     try:

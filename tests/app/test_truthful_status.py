@@ -69,7 +69,7 @@ def test_discarded_run_leaves_no_finished_message_and_new_data_clears_it(qtbot, 
     assert "discarded" in w.method_panel.status.text()
     w.set_dataset(_table("second", seed=1))
     text = w.method_panel.status.text()
-    assert "discarded" not in text and "Not run on second yet" in text
+    assert "discarded" not in text and "Data: second." in text
 
 
 def test_parameters_set_for_one_data_set_are_reset_for_the_next(qtbot, make_window):

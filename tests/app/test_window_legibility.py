@@ -1,0 +1,52 @@
+"""The window at 1280 x 800 as a user sees it: every view that exists is in sight (issue 25)."""
+import pytest
+from PySide6.QtWidgets import QToolButton
+
+from app.main_window import MainWindow
+from app.settings import Settings
+
+
+@pytest.fixture
+def small_window(qtbot, tmp_path):
+    w = MainWindow(settings=Settings(str(tmp_path / "studio.ini")))
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()
+
+
+def _run(qtbot, w, method):
+    w.method_panel.set_method(method)
+    with qtbot.waitSignal(w.runFinished, timeout=60000):
+        assert w.run() is not None
+
+
+def test_every_view_name_is_in_sight_at_1280x800(qtbot, small_window):
+    w = small_window
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.demo_actions["usps-1-vs-8"].trigger()
+    _run(qtbot, w, "pca")
+    for method in ("coherence-pursuit", "pcp", "esfs", "scw"):
+        _run(qtbot, w, method)
+    qtbot.wait(50)
+    views = w.views
+    bar = views.tabBar()
+    shown = [i for i in range(views.count()) if views.isTabVisible(i)]
+    names = [views.tabText(i) for i in shown]
+    assert len(shown) == 10 and "Summary" in names and "Known outliers" in names
+    # No scroll arrows, and each name's whole tab lies inside the bar and the bar inside the views.
+    arrows = [b for b in bar.findChildren(QToolButton) if b.isVisible()]
+    assert arrows == []
+    inside = bar.rect()
+    rects = bar.name_rects() if hasattr(bar, "name_rects") else {i: bar.tabRect(i) for i in shown}
+    assert sorted(rects) == shown
+    for i in shown:
+        r = rects[i]
+        assert inside.contains(r), (views.tabText(i), r, inside)
+        assert r.width() >= bar.fontMetrics().horizontalAdvance(views.tabText(i)), "the name is not cut"
+        assert not any(r.intersects(o) for j, o in rects.items() if j != i), "names do not overlap"
+    top_left = bar.mapTo(views, inside.topLeft())
+    bottom_right = bar.mapTo(views, inside.bottomRight())
+    assert views.rect().contains(top_left) and views.rect().contains(bottom_right)
