@@ -41,6 +41,24 @@ class ConvergencePlots:
             self.tol_line.setVisible(True)
         else:
             self.tol_line.setVisible(False)
+        n = len(residuals)
+        if n <= 1:
+            # One point has no curve, and auto-range would centre it in -15…15 iterations.
+            for plot in (self.res_plot, self.rank_plot):
+                plot.disableAutoRange()
+                plot.setXRange(0.5, 1.5, padding=0)
+            if n == 1:
+                r = float(np.asarray(ranks, float)[0]) if len(ranks) else 0.0
+                self.rank_plot.setYRange(max(0.0, r - 1), r + 1, padding=0)
+                v = np.log10(max(float(residuals[0]), 1e-300))
+                self.res_plot.setYRange(v - 1, v + 1, padding=0)
+            what = "one batch" if converged is None else "one iteration"
+            st.set_title(self.res_plot, f"{what}: no convergence curve (its residual is the point)")
+            st.set_title(self.rank_plot, f"rank of L ({what})")
+            return
+        for plot in (self.res_plot, self.rank_plot):
+            plot.enableAutoRange()
+        st.set_title(self.rank_plot, "rank of L per iteration" if converged is not None else "rank of L per batch")
         if converged is None:
             st.set_title(self.res_plot, f"residual per batch ({len(residuals)} batches)")
         else:

@@ -7,7 +7,9 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget
 
 from robustcore.result import summary_lines
@@ -125,7 +127,29 @@ class ResultViews(QTabWidget):
             raise ValueError(f"the {name!r} view has nothing to show yet: {why}")
         v.ensure_fresh()
         meta = self.figure_provenance(name) if provenance else None
-        return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
+        with self._laid_out(v):
+            return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
+
+    @contextmanager
+    def _laid_out(self, v):
+        """A view never shown keeps Qt's default 640 x 480 and a figure whose layout never ran
+        (legend over the title, labels adrift): bring it to the front for the export, laid out
+        at the size the views have, and put the shown view back. No event loop pass runs in
+        between, so the screen never shows the switch."""
+        shown = self.currentWidget()
+        if v.isVisible() or not self.isVisible() or shown is v:
+            yield
+            return
+        self.blockSignals(True)
+        try:
+            self.setCurrentWidget(v)
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            v.fit_layout()
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            yield
+        finally:
+            self.setCurrentWidget(shown)
+            self.blockSignals(False)
 
     def figure_provenance(self, name: str) -> dict:
         """JSON-able record of the results a view draws, as :func:`app.export.provenance_header`."""
