@@ -144,3 +144,51 @@ def test_export_of_a_view_never_shown_matches_the_shown_one(views_for, tmp_path,
     a = np.frombuffer(never.convertToFormat(QImage.Format.Format_Grayscale8).constBits(), np.uint8)
     b = np.frombuffer(shown.convertToFormat(QImage.Format.Format_Grayscale8).constBits(), np.uint8)
     assert np.mean(a != b) < 0.01
+
+
+# -- each view states its scope --------------------------------------------------------------
+
+def test_spe_t2_map_says_its_lines_are_for_the_plane_and_the_flags_for_the_full_space(qtbot, window):
+    ds = data("usps-small")
+    v = _show(qtbot, window, ds, [fit("usps-small", "pca")], "contour")
+    texts = [label.text for _, label in v.legend.items]
+    assert any("on this plane" in t for t in texts)
+    assert any(f"flagged in all {ds.n_features} dims" in t for t in texts)
+    assert "limits on the plane shown" in v.status.text()
+
+
+def test_spe_t2_map_of_two_dimensional_data_claims_no_plane_scope(qtbot, window):
+    rng = np.random.default_rng(0)
+    ds = Dataset(X=rng.standard_normal((100, 2)) @ np.array([[3.0, 0.0], [1.0, 0.5]]), name="flat")
+    v = _show(qtbot, window, ds, [get_method("pca").run(ds, {"n_components": 1})], "contour")
+    texts = [label.text for _, label in v.legend.items]
+    assert not any("on this plane" in t for t in texts)
+
+
+def _mixed_units():
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal((120, 2)) @ rng.standard_normal((2, 6))
+    X = base * np.array([1.0, 1.0, 1.0, 1.0, 1.0, 1000.0])   # one column in other units
+    X[7, 2] += 6.0
+    return Dataset(X=X, name="mixed")
+
+
+def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative_to_s(qtbot, window):
+    ds = _mixed_units()
+    res = get_method("pcp").run(ds, {})
+    v = _show(qtbot, window, ds, [res], "decomposition")
+    shown = v.images["original"].image
+    # Every column uses the whole grey range: 0 at its minimum, 1 at its maximum.
+    np.testing.assert_allclose(shown.min(axis=0), 0, atol=0.05)
+    np.testing.assert_allclose(shown.max(axis=0), 1, atol=0.05)
+    L, X = np.asarray(res.arrays["low_rank"]), ds.X
+    lo = np.minimum(X.min(0), L.min(0))
+    span = np.maximum(X.max(0), L.max(0)) - lo
+    np.testing.assert_allclose(v.images["sparse"].image, np.asarray(res.arrays["sparse"]) / span)
+    assert "column range" in v.panels["sparse"].titleLabel.text
+    assert "column range" in v.s_bar.getAxis("right").labelText
+    # The default mask is relative to S: it holds some entries, not none.
+    t = v.threshold()
+    S_shown = np.abs(v.images["sparse"].image)
+    assert 0 < np.mean(S_shown > t) <= 0.11
+    assert t <= S_shown.max()
