@@ -10,7 +10,7 @@ import os
 from contextlib import contextmanager
 
 from PySide6.QtCore import QCoreApplication, QEvent
-from PySide6.QtWidgets import QPlainTextEdit, QTabWidget
+from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
 from robustcore.result import summary_lines
 
@@ -55,6 +55,7 @@ class ResultViews(QTabWidget):
         self.addTab(self.summary, "Summary")
         self._classes = {name: _view_class(name) for name in VIEW_NAMES}
         self._views = {}
+        self._standins = {}   # name -> empty tab of a view not built yet (see _add_standin)
         for name in self.EAGER:
             if name in self._classes:
                 self._create(name)
@@ -69,15 +70,40 @@ class ResultViews(QTabWidget):
         super().resizeEvent(event)
         self.tabBar().relayout()
 
+    def _tab_index_for(self, name) -> int:
+        """Where view ``name``'s tab goes: tabs keep the order of VIEW_NAMES whatever order the
+        views (or their stand-ins) are made in."""
+        made = set(self._views) | set(self._standins)
+        return 1 + sum(1 for n in VIEW_NAMES if n in made and VIEW_NAMES.index(n) < VIEW_NAMES.index(name))
+
     def _create(self, name):
         v = self._classes[name](self.state)
-        # Tabs keep the order of VIEW_NAMES whatever order the views are built in.
-        before = sum(1 for n in VIEW_NAMES if n in self._views and VIEW_NAMES.index(n) < VIEW_NAMES.index(name))
-        self._views[name] = v
         self.blockSignals(True)
-        self.insertTab(1 + before, v, v.title)
+        standin = self._standins.pop(name, None)
+        if standin is not None:
+            # The real view takes the stand-in's place (and its place on screen, if it was shown).
+            i, was_current = self.indexOf(standin), self.currentWidget() is standin
+            self.insertTab(i, v, v.title)
+            self.removeTab(self.indexOf(standin))
+            standin.deleteLater()
+            if was_current:
+                self.setCurrentWidget(v)
+        else:
+            self.insertTab(self._tab_index_for(name), v, v.title)
+        self._views[name] = v
         self.blockSignals(False)
         return v
+
+    def _add_standin(self, name) -> None:
+        """A tab for a view that has something to show but is not built yet: an empty widget,
+        replaced by the view the first time the tab is chosen. Building all six views of a
+        first result at once froze the window for 0.2-1.2 s; one is built per click instead."""
+        w = QWidget()
+        w.setObjectName(f"standin_{name}")
+        self.blockSignals(True)
+        self.insertTab(self._tab_index_for(name), w, self._classes[name].title)
+        self.blockSignals(False)
+        self._standins[name] = w
 
     # -- public -----------------------------------------------------------------------------
     def view_names(self) -> list[str]:
@@ -226,13 +252,20 @@ class ResultViews(QTabWidget):
         self._refresh_current()
 
     def _on_tab(self, _i) -> None:
+        cur = self.currentWidget()
+        name = next((n for n, w in self._standins.items() if w is cur), None)
+        if name is not None:
+            self.view(name)   # first time shown: built now, in the stand-in's place
         self._refresh_current()
 
     def _update_tabs(self) -> None:
+        available = self.available_views()
         if self._build_views:
-            for name in self.available_views():
-                if name not in self._views:
-                    self._create(name)
+            for name in available:
+                if name not in self._views and name not in self._standins:
+                    self._add_standin(name)
+        for name, w in self._standins.items():
+            self.setTabVisible(self.indexOf(w), name in available)
         for v in self._views.values():
             self.setTabVisible(self.indexOf(v), v.available())
         self.setTabVisible(self.indexOf(self.summary), True)

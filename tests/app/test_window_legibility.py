@@ -50,3 +50,28 @@ def test_every_view_name_is_in_sight_at_1280x800(qtbot, small_window):
     top_left = bar.mapTo(views, inside.topLeft())
     bottom_right = bar.mapTo(views, inside.bottomRight())
     assert views.rect().contains(top_left) and views.rect().contains(bottom_right)
+
+
+def test_first_result_builds_only_the_view_shown_and_a_click_builds_another(qtbot, small_window):
+    """Building six views when the first result arrived froze the window (issue 25): the view
+    shown is built, the others have a tab and are built when first chosen."""
+    from PySide6.QtCore import Qt
+    w = small_window
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.demo_actions["usps-1-vs-8"].trigger()
+    _run(qtbot, w, "pca")
+    views = w.views
+    shown = views.current_view_name()
+    assert shown is not None and views.view(shown).drawn is not None
+    built = set(views._views) - set(views.EAGER)
+    assert built == {shown}
+    bar = views.tabBar()
+    titles = {views.tabText(i): i for i in range(views.count()) if views.isTabVisible(i)}
+    assert {"SPE / T² map", "Outlier map", "Known outliers"} <= set(titles)
+    # A user clicks the "Outlier map" tab: that view is built and drawn, in the same place.
+    i = titles["Outlier map"]
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.name_rects()[i].center())
+    assert views.current_view_name() == "outlier-map"
+    assert views.tabText(views.currentIndex()) == "Outlier map" and views.currentIndex() == i
+    assert views.view("outlier-map").drawn is not None
+    assert set(views._views) - set(views.EAGER) == {shown, "outlier-map"}
