@@ -37,6 +37,10 @@ class ResultViews(QTabWidget):
     # Views that must watch results as they arrive exist from the start; the others are built
     # the first time they have something to show (a PlotItem costs milliseconds; 24 add up).
     EAGER = ("learning-curve",)
+    # True: a view with something to show is built the first time its tab is chosen (a stand-in
+    # holds its tab until then). False builds every such view at once, as before issue 25; the
+    # benchmark (benchmarks/bench_views.py gaps) measures both.
+    BUILD_ON_FIRST_SHOW = True
 
     def __init__(self, state, parent=None, build_views: bool = True):
         super().__init__(parent)
@@ -263,7 +267,10 @@ class ResultViews(QTabWidget):
         if self._build_views:
             for name in available:
                 if name not in self._views and name not in self._standins:
-                    self._add_standin(name)
+                    if self.BUILD_ON_FIRST_SHOW:
+                        self._add_standin(name)
+                    else:
+                        self._create(name)
         for name, w in self._standins.items():
             self.setTabVisible(self.indexOf(w), name in available)
         for v in self._views.values():

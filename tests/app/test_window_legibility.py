@@ -1,5 +1,6 @@
 """The window at 1280 x 800 as a user sees it: every view that exists is in sight (issue 25)."""
 import pytest
+from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
 from app.main_window import MainWindow
@@ -75,3 +76,18 @@ def test_first_result_builds_only_the_view_shown_and_a_click_builds_another(qtbo
     assert views.tabText(views.currentIndex()) == "Outlier map" and views.currentIndex() == i
     assert views.view("outlier-map").drawn is not None
     assert set(views._views) - set(views.EAGER) == {shown, "outlier-map"}
+
+
+def test_data_preview_columns_fit_their_names_and_first_cells(qtbot, small_window):
+    w = small_window
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.demo_actions["cardio"].trigger()
+    table, model = w.dataset_panel.table, w.dataset_panel.model
+    header = table.horizontalHeader()
+    fm, head_fm = table.fontMetrics(), header.fontMetrics()
+    assert model.columnCount() > 5
+    for c in range(model.columnCount()):
+        texts = [model.data(model.index(r, c)) or "" for r in range(min(12, model.rowCount()))]
+        need = max([head_fm.horizontalAdvance(model.headerData(c, Qt.Orientation.Horizontal))]
+                   + [fm.horizontalAdvance(t) for t in texts])
+        assert need <= header.sectionSize(c) <= need + 40, (c, need, header.sectionSize(c))
