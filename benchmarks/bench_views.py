@@ -172,7 +172,7 @@ def gap_case(load, method="pca", build_on_first_show=True, tmp=None):
         w.deleteLater()
 
 
-def gaps(rows=50_000, cols=300):
+def gaps(rows=50_000, cols=300, repeat=3):
     import tempfile
 
     from app._qt import ensure_app
@@ -192,16 +192,23 @@ def gaps(rows=50_000, cols=300):
     print("# bench_views gaps\n")
     print(_bench.conditions([f"window 1280 x 800, PCA with its defaults, fits in the worker process; "
                              f"gap = largest interval of a 10 ms QTimer"]) + "\n")
-    print("| data | Open -> shown: gap (s) | Run -> drawn: gap, reference (all views built) | "
-          "Run -> drawn: gap, ours (view shown built) | reference / ours | Open s, Run s (ours) |")
+    print(f"Each case {repeat} times, alternating reference and ours; best / median of the gaps.\n")
+    print("| data | Open -> shown: gap | Run -> drawn: gap, reference (all views built) | "
+          "Run -> drawn: gap, ours (view shown built) | reference / ours (median) | Open, Run (ours, median) |")
     print("|---|--:|--:|--:|--:|--:|")
     rows_out = []
+    ms = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
     for name, load in cases:
-        ref = gap_case(load, build_on_first_show=False, tmp=tmp)
-        ours = gap_case(load, build_on_first_show=True, tmp=tmp)
-        rows_out.append((name, ref, ours))
-        print(f"| {name} | {ours[0] * 1000:.0f} ms | {ref[1] * 1000:.0f} ms | {ours[1] * 1000:.0f} ms | "
-              f"{ref[1] / max(ours[1], 1e-9):.1f}x | {ours[2]:.2f} s, {ours[3]:.2f} s |", flush=True)
+        ref, ours = [], []
+        for _ in range(repeat):
+            ref.append(gap_case(load, build_on_first_show=False, tmp=tmp))
+            ours.append(gap_case(load, build_on_first_show=True, tmp=tmp))
+        ref, ours = np.array(ref), np.array(ours)
+        med_r, med_o = np.median(ref, axis=0), np.median(ours, axis=0)
+        rows_out.append((name, med_r, med_o))
+        print(f"| {name} | {ms(ours[:, 0].min())} / {ms(med_o[0])} | {ms(ref[:, 1].min())} / {ms(med_r[1])} | "
+              f"{ms(ours[:, 1].min())} / {ms(med_o[1])} | {med_r[1] / max(med_o[1], 1e-9):.1f}x | "
+              f"{med_o[2]:.2f} s, {med_o[3]:.2f} s |", flush=True)
     print(f"\nload average at the end: {_bench.load_average()}")
     return rows_out
 

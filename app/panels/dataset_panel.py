@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
                                QPushButton, QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
@@ -66,7 +65,7 @@ class PreviewModel(QAbstractTableModel):
             return str(v)
         j = c - len(self._extra)
         X = self.dataset.X if self._head is None else self._head
-        v = X[r, j] if not sp.issparse(X) else X[r, j]
+        v = X[r, j]   # a scalar for arrays and for scipy.sparse matrices alike
         return f"{float(v):.4g}"
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
