@@ -3,6 +3,11 @@ and (``gaps``) how long the window stops answering while data and results arrive
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py [n]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py gaps [rows cols]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py startup
+
+``startup``: a new Python process to the window shown and painted once (throw-away settings),
+5 times; reference: the same process importing scikit-learn first, which the window did
+before issue 25 (robustcore._outlier at the registry's import).
 
 ``gaps``: a 10 ms QTimer ticks in the window (1280 x 800) while a demo or a table is opened
 (Open -> data shown) and while PCA runs on it (Run -> result drawn, fits in the worker
@@ -213,8 +218,49 @@ def gaps(rows=50_000, cols=300, repeat=3):
     return rows_out
 
 
+_STARTUP = """
+import os, sys, tempfile, time
+t0 = time.perf_counter()
+if sys.argv[1] == "reference":
+    import sklearn.base  # noqa: F401
+from app._qt import ensure_app
+app = ensure_app()
+from app.main_window import MainWindow
+from app.settings import Settings
+w = MainWindow(settings=Settings(os.path.join(tempfile.mkdtemp(), "s.ini")))
+w.resize(1280, 800)
+w.show()
+app.processEvents()
+w.repaint()
+print("RESULT", time.perf_counter() - t0)
+w.close()
+os._exit(0)
+"""
+
+
+def startup(repeat=5):
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    times = {"reference": [], "ours": []}
+    for _ in range(repeat):
+        for who in times:
+            out = subprocess.run([sys.executable, "-c", _STARTUP, who], capture_output=True, text=True,
+                                 env=env, cwd=root, timeout=300).stdout
+            times[who].append(float(next(l for l in out.splitlines() if l.startswith("RESULT")).split()[1]))
+    ref, ours = _bench.Timing(times["reference"]), _bench.Timing(times["ours"])
+    print("# bench_views startup\n")
+    print(_bench.conditions(["new process to the window shown and painted once, 1280 x 800"]) + "\n")
+    print("| reference (imports scikit-learn first) best / median | ours best / median | reference / ours |")
+    print("|--:|--:|--:|")
+    print(f"| {ref} | {ours} | {_bench.ratio(ref, ours)} |")
+    print(f"\nload average at the end: {_bench.load_average()}")
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 1 and sys.argv[1] == "gaps":
+    if len(sys.argv) > 1 and sys.argv[1] == "startup":
+        startup()
+    elif len(sys.argv) > 1 and sys.argv[1] == "gaps":
         gaps(*(int(a) for a in sys.argv[2:4]))
     else:
         main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
