@@ -167,7 +167,8 @@ class DetailView(BaseView):
         s_part = np.asarray(res.arrays["sparse"])[i] if is_pcp else None
         resid = x - recon - (s_part if is_pcp else 0.0)
         self.parts = {"original": x, "reconstruction": recon, "part": s_part, "residual": resid}
-        titles = {"original": f"sample #{i}",
+        # The figure says whose sample it is (an exported picture has no window around it).
+        titles = {"original": f"sample #{i}: {der.short_title(res.method)}, {ds.name}",
                   "reconstruction": "low-rank part L" if is_pcp else "reconstruction",
                   "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual"}
         self.titles = titles

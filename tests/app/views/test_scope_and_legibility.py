@@ -192,3 +192,27 @@ def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative
     S_shown = np.abs(v.images["sparse"].image)
     assert 0 < np.mean(S_shown > t) <= 0.11
     assert t <= S_shown.max()
+
+
+# -- what the screenshots at 1280 x 800 showed ------------------------------------------------
+
+def test_comparison_method_names_do_not_run_together(qtbot, window):
+    from PySide6.QtGui import QFont, QFontMetrics
+    ds = data("usps-small")
+    v = _show(qtbot, window, ds, [fit("usps-small", m) for m in ("pca", "coherence-pursuit", "pcp")],
+              "comparison")
+    for plot in (v.error_plot, v.flag_plot):
+        ax = plot.getAxis("bottom")
+        fm = QFontMetrics(ax.style.get("tickFont") or QFont())
+        vb = plot.getViewBox()
+        px = vb.mapViewToScene(pg_point(1, 0)).x() - vb.mapViewToScene(pg_point(0, 0)).x()
+        widths = [max(fm.horizontalAdvance(line) for line in t.split("\n")) for _, t in ax._tickLevels[0]]
+        for a, b in zip(widths, widths[1:]):
+            assert px >= (a + b) / 2 + 4, (px, widths)
+
+
+def test_picture_detail_names_method_and_data(qtbot, window):
+    ds = data("usps-small")
+    v = _show(qtbot, window, ds, [fit("usps-small", "pcp")], "detail")
+    title = v.panels["original"].titleLabel.text.replace("<br>", " ")
+    assert "PCP" in title and ds.name in title
