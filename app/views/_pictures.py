@@ -113,12 +113,12 @@ class PictureGrid:
         mask = np.abs(S) > threshold
         self.images["mask"].setImage(palette.mask_overlay(X, gray_levels, mask), levels=None, lut=None)
         st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)} column ranges")
-        st.set_title(self.panels["original"], "X, each column on its range")
-        st.set_title(self.panels["low_rank"], "low-rank L, on X's column ranges")
+        st.set_title(self.panels["original"], "X, each column on L's range")
+        st.set_title(self.panels["low_rank"], "low-rank L, each column 0 → 1")
         st.set_title(self.panels["sparse"], "sparse S ÷ column range")
-        self.s_bar.getAxis("right").setLabel("S ÷ column range", color=st.AXIS_COLOR)
+        self.s_bar.getAxis("right").setLabel("S ÷ column range of L", color=st.AXIS_COLOR)
         for p in self.panels.values():
-            st.style_plot(p, left="sample", bottom="feature (0 = column min, 1 = max)")
+            st.style_plot(p, left="sample", bottom="feature")
         self.mark_rows(selection)
         return float(mask.mean())
 

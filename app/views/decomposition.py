@@ -55,11 +55,15 @@ def default_threshold(S) -> float:
 
 
 def per_column(X, L, S):
-    """X and L scaled to 0..1 on each column's range (min to max of X and L), and S divided by
-    that range: the display units of a table whose columns differ in unit."""
+    """The display units of a table whose columns differ in unit: each column on the range of
+    its low-rank part (L's min -> 0, max -> 1; X in the same units, beyond 0..1 where it
+    holds what S took out), and S divided by that range. L's range, not X's: one gross
+    entry of X set its column's range and drew the rest of the column black."""
     X, L, S = (np.asarray(a, dtype=float) for a in (X, L, S))
-    lo = np.minimum(X.min(axis=0), L.min(axis=0))
-    span = np.maximum(X.max(axis=0), L.max(axis=0)) - lo
+    lo, hi = L.min(axis=0), L.max(axis=0)
+    flat = hi - lo <= 0   # a column L does not vary in: X's range then
+    lo = np.where(flat, X.min(axis=0), lo)
+    span = np.where(flat, X.max(axis=0) - lo, hi - lo)
     span = np.where(span > 0, span, 1.0)
     return (X - lo) / span, (L - lo) / span, S / span
 
@@ -172,7 +176,10 @@ class DecompositionView(BaseView):
     def _set_scales(self, X, L, S) -> None:
         """Grey levels of X and L, the symmetric scale of S and the default mask threshold, from
         the frames given (all, or a probe of a stack on disk or of a run in progress)."""
-        lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
+        if self.state.dataset is not None and not self.state.dataset.is_image:
+            lo, hi = 0.0, 1.0   # the per-column units of per_column()
+        else:
+            lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
         self.gray_levels = (lo, hi if hi > lo else lo + 1)
         smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
         if smax <= 0:

@@ -177,13 +177,15 @@ def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative
     ds = _mixed_units()
     res = get_method("pcp").run(ds, {})
     v = _show(qtbot, window, ds, [res], "decomposition")
-    shown = v.images["original"].image
-    # Every column uses the whole grey range: 0 at its minimum, 1 at its maximum.
-    np.testing.assert_allclose(shown.min(axis=0), 0, atol=0.05)
-    np.testing.assert_allclose(shown.max(axis=0), 1, atol=0.05)
+    shown = v.images["low_rank"].image
+    # Every column of L uses the whole grey range: 0 at its minimum, 1 at its maximum, whatever
+    # its unit; X is shown in the same units (its gross entry beyond them, not setting them).
+    np.testing.assert_allclose(shown.min(axis=0), 0, atol=1e-9)
+    np.testing.assert_allclose(shown.max(axis=0), 1, atol=1e-9)
     L, X = np.asarray(res.arrays["low_rank"]), ds.X
-    lo = np.minimum(X.min(0), L.min(0))
-    span = np.maximum(X.max(0), L.max(0)) - lo
+    lo = L.min(0)
+    span = L.max(0) - lo
+    np.testing.assert_allclose(v.images["original"].image, (X - lo) / span)
     np.testing.assert_allclose(v.images["sparse"].image, np.asarray(res.arrays["sparse"]) / span)
     assert "column range" in v.panels["sparse"].titleLabel.text
     assert "column range" in v.s_bar.getAxis("right").labelText
