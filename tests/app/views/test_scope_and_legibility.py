@@ -108,6 +108,10 @@ def test_online_rpca_with_one_batch_draws_no_curve_over_a_wide_range(qtbot, wind
         lo, hi = plot.getViewBox().viewRange()[0]
         assert 0 <= lo and hi <= 2, (lo, hi)
     assert "one batch: no convergence curve" in conv.res_plot.titleLabel.text
+    for plot in (conv.res_plot, conv.rank_plot):   # no fractional batches on the axis
+        ax = plot.getAxis("bottom")
+        assert [t for _, t in ax._tickLevels[0]] == ["1"] and ax.labelText == "batch"
+    assert len(conv.res_plot.getAxis("left")._tickLevels[0]) == 1   # one residual, one tick
 
 
 def _legend_text_height(path, rect, scale):
