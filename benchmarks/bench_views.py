@@ -195,8 +195,8 @@ def gaps(rows=50_000, cols=300, repeat=3):
     cases.append((f"table {rows:,} x {cols}", lambda w: w.open_path(table)))
     gap_case(cases[3][1], tmp=tmp)   # warm-up: imports, the worker's first fit
     print("# bench_views gaps\n")
-    print(_bench.conditions([f"window 1280 x 800, PCA with its defaults, fits in the worker process; "
-                             f"gap = largest interval of a 10 ms QTimer"]) + "\n")
+    print(_bench.conditions(["window 1280 x 800, PCA with its defaults, fits in the worker process; "
+                             "gap = largest interval of a 10 ms QTimer"]) + "\n")
     print(f"Each case {repeat} times, alternating reference and ours; best / median of the gaps.\n")
     print("| data | Open -> shown: gap | Run -> drawn: gap, reference (all views built) | "
           "Run -> drawn: gap, ours (view shown built) | reference / ours (median) | Open, Run (ours, median) |")

@@ -8,7 +8,6 @@ import app.session as S
 from app.__main__ import _Launch, build_parser, main
 from app.main_window import MainWindow
 from app.settings import Settings
-from robustcore.datasets import Dataset
 
 
 @pytest.fixture

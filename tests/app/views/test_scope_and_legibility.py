@@ -52,7 +52,6 @@ def test_sample_detail_feature_names_do_not_run_together_and_the_title_names_met
     assert len(ticks) >= 3
     vb = v.bar_plot.getViewBox()
     px_per_bar = vb.mapViewToScene(pg_point(1, 0)).x() - vb.mapViewToScene(pg_point(0, 0)).x()
-    fm = ax.fontMetrics() if hasattr(ax, "fontMetrics") else None
     from PySide6.QtGui import QFont, QFontMetrics
     fm = QFontMetrics(ax.style.get("tickFont") or QFont())
     for (a, name_a), (b, name_b) in zip(ticks, ticks[1:]):
