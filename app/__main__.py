@@ -3,8 +3,11 @@
 ``robust-studio run|replay|methods|demos ...`` is the headless command line (:mod:`app.cli`).
 Anything else opens the window::
 
-    robust-studio [--demo NAME | DATAFILE] [--method NAME] [--run] [--session FILE]
+    robust-studio [--demo NAME | DATAFILE] [--method NAME] [--run] [--session FILE [--data FILE]]
                   [--screenshot FILE.png]
+
+``--data`` with ``--session`` names the session's data file where it lies now (moved, renamed, or
+outside the session's folder): the session is reopened with it once its content is checked.
 """
 from __future__ import annotations
 
@@ -33,6 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", metavar="NAME", help="choose this method in the side panel")
     p.add_argument("--run", action="store_true", help="start the fit once the data is loaded")
     p.add_argument("--session", metavar="FILE", help="open a saved session file")
+    p.add_argument("--data", metavar="FILE", dest="session_data",
+                   help="with --session: the session's data file where it lies now (moved, renamed or "
+                        "outside the session's folder); its content is checked against the session")
     p.add_argument("--screenshot", metavar="FILE.png",
                    help="save a picture of the whole window (after the run with --run) and quit")
     p.add_argument("--settings", metavar="FILE.ini", help=argparse.SUPPRESS)
@@ -59,7 +65,7 @@ class _Launch:
         w.loadFailed.connect(lambda msg: self._fail(msg))
         w.idle.connect(self._run_over)
         if a.session:
-            w.open_session(a.session)
+            w.open_session(a.session, data_path=a.session_data or a.data)
         elif a.demo:
             w.load_demo(a.demo)
         elif a.data:
@@ -111,7 +117,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in CLI_COMMANDS:
         from . import cli
         return cli.main(argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.session_data and not args.session:
+        if args.data and args.data != args.session_data:
+            parser.error("--data names a session's data file: use it with --session FILE, or open a "
+                         "data file by naming it alone (robust-studio FILE)")
+        args.data = args.session_data   # 'robust-studio --data FILE' opens FILE
+    elif args.session and args.data and args.session_data and args.data != args.session_data:
+        parser.error("two data files for one session: give the session's data file once, with --data")
     if args.screenshot and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY") \
             and sys.platform.startswith("linux"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")

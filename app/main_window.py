@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
             "recent": self._build_recent_menu, "demos": self._build_demos_menu,
             "docks": self._build_dock_toggles, "examples": self._build_examples_menu})
         self.act_reopen_last.setChecked(self.settings.reopen_last())
+        self.act_keep_params.setChecked(self.settings.keep_params_on_new_data())
         self.data_status = QLabel("No data")
         self.statusBar().addPermanentWidget(self.data_status)
         self._connect()
@@ -223,7 +224,7 @@ class MainWindow(QMainWindow):
 
     def _size_docks(self) -> None:
         """Side panels take about a fifth of the width each at most, the log a sixth of the
-        height. In a narrow window (a small screen, or 200 % scaling: 1920 x 1080 is 960 x 540)
+        height (an eighth when the window is short). In a narrow window (a small screen, or 200 % scaling: 1920 x 1080 is 960 x 540)
         the Data and Method panels share one column as tabs, so the views keep room to be read."""
         w, h = max(self.width(), 640), max(self.height(), 480)
         if w < NARROW_WINDOW:
@@ -236,7 +237,8 @@ class MainWindow(QMainWindow):
         else:
             self.resizeDocks([self.dataset_dock, self.method_dock], [int(min(350, 0.22 * w)), int(min(320, 0.22 * w))],
                              Qt.Orientation.Horizontal)
-        self.resizeDocks([self.log_dock], [int(min(150, h / 6))], Qt.Orientation.Vertical)
+        # A short window (200 %) gives the log less: the view names may take a second row there.
+        self.resizeDocks([self.log_dock], [int(min(150, h / (8 if h < 700 else 6)))], Qt.Orientation.Vertical)
 
     def _build_recent_menu(self, menu) -> None:
         self.recent_menu = menu.addMenu("Open &recent")
@@ -323,8 +325,7 @@ class MainWindow(QMainWindow):
         else:
             self.data_status.setText(f"{ds.name}: {ds.n_samples:,} × {ds.n_features:,}")
             self.setWindowTitle(f"{ds.name} — Robust Subspace Studio")
-            if self.method_panel.method_name():
-                self.runs.fit_defaults_to_data(self.method_panel.method_name())
+        self.runs.data_changed(ds)
         self.runs.update_blocker()
 
     # == settings ========================================================================================

@@ -29,6 +29,13 @@ from .tasks import Job, TaskRunner
 __all__ = ["RunController"]
 
 
+def _source(ds):
+    """Where a data set came from: its file and loader, or its name (demos, scripts)."""
+    prov = getattr(ds, "provenance", None)
+    path = getattr(prov, "path", None)
+    return ("file", path) if path else ("name", ds.name)
+
+
 class RunController(QObject):
     """Runs the chosen method on the current data; see the module doc.
 
@@ -56,6 +63,7 @@ class RunController(QObject):
         self.session_path: Callable[[], str | None] = lambda: None   # set by the window
         self.runner = TaskRunner(parent)
         self._fitted_defaults: set = set()  # (data version, method) whose defaults were fitted to the data
+        self._params_data = None  # the data set the forms' values were set on (carry-over check)
         r = self.runner
         r.busyChanged.connect(self._on_busy)
         r.progress.connect(lambda job, fraction, message: self.panel.set_progress(fraction, message))
@@ -85,7 +93,7 @@ class RunController(QObject):
             self.fit_defaults_to_data(name)
         self.update_blocker()
 
-    def fit_defaults_to_data(self, name: str) -> None:
+    def fit_defaults_to_data(self, name: str, append: bool = False) -> None:
         """A default that would leave the views empty on this data (a rank as large as the data's
         dimension: no residual, no SPE/T² limits) becomes the registry's data-aware default, and
         the Method panel says so. Values the user typed are left alone."""
@@ -99,8 +107,59 @@ class RunController(QObject):
         if changed:
             form.set_values(changed)
             what = ", ".join(f"{k} = {v}" for k, v in changed.items())
-            self.panel.set_status(f"{what} for {ds.name} ({ds.n_features} features): the default would "
-                                  f"leave no residual, so no SPE/T² limits or map.")
+            text = (f"{what} for {ds.name} ({ds.n_features} features): the default would "
+                    f"leave no residual, so no SPE/T² limits or map.")
+            self.panel.set_status(f"{self.panel.status.text()} {text}" if append else text)
+
+    def _data_defaults(self, name: str, ds) -> dict:
+        m = self.methods[name]
+        out = m.defaults()
+        if ds is not None:
+            out.update(m.data_defaults(ds.n_samples, ds.n_features))
+        return out
+
+    def data_changed(self, ds) -> None:
+        """Other data became current. Values set for the previous data set are put back to the
+        new data's defaults, or kept when the user chose so (Run > Keep parameters for new
+        data); either way the Method panel says what happened, and it no longer reports a run
+        on the previous data (its result is gone from the views)."""
+        prev, self._params_data = self._params_data, ds
+        if ds is None:
+            self.panel.set_status("Not run yet", done=False)
+            return
+        notes = [f"Data: {ds.name}."]
+        # The same source read again (other loader options, a reload) is not other data.
+        same = prev is not None and _source(prev) == _source(ds)
+        if prev is not None and not same:
+            keep = self.settings.keep_params_on_new_data()
+            carried = {}
+            for name, form in self.panel.built_forms().items():
+                if name not in self.methods:
+                    continue
+                try:
+                    values = form.values()
+                except ValueError:
+                    continue
+                base = self._data_defaults(name, prev)
+                diff = {k: v for k, v in values.items() if k in base and v != base[k]}
+                if diff:
+                    carried[name] = diff
+                    if not keep:
+                        form.reset()
+                        self._fitted_defaults.discard((self.state.data_version, name))
+            if carried:
+                what = "; ".join(f"{self.methods[n].title}: " + ", ".join(f"{k} = {v}" for k, v in d.items())
+                                 for n, d in carried.items())
+                if keep:
+                    notes.append(f"Parameters kept from {prev.name} ({what}); Run > Keep parameters for "
+                                 f"new data chooses this.")
+                else:
+                    notes.append(f"Parameters set on {prev.name} were reset to the defaults ({what}); "
+                                 f"Run > Keep parameters for new data keeps them instead.")
+        self.panel.set_status(" ".join(notes), done=False)
+        name = self.panel.method_name()
+        if name:
+            self.fit_defaults_to_data(name, append=True)
 
     def current_params(self, name: str | None = None) -> dict | None:
         """Validated parameters in the form of ``name`` (default: the chosen method), or None if invalid."""
@@ -210,6 +269,8 @@ class RunController(QObject):
         if reason is not None:
             self._log(job, "discarded", "muted", seconds=job.elapsed, detail=reason)
             self.panel.set_status(f"Result discarded: {reason}", done=False)
+            # The status bar may still announce an earlier run: say what became of this one.
+            self.status(f"{job.tag.title}: result discarded ({reason})", 8000)
             self.views.end_live()
             self.discarded.emit(reason)
             self.idle.emit()

@@ -207,6 +207,16 @@ class Settings:
         return str(p) if p and os.path.isfile(str(p)) else None
 
     # -- methods ------------------------------------------------------------------------------
+    def keep_params_on_new_data(self) -> bool:
+        """The user's choice for parameters set on one data set when another is loaded: False
+        (default) puts them back to the new data's defaults; True keeps them, and the Method
+        panel says they were kept."""
+        v = self.qs.value("methods/keep_params_on_new_data", False)
+        return v in (True, "true", "1", 1)
+
+    def set_keep_params_on_new_data(self, keep: bool) -> None:
+        self.qs.setValue("methods/keep_params_on_new_data", bool(keep))
+
     def last_method(self) -> str | None:
         v = self.qs.value("methods/last")
         return str(v) if v else None

@@ -1,6 +1,20 @@
-"""Scatter view at 100,000 points: our grouped drawing against pyqtgraph's per-point path.
+"""Scatter view at 100,000 points: our grouped drawing against pyqtgraph's per-point path;
+and (``gaps``) how long the window stops answering while data and results arrive.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py [n]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py gaps [rows cols]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py startup
+
+``startup``: a new Python process to the window shown and painted once (throw-away settings),
+5 times; reference: the same process importing scikit-learn first, which the window did
+before issue 25 (robustcore._outlier at the registry's import).
+
+``gaps``: a 10 ms QTimer ticks in the window (1280 x 800) while a demo or a table is opened
+(Open -> data shown) and while PCA runs on it (Run -> result drawn, fits in the worker
+process). The largest interval between two ticks is how long the window froze; 10 ms is no
+freeze. Each case runs in a new window, so the result is the window's first (when the views
+are built). Reference: every view the result feeds built at once (``BUILD_ON_FIRST_SHOW =
+False``, the behaviour before issue 25); ours: the view shown only.
 
 Reports the best and the median wall times and RATIOS (reference / ours), measured in the same
 run, after the run's conditions, for:
@@ -86,5 +100,169 @@ def main(n=100_000):
     return rows
 
 
+class GapMeter:
+    """The largest interval between ticks of a 10 ms timer, from start() to stop()."""
+
+    def __init__(self):
+        from PySide6.QtCore import QTimer
+        self.timer = QTimer()
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self._tick)
+        self.ticks = []
+
+    def _tick(self):
+        import time
+        self.ticks.append(time.perf_counter())
+
+    def start(self):
+        self._tick()
+        self.ticks = self.ticks[-1:]
+        self.timer.start()
+
+    def stop(self) -> float:
+        self._tick()
+        self.timer.stop()
+        return float(np.max(np.diff(self.ticks))) if len(self.ticks) > 1 else 0.0
+
+
+def _wait(signal, timeout_ms=600_000, settle_ms=150):
+    """Run the event loop until ``signal`` (then ``settle_ms`` more, for the paint)."""
+    from PySide6.QtCore import QEventLoop, QTimer
+    loop = QEventLoop()
+    got = []
+    signal.connect(lambda *a: (got.append(a), loop.quit()))
+    QTimer.singleShot(timeout_ms, loop.quit)
+    loop.exec()
+    if not got:
+        raise RuntimeError(f"timed out waiting for {signal}")
+    pause = QEventLoop()
+    QTimer.singleShot(settle_ms, pause.quit)
+    pause.exec()
+    return got[0]
+
+
+def gap_case(load, method="pca", build_on_first_show=True, tmp=None):
+    """(open gap, run gap, open seconds, run seconds) in a new window."""
+    import time
+
+    from app.main_window import MainWindow
+    from app.settings import Settings
+    from app.views import ResultViews
+
+    ResultViews.BUILD_ON_FIRST_SHOW = build_on_first_show
+    settings = Settings(os.path.join(tmp, f"s{time.perf_counter_ns()}.ini"))
+    settings.set_memory_budget(4 << 30)   # the 50,000 x 300 table is read into memory
+    w = MainWindow(settings=settings)
+    w.resize(1280, 800)
+    w.show()
+    try:
+        meter = GapMeter()
+        meter.start()
+        t0 = time.perf_counter()
+        load(w)
+        _wait(w.datasetLoaded)
+        t_open = time.perf_counter() - t0 - 0.15
+        g_open = meter.stop()
+        w.method_panel.set_method(method)
+        meter.start()
+        t0 = time.perf_counter()
+        if w.run() is None:
+            raise RuntimeError(w.method_panel.run_block_reason())
+        _wait(w.runFinished)
+        t_run = time.perf_counter() - t0 - 0.15
+        g_run = meter.stop()
+        return g_open, g_run, t_open, t_run
+    finally:
+        w.close()
+        w.deleteLater()
+
+
+def gaps(rows=50_000, cols=300, repeat=3):
+    import tempfile
+
+    from app._qt import ensure_app
+    from app.fit_process import shared_pool
+    import robustcore.datasets as datasets
+
+    ensure_app()
+    shared_pool().warm()
+    tmp = tempfile.mkdtemp(prefix="bench_gaps_")
+    table = os.path.join(tmp, f"table_{rows}x{cols}.npy")
+    rng = np.random.default_rng(0)
+    np.save(table, rng.standard_normal((rows, 5)) @ rng.standard_normal((5, cols))
+            + 0.1 * rng.standard_normal((rows, cols)))
+    cases = [(name, (lambda w, n=name: w.load_demo(n))) for name in dict(datasets.demos())]
+    cases.append((f"table {rows:,} x {cols}", lambda w: w.open_path(table)))
+    gap_case(cases[3][1], tmp=tmp)   # warm-up: imports, the worker's first fit
+    print("# bench_views gaps\n")
+    print(_bench.conditions(["window 1280 x 800, PCA with its defaults, fits in the worker process; "
+                             "gap = largest interval of a 10 ms QTimer"]) + "\n")
+    print(f"Each case {repeat} times, alternating reference and ours; best / median of the gaps.\n")
+    print("| data | Open -> shown: gap | Run -> drawn: gap, reference (all views built) | "
+          "Run -> drawn: gap, ours (view shown built) | reference / ours (median) | Open, Run (ours, median) |")
+    print("|---|--:|--:|--:|--:|--:|")
+    rows_out = []
+    ms = lambda v: f"{v * 1000:.0f} ms"  # noqa: E731
+    for name, load in cases:
+        ref, ours = [], []
+        for _ in range(repeat):
+            ref.append(gap_case(load, build_on_first_show=False, tmp=tmp))
+            ours.append(gap_case(load, build_on_first_show=True, tmp=tmp))
+        ref, ours = np.array(ref), np.array(ours)
+        med_r, med_o = np.median(ref, axis=0), np.median(ours, axis=0)
+        rows_out.append((name, med_r, med_o))
+        print(f"| {name} | {ms(ours[:, 0].min())} / {ms(med_o[0])} | {ms(ref[:, 1].min())} / {ms(med_r[1])} | "
+              f"{ms(ours[:, 1].min())} / {ms(med_o[1])} | {med_r[1] / max(med_o[1], 1e-9):.1f}x | "
+              f"{med_o[2]:.2f} s, {med_o[3]:.2f} s |", flush=True)
+    print(f"\nload average at the end: {_bench.load_average()}")
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)   # the table is 120 MB
+    return rows_out
+
+
+_STARTUP = """
+import os, sys, tempfile, time
+t0 = time.perf_counter()
+if sys.argv[1] == "reference":
+    import sklearn.base  # noqa: F401
+from app._qt import ensure_app
+app = ensure_app()
+from app.main_window import MainWindow
+from app.settings import Settings
+w = MainWindow(settings=Settings(os.path.join(tempfile.mkdtemp(), "s.ini")))
+w.resize(1280, 800)
+w.show()
+app.processEvents()
+w.repaint()
+print("RESULT", time.perf_counter() - t0)
+w.close()
+os._exit(0)
+"""
+
+
+def startup(repeat=5):
+    import subprocess
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    times = {"reference": [], "ours": []}
+    for _ in range(repeat):
+        for who in times:
+            out = subprocess.run([sys.executable, "-c", _STARTUP, who], capture_output=True, text=True,
+                                 env=env, cwd=root, timeout=300).stdout
+            times[who].append(float(next(l for l in out.splitlines() if l.startswith("RESULT")).split()[1]))
+    ref, ours = _bench.Timing(times["reference"]), _bench.Timing(times["ours"])
+    print("# bench_views startup\n")
+    print(_bench.conditions(["new process to the window shown and painted once, 1280 x 800"]) + "\n")
+    print("| reference (imports scikit-learn first) best / median | ours best / median | reference / ours |")
+    print("|--:|--:|--:|")
+    print(f"| {ref} | {ours} | {_bench.ratio(ref, ours)} |")
+    print(f"\nload average at the end: {_bench.load_average()}")
+
+
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)
+    if len(sys.argv) > 1 and sys.argv[1] == "startup":
+        startup()
+    elif len(sys.argv) > 1 and sys.argv[1] == "gaps":
+        gaps(*(int(a) for a in sys.argv[2:4]))
+    else:
+        main(int(sys.argv[1]) if len(sys.argv) > 1 else 100_000)

@@ -21,31 +21,13 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import OutlierMixin
 
-from ._params import Param
+# The constants and the rule's wording live in a module without scikit-learn: the registry
+# (robustcore.methods) needs them at import, and the window imports the registry to open.
+from ._contamination import CONTAMINATION, LIMIT_ALPHA, MAD_NORMAL, N_MAD, contamination_rule  # noqa: F401
 
 __all__ = ["CONTAMINATION", "LIMIT_ALPHA", "OutlierScores", "robust_threshold", "median_mad_cut",
            "flags_above", "calibration_rows", "calibration_cut", "residual_limit", "contamination_rule",
            "N_MAD", "MAD_NORMAL"]
-
-CONTAMINATION = Param(
-    "contamination", float, "auto", "Share of training samples flagged as outliers; 'auto' uses "
-    "the method's own limit.", low=0.0, high=0.5, low_inclusive=False, special=("auto",))
-
-# False-alarm rate of the limits behind "auto" where the method has no alpha parameter of its own
-# (PCA, Coherence Pursuit), and of the registry's SPE/T² flags.
-LIMIT_ALPHA = 0.01
-
-# 1.4826 x MAD estimates the standard deviation of normal scores.
-MAD_NORMAL = 1.4826
-# Width of the robust cut median + N_MAD x 1.4826 MAD (scores without a control limit, and the
-# gross outliers left out of a robust fit's calibration rows).
-N_MAD = 3.0
-
-
-def contamination_rule(c: float) -> str:
-    """The outlier rule of a run with a numeric ``contamination``, in words."""
-    return f"the {c:.3g} share of samples with the largest outlier score (contamination)"
-
 
 def median_mad_cut(median: float, mad: float, n_mad: float = N_MAD) -> float:
     """median + n_mad x 1.4826 x MAD: the one robust cut, whoever found the median and MAD (numpy

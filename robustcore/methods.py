@@ -57,7 +57,7 @@ class OutlierRule:
 
 
 # (the words of a numeric contamination's rule live with the rules themselves)
-from ._outlier import contamination_rule  # noqa: E402
+from ._contamination import contamination_rule  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def _X(dataset, accept_sparse=False):
     return dataset.dense()
 
 
-from ._outlier import LIMIT_ALPHA as _LIMIT_ALPHA  # false-alarm rate of the pca/cp flags' limits
+from ._contamination import LIMIT_ALPHA as _LIMIT_ALPHA  # false-alarm rate of the pca/cp flags' limits
 
 # Which way each per-sample score runs (written into exports beside the scores). The registry's
 # scores keep their own names and directions; scikit-learn's score_samples (higher = more normal)

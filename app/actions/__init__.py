@@ -58,6 +58,9 @@ ACTIONS = (
     ActionSpec("cancel_load", "Cancel &loading", run.cancel_load, (), "Stop loading the data", enabled=False),
     ActionSpec("reset", "Reset parameters to &defaults", run.reset_parameters, (),
                "Put the chosen method's parameters back to their defaults"),
+    ActionSpec("keep_params", "&Keep parameters for new data", run.toggle_keep_params, (),
+               "When other data is loaded, keep the parameters set on the previous data instead of "
+               "going back to the new data's defaults", checkable=True),
     ActionSpec("method_help", "&Method help", help_menu.show_method_help, ("F1",),
                "What the chosen method does, when to use it, what its parameters mean"),
     ActionSpec("about", "&About", help_menu.show_about, (), "About Robust Subspace Studio"),
@@ -68,7 +71,7 @@ MENUS = (
                "save_session_as", "reopen_last", "-", "export_figure", "export_results", "export_video",
                "-", "quit")),
     ("&Demos", ("@demos",)),
-    ("&Run", ("run", "cancel", "cancel_load", "-", "reset")),
+    ("&Run", ("run", "cancel", "cancel_load", "-", "reset", "keep_params")),
     ("&View", ("@docks",)),
     ("&Help", ("method_help", "@examples", "-", "about")),
 )

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
                                QPushButton, QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
@@ -66,7 +65,7 @@ class PreviewModel(QAbstractTableModel):
             return str(v)
         j = c - len(self._extra)
         X = self.dataset.X if self._head is None else self._head
-        v = X[r, j] if not sp.issparse(X) else X[r, j]
+        v = X[r, j]   # a scalar for arrays and for scipy.sparse matrices alike
         return f"{float(v):.4g}"
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
@@ -235,6 +234,20 @@ class DatasetPanel(QWidget):
         if getattr(ds, "is_lazy", False):
             self.set_dataset(ds)
 
+    def _size_columns(self, rows: int = 12) -> None:
+        """Each column as wide as its name and its first ``rows`` cells. Qt's
+        resizeColumnsToContents asked the model for every role of 40 rows of 200 columns (64,000
+        calls, 0.26 s of frozen window when a 256-feature table arrived); this measures the text."""
+        model, header = self.model, self.table.horizontalHeader()
+        fm = self.table.fontMetrics()
+        head_fm = header.fontMetrics()
+        pad = 2 * self.table.style().pixelMetric(self.table.style().PixelMetric.PM_FocusFrameHMargin) + 12
+        for c in range(model.columnCount()):
+            name = model.headerData(c, Qt.Orientation.Horizontal) or ""
+            cells = (model.data(model.index(r, c)) or "" for r in range(min(rows, model.rowCount())))
+            width = max([head_fm.horizontalAdvance(name)] + [fm.horizontalAdvance(t) for t in cells])
+            header.resizeSection(c, width + pad)
+
     def set_dataset(self, ds) -> None:
         while self.summary_form.rowCount():
             self.summary_form.removeRow(0)
@@ -268,7 +281,7 @@ class DatasetPanel(QWidget):
         self.description.setText(ds.description or "")
         self.description.setVisible(bool(ds.description))
         self.table.setVisible(self.model.rowCount() > 0)
-        self.table.resizeColumnsToContents()
+        self._size_columns()
         n, d = ds.n_samples, ds.n_features
         notes = []
         if lazy:

@@ -123,11 +123,11 @@ class GroupScatter(pg.ScatterPlotItem):
         self.invalidate()
 
 
-def new_plot(layout, row=None, col=None, **kwargs) -> pg.PlotItem:
+def new_plot(layout, row=None, col=None, rowspan=1, colspan=1, **kwargs) -> pg.PlotItem:
     """A PlotItem with a SelectViewBox, added to a GraphicsLayout."""
     vb = SelectViewBox()
     plot = pg.PlotItem(viewBox=vb, **kwargs)
-    layout.addItem(plot, row=row, col=col)
+    layout.addItem(plot, row=row, col=col, rowspan=rowspan, colspan=colspan)
     st.style_plot(plot)
     return plot
 

@@ -41,6 +41,34 @@ class ConvergencePlots:
             self.tol_line.setVisible(True)
         else:
             self.tol_line.setVisible(False)
+        n = len(residuals)
+        if n <= 1:
+            # One point has no curve, and auto-range would centre it in -15…15 iterations.
+            for plot in (self.res_plot, self.rank_plot):
+                plot.disableAutoRange()
+                plot.setXRange(0.5, 1.5, padding=0)
+            if n == 1:
+                r = float(np.asarray(ranks, float)[0]) if len(ranks) else 0.0
+                self.rank_plot.setYRange(max(0.0, r - 1), r + 1, padding=0)
+                self.rank_plot.getAxis("left").setTicks([[(k, str(k)) for k in range(int(max(0, r - 1)), int(r) + 2)]])
+                v = np.log10(max(float(residuals[0]), 1e-300))
+                self.res_plot.setYRange(v - 0.5, v + 0.5, padding=0)
+                # One tick, at the point (log axis: positions are log10 values).
+                self.res_plot.getAxis("left").setTicks([[(v, f"{float(residuals[0]):.3g}")]])
+            what = "one batch" if converged is None else "one iteration"
+            for plot in (self.res_plot, self.rank_plot):   # one step: no fractional steps on the axis
+                plot.getAxis("bottom").setTicks([[(1, "1")]])
+                plot.setLabel("bottom", "batch" if converged is None else "iteration", color=st.AXIS_COLOR)
+            st.set_title(self.res_plot, f"{what}: no convergence curve")
+            st.set_title(self.rank_plot, f"rank of L ({what})")
+            return
+        for plot in (self.res_plot, self.rank_plot):
+            plot.enableAutoRange()
+            plot.getAxis("bottom").setTicks(None)
+            plot.setLabel("bottom", "batch" if converged is None else "iteration", color=st.AXIS_COLOR)
+        self.rank_plot.getAxis("left").setTicks(None)
+        self.res_plot.getAxis("left").setTicks(None)
+        st.set_title(self.rank_plot, "rank of L per iteration" if converged is not None else "rank of L per batch")
         if converged is None:
             st.set_title(self.res_plot, f"residual per batch ({len(residuals)} batches)")
         else:

@@ -111,6 +111,24 @@ def _wider_pens(scene, scale: float):
             item.setPen(old)
 
 
+@contextmanager
+def _scaled_legends(scene, scale: float):
+    """pyqtgraph's legends ignore the view's transformations (so that zooming leaves them be),
+    which a render at ``scale`` is too: their text stayed at screen size in a 2x figure."""
+    flag = pg.QtWidgets.QGraphicsItem.GraphicsItemFlag.ItemIgnoresTransformations
+    changed = []
+    if scale != 1.0:
+        for item in scene.items():
+            if isinstance(item, pg.LegendItem) and item.flags() & flag:
+                item.setFlag(flag, False)
+                changed.append(item)
+    try:
+        yield
+    finally:
+        for item in changed:
+            item.setFlag(flag, True)
+
+
 def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes:
     """PNG of a GraphicsView-based widget's scene at ``scale`` times its on-screen size.
 
@@ -122,7 +140,7 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
     w = max(1, widget.width())
     exp.parameters()["width"] = int(round(w * scale))
     exp.parameters()["background"] = QColor("white")
-    with _wider_pens(scene, scale):
+    with _wider_pens(scene, scale), _scaled_legends(scene, scale):
         img = exp.export(toBytes=True)
     if metadata is not None:
         img.setText("Comment", json.dumps(metadata, sort_keys=True, ensure_ascii=True))

@@ -94,6 +94,9 @@ class PictureGrid:
 
     def draw_frame(self, shape, x, l_i, s_i, gray_levels, s_levels, threshold, provisional=False) -> float:
         """One frame (flattened rows of ``shape``); returns the share of its pixels in the mask."""
+        if self.s_bar.getAxis("right").labelText != "S":
+            self.set_titles(provisional)
+            self.s_bar.getAxis("right").setLabel("S", color=st.AXIS_COLOR)
         self.images["original"].setImage(x.reshape(shape), levels=gray_levels)
         self.images["low_rank"].setImage(l_i.reshape(shape), levels=gray_levels)
         self.images["sparse"].setImage(s_i.reshape(shape), levels=s_levels, lut=palette.diverging_lut())
@@ -109,7 +112,11 @@ class PictureGrid:
             self.images[key].setImage(data, levels=lev, lut=palette.diverging_lut() if key == "sparse" else None)
         mask = np.abs(S) > threshold
         self.images["mask"].setImage(palette.mask_overlay(X, gray_levels, mask), levels=None, lut=None)
-        st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)}")
+        st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)} column ranges")
+        st.set_title(self.panels["original"], "X, each column on L's range")
+        st.set_title(self.panels["low_rank"], "low-rank L, each column 0 → 1")
+        st.set_title(self.panels["sparse"], "sparse S ÷ column range")
+        self.s_bar.getAxis("right").setLabel("S ÷ column range of L", color=st.AXIS_COLOR)
         for p in self.panels.values():
             st.style_plot(p, left="sample", bottom="feature")
         self.mark_rows(selection)

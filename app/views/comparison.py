@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableWidget, QTableWidgetItem
 
 from robustcore import compare
@@ -37,6 +38,9 @@ class _Item(QTableWidgetItem):
             return self.value < other.value
         except TypeError:
             return str(self.value) < str(other.value)
+
+
+TWO_LINE_FIGURE_HEIGHT = 300  # px of figure below which a second line of names costs too much plot
 
 
 class ComparisonView(BaseView):
@@ -118,8 +122,36 @@ class ComparisonView(BaseView):
         self._draw(ms, ds)
         self._fill_table(ms, ds)
 
+    def _method_ticks(self) -> list:
+        """Each method with its own rank under its bars: on one line where the names fit side by
+        side, else name and rank on two lines ("CoP (10)PCP (90)" ran together at 1280 x 800)."""
+        names = getattr(self, "_tick_names", [])
+        if not names:
+            return [[]]
+        ax = self.error_plot.getAxis("bottom")
+        fm = QFontMetrics(ax.style.get("tickFont") or QFont())
+        one = [f"{n} ({r})" for n, r in names]
+        vb = self.error_plot.getViewBox()
+        per_bar = vb.width() / max(len(names), 1)
+        narrow = 0 < per_bar < max(fm.horizontalAdvance(t) for t in one) + 8
+        # A second line costs a line of the plots' height: in a short figure (200 %) the ranks
+        # go and the names stay (the status line gives the ranks).
+        two_lines = narrow and self.figure.height() >= TWO_LINE_FIGURE_HEIGHT
+        for p in (self.error_plot, self.flag_plot):
+            # Room for two lines of names and the axis label (pyqtgraph sizes the axis for one).
+            # (Explicit both ways: pyqtgraph's own height only ever grows with the text seen.)
+            p.getAxis("bottom").setHeight((3 if two_lines else 2) * fm.height() + 14)
+        self.error_plot.setLabel("bottom", "method" if narrow and not two_lines else "method (own rank)",
+                                 color=st.AXIS_COLOR)
+        return [[(i, f"{n}\n({r})" if two_lines else n if narrow else t)
+                 for i, ((n, r), t) in enumerate(zip(names, one))]]
+
     def fit_layout(self) -> None:
         super().fit_layout()
+        if getattr(self, "_tick_names", None):
+            ticks = self._method_ticks()
+            self.error_plot.getAxis("bottom").setTicks(ticks)
+            self.flag_plot.getAxis("bottom").setTicks(ticks)
         total = self.splitter.height()
         if not self._split_done and total > 0 and self.isVisible():
             # Three fifths to the plots, the rest to the table, until the user drags the split.
@@ -158,10 +190,10 @@ class ComparisonView(BaseView):
             self.error_legend.addItem(bars, f"{kind} ({int(self._set_size(kind, ds))})")
         # Each method with its own rank under its bars (an axis label listing them all was
         # wider than the plot at 1280 x 800).
-        ticks = [[(i, f"{short[m]} ({self.ranks[m]})") for i, m in enumerate(ms)]]
+        self._tick_names = [(short[m], self.ranks[m]) for m in ms]
+        ticks = self._method_ticks()
         self.error_plot.getAxis("bottom").setTicks(ticks)
         st.set_title(self.error_plot, f"median SPE at rank {k} ({self.unit})")
-        self.error_plot.setLabel("bottom", "method (own rank)", color=st.AXIS_COLOR)
         nflag = [int(self.flags[m][0].sum()) for m in ms]
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
                              brush=st.brush(st.category_color(5)), pen=None)

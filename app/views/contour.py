@@ -253,8 +253,13 @@ class ContourView(BaseView):
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 1.4, Qt.PenStyle.DashLine)),
                               pg.PlotDataItem(pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))]
         rule_text = der.outlier_rule(res) if rule == "either" else f"{RULE_NAMES[rule]} above its limit"
-        texts = [f"within limits ({n - int(flags.sum())})", f"flagged: {rule_text} ({int(flags.sum())})",
-                 "this map's limit", "the other map's limit", "component 1"]
+        d = self.plane.shape[1] if self.plane is not None else 2
+        # Beyond two dimensions the isolines are the limits on the plane drawn, while a sample's
+        # flag is its SPE / T² in the whole space: a ringed point may sit inside both lines.
+        scope = d > 2
+        texts = [f"within limits ({n - int(flags.sum())})",
+                 "flagged" + (f" in all {d} dims" if scope else "") + f": {rule_text} ({int(flags.sum())})",
+                 "limit on this plane" if scope else "this map's limit", "other map's limit", "component 1"]
         for it, t in zip(self._legend_items, texts):
             self.legend.addItem(it, t)
         self.fit_layout()
@@ -263,7 +268,9 @@ class ContourView(BaseView):
         st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}")
         self.set_status(f"{title_of(res.method)}: SPE limit {fmt(self.limits['spe'])}, T² limit "
                         f"{fmt(self.limits['t2'])} · {int(flags.sum())} of {n} flagged by {RULE_NAMES[rule]} · "
-                        f"SPE is constant along the components: far-out points there are caught only by T².")
+                        f"SPE is constant along the components: far-out points there are caught only by T²."
+                        + (f" The lines are the limits on the plane shown; each flag uses the sample's SPE / T² "
+                           f"in all {d} dimensions, so a flagged point can lie inside both lines." if scope else ""))
 
     def _hover(self, cloud):
         if cloud.hovered >= 0:

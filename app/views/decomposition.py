@@ -39,6 +39,35 @@ _ROOMY_PICTURE = 240  # pictures at least this wide leave room for the convergen
 _TITLE = 34           # height of a picture's title line
 
 
+MASK_QUANTILE = 0.9   # the default mask holds the largest tenth of |S| (all of S when sparser)
+
+
+def default_threshold(S) -> float:
+    """The default mask threshold, relative to S itself: the 90th percentile of |S|, so the
+    mask shows the largest tenth of the sparse part (its whole support when fewer entries are
+    nonzero). A tenth of the data's range lay above every |S| of some tables: an empty mask."""
+    a = np.abs(np.asarray(S, dtype=float)).ravel()
+    if a.size == 0:
+        return 0.0
+    if a.size > 1_000_000:   # a quantile of a sample is as good, and a video's S is large
+        a = a[:: a.size // 1_000_000 + 1]
+    return float(np.quantile(a, MASK_QUANTILE))
+
+
+def per_column(X, L, S):
+    """The display units of a table whose columns differ in unit: each column on the range of
+    its low-rank part (L's min -> 0, max -> 1; X in the same units, beyond 0..1 where it
+    holds what S took out), and S divided by that range. L's range, not X's: one gross
+    entry of X set its column's range and drew the rest of the column black."""
+    X, L, S = (np.asarray(a, dtype=float) for a in (X, L, S))
+    lo, hi = L.min(axis=0), L.max(axis=0)
+    flat = hi - lo <= 0   # a column L does not vary in: X's range then
+    lo = np.where(flat, X.min(axis=0), lo)
+    span = np.where(flat, X.max(axis=0) - lo, hi - lo)
+    span = np.where(span > 0, span, 1.0)
+    return (X - lo) / span, (L - lo) / span, S / span
+
+
 class DecompositionView(BaseView):
     name = "decomposition"
     title = "L + S"
@@ -147,16 +176,18 @@ class DecompositionView(BaseView):
     def _set_scales(self, X, L, S) -> None:
         """Grey levels of X and L, the symmetric scale of S and the default mask threshold, from
         the frames given (all, or a probe of a stack on disk or of a run in progress)."""
-        lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
+        if self.state.dataset is not None and not self.state.dataset.is_image:
+            lo, hi = 0.0, 1.0   # the per-column units of per_column()
+        else:
+            lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
         self.gray_levels = (lo, hi if hi > lo else lo + 1)
         smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
         if smax <= 0:
             smax = float(np.abs(S).max()) or 1.0
         self.s_levels = (-smax, smax)
-        span = self.gray_levels[1] - self.gray_levels[0]
         self.threshold_box.blockSignals(True)
-        self.threshold_box.setSingleStep(span / 100)
-        self.threshold_box.setValue(0.1 * span)  # a tenth of the data range: visible foreground
+        self.threshold_box.setSingleStep(smax / 100)
+        self.threshold_box.setValue(default_threshold(S))
         self.threshold_box.blockSignals(False)
         self.s_bar.setLevels(self.s_levels)
 
@@ -186,6 +217,11 @@ class DecompositionView(BaseView):
             X = ds.dense()
             L = np.asarray(res.arrays["low_rank"])
             S = np.asarray(res.arrays["sparse"])
+            if not ds.is_image:
+                # A table's columns have units of their own: one column with large numbers set
+                # the grey scale of all and drew the rest nearly black. Each column is shown
+                # on its own range, S in units of that range (what the titles say).
+                X, L, S = per_column(X, L, S)
             self.X, self.L, self.S = X, L, S
         self._set_scales(X, L, S)
         self.mode = "image" if ds.is_image else "table"

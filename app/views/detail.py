@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
+from PySide6.QtGui import QFont, QFontMetrics
 from PySide6.QtWidgets import QToolButton
 
 from .. import palette
@@ -58,6 +59,7 @@ class DetailView(BaseView):
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.bar_plot.addItem(self.bars)
         self.bar_values = np.zeros(0)
+        self.tick_step = 1
 
     def _arrange(self, keys):
         """Lay out the shown picture panels (a hidden item would still hold its grid cell) in the
@@ -90,11 +92,30 @@ class DetailView(BaseView):
             self.bar_plot.setVisible(True)
         self._arranged = (keys, rows, cols)
 
+    def _feature_ticks(self) -> None:
+        """Name the bars with every k-th feature name, k such that the names never run into
+        each other ("x0x1x2…" with 30 features at 1280 px); with numbers when names are long."""
+        ds = self.state.dataset
+        d = self.bar_values.size
+        ax = self.bar_plot.getAxis("bottom")
+        if ds is None or d == 0 or ds.is_image:
+            return
+        names = list(ds.feature_names[:d])
+        fm = QFontMetrics(ax.style.get("tickFont") or QFont())
+        widest = max(fm.horizontalAdvance(str(n)) for n in names) + 8
+        width = self.bar_plot.getViewBox().width() or (self.figure.width() - 80)
+        per_bar = max(width, 1.0) / d
+        step = max(1, int(np.ceil(widest / per_bar)))
+        self.tick_step = step
+        ax.setTicks([[(j, str(names[j])) for j in range(0, d, step)]])
+
     def fit_layout(self) -> None:
         super().fit_layout()
         keys = getattr(self, "_arranged", ((), 0, 0))[0]
         if keys:
             self._arrange(keys)
+        elif self.bar_values.size:
+            self._feature_ticks()   # the room per bar changed: so may the names that fit
 
     def refresh(self):
         self.fill_method_box()
@@ -146,7 +167,8 @@ class DetailView(BaseView):
         s_part = np.asarray(res.arrays["sparse"])[i] if is_pcp else None
         resid = x - recon - (s_part if is_pcp else 0.0)
         self.parts = {"original": x, "reconstruction": recon, "part": s_part, "residual": resid}
-        titles = {"original": f"sample #{i}",
+        # The figure says whose sample it is (an exported picture has no window around it).
+        titles = {"original": f"sample #{i}: {der.short_title(res.method)}, {ds.name}",
                   "reconstruction": "low-rank part L" if is_pcp else "reconstruction",
                   "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual"}
         self.titles = titles
@@ -183,10 +205,10 @@ class DetailView(BaseView):
             top = np.argsort(-np.abs(vals))[:3]
             colours = [st.brush(st.category_color(5) if j in set(top.tolist()) else st.category_color(0)) for j in range(d)]
             self.bars.setOpts(x=np.arange(d), height=vals, width=0.8, brushes=colours, pen=None)
-            ax = self.bar_plot.getAxis("bottom")
-            ax.setTicks([[(j, ds.feature_names[j]) for j in range(d)]] if d <= 30 else None)
-            st.style_plot(self.bar_plot, title=(f"sample #{i}: sparse part S per feature" if signed else
-                                                f"sample #{i}: residual contribution e_j² per feature (sum = SPE)"),
+            self._feature_ticks()
+            who = f"{title_of(res.method)} — {ds.name}"
+            st.style_plot(self.bar_plot, title=(f"{who}, sample #{i}: sparse part S per feature" if signed else
+                                                f"{who}, sample #{i}: residual e_j² per feature (sum = SPE)"),
                           left="S entry" if signed else "e_j²", bottom="feature")
             self.bar_plot.enableAutoRange()
             why += " · largest: " + ", ".join(f"{ds.feature_names[j]} ({fmt(vals[j])})" for j in top)

@@ -107,13 +107,19 @@ class OutlierMapView(BaseView):
         self.cut_lines["od"].setVisible(od_cut > 0)
         # Region names in the corner of each quadrant, inside the data's range.
         x_hi = max(float(sd.max(initial=0.0)), sd_cut) * 1.05
-        y_hi = max(float(od.max(initial=0.0)), od_cut) * 1.05
-        at = {"regular": (0.0, od_cut), "good leverage": (sd_cut, od_cut),
-              "orthogonal outlier": (0.0, y_hi), "bad leverage": (sd_cut, y_hi)}
+        # Headroom above the OD cut-off for the upper regions' names, clear of the lower ones'.
+        y_hi = max(float(od.max(initial=0.0)) * 1.05, od_cut * 1.2)
+        # The left regions' names start at the left edge, the right regions' end at the right
+        # edge: put at the cut-off, a long left name ran under the right one when the SD cut-off
+        # lies near the axis ("orthogonal outlier (0" under "bad leverage (0)").
+        at = {"regular": ((0.0, od_cut), (0, 0)), "good leverage": ((x_hi, od_cut), (1, 0)),
+              "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
         counts = {r: int(np.sum(region == i)) for i, r in enumerate(REGIONS)}
         for r, t in self.region_labels.items():
             t.setText(f"{r} ({counts[r]})")
-            t.setPos(*at[r])
+            pos, anchor = at[r]
+            t.setAnchor(anchor)
+            t.setPos(*pos)
             t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
         self.plot.getViewBox().setRange(xRange=(0, x_hi), yRange=(0, y_hi), padding=0.02)
         self.legend.clear()

@@ -14,6 +14,18 @@ from ._common import describe_sample, fmt, label_codes, labelled
 from .base import BaseView
 
 
+STACK_MIN_HEIGHT = 170  # pixels a plot needs to be read: below twice this, the plots sit side by side
+
+
+def fitted_selection(res, d: int) -> int:
+    """How many top-ranked features the fit kept (``n_features_to_select``; its default is half
+    the features), from the fitted support when the estimator came back with the result."""
+    support = getattr(res.estimator, "support_", None)
+    if support is not None:
+        return max(1, int(np.count_nonzero(support)))
+    return int(res.params.get("n_features_to_select") or max(1, d // 2))
+
+
 class RankingView(BaseView):
     name = "ranking"
     title = "Feature ranking"
@@ -25,11 +37,9 @@ class RankingView(BaseView):
         self.controls.addWidget(self.k_box)
         lay = self.figure.ci
         self.bar_plot = lay.addPlot(row=0, col=0)
-        self.spec_plot = lay.addPlot(row=0, col=1)
-        self.pair_plot = new_plot(lay, row=0, col=2)
-        lay.layout.setColumnStretchFactor(0, 5)
-        lay.layout.setColumnStretchFactor(1, 3)
-        lay.layout.setColumnStretchFactor(2, 4)
+        self.spec_plot = lay.addPlot(row=1, col=0)
+        self.pair_plot = new_plot(lay, row=0, col=1, rowspan=2)
+        self._stacked = True
         st.style_plot(self.bar_plot, title="EVSC score by rank", left="EVSC", bottom="rank")
         st.style_plot(self.spec_plot, title="Laplacian eigenvalues", left="λ", bottom="index")
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
@@ -46,6 +56,31 @@ class RankingView(BaseView):
         self.scores = np.zeros(0)
         self.pair = None
         self.chosen_rank = 0
+        self.fitted_k = 0
+
+    def fit_layout(self) -> None:
+        """The spectrum goes under the bars, as wide as they are, when the figure is tall enough
+        for both (in a narrow column of its own it was 109 px wide at 1280 x 800, its title
+        wrapped); in a short figure (200 % scaling) it takes a third column instead."""
+        super().fit_layout()
+        stacked = self.figure.height() >= 2 * STACK_MIN_HEIGHT
+        lay = self.figure.ci
+        if stacked != self._stacked:
+            for p in (self.bar_plot, self.spec_plot, self.pair_plot):
+                lay.removeItem(p)
+            lay.addItem(self.bar_plot, row=0, col=0)
+            if stacked:
+                lay.addItem(self.spec_plot, row=1, col=0)
+                lay.addItem(self.pair_plot, row=0, col=1, rowspan=2)
+            else:
+                lay.addItem(self.spec_plot, row=0, col=1)
+                lay.addItem(self.pair_plot, row=0, col=2)
+            self._stacked = stacked
+        stretch = (3, 2, 0) if stacked else (4, 3, 3)
+        for col, k in enumerate(stretch):
+            lay.layout.setColumnStretchFactor(col, k)
+        for row, k in enumerate((3, 2) if stacked else (1, 0)):
+            lay.layout.setRowStretchFactor(row, k)
 
     def refresh(self):
         res, ds = self.state.result("esfs"), self.state.dataset
@@ -55,10 +90,11 @@ class RankingView(BaseView):
         self.ranking = np.asarray(res.arrays["ranking"], dtype=np.int64)
         d = self.ranking.size
         self.bar_heights = self.scores[self.ranking]
-        k = res.params.get("n_features_to_select") or min(2, d)
+        k = fitted_selection(res, d)
         self.k_box.blockSignals(True)
         self.k_box.setMaximum(d)
         self.k_box.setValue(int(min(k, d)))
+        self.fitted_k = int(min(k, d))
         self.k_box.blockSignals(False)
         ax = self.bar_plot.getAxis("bottom")
         ax.setTicks([[(r, ds.feature_names[j]) for r, j in enumerate(self.ranking)]] if d <= 25 else None)
@@ -88,7 +124,8 @@ class RankingView(BaseView):
         brushes = [top if r < k else rest for r in range(d)]
         pens = [st.pen("#000000", 2.0) if r == self.chosen_rank else st.pen("#FFFFFF", 0.5) for r in range(d)]
         self.bars.setOpts(x=np.arange(d), height=self.bar_heights, width=0.8, brushes=brushes, pens=pens)
-        st.set_title(self.bar_plot, f"EVSC score (top {k} highlighted)")
+        st.set_title(self.bar_plot, f"EVSC score (top {k} highlighted"
+                                    + (", as the fit kept)" if k == self.fitted_k else ")"))
 
     def _clicked(self, ev):
         vb = self.bar_plot.getViewBox()

@@ -1,4 +1,5 @@
-"""Central area: one tab per kind of result view, shown when the current results feed it.
+"""Central area: one tab per kind of result view, shown when the current results feed it; the
+tabs wrap onto more rows instead of scrolling (:mod:`._wrap_tabs`), so all are in sight.
 
 View names (also the command line's ``--figure VIEW`` names): scatter, detail, decomposition,
 ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summary" tab lists the numbers of every run.
@@ -6,14 +7,17 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
-from PySide6.QtWidgets import QPlainTextEdit, QTabWidget
+from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
 from robustcore.result import summary_lines
 
 from ..export import export_results as _export_results
 from ..export import provenance_header
 from ._figure import export_widget
+from ._wrap_tabs import WrapTabBar
 from .catalog import VIEW_NAMES
 from .catalog import view_class as _view_class
 
@@ -33,12 +37,18 @@ class ResultViews(QTabWidget):
     # Views that must watch results as they arrive exist from the start; the others are built
     # the first time they have something to show (a PlotItem costs milliseconds; 24 add up).
     EAGER = ("learning-curve",)
+    # True: a view with something to show is built the first time its tab is chosen (a stand-in
+    # holds its tab until then). False builds every such view at once, as before issue 25; the
+    # benchmark (benchmarks/bench_views.py gaps) measures both.
+    BUILD_ON_FIRST_SHOW = True
 
     def __init__(self, state, parent=None, build_views: bool = True):
         super().__init__(parent)
         self.state = state
         # False: views are built only when asked for by name (an offscreen render needs one).
         self._build_views = build_views
+        # Names wrap onto more rows rather than hide behind scroll arrows.
+        self.setTabBar(WrapTabBar(self))
         self.setDocumentMode(True)
         self.summary = QPlainTextEdit(readOnly=True)
         # What an empty window should say: where to start.
@@ -49,6 +59,7 @@ class ResultViews(QTabWidget):
         self.addTab(self.summary, "Summary")
         self._classes = {name: _view_class(name) for name in VIEW_NAMES}
         self._views = {}
+        self._standins = {}   # name -> empty tab of a view not built yet (see _add_standin)
         for name in self.EAGER:
             if name in self._classes:
                 self._create(name)
@@ -59,15 +70,44 @@ class ResultViews(QTabWidget):
         self.currentChanged.connect(self._on_tab)
         self._update_tabs()
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self.tabBar().relayout()
+
+    def _tab_index_for(self, name) -> int:
+        """Where view ``name``'s tab goes: tabs keep the order of VIEW_NAMES whatever order the
+        views (or their stand-ins) are made in."""
+        made = set(self._views) | set(self._standins)
+        return 1 + sum(1 for n in VIEW_NAMES if n in made and VIEW_NAMES.index(n) < VIEW_NAMES.index(name))
+
     def _create(self, name):
         v = self._classes[name](self.state)
-        # Tabs keep the order of VIEW_NAMES whatever order the views are built in.
-        before = sum(1 for n in VIEW_NAMES if n in self._views and VIEW_NAMES.index(n) < VIEW_NAMES.index(name))
-        self._views[name] = v
         self.blockSignals(True)
-        self.insertTab(1 + before, v, v.title)
+        standin = self._standins.pop(name, None)
+        if standin is not None:
+            # The real view takes the stand-in's place (and its place on screen, if it was shown).
+            i, was_current = self.indexOf(standin), self.currentWidget() is standin
+            self.insertTab(i, v, v.title)
+            self.removeTab(self.indexOf(standin))
+            standin.deleteLater()
+            if was_current:
+                self.setCurrentWidget(v)
+        else:
+            self.insertTab(self._tab_index_for(name), v, v.title)
+        self._views[name] = v
         self.blockSignals(False)
         return v
+
+    def _add_standin(self, name) -> None:
+        """A tab for a view that has something to show but is not built yet: an empty widget,
+        replaced by the view the first time the tab is chosen. Building all six views of a
+        first result at once froze the window for 0.2-1.2 s; one is built per click instead."""
+        w = QWidget()
+        w.setObjectName(f"standin_{name}")
+        self.blockSignals(True)
+        self.insertTab(self._tab_index_for(name), w, self._classes[name].title)
+        self.blockSignals(False)
+        self._standins[name] = w
 
     # -- public -----------------------------------------------------------------------------
     def view_names(self) -> list[str]:
@@ -81,6 +121,7 @@ class ResultViews(QTabWidget):
         if v is None:
             v = self._create(name)
             self.setTabVisible(self.indexOf(v), v.available())
+            self.tabBar().relayout()
         return v
 
     def available_views(self) -> list[str]:
@@ -116,7 +157,29 @@ class ResultViews(QTabWidget):
             raise ValueError(f"the {name!r} view has nothing to show yet: {why}")
         v.ensure_fresh()
         meta = self.figure_provenance(name) if provenance else None
-        return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
+        with self._laid_out(v):
+            return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
+
+    @contextmanager
+    def _laid_out(self, v):
+        """A view never shown keeps Qt's default 640 x 480 and a figure whose layout never ran
+        (legend over the title, labels adrift): bring it to the front for the export, laid out
+        at the size the views have, and put the shown view back. No event loop pass runs in
+        between, so the screen never shows the switch."""
+        shown = self.currentWidget()
+        if v.isVisible() or not self.isVisible() or shown is v:
+            yield
+            return
+        self.blockSignals(True)
+        try:
+            self.setCurrentWidget(v)
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            v.fit_layout()
+            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+            yield
+        finally:
+            self.setCurrentWidget(shown)
+            self.blockSignals(False)
 
     def figure_provenance(self, name: str) -> dict:
         """JSON-able record of the results a view draws, as :func:`app.export.provenance_header`."""
@@ -139,6 +202,7 @@ class ResultViews(QTabWidget):
         v = self.view(name)
         v.show_live(key, title, frames)
         self.setTabVisible(self.indexOf(v), v.available())
+        self.tabBar().relayout()
         cur = self.current_view_name()
         if v.available() and (cur is None or not self._views[cur].available()):
             self.setCurrentWidget(v)
@@ -192,16 +256,27 @@ class ResultViews(QTabWidget):
         self._refresh_current()
 
     def _on_tab(self, _i) -> None:
+        cur = self.currentWidget()
+        name = next((n for n, w in self._standins.items() if w is cur), None)
+        if name is not None:
+            self.view(name)   # first time shown: built now, in the stand-in's place
         self._refresh_current()
 
     def _update_tabs(self) -> None:
+        available = self.available_views()
         if self._build_views:
-            for name in self.available_views():
-                if name not in self._views:
-                    self._create(name)
+            for name in available:
+                if name not in self._views and name not in self._standins:
+                    if self.BUILD_ON_FIRST_SHOW:
+                        self._add_standin(name)
+                    else:
+                        self._create(name)
+        for name, w in self._standins.items():
+            self.setTabVisible(self.indexOf(w), name in available)
         for v in self._views.values():
             self.setTabVisible(self.indexOf(v), v.available())
         self.setTabVisible(self.indexOf(self.summary), True)
+        self.tabBar().relayout()
 
     def _write_summary(self) -> None:
         lines = []
@@ -223,6 +298,7 @@ def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), ov
     app = ensure_app()
     views = ResultViews(state, build_views=False)
     views.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    views.tabBar().hide()   # one view, alone: the figure takes the whole width asked for
     views.resize(int(size[0]), int(size[1]))
     views.show()
     try:

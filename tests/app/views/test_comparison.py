@@ -60,7 +60,7 @@ def test_each_method_is_labelled_with_its_own_rank(comparison):
     rank_l = state.result("pcp").summary["rank of L"]
     assert rank_l > 10
     bottom = v.error_plot.getAxis("bottom")
-    ticks = [t for _, t in bottom._tickLevels[0]]
+    ticks = [t.replace("\n", " ") for _, t in bottom._tickLevels[0]]   # two lines where narrow
     assert ticks == ["PCA (2)", "CoP (2)", f"PCP ({rank_l})"]
     assert bottom.labelText == "method (own rank)"
     assert "compared at rank 2" in v.status.text() and f"PCP {rank_l} (rank of L)" in v.status.text()

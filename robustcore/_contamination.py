@@ -1,0 +1,27 @@
+"""The contamination parameter, the limits' false-alarm rate and the robust cut's constants:
+what the method registry needs at import, without importing scikit-learn (1.7 s of the
+window's start-up on a loaded machine). :mod:`robustcore._outlier` re-exports them."""
+from __future__ import annotations
+
+from ._params import Param
+
+__all__ = ["CONTAMINATION", "LIMIT_ALPHA", "MAD_NORMAL", "N_MAD", "contamination_rule"]
+
+CONTAMINATION = Param(
+    "contamination", float, "auto", "Share of training samples flagged as outliers; 'auto' uses "
+    "the method's own limit.", low=0.0, high=0.5, low_inclusive=False, special=("auto",))
+
+# False-alarm rate of the limits behind "auto" where the method has no alpha parameter of its own
+# (PCA, Coherence Pursuit), and of the registry's SPE/T² flags.
+LIMIT_ALPHA = 0.01
+
+# 1.4826 x MAD estimates the standard deviation of normal scores.
+MAD_NORMAL = 1.4826
+# Width of the robust cut median + N_MAD x 1.4826 MAD (scores without a control limit, and the
+# gross outliers left out of a robust fit's calibration rows).
+N_MAD = 3.0
+
+
+def contamination_rule(c: float) -> str:
+    """The outlier rule of a run with a numeric ``contamination``, in words."""
+    return f"the {c:.3g} share of samples with the largest outlier score (contamination)"

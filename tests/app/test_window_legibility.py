@@ -1,0 +1,93 @@
+"""The window at 1280 x 800 as a user sees it: every view that exists is in sight (issue 25)."""
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QToolButton
+
+from app.main_window import MainWindow
+from app.settings import Settings
+
+
+@pytest.fixture
+def small_window(qtbot, tmp_path):
+    w = MainWindow(settings=Settings(str(tmp_path / "studio.ini")))
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()
+
+
+def _run(qtbot, w, method):
+    w.method_panel.set_method(method)
+    with qtbot.waitSignal(w.runFinished, timeout=60000):
+        assert w.run() is not None
+
+
+def test_every_view_name_is_in_sight_at_1280x800(qtbot, small_window):
+    w = small_window
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.demo_actions["usps-1-vs-8"].trigger()
+    _run(qtbot, w, "pca")
+    for method in ("coherence-pursuit", "pcp", "esfs", "scw"):
+        _run(qtbot, w, method)
+    qtbot.wait(50)
+    views = w.views
+    bar = views.tabBar()
+    shown = [i for i in range(views.count()) if views.isTabVisible(i)]
+    names = [views.tabText(i) for i in shown]
+    assert len(shown) == 10 and "Summary" in names and "Known outliers" in names
+    # No scroll arrows, and each name's whole tab lies inside the bar and the bar inside the views.
+    arrows = [b for b in bar.findChildren(QToolButton) if b.isVisible()]
+    assert arrows == []
+    inside = bar.rect()
+    rects = bar.name_rects() if hasattr(bar, "name_rects") else {i: bar.tabRect(i) for i in shown}
+    assert sorted(rects) == shown
+    for i in shown:
+        r = rects[i]
+        assert inside.contains(r), (views.tabText(i), r, inside)
+        assert r.width() >= bar.fontMetrics().horizontalAdvance(views.tabText(i)), "the name is not cut"
+        assert not any(r.intersects(o) for j, o in rects.items() if j != i), "names do not overlap"
+    top_left = bar.mapTo(views, inside.topLeft())
+    bottom_right = bar.mapTo(views, inside.bottomRight())
+    assert views.rect().contains(top_left) and views.rect().contains(bottom_right)
+
+
+def test_first_result_builds_only_the_view_shown_and_a_click_builds_another(qtbot, small_window):
+    """Building six views when the first result arrived froze the window (issue 25): the view
+    shown is built, the others have a tab and are built when first chosen."""
+    from PySide6.QtCore import Qt
+    w = small_window
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.demo_actions["usps-1-vs-8"].trigger()
+    _run(qtbot, w, "pca")
+    views = w.views
+    shown = views.current_view_name()
+    assert shown is not None and views.view(shown).drawn is not None
+    built = set(views._views) - set(views.EAGER)
+    assert built == {shown}
+    bar = views.tabBar()
+    titles = {views.tabText(i): i for i in range(views.count()) if views.isTabVisible(i)}
+    assert {"SPE / T² map", "Outlier map", "Known outliers"} <= set(titles)
+    # A user clicks the "Outlier map" tab: that view is built and drawn, in the same place.
+    i = titles["Outlier map"]
+    qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.name_rects()[i].center())
+    assert views.current_view_name() == "outlier-map"
+    assert views.tabText(views.currentIndex()) == "Outlier map" and views.currentIndex() == i
+    assert views.view("outlier-map").drawn is not None
+    assert set(views._views) - set(views.EAGER) == {shown, "outlier-map"}
+
+
+def test_data_preview_columns_fit_their_names_and_first_cells(qtbot, small_window):
+    w = small_window
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.demo_actions["cardio"].trigger()
+    table, model = w.dataset_panel.table, w.dataset_panel.model
+    header = table.horizontalHeader()
+    fm, head_fm = table.fontMetrics(), header.fontMetrics()
+    assert model.columnCount() > 5
+    for c in range(model.columnCount()):
+        texts = [model.data(model.index(r, c)) or "" for r in range(min(12, model.rowCount()))]
+        need = max([head_fm.horizontalAdvance(model.headerData(c, Qt.Orientation.Horizontal))]
+                   + [fm.horizontalAdvance(t) for t in texts])
+        assert need <= header.sectionSize(c) <= need + 40, (c, need, header.sectionSize(c))
