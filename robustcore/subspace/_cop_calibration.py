@@ -88,7 +88,8 @@ class CalibrationBand(Calibration):
 
     def merge(self, other):
         super().merge(other)
-        self.overflow = self.overflow or other.overflow
+        # the cap holds for the merged total too, not only for each block's rows
+        self.overflow = self.overflow or other.overflow or self.n_kept + other.n_kept > self.max_rows
         self.kept = [] if self.overflow else self.kept + other.kept
         self.n_kept += other.n_kept
         return self

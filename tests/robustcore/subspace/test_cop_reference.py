@@ -189,3 +189,21 @@ def test_selection_band_keeps_rows_as_read_and_caps_the_merged_total():
     assert not small[0].overflow and not small[1].overflow
     merged = small[0].merge(small[1])
     assert merged.overflow and merged.kept == [] and merged.gram_at(tau, k) is None
+
+
+def test_calibration_band_caps_the_merged_total():
+    """The calibration band's cap on kept rows holds for the merged sums too."""
+    from robustcore.subspace._cop_calibration import CalibrationBand
+    rng = np.random.default_rng(2)
+    comps = np.linalg.qr(rng.standard_normal((6, 2)))[0].T
+    E, T = rng.standard_normal((80, 6)), rng.standard_normal((80, 2))
+    log_spe = rng.uniform(0.0, 1.0, 80)
+    usable = np.ones(80, bool)
+    inside = int(np.count_nonzero((log_spe > 0.2) & (log_spe <= 0.9)))
+    a, b = (CalibrationBand(comps, np.zeros(6), (0.2, 0.9), max_rows=inside + inside // 2) for _ in range(2))
+    a.feed(E, T, log_spe, usable)
+    b.feed(E, T, log_spe, usable)
+    assert not a.overflow and not b.overflow and a.n_kept == inside
+    merged = a.merge(b)
+    assert merged.overflow and merged.kept == []
+    assert merged.spectrum_at(0.5, 2 * int(np.count_nonzero(log_spe <= 0.5)), 2) is None
