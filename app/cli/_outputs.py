@@ -18,6 +18,7 @@ written), so a figure that cannot be drawn leaves no half-written folder.
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import json
@@ -138,6 +139,19 @@ def _adoptable(per_row: dict, out: str) -> str | None:
     return next((path for path, all_named in stores.items() if all_named), None)
 
 
+def _movable(per_row: dict, kept: set, out: str) -> dict:
+    """name -> (store folder, array name) of the per-row fields held, each alone, in an array
+    of a store the fit wrote in ``out``'s working folder (deleted after the run): moved into
+    the results store rather than copied. An array two fields share is copied."""
+    from app.session.stores import zarr_location
+    work = os.path.join(os.path.abspath(out), WORK) + os.sep
+    locs = {k: zarr_location(v) for k, v in per_row.items() if k not in kept}
+    uses = collections.Counter(loc for loc in locs.values() if loc is not None)
+    return {k: loc for k, loc in locs.items()
+            if loc is not None and loc[0].startswith(work) and uses[loc] == 1
+            and os.path.isdir(os.path.join(*loc))}
+
+
 def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
     """``METHOD-results.zarr``: the per-row fields, a block of rows at a time (bounded memory),
     written under a temporary name and renamed into place. A store the fit wrote in the working
@@ -159,8 +173,9 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
         group = zarr.open_group(partial, mode="w")
     make = group.create_array if hasattr(group, "create_array") else group.create_dataset
     n = dataset.n_samples
+    moved = _movable(per_row, kept, out)
     for k, v in per_row.items():
-        if k in kept:
+        if k in kept or k in moved:
             continue
         shape = tuple(v.shape)
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
@@ -168,6 +183,11 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
         z = make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:])
         for s0 in range(0, n, rows):
             z[s0:s0 + rows] = np.asarray(v[s0:s0 + rows])
+    # last, once nothing more is read from them: a Zarr array is a folder, and one the fit
+    # stored in the working folder moves into the output under its name instead of being
+    # copied (30M rows: 2.5 GB of copies took 12 s of a 43 s run)
+    for k, (root, name) in moved.items():
+        os.replace(os.path.join(root, name), os.path.join(partial, k))
     group.attrs["robust_studio"] = json.loads(json.dumps({**header, "summary": res.summary}, default=str))
     if os.path.exists(zpath):
         if not force:

@@ -13,14 +13,16 @@ import operator
 import os
 import shutil
 import tempfile
+import threading
 import uuid
+import weakref
 from pathlib import Path
 
 import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "as_dask_rows", "StoredRows", "store_bytes"]
+__all__ = ["materialize", "as_dask_rows", "StoredRows", "store_bytes", "hold", "held_bytes"]
 
 
 def store_bytes(arrays: dict) -> int:
@@ -39,12 +41,48 @@ def _codecs(dtype):
 # 1.5 GB; benchmarks/results_bigdata.md).
 RESULTS_SHARE = 0.5
 
+# The share counts every per-row result out-of-core work holds in memory, not each call's alone:
+# one fit makes many (Coherence Pursuit at 30M rows: coherence, flags, selected and calibration
+# indices, scores: 1.2 GB together, each under the share), and the peak is their sum. Arrays are
+# counted while alive (weakref.finalize drops them when freed).
+_held: dict[int, int] = {}
+_held_lock = threading.Lock()
+_held_ids = iter(range(1 << 62))
+
+
+def _release(key):
+    with _held_lock:
+        _held.pop(key, None)
+
+
+def hold(a):
+    """Count the numpy array ``a`` (a per-row result kept in memory) against the results' share
+    of the memory budget while it is alive; returns ``a``."""
+    if isinstance(a, np.ndarray) and a.nbytes:
+        with _held_lock:
+            key = next(_held_ids)
+            _held[key] = int(a.nbytes)
+        weakref.finalize(a, _release, key)
+    return a
+
+
+def held_bytes() -> int:
+    """Bytes of the per-row results held in memory now (those passed to :func:`hold`)."""
+    with _held_lock:
+        return sum(_held.values())
+
+
+def fits_in_memory(nbytes: int) -> bool:
+    """Whether ``nbytes`` more of per-row results may be held in memory (:data:`RESULTS_SHARE`
+    of the memory budget, with those already held)."""
+    return nbytes + held_bytes() <= RESULTS_SHARE * get_settings().memory_budget
+
 
 def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows", also=()):
     """Compute 1-D or 2-D Dask arrays (rows first) in one pass over their common inputs.
 
     Returns name -> numpy array when all of them together fit in :data:`RESULTS_SHARE` of the
-    memory budget, else name -> :class:`StoredRows` in a new Zarr store, written under
+    memory budget beside the results already held (:func:`fits_in_memory`), else name -> :class:`StoredRows` in a new Zarr store, written under
     ``NAME.partial`` and renamed into place when complete (a store under its own name is always
     whole). ``also``: Dask values computed in the same pass (sharing its tasks); then
     ``(that dict, [their values])``.
@@ -54,10 +92,19 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
     s = get_settings()
     keys = list(arrays)
     also = list(also)
-    if store_bytes(arrays) <= RESULTS_SHARE * s.memory_budget:
+    if fits_in_memory(store_bytes(arrays)) and s.client is not None:
+        # a cluster's workers cannot write into this process's arrays: they send the blocks
         vals = compute(*[arrays[k] for k in keys], *also, progress=progress, message=message)
-        out = dict(zip(keys, vals[:len(keys)]))
+        out = {k: hold(v) for k, v in zip(keys, vals[:len(keys)])}
         return (out, list(vals[len(keys):])) if also else out
+    if fits_in_memory(store_bytes(arrays)):
+        # each block is written into the result as it is made and freed (threads of this
+        # process): computing the arrays would hold every block until the end and then their
+        # concatenation, twice the result
+        out = {k: hold(np.empty(arrays[k].shape, arrays[k].dtype)) for k in keys}
+        stored = da.store([arrays[k] for k in keys], [out[k] for k in keys], lock=False, compute=False)
+        extra = compute(stored, *also, progress=progress, message=message)[1:]
+        return (out, list(extra)) if also else out
     import zarr
     root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
     root.mkdir(parents=True, exist_ok=True)

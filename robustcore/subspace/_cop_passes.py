@@ -15,7 +15,7 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
 4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
    spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
    rows, TSQR, for the singular values to full precision). Out of core this sum rides on pass
-   3: pass 1 samples every ``stride``-th row (about 20,000), whose coherences place the
+   3: pass 1 samples every ``stride``-th row (about 100,000), whose coherences place the
    selection cut in a band; pass 3 sums the rows above it and keeps the few inside
    (``_cop_selection``), and this pass is made only when the band misses the cut;
 5. every row's SPE (explicit residual) and coordinates, kept as in 3;
@@ -362,6 +362,9 @@ def fit_in_passes(est, rows, p, rep):
                          f"({how}), but n_components = {r} needs at least {r + 1}")
     k = _selection_count(p, n, n_valid, r)
     selected, tau = _select_top(coh, degenerate, k, n_valid)
+    if rows.lazy and isinstance(selected, np.ndarray):
+        from ..bigdata._rows import hold
+        hold(selected)      # a per-row result like the others (the budget's share counts it)
     G_sel = band_acc.gram_at(tau, k) if band_acc is not None else None
     if G_sel is None:
         rep(0.6, "subspace")
@@ -407,8 +410,9 @@ def fit_in_passes(est, rows, p, rep):
     limits = est._limit_fields(n_c, var, lam, alpha=LIMIT_ALPHA,
                                training=est._training_provider(rows, sc.scaling, comps, centre,
                                                                kept=kept, exclude=not_kept))
-    sel_idx = indices(selected)
-    fit = dict(**sc.scaling, **limits, calibration_indices_=indices(keep), n_components_=r,
+    # out of core the index arrays are per-sample results too (stored beyond the budget)
+    sel_idx = indices(selected, lazy=rows.lazy)
+    fit = dict(**sc.scaling, **limits, calibration_indices_=indices(keep, lazy=rows.lazy), n_components_=r,
                components_=comps, mean_=centre, coherence_=coh, selected_indices_=sel_idx,
                inlier_indices_=sel_idx, degenerate_=degenerate, singular_values_=s[:r].copy(),
                refine_limit_=None, n_refine_passes_=0, converged_=True, n_samples_fit_=n)

@@ -43,6 +43,11 @@ def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys
         with np.load(tmp_path / "mem" / f"{m}-arrays.npz") as z:
             for k in ("score_spe", "score_t2", "projection"):
                 np.testing.assert_allclose(g[k][:], z[k], rtol=1e-8, atol=1e-10)
+            # every per-sample field, those copied and those the fit stored and the run moved in
+            names = sorted(g.array_keys())
+            assert {"flag_outlier", "score_outlier_score"} <= set(names) and set(names) <= set(z.files)
+            for k in names:
+                np.testing.assert_allclose(g[k][:], z[k], rtol=1e-8, atol=1e-10)
             with np.load(tmp_path / "lazy" / f"{m}-arrays.npz") as small:
                 np.testing.assert_allclose(small["components"], z["components"], rtol=1e-8, atol=1e-12)
         summary = json.loads((tmp_path / "lazy" / f"{m}-summary.json").read_text())

@@ -146,7 +146,14 @@ def test_per_row_results_go_to_zarr_beyond_the_memory_budget(data, tmp_path):
     np.testing.assert_array_equal(b.degenerate_[:], a.degenerate_)
     np.testing.assert_array_equal(b.selected_indices_, a.selected_indices_)
     np.testing.assert_array_equal(b.calibration_indices_, a.calibration_indices_)
+    # the index arrays are per-sample results too: stored beyond the budget, numpy within it
+    assert isinstance(b.selected_indices_, StoredRows) and isinstance(b.calibration_indices_, StoredRows)
+    assert b.calibration_indices_.dtype == np.intp and b.selected_indices_.size == a.selected_indices_.size
     assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL)
+    with settings(memory_budget=1 << 30, store_dir=tmp_path):
+        c = CoherencePursuit(n_components=3).fit(chunked(data))
+    assert isinstance(c.selected_indices_, np.ndarray) and isinstance(c.calibration_indices_, np.ndarray)
+    np.testing.assert_array_equal(c.calibration_indices_, a.calibration_indices_)
 
 
 @pytest.mark.parametrize("seed", range(6))

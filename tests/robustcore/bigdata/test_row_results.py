@@ -111,6 +111,30 @@ def test_stored_rows_behave_like_numpy(tmp_path):
         assert s.store is s.z.store                       # where it lives (sessions save it)
 
 
+def test_results_held_in_memory_count_together_against_the_budget(tmp_path):
+    """The results' share of the budget counts every per-row result held in memory, not each
+    call's alone (one fit makes many; the peak is their sum), for as long as they are alive."""
+    import gc
+
+    from robustcore.bigdata import materialize
+    from robustcore.bigdata._rows import RESULTS_SHARE, held_bytes
+    a = np.arange(1000, dtype=np.float64)
+    base = held_bytes()
+    with settings(memory_budget=int((a.nbytes * 1.5 + base) / RESULTS_SHARE), store_dir=tmp_path):
+        first = materialize({"a": da.from_array(a, chunks=300)})["a"]
+        assert isinstance(first, np.ndarray) and held_bytes() == base + a.nbytes
+        _same(first, a)
+        second = materialize({"b": da.from_array(a + 1, chunks=300)})["b"]
+        assert isinstance(second, StoredRows)          # both would take 2x, over the share
+        _same(second[:], a + 1)
+        del first
+        gc.collect()
+        assert held_bytes() == base
+        third = materialize({"c": da.from_array(a + 2, chunks=300)})["c"]
+        assert isinstance(third, np.ndarray)
+        _same(third, a + 2)
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("cls", [PCA, CoherencePursuit])
 def test_limits_can_read_exact_order_statistics_of_the_training_scores(X, cls, lazy, monkeypatch):

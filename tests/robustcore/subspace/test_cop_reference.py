@@ -155,3 +155,55 @@ def test_subspace_summed_in_the_coherence_pass_or_its_own_gives_the_same_fit(mon
     assert np.linalg.norm(V @ V.T - ref["V"] @ ref["V"].T) < 1e-8
     np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
     np.testing.assert_array_equal(res.outside_t2, ref["t2"] > ref["t2_limit"])
+
+
+def test_selection_band_keeps_rows_as_read_and_caps_the_merged_total():
+    """The band's rows are kept as read (float32 when exact) and normalised once the cut is
+    known: the same Σ ŷŷᵀ as summing the selected rows' ŷ directly. Its cap holds for the
+    merged sums, not only for each block's (30M rows: blocks under it, the total 360 MB)."""
+    from robustcore._row_stats import symmetric
+    from robustcore.subspace._cop_selection import SelectionBand
+
+    def normalised(B, start, rows):
+        Y = np.compress(np.asarray(rows, bool), B, axis=0)
+        return Y / np.linalg.norm(Y, axis=1)[:, None]
+
+    rng = np.random.default_rng(5)
+    B = rng.standard_normal((400, 6)).astype(np.float32).astype(np.float64)
+    coh = rng.random(400)
+    usable = np.ones(400, bool)
+    k = 150
+    tau = np.sort(coh)[-k]
+    parts = [SelectionBand(6, normalised, (0.5, 0.8)) for _ in range(2)]
+    parts[0].feed(B[:200], 0, coh[:200], usable[:200])
+    parts[1].feed(B[200:], 200, coh[200:], usable[200:])
+    assert parts[0].kept[0][2].dtype == np.float32
+    whole = parts[1].merge(parts[0])              # merged out of order: ties go by index all the same
+    want = normalised(B, 0, coh >= tau)
+    np.testing.assert_allclose(symmetric(whole.gram_at(tau, k)), want.T @ want, rtol=1e-12, atol=1e-12)
+    # each half under the cap, both over it: the merged band overflows and gives no sum
+    each = parts[0].n_bytes
+    small = [SelectionBand(6, normalised, (0.5, 0.8), max_bytes=int(each * 1.5)) for _ in range(2)]
+    small[0].feed(B[:200], 0, coh[:200], usable[:200])
+    small[1].feed(B[:200], 0, coh[:200], usable[:200])
+    assert not small[0].overflow and not small[1].overflow
+    merged = small[0].merge(small[1])
+    assert merged.overflow and merged.kept == [] and merged.gram_at(tau, k) is None
+
+
+def test_calibration_band_caps_the_merged_total():
+    """The calibration band's cap on kept rows holds for the merged sums too."""
+    from robustcore.subspace._cop_calibration import CalibrationBand
+    rng = np.random.default_rng(2)
+    comps = np.linalg.qr(rng.standard_normal((6, 2)))[0].T
+    E, T = rng.standard_normal((80, 6)), rng.standard_normal((80, 2))
+    log_spe = rng.uniform(0.0, 1.0, 80)
+    usable = np.ones(80, bool)
+    inside = int(np.count_nonzero((log_spe > 0.2) & (log_spe <= 0.9)))
+    a, b = (CalibrationBand(comps, np.zeros(6), (0.2, 0.9), max_rows=inside + inside // 2) for _ in range(2))
+    a.feed(E, T, log_spe, usable)
+    b.feed(E, T, log_spe, usable)
+    assert not a.overflow and not b.overflow and a.n_kept == inside
+    merged = a.merge(b)
+    assert merged.overflow and merged.kept == []
+    assert merged.spectrum_at(0.5, 2 * int(np.count_nonzero(log_spe <= 0.5)), 2) is None
