@@ -548,11 +548,16 @@ def _cls(module, name):
     return load
 
 
+def _import_params(module):
+    import importlib
+    return importlib.import_module(module, __package__).PARAMS
+
+
 def _declared(module):
-    def load():
-        import importlib
-        return importlib.import_module(module, __package__).PARAMS
-    return load
+    # a partial of a module-level function, not a closure: a Method travels to the worker
+    # process by pickle (a test's own Method, made with dataclasses.replace, does)
+    import functools
+    return functools.partial(_import_params, module)
 
 
 METHODS: dict[str, Method] = {m.name: m for m in [

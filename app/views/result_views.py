@@ -335,8 +335,6 @@ def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), ov
     finally:
         # Delete now rather than at interpreter exit: PySide6 6.12 with pyqtgraph may crash when
         # plot widgets outlive the QApplication during shutdown.
-        from PySide6.QtCore import QCoreApplication, QEvent
-
         views.close()
         views.deleteLater()
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

@@ -22,3 +22,10 @@ def test_reading_every_form_imports_no_scikit_learn():
             "print(sorted(k for k in ('sklearn', 'scipy.stats', 'robustcore._outlier') if k in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_method_with_its_declarations_pickles():
+    # a Method goes to the worker process by pickle; its declarations must go with it
+    import pickle
+    m = pickle.loads(pickle.dumps(METHODS["online-rpca"].declared))
+    assert m() is METHODS["online-rpca"].declared()
