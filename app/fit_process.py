@@ -37,6 +37,7 @@ import numpy as np
 
 from robustcore._progress import Cancelled
 
+from . import bulk_pipe
 from .out_of_core import LazyOffer
 
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
@@ -278,7 +279,7 @@ def _serve(conn) -> None:
         try:
             while pending and not conn.poll():
                 pending.pop(0)()
-            msg = conn.recv()
+            msg = bulk_pipe.recv(conn)
         except (EOFError, OSError):
             return
         if isinstance(msg, Quit):
@@ -293,14 +294,14 @@ def _serve(conn) -> None:
             reply = Failed(msg.job_id, describe_error(exc), traceback.format_exc(), isinstance(exc, ValueError))
         try:
             try:
-                conn.send(reply)
+                bulk_pipe.send(conn, reply)
             except (TypeError, AttributeError, pickle.PicklingError):
                 if not isinstance(reply, Done) or not hasattr(reply.value, "estimator"):
                     raise
                 # A fitted estimator may hold something that cannot be sent (a closure); the
                 # result's arrays and numbers are what matters, so send it without the estimator.
                 reply.value.estimator = None
-                conn.send(reply)
+                bulk_pipe.send(conn, reply)
         except (EOFError, OSError):
             return
 
@@ -321,7 +322,7 @@ class _ChildProgress:
 
     def _send(self, msg) -> None:
         try:
-            self._conn.send(msg)
+            bulk_pipe.send(self._conn, msg)
         except (EOFError, OSError):
             raise SystemExit(0) from None
 
@@ -329,7 +330,7 @@ class _ChildProgress:
 def _check(conn, job_id, fraction, message, last) -> bool:
     """The child's progress callback: read control messages, forward progress (throttled)."""
     while conn.poll():
-        m = conn.recv()
+        m = bulk_pipe.recv(conn)
         if isinstance(m, Cancel) and m.job_id == job_id:
             return False
         if isinstance(m, Quit):
@@ -363,7 +364,7 @@ class _Worker:
                 raise WorkerDied(f"the worker process ended while starting (exit code {self.proc.exitcode})")
             if self.conn.poll(_POLL):
                 try:
-                    msg = self.conn.recv()
+                    msg = bulk_pipe.recv(self.conn)
                 except (EOFError, OSError):
                     self.proc.join(1.0)
                     raise WorkerDied(_died(self)) from None
@@ -494,12 +495,12 @@ class FitPool:
             if should_stop():
                 raise Cancelled("cancelled")
             self.last_pid = w.pid
-            w.conn.send(_Run(job_id, job))
+            bulk_pipe.send(w.conn, _Run(job_id, job))
             deadline = None
             while True:
                 if w.conn.poll(_POLL):
                     try:
-                        msg = w.conn.recv()
+                        msg = bulk_pipe.recv(w.conn)
                     except (EOFError, OSError):
                         w.proc.join(1.0)
                         raise WorkerDied(_died(w)) from None

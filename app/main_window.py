@@ -225,15 +225,25 @@ class MainWindow(QMainWindow):
     def _size_docks(self) -> None:
         """Side panels take about a fifth of the width each at most, the log a sixth of the
         height (an eighth when the window is short). In a narrow window (a small screen, or 200 % scaling: 1920 x 1080 is 960 x 540)
-        the Data and Method panels share one column as tabs, so the views keep room to be read."""
+        the Data and Method panels share one column as tabs, so the views keep room to be read;
+        in a window both narrow and short the run log is a third tab there."""
         w, h = max(self.width(), 640), max(self.height(), 480)
         if w < NARROW_WINDOW:
             self.removeDockWidget(self.method_dock)
             self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.method_dock)
             self.method_dock.show()
             self.tabifyDockWidget(self.dataset_dock, self.method_dock)
+            if h < 700:
+                # A short window too (200 %): the run log joins them as a third tab, so the views
+                # get the whole height (the tour at 960 x 540 found plots 21-80 px high under it).
+                self.removeDockWidget(self.log_dock)
+                self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.log_dock)
+                self.log_dock.show()
+                self.tabifyDockWidget(self.method_dock, self.log_dock)
             self.method_dock.raise_()
             self.resizeDocks([self.method_dock], [int(min(330, 0.3 * w))], Qt.Orientation.Horizontal)
+            if h < 700:
+                return
         else:
             self.resizeDocks([self.dataset_dock, self.method_dock], [int(min(350, 0.22 * w)), int(min(320, 0.22 * w))],
                              Qt.Orientation.Horizontal)

@@ -14,7 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "SeedParam", "param_error", "validate_params", "check_range"]
+__all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "validate_params", "check_range"]
 
 
 def _fmt(value: Any) -> str:
@@ -256,3 +256,15 @@ def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:
     for p in specs:
         out[p.name] = p.validate(values.get(p.name, p.default))
     return out
+
+
+SCALES = ("none", "standard", "robust", "auto")
+
+
+def scale_param(default: str, doc: str = "") -> Param:
+    """The ``scale`` declaration; each estimator states its default, and in ``doc`` what the
+    scaling means for its results (the docstring's Parameters entry)."""
+    return Param("scale", str, default, "Rescale each feature inside the method: none, standard "
+                 "(mean / standard deviation), robust (median / MAD) or auto (standard when the "
+                 "features' spreads differ more than 10x, i.e. mixed units; else none).",
+                 choices=SCALES, doc=doc)

@@ -28,26 +28,15 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._params import Param
+from ._params import SCALES, scale_param  # noqa: F401  (declared with the other parameters)
 from ._validation import MAX_ABS, validate_X
 
 __all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "resolve_scaling", "mixed_units",
            "varies", "pow2_factor", "apply_scaling", "ScaledInput", "robust_scale", "scaling_fields"]
 
-SCALES = ("none", "standard", "robust", "auto")
-
 # "auto" standardises when the non-constant columns' standard deviations span more than this
 # factor (largest / median): an order of magnitude means different units.
 AUTO_SPREAD_RATIO = 10.0
-
-
-def scale_param(default: str, doc: str = "") -> Param:
-    """The ``scale`` declaration; each estimator states its default, and in ``doc`` what the
-    scaling means for its results (the docstring's Parameters entry)."""
-    return Param("scale", str, default, "Rescale each feature inside the method: none, standard "
-                 "(mean / standard deviation), robust (median / MAD) or auto (standard when the "
-                 "features' spreads differ more than 10x, i.e. mixed units; else none).",
-                 choices=SCALES, doc=doc)
 
 
 def max_abs(X) -> float:

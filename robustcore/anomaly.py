@@ -8,20 +8,19 @@ flagged when either exceeds its control limit.
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._base import Estimator, fit_method
-from ._outlier import CONTAMINATION, OutlierScores
-from ._params import Param, check_range
+from ._outlier import OutlierScores
+from ._params import check_range
 from ._progress import Reporter
-from ._scaling import scale_param
 # The limit formulas live in robustcore.limits; their names stay importable from here.
 from .limits import (box_limit, jackson_mudholkar_limit, spe_limit, t2_limit_new,  # noqa: F401
                      t2_limit_training)
 from .rank import rank_cap, scree_elbow
+from ._anomaly_params import PARAMS
 from .subspace._base import Calibration, SubspaceModel
 from .subspace._scan import input_rows, scan
 
@@ -79,32 +78,7 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
     ``spe`` and ``t2`` give the two scores themselves.
     """
 
-    _params = (
-        Param("n_components", int, None, "Dimension of the subspace the scores are measured against.",
-              low=1, allow_none=True, none_label="elbow of the scree plot",
-              doc="1 <= n_components < min(n_samples, n_features). None takes the elbow of the "
-                  "log scree plot, at most half of min(n_samples, n_features) (robustcore.rank: "
-                  "a rank that keeps nearly every direction leaves SPE nothing to measure)."),
-        Param("alpha", float, 0.01, "False-alarm rate of the SPE and T² control limits.",
-              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
-        Param("limit", str, "jackson-mudholkar", "SPE control limit: Jackson-Mudholkar or Box's "
-              "chi-square approximation.", choices=("jackson-mudholkar", "box"),
-              doc="Jackson-Mudholkar's normal approximation falls back to Box's scaled chi-square "
-                  "where its h0 <= 0 (recorded in ``spe_limit_method_``)."),
-        Param("t2_limit", str, "new", "T² limit for new observations (F) or for the training rows "
-              "themselves (Beta).", choices=("new", "training"),
-              doc="The training rows' limit (Phase I) is smaller: those rows shaped the estimates."),
-        Param("calibrate", bool, True, "Bound the Gaussian limits by the training scores' own "
-              "quantiles, so clean samples are flagged near alpha on data that are not Gaussian.",
-              doc="robustcore._calibration: both limits are multiplied by one factor, so the "
-                  "ranking is unchanged and only the flags move; ``limit_calibration_`` says what "
-                  "was done. False keeps the textbook formulas."),
-        Param("center", bool, True, "Centre at the training mean (otherwise a linear subspace)."),
-        scale_param("auto", doc="Scores, limits and attributes are in the scaled units."),
-        replace(CONTAMINATION, doc='"auto" flags SPE above ``spe_limit_`` or T² above '
-                                   "``t2_limit_`` (``flag``'s \"either\"); a fraction c flags the "
-                                   "share c of training samples with the largest outlier score."),
-    )
+    _params = PARAMS  # declared in _anomaly_params.py (read by the registry without this module)
 
     def __init__(self, n_components: int | None = None, *, alpha: float = 0.01,
                  limit: str = "jackson-mudholkar", t2_limit: str = "new", calibrate: bool = True,

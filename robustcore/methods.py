@@ -82,13 +82,18 @@ class Method:
     # The per-sample score (a key of RunResult.sample_scores, larger = more abnormal) that ranks
     # outliers: what its flags cut and what is evaluated against known outliers.
     outlier_score: str | None = None
+    # Returns the estimator's parameter declarations from a module that imports neither the
+    # estimator nor scikit-learn, so the window's first form costs no 1 s import (issue 25).
+    # None: read them from the estimator class.
+    declared: Callable[[], tuple] | None = None
 
     @property
     def estimator_class(self) -> type:
         return self.factory()
 
     def params(self) -> tuple[Param, ...]:
-        return tuple(p for p in self.estimator_class.param_specs() if not p.scriptable_only) + self.extra_params
+        specs = self.declared() if self.declared is not None else self.estimator_class.param_specs()
+        return tuple(p for p in specs if not p.scriptable_only) + self.extra_params
 
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params()}
@@ -543,9 +548,21 @@ def _cls(module, name):
     return load
 
 
+def _import_params(module):
+    import importlib
+    return importlib.import_module(module, __package__).PARAMS
+
+
+def _declared(module):
+    # a partial of a module-level function, not a closure: a Method travels to the worker
+    # process by pickle (a test's own Method, made with dataclasses.replace, does)
+    import functools
+    return functools.partial(_import_params, module)
+
+
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
-           _cls(".subspace.pca", "PCA"), _run_pca, views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"),
+           _cls(".subspace.pca", "PCA"), _run_pca, declared=_declared(".subspace._pca_params"), views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"),
            outlier_score="outlier_score", outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA", rank_param="n_components",
            about="Finds the directions of largest variance: the best least-squares subspace of the "
                  "given rank. Fast and exact, and the baseline every robust method is compared "
@@ -560,7 +577,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            out_of_core=True),
     Method("coherence-pursuit", "Coherence Pursuit",
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
-           _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop,
+           _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop, declared=_declared(".subspace._coherence_pursuit_params"),
            views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"), outlier_score="outlier_score", outlier_rule=LIMITS_RULE,
            subspace="Coherence Pursuit", short="CoP", rank_param="n_components",
            about="Robust subspace recovery when whole samples are outliers. Each sample is "
@@ -578,7 +595,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                      "Subspace Recovery\", ICML 2017 (PMLR 70).", out_of_core=True),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
-           _cls(".subspace.pcp", "PCP"), _run_pcp, views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),
+           _cls(".subspace.pcp", "PCP"), _run_pcp, declared=_declared(".subspace._pcp_params"), views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),
            outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="PCA of L", short="PCP",
            about="Splits the data into a low-rank part L plus a sparse part S by minimising "
                  "‖L‖* + λ‖S‖₁ with X = L + S. Suited to corruption of individual entries rather "
@@ -591,7 +608,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                      "analysis?\", Journal of the ACM 58(3), 2011."),
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
-           _cls(".anomaly", "ResidualScorer"), _run_residual, views=("contour", "scatter", "detail", "outlier-map", "evaluation"),
+           _cls(".anomaly", "ResidualScorer"), _run_residual, declared=_declared("._anomaly_params"), views=("contour", "scatter", "detail", "outlier-map", "evaluation"),
            outlier_score="outlier_score", outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²", rank_param="n_components",
            about="Anomaly scores against a PCA subspace: SPE (the squared distance from the "
                  "subspace) and Hotelling's T² (the distance along it, in units of the spread), "
@@ -605,7 +622,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            out_of_core=True),
     Method("online-rpca", "Online robust PCA (streaming)",
            "Low-rank + sparse one batch of frames at a time, for long videos (OR-PCA, Feng, Xu & Yan 2013).",
-           _cls(".subspace.online_rpca", "OnlineRPCA"), _linear_subspace(_bigdata("run_online_rpca")),
+           _cls(".subspace.online_rpca", "OnlineRPCA"), _linear_subspace(_bigdata("run_online_rpca")), declared=_declared(".subspace._online_rpca_params"),
            views=("decomposition", "detail", "comparison", "evaluation"), out_of_core=True,
            outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="OR-PCA basis", short="OR-PCA",
            about="Robust PCA for videos too long for memory: the frames stream through in batches, "
@@ -619,7 +636,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                      "optimization\", NIPS 2013."),
     Method("esfs", "ESFS feature ranking",
            "Eigenvalue Sensitive Feature Selection from Laplacian eigenmaps (Jiang & Ren 2011).",
-           _cls(".features.esfs", "ESFS"), _run_esfs, views=("ranking",), short="ESFS",
+           _cls(".features.esfs", "ESFS"), _run_esfs, declared=_declared(".features._esfs_params"), views=("ranking",), short="ESFS",
            about="Ranks features without labels by how much the cluster structure depends on them: "
                  "a similarity graph of the samples is built, and each feature is scored by the "
                  "sensitivity of the graph Laplacian's smallest non-trivial eigenvalues to it. "
@@ -628,7 +645,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            reference="Y. Jiang and J. Ren, \"Eigenvalue sensitive feature selection\", ICML 2011."),
     Method("scw", "SCW online classifier",
            "Soft Confidence-Weighted online learning, SCW-I / SCW-II (Wang, Zhao & Hoi 2012).",
-           _cls(".online.scw", "SCW"), _run_scw, views=("learning-curve",), needs_labels=True,
+           _cls(".online.scw", "SCW"), _run_scw, declared=_declared(".online._scw_params"), views=("learning-curve",), needs_labels=True,
            accepts_sparse=True, extra_params=(_TEST_FRACTION,), short="SCW",
            about="A linear classifier learned one sample at a time. It keeps a Gaussian belief "
                  "over the weights and, when a sample is misclassified or classified with too "

@@ -8,9 +8,11 @@ screen pixels so a tooltip always belongs to the point drawn under the cursor.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QPointF, Qt, Signal
+from PySide6.QtCore import QObject, QPointF, Qt, QTimer, Signal
 from PySide6.QtGui import QCursor, QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem, QToolTip
 
@@ -19,6 +21,21 @@ from . import _style as st
 from ._density import DENSITY_POINTS, Density
 
 TOOLS = ("rect", "lasso", "pan")
+
+# Above this many points a cloud is drawn in parts of CHUNK_POINTS, one part per turn of the
+# event loop, the first a random sample of the whole: handing 50,000 points to pyqtgraph at
+# once held the window 50-60 ms (its per-point record array), and with the paint that followed
+# made most of the freeze when a result arrived (issue 25, benchmarks/bench_views.py gaps).
+PROGRESSIVE_POINTS = 20_000
+CHUNK_POINTS = 10_000
+# Clouds with parts still to draw: an export draws them first (finish_pending_drawings).
+_DRAWING: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
+
+
+def finish_pending_drawings() -> None:
+    """Draw now every part of every cloud still waiting for its turn (before an export)."""
+    for cloud in list(_DRAWING):
+        cloud.finish_drawing()
 
 
 def mode_for(modifiers) -> str:
@@ -162,7 +179,11 @@ class PointCloud(QObject):
         self.hovered = -1
         self.hover_text = ""
         self.describe = lambda i: f"sample {i}"
-        self.groups: list = []
+        self.groups: list = []      # every point item made so far (per part and colour group)
+        self._items: dict = {}      # (part, group) -> item
+        self._pending: list = []    # parts still to draw (sample indices)
+        self._generation = 0        # a new drawing drops the parts of an older one
+        self._perm = np.zeros(0, dtype=np.int64)
         self.flag_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 5, symbol="o", brush=None,
                                             pen=st.pen(st.FLAG_COLOR, 1.3), name="flagged")
         self.sel_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 10, symbol="o", brush=None,
@@ -222,27 +243,75 @@ class PointCloud(QObject):
         self.codes = rank[self.codes]
 
     def _draw(self) -> None:
+        self._generation += 1
+        self._pending = []
+        for it in self.groups:
+            it.setData(x=[], y=[])
         if self.x.size > DENSITY_POINTS:
-            for it in self.groups:
-                it.setData(x=[], y=[])
             self.density.show(self.x, self.y)
             return
         self.density.hide()
-        k = len(self.table)
-        while len(self.groups) < k:
-            it = GroupScatter(pxMode=True, size=self.size, pen=None, symbol="o")
-            it.setZValue(1 + len(self.groups) * 1e-3)
-            self.plot.addItem(it)
-            self.groups.append(it)
+        n, k = self.x.size, len(self.table)
         order = np.argsort(self.codes, kind="stable")
         bounds = np.searchsorted(self.codes[order], np.arange(k + 1))
-        for g, it in enumerate(self.groups):
-            if g >= k:
-                it.setData(x=[], y=[])
-                continue
+        if n <= PROGRESSIVE_POINTS:
+            self._draw_batch([(0, g, order[bounds[g]:bounds[g + 1]]) for g in range(k)])
+            return
+        # Colour groups low to high, about CHUNK_POINTS points per turn of the event loop; a
+        # group larger than that in parts of its own (one item each: every item costs pyqtgraph
+        # a fixed ~0.3 ms per setData and ~0.2 ms per paint, so no finer).
+        batch, count = [], 0
+        for g in range(k):
             sel = order[bounds[g]:bounds[g + 1]]
+            for part, start in enumerate(range(0, max(sel.size, 1), CHUNK_POINTS)):
+                piece = sel[start:start + CHUNK_POINTS]
+                batch.append((part, g, piece))
+                count += piece.size
+                if count >= CHUNK_POINTS:
+                    self._pending.append(batch)
+                    batch, count = [], 0
+        if batch:
+            self._pending.append(batch)
+        self._draw_batch(self._pending.pop(0))
+        if self._pending:
+            _DRAWING.add(self)
+            QTimer.singleShot(0, lambda gen=self._generation: self._next_part(gen))
+
+    def _item(self, part: int, group: int) -> GroupScatter:
+        it = self._items.get((part, group))
+        if it is None:
+            it = GroupScatter(pxMode=True, size=self.size, pen=None, symbol="o")
+            it.setZValue(1 + group * 1e-3 + part * 1e-6)   # higher colour groups on top
+            self.plot.addItem(it)
+            self.groups.append(it)
+            self._items[(part, group)] = it
+        return it
+
+    def _draw_batch(self, batch) -> None:
+        for part, g, sel in batch:
+            if sel.size == 0 and (part, g) not in self._items:
+                continue
             size = self.size if self.sizes is None else self.sizes[sel]
-            it.setData(x=self.x[sel], y=self.y[sel], brush=self.table[g], pen=None, size=size)
+            self._item(part, g).setData(x=self.x[sel], y=self.y[sel], brush=self.table[g], pen=None, size=size)
+
+    def _next_part(self, generation: int) -> None:
+        if generation != self._generation or not self._pending:
+            return
+        self._draw_batch(self._pending.pop(0))
+        if self._pending:
+            QTimer.singleShot(0, lambda: self._next_part(generation))
+        else:
+            _DRAWING.discard(self)
+
+    def drawing(self) -> bool:
+        """Whether parts of the points are still to be drawn (on coming turns of the event loop)."""
+        return bool(self._pending)
+
+    def finish_drawing(self) -> None:
+        """Draw the parts still pending now (before an export or a count)."""
+        while self._pending:
+            self._draw_batch(self._pending.pop(0))
+        _DRAWING.discard(self)
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         return self.x, self.y
@@ -254,6 +323,8 @@ class PointCloud(QObject):
         return list(table[self.codes])
 
     def drawn_count(self) -> int:
+        """Points drawn once the drawing is finished (pending parts are drawn first)."""
+        self.finish_drawing()
         return int(sum(it.getData()[0].size for it in self.groups))
 
     def set_brushes(self, brushes) -> None:
@@ -277,6 +348,8 @@ class PointCloud(QObject):
                                pen=None if dense else st.pen(st.FLAG_COLOR, 1.3))
 
     def clear(self) -> None:
+        self._generation += 1
+        self._pending = []
         self.x = np.zeros(0)
         self.y = np.zeros(0)
         self.sample_index = np.zeros(0, dtype=np.int64)

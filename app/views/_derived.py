@@ -111,6 +111,16 @@ def map_model(result) -> tuple[dict | None, str]:
             "data_plane": lim.data_plane}, ""
 
 
+def dense_rows(dataset, rows) -> np.ndarray:
+    """Rows ``rows`` of the data as a dense (m, d) array. A sparse data set densifies those rows
+    only: its whole dense copy (a 300,000 x 47,000 LIBSVM file: 113 GB) to show one sample was
+    refused or took the memory of the machine (issue 24)."""
+    rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+    if getattr(dataset, "is_sparse", False):
+        return np.asarray(dataset.X[rows].toarray(), dtype=np.float64)
+    return np.asarray(dataset.dense()[rows])
+
+
 def reconstruction(result, dataset, rows) -> np.ndarray | None:
     """Reconstructions of samples ``rows`` (m, d): L for PCP, the subspace projection otherwise."""
     rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
@@ -119,7 +129,7 @@ def reconstruction(result, dataset, rows) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    X = model_units(result, dataset.dense()[rows])
+    X = model_units(result, dense_rows(dataset, rows))
     return _original_units(result, compare.reconstruct(X, sub["components"], sub["mean"]))
 
 
@@ -132,5 +142,5 @@ def contributions(result, dataset, row: int) -> np.ndarray | None:
     sub = subspace(result)
     if sub is None:
         return None
-    X = model_units(result, dataset.dense()[row])
+    X = model_units(result, dense_rows(dataset, [row])[0])
     return compare.residual_contributions(X, sub["components"], sub["mean"])[0]

@@ -19,6 +19,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice
 from PySide6.QtGui import QColor, QPen
 
 from ..export import atomic_write_bytes
+from ._cloud import finish_pending_drawings
 
 FORMATS = (".png", ".svg")
 
@@ -134,6 +135,7 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
 
     ``metadata`` (JSON-able) goes into a text chunk under the key "Comment".
     """
+    finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
     scale = check_scale(scale)
     scene = widget.scene()
     exp = ImageExporter(scene)
@@ -154,6 +156,7 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
 
 def svg_bytes(widget, metadata: dict | None = None) -> bytes:
     """SVG of the widget's scene on a white page; ``metadata`` goes into a <metadata> element."""
+    finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
     exp = SVGExporter(widget.scene())
     exp.parameters()["background"] = QColor("white")
     data = exp.export(toBytes=True)

@@ -154,8 +154,9 @@ class ComparisonView(BaseView):
             self.flag_plot.getAxis("bottom").setTicks(ticks)
         total = self.splitter.height()
         if not self._split_done and total > 0 and self.isVisible():
-            # Three fifths to the plots, the rest to the table, until the user drags the split.
-            fig = max(self.figure.minimumHeight(), int(0.6 * total))
+            # Three fifths to the plots, the rest to the table, until the user drags the split;
+            # in a short view (200 %) seven tenths, or the bar plots fall under 90 px.
+            fig = max(self.figure.minimumHeight(), int((0.6 if total >= 600 else 0.7) * total))
             self.splitter.setSizes([fig, max(total - fig, self.table.minimumHeight())])
             self._split_done = True
 

@@ -161,7 +161,7 @@ class DetailView(BaseView):
         self.drawn = res
         i, why = self._pick_sample(res, ds)
         self.current_sample = i
-        x = ds.dense()[i]
+        x = der.dense_rows(ds, [i])[0]   # only the row shown, of sparse data too
         recon = der.reconstruction(res, ds, [i])[0]
         is_pcp = "sparse" in res.arrays
         s_part = np.asarray(res.arrays["sparse"])[i] if is_pcp else None

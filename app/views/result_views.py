@@ -7,11 +7,13 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
+from robustcore.methods import methods_for_view
 from robustcore.result import summary_lines
 
 from ..export import export_results as _export_results
@@ -20,6 +22,23 @@ from ._figure import export_widget
 from ._wrap_tabs import WrapTabBar
 from .catalog import VIEW_NAMES
 from .catalog import view_class as _view_class
+
+
+class _ViewClasses(Mapping):
+    """View name -> class, each imported the first time it is asked for: the scatter view's module
+    imports robustcore.compare and through it scikit-learn (about 1 s on a cold start), which the
+    window's first paint does not need (issue 25)."""
+
+    def __getitem__(self, name):
+        if name not in VIEW_NAMES:
+            raise KeyError(name)
+        return _view_class(name)
+
+    def __iter__(self):
+        return iter(VIEW_NAMES)
+
+    def __len__(self):
+        return len(VIEW_NAMES)
 
 
 def view_title(name: str) -> str:
@@ -57,7 +76,7 @@ class ResultViews(QTabWidget):
             "2. Choose a method and its parameters in the Method panel.\n"
             "3. Press Run (Ctrl+R). The views for that method appear here as tabs.")
         self.addTab(self.summary, "Summary")
-        self._classes = {name: _view_class(name) for name in VIEW_NAMES}
+        self._classes = _ViewClasses()
         self._views = {}
         self._standins = {}   # name -> empty tab of a view not built yet (see _add_standin)
         for name in self.EAGER:
@@ -126,7 +145,13 @@ class ResultViews(QTabWidget):
 
     def available_views(self) -> list[str]:
         return [n for n in self._classes
-                if (self._views[n].available() if n in self._views else self._classes[n].available_in(self.state))]
+                if (self._views[n].available() if n in self._views
+                    else self._fed(n) and self._classes[n].available_in(self.state))]
+
+    def _fed(self, name) -> bool:
+        """Whether a result that feeds view ``name`` is there: without one no view can draw, and its
+        class need not be imported to say so (the empty window at start-up imports none)."""
+        return any(self.state.result(m) is not None for m in methods_for_view(name))
 
     def show_view(self, name: str):
         v = self.view(name)
@@ -310,8 +335,6 @@ def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), ov
     finally:
         # Delete now rather than at interpreter exit: PySide6 6.12 with pyqtgraph may crash when
         # plot widgets outlive the QApplication during shutdown.
-        from PySide6.QtCore import QCoreApplication, QEvent
-
         views.close()
         views.deleteLater()
         QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)

@@ -17,12 +17,13 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import Estimator, fit_method
-from .._params import Param, SeedParam, param_error
+from .._params import param_error
 from .._progress import Reporter
 from .._validation import check_magnitude, check_random_state, validate_X
 from ._order import tie_broken_predictions
 from ._scw_model import History, learn, new_state, state_of, watch_order
 from ._scw_stream import with_constant_column
+from ._scw_params import PARAMS
 
 __all__ = ["SCW", "DEFAULT_ETA"]
 
@@ -141,39 +142,7 @@ class SCW(ClassifierMixin, Estimator):
 
     # Each parameter's help is written once, here: the docstring's Parameters section is rendered
     # from these declarations (robustcore._docstring).
-    _params = (
-        Param("variant", str, "I", "SCW-I (linear loss, step clipped at C) or SCW-II (squared loss).",
-              choices=("I", "II")),
-        Param("C", float, 1.0, "Aggressiveness: how far one violating example may move the model.",
-              low=0.0, low_inclusive=False),
-        Param("eta", float, None, "Confidence level eta; phi = inverse normal CDF of eta.",
-              low=0.5, high=1.0, low_inclusive=False, high_inclusive=False, allow_none=True,
-              none_label="0.75 for SCW-I, 0.90 for SCW-II",
-              doc="The defaults are LIBOL's (``DEFAULT_ETA``)."),
-        Param("covariance", str, "full", "Full covariance (exact) or its diagonal (fast, sparse data).",
-              choices=("full", "diagonal"),
-              doc="The full d x d covariance costs O(d^2) per example (exact SCW); its diagonal "
-                  "O(nnz(x)) per example, for high-dimensional sparse data (the full update with "
-                  "all but its diagonal dropped). With the diagonal, CSR input is learned touching "
-                  "only its non-zeros, never densified; with the full covariance (which is d x d "
-                  "anyway) CSR rows are densified a block of at most 192 rows at a time."),
-        Param("a", float, 1.0, "Initial covariance a*I (prior variance of each weight).",
-              low=0.0, low_inclusive=False, advanced=True),
-        Param("multiclass", str, "shared",
-              "Multi-class form: one shared covariance (M-SCW) or one binary SCW per class.",
-              choices=("shared", "ovr"), advanced=True,
-              doc="See Notes; ignored for two classes."),
-        Param("fit_intercept", bool, True, "Learn a bias (a constant feature 1), so all-zero rows "
-              "and zero margins get the learned bias.", advanced=True,
-              doc="On by default, as in scikit-learn's linear classifiers."),
-        Param("shuffle", bool, True, "Visit the samples of fit in a random order.", advanced=True,
-              doc="As scikit-learn's ``PassiveAggressiveClassifier``; ``partial_fit`` never "
-                  "shuffles. Data files are often sorted by class, and an online learner fed one "
-                  "class after the other learns the last class seen; ``fit(shuffle=False)`` and "
-                  "``partial_fit`` warn when the labels arrive in long runs of one class (far fewer "
-                  "label changes than a random order gives)."),
-        SeedParam("Seed of the shuffle."),
-    )
+    _params = PARAMS  # declared in _scw_params.py (read by the registry without this module)
 
     def __init__(self, variant="I", *, C=1.0, eta=None, covariance="full", a=1.0, multiclass="shared",
                  fit_intercept=True, shuffle=True, random_state=None):

@@ -2,21 +2,21 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 
 import numpy as np
 
 from .._base import Estimator, fit_method
-from .._outlier import CONTAMINATION, LIMIT_ALPHA, OutlierScores
-from .._params import Param, check_range
+from .._outlier import LIMIT_ALPHA, OutlierScores
+from .._params import check_range
 from .._progress import Reporter
 from .._row_stats import RFactor, symmetric
-from .._scaling import scale_param, varies
+from .._scaling import varies
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel
 from ._scan import constant_error, input_rows, load_rows, scan
+from ._pca_params import PARAMS
 
 __all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX", "principal_axes"]
 
@@ -128,22 +128,7 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
     ``score_samples`` is minus that.
     """
 
-    _params = (
-        Param("n_components", int, None, "Number of principal components (rank of the subspace).",
-              low=1, allow_none=True, none_label="elbow of the scree plot",
-              doc="1 <= n_components <= min(n_samples, n_features). None takes the elbow of the "
-                  "log scree plot, at most half of min(n_samples, n_features) (robustcore.rank). "
-                  "Unlike scikit-learn's PCA, None does not keep every component: a model that "
-                  "keeps them all has nothing left to measure outliers with."),
-        Param("center", bool, True, "Subtract the mean before fitting (affine subspace).",
-              doc="False fits a linear subspace through the origin."),
-        scale_param("auto", doc="Every fitted attribute and score is in the scaled units."),
-        replace(CONTAMINATION, doc='"auto" flags samples whose SPE or T² exceeds its control '
-                                   "limit at alpha = 0.01 (Jackson-Mudholkar for SPE, F for T², "
-                                   "both bounded by the training scores' own quantiles); a "
-                                   "fraction c flags the share c of training samples with the "
-                                   "largest outlier score."),
-    )
+    _params = PARAMS  # declared in _pca_params.py (read by the registry without this module)
 
     def __init__(self, n_components: int | None = None, *, center: bool = True, scale: str = "auto",
                  contamination="auto"):

@@ -58,22 +58,21 @@ import math
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import numpy as np
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 
 from .._base import ConvergenceWarning, DegenerateFitWarning, Estimator, fit_method
-from .._outlier import CONTAMINATION, OutlierScores
-from .._params import Param, SeedParam
+from .._outlier import OutlierScores
 from .._progress import Reporter
-from .._scaling import ScaledInput, max_abs, pow2_factor, scale_param
+from .._scaling import ScaledInput, max_abs, pow2_factor
 from .._blas_policy import blas_is_threaded
 from .._threads import resolve_n_jobs
 from .._validation import validate_X
 from ..linalg import as_generator, spectral_norm
 from ._pcp_svt import svd_threshold
 from ._pcp_sweep import _BLOCK, _Sweeper
+from ._pcp_params import PARAMS
 
 __all__ = ["PCP", "svd_threshold"]
 
@@ -186,48 +185,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
 
     # Each parameter's help is written once, here: the docstring's Parameters section is rendered
     # from these declarations (robustcore._docstring).
-    _params = (
-        Param("lam", float, None, "Weight of the sparse term lambda (larger = sparser S).",
-              low=0.0, low_inclusive=False, allow_none=True, none_label="1/sqrt(max(n, d))",
-              doc="The default is the JACM theorem's universal value ``1 / sqrt(max(n_samples, "
-                  "n_features))``."),
-        Param("tol", float, 1e-7, "Stop when ||X - L - S||_F / ||X||_F falls below this.",
-              low=0.0, high=1.0, low_inclusive=False, high_inclusive=False),
-        Param("max_iter", int, 1000, "Maximum number of iterations.", low=1,
-              doc="Reaching it warns with :class:`~sklearn.exceptions.ConvergenceWarning`."),
-        Param("mu", float, None, "Initial augmented-Lagrangian penalty mu.", low=0.0,
-              low_inclusive=False, allow_none=True, none_label="1.25/||X||_2", advanced=True,
-              doc="It grows by ``rho`` per iteration up to ``1e7 * mu``."),
-        Param("rho", float, 1.5, "Growth factor of mu per iteration.", low=1.0, low_inclusive=False,
-              advanced=True, doc="The reference code's value is 1.5."),
-        Param("svd", str, "auto", "SVD used for thresholding: auto, gram (eigh), randomized or full.",
-              choices=("auto", "gram", "randomized", "full"), advanced=True,
-              doc='"gram" is eigh of the smaller Gram matrix, "randomized" a warm-started range '
-                  'finder with rank prediction, "full" a LAPACK SVD each iteration (slow; for '
-                  'checking); "auto" chooses by the predicted rank each iteration.'),
-        Param("score_norm", str, "l1", "Per-sample score from S: row l1 norm or row l2 norm.",
-              choices=("l1", "l2"),
-              doc="(Called ``score`` in 0.1, which hid scikit-learn's ``score`` method.)"),
-        SeedParam("Seed for the randomized SVD.", doc="It also seeds the spectral norm estimate."),
-        Param("n_jobs", int, None, "Threads for the passes over the data.", low=1, allow_none=True,
-              none_label="all cores", advanced=True,
-              doc="That is: one thread for data of fewer than 2e6 entries (threads did not pay "
-                  "there), else up to every core available to the process, each pass on one thread "
-                  "or on all of them as the machine's load allows (see the module notes), or one "
-                  "when the user chose more than one BLAS thread (their threads would compete); an "
-                  "int is used as given. BLAS runs on one thread meanwhile unless the user set its "
-                  "thread count (``robustcore._blas_policy``). Results do not depend on it beyond "
-                  "rounding (sums are split differently)."),
-        scale_param("auto", doc="The scaled matrix is decomposed, and L and S are returned in "
-                    "ORIGINAL units (L takes the centre: ``X = L + S`` as in the scaled units); "
-                    "scores are in the scaled units. \"auto\" standardises tables in mixed units "
-                    "and leaves pixels and video alone: the l1 penalty weighs every entry alike, so "
-                    "without it a column in small units never enters S (PCP scored ROC-AUC 0.04 on "
-                    "ODDS shuttle in random units; benchmarks/results_outliers.md)."),
-        replace(CONTAMINATION, doc="\"auto\" flags samples whose score exceeds median + 3 MAD of "
-                "the training scores (``robustcore.compare.robust_threshold``); a fraction c flags "
-                "the share c of training samples with the largest scores."),
-    )
+    _params = PARAMS  # declared in _pcp_params.py (read by the registry without this module)
 
     def __init__(self, lam=None, *, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto",
                  score_norm="l1", random_state=None, n_jobs=None, scale="auto", contamination="auto"):

@@ -62,3 +62,34 @@ def test_without_selection_the_most_outlying_flagged_sample_is_shown(views_for):
     flagged = np.flatnonzero(res.flags["outside_either"])
     assert v.current_sample == flagged[np.argmax(res.sample_scores["spe"][flagged])]
     assert "nothing selected" in v.status.text()
+
+
+def test_sparse_data_densify_only_the_sample_shown(views_for, monkeypatch):
+    # issue 24: the detail view densified the whole sparse data set to show one row
+    import scipy.sparse as sp
+
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 40, density=0.1, format="csr", random_state=1) * 5 + sp.eye(300, 40, format="csr")
+    ds = Dataset(X=X, name="sparse")
+    res = get_method("pca").run(ds, {"n_components": 3})   # the fit itself works on a dense copy
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(res)
+    state.set_current_method("pca")
+
+    def whole(self, *a, **k):
+        raise AssertionError("the whole sparse data set was densified")
+    monkeypatch.setattr(Dataset, "dense", whole)
+    v = views_for(state).show_view("detail")
+    row = int(rng.integers(300))
+    state.set_selection([row])
+    assert v.current_sample == row
+    x = X[row].toarray()[0]
+    np.testing.assert_array_equal(v.parts["original"], x)
+    C, m = res.subspace.components, res.subspace.mean
+    np.testing.assert_allclose(v.parts["reconstruction"], m + C.T @ (C @ (x - m)), atol=1e-10)
+    np.testing.assert_allclose(v.bars.opts["height"], compare.residual_contributions(x, C, m)[0], rtol=1e-10, atol=1e-12)

@@ -1,0 +1,54 @@
+"""Messages with large arrays over a multiprocessing pipe, without holding the GIL for the copy.
+
+``Connection.send`` pickles a message into one bytes object before writing it: for a 50,000 x
+300 table (120 MB) that copy held the GIL of the sending thread for 0.1-0.3 s, and the window's
+GUI thread, which needs the GIL to answer, froze at every Run (and, receiving, at every Open;
+issue 25, benchmarks/bench_views.py gaps). Here the arrays travel out of band (pickle protocol
+5): a small header first, then each buffer in slices of ``SLICE`` bytes, written and read by
+the OS with the GIL released between slices; the receiver rebuilds the arrays on the buffers it
+read into, without another copy. Small messages go as before.
+"""
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+
+__all__ = ["send", "recv", "SLICE", "OUT_OF_BAND_MIN"]
+
+SLICE = 4 << 20            # bytes per write: a few ms of copying each
+OUT_OF_BAND_MIN = 1 << 20  # below this many array bytes a message is sent in one piece
+
+
+@dataclass
+class _Bulk:
+    """Header of a message whose buffers follow: ``sizes[i]`` bytes each, in slices."""
+    head: bytes
+    sizes: list
+
+
+def send(conn, obj) -> None:
+    buffers: list = []
+    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    raws = [b.raw() for b in buffers]
+    if sum(r.nbytes for r in raws) < OUT_OF_BAND_MIN:
+        conn.send(obj)
+        return
+    conn.send(_Bulk(head, [r.nbytes for r in raws]))
+    for raw in raws:
+        for start in range(0, raw.nbytes, SLICE):
+            conn.send_bytes(raw[start:start + SLICE])
+
+
+def recv(conn):
+    msg = conn.recv()
+    if not isinstance(msg, _Bulk):
+        return msg
+    buffers = []
+    for size in msg.sizes:
+        buf = bytearray(size)
+        view = memoryview(buf)
+        got = 0
+        while got < size:
+            got += conn.recv_bytes_into(view[got:])
+        buffers.append(buf)
+    return pickle.loads(msg.head, buffers=buffers)
