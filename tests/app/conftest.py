@@ -31,3 +31,18 @@ def window(qtbot, tmp_path):
     w.show()
     yield w
     w.close()
+
+
+@pytest.fixture
+def small_window(qtbot, tmp_path):
+    """The main window at 1280 x 800 (the size issue 25 judges legibility at), exposed."""
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    w = MainWindow(settings=Settings(str(tmp_path / "small.ini")))
+    qtbot.addWidget(w)
+    w.resize(1280, 800)
+    w.show()
+    qtbot.waitExposed(w)
+    yield w
+    w.close()

@@ -1,21 +1,7 @@
 """The window at 1280 x 800 as a user sees it: every view that exists is in sight (issue 25)."""
-import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
-from app.main_window import MainWindow
-from app.settings import Settings
-
-
-@pytest.fixture
-def small_window(qtbot, tmp_path):
-    w = MainWindow(settings=Settings(str(tmp_path / "studio.ini")))
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.close()
 
 
 def _run(qtbot, w, method):

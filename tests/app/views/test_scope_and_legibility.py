@@ -3,26 +3,12 @@ that do not run together, region names apart, the fitted selection highlighted, 
 "curve" through one point, legends that scale with the figure, and a view exported without ever
 being shown laid out as it would be on screen."""
 import numpy as np
-import pytest
 from PySide6.QtGui import QImage
 
-from app.main_window import MainWindow
-from app.settings import Settings
 from robustcore.datasets import Dataset
 from robustcore.methods import get_method
 
 from .conftest import data, fit, make_state
-
-
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")))
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.close()
 
 
 def _show(qtbot, window, ds, results, view):
@@ -43,7 +29,8 @@ def _wide_table():
     return Dataset(X=X, name="wide30", feature_names=[f"sensor_{j}" for j in range(30)])
 
 
-def test_sample_detail_feature_names_do_not_run_together_and_the_title_names_method_and_data(qtbot, window):
+def test_sample_detail_feature_names_do_not_run_together_and_the_title_names_method_and_data(qtbot, small_window):
+    window = small_window
     ds = _wide_table()
     res = get_method("pca").run(ds, {})
     v = _show(qtbot, window, ds, [res], "detail")
@@ -87,7 +74,8 @@ def test_outlier_map_region_names_do_not_overlap_in_a_narrow_view(views_for, qtb
         assert (r.top() >= od_y - 1) if name in ("regular", "good leverage") else (r.bottom() <= od_y + 1), name
 
 
-def test_esfs_highlights_the_fitted_selection_on_a_plot_of_usable_width(qtbot, window):
+def test_esfs_highlights_the_fitted_selection_on_a_plot_of_usable_width(qtbot, small_window):
+    window = small_window
     ds = data("usps-small")
     res = fit("usps-small", "esfs")
     v = _show(qtbot, window, ds, [res], "ranking")
@@ -98,7 +86,8 @@ def test_esfs_highlights_the_fitted_selection_on_a_plot_of_usable_width(qtbot, w
     assert v.spec_plot.getViewBox().sceneBoundingRect().width() >= 250
 
 
-def test_online_rpca_with_one_batch_draws_no_curve_over_a_wide_range(qtbot, window):
+def test_online_rpca_with_one_batch_draws_no_curve_over_a_wide_range(qtbot, small_window):
+    window = small_window
     ds = data("escalator-24")
     res = get_method("online-rpca").run(ds, {"batch_size": 64})
     v = _show(qtbot, window, ds, [res], "decomposition")
@@ -151,7 +140,8 @@ def test_export_of_a_view_never_shown_matches_the_shown_one(views_for, tmp_path,
 
 # -- each view states its scope --------------------------------------------------------------
 
-def test_spe_t2_map_says_its_lines_are_for_the_plane_and_the_flags_for_the_full_space(qtbot, window):
+def test_spe_t2_map_says_its_lines_are_for_the_plane_and_the_flags_for_the_full_space(qtbot, small_window):
+    window = small_window
     ds = data("usps-small")
     v = _show(qtbot, window, ds, [fit("usps-small", "pca")], "contour")
     texts = [label.text for _, label in v.legend.items]
@@ -160,7 +150,8 @@ def test_spe_t2_map_says_its_lines_are_for_the_plane_and_the_flags_for_the_full_
     assert "limits on the plane shown" in v.status.text()
 
 
-def test_spe_t2_map_of_two_dimensional_data_claims_no_plane_scope(qtbot, window):
+def test_spe_t2_map_of_two_dimensional_data_claims_no_plane_scope(qtbot, small_window):
+    window = small_window
     rng = np.random.default_rng(0)
     ds = Dataset(X=rng.standard_normal((100, 2)) @ np.array([[3.0, 0.0], [1.0, 0.5]]), name="flat")
     v = _show(qtbot, window, ds, [get_method("pca").run(ds, {"n_components": 1})], "contour")
@@ -176,7 +167,8 @@ def _mixed_units():
     return Dataset(X=X, name="mixed")
 
 
-def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative_to_s(qtbot, window):
+def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative_to_s(qtbot, small_window):
+    window = small_window
     ds = _mixed_units()
     res = get_method("pcp").run(ds, {})
     v = _show(qtbot, window, ds, [res], "decomposition")
@@ -201,7 +193,8 @@ def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative
 
 # -- what the screenshots at 1280 x 800 showed ------------------------------------------------
 
-def test_comparison_method_names_do_not_run_together(qtbot, window):
+def test_comparison_method_names_do_not_run_together(qtbot, small_window):
+    window = small_window
     from PySide6.QtGui import QFont, QFontMetrics
     ds = data("usps-small")
     v = _show(qtbot, window, ds, [fit("usps-small", m) for m in ("pca", "coherence-pursuit", "pcp")],
@@ -216,7 +209,8 @@ def test_comparison_method_names_do_not_run_together(qtbot, window):
             assert px >= (a + b) / 2 + 4, (px, widths)
 
 
-def test_picture_detail_names_method_and_data(qtbot, window):
+def test_picture_detail_names_method_and_data(qtbot, small_window):
+    window = small_window
     ds = data("usps-small")
     v = _show(qtbot, window, ds, [fit("usps-small", "pcp")], "detail")
     title = v.panels["original"].titleLabel.text.replace("<br>", " ")
