@@ -19,30 +19,27 @@ def _isolated_settings(tmp_path, monkeypatch):
     yield folder
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    """A shown main window with the registry's methods and throw-away settings (closed after)."""
+def _shown_window(qtbot, settings_path, size, exposed=False):
     from app.main_window import MainWindow
     from app.settings import Settings
 
-    w = MainWindow(settings=Settings(str(tmp_path / "window.ini")))
+    w = MainWindow(settings=Settings(str(settings_path)))
     qtbot.addWidget(w)
-    w.resize(1400, 900)
+    w.resize(*size)
     w.show()
+    if exposed:
+        qtbot.waitExposed(w)
     yield w
     w.close()
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """A shown main window with the registry's methods and throw-away settings (closed after)."""
+    yield from _shown_window(qtbot, tmp_path / "window.ini", (1400, 900))
 
 
 @pytest.fixture
 def small_window(qtbot, tmp_path):
     """The main window at 1280 x 800 (the size issue 25 judges legibility at), exposed."""
-    from app.main_window import MainWindow
-    from app.settings import Settings
-
-    w = MainWindow(settings=Settings(str(tmp_path / "small.ini")))
-    qtbot.addWidget(w)
-    w.resize(1280, 800)
-    w.show()
-    qtbot.waitExposed(w)
-    yield w
-    w.close()
+    yield from _shown_window(qtbot, tmp_path / "small.ini", (1280, 800), exposed=True)

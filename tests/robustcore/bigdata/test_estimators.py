@@ -43,6 +43,11 @@ def test_pca_matches_in_memory(data, center):
                  "all_variances_"):
         close(getattr(b, attr), getattr(a, attr))
     close(b.transform(chunked(data)), a.transform(data))
+    # the limits, calibrated on the stored training scores out of core, are the in-memory ones
+    assert b.limit_calibration_["action"] == a.limit_calibration_["action"]
+    assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL)
+    assert b.t2_limit_ == pytest.approx(a.t2_limit_, rel=TOL)
+    np.testing.assert_array_equal(b.predict(data), a.predict(data))
 
 
 def test_pca_takes_a_tsqr_pass_when_the_scatter_would_lose_the_small_eigenvalues():

@@ -86,19 +86,15 @@ def test_inline_separator_in_csv_names_its_line(tmp_path, ch, line, quoted):
 
 
 @pytest.mark.parametrize("ch", list(INLINE_BREAKS))
-def test_inline_separator_whitespace_and_cr_files(tmp_path, ch):
-    p = tmp_path / "sep.txt"
-    p.write_bytes(("1 2\r3 4\r5" + ch + " 6\r").encode("utf-8"))
+@pytest.mark.parametrize("name,fmt,head,tail", [
+    ("sep.txt", "csv", "1 2\r3 4\r5", " 6\r"),                 # whitespace-separated, lone CRs
+    ("sep.svm", "libsvm", "1 1:1\n-1 2:1\r1 1:2", "2:3\n"),    # LIBSVM, mixed line ends
+])
+def test_inline_separator_names_its_line(tmp_path, ch, name, fmt, head, tail):
+    p = tmp_path / name
+    p.write_bytes((head + ch + tail).encode("utf-8"))
     with pytest.raises(LoadError, match="line 3: the character"):
-        load(p, format="csv")
-
-
-@pytest.mark.parametrize("ch", list(INLINE_BREAKS))
-def test_inline_separator_in_libsvm_names_its_line(tmp_path, ch):
-    p = tmp_path / "sep.svm"
-    p.write_bytes(("1 1:1\n-1 2:1\r1 1:2" + ch + "2:3\n").encode("utf-8"))
-    with pytest.raises(LoadError, match="line 3: the character"):
-        load(p, format="libsvm")
+        load(p, format=fmt)
 
 
 @pytest.mark.parametrize("cut", range(1, 12))
