@@ -78,59 +78,83 @@ def fits_in_memory(nbytes: int) -> bool:
     return nbytes + held_bytes() <= RESULTS_SHARE * get_settings().memory_budget
 
 
+def _split_by_budget(arrays: dict) -> tuple[list, list]:
+    """(names held in memory, names stored): the smallest results first, each kept in memory
+    while it fits the results' share beside those already held and those kept before it. A
+    fit's small scores stay in memory (where order statistics and flags are numpy operations)
+    while a wide result beside them (projections, r floats a row) goes to disk."""
+    mem, stored, used = [], [], 0
+    for k in sorted(arrays, key=lambda k: store_bytes({k: arrays[k]})):
+        size = store_bytes({k: arrays[k]})
+        if not stored and fits_in_memory(used + size):
+            mem.append(k)
+            used += size
+        else:
+            stored.append(k)
+    return mem, stored
+
+
 def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows", also=()):
     """Compute 1-D or 2-D Dask arrays (rows first) in one pass over their common inputs.
 
-    Returns name -> numpy array when all of them together fit in :data:`RESULTS_SHARE` of the
-    memory budget beside the results already held (:func:`fits_in_memory`), else name -> :class:`StoredRows` in a new Zarr store, written under
-    ``NAME.partial`` and renamed into place when complete (a store under its own name is always
-    whole). ``also``: Dask values computed in the same pass (sharing its tasks); then
+    Returns name -> numpy array for those that fit in :data:`RESULTS_SHARE` of the memory
+    budget beside the results already held (:func:`fits_in_memory`; the smallest first), and
+    name -> :class:`StoredRows` for the rest, in a new Zarr store written under ``NAME.partial``
+    and renamed into place when complete (a store under its own name is always whole).
+    ``also``: Dask values computed in the same pass (sharing its tasks); then
     ``(that dict, [their values])``.
     """
     require_dask()
     import dask.array as da
     s = get_settings()
-    keys = list(arrays)
     also = list(also)
-    if fits_in_memory(store_bytes(arrays)) and s.client is not None:
+    mem, keep_out = _split_by_budget(arrays)
+    out = {}
+    if s.client is not None:
         # a cluster's workers cannot write into this process's arrays: they send the blocks
-        vals = compute(*[arrays[k] for k in keys], *also, progress=progress, message=message)
-        out = {k: hold(v) for k, v in zip(keys, vals[:len(keys)])}
-        return (out, list(vals[len(keys):])) if also else out
-    if fits_in_memory(store_bytes(arrays)):
+        sources, targets = [], []
+    else:
         # each block is written into the result as it is made and freed (threads of this
         # process): computing the arrays would hold every block until the end and then their
         # concatenation, twice the result
-        out = {k: hold(np.empty(arrays[k].shape, arrays[k].dtype)) for k in keys}
-        stored = da.store([arrays[k] for k in keys], [out[k] for k in keys], lock=False, compute=False)
-        extra = compute(stored, *also, progress=progress, message=message)[1:]
-        return (out, list(extra)) if also else out
-    import zarr
-    root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
-    root.mkdir(parents=True, exist_ok=True)
-    path = root / f"{name}-{uuid.uuid4().hex[:8]}.zarr"
-    partial = path.with_name(path.name + ".partial")
-    group = zarr.open_group(str(partial), mode="w")
-    targets = []
-    for k in keys:
-        a = arrays[k]
-        chunks = (max(a.chunks[0]),) + tuple(a.shape[1:])
-        if hasattr(group, "create_array"):
-            targets.append(group.create_array(k, shape=a.shape, dtype=a.dtype, chunks=chunks,
-                                              **_codecs(a.dtype)))
-        else:   # zarr 2
-            targets.append(group.create_dataset(k, shape=a.shape, dtype=a.dtype, chunks=chunks))
+        out = {k: hold(np.empty(arrays[k].shape, arrays[k].dtype)) for k in mem}
+        sources, targets = [arrays[k] for k in mem], [out[k] for k in mem]
+    group = path = partial = None
+    if keep_out:
+        import zarr
+        root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
+        root.mkdir(parents=True, exist_ok=True)
+        path = root / f"{name}-{uuid.uuid4().hex[:8]}.zarr"
+        partial = path.with_name(path.name + ".partial")
+        group = zarr.open_group(str(partial), mode="w")
+        for k in keep_out:
+            a = arrays[k]
+            chunks = (max(a.chunks[0]),) + tuple(a.shape[1:])
+            if hasattr(group, "create_array"):
+                t = group.create_array(k, shape=a.shape, dtype=a.dtype, chunks=chunks, **_codecs(a.dtype))
+            else:   # zarr 2
+                t = group.create_dataset(k, shape=a.shape, dtype=a.dtype, chunks=chunks)
+            sources.append(a.rechunk((chunks_of(t),) + tuple((v,) for v in a.shape[1:])))
+            targets.append(t)
     try:
-        stored = da.store([arrays[k].rechunk((chunks_of(t),) + tuple((v,) for v in arrays[k].shape[1:]))
-                           for k, t in zip(keys, targets)], targets, lock=False, compute=False)
-        extra = compute(stored, *also, progress=progress, message=message)[1:]
+        stored = da.store(sources, targets, lock=False, compute=False) if sources else None
+        lead = [stored] if stored is not None else []
+        sent = [arrays[k] for k in mem] if s.client is not None else []
+        vals = compute(*lead, *sent, *also, progress=progress, message=message)[len(lead):]
     except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
+        if partial is not None:
+            shutil.rmtree(partial, ignore_errors=True)
         raise
-    os.replace(partial, path)
-    group = zarr.open_group(str(path), mode="r")
-    out = {k: StoredRows(group[k]) for k in keys}
-    return (out, list(extra)) if also else out
+    if s.client is not None:
+        out = {k: hold(v) for k, v in zip(mem, vals[:len(mem)])}
+        vals = vals[len(mem):]
+    if keep_out:
+        import zarr
+        os.replace(partial, path)
+        group = zarr.open_group(str(path), mode="r")
+        out.update({k: StoredRows(group[k]) for k in keep_out})
+    out = {k: out[k] for k in arrays}
+    return (out, list(vals)) if also else out
 
 
 def chunks_of(z) -> tuple:

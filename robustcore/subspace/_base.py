@@ -183,9 +183,18 @@ def _check_finite_block(B):
 def _derive_block(P, start, spe, inv, spe_limit, t2_limit, threshold):
     """The row results that follow from a row's SPE and projection P (t2, score, flags)."""
     t2 = np.einsum("ij,ij,j->i", P, P, inv)
+    return {"t2": t2, **_flags_block(t2, spe, spe_limit, t2_limit, threshold)}
+
+
+def _flags_block(t2, spe, spe_limit, t2_limit, threshold):
     score = np.maximum(spe / spe_limit, t2 / t2_limit)
-    return {"t2": t2, "outlier_score": score, "outlier": score > threshold,
+    return {"outlier_score": score, "outlier": score > threshold,
             "outside_spe": spe > spe_limit, "outside_t2": t2 > t2_limit}
+
+
+def _flags_of_t2_block(T, start, spe, spe_limit, t2_limit, threshold):
+    """_derive_block for a known T² (T: (rows, 1))."""
+    return _flags_block(T[:, 0], spe, spe_limit, t2_limit, threshold)
 
 
 class Calibration:
@@ -335,15 +344,17 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         """``fit(X)`` and ``row_results(X)`` in as few passes over X as the method allows (as
         ``fit_predict`` is to ``fit`` and ``predict``); ``RowResults.passes`` counts them all."""
         rep = Reporter(progress)
-        self._kept_rows = self._training_rows = None
+        self._kept_rows = self._training_rows = self._training_t2 = None
         try:
             self.fit(X, progress=rep.span(0.0, 0.8))
-            kept = self._kept_rows
+            kept, t2 = self._kept_rows, self._training_t2
         finally:
-            del self._kept_rows, self._training_rows
+            del self._kept_rows, self._training_rows, self._training_t2
         rows = kept["rows"]
         if "spe" in kept:
-            res = self._derive(kept["spe"], kept["projection"], rep.span(0.8, 1.0))
+            # the calibration's T² of every row is the result's when made with the final variances
+            same = t2 is not None and np.array_equal(t2[0], self.variances_)
+            res = self._derive(kept["spe"], kept["projection"], rep.span(0.8, 1.0), t2=t2[1] if same else None)
             return RowResults(**res, spe=kept["spe"], projection=kept["projection"],
                               extra=kept.get("extra", {}), passes=rows.passes)
         res = self._results_of(rows, rep.span(0.8, 1.0), extra=kept.get("extra"))
@@ -357,15 +368,23 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
             made = getattr(self, "_training_rows", None)
             self._kept_rows = {**made, **kept} if made is not None and "spe" not in kept else kept
 
-    def _derive(self, spe, projection, progress=None, threshold=None) -> dict:
-        """t2, outlier score and flags from stored SPE and projections (no pass over X)."""
-        args = (1.0 / self.variances_, self.spe_limit_, self.t2_limit_,
-                -self.offset_ if threshold is None else threshold)
-        spec = {"t2": ("f8", ()), "outlier_score": ("f8", ()), "outlier": ("?", ()),
-                "outside_spe": ("?", ()), "outside_t2": ("?", ())}
+    def _derive(self, spe, projection, progress=None, threshold=None, t2=None) -> dict:
+        """t2, outlier score and flags from stored SPE and projections (no pass over X); given
+        ``t2`` (every row's, with these variances), the flags from it (projections not read)."""
+        limits = (self.spe_limit_, self.t2_limit_, -self.offset_ if threshold is None else threshold)
+        spec = {"outlier_score": ("f8", ()), "outlier": ("?", ()), "outside_spe": ("?", ()),
+                "outside_t2": ("?", ())}
         P = _lazy_or_numpy(projection)
-        return Rows(P).map(_derive_block, spec, *args, extra=(spe,), progress=progress,
-                           message="limits", name="scores")
+        if t2 is None:
+            return Rows(P).map(_derive_block, {"t2": ("f8", ()), **spec}, 1.0 / self.variances_, *limits,
+                               extra=(spe,), progress=progress, message="limits", name="scores")
+        T = np.asarray(t2).reshape(-1, 1) if isinstance(t2, np.ndarray) else _as_lazy(t2).reshape(-1, 1)
+        if not isinstance(P, np.ndarray) and isinstance(T, np.ndarray):
+            import dask.array as da
+            T = da.from_array(T, chunks=(P.chunks[0], 1))     # out of core: the budget rules its results
+        out = Rows(T).map(_flags_of_t2_block, spec, *limits, extra=(spe,), progress=progress,
+                          message="limits", name="scores")
+        return {"t2": t2, **out}
 
     def inverse_transform(self, X):
         """Points (n_samples, n_features) in ORIGINAL units for coordinates X (n_samples, r)."""
@@ -414,9 +433,10 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                 inv = 1.0 / np.asarray(variances)
 
                 def make():
-                    return {"spe": kept["spe"],
-                            "t2": Rows(_lazy_or_numpy(kept["projection"])).map(
-                                _t2_block, {"t2": ("f8", ())}, inv, message="training scores")["t2"]}
+                    t2 = Rows(_lazy_or_numpy(kept["projection"])).map(
+                        _t2_block, {"t2": ("f8", ())}, inv, message="training scores")["t2"]
+                    self._remember_t2(variances, t2)
+                    return {"spe": kept["spe"], "t2": t2}
             else:
                 model = SimpleNamespace(**scaling, components_=components, mean_=mean, variances_=variances)
                 reuse = hasattr(self, "_kept_rows")   # inside fit_row_results
@@ -430,9 +450,16 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                     kern = _RowKernel(model, ("spe", "t2", "projection"))
                     out = rows.map(kern, kern.spec(), message="training scores", name="scores")
                     self._training_rows = {"spe": out["spe"], "projection": out["projection"]}
+                    self._remember_t2(variances, out["t2"])
                     return {"spe": out["spe"], "t2": out["t2"]}
             return TrainingScores(make, exclude=exclude)
         return training
+
+    def _remember_t2(self, variances, t2):
+        """Inside fit_row_results: keep the calibration's T² of every row for the row results
+        (made once: out of core it is a read of every stored projection)."""
+        if hasattr(self, "_training_t2"):
+            self._training_t2 = (np.array(variances, dtype=np.float64), t2)
 
     def _training_offset(self, contamination, rows: Rows, kept=None) -> dict:
         """``offset_`` at the end of a fit on ``rows``: "auto" needs no pass (the limits are the
@@ -491,8 +518,11 @@ class TrainingScores:
             spe, t2 = _as_dask(spe), _as_dask(t2)
             combined = da.maximum(spe / spe_limit, t2 / t2_limit)
         else:
+            # one array of n scores at a time beside the inputs (30M rows: the temporaries of
+            # the plain expression and the copies of kth_smallest made the run's memory peak)
             with np.errstate(divide="ignore", invalid="ignore"):
-                combined = np.maximum(spe / spe_limit, t2 / t2_limit)
+                combined = np.divide(spe, spe_limit)
+                np.maximum(combined, np.divide(t2, t2_limit), out=combined)
         if lazy:
             from ..bigdata._dask import compute
             from ..bigdata._rows import as_dask_rows
@@ -514,8 +544,13 @@ class TrainingScores:
 
             def count_le(cut):
                 return int(np.count_nonzero(combined <= cut))
-        exclude = self.exclude if lazy else None
-        return calibrate(lambda ks: kth_smallest(combined, ks, exclude=exclude, message="training scores"),
+        if not lazy:
+            def kth(ks):
+                # combined is this call's own array: partitioned in place, in no need of its order
+                combined.partition(np.unique(ks))
+                return combined[np.asarray(ks)]
+            return calibrate(kth, count_le, n, 1.0, alpha)
+        return calibrate(lambda ks: kth_smallest(combined, ks, exclude=self.exclude, message="training scores"),
                          count_le, n, 1.0, alpha)
 
 

@@ -113,12 +113,14 @@ class CalibrationBand(Calibration):
 
 
 def residual_block(B, start, degenerate, prep, kern, acc=None):
-    """SPE and coordinates of a block's rows (and, given ``acc``, its calibration sums)."""
+    """SPE, its log (what the calibration rows are chosen by) and coordinates of a block's rows
+    (and, given ``acc``, its calibration sums)."""
     Y = prep(B)
     b = Y.shape[0]
     buf = scratch(b, Y.shape[1], 4)
     T, spe = kern(Y, buf)
+    log_spe = log_residual(spe)
     if acc is not None:
         # the explicit residuals e are left in buf by the kernel
-        acc.feed(buf[:b], T, log_residual(spe), ~np.asarray(degenerate, bool))
-    return {"spe": spe, "projection": T}
+        acc.feed(buf[:b], T, log_spe, ~np.asarray(degenerate, bool))
+    return {"spe": spe, "projection": T, "log_spe": log_spe}

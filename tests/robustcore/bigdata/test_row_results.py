@@ -135,6 +135,30 @@ def test_results_held_in_memory_count_together_against_the_budget(tmp_path):
         _same(third, a + 2)
 
 
+def test_small_results_stay_in_memory_beside_a_wide_one_on_disk(tmp_path):
+    """One pass, two results: the scores (n floats) fit the results' share and stay numpy, the
+    projections (n x 6) do not and go to disk; both hold the values computed. (A 30M-row Coherence
+    Pursuit run stored its SPE with its projections, and every order statistic and flag after
+    it then read the store: 6 s of a 31 s run.)"""
+    import gc
+
+    from robustcore.bigdata import materialize
+    from robustcore.bigdata._rows import RESULTS_SHARE, held_bytes
+    gc.collect()
+    spe = np.arange(2000, dtype=np.float64) / 7
+    proj = np.arange(12000, dtype=np.float64).reshape(2000, 6) % 11
+    base = held_bytes()
+    with settings(memory_budget=int((spe.nbytes * 2 + base) / RESULTS_SHARE), store_dir=tmp_path):
+        out = materialize({"projection": da.from_array(proj, chunks=(700, 6)),
+                           "spe": da.from_array(spe, chunks=700)})
+    assert list(out) == ["projection", "spe"]
+    assert isinstance(out["spe"], np.ndarray) and isinstance(out["projection"], StoredRows)
+    _same(out["spe"], spe)
+    _same(out["projection"][:], proj)
+    assert held_bytes() == base + spe.nbytes
+    assert not list(tmp_path.glob("*.partial"))
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("cls", [PCA, CoherencePursuit])
 def test_limits_can_read_exact_order_statistics_of_the_training_scores(X, cls, lazy, monkeypatch):
