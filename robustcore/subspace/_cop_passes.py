@@ -41,7 +41,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy.linalg.blas import dtrmm as _dtrmm
 
 from .._outlier import LIMIT_ALPHA, median_mad_cut
 from .._params import check_range, param_error
@@ -135,9 +134,10 @@ class _UnitGram:
 
 class _CoherenceForm:
     """The quadratic form ŷ ↦ ŷᵀCŷ of the coherence pass. With a Cholesky factor C = LLᵀ it is
-    |Lᵀŷ|², one triangular product in place (n d² flops, against 2 n d² for ŷᵀ(Cŷ): the pass's
-    largest cost); a C that is not numerically positive definite (rows spanning fewer than d
-    directions) keeps the general product."""
+    |Lᵀŷ|², a sum of squares (never negative by rounding); a C that is not numerically positive
+    definite (rows spanning fewer than d directions) keeps the general product. Both by numpy's
+    BLAS, which releases the GIL (scipy's triangular product, half the flops, held it: the
+    out-of-core pass's threads ran one at a time)."""
 
     def __init__(self, C):
         self.C = C
@@ -150,9 +150,8 @@ class _CoherenceForm:
         """ŷᵀCŷ of every row of Xn (a scratch buffer, overwritten when the factor exists)."""
         if self.L is None:
             return np.einsum("ij,ij->i", Xn @ self.C, Xn)
-        # Xnᵀ is the Fortran-ordered view of the C-ordered buffer: Lᵀ Xnᵀ overwrites it
-        W = _dtrmm(1.0, self.L, Xn.T, side=0, lower=1, trans_a=1, overwrite_b=1)
-        return np.einsum("ij,ij->i", W.T, W.T)
+        W = np.matmul(Xn, self.L, out=scratch(Xn.shape[0], Xn.shape[1], 5))      # rows ŷᵀL
+        return np.einsum("ij,ij->i", W, W)
 
 
 def _coherence_block(B, start, prep, form, cut, acc=None):
