@@ -71,3 +71,22 @@ def test_esfs_eigenvalue_plot_stays_readable_at_200_percent(qtbot, tmp_path, tab
     for plot in (v.spec_plot, v.bar_plot):
         r = plot.getViewBox().sceneBoundingRect()
         assert r.width() >= MIN_PLOT[0] and r.height() >= MIN_PLOT[1], (plot.titleLabel.text, r)
+
+
+def test_learning_curve_titles_stay_on_one_line_at_200_percent(qtbot, tmp_path, table_fits):
+    tour = table_fits[0]
+    ds = tour.datasets(str(tmp_path))["libsvm"]
+    from robustcore.methods import get_method
+    results = {"scw": get_method("scw").run(ds, {})}
+    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")), isolation="thread")
+    qtbot.addWidget(w)
+    w.resize(960, 540)
+    w.show()
+    qtbot.waitExposed(w)
+    tour.show_all(w, ds, results)
+    v = _shown(qtbot, w, "learning-curve")
+    assert legibility_problems(v) == []
+    # As high as the shortest title ("test accuracy", one line): none wraps.
+    heights = {p.titleLabel.text: p.titleLabel.item.boundingRect().height()
+               for p in (v.rate_plot, v.upd_plot, v.acc_plot)}
+    assert max(heights.values()) <= min(heights.values()) + 1, heights
