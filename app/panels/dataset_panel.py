@@ -211,9 +211,15 @@ class DatasetPanel(QWidget):
         opt_row = QHBoxLayout()
         opt_row.addWidget(self.truth_label)
         opt_row.addWidget(self.truth_box, 1)
-        opt_row.addWidget(self.ooc_button)
-        opt_row.addWidget(self.options_button)
         lay.addLayout(opt_row)
+        # The buttons on a row of their own: beside the known-outliers chooser they made the
+        # panel 370 px wide at least, and at 200 % (960 x 540) the docks took more than half
+        # the window from the views.
+        button_row = QHBoxLayout()
+        button_row.addWidget(self.ooc_button)
+        button_row.addWidget(self.options_button)
+        button_row.addStretch(1)
+        lay.addLayout(button_row)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.preview_note)
         lay.addStretch(0)

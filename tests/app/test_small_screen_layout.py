@@ -90,3 +90,22 @@ def test_learning_curve_titles_stay_on_one_line_at_200_percent(qtbot, tmp_path, 
     heights = {p.titleLabel.text: p.titleLabel.item.boundingRect().height()
                for p in (v.rate_plot, v.upd_plot, v.acc_plot)}
     assert max(heights.values()) <= min(heights.values()) + 1, heights
+
+
+def test_opening_a_file_does_not_widen_the_side_panels_at_200_percent(qtbot, tmp_path, table_fits):
+    """The Data panel's "Load options…" button sat beside the known-outliers chooser: opening a
+    file (not a demo) widened the docks by 110 px and took that from the views."""
+    tour, table, _ = table_fits
+    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")))
+    qtbot.addWidget(w)
+    w.resize(960, 540)
+    w.show()
+    qtbot.waitExposed(w)
+    w.set_dataset(table)
+    qtbot.wait(50)
+    before = w.views.width()
+    with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
+        w.open_path(tour.libsvm_file(str(tmp_path)))
+    qtbot.wait(50)
+    assert w.dataset_panel.options_button.isVisibleTo(w.dataset_panel)
+    assert w.views.width() >= before - 2, (before, w.views.width())
