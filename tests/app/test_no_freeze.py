@@ -148,3 +148,25 @@ def test_every_column_of_a_wide_table_is_sized_to_its_name_and_first_cells(qtbot
         need = max([head_fm.horizontalAdvance(model.headerData(c, Qt.Orientation.Horizontal))]
                    + [fm.horizontalAdvance(t) for t in texts])
         assert need <= header.sectionSize(c) <= need + 40, (c, need, header.sectionSize(c))
+
+
+def test_a_tab_chosen_for_the_first_time_is_built_then_drawn_on_the_next_turn(qtbot, small_window):
+    from PySide6.QtCore import Qt
+
+    from app.views.outlier_map import OutlierMapView
+
+    w = small_window
+    _load_demo(qtbot, w, "usps-1-vs-8")
+    w.method_panel.set_method("pca")
+    with qtbot.waitSignal(w.runFinished, timeout=60000) as got:
+        assert w.run() is not None
+    views, bar = w.views, w.views.tabBar()
+    i = next(k for k in range(views.count()) if views.tabText(k) == "Outlier map")
+    assert views.findChild(OutlierMapView) is None   # a stand-in holds the tab until chosen
+    with qtbot.waitSignal(views.viewsReady, timeout=10000):
+        qtbot.mouseClick(bar, Qt.MouseButton.LeftButton, pos=bar.name_rects()[i].center())
+        built = views.findChild(OutlierMapView)
+        # Built in the click's turn, in the tab's place; drawn on a later one.
+        assert built is not None and views.currentWidget() is built
+        assert built.drawn is None and views.drawing()
+    assert built.drawn is got.args[0] and not views.drawing()
