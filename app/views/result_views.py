@@ -94,7 +94,8 @@ class ResultViews(QTabWidget):
         self._classes = _ViewClasses()
         self._views = {}
         self._standins = {}   # name -> empty tab of a view not built yet (see _add_standin)
-        self._pending = None  # method whose result is still to be drawn (see _draw_step)
+        # What is still to be drawn (see _draw_step): ("result", method) or ("show", view name).
+        self._pending = None
         self._step_timer = next_turn(self, self._on_step)
         self._to_prepare = []   # views of the method whose first view _prepare builds
         self._prepare_timer = next_turn(self, self._prepare)
