@@ -14,8 +14,10 @@ before issue 25 (robustcore._outlier at the registry's import).
 process). The largest interval between two ticks is how long the window froze; 10 ms is no
 freeze. Each case runs in a new window, so the result is the window's first (when the views
 are built); the window is shown and left 0.4 s to paint before the meter starts, and the
-previous window is deleted before that. Reference: every view the result feeds built at once (``BUILD_ON_FIRST_SHOW =
-False``, the behaviour before issue 25); ours: the view shown only.
+previous window is deleted before that. Open ends at ``datasetLoaded``, Run at
+``runFinished`` (emitted once the view on screen shows the result), each plus 150 ms for the
+paint. Reference: every view the result feeds built at once (``BUILD_ON_FIRST_SHOW = False``,
+the behaviour before issue 25); ours: the view shown only.
 
 Reports the best and the median wall times and RATIOS (reference / ours), measured in the same
 run, after the run's conditions, for:
