@@ -26,8 +26,10 @@ From "Run" to a drawn view, each room once:
    results are discarded and logged), writes the Run log line and stores the result in
    :class:`app.state.AppState` (``add_result``);
 4. the state's ``resultAdded`` reaches :class:`app.views.ResultViews` (``_on_result``): the views
-   that draw that method are marked stale (``invalidate``) and the one on screen redraws from the
-   result (``ensure_fresh`` -> ``refresh``); the others redraw when they are shown.
+   that draw that method are marked stale (``invalidate``); on the next turns of the event loop
+   the view to show is built (if it is new) and then redraws from the result (``ensure_fresh``
+   -> ``refresh``), one turn each, so the window never stops answering for both; the others
+   redraw when they are shown. ``runFinished`` is emitted once the view on screen shows it.
 """
 from __future__ import annotations
 
@@ -80,7 +82,8 @@ class MainWindow(QMainWindow):
     -------
     datasetLoaded(object)          a data set became current.
     loadFailed(str)                a file or demo could not be loaded (message).
-    runFinished(object)            a RunResult was stored in the state.
+    runFinished(object)            a RunResult was stored in the state and the view on
+                                   screen draws it.
     runFailed(str)                 a fit raised (message); a dialog shows the details.
     runCancelled()                 the current fit was cancelled.
     runDiscarded(str)              a fit finished but its result was dropped (reason).

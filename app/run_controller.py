@@ -218,6 +218,9 @@ class RunController(QObject):
             fn = lambda progress: run_job(fit, progress)  # noqa: E731
         job = self.runner.submit(fn, tag=tag)
         self.panel.set_status(f"Running {method.title} on {ds.name}…")
+        # While the fit runs, the view its result goes to is built, so the turn the result
+        # arrives in only fills it.
+        self.views.prepare(getattr(method, "views", ()))
         return job
 
     def cancel(self) -> None:
@@ -296,8 +299,9 @@ class RunController(QObject):
             text += f" ({len(result.warnings)} warning{'s' if len(result.warnings) > 1 else ''}, see the log)"
         self.panel.set_status(text, done=True)
         self.status(text, 8000)
-        self.finished.emit(result)
-        self.idle.emit()
+        # The views draw the result on the next turns of the event loop (no freeze): "finished"
+        # means the user can see it, so it waits for them.
+        self.views.when_drawn(lambda: (self.finished.emit(result), self.idle.emit()))
 
     def _on_failed(self, job: Job, message: str, details: str) -> None:
         self._log(job, "failed", "error", seconds=job.elapsed, detail=message)

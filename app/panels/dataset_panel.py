@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
                                QPushButton, QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
 
@@ -187,6 +187,11 @@ class DatasetPanel(QWidget):
         self.table.horizontalHeader().setResizeContentsPrecision(40)
         self.table.verticalHeader().setResizeContentsPrecision(40)
         self.table.setVisible(False)
+        self._columns_sized = 0
+        self._column_timer = QTimer(self)   # sizes the next columns (see _size_columns)
+        self._column_timer.setSingleShot(True)
+        self._column_timer.setInterval(0)
+        self._column_timer.timeout.connect(lambda: self._size_columns(start=self._columns_sized))
         self.preview_note = QLabel()
         self.preview_note.setStyleSheet("color: #555;")
         self.preview_note.setWordWrap(True)
@@ -206,9 +211,15 @@ class DatasetPanel(QWidget):
         opt_row = QHBoxLayout()
         opt_row.addWidget(self.truth_label)
         opt_row.addWidget(self.truth_box, 1)
-        opt_row.addWidget(self.ooc_button)
-        opt_row.addWidget(self.options_button)
         lay.addLayout(opt_row)
+        # The buttons on a row of their own: beside the known-outliers chooser they made the
+        # panel 370 px wide at least, and at 200 % (960 x 540) the docks took more than half
+        # the window from the views.
+        button_row = QHBoxLayout()
+        button_row.addWidget(self.ooc_button)
+        button_row.addWidget(self.options_button)
+        button_row.addStretch(1)
+        lay.addLayout(button_row)
         lay.addWidget(self.table, 1)
         lay.addWidget(self.preview_note)
         lay.addStretch(0)
@@ -234,19 +245,34 @@ class DatasetPanel(QWidget):
         if getattr(ds, "is_lazy", False):
             self.set_dataset(ds)
 
-    def _size_columns(self, rows: int = 12) -> None:
+    # Columns sized per turn of the event loop: 200 columns took 15-25 ms of the turn the data
+    # arrived in; the first 40 cover any window's width (issue 25, bench_views.py gaps).
+    COLUMNS_PER_TURN = 40
+
+    def _size_columns(self, rows: int = 12, start: int = 0) -> None:
         """Each column as wide as its name and its first ``rows`` cells. Qt's
         resizeColumnsToContents asked the model for every role of 40 rows of 200 columns (64,000
-        calls, 0.26 s of frozen window when a 256-feature table arrived); this measures the text."""
+        calls, 0.26 s of frozen window when a 256-feature table arrived); this measures the text,
+        ``COLUMNS_PER_TURN`` columns now and the next ones on the next turn."""
         model, header = self.model, self.table.horizontalHeader()
         fm = self.table.fontMetrics()
         head_fm = header.fontMetrics()
         pad = 2 * self.table.style().pixelMetric(self.table.style().PixelMetric.PM_FocusFrameHMargin) + 12
-        for c in range(model.columnCount()):
+        stop = min(model.columnCount(), start + self.COLUMNS_PER_TURN)
+        for c in range(start, stop):
             name = model.headerData(c, Qt.Orientation.Horizontal) or ""
             cells = (model.data(model.index(r, c)) or "" for r in range(min(rows, model.rowCount())))
             width = max([head_fm.horizontalAdvance(name)] + [fm.horizontalAdvance(t) for t in cells])
             header.resizeSection(c, width + pad)
+        self._columns_sized = stop
+        if stop < model.columnCount():
+            self._column_timer.start()
+        else:
+            self._column_timer.stop()
+
+    def columns_sizing(self) -> bool:
+        """Whether columns of the preview are still to be sized on coming turns."""
+        return self._columns_sized < self.model.columnCount()
 
     def set_dataset(self, ds) -> None:
         while self.summary_form.rowCount():

@@ -12,22 +12,26 @@ import weakref
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QPointF, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QCursor, QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem, QToolTip
 
 from . import _geometry as geo
 from . import _style as st
 from ._density import DENSITY_POINTS, Density
+from ._turns import next_turn
 
 TOOLS = ("rect", "lasso", "pan")
 
-# Above this many points a cloud is drawn in parts of CHUNK_POINTS, one part per turn of the
-# event loop, the first a random sample of the whole: handing 50,000 points to pyqtgraph at
-# once held the window 50-60 ms (its per-point record array), and with the paint that followed
-# made most of the freeze when a result arrived (issue 25, benchmarks/bench_views.py gaps).
+# Above this many points (or with more colour groups than CHUNK_ITEMS) a cloud is drawn in
+# parts, one part per turn of the event loop, starting on the turn after set_points: handing 50,000 points to pyqtgraph at once
+# held the window 50-60 ms (its per-point record array), and with the paint that followed made
+# most of the freeze when a result arrived (issue 25, benchmarks/bench_views.py gaps).
 PROGRESSIVE_POINTS = 20_000
 CHUNK_POINTS = 10_000
+# Colour groups drawn per turn (a score colouring has up to 64): making and filling 52 items in
+# one turn took 17-27 ms for the escalator demo's 3,000 frames.
+CHUNK_ITEMS = 16
 # Clouds with parts still to draw: an export draws them first (finish_pending_drawings).
 _DRAWING: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
 
@@ -182,7 +186,7 @@ class PointCloud(QObject):
         self.groups: list = []      # every point item made so far (per part and colour group)
         self._items: dict = {}      # (part, group) -> item
         self._pending: list = []    # parts still to draw (sample indices)
-        self._generation = 0        # a new drawing drops the parts of an older one
+        self._part_timer = next_turn(self, self._next_part)
         self._perm = np.zeros(0, dtype=np.int64)
         self.flag_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 5, symbol="o", brush=None,
                                             pen=st.pen(st.FLAG_COLOR, 1.3), name="flagged")
@@ -243,39 +247,47 @@ class PointCloud(QObject):
         self.codes = rank[self.codes]
 
     def _draw(self) -> None:
-        self._generation += 1
         self._pending = []
-        for it in self.groups:
-            it.setData(x=[], y=[])
         if self.x.size > DENSITY_POINTS:
+            for it in self.groups:
+                it.setData(x=[], y=[])
             self.density.show(self.x, self.y)
             return
         self.density.hide()
         n, k = self.x.size, len(self.table)
         order = np.argsort(self.codes, kind="stable")
         bounds = np.searchsorted(self.codes[order], np.arange(k + 1))
-        if n <= PROGRESSIVE_POINTS:
-            self._draw_batch([(0, g, order[bounds[g]:bounds[g + 1]]) for g in range(k)])
-            return
-        # Colour groups low to high, about CHUNK_POINTS points per turn of the event loop; a
-        # group larger than that in parts of its own (one item each: every item costs pyqtgraph
-        # a fixed ~0.3 ms per setData and ~0.2 ms per paint, so no finer).
-        batch, count = [], 0
+        # Colour groups low to high, at most CHUNK_POINTS points and CHUNK_ITEMS items per turn
+        # of the event loop; a group larger than CHUNK_POINTS in parts of its own (one item
+        # each: every item costs pyqtgraph a fixed ~0.3 ms per setData and ~0.2 ms per paint,
+        # and making one ~0.3 ms, so no finer).
+        batches, batch, count = [], [], 0
         for g in range(k):
             sel = order[bounds[g]:bounds[g + 1]]
             for part, start in enumerate(range(0, max(sel.size, 1), CHUNK_POINTS)):
                 piece = sel[start:start + CHUNK_POINTS]
                 batch.append((part, g, piece))
                 count += piece.size
-                if count >= CHUNK_POINTS:
-                    self._pending.append(batch)
+                if count >= CHUNK_POINTS or len(batch) >= CHUNK_ITEMS:
+                    batches.append(batch)
                     batch, count = [], 0
         if batch:
-            self._pending.append(batch)
-        self._draw_batch(self._pending.pop(0))
-        if self._pending:
-            _DRAWING.add(self)
-            QTimer.singleShot(0, lambda gen=self._generation: self._next_part(gen))
+            batches.append(batch)
+        used = {(part, g) for b in batches for part, g, _ in b}
+        for key, it in self._items.items():
+            if key in used:
+                it.setVisible(False)   # until its part is drawn: never old points in new colours
+            else:
+                it.setData(x=[], y=[])
+        if n <= PROGRESSIVE_POINTS and len(batches) <= 1:
+            for b in batches:
+                self._draw_batch(b)
+            return
+        # Even the first part waits for the next turn: the turn that calls this (a new result
+        # drawn) has the view's axes, legend and colour bar to do (issue 25).
+        self._pending = batches
+        _DRAWING.add(self)
+        self._part_timer.start()
 
     def _item(self, part: int, group: int) -> GroupScatter:
         it = self._items.get((part, group))
@@ -292,14 +304,16 @@ class PointCloud(QObject):
             if sel.size == 0 and (part, g) not in self._items:
                 continue
             size = self.size if self.sizes is None else self.sizes[sel]
-            self._item(part, g).setData(x=self.x[sel], y=self.y[sel], brush=self.table[g], pen=None, size=size)
+            it = self._item(part, g)
+            it.setData(x=self.x[sel], y=self.y[sel], brush=self.table[g], pen=None, size=size)
+            it.setVisible(True)
 
-    def _next_part(self, generation: int) -> None:
-        if generation != self._generation or not self._pending:
+    def _next_part(self) -> None:
+        if not self._pending:   # drawn meanwhile (an export), or replaced by clear()
             return
         self._draw_batch(self._pending.pop(0))
         if self._pending:
-            QTimer.singleShot(0, lambda: self._next_part(generation))
+            self._part_timer.start()
         else:
             _DRAWING.discard(self)
 
@@ -309,9 +323,12 @@ class PointCloud(QObject):
 
     def finish_drawing(self) -> None:
         """Draw the parts still pending now (before an export or a count)."""
+        drew = bool(self._pending)
         while self._pending:
             self._draw_batch(self._pending.pop(0))
         _DRAWING.discard(self)
+        if drew:
+            self.vb.updateAutoRange()   # frame what is drawn now, not the parts drawn before
 
     def points(self) -> tuple[np.ndarray, np.ndarray]:
         return self.x, self.y
@@ -325,7 +342,7 @@ class PointCloud(QObject):
     def drawn_count(self) -> int:
         """Points drawn once the drawing is finished (pending parts are drawn first)."""
         self.finish_drawing()
-        return int(sum(it.getData()[0].size for it in self.groups))
+        return int(sum(it.getData()[0].size for it in self.groups if it.isVisible()))
 
     def set_brushes(self, brushes) -> None:
         """Recolour every point at once (one shared brush per point)."""
@@ -348,7 +365,6 @@ class PointCloud(QObject):
                                pen=None if dense else st.pen(st.FLAG_COLOR, 1.3))
 
     def clear(self) -> None:
-        self._generation += 1
         self._pending = []
         self.x = np.zeros(0)
         self.y = np.zeros(0)

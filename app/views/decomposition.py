@@ -153,6 +153,9 @@ class DecompositionView(BaseView):
             show_conv = False
             rows, cols = st.best_grid(len(PANELS), hw, w - 70, h, title=_TITLE)
         self.pictures.arrange(rows, cols)
+        top, bottom = self.figure.ci.layout.getContentsMargins()[1::2]
+        self.pictures.balance_rows(h - top - bottom - (conv_h + self.figure.ci.layout.verticalSpacing()
+                                                       if show_conv else 0))
         # A hidden item would still hold its row: take the convergence plots out of the layout.
         lay = self.figure.ci
         if show_conv and self.bottom not in lay.items:

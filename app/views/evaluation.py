@@ -84,6 +84,8 @@ class EvaluationView(BaseView):
         st.style_plot(self.pr_plot, title="precision–recall", left="precision", bottom="recall")
         for plot in (self.roc_plot, self.pr_plot):
             plot.getViewBox().setRange(xRange=(0, 1), yRange=(0, 1.02), padding=0.01)
+            # The rates' ends, 0 and 1, are labelled: pyqtgraph hid them as reaching past the axis.
+            plot.getAxis("bottom").setStyle(hideOverlappingLabels=False)
         self.fit_layout()
         ranked = " > ".join(f"{title_of(m)} {self.metrics[m]['roc_auc']:.3f}" for m in self.order)
         self.set_status(f"Ranked by ROC-AUC against {n_out} known outliers of {truth.size}: {ranked} "

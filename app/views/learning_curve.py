@@ -26,7 +26,8 @@ class LearningCurveView(BaseView):
         self.rate_plot = lay.addPlot(row=0, col=0)
         self.upd_plot = lay.addPlot(row=0, col=1)
         self.acc_plot = lay.addPlot(row=0, col=2)
-        st.style_plot(self.rate_plot, title="cumulative online mistake rate", left="mistake rate",
+        # "cumulative" on the axis, not in the title: at 200 % the title wrapped over two lines.
+        st.style_plot(self.rate_plot, title="online mistake rate", left="cumulative mistake rate",
                       bottom="samples seen")
         st.style_plot(self.upd_plot, title="number of updates", left="updates", bottom="samples seen")
         st.style_plot(self.acc_plot, title="test accuracy", left="accuracy", bottom="samples seen")

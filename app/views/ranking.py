@@ -15,6 +15,7 @@ from .base import BaseView
 
 
 STACK_MIN_HEIGHT = 170  # pixels a plot needs to be read: below twice this, the plots sit side by side
+SHORT_STACK = 480       # stacked in a figure lower than this, bars and spectrum share the height evenly
 
 
 def fitted_selection(res, d: int) -> int:
@@ -79,7 +80,10 @@ class RankingView(BaseView):
         stretch = (3, 2, 0) if stacked else (4, 3, 3)
         for col, k in enumerate(stretch):
             lay.layout.setColumnStretchFactor(col, k)
-        for row, k in enumerate((3, 2) if stacked else (1, 0)):
+        # Stacked in a short figure (200 % scaling): rows of equal height, or the spectrum's
+        # two fifths left it 87 px high at 960 x 540.
+        rows = ((3, 2) if self.figure.height() >= SHORT_STACK else (1, 1)) if stacked else (1, 0)
+        for row, k in enumerate(rows):
             lay.layout.setRowStretchFactor(row, k)
 
     def refresh(self):

@@ -7,10 +7,11 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from contextlib import contextmanager
 
-from PySide6.QtCore import QCoreApplication, QEvent
+from PySide6.QtCore import QCoreApplication, QEvent, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
 from robustcore.methods import methods_for_view
@@ -19,8 +20,9 @@ from robustcore.result import summary_lines
 from ..export import export_results as _export_results
 from ..export import provenance_header
 from ._figure import export_widget
+from ._turns import next_turn
 from ._wrap_tabs import WrapTabBar
-from .catalog import VIEW_NAMES
+from .catalog import VIEW_CLASSES, VIEW_NAMES
 from .catalog import view_class as _view_class
 
 
@@ -46,12 +48,25 @@ def view_title(name: str) -> str:
     return _view_class(name).title
 
 
+# How long after data, a method or Run the view a result would go to is built (see prepare).
+PREPARE_DELAY_MS = 80
+
+
 class ResultViews(QTabWidget):
     """The result views of one :class:`~app.state.AppState`.
 
     ``view(name)`` gives a view, ``show_view(name)`` brings it to the front,
     ``export_figure(path, scale)`` writes the current (or named) view's figure as PNG or SVG.
+
+    A new result is drawn over the next turns of the event loop, not in the one it arrives in:
+    the view to show is built in one turn and filled in the next (together they froze the
+    window 55-80 ms; issue 25, benchmarks/bench_views.py gaps). ``viewsReady`` is emitted once
+    the view on screen shows it, and :meth:`when_drawn` runs a callback then. Asking for a view
+    (``view``, ``show_view``, ``export_figure``, ``current_view_name``) draws what is pending
+    first, so code that reads a view right after a result sees the result.
     """
+
+    viewsReady = Signal()
 
     # Views that must watch results as they arrive exist from the start; the others are built
     # the first time they have something to show (a PlotItem costs milliseconds; 24 add up).
@@ -79,6 +94,14 @@ class ResultViews(QTabWidget):
         self._classes = _ViewClasses()
         self._views = {}
         self._standins = {}   # name -> empty tab of a view not built yet (see _add_standin)
+        # What is still to be drawn (see _draw_step): ("result", method) or ("show", view name).
+        self._pending = None
+        self._step_timer = next_turn(self, self._on_step)
+        self._to_prepare = []   # views of the method whose first view _prepare builds
+        self._prepare_timer = next_turn(self, self._prepare)
+        # Speculative work: after the turns that show the data or start the fit, and the paint.
+        self._prepare_timer.setInterval(PREPARE_DELAY_MS)
+        self._when_drawn = []  # callbacks waiting for the pending drawing
         for name in self.EAGER:
             if name in self._classes:
                 self._create(name)
@@ -86,6 +109,8 @@ class ResultViews(QTabWidget):
         state.resultsCleared.connect(self._on_cleared)
         state.datasetChanged.connect(lambda _d: self._on_cleared())
         state.currentMethodChanged.connect(self._on_method)
+        state.datasetChanged.connect(self._prepare_current)
+        state.currentMethodChanged.connect(self._prepare_current)
         self.currentChanged.connect(self._on_tab)
         self._update_tabs()
 
@@ -136,6 +161,7 @@ class ResultViews(QTabWidget):
         """The view called ``name`` (built on first use)."""
         if name not in self._classes:
             raise ValueError(f"view must be one of {', '.join(VIEW_NAMES)}; got {name!r}")
+        self.flush()
         v = self._views.get(name)
         if v is None:
             v = self._create(name)
@@ -163,6 +189,7 @@ class ResultViews(QTabWidget):
         return v
 
     def current_view_name(self) -> str | None:
+        self.flush()
         w = self.currentWidget()
         return next((n for n, v in self._views.items() if v is w), None)
 
@@ -253,17 +280,101 @@ class ResultViews(QTabWidget):
             if method in v.methods:
                 v.invalidate()
         self._update_tabs()
-        self._refresh_current()
-        # Bring the first view this method feeds to the front when nothing relevant is showing.
+        self._pending = ("result", method)
+        self._queue_step()
+
+    # -- drawing a new result over the next turns of the event loop ------------------------
+    def _queue_step(self) -> None:
+        self._step_timer.start()
+
+    def _on_step(self) -> None:
+        if self._draw_step():
+            self._queue_step()
+
+    def _target(self, pending) -> str | None:
+        """The view to draw for ``pending``: ("show", name) that view; ("result", method) the
+        view on screen if it can draw anything, else the first view the method feeds that can
+        draw its result."""
+        kind, what = pending
+        if kind == "show":
+            return what if what in self._views and self._views[what].available() else None
+        cur = self.currentWidget()
+        name = next((n for n, v in self._views.items() if v is cur), None)
+        if name is not None and self._views[name].available():
+            return name
         from robustcore.methods import METHODS
-        m = METHODS.get(method)
-        cur_name = self.current_view_name()
-        if m is not None and (cur_name is None or not self._views[cur_name].available()):
-            for name in m.views:
-                if name in self.available_views():
-                    self.setCurrentWidget(self.view(name))
-                    self.view(name).ensure_fresh(strict=False)
-                    break
+        m = METHODS.get(what)
+        if m is None:
+            return None
+        available = self.available_views()
+        return next((n for n in m.views if n in available), None)
+
+    def _draw_step(self) -> bool:
+        """One turn's share of drawing the pending result; True while more is to come."""
+        if self._pending is None:
+            return False
+        name = self._target(self._pending)
+        if name is not None and name not in self._views:
+            self._create(name)   # this turn; filled in the next one
+            self._update_tabs()
+            return True
+        self._pending = None
+        if name is not None:
+            v = self._views[name]
+            self.setCurrentWidget(v)
+            v.ensure_fresh(strict=False)
+        waiting, self._when_drawn = self._when_drawn, []
+        self.viewsReady.emit()
+        for fn in waiting:
+            fn()
+        return False
+
+    def prepare(self, names) -> None:
+        """Build, on a coming turn of the event loop, the view a result feeding views ``names``
+        would be drawn in, so the turn the result arrives in only fills it. Called when data or
+        a method is chosen and at Run: the window is idle then, or waits for the worker."""
+        names = [n for n in names if n in self._classes]
+        if self._build_views and names:
+            self._to_prepare = names
+            self._prepare_timer.start()
+
+    def _prepare_current(self, *_):
+        from robustcore.methods import METHODS
+        m = METHODS.get(self.state.current_method)
+        if m is not None and self.state.dataset is not None:
+            self.prepare(m.views)
+
+    def _prepare(self) -> None:
+        names = self._to_prepare
+        cur = self.currentWidget()
+        if any(self._views.get(n) is cur for n in names) or names[0] in self._views:
+            return
+        if self.state.dataset is None:
+            return
+        # A view module imports scikit-learn (through robustcore.compare): on a cold start that
+        # is a second or more, which this idle turn must not take; the background warm-up
+        # imports it, and until then the view is built when the result comes, as before.
+        if f"app.views.{VIEW_CLASSES[names[0]][0]}" not in sys.modules:
+            return
+        v = self._create(names[0])
+        self.setTabVisible(self.indexOf(v), v.available())
+        self.tabBar().relayout()
+
+    def flush(self) -> None:
+        """Draw the pending result now (all steps in this turn)."""
+        while self._pending is not None:
+            self._draw_step()
+
+    def drawing(self) -> bool:
+        """Whether a result or a new view waits to be drawn on coming turns of the event loop."""
+        return self._pending is not None
+
+    def when_drawn(self, fn) -> None:
+        """Call ``fn`` once the pending result is drawn (now when nothing is pending)."""
+        if self._pending is None:
+            fn()
+        else:
+            self._when_drawn.append(fn)
 
     def _on_cleared(self) -> None:
         self.summary.clear()
@@ -284,7 +395,14 @@ class ResultViews(QTabWidget):
         cur = self.currentWidget()
         name = next((n for n, w in self._standins.items() if w is cur), None)
         if name is not None:
-            self.view(name)   # first time shown: built now, in the stand-in's place
+            # First time shown: built now, in the stand-in's place, and drawn on the next turn.
+            v = self._create(name)
+            self.setTabVisible(self.indexOf(v), v.available())
+            self.tabBar().relayout()
+            if self._pending is None:
+                self._pending = ("show", name)
+            self._queue_step()
+            return
         self._refresh_current()
 
     def _update_tabs(self) -> None:

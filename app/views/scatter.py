@@ -46,7 +46,10 @@ class ScatterView(BaseView):
         self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
         self.cloud = PointCloud(self.plot, state, size=6)
         self.cloud.sigHovered.connect(self._on_hover)
-        self.colorbar = None
+        self.colorbar = None   # the bar in the figure (None: none shown)
+        # The one bar this view uses, made with the view (10-15 ms, when the window is idle)
+        # rather than in the turn a result is drawn; see _add_colorbar.
+        self._bar = st.colorbar((0.0, 1.0), st.colormap(), label=" ")
         self._legend_samples = []
         self.tool_buttons["rect"].setChecked(True)
         self.method_box.currentIndexChanged.connect(self._method_changed)
@@ -174,7 +177,11 @@ class ScatterView(BaseView):
         return 4.0 + lv.astype(float)  # 4 to 14 pixels, 1st to 99th percentile of the score
 
     def _add_colorbar(self, name, lo, hi):
-        self.colorbar = st.colorbar((lo, hi), st.colormap(), label=name)
+        # One bar, given new levels and a new label: a new ColorBarItem at every redraw cost
+        # 10-20 ms of the turn a result is drawn in (issue 25).
+        self._bar.setLevels(values=(float(lo), float(hi)))
+        self._bar.getAxis("right").setLabel(name, color=st.AXIS_COLOR)
+        self.colorbar = self._bar
         self.figure.ci.addItem(self.colorbar, row=0, col=1)
 
     def _remove_colorbar(self):

@@ -3,7 +3,13 @@ with the project's legibility checker run over each view shown (issue 25's "done
 
 Run by hand from the repository root (offscreen Qt, or under xvfb-run)::
 
-    QT_QPA_PLATFORM=offscreen python docs/screenshots/tour.py [OUT_DIR]
+    QT_QPA_PLATFORM=offscreen python docs/screenshots/tour.py [OUT_DIR] [SIZE,...]
+
+and at a real 200 % (Qt scales by 2, on a 1920 x 1080 X screen; the window is 960 x 540 in
+logical pixels, the screenshots 1920 x 1080)::
+
+    QT_QPA_PLATFORM=xcb QT_SCALE_FACTOR=2 xvfb-run -s "-screen 0 1920x1080x24" \
+        python docs/screenshots/tour.py OUT_DIR 200pct-960x540
 
 The data: a wide table (2,000 x 40, columns in units 1e-3 to 1e3, 40 planted outliers marked
 as known), a video (the first 40 frames of the bundled escalator demo) and a LIBSVM file (400
@@ -120,6 +126,10 @@ def tour_one(window, kind: str, ds, results, out: str | None, check) -> list[tup
 
 def main() -> int:
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(tempfile.gettempdir(), "robust-studio-tour")
+    sizes = sys.argv[2].split(",") if len(sys.argv) > 2 else list(SIZES)
+    unknown = [s for s in sizes if s not in SIZES]
+    if unknown:
+        raise SystemExit(f"unknown size {', '.join(unknown)}; choose from {', '.join(SIZES)}")
     from app._qt import ensure_app
     from app.main_window import MainWindow
     from app.settings import Settings
@@ -130,7 +140,12 @@ def main() -> int:
     data = datasets(tmp)
     results = {kind: fits(kind, ds) for kind, ds in data.items()}
     lines, bad = [], 0
-    for size_name, size in SIZES.items():
+    from PySide6.QtGui import QGuiApplication
+    ratio = QGuiApplication.primaryScreen().devicePixelRatio()
+    for size_name in sizes:
+        size = SIZES[size_name]
+        if ratio != 1:   # a real scale factor: say so in the folder and the report
+            size_name = f"{size_name}-at-scale-{ratio:g}"
         folder = os.path.join(out, size_name)
         os.makedirs(folder, exist_ok=True)
         window = MainWindow(settings=Settings(os.path.join(tmp, f"{size_name}.ini")), isolation="thread")

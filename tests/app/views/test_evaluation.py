@@ -52,3 +52,24 @@ def test_no_view_without_known_outliers(views_for):
     assert "no known outliers" in EvaluationView.missing(state)
     views = views_for(state)
     assert "evaluation" not in views.available_views()
+
+
+def test_both_ends_of_the_rate_axes_are_labelled(views_for, qtbot):
+    """0 and 1 under the ROC and precision-recall plots: pyqtgraph used to hide both as reaching
+    past the axis, and the axes started at 0.2 as far as a reader could tell."""
+    from PySide6.QtGui import QImage, QPainter
+
+    state = make_state("usps-small", "pca")
+    views = views_for(state)
+    v = views.show_view("evaluation")
+    qtbot.wait(50)
+    v.grab()
+    for plot in (v.roc_plot, v.pr_plot):
+        ax = plot.getAxis("bottom")
+        img = QImage(10, 10, QImage.Format.Format_ARGB32)
+        painter = QPainter(img)
+        try:
+            texts = [t for *_, t in ax.generateDrawSpecs(painter)[2]]
+        finally:
+            painter.end()
+        assert {"0", "1.0"} <= set(texts), texts
