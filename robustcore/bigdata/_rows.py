@@ -39,7 +39,7 @@ def _codecs(dtype):
 # the blocks being read and computed and the arrays derived from the results (30M x 50 float32
 # from the command line: results up to the whole 2 GB budget peaked at 4.6 GB; up to 1 GB, at
 # 1.5 GB; benchmarks/results_bigdata.md).
-RESULTS_SHARE = 0.5
+RESULTS_SHARE = 0.4
 
 # The share counts every per-row result out-of-core work holds in memory, not each call's alone:
 # one fit makes many (Coherence Pursuit at 30M rows: coherence, flags, selected and calibration

@@ -522,7 +522,9 @@ class TrainingScores:
             # the plain expression and the copies of kth_smallest made the run's memory peak)
             with np.errstate(divide="ignore", invalid="ignore"):
                 combined = np.divide(spe, spe_limit)
-                np.maximum(combined, np.divide(t2, t2_limit), out=combined)
+                step = 1 << 20
+                for s in range(0, combined.size, step):
+                    np.maximum(combined[s:s + step], np.divide(t2[s:s + step], t2_limit), out=combined[s:s + step])
         if lazy:
             from ..bigdata._dask import compute
             from ..bigdata._rows import as_dask_rows
@@ -538,9 +540,13 @@ class TrainingScores:
                     hit = hit & ~ex
                 return int(compute(da.count_nonzero(hit), message="training scores")[0])
         else:
-            if self.exclude is not None:
-                combined = combined[~np.asarray(self.exclude, dtype=bool)]
             n = combined.size
+            if self.exclude is not None:
+                # the rows left out become +inf in place (no second array of n scores): below
+                # n kept rows, the ks-th smallest and the counts under a finite cut are theirs
+                out = np.asarray(self.exclude, dtype=bool)
+                combined[out] = np.inf
+                n -= int(np.count_nonzero(out))
 
             def count_le(cut):
                 return int(np.count_nonzero(combined <= cut))

@@ -69,14 +69,10 @@ class CalibrationBand(Calibration):
         self.kept, self.n_kept, self.overflow = [], 0, False
 
     def feed(self, E, T, log_spe, usable):
+        """A block's explicit residuals E (a scratch buffer: overwritten), coordinates T, log
+        SPE and usable rows."""
         low = usable & (log_spe <= self.low)
         b = int(np.count_nonzero(low))
-        if b:
-            every = b == low.size
-            self.EE = syrk_lower(E if every else np.compress(low, E, axis=0), self.EE)
-            Tl = T if every else np.compress(low, T, axis=0)
-            self.tt += np.einsum("ij,ij->j", Tl, Tl)
-            self.n += b
         mid = usable & (log_spe > self.low) & (log_spe <= self.high)
         m = int(np.count_nonzero(mid))
         if m and not self.overflow:
@@ -85,6 +81,17 @@ class CalibrationBand(Calibration):
             else:
                 self.kept.append((log_spe[mid], T[mid], E[mid]))
                 self.n_kept += m
+        if b:
+            every = b == low.size
+            if not every and 2 * b > low.size:
+                # most rows count: the others' residuals become zeros in place (they add
+                # nothing) rather than copying the rows that count
+                E[~low] = 0.0
+                every = True
+            self.EE = syrk_lower(E if every else np.compress(low, E, axis=0), self.EE)
+            Tl = T if b == low.size else np.compress(low, T, axis=0)
+            self.tt += np.einsum("ij,ij->j", Tl, Tl)
+            self.n += b
 
     def merge(self, other):
         super().merge(other)

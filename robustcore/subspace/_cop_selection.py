@@ -64,7 +64,9 @@ class SelectionBand:
         self.n_above = 0
         self.kept, self.n_kept, self.n_bytes, self.overflow = [], 0, 0, False
 
-    def feed(self, B, start, coherence, usable):
+    def feed(self, B, start, coherence, usable, Xn=None):
+        """A block's rows as read (B), their coherence and usable rows; ``Xn``: their ŷ when
+        the coherence pass has them (zeros for rows that are not usable), else made again."""
         above = usable & (coherence > self.high)
         inside = usable & (coherence >= self.low) & (coherence <= self.high)
         if not self.overflow and inside.any():
@@ -76,7 +78,8 @@ class SelectionBand:
                 raw = small
             self._keep(start + idx, coherence[idx], raw)
         if above.any():
-            self.G = syrk_lower(self.normalised(B, start, above), self.G)
+            rows = np.compress(above, Xn, axis=0) if Xn is not None else self.normalised(B, start, above)
+            self.G = syrk_lower(rows, self.G)
             self.n_above += int(np.count_nonzero(above))
 
     def _keep(self, idx, coh, raw):
