@@ -339,7 +339,7 @@ def indices(mask, lazy: bool = False):
         if fits_in_memory(count * np.dtype(np.intp).itemsize):
             return hold(np.flatnonzero(mask))
         import dask.array as da
-        A = da.from_array(mask, chunks=1 << 22)
+        A = da.from_array(mask, chunks=1 << 22, name=False)
     else:
         A = _lift(mask)
     starts = np.concatenate(([0], np.cumsum(A.chunks[0])[:-1]))

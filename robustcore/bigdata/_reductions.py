@@ -175,7 +175,7 @@ def lazy_kth_smallest(values, ks, exclude=None, progress=None, message="order st
     from ._rows import as_dask_rows
     A = values.to_dask() if hasattr(values, "to_dask") else values
     if not isinstance(A, da.Array):
-        A = da.from_array(A, chunks=(max(1, int(getattr(A, "chunks", (1 << 20,))[0])),))
+        A = da.from_array(A, chunks=(max(1, int(getattr(A, "chunks", (1 << 20,))[0])),), name=False)
     shift = 0
     if exclude is not None:
         ex = as_dask_rows(exclude, A.chunks[0])

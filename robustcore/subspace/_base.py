@@ -381,7 +381,7 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         T = np.asarray(t2).reshape(-1, 1) if isinstance(t2, np.ndarray) else _as_lazy(t2).reshape(-1, 1)
         if not isinstance(P, np.ndarray) and isinstance(T, np.ndarray):
             import dask.array as da
-            T = da.from_array(T, chunks=(P.chunks[0], 1))     # out of core: the budget rules its results
+            T = da.from_array(T, chunks=(P.chunks[0], 1), name=False)   # out of core: the budget rules its results
         out = Rows(T).map(_flags_of_t2_block, spec, *limits, extra=(spe,), progress=progress,
                           message="limits", name="scores")
         return {"t2": t2, **out}
@@ -563,4 +563,4 @@ class TrainingScores:
 def _as_dask(values):
     import dask.array as da
     A = values.to_dask() if hasattr(values, "to_dask") else values
-    return A if isinstance(A, da.Array) else da.from_array(A)
+    return A if isinstance(A, da.Array) else da.from_array(A, name=False)
