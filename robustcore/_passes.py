@@ -32,7 +32,7 @@ import numpy as np
 from ._progress import Reporter
 
 __all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "rowwise", "count_true",
-           "indices", "scratch", "SUB_BLOCK_ENTRIES"]
+           "indices", "scratch", "gil_free", "SUB_BLOCK_ENTRIES"]
 
 # Entries of one block of rows inside a pass (2 MB of float64: centring, products and their
 # scratch stay in cache).
@@ -52,6 +52,26 @@ def scratch(rows: int, cols: int, slot: int = 0) -> np.ndarray:
     if buf is None or buf.size < need:
         buf = bufs[slot] = np.empty(max(need, 1))
     return buf[:need].reshape(rows, cols)
+
+
+def gil_free() -> bool:
+    """Whether this thread's products must release the GIL: inside the blocks of an out-of-core
+    pass, where Dask threads run side by side. scipy.linalg.blas's wrappers (dsyrk, dgemm,
+    dtrmm: in-place updates, half the flops of a triangular product) hold the GIL, and with them
+    the threads of a pass ran one at a time; numpy's products release it. A pass in memory runs
+    on one thread and keeps the scipy kernels."""
+    return getattr(_LOCAL, "gil_free", False)
+
+
+class _GilFree:
+    """Marks the blocks of an out-of-core pass run on this thread (:func:`gil_free`)."""
+
+    def __enter__(self):
+        self.before = getattr(_LOCAL, "gil_free", False)
+        _LOCAL.gil_free = True
+
+    def __exit__(self, *exc):
+        _LOCAL.gil_free = self.before
 
 
 def is_lazy(X) -> bool:
@@ -99,7 +119,8 @@ def _feed(acc, B, start, extra, block_rows=None):
 
 
 def _reduce_block(B, start, make, block_rows, *extra):
-    return _feed(make(), B, start, extra, block_rows)
+    with _GilFree():
+        return _feed(make(), B, start, extra, block_rows)
 
 
 def _merge(*accs):
@@ -120,6 +141,11 @@ def _map_into(out, fn, B, start, extra, args, block_rows=None, acc=None):
 
 
 def _map_block(B, start, fn, spec, block_rows, nextra, make, *rest):
+    with _GilFree():
+        return _map_block_here(B, start, fn, spec, block_rows, nextra, make, *rest)
+
+
+def _map_block_here(B, start, fn, spec, block_rows, nextra, make, *rest):
     B = np.asarray(B)
     extra, args = [np.asarray(e) for e in rest[:nextra]], rest[nextra:]
     out = {k: np.empty((B.shape[0],) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}

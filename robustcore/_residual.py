@@ -14,7 +14,9 @@ per-row results (in memory and out of core), the outlier map and the comparison 
 from __future__ import annotations
 
 import numpy as np
-from ._passes import scratch
+from scipy.linalg.blas import dgemm as _dgemm
+
+from ._passes import gil_free, scratch
 
 __all__ = ["ResidualKernel", "residual_scores", "residual_sq", "SCORE_BLOCK_ENTRIES"]
 
@@ -30,6 +32,7 @@ class ResidualKernel:
     def __init__(self, components, mean):
         C = np.ascontiguousarray(np.atleast_2d(np.asarray(components, dtype=np.float64)))
         self.C = C
+        self.Cf = np.asfortranarray(C)
         self.CT = C.T                      # Fortran-ordered view of the C-ordered C
         self.mean = np.asarray(mean, dtype=np.float64)
         self.k, self.d = C.shape
@@ -50,16 +53,23 @@ class ResidualKernel:
             T = np.zeros((b, 0))
             E = Bc
         else:
-            # Both products go to numpy's BLAS, which releases the GIL (scipy.linalg.blas's
-            # wrappers hold it: out of core the Dask threads scoring blocks ran one at a time),
-            # and none to scipy's: alternating between the two libraries' thread pools made
-            # this loop 10x slower with their default threads.
-            T = Bc @ self.CT                                        # Bc Cᵀ, (rows, k)
-            if not want_spe:
-                return T, None
-            with np.errstate(invalid="ignore", over="ignore"):     # as BLAS: non-finite rows are
-                # refused by the callers' checks, with a message naming them
-                E = np.subtract(Bc, np.matmul(T, self.C, out=scratch(b, self.d, _SLOT)), out=Bc)
+            # Both products go to one library: alternating between the two libraries' thread
+            # pools made this loop 10x slower with their default threads. Out of core numpy's,
+            # which releases the GIL (robustcore._passes.gil_free); else scipy's, whose update
+            # in place saves a sweep of the block.
+            if gil_free():
+                T = Bc @ self.CT                                    # Bc Cᵀ, (rows, k)
+                if not want_spe:
+                    return T, None
+                with np.errstate(invalid="ignore", over="ignore"):     # as BLAS: non-finite rows
+                    # are refused by the callers' checks, with a message naming them
+                    E = np.subtract(Bc, np.matmul(T, self.C, out=scratch(b, self.d, _SLOT)), out=Bc)
+            else:
+                T = _dgemm(1.0, self.Cf, Bc.T).T                   # Bc Cᵀ, (rows, k)
+                if not want_spe:
+                    return T, None
+                # Bcᵀ - Cᵀ Tᵀ, in place on the Fortran-ordered view of the C-ordered block
+                E = _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
         return T, np.einsum("ij,ij->i", E, E)
 
 

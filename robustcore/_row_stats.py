@@ -21,7 +21,9 @@ import threading
 
 import numpy as np
 
-from ._passes import scratch
+from scipy.linalg.blas import dsyrk as _dsyrk
+
+from ._passes import gil_free, scratch
 
 __all__ = ["Moments", "RFactor", "RowGram", "syrk_lower", "gram_add", "symmetric", "column_min_max",
            "Sampled"]
@@ -50,10 +52,9 @@ def column_min_max(B):
 
 
 def syrk_lower(B, G=None):
-    """G + BᵀB for a Fortran-ordered (d, d) G (a new one when None); callers read its lower
-    triangle. By numpy's BLAS (its syrk for BᵀB), which releases the GIL during the product:
-    scipy.linalg.blas's wrappers hold it, so the Dask threads of an out-of-core pass that
-    called them ran one at a time (30M rows: one core busy of two)."""
+    """G + BᵀB in the lower triangle of a Fortran-ordered (d, d) G (a new one when None; callers
+    read the lower triangle). Out of core by numpy's BLAS (its syrk for BᵀB, both triangles),
+    which releases the GIL (:func:`robustcore._passes.gil_free`), else scipy's dsyrk in place."""
     d = B.shape[1]
     if G is None:
         G = np.zeros((d, d), order="F")
@@ -61,8 +62,11 @@ def syrk_lower(B, G=None):
         return G
     if not B.flags.c_contiguous:
         B = np.ascontiguousarray(B)
-    G += B.T @ B
-    return G
+    if gil_free():
+        G += B.T @ B
+        return G
+    # B C-ordered: B.T is Fortran-ordered and dsyrk with trans=0 forms (Bᵀ)(Bᵀ)ᵀ = BᵀB
+    return _dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
 
 
 def gram_add(B, G=None):

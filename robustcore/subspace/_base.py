@@ -231,8 +231,13 @@ class Calibration:
         # the residual is made in place in a copy already made (one sweep over the rows less)
         buf = Z if own else scratch(b, d, 4)
         T, _ = self.kern(Z, buf, want_spe=False)
-        with np.errstate(invalid="ignore", over="ignore"):
-            E = np.subtract(buf[:b], np.matmul(T, self.kern.C, out=scratch(b, d, 9)), out=buf[:b])
+        from .._passes import gil_free
+        if gil_free():
+            with np.errstate(invalid="ignore", over="ignore"):
+                E = np.subtract(buf[:b], np.matmul(T, self.kern.C, out=scratch(b, d, 9)), out=buf[:b])
+        else:
+            from scipy.linalg.blas import dgemm
+            E = dgemm(-1.0, self.kern.CT, T.T, beta=1.0, c=buf[:b].T, overwrite_c=1).T
         from .._row_stats import syrk_lower
         self.EE = syrk_lower(E, self.EE)
         self.tt += np.einsum("ij,ij->j", T, T)

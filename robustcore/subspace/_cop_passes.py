@@ -41,10 +41,11 @@ import math
 import warnings
 
 import numpy as np
+from scipy.linalg.blas import dtrmm as _dtrmm
 
 from .._outlier import LIMIT_ALPHA, median_mad_cut
 from .._params import check_range, param_error
-from .._passes import count_true, indices, kth_smallest, rowwise, scratch
+from .._passes import count_true, gil_free, indices, kth_smallest, rowwise, scratch
 from .._residual import ResidualKernel
 from .._row_stats import RowGram, symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
@@ -135,9 +136,9 @@ class _UnitGram:
 class _CoherenceForm:
     """The quadratic form ŷ ↦ ŷᵀCŷ of the coherence pass. With a Cholesky factor C = LLᵀ it is
     |Lᵀŷ|², a sum of squares (never negative by rounding); a C that is not numerically positive
-    definite (rows spanning fewer than d directions) keeps the general product. Both by numpy's
-    BLAS, which releases the GIL (scipy's triangular product, half the flops, held it: the
-    out-of-core pass's threads ran one at a time)."""
+    definite (rows spanning fewer than d directions) keeps the general product. On one thread
+    scipy's triangular product (half the flops of a general one); out of core numpy's general
+    product, which releases the GIL (robustcore._passes.gil_free)."""
 
     def __init__(self, C):
         self.C = C
@@ -146,19 +147,27 @@ class _CoherenceForm:
         except np.linalg.LinAlgError:
             self.L = None
 
-    def __call__(self, Xn):
-        """ŷᵀCŷ of every row of Xn (left unchanged)."""
+    def __call__(self, Xn, keep=False):
+        """ŷᵀCŷ of every row of Xn (a scratch buffer, overwritten unless ``keep``)."""
         if self.L is None:
             return np.einsum("ij,ij->i", Xn @ self.C, Xn)
-        W = np.matmul(Xn, self.L, out=scratch(Xn.shape[0], Xn.shape[1], 5))      # rows ŷᵀL
-        return np.einsum("ij,ij->i", W, W)
+        if gil_free():
+            W = np.matmul(Xn, self.L, out=scratch(Xn.shape[0], Xn.shape[1], 5))      # rows ŷᵀL
+            return np.einsum("ij,ij->i", W, W)
+        if keep:
+            W = scratch(Xn.shape[0], Xn.shape[1], 5)
+            W[...] = Xn
+            Xn = W
+        # Xnᵀ is the Fortran-ordered view of the C-ordered buffer: Lᵀ Xnᵀ overwrites it
+        W = _dtrmm(1.0, self.L, Xn.T, side=0, lower=1, trans_a=1, overwrite_b=1)
+        return np.einsum("ij,ij->i", W.T, W.T)
 
 
 def _coherence_block(B, start, prep, form, cut, acc=None):
     """Coherence and degenerate flag of each row of a block: p² = ŷᵀCŷ - |ŷ|⁴ (|ŷ| = 1); given
     ``acc`` (a SelectionBand), also its sums."""
     Xn, valid, _ = _normalised(prep(B), cut)
-    q = form(Xn)            # (Xn is left as it is: the band's sums read it)
+    q = form(Xn, keep=acc is not None)      # the band's sums read Xn
     q -= valid
     coh = np.sqrt(np.maximum(q, 0.0))
     if acc is not None:
