@@ -19,6 +19,7 @@ written), so a figure that cannot be drawn leaves no half-written folder.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import hashlib
 import io
 import json
@@ -152,6 +153,11 @@ def _movable(per_row: dict, kept: set, out: str) -> dict:
             and os.path.isdir(os.path.join(*loc))}
 
 
+def _copy_rows(z, values, rows: int, n: int) -> None:
+    for s0 in range(0, n, rows):
+        z[s0:s0 + rows] = np.asarray(values[s0:s0 + rows])
+
+
 def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
     """``METHOD-results.zarr``: the per-row fields, a block of rows at a time (bounded memory),
     written under a temporary name and renamed into place. A store the fit wrote in the working
@@ -174,15 +180,19 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
     make = group.create_array if hasattr(group, "create_array") else group.create_dataset
     n = dataset.n_samples
     moved = _movable(per_row, kept, out)
+    jobs = []
     for k, v in per_row.items():
         if k in kept or k in moved:
             continue
         shape = tuple(v.shape)
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
         rows = max(1, min(n, (16 << 20) // row_bytes))
-        z = make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:])
-        for s0 in range(0, n, rows):
-            z[s0:s0 + rows] = np.asarray(v[s0:s0 + rows])
+        jobs.append((make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:]), v, rows))
+    # two fields at a time: file writes and the flags' compression release the GIL (30M rows:
+    # 0.9 GB of fields took 2.6 s one after another)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        for done in [pool.submit(_copy_rows, z, v, rows, n) for z, v, rows in jobs]:
+            done.result()
     # last, once nothing more is read from them: a Zarr array is a folder, and one the fit
     # stored in the working folder moves into the output under its name instead of being
     # copied (30M rows: 2.5 GB of copies took 12 s of a 43 s run)

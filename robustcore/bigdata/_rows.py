@@ -17,12 +17,13 @@ import threading
 import uuid
 import weakref
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "as_dask_rows", "StoredRows", "store_bytes", "hold", "held_bytes"]
+__all__ = ["materialize", "fill_rows", "as_dask_rows", "StoredRows", "store_bytes", "hold", "held_bytes"]
 
 
 def store_bytes(arrays: dict) -> int:
@@ -119,42 +120,85 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
         # concatenation, twice the result
         out = {k: hold(np.empty(arrays[k].shape, arrays[k].dtype)) for k in mem}
         sources, targets = [arrays[k] for k in mem], [out[k] for k in mem]
-    group = path = partial = None
-    if keep_out:
-        import zarr
-        root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
-        root.mkdir(parents=True, exist_ok=True)
-        path = root / f"{name}-{uuid.uuid4().hex[:8]}.zarr"
-        partial = path.with_name(path.name + ".partial")
-        group = zarr.open_group(str(partial), mode="w")
-        for k in keep_out:
-            a = arrays[k]
-            chunks = (max(a.chunks[0]),) + tuple(a.shape[1:])
-            if hasattr(group, "create_array"):
-                t = group.create_array(k, shape=a.shape, dtype=a.dtype, chunks=chunks, **_codecs(a.dtype))
-            else:   # zarr 2
-                t = group.create_dataset(k, shape=a.shape, dtype=a.dtype, chunks=chunks)
-            sources.append(a.rechunk((chunks_of(t),) + tuple((v,) for v in a.shape[1:])))
-            targets.append(t)
+    store = _NewStore(name) if keep_out else None
+    for k in keep_out:
+        a = arrays[k]
+        t = store.array(k, a.shape, a.dtype, max(a.chunks[0]))
+        sources.append(a.rechunk((chunks_of(t),) + tuple((v,) for v in a.shape[1:])))
+        targets.append(t)
     try:
         stored = da.store(sources, targets, lock=False, compute=False) if sources else None
         lead = [stored] if stored is not None else []
         sent = [arrays[k] for k in mem] if s.client is not None else []
         vals = compute(*lead, *sent, *also, progress=progress, message=message)[len(lead):]
     except BaseException:
-        if partial is not None:
-            shutil.rmtree(partial, ignore_errors=True)
+        if store is not None:
+            store.abandon()
         raise
     if s.client is not None:
         out = {k: hold(v) for k, v in zip(mem, vals[:len(mem)])}
         vals = vals[len(mem):]
-    if keep_out:
-        import zarr
-        os.replace(partial, path)
-        group = zarr.open_group(str(path), mode="r")
-        out.update({k: StoredRows(group[k]) for k in keep_out})
+    if store is not None:
+        out.update(store.finish(keep_out))
     out = {k: out[k] for k in arrays}
     return (out, list(vals)) if also else out
+
+
+def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20) -> dict:
+    """Per-row results ``fn(*row slices of arrays) -> {name: values}`` of numpy per-row
+    ``arrays`` (of one length), without Dask: slices of ``step`` rows written into results held
+    in memory or stored, by :func:`materialize`'s budget rule. ``spec``: name -> (dtype,
+    trailing shape). (Element-wise work on results already in memory: the flags of 30M scores
+    took 1.4-1.8 s through Dask blocks, 0.5 s this way.)"""
+    n = int(arrays[0].shape[0])
+    shapes = {k: SimpleNamespace(shape=(n,) + tuple(tail), dtype=np.dtype(dt)) for k, (dt, tail) in spec.items()}
+    mem, keep_out = _split_by_budget(shapes)
+    out = {k: hold(np.empty(shapes[k].shape, shapes[k].dtype)) for k in mem}
+    store = _NewStore(name) if keep_out else None
+    try:
+        targets = dict(out)
+        for k in keep_out:
+            targets[k] = store.array(k, shapes[k].shape, shapes[k].dtype, max(1, min(step, n)))
+        for s0 in range(0, n, step):
+            res = fn(*[a[s0:s0 + step] for a in arrays])
+            for k in spec:
+                targets[k][s0:s0 + step] = res[k]
+    except BaseException:
+        if store is not None:
+            store.abandon()
+        raise
+    if store is not None:
+        out.update(store.finish(keep_out))
+    return {k: out[k] for k in spec}
+
+
+class _NewStore:
+    """A Zarr store of per-row results, written under ``NAME.partial`` and renamed into place
+    once complete (a store under its own name is always whole)."""
+
+    def __init__(self, name: str):
+        import zarr
+        s = get_settings()
+        root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
+        root.mkdir(parents=True, exist_ok=True)
+        self.path = root / f"{name}-{uuid.uuid4().hex[:8]}.zarr"
+        self.partial = self.path.with_name(self.path.name + ".partial")
+        self.group = zarr.open_group(str(self.partial), mode="w")
+
+    def array(self, key, shape, dtype, chunk_rows: int):
+        chunks = (int(chunk_rows),) + tuple(shape[1:])
+        if hasattr(self.group, "create_array"):
+            return self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks, **_codecs(dtype))
+        return self.group.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks)   # zarr 2
+
+    def abandon(self):
+        shutil.rmtree(self.partial, ignore_errors=True)
+
+    def finish(self, keys) -> dict:
+        import zarr
+        os.replace(self.partial, self.path)
+        group = zarr.open_group(str(self.path), mode="r")
+        return {k: StoredRows(group[k]) for k in keys}
 
 
 def chunks_of(z) -> tuple:

@@ -383,6 +383,15 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         if t2 is None:
             return Rows(P).map(_derive_block, {"t2": ("f8", ()), **spec}, 1.0 / self.variances_, *limits,
                                extra=(spe,), progress=progress, message="limits", name="scores")
+        if not isinstance(P, np.ndarray) and isinstance(t2, np.ndarray) and isinstance(spe, np.ndarray):
+            # out of core with the scores in memory: element-wise in slices, the budget ruling
+            # where the results go (no Dask blocks)
+            from ..bigdata._rows import fill_rows
+            out = fill_rows(functools.partial(_flags_block, spe_limit=limits[0], t2_limit=limits[1],
+                                              threshold=limits[2]), spec, [t2, spe], name="scores")
+            if progress is not None:
+                Reporter(progress)(1.0, "limits")
+            return {"t2": t2, **out}
         T = np.asarray(t2).reshape(-1, 1) if isinstance(t2, np.ndarray) else _as_lazy(t2).reshape(-1, 1)
         if not isinstance(P, np.ndarray) and isinstance(T, np.ndarray):
             import dask.array as da

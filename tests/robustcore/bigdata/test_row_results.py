@@ -159,6 +159,33 @@ def test_small_results_stay_in_memory_beside_a_wide_one_on_disk(tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+def test_fill_rows_keeps_what_fits_and_stores_the_rest(tmp_path):
+    """Element-wise results of numpy scores without Dask: slices written into a held array or a
+    store, by the same budget rule as materialize; values as numpy computes them whole."""
+    import gc
+
+    from robustcore.bigdata._rows import RESULTS_SHARE, fill_rows, held_bytes
+    gc.collect()
+    rng = np.random.default_rng(5)
+    a, b = rng.random(2500), rng.random(2500)
+    base = held_bytes()
+    spec = {"both": ("f8", ()), "over": ("?", ()), "pair": ("f8", (2,))}
+
+    def fn(x, y):
+        return {"both": np.maximum(x, y), "over": x > y, "pair": np.stack([x, y], axis=1)}
+
+    # room for the flags (2,500 bytes) but not for the 20,000-byte maximum
+    with settings(memory_budget=int((6000 + base) / RESULTS_SHARE), store_dir=tmp_path):
+        out = fill_rows(fn, spec, [a, b], name="t", step=700)
+    assert isinstance(out["over"], np.ndarray) and isinstance(out["both"], StoredRows)
+    assert isinstance(out["pair"], StoredRows)
+    np.testing.assert_array_equal(out["over"], a > b)
+    np.testing.assert_array_equal(out["both"][:], np.maximum(a, b))
+    np.testing.assert_array_equal(out["pair"][:], np.stack([a, b], axis=1))
+    assert held_bytes() == base + a.size
+    assert not list(tmp_path.glob("*.partial"))
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("cls", [PCA, CoherencePursuit])
 def test_limits_can_read_exact_order_statistics_of_the_training_scores(X, cls, lazy, monkeypatch):
