@@ -38,8 +38,9 @@ def _codecs(dtype):
 
 # Per-row results held in memory take at most this share of the memory budget: the rest is for
 # the blocks being read and computed and the arrays derived from the results (30M x 50 float32
-# from the command line: results up to the whole 2 GB budget peaked at 4.6 GB; up to 1 GB, at
-# 1.5 GB; benchmarks/results_bigdata.md).
+# from the command line: results up to the whole 2 GB budget peaked at 4.6 GB; up to half, at
+# 1.5 GB, and 2.0 GB once the passes ran on both cores; up to 0.4, at 1.8 GB;
+# benchmarks/results_bigdata.md).
 RESULTS_SHARE = 0.4
 
 # The share counts every per-row result out-of-core work holds in memory, not each call's alone:
