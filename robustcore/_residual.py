@@ -44,6 +44,15 @@ class ResidualKernel:
         """``(T, spe)`` of the rows of B (rows, d): T (rows, k) the coordinates, spe (rows,) or
         None. ``buf``: a C-ordered float64 scratch of at least B's shape (B is not changed unless
         ``buf`` is B itself: then the residual is made in place there)."""
+        T, E = self._pass(B, buf, want_spe)
+        return T, (np.einsum("ij,ij->i", E, E) if want_spe else None)
+
+    def residuals(self, B, buf=None):
+        """``(T, E)``: the coordinates and the explicit residuals of the rows of B, E made in
+        ``buf`` (as for ``__call__``)."""
+        return self._pass(B, buf, True)
+
+    def _pass(self, B, buf, want_residual):
         b = B.shape[0]
         if buf is None or buf.shape[0] < b:
             buf = np.empty((b, self.d))
@@ -59,18 +68,18 @@ class ResidualKernel:
             # in place saves a sweep of the block.
             if gil_free():
                 T = Bc @ self.CT                                    # Bc Cᵀ, (rows, k)
-                if not want_spe:
+                if not want_residual:
                     return T, None
                 with np.errstate(invalid="ignore", over="ignore"):     # as BLAS: non-finite rows
                     # are refused by the callers' checks, with a message naming them
                     E = np.subtract(Bc, np.matmul(T, self.C, out=scratch(b, self.d, _SLOT)), out=Bc)
             else:
                 T = _dgemm(1.0, self.Cf, Bc.T).T                   # Bc Cᵀ, (rows, k)
-                if not want_spe:
+                if not want_residual:
                     return T, None
                 # Bcᵀ - Cᵀ Tᵀ, in place on the Fortran-ordered view of the C-ordered block
                 E = _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
-        return T, np.einsum("ij,ij->i", E, E)
+        return T, E
 
 
 def residual_scores(Z, components, mean, inv_var=None, *, want_spe=True, want_t2=True,

@@ -230,14 +230,7 @@ class Calibration:
             Z = B
         # the residual is made in place in a copy already made (one sweep over the rows less)
         buf = Z if own else scratch(b, d, 4)
-        T, _ = self.kern(Z, buf, want_spe=False)
-        from .._passes import gil_free
-        if gil_free():
-            with np.errstate(invalid="ignore", over="ignore"):
-                E = np.subtract(buf[:b], np.matmul(T, self.kern.C, out=scratch(b, d, 9)), out=buf[:b])
-        else:
-            from scipy.linalg.blas import dgemm
-            E = dgemm(-1.0, self.kern.CT, T.T, beta=1.0, c=buf[:b].T, overwrite_c=1).T
+        T, E = self.kern.residuals(Z, buf)
         from .._row_stats import syrk_lower
         self.EE = syrk_lower(E, self.EE)
         self.tt += np.einsum("ij,ij->j", T, T)
@@ -558,9 +551,9 @@ class TrainingScores:
             if self.exclude is not None:
                 # the rows left out become +inf in place (no second array of n scores): below
                 # n kept rows, the ks-th smallest and the counts under a finite cut are theirs
-                out = np.asarray(self.exclude, dtype=bool)
-                combined[out] = np.inf
-                n -= int(np.count_nonzero(out))
+                left_out = np.asarray(self.exclude, dtype=bool)
+                combined[left_out] = np.inf
+                n -= int(np.count_nonzero(left_out))
 
             def count_le(cut):
                 return int(np.count_nonzero(combined <= cut))
