@@ -274,9 +274,11 @@ def _max_gap(qtbot, ms):
     timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
     timer.start()
     qtbot.wait(ms)
+    # a loaded machine (CI's two cores: the worker process on one) may run fewer ticks in ms:
+    # measure over at least 20 intervals
+    qtbot.waitUntil(lambda: len(ticks) > 20, timeout=10 * ms)
     timer.stop()
     gaps = np.diff(ticks)
-    assert len(ticks) > 20
     return float(gaps.max()), float(np.median(gaps))
 
 
