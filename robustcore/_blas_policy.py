@@ -31,6 +31,13 @@ nearly idle 2-core development machine, PCP on the escalator video took 2.8 s wi
 thread and 8.4 s with two, MNIST-3000 4.1 s against 7.4 s; Coherence Pursuit at 100,000 x 100
 gained a little from two (0.7 s against 0.9 s).
 
+**robustcore's own pass threads.** The passes over the rows of a large in-memory table run in
+lanes on threads of their own (:mod:`robustcore._lanes`), each product on one BLAS thread. They
+use every core unless the user set one of the variables above (or OMP_NUM_THREADS) to a count:
+``OPENBLAS_NUM_THREADS=1`` then means one core for everything. :func:`default_to_one_thread`
+marks the count it sets as ours (:data:`DEFAULTED_VARIABLE`), so in the window and the command
+line BLAS stays on one thread while the passes use the cores.
+
 One threadpoolctl controller is built per process, on first use (:func:`blas_controller`, as
 scikit-learn's ``_get_threadpool_controller``): inspecting the loaded libraries costs
 milliseconds, limiting them microseconds. threadpoolctl is a dependency; without it BLAS is left
@@ -49,6 +56,9 @@ __all__ = ["USER_THREAD_VARIABLES", "blas_controller", "blas_is_threaded", "blas
 #: The environment variables through which a user chooses BLAS's thread count.
 USER_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
                          "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+
+# Set beside them by default_to_one_thread (read by robustcore._lanes.pass_threads).
+DEFAULTED_VARIABLE = "ROBUSTCORE_THREADS_DEFAULTED"
 
 _controller = None
 
@@ -72,6 +82,8 @@ def default_to_one_thread(environ=None) -> bool:
         return False
     for var in USER_THREAD_VARIABLES:
         env[var] = "1"
+    # ours, not the user's: robustcore's own pass threads still use every core (_lanes)
+    env[DEFAULTED_VARIABLE] = "1"
     if environ is None and "numpy" in sys.modules:
         try:
             # a controller of its own: the cached one is built once every library is loaded

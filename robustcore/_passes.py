@@ -4,8 +4,9 @@ A fit is written ONCE as a few passes over blocks of rows, and runs on whatever 
 rows (the way scikit-learn's array-API support keeps one estimator for several array libraries):
 
 * a **reduce** -- an accumulator (``add(block, start, *extra)``, ``merge(other)``) fed every
-  block: a loop over cache-sized blocks in memory; out of core, the same loop inside each Dask
-  block and a tree of merges over the blocks;
+  block: a loop over cache-sized blocks in memory (a large table in lanes of blocks, on every
+  core when they are free, with the same sums on one: ``robustcore._lanes``); out of core, the
+  same loop inside each Dask block and a tree of merges over the blocks;
 * a **map** to per-row outputs -- numpy arrays in memory; out of core computed lazily, then kept
   in memory or written to a Zarr store according to ``robustcore.bigdata`` settings'
   ``memory_budget`` (:func:`robustcore.bigdata._rows.materialize`);
@@ -29,6 +30,8 @@ import threading
 
 import numpy as np
 
+from ._lanes import LaneRunner, lanes
+from ._order_stats import kth_values
 from ._progress import Reporter
 
 __all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "rowwise", "count_true",
@@ -58,8 +61,10 @@ def gil_free() -> bool:
     """Whether this thread's products must release the GIL: inside the blocks of an out-of-core
     pass, where Dask threads run side by side. scipy.linalg.blas's wrappers (dsyrk, dgemm,
     dtrmm: in-place updates, half the flops of a triangular product) hold the GIL, and with them
-    the threads of a pass ran one at a time; numpy's products release it. A pass in memory runs
-    on one thread and keeps the scipy kernels."""
+    the threads of a pass ran one at a time; numpy's products release it. In memory the lanes of
+    a large table (robustcore._lanes) use numpy's products too, threaded or not, so one thread
+    and several give the same bits; a table of one lane stays on the caller's thread with the
+    scipy kernels."""
     return getattr(_LOCAL, "gil_free", False)
 
 
@@ -173,6 +178,17 @@ class Rows:
         if self.lazy:
             self.starts = np.concatenate(([0], np.cumsum(X.chunks[0])[:-1])).astype(np.int64)
 
+    # -- in-memory lanes (robustcore._lanes) ---------------------------------------------------
+    def _lane_ranges(self):
+        """(lanes as (start, stop) row ranges, rows per block) of an in-memory table."""
+        step = _sub_blocks(self.n, self.d, self.block_rows)[1]
+        return lanes(self.n, step), step
+
+    def _lane_runner(self) -> LaneRunner:
+        if getattr(self, "_runner", None) is None:
+            self._runner = LaneRunner()
+        return self._runner
+
     # -- lazy plumbing ------------------------------------------------------------------------
     def _blocks(self, extra):
         from .bigdata._rows import as_dask_rows
@@ -187,6 +203,20 @@ class Rows:
         in the same pass, for :meth:`column_order_statistics`: returns ``(acc, sketches)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
+        if not self.lazy and len(self._lane_ranges()[0]) > 1:
+            extra = [np.asarray(e) for e in extra]
+
+            def lane(lo, hi, tick):
+                with _GilFree():
+                    acc = make()
+                    for s in range(lo, hi, step):
+                        e = min(s + step, hi)
+                        acc.add(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra])
+                        tick()
+                    return acc
+            ranges, step = self._lane_ranges()
+            acc = _merge(*self._lane_runner().run(lane, ranges, step, rep, message))
+            return (acc, None) if with_sketch else acc
         if not self.lazy:
             acc = make()
             starts, step = _sub_blocks(self.n, self.d, self.block_rows)
@@ -221,6 +251,24 @@ class Rows:
         feeds in the same pass (it is passed as ``acc=``); then ``(outputs, accumulator)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
+        if not self.lazy and len(self._lane_ranges()[0]) > 1:
+            out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
+            extra = [np.asarray(e) for e in extra]
+
+            def lane(lo, hi, tick):
+                with _GilFree():
+                    acc = reduce() if reduce is not None else None
+                    kw = {} if acc is None else {"acc": acc}
+                    for s in range(lo, hi, step):
+                        e = min(s + step, hi)
+                        res = fn(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra], *args, **kw)
+                        for k, v in res.items():
+                            out[k][s:e] = v
+                        tick()
+                    return acc
+            ranges, step = self._lane_ranges()
+            accs = self._lane_runner().run(lane, ranges, step, rep, message)
+            return out if reduce is None else (out, _merge(*accs))
         if not self.lazy:
             out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
             acc = reduce() if reduce is not None else None
@@ -300,14 +348,12 @@ def kth_smallest(values, ks, *, exclude=None, progress=None, message="order stat
     """Exact ks-th smallest values (0-based) of a per-row array, leaving out the rows where
     ``exclude`` is True (their count shifts nothing: ks count the kept rows only).
 
-    numpy: ``np.partition``. A stored array (Zarr) or Dask array: two passes over the stored
+    numpy: the values ``np.partition`` places there (``robustcore._order_stats``). A stored array (Zarr) or Dask array: two passes over the stored
     values (sketch, gather). Returns an array (len(ks),)."""
     ks = np.atleast_1d(np.asarray(ks, dtype=np.int64))
     if isinstance(values, np.ndarray):
-        # one copy, partitioned in place (np.partition of a masked copy made two: 480 MB at 30M rows)
-        v = values.copy() if exclude is None else values[~np.asarray(exclude, bool)]
-        v.partition(np.unique(ks))
-        return v[ks].astype(np.float64)
+        # brackets from a sample, then a partition of the few values inside them (_order_stats)
+        return kth_values(values, ks, exclude).astype(np.float64)
     from .bigdata._reductions import lazy_kth_smallest
     return lazy_kth_smallest(values, ks, exclude=exclude, progress=progress, message=message)
 

@@ -279,7 +279,8 @@ class RFactor:
 
 class Sampled:
     """The accumulator ``make()`` and, beside it, copies of the rows whose index is a multiple
-    of ``stride`` (a sample of the table taken in the same pass, in memory and out of core)."""
+    of ``stride`` (a sample of the table taken in the same pass; out of core only, in memory the
+    scan takes a view of those rows)."""
 
     def __init__(self, make, stride):
         self.inner, self.stride, self.parts = make(), stride, []

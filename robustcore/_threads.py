@@ -29,14 +29,30 @@ def resolve_n_jobs(n_jobs) -> int:
     return available_cores() if n_jobs is None else int(n_jobs)
 
 
+def _own_running_threads() -> int:
+    """This process's threads running or runnable right now (at least 1: the caller). BLAS
+    threads that spin-wait after a product count here, not as another program's load."""
+    try:
+        count = 0
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/stat", encoding="ascii", errors="replace") as fh:
+                # the state follows the command name, which is in parentheses
+                if fh.read().rsplit(")", 1)[1].split()[0] == "R":
+                    count += 1
+        return max(1, count)
+    except (OSError, IndexError):
+        return 1
+
+
 def busy_elsewhere() -> float:
-    """Tasks running or waiting to run on this machine right now, not counting the caller
-    (the fourth field of /proc/loadavg, an instantaneous count), or the one-minute load average
-    where there is no /proc; 0.0 when neither is known."""
+    """Tasks of other processes running or waiting to run on this machine right now (the
+    fourth field of /proc/loadavg, an instantaneous count, less this process's runnable
+    threads), or the one-minute load average where there is no /proc; 0.0 when neither is
+    known."""
     try:
         with open("/proc/loadavg", encoding="ascii") as fh:
             running = int(fh.read().split()[3].split("/")[0])
-        return float(max(0, running - 1))
+        return float(max(0, running - _own_running_threads()))
     except (OSError, ValueError, IndexError):
         pass
     try:

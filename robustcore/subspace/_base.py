@@ -39,6 +39,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 from .._blas_policy import fit_blas_threads
 from .._fit_memory import check_fit_memory
 from .._passes import Rows, percentile, scratch
+from .._order_stats import kth_values
 from .._progress import Reporter
 from .._residual import ResidualKernel, residual_sq
 from .._scaling import ScaledInput
@@ -559,9 +560,8 @@ class TrainingScores:
                 return int(np.count_nonzero(combined <= cut))
         if not lazy:
             def kth(ks):
-                # combined is this call's own array: partitioned in place, in no need of its order
-                combined.partition(np.unique(ks))
-                return combined[np.asarray(ks)]
+                # combined is this call's own array: reordered in place if need be
+                return kth_values(combined, ks, own=True)
             return calibrate(kth, count_le, n, 1.0, alpha)
         return calibrate(lambda ks: kth_smallest(combined, ks, exclude=self.exclude, message="training scores"),
                          count_le, n, 1.0, alpha)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._outlier import MAD_NORMAL, log_residual, median_mad_cut
 from .._passes import scratch
-from .._residual import ResidualKernel
+from .._residual import residual_scores
 from .._row_stats import syrk_lower
 from ._base import Calibration
 
@@ -47,7 +47,8 @@ def calibration_band(sample, components):
     rows, or no spread among their log SPE: then the separate pass decides)."""
     if sample.shape[0] < 2:
         return None
-    _, spe = ResidualKernel(components, np.zeros(sample.shape[1]))(sample)
+    # in blocks: no sample-sized residual temporary
+    spe = residual_scores(sample, components, np.zeros(sample.shape[1]), want_t2=False)[0]
     log_spe = log_residual(spe)
     med = float(np.median(log_spe))
     mad = float(np.median(np.abs(log_spe - med)))

@@ -11,7 +11,8 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    per row, triangular, |Lᵀŷ|² with C = LLᵀ, when C is positive definite): kept in memory or,
    beyond the memory budget, in a Zarr store;
    the selection: the k most coherent rows, ties in index order (exact order statistics of
-   the kept coherence: ``np.partition`` in memory, two passes over the stored values otherwise);
+   the kept coherence: ``robustcore._order_stats`` in memory, two passes over the stored
+   values otherwise);
 4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
    spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
    rows, TSQR, for the singular values to full precision). Out of core this sum rides on pass
@@ -29,8 +30,9 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
 Five passes over the table (four when pass 1 forms C, three out of core; one more for a median
 centre, three more for "robust" scaling out of core, one when a row's length is positive but
 degenerate, one when a band misses its cut). In memory the passes loop over cache-sized blocks
-of rows, and the d x d products of a loop use one BLAS library (numpy's in the scan and the
-subspace pass, where its syrk is faster; scipy's where a product updates a buffer in place). The
+of rows (a large table in lanes, on every free core: ``robustcore._lanes``), and the d x d
+products of a loop use one BLAS library (numpy's in the lanes, which releases the GIL, and in
+the scan and the subspace pass, where its syrk is faster; scipy's in place otherwise). The
 outlier scores and flags of the training rows follow from the kept SPE and coordinates without
 another pass (``SubspaceModel.fit_row_results``).
 """
@@ -59,6 +61,8 @@ __all__ = ["fit_in_passes", "RankDeficientWarning", "warn_rank_deficient"]
 
 # A row is degenerate when its centred norm is this small relative to the largest norm.
 _DEGENERATE_RTOL = 1e-12
+# Sampled rows scaled per block (prep's scratch stays block-sized).
+_SAMPLE_BLOCK = 4096
 # The selected rows' Σ ŷŷᵀ rides on the coherence pass (_cop_selection) out of core, where it
 # saves reading the table once more. In memory a pass re-reads nothing costly, and the band's
 # masks and second normalisation made the fit 15-25 ms slower on 1M x 50 than the separate pass.
@@ -176,10 +180,16 @@ def _coherence_block(B, start, prep, form, cut, acc=None):
 
 
 def _sampled(sample, prep, cut):
-    """y of the sampled rows that are usable (a copy), from the first pass's raw sample."""
-    Y = np.array(prep(sample), dtype=np.float64, copy=True)
-    nrm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
-    return Y[nrm > cut]
+    """y of the sampled rows that are usable, from the first pass's raw sample (the sample
+    itself, a view in memory, when no scaling or centre applies and every row is usable)."""
+    if prep.scale is None and prep.centre is None:
+        Y = np.asarray(sample, dtype=np.float64)
+    else:       # a new array, not prep's scratch (which would stay at the sample's size)
+        Y = np.empty(sample.shape)
+        for s in range(0, sample.shape[0], _SAMPLE_BLOCK):
+            Y[s:s + _SAMPLE_BLOCK] = prep(sample[s:s + _SAMPLE_BLOCK])
+    usable = np.sqrt(np.einsum("ij,ij->i", Y, Y)) > cut
+    return Y if usable.all() else Y[usable]
 
 
 class _Selected:

@@ -123,7 +123,9 @@ def test_pcp_gives_the_cores_to_a_blas_the_user_threaded(monkeypatch, no_user_ch
 
 def test_the_process_default_sets_one_thread_only_when_the_user_chose_nothing():
     env = {}
-    assert default_to_one_thread(env) and env == {v: "1" for v in USER_THREAD_VARIABLES}
+    assert default_to_one_thread(env)
+    # and says the count is ours, so robustcore's own pass threads keep every core (_lanes)
+    assert env == {**{v: "1" for v in USER_THREAD_VARIABLES}, "ROBUSTCORE_THREADS_DEFAULTED": "1"}
     env = {"MKL_NUM_THREADS": "4"}
     assert not default_to_one_thread(env) and env == {"MKL_NUM_THREADS": "4"}
     assert user_chose_blas_threads({"OMP_NUM_THREADS": " 3 "})

@@ -86,3 +86,19 @@ def test_governor_starts_on_one_thread_on_a_busy_machine_and_obeys_fixed_counts(
 def test_busy_elsewhere_counts_other_runnable_tasks():
     import robustcore._threads as threads
     assert threads.busy_elsewhere() >= 0.0
+
+
+def test_busy_elsewhere_does_not_count_this_process_own_threads(monkeypatch):
+    import robustcore._threads as threads
+    assert threads._own_running_threads() >= 1          # the caller itself is running
+    # three runnable tasks on the machine, all of them ours (BLAS threads spinning after a product)
+    monkeypatch.setattr(threads, "_own_running_threads", lambda: 3)
+    real_open = open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/loadavg":
+            import io
+            return io.StringIO("0.50 0.40 0.30 3/200 12345\n")
+        return real_open(path, *a, **k)
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert threads.busy_elsewhere() == 0.0

@@ -1,0 +1,154 @@
+"""In-memory passes over rows on several threads, with the same sums whatever their number.
+
+A pass in memory (``robustcore._passes.Rows``) loops over cache-sized blocks of rows. Large
+tables are cut into at most :data:`LANES` **lanes** of whole blocks; each lane is fed to an
+accumulator of its own, and the lanes' accumulators are merged in lane order. The lanes are the
+same whether one thread runs them one after the other or several run them side by side, and in
+both cases every product goes to numpy's BLAS (``robustcore._passes.gil_free``, which releases the
+GIL), so a fit gives the same numbers, to the last bit, on a busy machine that keeps it on one
+thread and on an idle one that spreads it over every core.
+
+How many threads: :func:`pass_threads` (every core the process may use, unless the user chose a
+thread count through OMP_NUM_THREADS or a BLAS variable); a ``_threads.Governor`` per table
+decides pass by pass whether the threads pay (on a machine whose other core is busy, two
+threads get the CPU time of one and lose to one thread by their hand-offs).
+
+Progress and Cancel stay on the caller's thread: the lanes count the blocks they finish, the
+caller reports that count while it waits, and a Cancel (or an error in any lane) stops every
+lane at its next block. The caller's numpy error state (``np.errstate``) holds inside the lanes.
+"""
+from __future__ import annotations
+
+import contextvars
+import math
+import os
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+# set by our own programs when they, not the user, set the variables to 1: those limit BLAS only
+from ._blas_policy import DEFAULTED_VARIABLE, USER_THREAD_VARIABLES
+from ._threads import Governor, available_cores
+
+__all__ = ["LANES", "MIN_LANE_BLOCKS", "DEFAULTED_VARIABLE", "lanes", "pass_threads", "LaneRunner"]
+
+# Lanes a table is cut into at most: enough for 8 cores; with fewer, a thread takes several.
+LANES = 8
+# Blocks a lane holds at least: a smaller table has fewer lanes (one below 2 x this many blocks,
+# where threads would cost more than they bring).
+MIN_LANE_BLOCKS = 4
+# How often the waiting caller reports progress (seconds).
+_POLL = 0.05
+
+_POOL = None
+_POOL_LOCK = threading.Lock()
+_IN_LANE = threading.local()
+
+
+def lanes(n: int, step: int) -> list[tuple[int, int]]:
+    """(start, stop) row ranges of the lanes of n rows in blocks of ``step`` rows: whole blocks,
+    as equal as they can be, in order."""
+    nblocks = max(1, math.ceil(n / step))
+    k = max(1, min(LANES, nblocks // MIN_LANE_BLOCKS))
+    edges = [min(n, round(nblocks * i / k) * step) for i in range(k + 1)]
+    return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+
+
+def pass_threads(environ=None) -> int:
+    """Threads for the passes: every available core, or the smallest count the user set in
+    OMP_NUM_THREADS or a BLAS thread variable (the usual way to ask a numerical library for one
+    core); a count our own programs set by default is not the user's."""
+    env = os.environ if environ is None else environ
+    cores = available_cores()
+    if env.get(DEFAULTED_VARIABLE):
+        return cores
+    chosen = []
+    for var in USER_THREAD_VARIABLES:
+        try:
+            value = int(str(env.get(var, "")).strip())
+        except ValueError:
+            continue
+        if value >= 1:
+            chosen.append(value)
+    return max(1, min([cores] + chosen))
+
+
+def _pool(workers: int) -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._max_workers < workers:
+            _POOL = ThreadPoolExecutor(workers, thread_name_prefix="robustcore-lane")
+        return _POOL
+
+
+class _Stop(Exception):
+    """A lane stopped because another failed or the caller cancelled."""
+
+
+class LaneRunner:
+    """Runs the lanes of a table's passes, threaded when the governor says the threads pay."""
+
+    def __init__(self, jobs: int | None = None, *, adaptive: bool = True):
+        self.jobs = pass_threads() if jobs is None else int(jobs)
+        self.governor = Governor(max(1, self.jobs), adaptive=adaptive)
+
+    def run(self, work, ranges, step, rep, message):
+        """``[work(lo, hi, tick) for each lane]``, in lane order. ``work`` calls ``tick()``
+        after each block; progress goes to ``rep(fraction, message)`` (which may cancel)."""
+        total = sum(math.ceil((hi - lo) / step) for lo, hi in ranges)
+        every = max(1, total // 20)
+        jobs = min(self.jobs, len(ranges))
+        nested = getattr(_IN_LANE, "on", False)
+        threaded = jobs > 1 and not nested and self.governor.threaded()
+        with self.governor.measure(threaded):
+            if not threaded:
+                done = [0]
+
+                def tick():
+                    done[0] += 1
+                    if done[0] % every == 0:
+                        rep(done[0] / total, message)
+                out = [work(lo, hi, tick) for lo, hi in ranges]
+            else:
+                out = self._threaded(work, ranges, jobs, total, rep, message)
+        rep(1.0, message)
+        return out
+
+    def _threaded(self, work, ranges, jobs, total, rep, message):
+        pool = _pool(jobs)
+        stop = threading.Event()
+        done = [0]
+        lock = threading.Lock()
+
+        def tick():
+            with lock:
+                done[0] += 1
+            if stop.is_set():
+                raise _Stop()
+
+        def lane(lo, hi):
+            _IN_LANE.on = True
+            try:
+                return work(lo, hi, tick)
+            finally:
+                _IN_LANE.on = False
+        # each lane in a copy of the caller's context (np.errstate lives there)
+        futures = [pool.submit(contextvars.copy_context().run, lane, lo, hi) for lo, hi in ranges]
+        try:
+            pending = set(futures)
+            while pending:
+                finished, pending = wait(pending, timeout=_POLL, return_when=FIRST_EXCEPTION)
+                if any(f.exception() is not None for f in finished):
+                    break
+                rep(done[0] / total, message)
+        except BaseException:
+            stop.set()
+            wait(futures)
+            raise
+        stop.set()
+        wait(futures)
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        real = [e for e in errors if not isinstance(e, _Stop)]
+        if real:
+            raise real[0]
+        return [f.result() for f in futures]
+
