@@ -79,6 +79,8 @@ def ratio(ref: Timing, ours: Timing):
 def blas_env(blas, base=None):
     """A copy of the environment with one BLAS thread (``"1"``) or the default (``"default"``)."""
     env = dict(os.environ if base is None else base)
+    # the mark our programs set beside the 1s they choose (robustcore._lanes): not the user's here
+    env.pop("ROBUSTCORE_THREADS_DEFAULTED", None)
     for var in BLAS_VARS:
         env.pop(var, None)
         if blas != "default":
