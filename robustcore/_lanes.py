@@ -3,10 +3,13 @@
 A pass in memory (``robustcore._passes.Rows``) loops over cache-sized blocks of rows. Large
 tables are cut into at most :data:`LANES` **lanes** of whole blocks; each lane is fed to an
 accumulator of its own, and the lanes' accumulators are merged in lane order. The lanes are the
-same whether one thread runs them one after the other or several run them side by side, and in
-both cases every product goes to numpy's BLAS (``robustcore._passes.gil_free``, which releases the
-GIL), so a fit gives the same numbers, to the last bit, on a busy machine that keeps it on one
-thread and on an idle one that spreads it over every core.
+same whether one thread runs them one after the other or several run them side by side, and
+wherever threads may run every product goes to numpy's BLAS (``robustcore._passes.gil_free``,
+which releases the GIL), on the threads or not, so a fit gives the same numbers, to the last bit,
+on a busy machine that keeps it on one thread and on an idle one that spreads it over every core.
+Where only one thread may run (one core, or the user asked for one), the lanes keep scipy's
+in-place kernels, 4-15 % faster there (the last bits then differ from a run on several cores,
+as they do between BLAS thread counts).
 
 How many threads: :func:`pass_threads` (every core the process may use, unless the user chose a
 thread count through OMP_NUM_THREADS or a BLAS variable); a ``_threads.Governor`` per table
@@ -90,6 +93,9 @@ class LaneRunner:
     def __init__(self, jobs: int | None = None, *, adaptive: bool = True):
         self.jobs = pass_threads() if jobs is None else int(jobs)
         self.governor = Governor(max(1, self.jobs), adaptive=adaptive)
+        # numpy's products wherever threads may run, on them or not (the same bits either way);
+        # where they never can, scipy's in-place kernels (4-15 % faster on one thread)
+        self.numpy_products = self.jobs > 1
 
     def run(self, work, ranges, step, rep, message):
         """``[work(lo, hi, tick) for each lane]``, in lane order. ``work`` calls ``tick()``

@@ -62,18 +62,22 @@ def gil_free() -> bool:
     pass, where Dask threads run side by side. scipy.linalg.blas's wrappers (dsyrk, dgemm,
     dtrmm: in-place updates, half the flops of a triangular product) hold the GIL, and with them
     the threads of a pass ran one at a time; numpy's products release it. In memory the lanes of
-    a large table (robustcore._lanes) use numpy's products too, threaded or not, so one thread
-    and several give the same bits; a table of one lane stays on the caller's thread with the
-    scipy kernels."""
+    a large table (robustcore._lanes) use numpy's products too wherever threads may run them,
+    threaded or not, so one thread and several give the same bits; where only one may run, and
+    on a table of one lane, the scipy kernels stay."""
     return getattr(_LOCAL, "gil_free", False)
 
 
 class _GilFree:
-    """Marks the blocks of an out-of-core pass run on this thread (:func:`gil_free`)."""
+    """Marks the blocks of an out-of-core pass, or of in-memory lanes that threads may run, run
+    on this thread (:func:`gil_free`); ``_GilFree(False)`` marks nothing."""
+
+    def __init__(self, on: bool = True):
+        self.on = on
 
     def __enter__(self):
         self.before = getattr(_LOCAL, "gil_free", False)
-        _LOCAL.gil_free = True
+        _LOCAL.gil_free = self.before or self.on
 
     def __exit__(self, *exc):
         _LOCAL.gil_free = self.before
@@ -203,19 +207,20 @@ class Rows:
         in the same pass, for :meth:`column_order_statistics`: returns ``(acc, sketches)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
-        if not self.lazy and len(self._lane_ranges()[0]) > 1:
+        ranges, step = self._lane_ranges() if not self.lazy else ((), 0)
+        if len(ranges) > 1:
+            runner = self._lane_runner()
             extra = [np.asarray(e) for e in extra]
 
             def lane(lo, hi, tick):
-                with _GilFree():
+                with _GilFree(runner.numpy_products):
                     acc = make()
                     for s in range(lo, hi, step):
                         e = min(s + step, hi)
                         acc.add(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra])
                         tick()
                     return acc
-            ranges, step = self._lane_ranges()
-            acc = _merge(*self._lane_runner().run(lane, ranges, step, rep, message))
+            acc = _merge(*runner.run(lane, ranges, step, rep, message))
             return (acc, None) if with_sketch else acc
         if not self.lazy:
             acc = make()
@@ -251,12 +256,14 @@ class Rows:
         feeds in the same pass (it is passed as ``acc=``); then ``(outputs, accumulator)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
-        if not self.lazy and len(self._lane_ranges()[0]) > 1:
+        ranges, step = self._lane_ranges() if not self.lazy else ((), 0)
+        if len(ranges) > 1:
+            runner = self._lane_runner()
             out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
             extra = [np.asarray(e) for e in extra]
 
             def lane(lo, hi, tick):
-                with _GilFree():
+                with _GilFree(runner.numpy_products):
                     acc = reduce() if reduce is not None else None
                     kw = {} if acc is None else {"acc": acc}
                     for s in range(lo, hi, step):
@@ -266,8 +273,7 @@ class Rows:
                             out[k][s:e] = v
                         tick()
                     return acc
-            ranges, step = self._lane_ranges()
-            accs = self._lane_runner().run(lane, ranges, step, rep, message)
+            accs = runner.run(lane, ranges, step, rep, message)
             return out if reduce is None else (out, _merge(*accs))
         if not self.lazy:
             out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}

@@ -65,7 +65,8 @@ def test_a_pass_gives_the_same_bits_on_one_thread_and_on_two():
     two = _rows(X, 2).reduce(_Who)
     assert any(t.startswith("robustcore-lane") for t in two.threads)
     assert not any(t.startswith("robustcore-lane") for t in one.threads)
-    assert one.numpy_products == two.numpy_products == {True}
+    # numpy's products where threads may run; scipy's in-place kernels where they never can
+    assert two.numpy_products == {True} and one.numpy_products == {False}
     assert np.array_equal(one.s, two.s)
     out1 = _rows(X, 1).map(lambda B, s: {"v": B @ np.arange(50.0)}, {"v": (np.dtype("f8"), ())})
     out2 = _rows(X, 2).map(lambda B, s: {"v": B @ np.arange(50.0)}, {"v": (np.dtype("f8"), ())})
@@ -80,26 +81,37 @@ def test_a_small_table_stays_one_lane_on_the_callers_thread():
     np.testing.assert_array_equal(acc.s, np.full(5, 100.0))
 
 
-def test_coherence_pursuit_fits_the_same_on_one_thread_and_on_two(monkeypatch):
-    rng = np.random.default_rng(3)
+def _planted(seed=3):
+    rng = np.random.default_rng(seed)
     U = np.linalg.qr(rng.standard_normal((40, 4)))[0]
     X = np.vstack([rng.standard_normal((30_000, 4)) @ U.T + 0.01 * rng.standard_normal((30_000, 40)),
                    rng.standard_normal((8_000, 40))])
-    fits = []
-    for jobs in (1, 2):
-        monkeypatch.setattr(lanes_mod, "pass_threads", lambda environ=None, j=jobs: j)
-        monkeypatch.setattr(threads_mod, "busy_elsewhere", lambda: 0.0)
-        est = CoherencePursuit(n_components=4)
-        fits.append((est.fit_row_results(X), est))
-    (r1, e1), (r2, e2) = fits
+    return U, X
+
+
+def _fit(monkeypatch, X, jobs, busy):
+    monkeypatch.setattr(lanes_mod, "pass_threads", lambda environ=None: jobs)
+    monkeypatch.setattr(threads_mod, "busy_elsewhere", lambda: busy)
+    est = CoherencePursuit(n_components=4)
+    return est.fit_row_results(X), est
+
+
+def test_coherence_pursuit_fits_the_same_bits_on_a_busy_machine_and_an_idle_one(monkeypatch):
+    U, X = _planted()
+    r1, e1 = _fit(monkeypatch, X, 2, busy=8.0)      # the governor keeps every pass on one thread
+    r2, e2 = _fit(monkeypatch, X, 2, busy=0.0)      # threads from the first pass
     assert np.array_equal(e1.components_, e2.components_)
     assert np.array_equal(e1.coherence_, e2.coherence_)
     assert (e1.spe_limit_, e1.t2_limit_) == (e2.spe_limit_, e2.t2_limit_)
     assert np.array_equal(r1.outlier_score, r2.outlier_score)
     assert np.array_equal(r1.outlier, r2.outlier)
-    # and the subspace is the planted one
-    V = e1.components_.T
+    V = e1.components_.T                             # and the subspace is the planted one
     assert np.linalg.norm(U - V @ (V.T @ U)) < 1e-2
+    # where only one thread may run (scipy's kernels): the same fit but for rounding
+    r0, e0 = _fit(monkeypatch, X, 1, busy=0.0)
+    np.testing.assert_allclose(e0.components_, e1.components_, atol=1e-12)
+    np.testing.assert_allclose(r0.outlier_score, r1.outlier_score, rtol=1e-9)
+    assert np.array_equal(r0.outlier, r1.outlier)
 
 
 def test_cancel_from_progress_stops_every_lane():
