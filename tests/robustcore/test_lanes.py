@@ -14,14 +14,15 @@ from robustcore.subspace.coherence_pursuit import CoherencePursuit
 
 
 def test_lanes_are_whole_blocks_in_order_and_cover_every_row():
-    for n, step in [(1, 10), (79, 10), (80, 10), (1000, 7), (10**6, 5242)]:
+    for n, step in [(1, 10), (79, 10), (80, 10), (1000, 7), (1000, 31), (10**6, 5242)]:
         got = lanes(n, step)
         assert got[0][0] == 0 and got[-1][1] == n
         assert all(a[1] == b[0] for a, b in zip(got, got[1:]))
         assert all(lo % step == 0 for lo, _ in got)
         assert 1 <= len(got) <= lanes_mod.LANES
         blocks = -(-n // step)
-        assert len(got) == max(1, min(lanes_mod.LANES, blocks // lanes_mod.MIN_LANE_BLOCKS))
+        want = 1 if blocks < lanes_mod.MIN_TABLE_BLOCKS else min(lanes_mod.LANES, blocks // lanes_mod.MIN_LANE_BLOCKS)
+        assert len(got) == want
 
 
 def test_pass_threads_follow_the_users_thread_variables_not_ours():
@@ -61,15 +62,15 @@ def _rows(X, jobs, block_rows=None):
 
 def test_a_pass_gives_the_same_bits_on_one_thread_and_on_two():
     X = np.random.default_rng(0).standard_normal((40_000, 50)) * 1e3
-    one = _rows(X, 1).reduce(_Who)
-    two = _rows(X, 2).reduce(_Who)
+    one = _rows(X, 1, block_rows=500).reduce(_Who)          # 80 blocks: 8 lanes
+    two = _rows(X, 2, block_rows=500).reduce(_Who)
     assert any(t.startswith("robustcore-lane") for t in two.threads)
     assert not any(t.startswith("robustcore-lane") for t in one.threads)
     # numpy's products where threads may run; scipy's in-place kernels where they never can
     assert two.numpy_products == {True} and one.numpy_products == {False}
     assert np.array_equal(one.s, two.s)
-    out1 = _rows(X, 1).map(lambda B, s: {"v": B @ np.arange(50.0)}, {"v": (np.dtype("f8"), ())})
-    out2 = _rows(X, 2).map(lambda B, s: {"v": B @ np.arange(50.0)}, {"v": (np.dtype("f8"), ())})
+    out1 = _rows(X, 1, block_rows=500).map(lambda B, s: {"v": B @ np.arange(50.0)}, {"v": (np.dtype("f8"), ())})
+    out2 = _rows(X, 2, block_rows=500).map(lambda B, s: {"v": B @ np.arange(50.0)}, {"v": (np.dtype("f8"), ())})
     assert np.array_equal(out1["v"], out2["v"])
     np.testing.assert_allclose(out1["v"], X @ np.arange(50.0), rtol=1e-12)
 
@@ -92,7 +93,7 @@ def _planted(seed=3):
 def _fit(monkeypatch, X, jobs, busy):
     monkeypatch.setattr(lanes_mod, "pass_threads", lambda environ=None: jobs)
     monkeypatch.setattr(threads_mod, "busy_elsewhere", lambda: busy)
-    est = CoherencePursuit(n_components=4)
+    est = CoherencePursuit(n_components=4, chunk_size=500)       # 76 blocks: lanes
     return est.fit_row_results(X), est
 
 
@@ -151,7 +152,7 @@ def test_an_error_in_one_lane_reaches_the_caller_and_stops_the_others():
         def merge(self, other):
             return self
     with pytest.raises(ValueError, match="row 150000 is NaN"):
-        _rows(X, 2).reduce(Check)
+        _rows(X, 2, block_rows=1000).reduce(Check)
 
 
 def test_the_callers_error_state_holds_inside_the_lanes():
@@ -161,9 +162,9 @@ def test_the_callers_error_state_holds_inside_the_lanes():
         return {"v": np.ones(B.shape[0]) / B[:, 0]}
     with np.errstate(divide="raise"):
         with pytest.raises(FloatingPointError):
-            _rows(X, 2).map(divide, {"v": (np.dtype("f8"), ())})
+            _rows(X, 2, block_rows=1000).map(divide, {"v": (np.dtype("f8"), ())})
     with np.errstate(divide="ignore"):
-        out = _rows(X, 2).map(divide, {"v": (np.dtype("f8"), ())})
+        out = _rows(X, 2, block_rows=1000).map(divide, {"v": (np.dtype("f8"), ())})
     assert np.all(np.isinf(out["v"]))
 
 
