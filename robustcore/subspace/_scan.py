@@ -2,7 +2,7 @@
 
 One pass over the rows (``robustcore._row_stats.Moments``) gives the column means and spreads
 ("standard" and "auto" scaling), the scatter matrix (PCA), the column minima and maxima (the
-magnitude guard, exactly as on the scaled values), and the non-finite entries (the first one
+magnitude guard, as on the scaled values; bounds for blocks of ordinary values), and the non-finite entries (the first one
 named, as ``check_finite`` names it). "robust" scaling needs the columns' medians and MADs:
 ``np.median`` in memory; out of core, exact order statistics in three more passes (a sorted
 sketch of every column rides on this pass; one pass gathers the medians and quartiles; a sketch
@@ -169,8 +169,10 @@ def scan(rows: Rows, how: str, *, method: str, scatter: bool = True, gram: bool 
     else:
         scaling = scaling_fields(used, mean, std)
     sc = Scan(mom, scaling, sketches, sample)
-    # the scaled rows' largest |value|, exactly as check_magnitude finds it on them: (x - c) / s
-    # is monotone in x, so each column's extremes are the scaled minimum and maximum
+    # the scaled rows' largest |value|, as check_magnitude finds it on them: (x - c) / s is
+    # monotone in x, so each column's extremes are the scaled minimum and maximum. Blocks of
+    # ordinary values give bounds instead (Moments._add_ordinary: within sqrt(rows) of the true
+    # extremes, all under 2^400 and over 2^-400), which decide nothing the exact ones would not
     if sc.identity:
         top = max(-float(mom.lo.min()), float(mom.hi.max()))
     else:
