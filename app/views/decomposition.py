@@ -92,7 +92,8 @@ class DecompositionView(BaseView):
         self.controls.addWidget(self.method_box)
         self.method_box.currentIndexChanged.connect(lambda _i: self._draw_result())
         self.controls.addWidget(self.play_button)
-        self.controls.addWidget(labelled("Frame", self.frame_slider))
+        self.frame_caption = labelled("Frame", self.frame_slider)
+        self.controls.addWidget(self.frame_caption)
         self.controls.addWidget(self.frame_slider, 1)
         self.controls.addWidget(self.frame_label)
         self.controls.addWidget(labelled("Mask threshold |S| >", self.threshold_box))
@@ -236,8 +237,7 @@ class DecompositionView(BaseView):
         self.convergence.show(res.arrays["history_residual"], res.arrays["history_rank"], res.params.get("tol"),
                               conv)
         self.pictures.set_mode(self.mode == "image")
-        self.frame_slider.setEnabled(self.mode == "image")
-        self.play_button.setEnabled(self.mode == "image")
+        self._show_frame_controls(self.mode == "image")
         self.panels["mask"].setVisible(True)
         self.frame_slider.blockSignals(True)
         self.frame_slider.setRange(0, n - 1)
@@ -323,8 +323,7 @@ class DecompositionView(BaseView):
         self.convergence.clear()
         self.method_box.setEnabled(False)
         self.conv_button.setEnabled(False)   # a streaming run's history comes with its result
-        self.frame_slider.setEnabled(True)
-        self.play_button.setEnabled(True)
+        self._show_frame_controls(True)
         self.pictures.set_titles(provisional=True)
         self.pictures.set_mode(image=True)
         self.live_label.setVisible(True)
@@ -349,6 +348,13 @@ class DecompositionView(BaseView):
         self.invalidate()
 
     # -- frames ---------------------------------------------------------------------------
+    def _show_frame_controls(self, on: bool) -> None:
+        """The frame slider, Play and the frame's name: for image stacks and videos only (a
+        table's L + S is drawn whole, with nothing to step through)."""
+        for w in (self.play_button, self.frame_caption, self.frame_slider, self.frame_label):
+            w.setVisible(on)
+            w.setEnabled(on)
+
     @property
     def current_sample(self) -> int:
         return int(self.order[self.frame_slider.value()]) if self.order.size else -1

@@ -129,3 +129,14 @@ def test_s_has_its_colour_scale_beside_the_pictures(video):
     assert v.s_bar.isVisible()
     assert v.s_bar.getAxis("right").labelText == "S"
     assert v.s_bar.levels() == v.s_levels
+
+
+def test_frame_controls_are_for_frames_only(video, views_for):
+    """A table's L + S is drawn whole: no frame slider, Play or frame name beside it (they
+    were shown, disabled, with a "Frame" caption); a video has them."""
+    _, v = video
+    controls = (v.play_button, v.frame_caption, v.frame_slider, v.frame_label)
+    assert not any(w.isHidden() for w in controls) and v.frame_slider.isEnabled()
+    t = views_for(make_state("iris", "pcp")).show_view("decomposition")
+    assert t.mode == "table"
+    assert all(w.isHidden() for w in (t.play_button, t.frame_caption, t.frame_slider, t.frame_label))
