@@ -167,6 +167,8 @@ def _map_block_here(B, start, fn, spec, block_rows, nextra, make, *rest):
 
 # the key under which a block's accumulator travels beside its per-row outputs (Rows.map)
 _ACC = "__accumulator__"
+# The runner of a table of one lane: the caller's thread, never threads.
+_ONE_LANE = LaneRunner(1)
 
 
 class Rows:
@@ -193,6 +195,19 @@ class Rows:
             self._runner = LaneRunner()
         return self._runner
 
+    def _over_lanes(self, feed, rep, message) -> list:
+        """``[feed(lo, hi, step, tick) for each lane]`` of an in-memory table, in lane order: on
+        the lanes' threads when they pay; a table of one lane on the caller's thread, with the
+        scipy kernels (gil_free)."""
+        ranges, step = self._lane_ranges()
+        runner = self._lane_runner() if len(ranges) > 1 else _ONE_LANE
+        numpy_products = len(ranges) > 1 and runner.numpy_products
+
+        def lane(lo, hi, tick):
+            with _GilFree(numpy_products):
+                return feed(lo, hi, step, tick)
+        return runner.run(lane, ranges, step, rep, message)
+
     # -- lazy plumbing ------------------------------------------------------------------------
     def _blocks(self, extra):
         from .bigdata._rows import as_dask_rows
@@ -207,31 +222,17 @@ class Rows:
         in the same pass, for :meth:`column_order_statistics`: returns ``(acc, sketches)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
-        ranges, step = self._lane_ranges() if not self.lazy else ((), 0)
-        if len(ranges) > 1:
-            runner = self._lane_runner()
+        if not self.lazy:
             extra = [np.asarray(e) for e in extra]
 
-            def lane(lo, hi, tick):
-                with _GilFree(runner.numpy_products):
-                    acc = make()
-                    for s in range(lo, hi, step):
-                        e = min(s + step, hi)
-                        acc.add(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra])
-                        tick()
-                    return acc
-            acc = _merge(*runner.run(lane, ranges, step, rep, message))
-            return (acc, None) if with_sketch else acc
-        if not self.lazy:
-            acc = make()
-            starts, step = _sub_blocks(self.n, self.d, self.block_rows)
-            every = max(1, len(starts) // 20)
-            extra = [np.asarray(e) if not isinstance(e, np.ndarray) else e for e in extra]
-            for i, s in enumerate(starts):
-                acc.add(_as_float(self.X[s:s + step]), s, *[e[s:s + step] for e in extra])
-                if i % every == 0:
-                    rep(i / len(starts), message)
-            rep(1.0, message)
+            def feed(lo, hi, step, tick):
+                acc = make()
+                for s in range(lo, hi, step):
+                    e = min(s + step, hi)
+                    acc.add(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra])
+                    tick()
+                return acc
+            acc = _merge(*self._over_lanes(feed, rep, message))
             return (acc, None) if with_sketch else acc
         from dask import delayed
 
@@ -256,40 +257,22 @@ class Rows:
         feeds in the same pass (it is passed as ``acc=``); then ``(outputs, accumulator)``."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
-        ranges, step = self._lane_ranges() if not self.lazy else ((), 0)
-        if len(ranges) > 1:
-            runner = self._lane_runner()
+        if not self.lazy:
             out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
             extra = [np.asarray(e) for e in extra]
 
-            def lane(lo, hi, tick):
-                with _GilFree(runner.numpy_products):
-                    acc = reduce() if reduce is not None else None
-                    kw = {} if acc is None else {"acc": acc}
-                    for s in range(lo, hi, step):
-                        e = min(s + step, hi)
-                        res = fn(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra], *args, **kw)
-                        for k, v in res.items():
-                            out[k][s:e] = v
-                        tick()
-                    return acc
-            accs = runner.run(lane, ranges, step, rep, message)
+            def feed(lo, hi, step, tick):
+                acc = reduce() if reduce is not None else None
+                kw = {} if acc is None else {"acc": acc}
+                for s in range(lo, hi, step):
+                    e = min(s + step, hi)
+                    res = fn(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra], *args, **kw)
+                    for k, v in res.items():
+                        out[k][s:e] = v
+                    tick()
+                return acc
+            accs = self._over_lanes(feed, rep, message)
             return out if reduce is None else (out, _merge(*accs))
-        if not self.lazy:
-            out = {k: np.empty((self.n,) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
-            acc = reduce() if reduce is not None else None
-            kw = {} if acc is None else {"acc": acc}
-            starts, step = _sub_blocks(self.n, self.d, self.block_rows)
-            every = max(1, len(starts) // 20)
-            extra = [np.asarray(e) for e in extra]
-            for i, s in enumerate(starts):
-                res = fn(_as_float(self.X[s:s + step]), s, *[e[s:s + step] for e in extra], *args, **kw)
-                for k, v in res.items():
-                    out[k][s:s + step] = v
-                if i % every == 0:
-                    rep(i / len(starts), message)
-            rep(1.0, message)
-            return out if acc is None else (out, acc)
         return map_lazy(self, fn, spec, args, extra, rep, message, name, reduce)
 
     def column_order_statistics(self, sketches, ks, *, progress=None, message="order statistics"):
@@ -354,8 +337,9 @@ def kth_smallest(values, ks, *, exclude=None, progress=None, message="order stat
     """Exact ks-th smallest values (0-based) of a per-row array, leaving out the rows where
     ``exclude`` is True (their count shifts nothing: ks count the kept rows only).
 
-    numpy: the values ``np.partition`` places there (``robustcore._order_stats``). A stored array (Zarr) or Dask array: two passes over the stored
-    values (sketch, gather). Returns an array (len(ks),)."""
+    numpy: the values ``np.partition`` places there (``robustcore._order_stats``). A stored
+    array (Zarr) or Dask array: two passes over the stored values (sketch, gather). Returns an
+    array (len(ks),)."""
     ks = np.atleast_1d(np.asarray(ks, dtype=np.int64))
     if isinstance(values, np.ndarray):
         # brackets from a sample, then a partition of the few values inside them (_order_stats)
