@@ -53,7 +53,7 @@ from .._row_stats import RowGram, symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import Calibration
-from ._cop_calibration import CalibrationBand, calibration_band, residual_block, sample_stride
+from ._cop_calibration import CalibrationBand, calibration_band, residual_block, sample_stride, thinned
 from ._cop_selection import SelectionBand, selection_band
 from ._scan import scan
 
@@ -369,9 +369,10 @@ def fit_in_passes(est, rows, p, rep):
     form = _CoherenceForm(C)
     # the sampled rows place the selection cut: the subspace sums ride on the coherence pass
     # when the sample gives a band (_cop_selection)
-    sample = _sampled(sc.sample, prep, cut)
-    sel_band = _selection_band(sample, form, p, n, sc.sample.shape[0], r) \
-        if rows.lazy or _SELECTION_BAND_IN_MEMORY else None
+    with_selection_band = rows.lazy or _SELECTION_BAND_IN_MEMORY
+    # without a selection band only the calibration band reads the sample, and it thins it
+    sample = _sampled(sc.sample if with_selection_band else thinned(sc.sample), prep, cut)
+    sel_band = _selection_band(sample, form, p, n, sc.sample.shape[0], r) if with_selection_band else None
     rep(0.35, "coherence scores")
     band_sums = (functools.partial(SelectionBand, d, _Selected(prep, cut), sel_band)
                  if sel_band else None)
