@@ -79,6 +79,17 @@ def pass_threads(environ=None) -> int:
     return max(1, min([cores] + chosen))
 
 
+def _forget_pool_in_child():
+    # a forked child has none of the parent's threads, but would keep its executor, which then
+    # thinks it has workers and never starts any: the first pass would wait forever
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
+
+
 def _pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:

@@ -174,3 +174,25 @@ def test_the_in_memory_sample_is_a_view_of_the_rows_not_a_copy():
     sc = scan(Rows(X), "none", method="test", scatter=False, sample_stride=7)
     assert np.shares_memory(sc.sample, X)
     np.testing.assert_array_equal(sc.sample, X[::7])
+
+
+def _child_pass(q):
+    X = np.ones((200_000, 10))
+    acc = _rows(X, 2, block_rows=1000).reduce(_Who)
+    q.put((float(acc.s.sum()), any(t.startswith("robustcore-lane") for t in acc.threads)))
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
+def test_a_forked_child_runs_its_lanes_on_threads_of_its_own():
+    """The parent's pool exists (a pass ran); a child forked after it must not wait for the
+    parent's threads, which it does not have."""
+    import multiprocessing as mp
+    _rows(np.ones((200_000, 10)), 2, block_rows=1000).reduce(_Who)      # the pool exists now
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    child = ctx.Process(target=_child_pass, args=(q,))
+    child.start()
+    child.join(60)
+    assert child.exitcode == 0, "the child's pass did not finish"
+    total, threaded = q.get(timeout=5)
+    assert total == 2_000_000.0 and threaded
