@@ -140,12 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     from .main_window import MainWindow
     from .settings import Settings
 
+    from ._qt import MainThreadGarbage
+    garbage = MainThreadGarbage()       # Qt objects are destroyed on this thread only
     window = MainWindow(settings=Settings(args.settings) if args.settings else None)
     window.show()
     launch = _Launch(app, window, args)
     from PySide6.QtCore import QTimer
     QTimer.singleShot(0, launch.start)
-    code = app.exec()
+    try:
+        code = app.exec()
+    finally:
+        garbage.stop()
     return launch.exit_code or int(code)
 
 

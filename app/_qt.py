@@ -63,3 +63,41 @@ def ensure_app(argv: list[str] | None = None):
         app = QApplication(list(argv) if argv is not None else sys.argv[:1])
     configure_pyqtgraph()
     return app
+
+
+class MainThreadGarbage:
+    """Python's cycle collector run from the GUI thread only, on a timer.
+
+    Left automatic, the collector runs in whichever thread happens to allocate when a threshold
+    is crossed: a Dask reader or a lane of a pass (robustcore._lanes). If the garbage holds a Qt
+    widget, its C++ destructor then runs off the GUI thread. In the test suite that deadlocked
+    a Dask thread in shiboken's GIL handling while it destroyed a QMenu. So automatic collection
+    is switched off, and every ``interval_ms`` the generations whose counts passed their
+    thresholds are collected here. pyqtgraph's GarbageCollector does the same.
+    """
+
+    def __init__(self, interval_ms: int = 500):
+        import gc
+
+        from PySide6.QtCore import QTimer
+        self._gc = gc
+        self._thresholds = gc.get_threshold()
+        gc.disable()
+        self.timer = QTimer(interval=interval_ms)
+        self.timer.timeout.connect(self.collect)
+        self.timer.start()
+
+    def collect(self) -> None:
+        counts = self._gc.get_count()
+        generation = -1
+        for g in range(3):
+            if counts[g] <= self._thresholds[g]:
+                break
+            generation = g
+        if generation >= 0:
+            self._gc.collect(generation)
+
+    def stop(self) -> None:
+        """Automatic collection again (the window has closed)."""
+        self.timer.stop()
+        self._gc.enable()

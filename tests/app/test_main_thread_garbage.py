@@ -1,0 +1,43 @@
+"""app._qt.MainThreadGarbage: cycles are collected on the GUI thread's timer, never elsewhere."""
+import gc
+import threading
+import weakref
+
+from app._qt import MainThreadGarbage
+
+
+class _Node:
+    pass
+
+
+def _cycle():
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_cycles_wait_for_the_gui_threads_timer_and_are_collected_there(qtbot):
+    seen_threads = []
+    garbage = MainThreadGarbage(interval_ms=20)
+    try:
+        assert not gc.isenabled()
+        gone = _cycle()
+        # lots of allocation on another thread: no collection may start there
+        worker = threading.Thread(target=lambda: [[_Node() for _ in range(10)] for _ in range(20_000)])
+        worker.start()
+        worker.join()
+        assert gone() is not None
+        original = garbage.collect
+
+        def collect():
+            seen_threads.append(threading.current_thread() is threading.main_thread())
+            original()
+        garbage.timer.timeout.disconnect()
+        garbage.timer.timeout.connect(collect)
+        kept = [_Node() for _ in range(gc.get_threshold()[0] + 10)]    # past generation 0's threshold
+        qtbot.waitUntil(lambda: gone() is None, timeout=3000)
+        del kept
+        assert seen_threads and all(seen_threads)
+    finally:
+        garbage.stop()
+    assert gc.isenabled()
