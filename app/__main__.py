@@ -140,17 +140,12 @@ def main(argv: list[str] | None = None) -> int:
     from .main_window import MainWindow
     from .settings import Settings
 
-    from ._qt import MainThreadGarbage
-    garbage = MainThreadGarbage()       # Qt objects are destroyed on this thread only
     window = MainWindow(settings=Settings(args.settings) if args.settings else None)
     window.show()
     launch = _Launch(app, window, args)
     from PySide6.QtCore import QTimer
     QTimer.singleShot(0, launch.start)
-    try:
-        code = app.exec()
-    finally:
-        garbage.stop()
+    code = app.exec()
     return launch.exit_code or int(code)
 
 

@@ -98,6 +98,28 @@ class MainThreadGarbage:
             self._gc.collect(generation)
 
     def stop(self) -> None:
-        """Automatic collection again (the window has closed)."""
+        """Automatic collection again (the last window has closed)."""
         self.timer.stop()
         self._gc.enable()
+
+
+_garbage: MainThreadGarbage | None = None
+_holders = 0
+
+
+def hold_main_thread_garbage() -> None:
+    """A window opens: cycles are collected on the GUI thread from now on (one collector for
+    all windows, counted)."""
+    global _garbage, _holders
+    _holders += 1
+    if _garbage is None:
+        _garbage = MainThreadGarbage()
+
+
+def release_main_thread_garbage() -> None:
+    """A window closed; with the last one, automatic collection comes back."""
+    global _garbage, _holders
+    _holders = max(0, _holders - 1)
+    if _holders == 0 and _garbage is not None:
+        _garbage.stop()
+        _garbage = None

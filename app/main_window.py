@@ -43,6 +43,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox
 
 from robustcore.methods import METHODS
 
+from ._qt import hold_main_thread_garbage, release_main_thread_garbage
 from .actions import build_actions, build_menus
 from .actions import export as export_actions
 from .actions import file as file_actions
@@ -102,6 +103,9 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle("Robust Subspace Studio")
         self.setObjectName("main_window")
+        # cycles (and the Qt objects in them) are collected on this thread only (app._qt)
+        hold_main_thread_garbage()
+        self._holds_garbage = True
         self.state = state or AppState(self)
         self.settings = settings or Settings()
         self.methods = dict(METHODS if methods is None else methods)
@@ -448,5 +452,8 @@ class MainWindow(QMainWindow):
             self.error_box.close()
         if self.data.lazy_offer is not None:
             self.data.lazy_offer.close()
+        if self._holds_garbage:
+            self._holds_garbage = False
+            release_main_thread_garbage()
         event.accept()
         super().closeEvent(event)

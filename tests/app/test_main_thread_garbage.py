@@ -41,3 +41,22 @@ def test_cycles_wait_for_the_gui_threads_timer_and_are_collected_there(qtbot):
     finally:
         garbage.stop()
     assert gc.isenabled()
+
+
+def test_the_windows_hold_one_collector_and_the_last_to_close_gives_it_back(qtbot, tmp_path):
+    import app._qt as qt
+    from app.main_window import MainWindow
+    from app.settings import Settings
+    gc.enable()                        # as outside the test suite's own setting
+    try:
+        a = MainWindow(settings=Settings(str(tmp_path / "a.ini")))
+        qtbot.addWidget(a)
+        b = MainWindow(settings=Settings(str(tmp_path / "b.ini")))
+        qtbot.addWidget(b)
+        assert not gc.isenabled() and qt._holders == 2
+        a.close()
+        assert not gc.isenabled()      # b is still open
+        b.close()
+        assert gc.isenabled() and qt._garbage is None
+    finally:
+        gc.disable()                   # the suite's setting for the rest of this test
