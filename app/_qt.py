@@ -82,9 +82,12 @@ class MainThreadGarbage:
         from PySide6.QtCore import QTimer
         self._gc = gc
         self._thresholds = gc.get_threshold()
-        gc.disable()
         self.timer = QTimer(interval=interval_ms)
         self.timer.timeout.connect(self.collect)
+        self.start()
+
+    def start(self) -> None:
+        self._gc.disable()
         self.timer.start()
 
     def collect(self) -> None:
@@ -103,23 +106,27 @@ class MainThreadGarbage:
         self._gc.enable()
 
 
+# One collector for every window, made once and never deleted: deleting its QTimer just after
+# automatic collection came back let a collection start inside that QTimer's disconnection,
+# destroy other widgets there, and deadlock on a Qt mutex (seen in the test suite).
 _garbage: MainThreadGarbage | None = None
 _holders = 0
 
 
 def hold_main_thread_garbage() -> None:
-    """A window opens: cycles are collected on the GUI thread from now on (one collector for
-    all windows, counted)."""
+    """A window opens: cycles are collected on the GUI thread from now on (counted)."""
     global _garbage, _holders
     _holders += 1
-    if _garbage is None:
-        _garbage = MainThreadGarbage()
+    if _holders == 1:
+        if _garbage is None:
+            _garbage = MainThreadGarbage()
+        else:
+            _garbage.start()
 
 
 def release_main_thread_garbage() -> None:
     """A window closed; with the last one, automatic collection comes back."""
-    global _garbage, _holders
+    global _holders
     _holders = max(0, _holders - 1)
     if _holders == 0 and _garbage is not None:
         _garbage.stop()
-        _garbage = None

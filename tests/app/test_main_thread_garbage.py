@@ -40,7 +40,9 @@ def test_cycles_wait_for_the_gui_threads_timer_and_are_collected_there(qtbot):
         assert seen_threads and all(seen_threads)
     finally:
         garbage.stop()
-    assert gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()        # its QTimer is deleted below, at no point where a collection may start
+        del garbage
 
 
 def test_the_windows_hold_one_collector_and_the_last_to_close_gives_it_back(qtbot, tmp_path):
@@ -57,6 +59,6 @@ def test_the_windows_hold_one_collector_and_the_last_to_close_gives_it_back(qtbo
         a.close()
         assert not gc.isenabled()      # b is still open
         b.close()
-        assert gc.isenabled() and qt._garbage is None
+        assert gc.isenabled() and not qt._garbage.timer.isActive()
     finally:
         gc.disable()                   # the suite's setting for the rest of this test
