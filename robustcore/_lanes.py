@@ -94,8 +94,8 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
         if _POOL is None or _POOL._max_workers < workers:
-            if _POOL is not None:          # a larger pool replaces it: its threads may go
-                _POOL.shutdown(wait=False)
+            # the smaller pool is dropped, not shut down (a pass may still be submitting to it);
+            # its idle threads end once it is collected
             _POOL = ThreadPoolExecutor(workers, thread_name_prefix="robustcore-lane")
         return _POOL
 
