@@ -6,6 +6,7 @@ application themselves.
 """
 from __future__ import annotations
 
+import gc
 import sys
 
 ORGANIZATION = "RobustSubspaceStudio"
@@ -77,33 +78,30 @@ class MainThreadGarbage:
     """
 
     def __init__(self, interval_ms: int = 500):
-        import gc
-
         from PySide6.QtCore import QTimer
-        self._gc = gc
         self._thresholds = gc.get_threshold()
         self.timer = QTimer(interval=interval_ms)
         self.timer.timeout.connect(self.collect)
         self.start()
 
     def start(self) -> None:
-        self._gc.disable()
+        gc.disable()
         self.timer.start()
 
     def collect(self) -> None:
-        counts = self._gc.get_count()
+        counts = gc.get_count()
         generation = -1
         for g in range(3):
             if counts[g] <= self._thresholds[g]:
                 break
             generation = g
         if generation >= 0:
-            self._gc.collect(generation)
+            gc.collect(generation)
 
     def stop(self) -> None:
         """Automatic collection again (the last window has closed)."""
         self.timer.stop()
-        self._gc.enable()
+        gc.enable()
 
 
 # One collector for every window, made once and never deleted: deleting its QTimer just after

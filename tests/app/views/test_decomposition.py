@@ -140,3 +140,17 @@ def test_frame_controls_are_for_frames_only(video, views_for):
     t = views_for(make_state("iris", "pcp")).show_view("decomposition")
     assert t.mode == "table"
     assert all(w.isHidden() for w in (t.play_button, t.frame_caption, t.frame_slider, t.frame_label))
+
+
+def test_frame_controls_follow_the_data_from_a_table_to_a_video_and_back(views_for):
+    from .conftest import fit
+    state = make_state("iris", "pcp")
+    views = views_for(state)          # one window, the data changing under it
+    v = views.show_view("decomposition")
+    assert v.mode == "table" and v.frame_slider.isHidden()
+    for name, mode in (("escalator-24", "image"), ("iris", "table")):
+        state.set_dataset(data(name))
+        assert state.add_result(fit(name, "pcp"))
+        assert views.show_view("decomposition") is v
+        assert v.mode == mode
+        assert v.frame_slider.isHidden() == (mode == "table") == v.play_button.isHidden()
