@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import sys
+from contextlib import contextmanager
 
 ORGANIZATION = "RobustSubspaceStudio"
 APPLICATION = "Robust Subspace Studio"
@@ -66,6 +67,37 @@ def ensure_app(argv: list[str] | None = None):
     return app
 
 
+def collect_due(thresholds=None) -> None:
+    """Collect, on the calling thread, the generations automatic collection would have collected
+    by now: each whose count passed its threshold (``gc.get_threshold()``), oldest such one."""
+    thresholds = gc.get_threshold() if thresholds is None else thresholds
+    counts = gc.get_count()
+    generation = -1
+    for g in range(3):
+        if counts[g] <= thresholds[g]:
+            break
+        generation = g
+    if generation >= 0:
+        gc.collect(generation)
+
+
+@contextmanager
+def collected_on_this_thread():
+    """No automatic collection inside the block; what it left collected here at its end.
+
+    For Qt work on a thread beside others that allocate (the command line draws its figures
+    while a Dask client's threads may still run): a collection they start would destroy this
+    block's widgets on their thread (see :class:`MainThreadGarbage`)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.collect()
+        if was_enabled:
+            gc.enable()
+
+
 class MainThreadGarbage:
     """Python's cycle collector run from the GUI thread only, on a timer.
 
@@ -74,7 +106,9 @@ class MainThreadGarbage:
     widget, its C++ destructor then runs off the GUI thread. In the test suite that deadlocked
     a Dask thread in shiboken's GIL handling while it destroyed a QMenu. So automatic collection
     is switched off, and every ``interval_ms`` the generations whose counts passed their
-    thresholds are collected here. pyqtgraph's GarbageCollector does the same.
+    thresholds are collected here. pyqtgraph's GarbageCollector does the same. :meth:`stop`
+    gives back the setting :meth:`start` found (a process that had switched automatic
+    collection off itself, such as the test suite, keeps it off).
     """
 
     def __init__(self, interval_ms: int = 500):
@@ -85,23 +119,18 @@ class MainThreadGarbage:
         self.start()
 
     def start(self) -> None:
+        self._was_enabled = gc.isenabled()
         gc.disable()
         self.timer.start()
 
     def collect(self) -> None:
-        counts = gc.get_count()
-        generation = -1
-        for g in range(3):
-            if counts[g] <= self._thresholds[g]:
-                break
-            generation = g
-        if generation >= 0:
-            gc.collect(generation)
+        collect_due(self._thresholds)
 
     def stop(self) -> None:
-        """Automatic collection again (the last window has closed)."""
+        """The setting :meth:`start` found again (the last window has closed)."""
         self.timer.stop()
-        gc.enable()
+        if self._was_enabled:
+            gc.enable()
 
 
 # One collector for every window, made once and never deleted: deleting its QTimer just after
@@ -123,7 +152,7 @@ def hold_main_thread_garbage() -> None:
 
 
 def release_main_thread_garbage() -> None:
-    """A window closed; with the last one, automatic collection comes back."""
+    """A window closed; with the last one, automatic collection is as the first found it."""
     global _holders
     _holders = max(0, _holders - 1)
     if _holders == 0 and _garbage is not None:

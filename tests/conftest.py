@@ -1,8 +1,11 @@
+import gc
 import os
+from pathlib import Path
 
 import pytest
 
 from robustcore._blas_policy import default_to_one_thread
+from tests import watchdog
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # One BLAS thread (before numpy loads), as the window has: on a busy 2-core machine multi-threaded
@@ -10,9 +13,36 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # main thread to get the CPU.
 default_to_one_thread()
 
+# a hook: a test that hangs past pytest-timeout's reach ends the run with every thread's stack
+pytest_runtest_protocol = watchdog.pytest_runtest_protocol
+
 
 def pytest_collection_modifyitems(config, items):
     """Mark the tests that need a Qt application (``-m "not gui"`` runs the others)."""
     for item in items:
         if {"qtbot", "qapp"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.gui)
+
+
+_APP_TESTS = Path(__file__).parent / "app"
+
+
+@pytest.fixture(autouse=True)
+def _cycles_collected_on_the_main_thread(request):
+    """In the GUI tests (tests/app) Python's cycle collector never runs by itself, from the first
+    of them on: a collection started by whichever thread allocates (a Dask or distributed thread
+    a test left running, a lane of a pass) destroyed a Qt widget on that thread and deadlocked in
+    shiboken's GIL handling. After each test its garbage is collected here, on the main (GUI)
+    thread, as app._qt.MainThreadGarbage does in the window. The other tests run with automatic
+    collection, switched back on once everything the GUI tests left has been collected here."""
+    gui = Path(request.path).is_relative_to(_APP_TESTS)
+    if gui:
+        gc.disable()
+    elif not gc.isenabled():
+        gc.collect()
+        gc.enable()
+    yield
+    if gui:
+        from app._qt import collect_due
+        gc.collect(0)
+        collect_due()

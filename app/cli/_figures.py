@@ -57,14 +57,17 @@ def check_drawable(figures: list[str], results: dict, dataset, session) -> None:
     data read out of core), by the view's own check, as the window asks it."""
     if not figures:
         return
+    from app._qt import collected_on_this_thread
     from app.views.catalog import view_class
-    state = _state(results, dataset, session)
-    for view in figures:
-        cls = view_class(view)
-        for method in drawn_methods(view, results):
-            why = cls.missing(state, method)
-            if why is not None:
-                raise UsageError(f"--figure {view} cannot be drawn for {method}: {why}; nothing was written")
+    with collected_on_this_thread():
+        state = _state(results, dataset, session)
+        for view in figures:
+            cls = view_class(view)
+            for method in drawn_methods(view, results):
+                why = cls.missing(state, method)
+                if why is not None:
+                    raise UsageError(f"--figure {view} cannot be drawn for {method}: {why}; "
+                                     "nothing was written")
 
 
 def drawn_methods(view: str, results: dict) -> list[str]:
@@ -84,6 +87,12 @@ def render(results: dict, dataset, session, out: str, figures: list[str], size, 
     pair for views that show every result, such as the comparison)."""
     if not figures:
         return []
+    from app._qt import collected_on_this_thread
+    with collected_on_this_thread():
+        return _render(results, dataset, session, out, figures, size, scale, force)
+
+
+def _render(results, dataset, session, out, figures, size, scale, force) -> list[str]:
     from app.views import render_view
     state = _state(results, dataset, session)
     written = []

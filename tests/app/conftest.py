@@ -8,22 +8,6 @@ import pytest  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _garbage_on_the_main_thread():
-    """No automatic cycle collection during a GUI test, and the test's garbage collected on this
-    (the GUI) thread after it: left automatic, a collection that started in a Dask or lane
-    thread destroyed a QMenu there and deadlocked in shiboken's GIL handling (the window does
-    the same with app._qt.MainThreadGarbage). Everything a test allocates is in generation 0
-    until then, so collecting that generation is quick."""
-    import gc
-    enabled = gc.isenabled()
-    gc.disable()
-    yield
-    gc.collect(0)
-    if enabled:
-        gc.enable()
-
-
-@pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path, monkeypatch):
     from PySide6.QtCore import QSettings
 

@@ -40,9 +40,23 @@ def test_cycles_wait_for_the_gui_threads_timer_and_are_collected_there(qtbot):
         assert seen_threads and all(seen_threads)
     finally:
         garbage.stop()
-        assert gc.isenabled()
-        gc.disable()        # its QTimer is deleted below, at no point where a collection may start
+        assert not gc.isenabled()      # as it found it (the suite's setting)
         del garbage
+
+
+def test_stop_gives_back_the_setting_start_found(qtbot):
+    gc.enable()                        # as outside the test suite's own setting
+    try:
+        garbage = MainThreadGarbage(interval_ms=20)
+        assert not gc.isenabled() and garbage.timer.isActive()
+        garbage.stop()
+        assert gc.isenabled() and not garbage.timer.isActive()
+        gc.disable()
+        garbage.start()
+        garbage.stop()
+        assert not gc.isenabled()      # off before start, off after stop
+    finally:
+        gc.disable()                   # the suite's setting for the rest of this test
 
 
 def test_the_windows_hold_one_collector_and_the_last_to_close_gives_it_back(qtbot, tmp_path):
@@ -62,3 +76,24 @@ def test_the_windows_hold_one_collector_and_the_last_to_close_gives_it_back(qtbo
         assert gc.isenabled() and not qt._garbage.timer.isActive()
     finally:
         gc.disable()                   # the suite's setting for the rest of this test
+
+
+def test_the_gui_tests_run_without_automatic_collection():
+    # tests/conftest.py: a Dask or lane thread must never start a collection that holds widgets
+    assert not gc.isenabled()
+
+
+def test_a_block_run_beside_other_threads_collects_its_cycles_on_its_own_thread():
+    from app._qt import collected_on_this_thread
+    gc.enable()                        # as in a command-line run
+    try:
+        with collected_on_this_thread():
+            assert not gc.isenabled()
+            gone = _cycle()
+            worker = threading.Thread(target=lambda: [[_Node() for _ in range(10)] for _ in range(20_000)])
+            worker.start()
+            worker.join()
+            assert gone() is not None  # nothing collected it on the worker
+        assert gone() is None and gc.isenabled()
+    finally:
+        gc.disable()
