@@ -15,7 +15,7 @@ from xml.sax.saxutils import escape
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice
+from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice
 from PySide6.QtGui import QColor, QPen
 
 from ..export import atomic_write_bytes
@@ -130,13 +130,32 @@ def _scaled_legends(scene, scale: float):
             item.setFlag(flag, True)
 
 
+def settle(widget) -> None:
+    """Lay ``widget``'s figure out as a screen would show it, before an export renders it.
+
+    A pyqtgraph axis learns the width of its tick labels only when it is painted; until then it
+    keeps a default of 30 px. A view never painted (a tab never shown, a figure drawn for the
+    command line) was exported with that default: its plot sat about 20 px right of where the
+    screen shows it. So the figure is painted off the screen (``grab``) and the layout requests
+    that painting posts are run, until the axes stop changing (twice at most: new widths can
+    change the ticks)."""
+    finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
+    axes = [it for it in widget.scene().items() if isinstance(it, pg.AxisItem)]
+    for _ in range(3):
+        before = [(a.textWidth, a.textHeight) for a in axes]
+        widget.grab()
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
+        if [(a.textWidth, a.textHeight) for a in axes] == before:
+            return
+
+
 def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes:
     """PNG of a GraphicsView-based widget's scene at ``scale`` times its on-screen size.
 
     ``metadata`` (JSON-able) goes into a text chunk under the key "Comment".
     """
-    finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
     scale = check_scale(scale)
+    settle(widget)
     scene = widget.scene()
     exp = ImageExporter(scene)
     w = max(1, widget.width())
@@ -156,7 +175,7 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
 
 def svg_bytes(widget, metadata: dict | None = None) -> bytes:
     """SVG of the widget's scene on a white page; ``metadata`` goes into a <metadata> element."""
-    finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
+    settle(widget)
     exp = SVGExporter(widget.scene())
     exp.parameters()["background"] = QColor("white")
     data = exp.export(toBytes=True)

@@ -215,3 +215,28 @@ def test_picture_detail_names_method_and_data(qtbot, small_window):
     v = _show(qtbot, window, ds, [fit("usps-small", "pcp")], "detail")
     title = v.panels["original"].titleLabel.text.replace("<br>", " ")
     assert "PCP" in title and ds.name in title
+
+
+def test_a_never_painted_view_is_laid_out_before_its_export_renders(views_for, tmp_path, monkeypatch):
+    # An axis learns its labels' width when painted (30 px until then); a tab never shown must
+    # not be rendered with that default, or its plot sits ~20 px right of the screen's.
+    import pyqtgraph as pg
+    from pyqtgraph.exporters import ImageExporter
+    state = make_state("usps-small", "pca", "pcp")
+    views = views_for(state, size=(900, 600))
+    views.show_view("scatter")
+    figure = views.view("outlier-map").figure
+    (axis,) = [it for it in figure.scene().items()
+               if isinstance(it, pg.AxisItem) and it.orientation == "left" and it.isVisible()]
+    assert axis.textWidth == 30                       # never painted yet
+    seen = []
+    export = ImageExporter.export
+
+    def spy(self, *args, **kwargs):
+        seen.append((axis.textWidth, axis.width()))
+        return export(self, *args, **kwargs)
+    monkeypatch.setattr(ImageExporter, "export", spy)
+    views.export_figure(tmp_path / "never.png", view="outlier-map")
+    ((width_seen, axis_width),) = seen
+    assert width_seen < 15                             # "0" .. "7": the labels' own width
+    assert axis.width() == axis_width                  # the render changed nothing
