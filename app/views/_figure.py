@@ -137,8 +137,8 @@ def settle(widget) -> None:
     keeps a default of 30 px. A view never painted (a tab never shown, a figure drawn for the
     command line) was exported with that default: its plot sat about 20 px right of where the
     screen shows it. So the figure is painted off the screen (``grab``) and the layout requests
-    that painting posts are run, until the axes stop changing (twice at most: new widths can
-    change the ticks)."""
+    that painting posts are run, until the axes stop changing (three paints at most: new widths
+    can change the ticks)."""
     finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
     axes = [it for it in widget.scene().items() if isinstance(it, pg.AxisItem)]
     for _ in range(3):
