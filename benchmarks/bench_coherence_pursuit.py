@@ -15,7 +15,12 @@ and n_components=5 against scikit-learn's PCA(n_components=5), interleaved run b
 at least 5), each run a fresh process timing ONE call after the data are made: "fit +
 score_samples" (the scikit-learn style: scores are a second pass over X), "fit_row_results"
 (fit and every per-row result in one call: the scores come from the fit's own passes) and
-PCA "fit + transform". Extra memory = the process's peak minus its memory once the data exist
+PCA "fit + transform"; and "floor": the BLAS products alone that an exact fit + score_samples
+makes (C = Σ ŷŷᵀ, the coherence form, the selected rows' Gram, the residual pass's two thin
+products, the calibration rows' EᵀE, the score pass's two thin products), each by the fastest
+kernel here, with the block copies the in-place ones work on and no other sweep over memory
+(norms, normalising, logs, selection): a lower bound of the fit + score_samples time on one
+core (measured with --blas 1 only). Extra memory = the process's peak minus its memory once the data exist
 (the peak is reset there through /proc/self/clear_refs where Linux allows it).
 """
 from __future__ import annotations
@@ -72,6 +77,44 @@ TALL_CHILD = textwrap.dedent("""
     from sklearn.decomposition import PCA
     from robustcore.subspace.coherence_pursuit import CoherencePursuit
     n, d, r, kind = 1_000_000, 50, 5, {kind!r}
+
+    def products_floor(X, r):
+        # Seconds of the BLAS products alone that an exact fit + score_samples must make (the
+        # fastest kernel here for each, with the block copies the in-place ones work on), on the
+        # row counts the fit reports; no other sweep over memory is timed.
+        from scipy.linalg.blas import dgemm, dtrmm
+        cop = CoherencePursuit(n_components=r).fit(X)          # for the row counts only
+        k, n_c = cop.selected_indices_.size, cop.calibration_indices_.size
+        L = np.asfortranarray(np.linalg.cholesky(X[:1000].T @ X[:1000]))
+        C = np.ascontiguousarray(cop.components_)
+        Cf, CT = np.asfortranarray(C), C.T
+        b = 262_144 // d
+        W = np.empty((b, d))
+
+        def gram(rows):                  # numpy's syrk: faster here than scipy's
+            for s in range(0, rows, b):
+                B = X[s:min(s + b, rows)]
+                B.T @ B
+
+        def thin(rows):                  # T = Y Cᵀ and E = Y - T C, E made in place
+            for s in range(0, rows, b):
+                B = X[s:min(s + b, rows)]
+                m = B.shape[0]
+                W[:m] = B
+                T = dgemm(1.0, Cf, W[:m].T).T
+                dgemm(-1.0, CT, T.T, beta=1.0, c=W[:m].T, overwrite_c=1)
+
+        t0 = time.perf_counter()
+        gram(n)                          # C = Σ ŷŷᵀ over every row
+        for s in range(0, n, b):         # coherence: |Lᵀŷ|², one triangular product in place
+            m = min(s + b, n) - s
+            W[:m] = X[s:s + m]
+            dtrmm(1.0, L, W[:m].T, side=0, lower=1, trans_a=1, overwrite_b=1)
+        gram(k)                          # the selected rows' Σ ŷŷᵀ
+        thin(n)                          # the residual pass
+        gram(n_c)                        # the calibration rows' EᵀE
+        thin(n)                          # score_samples
+        return time.perf_counter() - t0
     rng = np.random.default_rng(0)
     n1 = int(0.8 * n)
     U = np.linalg.qr(rng.standard_normal((d, r)))[0]
@@ -96,12 +139,15 @@ TALL_CHILD = textwrap.dedent("""
         cop = CoherencePursuit(n_components=r).fit(X)
         score = -cop.score_samples(X)     # score_samples is minus the outlier score
         V = cop.components_.T
+    elif kind == "floor":
+        dt = products_floor(X, r)
+        V = None
     else:
         cop = CoherencePursuit(n_components=r)
         res = cop.fit_row_results(X)
         score = res.outlier_score
         V = cop.components_.T
-    dt = time.perf_counter() - t0
+    dt = time.perf_counter() - t0 if kind != "floor" else dt
     peak = _bench.peak_rss_mb()
     err = float(np.linalg.norm(U - V @ (V.T @ U)) / np.linalg.norm(U)) if V is not None else 0.0
     flagged = int(np.count_nonzero(np.asarray(score) > 1.0)) if V is not None else 0
@@ -110,7 +156,8 @@ TALL_CHILD = textwrap.dedent("""
 
 TALL_KINDS = (("fit_score", "Coherence Pursuit fit + score_samples"),
               ("row_results", "Coherence Pursuit fit_row_results"),
-              ("pca", "scikit-learn PCA(5) fit + transform"))
+              ("pca", "scikit-learn PCA(5) fit + transform"),
+              ("floor", "floor: the BLAS products alone of an exact fit + score_samples (module doc)"))
 
 
 def tall(a):
@@ -119,10 +166,12 @@ def tall(a):
     for mode in _bench.blas_modes(a.blas):
         print(f"\n## {_bench.blas_label(mode)}\n")
         print(f"load before: {_bench.load_average()}\n")
-        times = {k: _bench.Timing() for k, _ in TALL_KINDS}
+        # the floor's loop runs on one core: a floor for the one-thread runs only
+        kinds = [(k, label) for k, label in TALL_KINDS if k != "floor" or mode == "1"]
+        times = {k: _bench.Timing() for k, _ in kinds}
         last = {}
         for _ in range(repeat):
-            for kind, _label in TALL_KINDS:
+            for kind, _label in kinds:
                 code = TALL_CHILD.format(root=ROOT, here=HERE, kind=kind)
                 out = _bench.run_child(["-c", code], blas=mode, timeout=1800)
                 if "error" in out:
@@ -133,14 +182,15 @@ def tall(a):
         print("| contender | best / median (runs) | time / PCA's, best (median) | peak RSS | "
               "extra memory (peak - after data) | subspace error | rows with score > 1 |")
         print("|---|--:|--:|--:|--:|--:|--:|")
-        for kind, label in TALL_KINDS:
+        for kind, label in kinds:
             t, outs = times[kind], last[kind]
             peak = max(o["peak_mb"] for o in outs)
             extra = max(o["peak_mb"] - o["data_mb"] for o in outs)
             rel = f"{t.best / ref.best:.2f}x ({t.median / ref.median:.2f}x)"
-            err = f"{outs[0]['err']:.1e}" if kind != "pca" else "–"
-            flagged = f"{outs[0]['flagged']:,}" if kind != "pca" else "–"
-            print(f"| {label} | {t} ({len(t.runs)}) | {rel} | {peak:.0f} MB | {extra:.0f} MB | "
+            err = f"{outs[0]['err']:.1e}" if kind not in ("pca", "floor") else "–"
+            flagged = f"{outs[0]['flagged']:,}" if kind not in ("pca", "floor") else "–"
+            mem = (f"{peak:.0f} MB | {extra:.0f} MB" if kind != "floor" else "– | –")
+            print(f"| {label} | {t} ({len(t.runs)}) | {rel} | {mem} | "
                   f"{err} | {flagged} |", flush=True)
         print(f"\nthe table: 1,000,000 x 50 float64 = 381 MB (400 MB); load after: {_bench.load_average()}; "
               f"BLAS in the children: {last['pca'][0]['blas']}", flush=True)
