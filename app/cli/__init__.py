@@ -26,7 +26,7 @@ import traceback
 
 from ..views.catalog import VIEW_NAMES as VIEWS
 from ._console import Console
-from ._data import open_data, out_of_core_settings
+from ._data import budget_of, open_data, out_of_core_settings
 from ._figures import check_figures
 from ._outputs import RUN_FILE, WORK, check_out, check_video, planned_names, write_outputs
 from ._parse import UsageError, parse_budget, parse_options, parse_params, parse_scale, parse_selection, parse_size
@@ -142,6 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="exit with code 1 if the numbers differ from the saved ones, or if saved "
                     "results exist that could not be compared")
     rp.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance of the comparison")
+    rp.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                    help="a loader limit for the session's data (repeatable): max_bytes=N or max_features=N. "
+                    "The session's own loader options are used as saved, but never its limits above yours "
+                    "(by default the policy's)")
     out_of_core(rp)
     outputs(rp)
     return p
@@ -254,6 +258,28 @@ def _close(dataset, out) -> None:
         shutil.rmtree(os.path.join(out, WORK), ignore_errors=True)
 
 
+def _replay_data(args, sess, con):
+    """The session's data, opened with the user's limits (a session never raises one; the lines
+    saying which it asked for and which were used go to stderr), out of core within
+    --memory-budget."""
+    from app import session as S
+    from app.session.limits import LIMIT_NAMES, user_limits
+    from robustcore.bigdata import settings
+    try:
+        limits = parse_options(args.option)
+        user_limits(limits)
+    except ValueError as exc:
+        raise UsageError(f"--option: {exc}; replay uses the session's own loader options and takes only "
+                         f"its limits ({', '.join(LIMIT_NAMES)}) from the command line") from None
+    notes: list[str] = []
+    how = "pass --option {name}=N to replay to raise it, if the data really need more"
+    with settings(memory_budget=budget_of(args)) if sess.dataset.lazy else contextlib.nullcontext():
+        dataset = S.resolve_dataset(sess, path=args.data, limits=limits, notes=notes, how=how)
+    for n in notes:
+        con.warn(n)
+    return dataset
+
+
 def _cmd_replay(args) -> int:
     from app import session as S
     from robustcore.methods import get_method
@@ -277,7 +303,7 @@ def _cmd_replay(args) -> int:
                          "data were loaded into memory")
     check_video(args.video, names)
     out = check_out(args.out, planned_names(names, args.figure, lazy, args.video), args.force)
-    dataset = S.resolve_dataset(sess, path=args.data)
+    dataset = _replay_data(args, sess, con)
     try:
         if lazy:
             from app.session.identity import describe_check

@@ -30,6 +30,7 @@ from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
 
 from .files import load_session, load_snapshot, read_side, session_dir, side_path
 from .identity import CHANGED, arm, check_content, data_identity, describe_identity, reopen_options
+from .limits import cap_limits
 from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
                      Session, SessionError, _short, library_versions)
 from .stores import StoreError, open_stored_fields
@@ -162,7 +163,8 @@ def _snapshot_dataset(session: Session, ref: DatasetRef):
 
 
 def resolve_dataset(session: Session, search_dirs: Iterable[str] = (), path: str | None = None,
-                    trusted: Iterable[str] = ()):
+                    trusted: Iterable[str] = (), limits: Mapping | None = None, notes: list | None = None,
+                    how: str = ""):
     """Load the session's data set and verify it is the same data (by sha256 / fingerprint).
 
     ``path`` is a data file the user pointed to or confirmed: it is read wherever it is.
@@ -174,6 +176,11 @@ def resolve_dataset(session: Session, search_dirs: Iterable[str] = (), path: str
     DataMissingError) when the only candidate lies outside the session's folder,
     :class:`DataMismatchError` when the file found holds other data (the message says what
     changed and what to do).
+
+    The loader's limit options are the user's (:mod:`.limits`): ``limits`` (the user's own
+    values; by default the policy's), never above them from the session. A session's larger value
+    is lowered, with a line in ``notes`` (and in the error, when the data are then refused) ending
+    in ``how``, the way to raise the limit.
     """
     ref = session.dataset
     if ref is None:
@@ -199,7 +206,7 @@ def resolve_dataset(session: Session, search_dirs: Iterable[str] = (), path: str
             outside = outside or cand
             continue
         try:
-            return _load_verified(ref, cand)
+            return _load_verified(ref, cand, limits, notes, how)
         except DataMismatchError as err:
             if path is not None:
                 raise
@@ -218,8 +225,10 @@ def resolve_dataset(session: Session, search_dirs: Iterable[str] = (), path: str
                            f"have been moved or renamed: point to it to continue", ref=ref, searched=names)
 
 
-def _load_verified(ref: DatasetRef, cand: str):
-    """Load ``cand`` with the session's loader options once its sha256 matches (when recorded)."""
+def _load_verified(ref: DatasetRef, cand: str, limits: Mapping | None = None, notes: list | None = None,
+                   how: str = ""):
+    """Load ``cand`` with the session's loader options, their limits the user's (:mod:`.limits`),
+    once its sha256 matches (when recorded)."""
     from robustcore import datasets
     # The file's own hash refuses a changed file before parsing it; without a recorded file
     # hash, the loaded data's fingerprint is checked instead.
@@ -235,14 +244,18 @@ def _load_verified(ref: DatasetRef, cand: str):
             f"original file, or open the changed file as a new data set and run the methods again",
             ref=ref, path=cand, expected=expected, actual=digest)
     fmt = ref.loader if ref.loader in datasets.LOADERS else None
+    options, lowered = cap_limits(ref.options, limits, lazy=ref.lazy, how=how)
+    if notes is not None:
+        notes.extend(lowered)
     try:
         if ref.lazy:   # opened out of core, as when the session was saved (its digest's block size)
             from robustcore.bigdata import open_lazy
-            ds = open_lazy(cand, **dict(ref.options), **reopen_options(ref))
+            ds = open_lazy(cand, **options, **reopen_options(ref))
         else:
-            ds = datasets.load(cand, format=fmt, **dict(ref.options))
+            ds = datasets.load(cand, format=fmt, **options)
     except ValueError as exc:
-        raise DataMismatchError(f"data file {cand} cannot be loaded as before ({exc})", ref=ref,
+        said = "".join(f"; {n}" for n in lowered)
+        raise DataMismatchError(f"data file {cand} cannot be loaded as before ({exc}){said}", ref=ref,
                                 path=cand) from None
     _check_same(ref, ds, f"data file {cand}")
     arm(ref, ds, f"data file {cand}")
@@ -404,7 +417,8 @@ def apply_to_state(session: Session, state, dataset, results: Mapping) -> dict:
 
 
 def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs: Iterable[str] = (),
-               trusted: Iterable[str] = (), use_stored: bool = True, bigdata: Mapping | None = None):
+               trusted: Iterable[str] = (), use_stored: bool = True, bigdata: Mapping | None = None,
+               limits: Mapping | None = None):
     """The whole reopening as one background job (no Qt): load, verify, reload or re-run.
 
     Returns ``(session, dataset, results, notes)`` to pass to :func:`apply_to_state` in the GUI
@@ -413,11 +427,23 @@ def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs
     files, such as the window's recent files, need no confirmation). Other problems raise
     :class:`SessionError` / ``ValueError``. ``bigdata``: keyword arguments of
     :func:`robustcore.bigdata.settings` for runs fitted again on data opened out of core (the
-    window's memory budget and scheduler, and the session's stores folder for large results).
+    window's memory budget and scheduler, and the session's stores folder for large results);
+    its memory budget is also the ceiling of ``max_bytes`` for data opened out of core. ``limits``:
+    the user's own loader limits (:mod:`.limits`; by default the policy's), which a session's
+    options never raise (the notes say when a session asked for more).
     """
     session = load_session(path)
+    lowered: list[str] = []
     try:
-        dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted)
+        budget = (bigdata or {}).get("memory_budget")
+        if budget is not None and session.dataset is not None and session.dataset.lazy:
+            from robustcore.bigdata import settings
+            with settings(memory_budget=budget):
+                dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted,
+                                          limits=limits, notes=lowered)
+        else:
+            dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted,
+                                      limits=limits, notes=lowered)
     except (DataMissingError, DataMismatchError) as exc:
         return NeedsData(session, exc)
     try:
@@ -431,5 +457,5 @@ def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs
         if hasattr(dataset, "close"):
             dataset.close()
         return NeedsData(session, exc)
-    return session, dataset, results, notes
+    return session, dataset, results, lowered + notes
 
