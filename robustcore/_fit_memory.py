@@ -8,16 +8,24 @@ the size, the budget and a way out, before numpy is asked for it (numpy's own re
 ``MemoryError`` naming a shape, after the fit has already run for a while, or none at all
 when the operating system overcommits and the process is killed later).
 
+Sparse data (a LIBSVM file) densified for a method that needs dense rows are charged by
+:func:`check_dense_copy`, the one rule for every estimator's fit (the registry,
+:meth:`robustcore.methods.Method.run`, asks it before a dense copy exists): the copy itself and
+the working copies the method holds beside it at its peak, as measured (the registry declares
+them per method: ``Method.dense_copies``).
+
 Budget: ``ROBUSTCORE_FIT_MEMORY`` (bytes, or a number with a K, M, G or T suffix, powers of
 1024), read at every check; by default 2 GiB, or half the machine's physical memory when that
-is less (a PCA of a 20-byte LIBSVM file with index 16,777,216 estimates 2.6 GiB: refused by
-default; the dense fits it guards measured 5.7-6.7 dense copies at their peak). Data opened out of core keep their own budget (``robustcore.bigdata.settings``).
+is less (a PCA of the 20-byte LIBSVM file ``1 16777216:1`` / ``-1 1:1``, 2 x 16,777,216, is a
+256 MiB dense copy and 8 working copies, 2.25 GiB: refused by default; it peaked at 2.2 GiB
+unrefused). Data opened out of core keep their own budget (``robustcore.bigdata.settings``).
 """
 from __future__ import annotations
 
 import os
 
-__all__ = ["ENV", "DEFAULT_FIT_MEMORY", "FitMemoryError", "fit_budget", "check_fit_memory", "format_size"]
+__all__ = ["ENV", "DEFAULT_FIT_MEMORY", "FitMemoryError", "fit_budget", "check_fit_memory", "check_dense_copy",
+           "format_size"]
 
 ENV = "ROBUSTCORE_FIT_MEMORY"
 DEFAULT_FIT_MEMORY = 2 * 1024 ** 3
@@ -72,3 +80,20 @@ def check_fit_memory(nbytes: float, method: str, what: str, way_out: str) -> Non
         raise FitMemoryError(f"{method} would need {format_size(nbytes)} for {what}, more than the fit "
                              f"memory budget of {format_size(budget)}; {way_out}, or raise the budget "
                              f"({ENV}=16G, if the machine has the memory)")
+
+
+#: The way out of a refused dense copy of sparse data.
+SPARSE_WAY_OUT = ("load the file with fewer features (LIBSVM's n_features option, or drop the columns with "
+                  "large indices), or use a method that takes sparse data as it is (SCW with "
+                  "covariance='diagonal')")
+
+
+def check_dense_copy(shape, copies: float, method: str) -> None:
+    """Refuse (FitMemoryError) a dense copy of sparse data of ``shape`` (n, d) when it and the
+    ``copies`` working copies ``method`` holds beside it at its peak pass the fit budget; asked
+    before the copy is made."""
+    n, d = (int(v) for v in shape)
+    one = 8.0 * n * d
+    check_fit_memory(one * (1.0 + copies), method,
+                     f"a dense copy of the {n:,} x {d:,} sparse data ({format_size(one)}) and the "
+                     f"{copies:g} working copies its fit holds beside it", SPARSE_WAY_OUT)

@@ -86,6 +86,16 @@ class Method:
     # estimator nor scikit-learn, so the window's first form costs no 1 s import (issue 25).
     # None: read them from the estimator class.
     declared: Callable[[], tuple] | None = None
+    # Sparse input (in memory) is taken as it is only when this parameter has this value (SCW:
+    # ("covariance", "diagonal")); None: whenever accepts_sparse.
+    sparse_when: tuple | None = None
+    # Dense working copies of the rows the fit holds at its peak beside a dense copy of sparse
+    # input, charged before that copy is made (robustcore._fit_memory.check_dense_copy): the peak
+    # resident memory of `robust-studio run` on the 20-byte LIBSVM file `1 16777216:1` / `-1 1:1`
+    # (a 256 MiB dense copy) in units of that copy, rounded up, less the copy itself. Measured:
+    # pca 8.9, coherence-pursuit 8.4, pcp 5.9, residual 10.4; esfs 9.5 and growing when stopped
+    # at 150 s (the default here).
+    dense_copies: float = 10.0
 
     @property
     def estimator_class(self) -> type:
@@ -100,6 +110,12 @@ class Method:
 
     def validate(self, params: dict) -> dict:
         return validate_params(self.params(), params)
+
+    def takes_sparse(self, values: dict) -> bool:
+        """Whether a fit with the validated ``values`` takes sparse input without a dense copy."""
+        if not self.accepts_sparse:
+            return False
+        return self.sparse_when is None or values.get(self.sparse_when[0]) == self.sparse_when[1]
 
     def data_defaults(self, n_samples: int, n_features: int) -> dict:
         """Declared defaults that need changing for data of this shape to give a useful picture:
@@ -128,6 +144,12 @@ class Method:
             able = ", ".join(m.name for m in METHODS.values() if m.out_of_core)
             raise ValueError(f"{self.title} needs the data in memory, and '{dataset.name}' is opened out "
                              f"of core; methods that run out of core: {able}")
+        X = None if getattr(dataset, "is_lazy", False) else getattr(dataset, "X", None)
+        if X is not None and not self.takes_sparse(values):
+            import scipy.sparse as sp
+            if sp.issparse(X):   # before the adapter makes the dense copy
+                from ._fit_memory import check_dense_copy
+                check_dense_copy(X.shape, self.dense_copies, self.title)
         est = self.estimator_class(**estimator_params(self, values, dataset))
         t0 = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
@@ -204,24 +226,12 @@ def _check_flag_rate(method: "Method", res: RunResult, values: dict, truth, scor
 # Each adapter fits the estimator on the data set and returns the RunResult's fields: per-sample
 # dicts and the typed parts of robustcore.result. assemble() above adds the rest.
 
-# Working copies of the rows a dense fit holds beside its input (scaled, centred, an SVD's
-# workspace: PCA and Coherence Pursuit peaked at 5.7 and 6.7 dense copies on 3 x 16,777,216).
-_DENSE_COPIES = 6
-
-
 def _X(dataset, accept_sparse=False):
+    """The rows in memory, sparse data densified unless ``accept_sparse``; the dense copy and the
+    fit's working copies were charged against the fit budget by :meth:`Method.run` first."""
     import scipy.sparse as sp
     if accept_sparse or not sp.issparse(dataset.X):
         return dataset.X
-    # Densifying sparse data (a LIBSVM file with one large index is a tall, thin CSR matrix of a
-    # few hundred bytes) is estimated from the shape before the dense array exists.
-    from ._fit_memory import check_fit_memory, format_size
-    n, d = dataset.X.shape
-    check_fit_memory(8.0 * n * d * (1 + _DENSE_COPIES), "this method",
-                     f"a dense copy of the {n:,} x {d:,} sparse data ({format_size(8.0 * n * d)}) and its "
-                     f"working copies", "use a method that accepts sparse data (SCW with "
-                     "covariance='diagonal'), or load the file with fewer features (LIBSVM's n_features, "
-                     "or drop the columns with large indices)")
     return dataset.dense()
 
 
@@ -563,7 +573,7 @@ def _declared(module):
 METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pca", "PCA", "Principal component analysis: the non-robust baseline.",
            _cls(".subspace.pca", "PCA"), _run_pca, declared=_declared(".subspace._pca_params"), views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"),
-           outlier_score="outlier_score", outlier_rule=LIMITS_RULE, subspace="PCA", short="PCA", rank_param="n_components",
+           outlier_score="outlier_score", outlier_rule=LIMITS_RULE, subspace="PCA", dense_copies=8, short="PCA", rank_param="n_components",
            about="Finds the directions of largest variance: the best least-squares subspace of the "
                  "given rank. Fast and exact, and the baseline every robust method is compared "
                  "with; but every sample pulls on the fit with the square of its distance, so a "
@@ -579,7 +589,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "Robust subspace from the most mutually coherent samples (Rahmani & Atia 2017).",
            _cls(".subspace.coherence_pursuit", "CoherencePursuit"), _run_cop, declared=_declared(".subspace._coherence_pursuit_params"),
            views=("scatter", "detail", "contour", "outlier-map", "comparison", "evaluation"), outlier_score="outlier_score", outlier_rule=LIMITS_RULE,
-           subspace="Coherence Pursuit", short="CoP", rank_param="n_components",
+           subspace="Coherence Pursuit", dense_copies=8, short="CoP", rank_param="n_components",
            about="Robust subspace recovery when whole samples are outliers. Each sample is "
                  "normalised and scored by how strongly it aligns with all the others: inliers, "
                  "which share a low-dimensional subspace, align with many; outliers, scattered in "
@@ -596,7 +606,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, declared=_declared(".subspace._pcp_params"), views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),
-           outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="PCA of L", short="PCP",
+           outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="PCA of L", dense_copies=5, short="PCP",
            about="Splits the data into a low-rank part L plus a sparse part S by minimising "
                  "‖L‖* + λ‖S‖₁ with X = L + S. Suited to corruption of individual entries rather "
                  "than whole samples: a moving object over a static video background (L is the "
@@ -609,7 +619,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("residual", "SPE / T² scoring",
            "Reconstruction error (SPE) and Hotelling T² against a subspace, with control limits.",
            _cls(".anomaly", "ResidualScorer"), _run_residual, declared=_declared("._anomaly_params"), views=("contour", "scatter", "detail", "outlier-map", "evaluation"),
-           outlier_score="outlier_score", outlier_rule=RESIDUAL_RULE, subspace="PCA", short="SPE/T²", rank_param="n_components",
+           outlier_score="outlier_score", outlier_rule=RESIDUAL_RULE, subspace="PCA", dense_copies=10, short="SPE/T²", rank_param="n_components",
            about="Anomaly scores against a PCA subspace: SPE (the squared distance from the "
                  "subspace) and Hotelling's T² (the distance along it, in units of the spread), "
                  "each with a control limit at false-alarm rate alpha. Each score is blind to what "
@@ -646,7 +656,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("scw", "SCW online classifier",
            "Soft Confidence-Weighted online learning, SCW-I / SCW-II (Wang, Zhao & Hoi 2012).",
            _cls(".online.scw", "SCW"), _run_scw, declared=_declared(".online._scw_params"), views=("learning-curve",), needs_labels=True,
-           accepts_sparse=True, extra_params=(_TEST_FRACTION,), short="SCW",
+           accepts_sparse=True, extra_params=(_TEST_FRACTION,), sparse_when=("covariance", "diagonal"), dense_copies=2, short="SCW",
            about="A linear classifier learned one sample at a time. It keeps a Gaussian belief "
                  "over the weights and, when a sample is misclassified or classified with too "
                  "little confidence, moves the belief just enough to fix it, with a soft margin "
