@@ -68,7 +68,7 @@ from .._progress import Reporter
 from .._scaling import ScaledInput, max_abs, pow2_factor
 from .._blas_policy import blas_is_threaded
 from .._threads import resolve_n_jobs
-from .._validation import validate_X
+from .._validation import OVERFLOW_FIX, validate_X
 from ..linalg import as_generator, spectral_norm
 from ._pcp_svt import svd_threshold
 from ._pcp_sweep import _BLOCK, _Sweeper
@@ -247,6 +247,13 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         mu = p["mu"] if p["mu"] is not None else 1.25 / norm2
         mu0 = mu
         mu_bar = mu0 * 1e7
+        if not math.isfinite(mu_bar * f):
+            # mu_ and mu_final_ are published in the data's units (x f, the rescaling): below
+            # about 1e-302 they pass float64's largest value. Refused, as the other estimators
+            # refuse values whose squares underflow, before any iteration.
+            raise ValueError(f"X's largest value is {top / f:.3g}; at this scale PCP's penalty mu, which "
+                             f"grows as 1 / X (up to {mu_bar:.3g} / {top / f:.3g} here), overflows float64. "
+                             f"{OVERFLOW_FIX}")
         J = max(norm2, top / lam)
 
         # All-zero rows and columns (blank image borders, dead pixels) stay exactly zero in L, S
