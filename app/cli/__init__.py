@@ -50,6 +50,16 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
+def _scheduler(text: str) -> str:
+    """--scheduler's address, checked as it is parsed: an empty one is an error, not a run on
+    this machine."""
+    from robustcore.bigdata import check_address
+    try:
+        return check_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Robust Subspace Studio without a window: run methods on data, "
                 "replay saved sessions, list methods and demos. Without a command, "
@@ -82,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("-q", "--quiet", action="store_true", help="print only errors")
 
     def out_of_core(sp):
-        sp.add_argument("--scheduler", metavar="ADDRESS", default=None,
+        sp.add_argument("--scheduler", metavar="ADDRESS", default=None, type=_scheduler,
                         help="run out-of-core work on this dask.distributed scheduler (e.g. tcp://host:8786) "
                         "instead of this machine's threads")
         sp.add_argument("--memory-budget", metavar="GB", type=parse_budget, default=None,

@@ -54,7 +54,8 @@ def _exported(session, rec) -> tuple[dict | None, str | None]:
         arrays = read_npz(data, DEFAULT_MAX_BYTES, f"exported arrays {path}", error=S.SessionError)
         return {k: v for k, v in arrays.items() if k != "metadata"}, None
     except FileNotFoundError:
-        return None, None
+        # run.json names the file and its sha256: the run wrote it, and it has gone since
+        return None, f"the exported arrays {st.get('file')!r:.80} that run.json names (with their sha256) are missing"
     except S.SessionError as exc:
         return None, f"the exported arrays were not read: {exc}"
 
@@ -71,7 +72,7 @@ def _store(session, rec) -> tuple[dict | None, str | None]:
         group = open_store(S.session_dir(session), st.get("name"), st)
         return {k: group[k] for k in group.array_keys()}, None
     except FileNotFoundError:
-        return None, None
+        return None, f"the saved per-sample results {st.get('name')!r:.80} that run.json names are missing"
     except (StoreError, OSError) as exc:
         return None, f"the saved per-sample results were not read: {exc}"
 

@@ -55,6 +55,8 @@ RESULTS_SUFFIX = ".results.npz"
 DATA_SUFFIX = ".data.npz"
 # The folder of results held in Zarr stores (out of core) beside a session (app.session.stores).
 STORES_SUFFIX = ".lazy"
+# Runs a session may hold: one per method (the registry has fewer), with room for methods to come.
+MAX_RUNS = 64
 # Parameters with this name are the seed of a method's randomness (scikit-learn's convention).
 SEED_PARAM = "random_state"
 # The seed pinned when a user leaves random_state unset, so that a run can be repeated exactly.
@@ -390,13 +392,23 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
         if ref.n_samples < 0 or ref.n_features < 0:
             raise SessionError(f"{w}: n_samples and n_features must be >= 0")
     runs = []
-    for i, r in enumerate(_need(d, "runs", list, where)):
+    listed = _need(d, "runs", list, where)
+    if len(listed) > MAX_RUNS:
+        raise SessionError(f"{where} holds {len(listed):,} runs; a session holds one run per method, "
+                           f"{MAX_RUNS} at most: it is damaged or was edited by hand")
+    first: dict[str, int] = {}
+    for i, r in enumerate(listed):
         w = f"{where}, run {i + 1}"
         if not isinstance(r, dict):
             raise SessionError(f"{w} must be an object; got {type(r).__name__}")
+        method = _need(r, "method", str, w)
+        if method in first:
+            raise SessionError(f"{w} repeats the method {method!r:.80} of run {first[method]}; a session holds "
+                               f"one run per method: it is damaged or was edited by hand")
+        first[method] = i + 1
         seed = _need(r, "seed", int, w, optional=True)
         runs.append(RunRecord(
-            method=_need(r, "method", str, w), params=_need(r, "params", dict, w),
+            method=method, params=_need(r, "params", dict, w),
             data_fingerprint=_need(r, "data_fingerprint", str, w), seed=seed,
             summary=_need(r, "summary", dict, w, optional=True) or {},
             facts=_facts(_need(r, "facts", dict, w, optional=True) or {}, w),

@@ -116,11 +116,26 @@ def check_address(address) -> str:
     scheme = (scheme or "tcp").lower()
     if scheme == "inproc":
         return text
+    _check_host(host, text)
     if port is None:
         raise ValueError(f"{text!r:.80} has no port; a dask scheduler listens on one, e.g. {scheme}://{host}:8786")
     if not 0 < int(port) < 65536:
         raise ValueError(f"port {port} of {text!r:.80} is not a port number (1-65535)")
     return f"{scheme}://{host}:{int(port)}"
+
+
+def _check_host(host: str, text: str) -> None:
+    """A host name the resolver can take (DNS: at most 253 characters, each part between dots at
+    most 63, none empty), or ValueError naming the problem (the resolver's own error is
+    "encoding with 'idna' codec failed")."""
+    if host.startswith("["):
+        return
+    labels = host.rstrip(".").split(".")
+    longest = max(labels, key=len)
+    if len(host) > 253 or len(longest) > 63 or not all(labels):
+        raise ValueError(f"the host of {text!r:.80} is not a host name ({len(host):,} characters, its longest part "
+                         f"{len(longest):,}; a host name has at most 253 characters, each part between dots 1 to "
+                         f"63); write the address as {_EXAMPLE}")
 
 
 @contextlib.contextmanager
@@ -154,6 +169,9 @@ def _probe(address: str) -> None:
     where = f"{host}:{port}"
     try:
         sock = socket.create_connection((host, int(port)), timeout=_PROBE_TIMEOUT)
+    except UnicodeError:   # a host name the resolver cannot encode (check_address catches most)
+        raise ValueError(f"cannot reach a Dask scheduler at {address!r:.80}: {host!r:.40} is not a host name; "
+                         f"check the address ({_EXAMPLE})") from None
     except socket.gaierror as exc:
         raise ValueError(f"cannot reach a Dask scheduler at {address}: the host {host!r} is unknown "
                          f"({exc.strerror or exc}); check the address ({_EXAMPLE})") from None
@@ -171,10 +189,16 @@ def _probe(address: str) -> None:
     try:
         if scheme != "tcp":
             return
-        sock.settimeout(_PROBE_TIMEOUT)
+        # One deadline for the whole greeting, not a timeout per recv: a peer that sends a byte
+        # every 2 s held the check for 31 s.
+        deadline = time.monotonic() + _PROBE_TIMEOUT
         head = b""
         try:
             while len(head) < 16:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                sock.settimeout(left)
                 piece = sock.recv(16 - len(head))
                 if not piece:
                     break
