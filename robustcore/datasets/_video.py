@@ -77,6 +77,7 @@ class _Probe:
                 rate = v.average_rate or v.guessed_rate or v.base_rate
                 self.fps = float(rate) if rate else None
                 h.update(f"robust-studio video {self.codec} {self.width}x{self.height} {self.time_base}\n".encode())
+                declared = int(v.frames or 0)    # what the header announces (0: not said)
                 pts = []
                 missing = 0
                 for pk in c.demux(v):
@@ -99,6 +100,18 @@ class _Probe:
             raise LoadError(f"{path.name}: the video stream has no frame size ({self.width}x{self.height})")
         n = len(pts) + missing
         self.digest = f"sha256-packets:{n}:{h.hexdigest()}"
+        self.note = None
+        if 0 < n < declared:
+            # Truncated: the packets stop before the header's count, and the last of them may not
+            # decode. The frames that do are counted (decoded once here, bounded by the file) and
+            # loaded, and the data set says the file ends early.
+            pts, missing = self._decodable(path, av)
+            n = len(pts) + missing
+            if n == 0:
+                raise LoadError(f"{path.name} ends early: its header announces {declared:,} frames and none of "
+                                f"those in the file decode; it is truncated or damaged (copy it again)")
+            self.note = (f"{path.name} ends early: its header announces {declared:,} frames, {n:,} are in the "
+                         f"file and were read; it may be truncated (copy it again for the rest)")
         if n == 0:
             raise LoadError(f"{path.name} holds a video stream with no frames")
         if missing:
@@ -111,6 +124,22 @@ class _Probe:
             self.pts = np.sort(np.array(pts, dtype=np.int64))
             self.seconds = self.pts * float(self.time_base)
         self.n = n
+
+
+    @staticmethod
+    def _decodable(path: Path, av) -> tuple[list, int]:
+        """(timestamps, frames without one) of the frames of a truncated file that decode."""
+        pts, missing = [], 0
+        try:
+            with av.open(str(path)) as c:
+                for f in c.decode(c.streams.video[0]):
+                    if f.pts is None:
+                        missing += 1
+                    else:
+                        pts.append(int(f.pts))
+        except _av_errors(av):
+            pass     # the damaged end: the frames before it are what the file holds
+        return pts, missing
 
 
 def _parse_range(n: int, start: int, stop, step: int, name: str) -> np.ndarray:
@@ -158,6 +187,7 @@ class VideoFrames(FrameSource):
         self.channels = 3 if color == "rgb" else 1
         self.value_range = (0.0, 255.0)
         self.content_digest = probe.digest
+        self.note = probe.note    # a file that ends early, said with its data
         self._check_frame_size(max_features, max_bytes)
         self._container = None
         self._frames = None      # the running decode generator
@@ -376,6 +406,8 @@ class VideoLoader(Loader):
             ds = Dataset(X=X, image_shape=frames.display_shape, frame_order=np.arange(X.shape[0]),
                          sample_ids=ids, feature_names=numbered("p", X.shape[1]))
             ds._video_details = frames.details()
+            if frames.note:
+                ds.warnings.append(frames.note)
             return ds
 
     def load(self, path, **options) -> Dataset:
