@@ -144,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     window.show()
     launch = _Launch(app, window, args)
     from PySide6.QtCore import QTimer
+
+    from .writing import install_termination_cleanup
+    # SIGTERM removes the temporaries of exports in progress (app.writing); Python runs the
+    # handler only when the main thread runs Python code, which this timer makes happen.
+    install_termination_cleanup()
+    tick = QTimer()
+    tick.timeout.connect(lambda: None)
+    tick.start(250)
     QTimer.singleShot(0, launch.start)
     code = app.exec()
     return launch.exit_code or int(code)

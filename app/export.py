@@ -4,19 +4,23 @@ Every file carries where it came from (method, parameters, data provenance, libr
 as ``#`` comment lines at the top of a CSV, as a JSON string entry ``metadata`` in an NPZ.
 Writes are atomic (a temporary file in the target directory, then ``os.replace``) so a crash or
 a full disk never leaves a half-written file under the final name, and an existing file is
-refused unless the caller says ``overwrite=True`` (the window asks the user first).
+refused unless the caller says ``overwrite=True`` (the window asks the user first). The files of
+one result written into a folder are one set that says so while it is incomplete, and no
+temporary file outlives its write (:mod:`app.writing`).
 """
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import io
 import json
 import os
-import tempfile
 from importlib import metadata as _md
 
 import numpy as np
+
+from .writing import forget_temp, new_temp, writing_set
 
 __all__ = ["atomic_write_bytes", "atomic_write_text", "provenance_header", "export_results",
            "write_samples_csv", "write_arrays_npz", "write_features_csv", "planned_files",
@@ -60,7 +64,7 @@ def atomic_write_bytes(path, data: bytes, overwrite: bool = True) -> str:
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path} already exists; choose another name or allow overwriting")
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+        fd, tmp = new_temp(directory, suffix=".tmp")
     except OSError as exc:
         raise _target_error(exc, path) from None
     try:
@@ -79,6 +83,8 @@ def atomic_write_bytes(path, data: bytes, overwrite: bool = True) -> str:
         if isinstance(exc, OSError) and not isinstance(exc, FileExistsError):
             raise _target_error(exc, path) from None
         raise
+    finally:
+        forget_temp(tmp)
     return path
 
 
@@ -305,12 +311,16 @@ def export_results(result, dataset, path, overwrite: bool = False, kinds=None) -
             raise FileExistsError(f"{', '.join(existing)} already exist(s); choose another name or "
                                   f"allow overwriting")
     written = []
-    for kind, p in plan:
-        _, make, mode = _KINDS[kind]
-        payload = make(result, dataset)
-        if mode == "text":
-            atomic_write_text(p, payload, overwrite=overwrite)
-        else:
-            atomic_write_bytes(p, payload, overwrite=overwrite)
-        written.append(p)
+    # Several files into a folder are one set: it says so while it is incomplete (app.writing).
+    together = writing_set(path, f"{result.method}-results", f"the results of {result.method}") \
+        if len(plan) > 1 and os.path.isdir(path) else contextlib.nullcontext()
+    with together:
+        for kind, p in plan:
+            _, make, mode = _KINDS[kind]
+            payload = make(result, dataset)
+            if mode == "text":
+                atomic_write_text(p, payload, overwrite=overwrite)
+            else:
+                atomic_write_bytes(p, payload, overwrite=overwrite)
+            written.append(p)
     return written

@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,6 +18,7 @@ import numpy as np
 
 from . import palette
 from .export import atomic_write_bytes
+from .writing import forget_temp, new_temp, sweep_stale, writing_set
 
 __all__ = ["FORMATS", "video_format", "check_video", "frame_scales", "compose_frame", "export_video",
            "has_mp4"]
@@ -161,6 +161,7 @@ def export_video(path, dataset, result, threshold: float | None = None, fps: flo
 
     if fmt == "png":
         return _write_pngs(path, frames(), n, overwrite)
+    sweep_stale(os.path.dirname(path))    # temporaries an earlier, killed export left there
     if fmt == "gif":
         return [_write_gif(path, frames(), fps)]
     return [_write_mp4(path, frames(), fps)]
@@ -176,10 +177,12 @@ def _write_pngs(folder, frames, n, overwrite) -> list[str]:
         if clash:
             raise FileExistsError(f"{folder} already holds {len(clash)} frame images (e.g. {clash[0]}); "
                                   f"choose another folder or allow overwriting")
-    for p, frame in zip(names, frames):
-        buf = io.BytesIO()
-        Image.fromarray(frame, "RGB").save(buf, "PNG", optimize=False)
-        atomic_write_bytes(p, buf.getvalue(), overwrite=True)
+    # The frames are one set: until the last is written the folder says it is incomplete.
+    with writing_set(folder, "frames", f"the {n:,} frames of a decomposition video"):
+        for p, frame in zip(names, frames):
+            buf = io.BytesIO()
+            Image.fromarray(frame, "RGB").save(buf, "PNG", optimize=False)
+            atomic_write_bytes(p, buf.getvalue(), overwrite=True)
     return names
 
 
@@ -209,7 +212,7 @@ def _write_gif(path, frames, fps) -> str:
 def _write_mp4(path, frames, fps) -> str:
     import av
     from fractions import Fraction
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".mp4", dir=os.path.dirname(path) or ".")
+    fd, tmp = new_temp(os.path.dirname(path) or ".", suffix=".mp4")
     os.close(fd)
     try:
         with av.open(tmp, mode="w") as out:
@@ -229,4 +232,5 @@ def _write_mp4(path, frames, fps) -> str:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        forget_temp(tmp)
     return path

@@ -371,6 +371,9 @@ def main(argv: list[str] | None = None) -> int:
     from robustcore import Cancelled
     try:
         args = build_parser().parse_args(argv)
+        if args.command in ("run", "replay"):
+            from app.writing import install_termination_cleanup
+            install_termination_cleanup()   # SIGTERM leaves no temporary file behind
         return _COMMANDS[args.command](args)
     except SystemExit as exc:  # --help and --version
         return int(exc.code or 0) if not isinstance(exc.code, str) else EXIT_USAGE

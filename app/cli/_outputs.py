@@ -14,7 +14,9 @@ Per method:
 Then ``run.json``, a session that ``robust-studio replay`` repeats: per run, the sha256 of the
 arrays file and (out of core) the manifest of the results store, so that a replay compares the
 new numbers with both. Figures are drawn first (what they need is checked before anything is
-written), so a figure that cannot be drawn leaves no half-written folder.
+written), so a figure that cannot be drawn leaves no half-written folder. From the first file to
+run.json the folder holds ``run.INCOMPLETE.txt`` (:func:`app.writing.writing_set`): a run cut
+short says so.
 """
 from __future__ import annotations
 
@@ -248,21 +250,26 @@ def write_outputs(con, args, session, dataset, results: dict, out: str) -> list[
     """Figures first (what they need is checked before anything is written), then each result's
     files, the decomposition video, and run.json naming them."""
     from app import session as S
+    from app.writing import writing_set
     check_drawable(args.figure, results, dataset, session)
     create_out(out)
-    written = render(results, dataset, session, out, args.figure, args.size, args.scale, args.force)
-    for rec in session.runs:
-        files, rec.stored = write_result(results[rec.method], dataset, out, args.force)
-        written += files
-    if args.video:
-        from app.video import export_video
-        from robustcore.methods import methods_for_view
-        for m in (m for m in methods_for_view("decomposition") if m in results):
-            path = os.path.join(out, video_name(m, args.video))
-            files = export_video(path, dataset, results[m], overwrite=args.force, progress=con.progress("video"))
-            con.end_progress()
-            written += [path] if args.video == "png" else files
-    written += S.save_session(os.path.join(out, RUN_FILE), session, dataset=dataset)
+    # One set: until run.json is written the folder says the run's files are incomplete (a run
+    # killed between two methods' files, or during its video, leaves that said).
+    with writing_set(out, "run", f"the files of a run of {', '.join(results)}"):
+        written = render(results, dataset, session, out, args.figure, args.size, args.scale, args.force)
+        for rec in session.runs:
+            files, rec.stored = write_result(results[rec.method], dataset, out, args.force)
+            written += files
+        if args.video:
+            from app.video import export_video
+            from robustcore.methods import methods_for_view
+            for m in (m for m in methods_for_view("decomposition") if m in results):
+                path = os.path.join(out, video_name(m, args.video))
+                files = export_video(path, dataset, results[m], overwrite=args.force,
+                                     progress=con.progress("video"))
+                con.end_progress()
+                written += [path] if args.video == "png" else files
+        written += S.save_session(os.path.join(out, RUN_FILE), session, dataset=dataset)
     con.say("wrote:")
     for p in written:
         con.say(f"  {p}")

@@ -146,9 +146,18 @@ def test_loader_options_that_collide_or_do_not_exist_are_refused(tmp_path, optio
 
 def test_out_of_range_loader_option_is_the_loaders_message(tmp_path):
     path, _ = saved(tmp_path)
-    edit(path, lambda d: d["dataset"]["options"].update(max_bytes=10 ** 25))
+    edit(path, lambda d: d["dataset"]["options"].update(max_features=0))
     need = S.reopen_job(path)
-    assert isinstance(need.error, S.DataMismatchError) and "max_bytes must be an integer in [1, " in str(need.error)
+    assert isinstance(need.error, S.DataMismatchError) and "max_features must be an integer in [1, " in str(need.error)
+
+
+def test_an_out_of_range_limit_is_lowered_to_the_users_not_used(tmp_path):
+    # (a session never raises a limit, app.session.limits: 10**25 is said and replaced)
+    path, _ = saved(tmp_path)
+    edit(path, lambda d: d["dataset"]["options"].update(max_bytes=10 ** 25))
+    session, dataset, results, notes = S.reopen_job(path)
+    assert dataset.provenance.options["max_bytes"] == datasets.DEFAULT_MAX_BYTES
+    assert any("the session asks for max_bytes=10,000,000,000,000,000,000,000,000" in n for n in notes)
 
 
 @pytest.mark.parametrize("text, message", [
