@@ -20,7 +20,8 @@ __all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "valida
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
-    return repr(value)
+    # what a message echoes is cut (a 100 KB option value from a file stays a one-line error)
+    return f"{value!r:.80}"
 
 
 def param_error(name: str, allowed: str, value: Any) -> ValueError:
@@ -251,7 +252,7 @@ def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:
     unknown = [k for k in values if k not in known]
     if unknown:
         names = ", ".join(sorted(known))
-        raise ValueError(f"unknown parameter {unknown[0]!r}; this method takes: {names}")
+        raise ValueError(f"unknown parameter {unknown[0]!r:.80}; this method takes: {names}")
     out = {}
     for p in specs:
         out[p.name] = p.validate(values.get(p.name, p.default))

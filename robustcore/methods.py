@@ -714,4 +714,4 @@ def get_method(name: str) -> Method:
     try:
         return METHODS[name]
     except KeyError:
-        raise ValueError(f"unknown method {name!r}; choose one of: {', '.join(METHODS)}") from None
+        raise ValueError(f"unknown method {name!r:.80}; choose one of: {', '.join(METHODS)}") from None

@@ -389,6 +389,9 @@ def _session(d: dict, where: str, version: int, source: str | None) -> Session:
             digest=_need(ds, "digest", str, w, optional=True))
         if ref.snapshot is not None:
             bare_name(ref.snapshot, f"{w}: the stored data", SessionError)
+            if len(ref.snapshot) > 255:   # no file system holds such a name: said, not echoed
+                raise SessionError(f"{w}: the stored data's file name is {len(ref.snapshot):,} characters long; "
+                                   f"a file name has at most 255")
         if ref.n_samples < 0 or ref.n_features < 0:
             raise SessionError(f"{w}: n_samples and n_features must be >= 0")
     runs = []
@@ -480,10 +483,10 @@ def _options(options: dict, loader: str, where: str, lazy: bool = False) -> dict
     for key, value in options.items():
         if key in _RESERVED_OPTIONS or (declared is not None and key not in declared):
             known = f"; the {loader} loader's options are: {', '.join(sorted(declared))}" if declared else ""
-            raise SessionError(f"{where}: {key!r} is not a loader option{known}")
+            raise SessionError(f"{where}: {key!r:.80} is not a loader option{known}")
         if value is not None and not isinstance(value, (str, int, float, bool)):
-            raise SessionError(f"{where}: loader option {key!r} must be a plain value (text, number, "
+            raise SessionError(f"{where}: loader option {key!r:.80} must be a plain value (text, number, "
                                f"true/false or null); got {type(value).__name__}")
         if key in paths and isinstance(value, str) and value.lower() != "none":
-            bare_name(value, f"{where}: loader option {key!r}", SessionError)
+            bare_name(value, f"{where}: loader option {key!r:.80}", SessionError)
     return dict(options)

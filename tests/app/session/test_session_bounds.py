@@ -59,3 +59,25 @@ def test_a_bad_scheduler_address_is_a_usage_error_not_a_run_in_memory(tmp_path, 
     err = capsys.readouterr().err
     assert code == 2 and "argument --scheduler: " in err and message in err and "idna" not in err
     assert not (tmp_path / "o").exists()
+
+
+BIG = "x" * 100_000
+
+
+@pytest.mark.parametrize("where", ["method", "option name", "parameter name", "parameter value",
+                                   "option value", "stored data name"])
+def test_a_100_kb_name_or_value_in_a_session_is_cut_in_its_error(run_folder, tmp_path, capsys, where):
+    doc = json.loads((run_folder / "run.json").read_text())
+    run, ds = doc["runs"][0], doc["dataset"]
+    {"method": lambda: run.update(method=BIG),
+     "option name": lambda: ds["options"].update({BIG: 1}),
+     "parameter name": lambda: run["params"].update({BIG: 1}),
+     "parameter value": lambda: run["params"].update(n_components=BIG),
+     "option value": lambda: ds["options"].update(delimiter=BIG),
+     "stored data name": lambda: ds.update(snapshot=BIG, path=None, relative_path=None)}[where]()
+    (run_folder / "run.json").write_text(json.dumps(doc))
+    code = main(["replay", str(run_folder / "run.json"), "--data", str(tmp_path / "d.csv"),
+                 "--out", str(tmp_path / "r"), "-q"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err) < 600, err[:300]
+    assert ("x" * 78 in err) or ("100,000 characters long" in err)
