@@ -295,6 +295,9 @@ def _cmd_replay(args) -> int:
     from robustcore.methods import get_method
     con = Console(args.quiet)
     sess = S.load_session(args.session)
+    from app.session.reopen import interrupted_notes
+    for note in interrupted_notes(sess):
+        con.warn(note)
     if sess.dataset is None or not sess.runs:
         raise UsageError(f"session {args.session} holds no runs to replay")
     methods = []

@@ -35,7 +35,8 @@ from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation,
                      Session, SessionError, _short, library_versions)
 from .stores import StoreError, open_stored_fields
 
-__all__ = ["NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "reopen_job"]
+__all__ = ["NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "reopen_job",
+           "interrupted_notes"]
 
 
 @dataclass
@@ -416,6 +417,16 @@ def apply_to_state(session: Session, state, dataset, results: Mapping) -> dict:
     return dict(session.view)
 
 
+def interrupted_notes(session: Session) -> list[str]:
+    """One line per set of files whose writing into the session's folder was interrupted
+    (:mod:`app.writing`'s markers): the files beside the session may not be the ones it names."""
+    from app.writing import MARKER_SUFFIX, incomplete_sets
+    base = session_dir(session)
+    return [f"{os.path.join(base, what + MARKER_SUFFIX)}: the writing of {what} into this folder was interrupted; "
+            f"its files there may be incomplete or not those the session names" for what in
+            (incomplete_sets(base) if base else [])]
+
+
 def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs: Iterable[str] = (),
                trusted: Iterable[str] = (), use_stored: bool = True, bigdata: Mapping | None = None,
                limits: Mapping | None = None):
@@ -433,7 +444,7 @@ def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs
     options never raise (the notes say when a session asked for more).
     """
     session = load_session(path)
-    lowered: list[str] = []
+    lowered = interrupted_notes(session)
     try:
         budget = (bigdata or {}).get("memory_budget")
         if budget is not None and session.dataset is not None and session.dataset.lazy:

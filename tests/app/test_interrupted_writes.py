@@ -233,3 +233,15 @@ def test_the_next_export_removes_temporaries_a_killed_one_left(tmp_path):
     removed = sweep_stale(tmp_path)
     assert sorted(removed) == sorted([str(gone), str(older)])
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in (running, fresh, mine))
+
+
+def test_replay_and_reopen_say_when_the_run_folder_was_interrupted(tmp_path, table, capsys):
+    from app import session as S
+    from app.cli import main
+    out = tmp_path / "out"
+    assert main(["run", "--data", str(table), "--method", "pca", "--out", str(out), "-q"]) == 0
+    (out / f"run{MARKER_SUFFIX}").write_text("left by a run that was killed\n")   # a later --force run, cut short
+    assert main(["replay", str(out / "run.json"), "--data", str(table), "--out", str(tmp_path / "r"), "-q"]) == 0
+    assert "the writing of run into this folder was interrupted" in capsys.readouterr().err
+    notes = S.reopen_job(out / "run.json", data_path=str(table))[3]
+    assert any("the writing of run into this folder was interrupted" in n for n in notes)
