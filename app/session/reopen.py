@@ -438,23 +438,16 @@ def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs
     files, such as the window's recent files, need no confirmation). Other problems raise
     :class:`SessionError` / ``ValueError``. ``bigdata``: keyword arguments of
     :func:`robustcore.bigdata.settings` for runs fitted again on data opened out of core (the
-    window's memory budget and scheduler, and the session's stores folder for large results);
-    its memory budget is also the ceiling of ``max_bytes`` for data opened out of core. ``limits``:
+    window's memory budget and scheduler, and the session's stores folder for large results).
+    ``limits``:
     the user's own loader limits (:mod:`.limits`; by default the policy's), which a session's
     options never raise (the notes say when a session asked for more).
     """
     session = load_session(path)
     lowered = interrupted_notes(session)
     try:
-        budget = (bigdata or {}).get("memory_budget")
-        if budget is not None and session.dataset is not None and session.dataset.lazy:
-            from robustcore.bigdata import settings
-            with settings(memory_budget=budget):
-                dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted,
-                                          limits=limits, notes=lowered)
-        else:
-            dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted,
-                                      limits=limits, notes=lowered)
+        dataset = resolve_dataset(session, search_dirs=search_dirs, path=data_path, trusted=trusted,
+                                  limits=limits, notes=lowered)
     except (DataMissingError, DataMismatchError) as exc:
         return NeedsData(session, exc)
     try:
