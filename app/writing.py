@@ -123,12 +123,13 @@ def writing_set(folder, what: str, description: str = ""):
     """Write a set of files into ``folder`` (created) inside the block: the marker
     ``WHAT.INCOMPLETE.txt`` is written first and removed only when the block ends without an
     error, after stale temporaries of earlier writes are swept. Yields the marker's path."""
-    from .export import atomic_write_text
     folder = os.fspath(folder)
     os.makedirs(folder, exist_ok=True)
     sweep_stale(folder)
     marker = os.path.join(folder, what + MARKER_SUFFIX)
-    atomic_write_text(marker, _marker_text(what, description or what))
+    # (written in place: its name alone says the set is incomplete, even if its text were cut)
+    with open(marker, "w", encoding="utf-8") as fh:
+        fh.write(_marker_text(what, description or what))
     yield marker
     with contextlib.suppress(FileNotFoundError):
         os.unlink(marker)
