@@ -44,8 +44,8 @@ def new_temp(directory, suffix: str = "") -> tuple[int, str]:
     :func:`forget_temp` (tempfile.mkstemp's errors as they are)."""
     if _ending.is_set():   # SIGTERM arrived: nothing new to clean up after the sweep
         raise KeyboardInterrupt("the process is ending")
-    fd, path = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=suffix, dir=directory)
-    with _LOCK:
+    with _LOCK:   # made and registered at once: a sweep on another thread never sees it unregistered
+        fd, path = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=suffix, dir=directory)
         _LIVE.add(path)
     return fd, path
 
