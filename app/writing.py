@@ -46,14 +46,14 @@ def new_temp(directory, suffix: str = "") -> tuple[int, str]:
         raise KeyboardInterrupt("the process is ending")
     with _LOCK:   # made and registered at once: a sweep on another thread never sees it unregistered
         fd, path = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", suffix=suffix, dir=directory)
-        _LIVE.add(path)
+        _LIVE.add(os.path.abspath(path))
     return fd, path
 
 
 def forget_temp(path: str) -> None:
     """``path`` was renamed into place or removed: no longer ours to clean up."""
     with _LOCK:
-        _LIVE.discard(path)
+        _LIVE.discard(os.path.abspath(path))
 
 
 def remove_live_temps() -> None:
@@ -93,7 +93,7 @@ def sweep_stale(folder) -> list[str]:
         if m:
             pid = int(m.group(1))
             with _LOCK:
-                live = path in _LIVE
+                live = os.path.abspath(path) in _LIVE
             # (one of this process's that is not live was left by a write that failed to clean up)
             stale = not live and (pid == os.getpid() or not _running(pid))
         elif _OLDER.fullmatch(name):

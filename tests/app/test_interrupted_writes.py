@@ -245,3 +245,14 @@ def test_replay_and_reopen_say_when_the_run_folder_was_interrupted(tmp_path, tab
     assert "the writing of run into this folder was interrupted" in capsys.readouterr().err
     notes = S.reopen_job(out / "run.json", data_path=str(table))[3]
     assert any("the writing of run into this folder was interrupted" in n for n in notes)
+
+
+def test_a_sweep_keeps_this_processs_live_temporaries_however_the_folder_is_named(tmp_path, monkeypatch):
+    from app import writing
+    monkeypatch.chdir(tmp_path)
+    fd, path = writing.new_temp(str(tmp_path), ".mp4")      # a write in progress (absolute folder)
+    os.close(fd)
+    assert writing.sweep_stale(".") == [] and os.path.exists(path)      # swept by a relative name
+    writing.forget_temp(path)                                           # its writer is gone, it stayed
+    assert writing.sweep_stale(".") == [os.path.join(".", os.path.basename(path))]
+    assert not os.path.exists(path)
