@@ -3,7 +3,7 @@
 numpy, scipy and scikit-learn, no Qt. Every estimator is a scikit-learn estimator (pipelines,
 clone, grid search, DataFrames; ``score_samples`` higher = more normal)::
 
-    from robustcore import PCA, CoherencePursuit, PCP, ResidualScorer, ESFS, SCW
+    from robustcore import PCA, CoherencePursuit, PCP, ROBPCA, ResidualScorer, ESFS, SCW
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ _LAZY = {
     "PCA": ".subspace.pca",
     "CoherencePursuit": ".subspace.coherence_pursuit",
     "PCP": ".subspace.pcp",
+    "ROBPCA": ".subspace.robpca",
     "ResidualScorer": ".anomaly",
     "ESFS": ".features.esfs",
     "SCW": ".online.scw",

@@ -127,6 +127,8 @@ class _RowKernel:
             threshold = -est.offset_
         self.threshold = threshold
         self.need_spe = any(w not in ("t2", "projection", "outside_t2") for w in self.want)
+        # ROBPCA scores distances, not squares, in units of their cut-offs (same flags)
+        self.root = bool(getattr(est, "_distance_score", False))
 
     def spec(self):
         r = self.kern.k
@@ -162,6 +164,8 @@ class _RowKernel:
                 out[w] = t2 > self.t2_limit
         if any(w in ("outlier_score", "outlier", "score_samples", "decision", "predict") for w in self.want):
             score = np.maximum(spe / self.spe_limit, t2 / self.t2_limit)
+            if self.root:
+                np.sqrt(score, out=score)
             for w in self.want:
                 if w == "outlier_score":
                     out[w] = score

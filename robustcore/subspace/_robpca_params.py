@@ -1,0 +1,41 @@
+"""ROBPCA's parameter declarations, in a module of their own so that the registry, the window's
+forms and the command line can read them without importing the estimator (and scikit-learn,
+about 1 s on a cold start)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .._contamination import CONTAMINATION
+from .._params import Param, SeedParam, scale_param
+
+__all__ = ["PARAMS", "CRIT"]
+
+# The quantile of both cut-offs and of every reweighting step (the paper's and rrcov's 0.975):
+# a clean normal sample lies beyond the score cut-off with probability 1 - CRIT.
+CRIT = 0.975
+
+PARAMS = (
+    Param("n_components", int, None, "Number of robust principal components k.", low=1,
+          allow_none=True, none_label="the paper's rule (80 % of the robust variance)",
+          doc="1 <= n_components <= the rank of the data. None takes the paper's rule on the "
+              "covariance of the h least outlying samples: the smallest k whose components "
+              "explain 80 % of its total variance, among the eigenvalues at least 1e-3 times "
+              "the first, at most ``kmax``."),
+    Param("kmax", int, 10, "Largest k the rule for n_components may choose.", low=1, advanced=True,
+          doc="Also sets h when n_components is None: h = max(alpha n, (n + kmax + 1) / 2)."),
+    Param("alpha", float, 0.75, "Share h / n of samples each robust step is fitted on.", low=0.5,
+          high=1.0, doc="h = max(floor(alpha n), floor((n + k + 1) / 2)) samples: the fit resists "
+          "up to n - h outliers. Smaller is more robust and less efficient; 0.5 gives the highest "
+          "breakdown point, 0.75 (the paper's default) more precision on clean data."),
+    SeedParam("Seed of the directions through pairs of samples and of the MCD's random subsets."),
+    scale_param("none", doc="None by default, as in the paper, rrcov and robpy: ROBPCA is "
+                            "usually run on spectra and measurements in one unit, where "
+                            "standardising inflates the noise of flat channels; use "
+                            '"robust" (median / MAD) for columns in different units. '
+                            "Attributes and scores are in the scaled units."),
+    replace(CONTAMINATION, doc='"auto" flags samples whose score distance or orthogonal '
+                               "distance exceeds its cut-off (sqrt(chi2_k(0.975)), and the "
+                               "Wilson-Hilferty cut-off of the orthogonal distances at 0.975); "
+                               "a fraction c flags the share c of training samples with the "
+                               "largest outlier score."),
+)
