@@ -253,6 +253,8 @@ SCORE_DIRECTIONS = {
 LIMITS_RULE = OutlierRule("SPE or T² above its limit", alpha=_LIMIT_ALPHA)
 RESIDUAL_RULE = OutlierRule("SPE or T² above its limit", alpha_param="alpha")
 SPARSE_RULE = OutlierRule("sparse-part score above median + 3 MAD", n_mad=3.0)
+from .subspace._robpca_params import CRIT as _ROBPCA_CRIT  # noqa: E402  (no scikit-learn import)
+ROBPCA_RULE = OutlierRule("score or orthogonal distance above its cut-off", alpha=round(1.0 - _ROBPCA_CRIT, 12))
 # How many leading directions of PCP's L are kept as its subspace (every scatter axis and
 # principal angle the views show, and the common rank of the comparison, fit in it).
 PCP_DIRECTIONS = 10
@@ -297,14 +299,15 @@ def _rows(dataset):
 
 
 def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_text="all samples",
-                  explained=None) -> dict:
+                  explained=None, map_cutoffs=None) -> dict:
     """The result fields of a fitted subspace model (PCA, Coherence Pursuit, the SPE/T² scorer)
     from its per-row results ``rows`` (``fit_row_results``: one pass over X, in memory or out of
     core), all from the estimator's own control limits: ``flags["outlier"]``, the estimator's
     ``predict`` and the views' rings are one rule.
 
     What needs the rows themselves (the planes the SPE/T² map offers, the outlier map) is made
-    when the data and the per-row results are in memory."""
+    when the data and the per-row results are in memory. ``map_cutoffs``: the model's own (SD,
+    OD) cut-offs for the outlier map (ROBPCA's), instead of robustcore.outlier_map's rule."""
     from ._passes import count_true
     C, m = np.atleast_2d(est.components_), est.mean_
     lazy = bool(getattr(X, "is_lazy", False))
@@ -337,7 +340,8 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     if rows.in_memory and isinstance(rows.projection, np.ndarray):
         from .outlier_map import outlier_map_of_scores
         try:
-            om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None)
+            om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None,
+                                       cutoffs=map_cutoffs)
         except ValueError as exc:   # a flat component: no score distance along it
             fields["no_outlier_map"] = str(exc)
         else:
@@ -381,6 +385,18 @@ def _run_cop(est, dataset, values, rep):
                            rank_rule=_rank_rule(values), calibration_text="all but log-SPE outliers")
     fields["selection"] = Selection(selected=count_true(rows.extra["selected"]),
                                     degenerate=count_true(rows.extra["degenerate"]))
+    return fields
+
+
+def _run_robpca(est, dataset, values, rep):
+    X = _rows(dataset)
+    rows = est.fit_row_results(X, progress=rep)
+    fields = _model_fields(est, X, rows, rule=ROBPCA_RULE, values=values, source="ROBPCA",
+                           rank_rule="given" if values.get("n_components") is not None else "80 % rule",
+                           calibration_text="all samples (robust cut-offs)",
+                           explained=float(est.explained_variance_ratio_.sum()),
+                           map_cutoffs=(est.sd_cutoff_, est.od_cutoff_))
+    fields["arrays"]["explained_variance"] = est.explained_variance_
     return fields
 
 
@@ -603,6 +619,23 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                  "scree plot of the selected samples.",
            reference="M. Rahmani and G. K. Atia, \"Coherence Pursuit: Fast, Simple, and Robust "
                      "Subspace Recovery\", ICML 2017 (PMLR 70).", out_of_core=True),
+    Method("robpca", "ROBPCA",
+           "Robust PCA from projection pursuit and the MCD (Hubert, Rousseeuw & Vanden Branden 2005).",
+           _cls(".subspace.robpca", "ROBPCA"), _run_robpca, declared=_declared(".subspace._robpca_params"),
+           views=("outlier-map", "scatter", "detail", "comparison", "evaluation"), outlier_score="outlier_score",
+           outlier_rule=ROBPCA_RULE, subspace="ROBPCA", short="ROBPCA", rank_param="n_components",
+           about="The robust PCA statisticians use first (R's rrcov PcaHubert, MATLAB's LIBRA). Each "
+                 "sample's outlyingness over directions through pairs of samples picks the least "
+                 "outlying 75 %, whose covariance gives the subspace; samples far off it are set "
+                 "aside, and a Minimum Covariance Determinant estimate inside the subspace gives "
+                 "the robust centre, axes and variances. Its outlier map is the diagnostic it was "
+                 "made with: the score distance (robust Mahalanobis distance along the subspace) "
+                 "against the orthogonal distance (off it), each with its cut-off at 0.975; a "
+                 "sample beyond either is flagged. The rank is the smallest that explains 80 % "
+                 "of the robust variance (at most 10) unless given. Needs the data in memory; "
+                 "the data are not rescaled unless asked (scale).",
+           reference="M. Hubert, P. J. Rousseeuw and K. Vanden Branden, \"ROBPCA: a new approach to "
+                     "robust principal component analysis\", Technometrics 47(1), 2005."),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, declared=_declared(".subspace._pcp_params"), views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),

@@ -72,10 +72,12 @@ def outlier_map(X, components, mean, variances, *, robust: bool = True, crit: fl
     return outlier_map_of_scores(spe, t2, T, robust=robust, crit=crit)
 
 
-def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: float = 0.975) -> dict:
+def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: float = 0.975,
+                          cutoffs=None) -> dict:
     """The outlier map from a model's own per-row scores: SD = sqrt(T²) (T² in units of the
     model's score variances), OD = sqrt(SPE), and the coordinates ``projection`` (n, k) in the
-    subspace. What :func:`outlier_map` returns, with no second pass over the data."""
+    subspace. What :func:`outlier_map` returns, with no second pass over the data. ``cutoffs``:
+    the model's own (SD, OD) cut-offs (ROBPCA's), used instead of the rule above (OD 0: none)."""
     spe = np.asarray(spe, dtype=np.float64)
     t2 = np.asarray(t2, dtype=np.float64)
     T = np.asarray(projection, dtype=np.float64).reshape(spe.shape[0], -1)
@@ -86,6 +88,9 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
         raise ValueError("every score variance must be positive and finite; a component along "
                          "which the model's samples do not vary has no score distance")
     sd, od = np.sqrt(t2), np.sqrt(spe)
+    if cutoffs is not None:
+        sd_cut, od_cut = (float(c) for c in cutoffs)
+        return _regions(sd, od, sd_cut, od_cut, od > od_cut if od_cut > 0 else np.zeros(od.shape, bool))
     sd_cut = float(np.sqrt(stats.chi2.ppf(crit, k)))
     # An OD at rounding level of the data's size means the model spans the data (k = its rank):
     # |z|² = SPE + |t|² for each row (t its coordinates)
@@ -103,6 +108,10 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
             spread = float(w.std(ddof=1)) if w.size > 1 else 0.0
         od_cut = float(max(centre + spread * stats.norm.ppf(crit), 0.0) ** 1.5)
         far_off = od > od_cut
+    return _regions(sd, od, sd_cut, od_cut, far_off)
+
+
+def _regions(sd, od, sd_cut, od_cut, far_off) -> dict:
     far_along = sd > sd_cut
     region = far_along.astype(np.int8) + 2 * far_off.astype(np.int8)
     counts = {name: int(np.sum(region == i)) for i, name in enumerate(REGIONS)}

@@ -25,6 +25,7 @@ CHECK_PARAMS = {
     "CoherencePursuit": {"n_components": 1, "contamination": 0.1},
     "ResidualScorer": {"n_components": 1, "contamination": 0.1},
     "PCP": {"contamination": 0.1},
+    "ROBPCA": {"n_components": 1, "contamination": 0.1, "random_state": 0},
 }
 
 EXPECTED_FAILURES: dict[str, dict[str, str]] = {}
