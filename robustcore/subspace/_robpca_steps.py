@@ -38,9 +38,10 @@ def unimcd(Y, h: int):
 
     The raw estimate is the mean and variance of the h consecutive order statistics with the
     least variance (Rousseeuw & Leroy 1987, p. 171-172; O(n log n) by sorting); the reweighted
-    one those of the points whose squared standardized distance is below chi2_1(0.975). Window
-    sums come from cumulative sums of the sorted values minus their median, which keeps the
-    difference of two large sums from cancelling the variance of a far-off column."""
+    one those of the points whose squared standardized distance is below chi2_1(0.975), which
+    in sorted order are again consecutive. Both come from cumulative sums of the sorted values
+    minus their median (which keeps the difference of two large sums from cancelling the
+    variance of a far-off column): one sort and two running sums per column in all."""
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 1:
         loc, scale = unimcd(Y[:, None], h)
@@ -53,38 +54,32 @@ def unimcd(Y, h: int):
     S -= centre[:, None]
     c1 = np.zeros((m, n + 1))
     np.cumsum(S, axis=1, out=c1[:, 1:])
-    np.square(S, out=S)
     c2 = np.zeros((m, n + 1))
-    np.cumsum(S, axis=1, out=c2[:, 1:])
+    np.cumsum(np.square(S), axis=1, out=c2[:, 1:])
     s1 = c1[:, h:] - c1[:, :-h]
     var = np.maximum(c2[:, h:] - c2[:, :-h] - s1 * s1 / h, 0.0) / h
     best = np.argmin(var, axis=1)
     rows = np.arange(m)
-    raw_loc = s1[rows, best] / h + centre
+    raw_loc = s1[rows, best] / h
     q = h / n
     raw_var = var[rows, best] * (q / stats.chi2.cdf(stats.chi2.ppf(q, 1), 3))
-    return _reweight(Y, raw_loc, raw_var)
-
-
-def _reweight(Y, loc, var):
-    """One reweighting step of the univariate MCD from raw (loc, var) per column."""
-    n = Y.shape[0]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        keep = (Y - loc) ** 2 < stats.chi2.ppf(CRIT, 1) * var
-    # a column with no spread keeps its raw estimate (exact fit)
-    flat = ~(var > 0)
-    keep[:, flat] = True
-    cnt = keep.sum(axis=0)
-    new_loc = np.where(keep, Y, 0.0).sum(axis=0) / cnt
-    dev = np.where(keep, Y - new_loc, 0.0)
-    new_var = (dev * dev).sum(axis=0) / cnt
+    # reweighting: the points strictly inside loc -/+ cut, positions a..b-1 of the sorted row
+    cut = np.sqrt(stats.chi2.ppf(CRIT, 1) * raw_var)
+    a = np.count_nonzero(S <= (raw_loc - cut)[:, None], axis=1)
+    b = np.count_nonzero(S < (raw_loc + cut)[:, None], axis=1)
+    cnt = b - a
+    ok = (cnt > 1) & (raw_var > 0)
+    safe = np.where(ok, cnt, 1)
+    t1 = c1[rows, b] - c1[rows, a]
+    new_loc = t1 / safe
+    new_var = np.maximum(c2[rows, b] - c2[rows, a] - t1 * new_loc, 0.0) / safe
     delta = cnt / n
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(delta < 1.0, delta / stats.chi2.cdf(stats.chi2.ppf(delta, 1), 3), 1.0)
-    new_var = new_var * factor
-    new_loc = np.where(flat, loc, new_loc)
-    new_var = np.where(flat, 0.0, new_var)
-    return new_loc, np.sqrt(new_var)
+    # a column whose h-subset has no spread keeps its raw location, scale 0 (an exact fit)
+    loc = np.where(ok, new_loc, raw_loc) + centre
+    scale = np.where(ok, np.sqrt(new_var * factor), 0.0)
+    return loc, scale
 
 
 def pair_directions(X, rng, max_directions: int = MAX_DIRECTIONS) -> np.ndarray:
