@@ -95,7 +95,7 @@ def cosines(A, B):
 def main():
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--robpy", required=True, help="the Python of a virtual environment with robpy")
+    ap.add_argument("--robpy", help="the Python of a virtual environment with robpy (required)")
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--blas", default="1,default")
     ap.add_argument("--shapes", default=",".join(SHAPES))
@@ -104,6 +104,8 @@ def main():
     if a.child:
         who, data, out, k = a.child
         return child(who, data, out, int(k))
+    if not a.robpy:
+        ap.error("--robpy is required: the Python of a virtual environment where robpy is installed")
     sys.path.insert(0, HERE)
     import _bench
     print(_bench.conditions())

@@ -34,49 +34,93 @@ def h_size(n: int, alpha: float, k: int) -> int:
 
 def unimcd(Y, h: int):
     """Univariate reweighted MCD of every column of ``Y`` (n, m), with h-subsets of size ``h``:
-    (location (m,), scale (m,)), consistent at the normal.
-
-    The raw estimate is the mean and variance of the h consecutive order statistics with the
-    least variance (Rousseeuw & Leroy 1987, p. 171-172; O(n log n) by sorting); the reweighted
-    one those of the points whose squared standardized distance is below chi2_1(0.975), which
-    in sorted order are again consecutive. Both come from cumulative sums of the sorted values
-    minus their median (which keeps the difference of two large sums from cancelling the
-    variance of a far-off column): one sort and two running sums per column in all."""
+    (location (m,), scale (m,)), consistent at the normal (:func:`unimcd_rows` does the work)."""
     Y = np.asarray(Y, dtype=np.float64)
     if Y.ndim == 1:
-        loc, scale = unimcd(Y[:, None], h)
+        loc, scale = unimcd_rows(Y[None, :], h)
         return float(loc[0]), float(scale[0])
-    n, m = Y.shape
-    if h >= n:
-        return Y.mean(axis=0), Y.std(axis=0, ddof=1) if n > 1 else np.zeros(m)
-    S = np.sort(Y.T, axis=1)                    # (m, n): each row sorted, contiguous
-    centre = S[:, n // 2].copy()
-    S -= centre[:, None]
-    c1 = np.zeros((m, n + 1))
+    return unimcd_rows(np.ascontiguousarray(Y.T), h)
+
+
+def _sums(low, c1, c2, lo, hi):
+    """Count, sum and sum of squares of the sorted rows ``low`` (with running sums c1, c2 that
+    start at 0) strictly between lo and hi, per row."""
+    rows = np.arange(low.shape[0])
+    a = np.count_nonzero(low <= lo[:, None], axis=1)
+    b = np.count_nonzero(low < hi[:, None], axis=1)
+    return b - a, c1[rows, b] - c1[rows, a], c2[rows, b] - c2[rows, a]
+
+
+def _running(S):
+    """Running sums of the rows of S and of their squares, each with a leading 0 column."""
+    m, t = S.shape
+    c1 = np.zeros((m, t + 1))
     np.cumsum(S, axis=1, out=c1[:, 1:])
-    c2 = np.zeros((m, n + 1))
+    c2 = np.zeros((m, t + 1))
     np.cumsum(np.square(S), axis=1, out=c2[:, 1:])
-    s1 = c1[:, h:] - c1[:, :-h]
-    var = np.maximum(c2[:, h:] - c2[:, :-h] - s1 * s1 / h, 0.0) / h
-    best = np.argmin(var, axis=1)
+    return c1, c2
+
+
+def unimcd_rows(R, h: int):
+    """Univariate reweighted MCD of every ROW of ``R`` (m, n): (location (m,), scale (m,)).
+
+    The raw estimate is the mean and variance of the h consecutive order statistics with the
+    least variance (Rousseeuw & Leroy 1987, p. 171-172); the reweighted one those of the points
+    whose squared standardized distance is below chi2_1(0.975), which in sorted order are again
+    consecutive. Every window of h consecutive order statistics holds the middle 2h - n of them,
+    so only the n - h smallest and the n - h largest need sorting (a partition finds them): the
+    windows' sums are running sums of the two sorted tails plus the middle's sum. Values are
+    taken about the middle's mean, so that the difference of two large sums does not cancel the
+    variance of a column far from 0."""
+    m, n = R.shape
+    if h >= n:
+        return R.mean(axis=1), R.std(axis=1, ddof=1) if n > 1 else np.zeros(m)
+    t = n - h
+    P = np.partition(R, [t - 1, h], axis=1)
+    mid = P[:, t:h]
+    centre = mid.mean(axis=1)
+    low = np.sort(P[:, :t], axis=1) - centre[:, None]
+    high = np.sort(P[:, h:], axis=1) - centre[:, None]
+    midc = mid - centre[:, None]
+    m1 = midc.sum(axis=1)
+    m2 = np.einsum("ij,ij->i", midc, midc)
+    l1, l2 = _running(low)
+    h1, h2 = _running(high)
+    # window i: low[i:] + the middle + high[:i]; h x its variance = s2 - s1² / h
+    s1 = np.subtract(l1[:, -1:] + m1[:, None], l1)
+    s1 += h1
+    s2 = np.subtract(l2[:, -1:] + m2[:, None], l2)
+    s2 += h2
+    sq = np.square(s1)
+    sq /= h
+    s2 -= sq
+    best = np.argmin(s2, axis=1)
     rows = np.arange(m)
     raw_loc = s1[rows, best] / h
     q = h / n
-    raw_var = var[rows, best] * (q / stats.chi2.cdf(stats.chi2.ppf(q, 1), 3))
-    # reweighting: the points strictly inside loc -/+ cut, positions a..b-1 of the sorted row
+    raw_var = np.maximum(s2[rows, best], 0.0) / h * (q / stats.chi2.cdf(stats.chi2.ppf(q, 1), 3))
     cut = np.sqrt(stats.chi2.ppf(CRIT, 1) * raw_var)
-    a = np.count_nonzero(S <= (raw_loc - cut)[:, None], axis=1)
-    b = np.count_nonzero(S < (raw_loc + cut)[:, None], axis=1)
-    cnt = b - a
+    lo, hi = raw_loc - cut, raw_loc + cut
+    # the whole middle is kept when the cut-offs fall in the tails (the middle lies between
+    # the largest of the low tail and the smallest of the high one); else count it directly
+    whole = (lo < low[:, -1]) & (hi > high[:, 0])
+    cl, sl, ql = _sums(low, l1, l2, lo, hi)
+    ch, sh, qh = _sums(high, h1, h2, lo, hi)
+    cnt = cl + ch + mid.shape[1]
+    t1, t2 = sl + sh + m1, ql + qh + m2
+    for i in np.flatnonzero(~whole):
+        inside = midc[i][(midc[i] > lo[i]) & (midc[i] < hi[i])]
+        cnt[i] = cl[i] + ch[i] + inside.size
+        t1[i] = sl[i] + sh[i] + inside.sum()
+        t2[i] = ql[i] + qh[i] + inside @ inside
     ok = (cnt > 1) & (raw_var > 0)
     safe = np.where(ok, cnt, 1)
-    t1 = c1[rows, b] - c1[rows, a]
     new_loc = t1 / safe
-    new_var = np.maximum(c2[rows, b] - c2[rows, a] - t1 * new_loc, 0.0) / safe
+    new_var = np.maximum(t2 - t1 * new_loc, 0.0) / safe
     delta = cnt / n
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(delta < 1.0, delta / stats.chi2.cdf(stats.chi2.ppf(delta, 1), 3), 1.0)
-    # a column whose h-subset has no spread keeps its raw location, scale 0 (an exact fit)
+    # a row whose h-subset has no spread keeps its raw location, scale 0 (an exact fit)
     loc = np.where(ok, new_loc, raw_loc) + centre
     scale = np.where(ok, np.sqrt(new_var * factor), 0.0)
     return loc, scale
@@ -109,13 +153,17 @@ def outlyingness(X, h: int, rng, rep=None) -> np.ndarray:
     if A.shape[0] == 0:
         return out
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
+    big = float(np.abs(X).max()) * np.sqrt(X.shape[1])    # |projection| <= |row|
     for s in range(0, A.shape[0], step):
-        Y = X @ A[s:s + step].T
-        loc, scale = unimcd(Y, h)
-        ok = scale > 1e-12 * np.maximum(np.abs(Y).max(axis=0), 1e-300)
+        Y = A[s:s + step] @ X.T                          # (directions, n): rows contiguous
+        loc, scale = unimcd_rows(Y, h)
+        ok = scale > 1e-12 * max(big, 1e-300)
         if ok.any():
-            z = np.abs(Y[:, ok] - loc[ok]) / scale[ok]
-            np.maximum(out, z.max(axis=1), out=out)
+            Z = Y if ok.all() else Y[ok]
+            Z -= loc[ok, None]
+            Z /= scale[ok, None]
+            np.abs(Z, out=Z)
+            np.maximum(out, Z.max(axis=0), out=out)
         if rep is not None:
             rep(min(1.0, (s + step) / A.shape[0]), "outlyingness")
     return out

@@ -185,10 +185,11 @@ def test_unimcd_matches_the_brute_force_window_search_and_is_consistent():
     rng = np.random.default_rng(0)
     Y = np.column_stack([rng.standard_normal(60) * 3 + 100, np.r_[rng.standard_normal(45), rng.normal(40, 1, 15)],
                          rng.standard_cauchy(60)])
-    loc, scale = steps.unimcd(Y, 40)
-    for j in range(Y.shape[1]):
-        bl, bs = _unimcd_brute(Y[:, j], 40)
-        assert loc[j] == pytest.approx(bl, rel=1e-10) and scale[j] == pytest.approx(bs, rel=1e-8)
+    for h in (40, 31, 58):          # 58: the reweighting's cut-offs fall inside the middle
+        loc, scale = steps.unimcd(Y, h)
+        for j in range(Y.shape[1]):
+            bl, bs = _unimcd_brute(Y[:, j], h)
+            assert loc[j] == pytest.approx(bl, rel=1e-10) and scale[j] == pytest.approx(bs, rel=1e-8)
     big = rng.standard_normal(200_000)
     l, s = steps.unimcd(big, 150_000)                       # consistent at the normal
     assert abs(l) < 0.01 and s == pytest.approx(1.0, abs=0.01)
@@ -290,3 +291,30 @@ def test_progress_is_monotone_and_cancel_leaves_unfitted():
     with pytest.raises(Cancelled):
         m.fit(X, progress=lambda f, msg: f < 0.5)
     assert not hasattr(m, "components_")
+
+
+# -- the registry -------------------------------------------------------------------------------
+
+def test_registry_run_on_octane_draws_its_own_outlier_map():
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    X = _load("octane.npz")["X"]
+    truth = np.isin(np.arange(39), ALCOHOL)
+    res = get_method("robpca").run(Dataset(X, name="octane", outliers=truth), {"n_components": 2, "random_state": 0})
+    est = res.estimator
+    assert res.outlier_map.sd_cutoff == est.sd_cutoff_ and res.outlier_map.od_cutoff == est.od_cutoff_
+    assert res.outlier_map.counts == {"regular": 33, "good leverage": 0, "orthogonal outlier": 0, "bad leverage": 6}
+    np.testing.assert_array_equal(np.flatnonzero(res.arrays["map_region"] == 3), ALCOHOL)
+    np.testing.assert_array_equal(res.flags["outlier"], est.predict(X) == -1)
+    np.testing.assert_allclose(res.sample_scores["outlier_score"], -est.score_samples(X), rtol=1e-12)
+    assert res.evaluation.roc_auc == 1.0 and "0.025" in res.outliers.rule
+    assert res.params["scale"] == "none" and res.subspace.rank_rule == "given"
+
+
+def test_registry_refuses_data_out_of_core(tmp_path):
+    from robustcore.bigdata import open_lazy
+    from robustcore.methods import get_method
+    p = tmp_path / "t.npy"
+    np.save(p, np.random.default_rng(0).standard_normal((100, 4)))
+    with pytest.raises(ValueError, match="ROBPCA needs the data in memory.*methods that run out of core"):
+        get_method("robpca").run(open_lazy(p), {})
