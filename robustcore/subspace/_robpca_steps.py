@@ -289,38 +289,67 @@ def _batch_d2(S, loc, cov):
             + np.einsum("bk,bk->b", Al, loc)[:, None])
 
 
-def fast_mcd(X, h: int, rng, n_starts: int = 500, n_best: int = 10, sample: int = 1500):
-    """FastMCD's search (Rousseeuw & Van Driessen 1999): ``n_starts`` random (k+1)-subsets, two
-    C-steps each (all starts at once, as arrays), the ``n_best`` lowest determinants iterated
-    to convergence. Beyond ``sample`` rows the starts run on a random sample of that many (the
-    paper's merged set of 1500 for large n) and only the best few are carried to all rows.
-    Returns (subset, log det), or (None, inf) when no start has a positive determinant."""
+def _two_csteps(S0, loc, cov, hs):
+    """Two C-steps of every (loc, cov) pair on the rows S0, all at once: (loc, cov, log det,
+    subsets), candidates whose h-subset is singular (an exact fit on these rows) dropped."""
+    for _ in range(2):
+        sub = np.argpartition(_batch_d2(S0, loc, cov), hs - 1, axis=1)[:, :hs]
+        loc, cov = _batch_mean_cov(S0[sub])
+        sign, ld = np.linalg.slogdet(cov)
+        keep = sign > 0
+        loc, cov, ld, sub = loc[keep], cov[keep], ld[keep], sub[keep]
+        if loc.shape[0] == 0:
+            break
+    return loc, cov, ld, sub
+
+
+def _random_starts(S0, count, rng):
+    """(loc, cov) of ``count`` random (k+1)-subsets of the rows S0, a singular one grown by
+    random rows as FastMCD does (dropped if that takes every row)."""
+    m, k = S0.shape
+    starts = np.stack([rng.choice(m, k + 1, replace=False) for _ in range(count)])
+    loc, cov = _batch_mean_cov(S0[starts])
+    w = np.linalg.eigvalsh(cov)
+    flat = ~(w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300))
+    for b in np.flatnonzero(flat):
+        st = _start(S0, starts[b], rng)
+        if st is not None:
+            loc[b], cov[b] = st
+            flat[b] = False
+    return loc[~flat], cov[~flat]
+
+
+def fast_mcd(X, h: int, rng, n_starts: int = 500, n_best: int = 10, sample: int = 1500, part: int = 300):
+    """FastMCD's search (Rousseeuw & Van Driessen 1999): ``n_starts`` random (k+1)-subsets with
+    two C-steps each (all at once, as arrays), the ``n_best`` lowest determinants iterated to
+    convergence. Beyond 2 ``part`` rows the starts are shared among up to five disjoint parts of
+    ``part`` rows of a random sample of ``sample`` rows, the best ``n_best`` of each part get
+    two C-steps on the whole sample (the paper's nested scheme), and only the best subset of the
+    sample is carried to all rows. Returns (subset, log det), or (None, inf) when no start
+    gives a subset with a positive determinant."""
     n, k = X.shape
     S = X if n <= sample else X[rng.choice(n, sample, replace=False)]
     m = S.shape[0]
     S0 = S - S.mean(axis=0)
     hs = min(m, max(k + 1, int(np.ceil(h * m / n))))
-    starts = np.stack([rng.choice(m, k + 1, replace=False) for _ in range(n_starts)])
-    loc, cov = _batch_mean_cov(S0[starts])
-    w = np.linalg.eigvalsh(cov)
-    flat = ~(w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300))
-    for b in np.flatnonzero(flat):         # FastMCD grows a singular start by random rows
-        st = _start(S0, starts[b], rng)
-        if st is not None:
-            loc[b], cov[b] = st
-            flat[b] = False
-    loc, cov = loc[~flat], cov[~flat]
+    groups = max(1, min(5, m // part)) if m > 2 * part else 1
+    if groups == 1:
+        loc, cov, ld, sub = _two_csteps(S0, *_random_starts(S0, n_starts, rng), hs)
+    else:
+        cands = []
+        for rows in np.array_split(rng.permutation(m), groups):
+            P0 = S0[rows]
+            hp = min(rows.size, max(k + 1, int(np.ceil(h * rows.size / n))))
+            lp, cp, ldp, _ = _two_csteps(P0, *_random_starts(P0, n_starts // groups, rng), hp)
+            top = np.argsort(ldp)[:n_best]
+            cands.append((lp[top], cp[top]))
+        loc = np.concatenate([c[0] for c in cands])
+        cov = np.concatenate([c[1] for c in cands])
+        if loc.shape[0] == 0:
+            return None, np.inf
+        loc, cov, ld, sub = _two_csteps(S0, loc, cov, hs)
     if loc.shape[0] == 0:
         return None, np.inf
-    for _ in range(2):
-        sub = np.argpartition(_batch_d2(S0, loc, cov), hs - 1, axis=1)[:, :hs]
-        loc, cov = _batch_mean_cov(S0[sub])
-        sign, ld = np.linalg.slogdet(cov)
-        ok = sign > 0
-        if not ok.all():
-            # a subset of h rows with a singular covariance: the MCD's exact fit
-            b = int(np.flatnonzero(~ok)[0])
-            return (np.sort(sub[b]) if S is X else None), -np.inf
     best, best_ld = None, np.inf
     for b in np.argsort(ld)[:n_best]:
         sub_b, ld_b = c_steps(S, sub[b])
@@ -339,7 +368,7 @@ def mcd_subspace(X2, eigenvalues, h: int, rng, search: bool = True):
     """The MCD stage of ROBPCA on the projected points X2 (n, k), centred on the reweighted
     centre and rotated to the eigenvectors of the reweighted covariance (its ``eigenvalues``):
     C-steps from the h points nearest in that metric (the paper's start), and, with
-    ``search``, scikit-learn's FastMCD from random subsets; the subset of smaller determinant
+    ``search``, FastMCD from random subsets (:func:`fast_mcd`); the subset of smaller determinant
     is reweighted (:func:`reweighted`). Returns (location, covariance, weights)."""
     n, k = X2.shape
     ev = np.maximum(np.asarray(eigenvalues[:k], dtype=np.float64), 1e-300)
