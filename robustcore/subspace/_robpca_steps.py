@@ -68,20 +68,19 @@ def unimcd_rows(R, h: int):
     least variance (Rousseeuw & Leroy 1987, p. 171-172); the reweighted one those of the points
     whose squared standardized distance is below chi2_1(0.975), which in sorted order are again
     consecutive. Every window of h consecutive order statistics holds the middle 2h - n of them,
-    so only the n - h smallest and the n - h largest need sorting (a partition finds them): the
-    windows' sums are running sums of the two sorted tails plus the middle's sum. Values are
-    taken about the middle's mean, so that the difference of two large sums does not cancel the
-    variance of a column far from 0."""
+    so the windows' sums are running sums over the n - h smallest and the n - h largest values
+    plus the middle's sum. Values are taken about the median, so that the difference of two
+    large sums does not cancel the variance of a row far from 0."""
     m, n = R.shape
     if h >= n:
         return R.mean(axis=1), R.std(axis=1, ddof=1) if n > 1 else np.zeros(m)
     t = n - h
-    P = np.partition(R, [t - 1, h], axis=1)
-    mid = P[:, t:h]
-    centre = mid.mean(axis=1)
-    low = np.sort(P[:, :t], axis=1) - centre[:, None]
-    high = np.sort(P[:, h:], axis=1) - centre[:, None]
-    midc = mid - centre[:, None]
+    # (one sort of each row measured faster than numpy's partition at the two ranks plus
+    # sorts of the two tails: 122 against 188 ms for 40 x 50,000)
+    S = np.sort(R, axis=1)
+    centre = S[:, n // 2].copy()
+    S -= centre[:, None]
+    low, midc, high = S[:, :t], S[:, t:h], S[:, h:]
     m1 = midc.sum(axis=1)
     m2 = np.einsum("ij,ij->i", midc, midc)
     l1, l2 = _running(low)
@@ -106,7 +105,7 @@ def unimcd_rows(R, h: int):
     whole = (lo < low[:, -1]) & (hi > high[:, 0])
     cl, sl, ql = _sums(low, l1, l2, lo, hi)
     ch, sh, qh = _sums(high, h1, h2, lo, hi)
-    cnt = cl + ch + mid.shape[1]
+    cnt = cl + ch + midc.shape[1]
     t1, t2 = sl + sh + m1, ql + qh + m2
     for i in np.flatnonzero(~whole):
         inside = midc[i][(midc[i] > lo[i]) & (midc[i] < hi[i])]
