@@ -30,6 +30,7 @@ from .._base import Estimator, fit_method
 from .._outlier import OutlierScores
 from .._params import check_range
 from .._progress import Reporter
+from .._residual import residual_scores
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..linalg import fix_signs
 from ._base import SubspaceModel
@@ -139,8 +140,7 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         rep(0.7, "reweighting")
         m1, ev1, V1 = mh, ev, V
         if k < r:
-            Xc = X0 - mh
-            od = _orthogonal(Xc, V[:, :k])
+            od = _orthogonal(X0, V[:, :k], mh)
             keep = od <= od_cutoff(od, h)
             m1, ev1, V1 = _eigen(X0[keep])
             k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
@@ -155,10 +155,12 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
                              f"distance can be measured; choose a smaller n_components or a larger alpha")
         comps = fix_signs((V1[:, :k] @ P).T @ rot)
         mean = mean0 + (m1 + V1[:, :k] @ loc2) @ rot
-        od_train = _orthogonal(Z - mean, comps.T)
+        spe, _, T = residual_scores(Z, comps, mean, want_t2=False, want_projection=True)
+        od_train = np.sqrt(spe)
         rep(0.95, "cut-offs")
-        scale_od = max(float(np.sqrt(np.max(np.einsum("ij,ij->i", Z - mean, Z - mean)))), 1e-300)
-        od_cut = od_cutoff(od_train, h) if od_train.max() > 1e-10 * scale_od else 0.0
+        # ODs at rounding level of the rows' own size: the subspace spans the data (k = r)
+        size = float(np.sqrt(np.max(spe + np.einsum("ij,ij->i", T, T))))
+        od_cut = od_cutoff(od_train, h) if od_train.max() > 1e-10 * max(size, 1e-300) else 0.0
         sd_cut = float(np.sqrt(stats.chi2.ppf(CRIT, k)))
         rest = ev1[k:][ev1[k:] > 0]
         total = lam.sum() + rest.sum()
@@ -195,8 +197,16 @@ def _affine_span(Z, n):
     """(mean, rot (r, d) orthonormal rows spanning the centred rows, coordinates (n, r))."""
     mean = Z.mean(axis=0)
     Zc = Z - mean
-    if n > 2 * Z.shape[1]:
-        # tall: the R factor has the same right singular vectors, and its SVD is d x d
+    d = Z.shape[1]
+    if n > 2 * d:
+        # Tall rows span every direction unless a column depends on others: then the rows are
+        # their own coordinates (every later stage is rotation equivariant). The Gram matrix
+        # says so in one product, a QR of the rows (3x its cost at 10,000 x 200) only when its
+        # spectrum leaves any doubt.
+        w = np.linalg.eigvalsh(Zc.T @ Zc)
+        if w[0] > 1e-8 * w[-1]:
+            return mean, np.eye(d), Zc
+        # the R factor has the same right singular vectors, and its SVD is d x d
         _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r"), full_matrices=False)
     else:
         _, s, vt = np.linalg.svd(Zc, full_matrices=False)
@@ -214,7 +224,7 @@ def _eigen(X):
     return m, np.maximum(w[::-1], 0.0), V[:, ::-1]
 
 
-def _orthogonal(Xc, V):
-    """Distances of centred rows Xc to the span of the orthonormal columns V."""
-    E = Xc - (Xc @ V) @ V.T
-    return np.sqrt(np.einsum("ij,ij->i", E, E))
+def _orthogonal(X, V, centre):
+    """Distances of the rows of X to ``centre + span(V)`` (V's columns orthonormal), in blocks
+    of rows (robustcore._residual)."""
+    return np.sqrt(residual_scores(X, V.T, centre, want_t2=False)[0])
