@@ -306,7 +306,8 @@ def _random_starts(S0, count, rng):
     """(loc, cov) of ``count`` random (k+1)-subsets of the rows S0, a singular one grown by
     random rows as FastMCD does (dropped if that takes every row)."""
     m, k = S0.shape
-    starts = np.stack([rng.choice(m, k + 1, replace=False) for _ in range(count)])
+    # k + 1 distinct rows per start: the first k + 1 of a random order (all starts at once)
+    starts = np.argpartition(rng.random((count, m)), k, axis=1)[:, :k + 1]
     loc, cov = _batch_mean_cov(S0[starts])
     w = np.linalg.eigvalsh(cov)
     flat = ~(w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300))
