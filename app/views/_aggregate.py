@@ -1,0 +1,413 @@
+"""Point clouds aggregated where the data is, block by block (numpy only, no Qt).
+
+A scatter of millions of samples is drawn the way Datashader draws one: the samples in the
+visible range are counted into a screen-sized grid, one grid per colour layer, and only what is
+worth drawing one by one crosses to the GUI (the highest-scoring flagged samples, or every
+sample once few enough are in view). Zooming asks again for the new range, so the picture is
+exact for what is on screen at any zoom.
+
+Everything here reads its per-row inputs in blocks of :data:`BLOCK` rows: numpy arrays, memory
+maps and arrays stored on disk (:class:`robustcore.bigdata.StoredRows`, Zarr) alike, so a
+result whose rows are on disk is never read whole, and no numpy call on the data holds Python's
+GIL for more than a few milliseconds (the window's GUI thread answers in between; these
+functions run on a worker thread, see :mod:`app.views._cloud`). ``report(fraction, message)``
+is robustcore's progress protocol, called between blocks: it raises ``Cancelled`` to stop.
+
+Bins follow ``np.histogram2d``'s rule (bin j holds ``e_j <= v < e_(j+1)``, the last one closed),
+rectangles and lassos :mod:`app.views._geometry`'s, and "highest" means the largest score, ties
+going to the smaller sample index, NaN below everything.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from robustcore._progress import Reporter
+
+from . import _geometry as geo
+
+__all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
+           "bin_index", "describe"]
+
+#: Rows per block: 200,000 float64 values are 1.6 MB, and one numpy pass over them takes
+#: 0.1-1 ms, so a block's dozen operations keep the GIL for a few ms at most.
+BLOCK = 200_000
+# Bins of each refinement pass of :func:`quantiles`, and how many values of the cell holding a
+# wanted rank are kept to finish it with np.partition instead of another pass.
+_Q_BINS = 2048
+_Q_COLLECT = 1 << 16
+
+
+class Column:
+    """One per-row column: a 1-D array-like, or column ``k`` of a 2-D one (rows first).
+
+    Anything that slices like numpy will do (numpy, np.memmap, Zarr, StoredRows): blocks are
+    read as ``data[a:b]`` or ``data[a:b, k]``, as float64 unless ``dtype`` says otherwise."""
+
+    def __init__(self, data, k: int | None = None, dtype=np.float64):
+        self.data, self.k, self.dtype = data, k, np.dtype(dtype)
+        self.n = int(data.shape[0])
+
+    def read(self, a: int, b: int) -> np.ndarray:
+        v = self.data[a:b] if self.k is None else self.data[a:b, self.k]
+        return np.asarray(v, dtype=self.dtype)
+
+
+def _col(c, dtype=np.float64) -> Column | None:
+    if c is None or isinstance(c, Column):
+        return c
+    return Column(c, dtype=dtype)
+
+
+def _blocks(n: int, block: int):
+    for a in range(0, n, block):
+        yield a, min(a + block, n)
+
+
+def bin_index(v: np.ndarray, lo: float, hi: float, nb: int) -> np.ndarray:
+    """Bin of each value of ``v`` (all within [lo, hi]) among ``nb`` equal bins: np.histogram's
+    edges and rule, so counts equal ``np.histogram2d``'s."""
+    edges = np.linspace(lo, hi, nb + 1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        f = (v - lo) * (nb / (hi - lo))
+    idx = np.clip(f, 0, nb - 1).astype(np.intp)
+    idx -= v < edges[idx]
+    idx += (v >= edges[idx + 1]) & (idx != nb - 1)
+    return idx
+
+
+def _rank_key(score: np.ndarray | None, n: int) -> np.ndarray:
+    """What "highest" orders by: the score, NaN below everything (no score: all equal)."""
+    if score is None:
+        return np.zeros(n)
+    return np.where(np.isnan(score), -np.inf, score)
+
+
+class _Top:
+    """The k highest (key, index) pairs seen so far, fed block by block with increasing indices."""
+
+    def __init__(self, k: int):
+        self.k = int(k)
+        self.idx = np.zeros(0, dtype=np.int64)
+        self.key = np.zeros(0)
+
+    def add(self, idx: np.ndarray, key: np.ndarray) -> None:
+        k = self.k
+        if k <= 0 or idx.size == 0:
+            return
+        if idx.size > k:   # keep this block's k best before merging: O(block), no sort
+            thr = np.partition(key, idx.size - k)[idx.size - k]
+            keep = key > thr
+            ties = np.flatnonzero(key == thr)[:k - int(keep.sum())]   # smallest indices first
+            keep[ties] = True
+            idx, key = idx[keep], key[keep]
+        idx = np.concatenate([self.idx, idx])
+        key = np.concatenate([self.key, key])
+        order = np.lexsort((idx, -key))[:k]
+        self.idx, self.key = idx[order], key[order]
+
+
+def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, float, int]:
+    """(x0, x1, y0, y1, number of samples with finite x and y): the range they span."""
+    x, y = _col(x), _col(y)
+    rep = Reporter(report)
+    x0 = y0 = np.inf
+    x1 = y1 = -np.inf
+    count = 0
+    for a, b in _blocks(x.n, block):
+        rep.report(a / max(x.n, 1), "measuring the cloud")
+        xb, yb = x.read(a, b), y.read(a, b)
+        ok = np.isfinite(xb) & np.isfinite(yb)
+        m = int(ok.sum())
+        if m:
+            count += m
+            xs, ys = xb[ok], yb[ok]
+            x0, x1 = min(x0, xs.min()), max(x1, xs.max())
+            y0, y1 = min(y0, ys.min()), max(y1, ys.max())
+    return float(x0), float(x1), float(y0), float(y1), count
+
+
+def padded(lo: float, hi: float) -> tuple[float, float]:
+    """A range with room for bins: one sample (lo == hi) gets a unit-wide range, as before."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return 0.0, 1.0
+    if hi > lo and np.isfinite(hi - lo) and (hi - lo) > 4 * np.spacing(max(abs(lo), abs(hi))):
+        return float(lo), float(hi)
+    return float(lo), float(lo) + max(1.0, abs(lo) * 1e-9)
+
+
+@dataclass
+class Picture:
+    """What a cloud draws for one visible range (see :func:`aggregate`).
+
+    ``counts`` (layers, bins_x, bins_y): samples per bin of each layer (the colour groups, then
+    the flagged samples, which leave their group's layer); ``layer_totals`` the samples of each
+    layer in view; ``points`` what is drawn one by one ("index", "x", "y", "layer", "score"):
+    every sample in view when ``all_points``, else the ``top_k`` highest-scoring flagged ones
+    (of ``n_candidates`` flagged in view; every sample in view counts as a candidate when
+    there are no flags)."""
+
+    extent: tuple
+    counts: np.ndarray
+    layer_totals: np.ndarray
+    n: int
+    n_finite: int
+    in_view: int
+    points: dict
+    all_points: bool
+    n_candidates: int
+    flagged_layer: int | None
+    bins: tuple = field(default=(0, 0))
+
+
+def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, flags=None, score=None,
+              top_k: int = 1000, max_points: int = 5000, report=None, block: int = BLOCK) -> Picture:
+    """Count the samples in ``rng`` = (x0, x1, y0, y1) (None: all finite ones) into ``bins``.
+
+    ``codes`` (int, 0 .. n_codes-1) is each sample's colour layer, ``flags`` (bool) moves a
+    sample to a layer of its own (index ``n_codes``), ``score`` orders which samples are drawn
+    as points. Samples whose x or y is NaN or infinite are in no bin."""
+    x, y = _col(x), _col(y)
+    codes, flags, score = _col(codes, np.int64), _col(flags, bool), _col(score)
+    rep = Reporter(report)
+    n = x.n
+    if rng is None:
+        x0, x1, y0, y1, n_finite = extent(x, y, report=Reporter(report).span(0.0, 0.3).report, block=block)
+        rep = rep.span(0.3, 1.0)
+        x0, x1 = padded(x0, x1)
+        y0, y1 = padded(y0, y1)
+    else:
+        x0, x1, y0, y1 = (float(v) for v in rng)
+        x0, x1 = padded(min(x0, x1), max(x0, x1))
+        y0, y1 = padded(min(y0, y1), max(y0, y1))
+        n_finite = -1
+    bx, by = int(bins[0]), int(bins[1])
+    n_layers = int(n_codes) + (1 if flags is not None else 0)
+    counts = np.zeros(n_layers * bx * by, dtype=np.int64)
+    finite = 0
+    kept: list | None = []   # every sample in view, while there are at most max_points
+    n_kept = 0
+    top = _Top(top_k)
+    n_cand = 0
+    for a, b in _blocks(n, block):
+        rep.report(a / max(n, 1), "binning the cloud")
+        xb, yb = x.read(a, b), y.read(a, b)
+        with np.errstate(invalid="ignore"):
+            view = (xb >= x0) & (xb <= x1) & (yb >= y0) & (yb <= y1)
+        if n_finite < 0:
+            finite += int(np.count_nonzero(np.isfinite(xb) & np.isfinite(yb)))
+        where = np.flatnonzero(view)
+        if where.size == 0:
+            continue
+        xs, ys = xb[where], yb[where]
+        layer = (codes.read(a, b)[where] if codes is not None else np.zeros(where.size, dtype=np.int64))
+        fl = flags.read(a, b)[where] if flags is not None else None
+        if fl is not None:
+            layer = np.where(fl, n_codes, layer)
+        cell = (layer * bx + bin_index(xs, x0, x1, bx)) * by + bin_index(ys, y0, y1, by)
+        counts += np.bincount(cell, minlength=counts.size)
+        sc = score.read(a, b)[where] if score is not None else None
+        if kept is not None:
+            n_kept += where.size
+            if n_kept <= max_points:
+                kept.append((where + a, xs, ys, layer, sc))
+            else:
+                kept = None
+        cand = np.flatnonzero(fl) if fl is not None else np.arange(where.size)
+        n_cand += cand.size
+        if cand.size:
+            top.add(where[cand] + a, _rank_key(None if sc is None else sc[cand], cand.size))
+    if n_finite < 0:
+        n_finite = finite
+    counts = counts.reshape(n_layers, bx, by)
+    if kept is not None:
+        points = _concat_points(kept)
+    else:
+        points = dict(zip(("index", "x", "y", "layer", "score"),
+                          _read_points(top.idx, x, y, codes, flags, n_codes, score, block)))
+    totals = counts.reshape(n_layers, -1).sum(axis=1)
+    return Picture(extent=(x0, x1, y0, y1), counts=counts, layer_totals=totals, n=n, n_finite=n_finite,
+                   in_view=int(totals.sum()), points=points, all_points=kept is not None, n_candidates=n_cand,
+                   flagged_layer=n_codes if flags is not None else None, bins=(bx, by))
+
+
+def _concat_points(kept: list) -> dict:
+    names = ("index", "x", "y", "layer", "score")
+    if not kept:
+        return {"index": np.zeros(0, dtype=np.int64), "x": np.zeros(0), "y": np.zeros(0),
+                "layer": np.zeros(0, dtype=np.int64), "score": None}
+    out = {}
+    for i, nm in enumerate(names):
+        parts = [k[i] for k in kept]
+        out[nm] = None if parts[0] is None else np.concatenate(parts)
+    out["index"] = out["index"].astype(np.int64)
+    return out
+
+
+def _read_points(idx, x, y, codes, flags, n_codes, score, block):
+    order = np.argsort(idx, kind="stable")   # read in row order, hand back best first
+    srt = idx[order]
+    xs, ys = take(x, srt, block=block), take(y, srt, block=block)
+    layer = take(codes, srt, block=block) if codes is not None else np.zeros(srt.size, dtype=np.int64)
+    if flags is not None:
+        layer = np.where(take(flags, srt, block=block), n_codes, layer)
+    sc = take(score, srt, block=block) if score is not None else None
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)
+    return (idx, xs[back], ys[back], np.asarray(layer, dtype=np.int64)[back],
+            None if sc is None else sc[back])
+
+
+def take(col, idx: np.ndarray, block: int = BLOCK) -> np.ndarray:
+    """Values of ``col`` at the sorted sample indices ``idx``, reading only the blocks that hold
+    some (a stored column is never read whole)."""
+    col = _col(col)
+    idx = np.asarray(idx, dtype=np.int64)
+    if isinstance(col.data, np.ndarray):
+        v = col.data[idx] if col.k is None else col.data[idx, col.k]
+        return np.asarray(v, dtype=col.dtype)
+    out = np.empty(idx.size, dtype=col.dtype)
+    if idx.size == 0:
+        return out
+    starts = np.searchsorted(idx, np.arange(0, col.n + block, block))
+    for j in np.flatnonzero(np.diff(starts)):
+        s, e = starts[j], starts[j + 1]
+        a, b = int(idx[s]), int(idx[e - 1]) + 1
+        out[s:e] = col.read(a, b)[idx[s:e] - a]
+    return out
+
+
+@dataclass
+class Chosen:
+    """A rectangle or lasso resolved: ``count`` samples inside, ``index`` (sorted) every one
+    of them when ``complete``, else the ``cap`` highest-scoring."""
+
+    count: int
+    index: np.ndarray
+    complete: bool
+
+
+def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int = BLOCK) -> Chosen:
+    """The samples inside ``region``: ("rect", (x0, y0, x1, y1)) or ("lasso", (m, 2) vertices)."""
+    x, y, score = _col(x), _col(y), _col(score)
+    kind, shape = region
+    if kind not in ("rect", "lasso"):
+        raise ValueError(f"a selection is a 'rect' or a 'lasso'; got {kind!r}")
+    rep = Reporter(report)
+    count, kept, top = 0, [], _Top(cap)
+    for a, b in _blocks(x.n, block):
+        rep.report(a / max(x.n, 1), "selecting")
+        xb, yb = x.read(a, b), y.read(a, b)
+        inside = geo.in_rect(xb, yb, *shape) if kind == "rect" else geo.in_polygon(xb, yb, shape)
+        if inside.size == 0:
+            continue
+        count += inside.size
+        if count <= cap:
+            kept.append(inside + a)
+        top.add(inside + a, _rank_key(None if score is None else score.read(a, b)[inside], inside.size))
+    if count <= cap:
+        idx = np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
+        return Chosen(count, idx.astype(np.int64), True)
+    return Chosen(count, np.sort(top.idx), False)
+
+
+def quantiles(col, qs, report=None, block: int = BLOCK) -> np.ndarray:
+    """``np.percentile`` of the finite values of ``col`` at ``qs`` (percent), without sorting
+    them: each wanted order statistic is found by histograms of narrower and narrower ranges
+    (a pass over the rows each, usually two or three) and finished with np.partition over the
+    few values left. NaN for every q when no value is finite."""
+    col = _col(col)
+    rep = Reporter(report)
+    qs = np.atleast_1d(np.asarray(qs, dtype=np.float64))
+    lo, hi, m = np.inf, -np.inf, 0
+    for a, b in _blocks(col.n, block):
+        rep.report(0.0, "score range")
+        v = col.read(a, b)
+        v = v[np.isfinite(v)]
+        if v.size:
+            m += v.size
+            lo, hi = min(lo, v.min()), max(hi, v.max())
+    if m == 0:
+        return np.full(qs.shape, np.nan)
+    pos = qs / 100.0 * (m - 1)
+    ranks = sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
+    stat = _order_stats(col, ranks, float(lo), float(hi), rep, block)
+    out = np.empty(qs.shape)
+    for i, p in enumerate(pos):
+        f = int(np.floor(p))
+        a, b, t = stat[f], stat[int(np.ceil(p))], p - f
+        out[i] = a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)   # numpy's own lerp
+    return out
+
+
+def _order_stats(col, ranks, lo, hi, rep, block) -> dict:
+    """rank -> value (0-based among the finite values sorted), for the wanted ranks."""
+    # Each unresolved rank has a cell: the values v with lo <= v < hi (<= hi when closed), and
+    # how many finite values lie below the cell.
+    cells = {r: (lo, hi, True, 0) for r in ranks}
+    found = {}
+    for _ in range(64):   # each pass narrows a cell 2048-fold or resolves it: far fewer suffice
+        todo = {}
+        for r, c in cells.items():
+            if r not in found:
+                todo.setdefault(c, []).append(r)
+        if not todo:
+            break
+        hist = {c: np.zeros(_Q_BINS, dtype=np.int64) for c in todo}
+        vals = {c: [] for c in todo}
+        sizes = {c: 0 for c in todo}
+        span = {c: [np.inf, -np.inf] for c in todo}
+        for a, b in _blocks(col.n, block):
+            rep.report(0.0, "score range")
+            v = col.read(a, b)
+            for c in todo:
+                clo, chi, closed, _ = c
+                with np.errstate(invalid="ignore"):
+                    inside = v[(v >= clo) & ((v <= chi) if closed else (v < chi))]
+                if inside.size == 0:
+                    continue
+                span[c][0] = min(span[c][0], inside.min())
+                span[c][1] = max(span[c][1], inside.max())
+                sizes[c] += inside.size
+                if sizes[c] <= _Q_COLLECT:
+                    vals[c].append(inside)
+                if clo < chi:
+                    hist[c] += np.bincount(bin_index(inside, clo, chi, _Q_BINS), minlength=_Q_BINS)
+        for c, rs in todo.items():
+            clo, chi, closed, below = c
+            if span[c][0] == span[c][1]:            # one value left (ties)
+                for r in rs:
+                    found[r] = float(span[c][0])
+                continue
+            if sizes[c] <= _Q_COLLECT:
+                v = np.concatenate(vals[c])
+                for r in rs:
+                    found[r] = float(np.partition(v, r - below)[r - below])
+                continue
+            edges = np.linspace(clo, chi, _Q_BINS + 1)
+            cum = np.cumsum(hist[c])
+            for r in rs:
+                j = int(np.searchsorted(cum, r - below, side="right"))
+                under = below + (int(cum[j - 1]) if j else 0)
+                last = j == _Q_BINS - 1
+                cells[r] = (float(edges[j]), float(edges[j + 1]), bool(closed and last), under)
+    return found
+
+
+def describe(pic: Picture, what: str = "samples", flagged: str = "flagged") -> str:
+    """The status line of a binned picture: what is in view, how it is drawn."""
+    bx, by = pic.bins
+    if pic.all_points:
+        text = f"{pic.in_view:,} of {pic.n:,} {what} in view, each drawn as a point"
+    else:
+        text = f"{pic.in_view:,} {what} in {bx} x {by} bins" + (f" (of {pic.n:,})" if pic.in_view != pic.n else "")
+        k = pic.points["index"].size
+        if pic.flagged_layer is not None:
+            text += f"; {pic.n_candidates:,} {flagged}: " + (
+                "all drawn as points" if k == pic.n_candidates else f"{k:,} highest drawn as points")
+        elif k:
+            text += f"; {k:,} highest drawn as points"
+    if pic.n_finite < pic.n and pic.n_finite >= 0:
+        text += f"; {pic.n - pic.n_finite:,} not finite, not drawn"
+    return text

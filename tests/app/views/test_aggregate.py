@@ -1,0 +1,205 @@
+"""The cloud's aggregation (app/views/_aggregate.py) against brute-force numpy: histogram2d for
+the bins, a full lexsort for the highest samples, np.percentile for the colour range, the
+geometry helpers over every point for selections."""
+import numpy as np
+import pytest
+
+from app.views import _aggregate as agg
+from app.views import _geometry as geo
+from robustcore._progress import Cancelled
+
+
+class Sliced:
+    """A column store that only slices (like Zarr) and remembers the largest read."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape = a.shape
+        self.largest = 0
+
+    def __getitem__(self, key):
+        rows = key[0] if isinstance(key, tuple) else key
+        assert isinstance(rows, slice), "read by slices only"
+        self.largest = max(self.largest, len(range(*rows.indices(self.shape[0]))))
+        return self.a[key]
+
+    def __array__(self, *_, **__):
+        raise AssertionError("the whole column was read")
+
+
+def _cloud(n=20_000, seed=0, bad=True):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n)
+    y = rng.normal(size=n) * 2
+    if bad and n > 10:
+        x[rng.choice(n, 50, replace=False)] = np.nan
+        y[rng.choice(n, 50, replace=False)] = np.inf
+        x[rng.choice(n, 5, replace=False)] = -np.inf
+    codes = rng.integers(0, 3, size=n)
+    flags = rng.random(n) < 0.05
+    score = np.round(rng.exponential(size=n), 1)      # many ties
+    score[rng.choice(n, min(n, 20), replace=False)] = np.nan
+    return x, y, codes, flags, score
+
+
+def _ref_counts(x, y, layer, n_layers, rng, bins):
+    out = np.zeros((n_layers, *bins))
+    for k in range(n_layers):
+        m = layer == k
+        out[k], _, _ = np.histogram2d(x[m], y[m], bins=bins, range=[rng[:2], rng[2:]])
+    return out
+
+
+def _ref_top(idx, score, k):
+    key = np.where(np.isnan(score[idx]), -np.inf, score[idx])
+    return idx[np.lexsort((idx, -key))][:k]
+
+
+@pytest.mark.parametrize("rng", [None, (-0.5, 0.7, -1.0, 3.0), "tiny"])
+def test_bins_layers_and_top_points_equal_brute_force(rng):
+    x, y, codes, flags, score = _cloud()
+    if rng == "tiny":   # narrower than one bin of the full view, around a few flagged samples
+        i = np.flatnonzero(flags & np.isfinite(x) & np.isfinite(y))[:3]
+        x[i[1:]], y[i[1:]] = x[i[0]] + 1e-9, y[i[0]]
+        rng = (x[i[0]] - 1e-8, x[i[0]] + 1e-8, y[i[0]] - 1e-8, y[i[0]] + 1e-8)
+    pic = agg.aggregate(x, y, rng=rng, bins=(37, 23), codes=codes, n_codes=3, flags=flags, score=score,
+                        top_k=25, max_points=0, block=1_000)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if rng is None:
+        rng = (x[ok].min(), x[ok].max(), y[ok].min(), y[ok].max())
+    assert pic.extent == pytest.approx(rng, rel=0, abs=0) or rng[1] - rng[0] < 1e-5
+    x0, x1, y0, y1 = pic.extent
+    layer = np.where(flags, 3, codes)
+    ref = _ref_counts(x, y, layer, 4, pic.extent, (37, 23))
+    np.testing.assert_array_equal(pic.counts, ref)
+    inview = np.flatnonzero(ok & (x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
+    assert pic.in_view == inview.size == pic.counts.sum()
+    np.testing.assert_array_equal(pic.layer_totals, np.bincount(layer[inview], minlength=4))
+    assert pic.n_finite == ok.sum() and pic.n == x.size
+    cand = inview[flags[inview]]
+    assert pic.n_candidates == cand.size
+    want = _ref_top(cand, score, 25)
+    np.testing.assert_array_equal(pic.points["index"], want)
+    np.testing.assert_array_equal(pic.points["x"], x[want])
+    np.testing.assert_array_equal(pic.points["layer"], 3)
+    assert cand.size and not pic.all_points
+
+
+def test_few_samples_in_view_are_all_points_exactly():
+    x, y, codes, flags, score = _cloud()
+    rng = (0.0, 0.05, 0.0, 0.1)
+    pic = agg.aggregate(x, y, rng=rng, codes=codes, n_codes=3, flags=flags, score=score, max_points=5000,
+                        block=777)
+    want = np.flatnonzero((x >= 0) & (x <= 0.05) & (y >= 0) & (y <= 0.1))
+    assert 0 < want.size <= 5000 and pic.all_points
+    np.testing.assert_array_equal(pic.points["index"], want)
+    np.testing.assert_array_equal(pic.points["y"], y[want])
+    np.testing.assert_array_equal(pic.points["layer"], np.where(flags, 3, codes)[want])
+    np.testing.assert_array_equal(pic.points["score"], score[want])
+    assert "each drawn as a point" in agg.describe(pic)
+
+
+def test_no_flags_ranks_every_sample_and_no_score_keeps_the_first():
+    x, y, codes, _, score = _cloud(bad=False)
+    pic = agg.aggregate(x, y, score=score, top_k=40, max_points=10)
+    np.testing.assert_array_equal(pic.points["index"], _ref_top(np.arange(x.size), score, 40))
+    pic = agg.aggregate(x, y, top_k=7, max_points=0)
+    np.testing.assert_array_equal(pic.points["index"], np.arange(7))
+
+
+def test_empty_range_single_sample_and_nothing_finite():
+    x, y, codes, flags, score = _cloud()
+    pic = agg.aggregate(x, y, rng=(100.0, 101.0, 100.0, 101.0), flags=flags, score=score, bins=(5, 5))
+    assert pic.in_view == 0 and pic.counts.sum() == 0 and pic.points["index"].size == 0
+    one = agg.aggregate(np.array([2.5]), np.array([-1.0]), bins=(4, 4))
+    assert one.in_view == 1 and one.all_points and one.points["index"].tolist() == [0]
+    ref, _, _ = np.histogram2d([2.5], [-1.0], bins=4, range=[one.extent[:2], one.extent[2:]])
+    np.testing.assert_array_equal(one.counts[0], ref)
+    none = agg.aggregate(np.array([np.nan, 1.0]), np.array([0.0, np.inf]))
+    assert none.in_view == 0 and none.n_finite == 0
+    assert "2 not finite" in agg.describe(none)
+
+
+def test_quantiles_equal_numpy_percentile_without_reading_whole():
+    rng = np.random.default_rng(5)
+    v = np.r_[rng.normal(size=300_000), np.full(50_000, 0.25), [np.nan, np.inf, -np.inf] * 10]
+    rng.shuffle(v)
+    store = Sliced(v)
+    qs = [0, 1, 37.5, 50, 99, 100]
+    got = agg.quantiles(store, qs, block=50_000)
+    fin = v[np.isfinite(v)]
+    np.testing.assert_allclose(got, np.percentile(fin, qs), rtol=0, atol=1e-12)
+    assert store.largest <= 50_000
+    # order statistics exactly, where no interpolation enters
+    srt = np.sort(fin)
+    for q in (0, 100):
+        assert agg.quantiles(v, [q])[0] == srt[0 if q == 0 else -1]
+    assert agg.quantiles(np.full(10, 3.0), [1, 99]).tolist() == [3.0, 3.0]
+    assert agg.quantiles(np.array([7.0]), [1, 99]).tolist() == [7.0, 7.0]
+    assert np.isnan(agg.quantiles(np.array([np.nan]), [50])).all()
+
+
+def test_rectangle_and_lasso_select_the_brute_force_sets_from_sliced_stores():
+    x, y, _, _, score = _cloud(50_000)
+    xs, ys = Sliced(np.c_[x, y]), Sliced(np.c_[x, y])
+    got = agg.select(agg.Column(xs, 0), agg.Column(ys, 1), ("rect", (0.5, 1.0, -0.2, -1.5)), block=4_000)
+    want = geo.in_rect(x, y, 0.5, 1.0, -0.2, -1.5)
+    assert got.complete and got.count == want.size
+    np.testing.assert_array_equal(got.index, want)
+    assert xs.largest <= 4_000
+    poly = np.array([[0, 0], [2, 0.5], [1.5, 3], [-1, 2], [0.3, 1.0]])
+    got = agg.select(x, y, ("lasso", poly), score=score, block=3_333)
+    np.testing.assert_array_equal(got.index, geo.in_polygon(x, y, poly))
+    capped = agg.select(x, y, ("lasso", poly), score=score, cap=100, block=3_333)
+    inside = geo.in_polygon(x, y, poly)
+    assert capped.count == inside.size and not capped.complete
+    np.testing.assert_array_equal(capped.index, np.sort(_ref_top(inside, score, 100)))
+    with pytest.raises(ValueError, match="rect"):
+        agg.select(x, y, ("circle", (0, 0, 1)))
+
+
+def test_stored_columns_are_read_by_blocks_and_points_taken_by_blocks():
+    x, y, codes, flags, score = _cloud(30_000)
+    proj = Sliced(np.c_[x, y])
+    sf, ss = Sliced(flags), Sliced(score)
+    pic = agg.aggregate(agg.Column(proj, 0), agg.Column(proj, 1), flags=sf, score=ss, top_k=60, max_points=0,
+                        block=2_500)
+    ref = agg.aggregate(x, y, flags=flags, score=score, top_k=60, max_points=0)
+    np.testing.assert_array_equal(pic.counts, ref.counts)
+    np.testing.assert_array_equal(pic.points["index"], ref.points["index"])
+    np.testing.assert_array_equal(pic.points["x"], ref.points["x"])
+    assert max(proj.largest, sf.largest, ss.largest) <= 2_500
+    idx = np.array([0, 5, 2_499, 2_500, 29_999])
+    np.testing.assert_array_equal(agg.take(agg.Column(proj, 1), idx, block=2_500), y[idx])
+
+
+def test_memmap_columns(tmp_path):
+    x, y, _, flags, score = _cloud(10_000)
+    mm = np.lib.format.open_memmap(tmp_path / "p.npy", mode="w+", dtype=np.float32, shape=(x.size, 2))
+    mm[:] = np.c_[x, y]
+    mm.flush()
+    pic = agg.aggregate(agg.Column(mm, 0), agg.Column(mm, 1), bins=(10, 10), max_points=0)
+    ok = np.isfinite(mm[:, 0]) & np.isfinite(mm[:, 1])
+    ref, _, _ = np.histogram2d(mm[ok, 0].astype(float), mm[ok, 1].astype(float), bins=10,
+                               range=[pic.extent[:2], pic.extent[2:]])
+    np.testing.assert_array_equal(pic.counts[0], ref)
+
+
+def test_a_cancel_between_blocks_stops_the_pass():
+    x, y, *_ = _cloud(10_000)
+    seen = []
+
+    def report(f, msg):
+        seen.append(f)
+        return len(seen) < 3
+
+    with pytest.raises(Cancelled):
+        agg.aggregate(x, y, report=report, block=1_000)
+    assert len(seen) == 3
+
+
+def test_describe_names_bins_and_flagged_points():
+    x, y, codes, flags, score = _cloud(bad=False)
+    pic = agg.aggregate(x, y, bins=(300, 300), flags=flags, score=score, top_k=500, max_points=100)
+    text = agg.describe(pic)
+    assert text.startswith(f"{x.size:,} samples in 300 x 300 bins; {int(flags.sum()):,} flagged: 500 highest")
