@@ -30,9 +30,11 @@ from . import _geometry as geo
 __all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
            "bin_index", "describe"]
 
-#: Rows per block: 200,000 float64 values are 1.6 MB, and one numpy pass over them takes
-#: 0.1-1 ms, so a block's dozen operations keep the GIL for a few ms at most.
-BLOCK = 200_000
+#: Rows per block: 100,000 float64 values are 0.8 MB, and one numpy pass over them takes
+#: 0.05-0.5 ms, so a block's dozen operations keep the GIL for a few ms at most (2,000,000
+#: rows at load 6: 25 ms between reports at 100,000 rows a block, 49 ms at 200,000, 122 ms at
+#: 400,000, for 0.36 / 0.44 / 0.52 s in all).
+BLOCK = 100_000
 # Bins of each refinement pass of :func:`quantiles`, and how many values of the cell holding a
 # wanted rank are kept to finish it with np.partition instead of another pass.
 _Q_BINS = 2048
@@ -85,27 +87,43 @@ def _rank_key(score: np.ndarray | None, n: int) -> np.ndarray:
 
 
 class _Top:
-    """The k highest (key, index) pairs seen so far, fed block by block with increasing indices."""
+    """The k highest (key, index) pairs of those added, fed block by block. Candidates are
+    buffered and cut back to k (O(size), no sort) whenever the buffer passes 2k, so each row
+    costs O(1) whatever k is; :meth:`index` sorts the k once at the end."""
 
     def __init__(self, k: int):
         self.k = int(k)
-        self.idx = np.zeros(0, dtype=np.int64)
-        self.key = np.zeros(0)
+        self._idx: list = []
+        self._key: list = []
+        self._size = 0
 
     def add(self, idx: np.ndarray, key: np.ndarray) -> None:
-        k = self.k
-        if k <= 0 or idx.size == 0:
+        if self.k <= 0 or idx.size == 0:
             return
-        if idx.size > k:   # keep this block's k best before merging: O(block), no sort
-            thr = np.partition(key, idx.size - k)[idx.size - k]
+        self._idx.append(idx)
+        self._key.append(key)
+        self._size += idx.size
+        if self._size > max(2 * self.k, 4 * BLOCK // 10):
+            self._cut()
+
+    def _cut(self) -> tuple[np.ndarray, np.ndarray]:
+        idx = np.concatenate(self._idx) if self._idx else np.zeros(0, dtype=np.int64)
+        key = np.concatenate(self._key) if self._key else np.zeros(0)
+        k = self.k
+        if idx.size > k:
+            thr = np.partition(key, idx.size - k)[idx.size - k]   # the k-th largest key
             keep = key > thr
-            ties = np.flatnonzero(key == thr)[:k - int(keep.sum())]   # smallest indices first
+            ties = np.flatnonzero(key == thr)
+            ties = ties[np.argsort(idx[ties], kind="stable")][:k - int(keep.sum())]   # smallest indices
             keep[ties] = True
             idx, key = idx[keep], key[keep]
-        idx = np.concatenate([self.idx, idx])
-        key = np.concatenate([self.key, key])
-        order = np.lexsort((idx, -key))[:k]
-        self.idx, self.key = idx[order], key[order]
+        self._idx, self._key, self._size = [idx], [key], idx.size
+        return idx, key
+
+    def index(self) -> np.ndarray:
+        """The kept indices, highest key first (ties: smaller index first)."""
+        idx, key = self._cut()
+        return idx[np.lexsort((idx, -key))].astype(np.int64)
 
 
 def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, float, int]:
@@ -143,7 +161,8 @@ class Picture:
 
     ``counts`` (layers, bins_x, bins_y): samples per bin of each layer (the colour groups, then
     the flagged samples, which leave their group's layer); ``layer_totals`` the samples of each
-    layer in view; ``points`` what is drawn one by one ("index", "x", "y", "layer", "score"):
+    layer in view; ``points`` what is drawn one by one ("index", "x", "y", "code", "flag",
+    "score"; "score" None without scores), best first unless ``all_points`` (then by index):
     every sample in view when ``all_points``, else the ``top_k`` highest-scoring flagged ones
     (of ``n_candidates`` flagged in view; every sample in view counts as a candidate when
     there are no flags)."""
@@ -201,17 +220,16 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
         if where.size == 0:
             continue
         xs, ys = xb[where], yb[where]
-        layer = (codes.read(a, b)[where] if codes is not None else np.zeros(where.size, dtype=np.int64))
+        code = (codes.read(a, b)[where] if codes is not None else np.zeros(where.size, dtype=np.int64))
         fl = flags.read(a, b)[where] if flags is not None else None
-        if fl is not None:
-            layer = np.where(fl, n_codes, layer)
+        layer = np.where(fl, n_codes, code) if fl is not None else code
         cell = (layer * bx + bin_index(xs, x0, x1, bx)) * by + bin_index(ys, y0, y1, by)
         counts += np.bincount(cell, minlength=counts.size)
         sc = score.read(a, b)[where] if score is not None else None
         if kept is not None:
             n_kept += where.size
             if n_kept <= max_points:
-                kept.append((where + a, xs, ys, layer, sc))
+                kept.append((where + a, xs, ys, code, fl if fl is not None else np.zeros(where.size, bool), sc))
             else:
                 kept = None
         cand = np.flatnonzero(fl) if fl is not None else np.arange(where.size)
@@ -224,39 +242,39 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     if kept is not None:
         points = _concat_points(kept)
     else:
-        points = dict(zip(("index", "x", "y", "layer", "score"),
-                          _read_points(top.idx, x, y, codes, flags, n_codes, score, block)))
+        points = dict(zip(_POINT_KEYS, _read_points(top.index(), x, y, codes, flags, score, block)))
     totals = counts.reshape(n_layers, -1).sum(axis=1)
     return Picture(extent=(x0, x1, y0, y1), counts=counts, layer_totals=totals, n=n, n_finite=n_finite,
                    in_view=int(totals.sum()), points=points, all_points=kept is not None, n_candidates=n_cand,
                    flagged_layer=n_codes if flags is not None else None, bins=(bx, by))
 
 
+_POINT_KEYS = ("index", "x", "y", "code", "flag", "score")
+
+
 def _concat_points(kept: list) -> dict:
-    names = ("index", "x", "y", "layer", "score")
     if not kept:
         return {"index": np.zeros(0, dtype=np.int64), "x": np.zeros(0), "y": np.zeros(0),
-                "layer": np.zeros(0, dtype=np.int64), "score": None}
+                "code": np.zeros(0, dtype=np.int64), "flag": np.zeros(0, dtype=bool), "score": None}
     out = {}
-    for i, nm in enumerate(names):
+    for i, nm in enumerate(_POINT_KEYS):
         parts = [k[i] for k in kept]
         out[nm] = None if parts[0] is None else np.concatenate(parts)
     out["index"] = out["index"].astype(np.int64)
     return out
 
 
-def _read_points(idx, x, y, codes, flags, n_codes, score, block):
+def _read_points(idx, x, y, codes, flags, score, block):
     order = np.argsort(idx, kind="stable")   # read in row order, hand back best first
     srt = idx[order]
-    xs, ys = take(x, srt, block=block), take(y, srt, block=block)
-    layer = take(codes, srt, block=block) if codes is not None else np.zeros(srt.size, dtype=np.int64)
-    if flags is not None:
-        layer = np.where(take(flags, srt, block=block), n_codes, layer)
-    sc = take(score, srt, block=block) if score is not None else None
     back = np.empty_like(order)
     back[order] = np.arange(order.size)
-    return (idx, xs[back], ys[back], np.asarray(layer, dtype=np.int64)[back],
-            None if sc is None else sc[back])
+
+    def at(col, default):
+        return take(col, srt, block=block)[back] if col is not None else default
+
+    return (idx, at(x, None), at(y, None), at(codes, np.zeros(idx.size, dtype=np.int64)),
+            at(flags, np.zeros(idx.size, dtype=bool)), at(score, None))
 
 
 def take(col, idx: np.ndarray, block: int = BLOCK) -> np.ndarray:
@@ -309,7 +327,7 @@ def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int
     if count <= cap:
         idx = np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
         return Chosen(count, idx.astype(np.int64), True)
-    return Chosen(count, np.sort(top.idx), False)
+    return Chosen(count, np.sort(top.index()), False)
 
 
 def quantiles(col, qs, report=None, block: int = BLOCK) -> np.ndarray:

@@ -4,7 +4,10 @@
 left-clicks into point picks; Shift adds to the selection, Ctrl (or Alt) subtracts, no modifier
 replaces. ``PointCloud`` draws the points as ONE ScatterPlotItem with shared brushes, the flagged
 points and the selection as two small overlay items, and finds the point under the mouse in
-screen pixels so a tooltip always belongs to the point drawn under the cursor.
+screen pixels so a tooltip always belongs to the point drawn under the cursor. Above
+:data:`POINTS_MAX` points (or when a view hands it a layered source) a cloud is binned off the GUI thread instead
+(:mod:`app.views._binned`): it then draws density layers and the points worth drawing, and a
+rectangle or lasso is resolved on a worker before it reaches the shared selection.
 """
 from __future__ import annotations
 
@@ -18,7 +21,8 @@ from PySide6.QtWidgets import QGraphicsPathItem, QToolTip
 
 from . import _geometry as geo
 from . import _style as st
-from ._density import DENSITY_POINTS, Density
+from ._binned import Binned, Source
+from ._density import Density
 from ._turns import next_turn
 
 TOOLS = ("rect", "lasso", "pan")
@@ -32,13 +36,22 @@ CHUNK_POINTS = 10_000
 # Colour groups drawn per turn (a score colouring has up to 64): making and filling 52 items in
 # one turn took 17-27 ms for the escalator demo's 3,000 frames.
 CHUNK_ITEMS = 16
-# Clouds with parts still to draw: an export draws them first (finish_pending_drawings).
+# set_points draws up to this many points one by one, as it always did (the ranking and contour
+# views hand it brushes, one per point); beyond, it bins them in one colour. The scatter and the
+# outlier map bin from DENSITY_POINTS up, with their colours as layers (set_source).
+POINTS_MAX = 200_000
+# Clouds with parts still to draw, and binned clouds: an export draws them first
+# (finish_pending_drawings).
 _DRAWING: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
+_BINNED: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
+#: The colour of the flagged samples' own density layer (beyond a few tens of thousands).
+FLAGGED_LAYER_COLOR = "#C0143C"
 
 
 def finish_pending_drawings() -> None:
-    """Draw now every part of every cloud still waiting for its turn (before an export)."""
-    for cloud in list(_DRAWING):
+    """Draw now every part of every cloud still waiting for its turn, and every binned picture
+    still to come (before an export)."""
+    for cloud in {*_DRAWING, *_BINNED}:
         cloud.finish_drawing()
 
 
@@ -166,6 +179,7 @@ class PointCloud(QObject):
     """
 
     sigHovered = Signal(int)  # sample index under the mouse, -1 when none
+    sigFailed = Signal(str)   # a binned picture could not be made (the one-line reason)
 
     def __init__(self, plot: pg.PlotItem, state, size: float = 6.0, parent=None):
         super().__init__(parent)
@@ -178,6 +192,7 @@ class PointCloud(QObject):
         self.sample_index = np.zeros(0, dtype=np.int64)
         self.codes = np.zeros(0, dtype=np.int64)   # colour group of each point
         self.table = [st.brush(st.category_color(0))]  # brush of each group
+        self._zrank = [0]                                # drawing rank of each group (_z_ranks)
         self.sizes = None
         self.flags = None
         self.hovered = -1
@@ -196,7 +211,9 @@ class PointCloud(QObject):
         self.sel_item.setZValue(10)
         for it in (self.flag_item, self.sel_item):
             plot.addItem(it)
-        self.density = Density(plot)   # used instead of dots above DENSITY_POINTS samples
+        self.density = Density(plot)   # the layers of a binned cloud
+        self.binned = Binned(self)
+        self._plain = None   # (x, y) of a large cloud set with set_points (binned, one colour)
         if isinstance(self.vb, SelectViewBox):
             self.vb.sigRegion.connect(self._on_region)
             self.vb.sigPick.connect(self._on_pick)
@@ -212,7 +229,15 @@ class PointCloud(QObject):
 
     # -- data -----------------------------------------------------------------------------
     def set_points(self, x, y, brushes=None, sizes=None, sample_index=None, flags=None) -> None:
-        """Draw points (x, y); ``brushes`` one shared QBrush per point (or None: one colour)."""
+        """Draw points (x, y); ``brushes`` one shared QBrush per point (or None: one colour).
+
+        More than POINTS_MAX are binned (in one colour: see :meth:`set_source` for layers)."""
+        if len(x) > POINTS_MAX and sample_index is None:
+            fl = flags
+            self.set_source(Source(make=lambda: {"x": x, "y": y, "flags": fl}, n=len(x)))
+            self._plain = (x, y)
+            return
+        self._leave_binned()
         x = np.asarray(x, dtype=np.float64)
         y = np.asarray(y, dtype=np.float64)
         self.x, self.y = x, y
@@ -225,11 +250,87 @@ class PointCloud(QObject):
         self.show_selection(self.state.selection)
         self._connect_scene()
 
+    def set_source(self, source: Source) -> None:
+        """Draw a large cloud binned (see :mod:`app.views._binned`): the picture comes on a
+        later turn, from a worker; zooming re-bins what is on screen."""
+        self._plain = None
+        self._pending = []
+        _DRAWING.discard(self)
+        self._show_points(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64), None, None)
+        self.flags = None
+        self.flag_item.setData(x=[], y=[])
+        self.sel_item.setData(x=[], y=[])
+        self.density.hide()
+        _BINNED.add(self)
+        self.binned.start(source)
+        self._connect_scene()
+
+    def _leave_binned(self) -> None:
+        if self.binned.active:
+            self.binned.stop()
+            self.density.hide()
+        self._plain = None
+        _BINNED.discard(self)
+
+    def draw_picture(self, pic, levels) -> None:
+        """Draw a binned picture (called by :class:`Binned` when it arrives): the density
+        layers, and the points worth drawing."""
+        src = self.binned.source
+        colors = list(src.colors) + ([FLAGGED_LAYER_COLOR] if pic.flagged_layer is not None else [])
+        # Every flagged sample a point: no layer of their own beneath them.
+        unseen = ((pic.flagged_layer,) if pic.flagged_layer is not None
+                  and pic.n_candidates <= len(pic.points["index"]) else ())
+        if pic.all_points:
+            self.density.hide()
+        else:
+            self.density.show(pic.counts, pic.extent, colors, unseen)
+        P = pic.points
+        if src.by_score and levels is not None and P["score"] is not None:
+            lv, _ = st.value_levels(P["score"], *levels)
+            brushes = list(np.array(st.level_brushes(), dtype=object)[lv])
+        elif len(src.colors) > 1:
+            table = np.array([st.brush(c) for c in src.colors], dtype=object)
+            brushes = list(table[P["code"]])
+        else:
+            brushes = None
+        flags = P["flag"] if pic.flagged_layer is not None else None
+        if pic.all_points or flags is None or src.by_score:
+            # every sample in view (or the highest scores, in their score colours): flagged ringed
+            self._show_points(P["x"], P["y"], P["index"], brushes, flags, filled=False)
+        else:   # the highest-scoring flagged: filled points over the layers, nothing else
+            self._show_points(P["x"], P["y"], P["index"], brushes, flags, groups=False)
+        self.binned.mark(self.state.selection)
+
+    def _show_points(self, x, y, index, brushes, flags, groups: bool = True, filled: bool = True) -> None:
+        self.x = np.asarray(x, dtype=np.float64)
+        self.y = np.asarray(y, dtype=np.float64)
+        self.sample_index = np.asarray(index, dtype=np.int64)
+        self.sizes = None
+        self._group(brushes)
+        if groups:
+            self._draw()
+        else:
+            self._pending = []
+            for it in self.groups:
+                it.setData(x=[], y=[])
+        self._set_flag_points(flags, filled=filled and not groups)
+
+    def frame(self, pic) -> None:
+        """Frame the view on a binned cloud's first picture (views may replace this)."""
+        x0, x1, y0, y1 = pic.extent
+        self.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0.02)
+
+    def binned_failed(self, message: str) -> None:
+        self.density.hide()
+        self.hover_text = ""
+        self.sigFailed.emit(message)
+
     def _group(self, brushes) -> None:
         n = self.x.size
         if brushes is None:
             self.codes = np.zeros(n, dtype=np.int64)
             self.table = [st.brush(st.category_color(0))]
+            self._zrank = [0]
             return
         brushes = list(brushes)
         if len(brushes) != n:
@@ -245,15 +346,10 @@ class PointCloud(QObject):
         rank[order] = np.arange(len(order))
         self.table = [self.table[i] for i in order]
         self.codes = rank[self.codes]
+        self._zrank = _z_ranks(self.table, np.bincount(self.codes, minlength=len(self.table)))
 
     def _draw(self) -> None:
         self._pending = []
-        if self.x.size > DENSITY_POINTS:
-            for it in self.groups:
-                it.setData(x=[], y=[])
-            self.density.show(self.x, self.y)
-            return
-        self.density.hide()
         n, k = self.x.size, len(self.table)
         order = np.argsort(self.codes, kind="stable")
         bounds = np.searchsorted(self.codes[order], np.arange(k + 1))
@@ -293,7 +389,6 @@ class PointCloud(QObject):
         it = self._items.get((part, group))
         if it is None:
             it = GroupScatter(pxMode=True, size=self.size, pen=None, symbol="o")
-            it.setZValue(1 + group * 1e-3 + part * 1e-6)   # higher colour groups on top
             self.plot.addItem(it)
             self.groups.append(it)
             self._items[(part, group)] = it
@@ -305,6 +400,7 @@ class PointCloud(QObject):
                 continue
             size = self.size if self.sizes is None else self.sizes[sel]
             it = self._item(part, g)
+            it.setZValue(1 + self._zrank[g] * 1e-3 + part * 1e-6)   # see _z_ranks
             it.setData(x=self.x[sel], y=self.y[sel], brush=self.table[g], pen=None, size=size)
             it.setVisible(True)
 
@@ -318,11 +414,15 @@ class PointCloud(QObject):
             _DRAWING.discard(self)
 
     def drawing(self) -> bool:
-        """Whether parts of the points are still to be drawn (on coming turns of the event loop)."""
-        return bool(self._pending)
+        """Whether parts of the points are still to be drawn (on coming turns of the event loop),
+        or a binned picture is still to come."""
+        return bool(self._pending) or self.binned.busy()
 
     def finish_drawing(self) -> None:
-        """Draw the parts still pending now (before an export or a count)."""
+        """Draw the parts still pending now (before an export or a count); a binned picture
+        still to come is made in this thread."""
+        if self.binned.busy():
+            self.binned.finish()
         drew = bool(self._pending)
         while self._pending:
             self._draw_batch(self._pending.pop(0))
@@ -345,26 +445,40 @@ class PointCloud(QObject):
         return int(sum(it.getData()[0].size for it in self.groups if it.isVisible()))
 
     def set_brushes(self, brushes) -> None:
-        """Recolour every point at once (one shared brush per point)."""
+        """Recolour every point at once (one shared brush per point; a binned cloud set with
+        set_points keeps its one colour)."""
+        if self.binned.active:
+            return
         self._group(brushes)
         self._draw()
 
     def set_sizes(self, sizes) -> None:
+        if self.binned.active:
+            return
         self.sizes = None if sizes is None or np.isscalar(sizes) else np.asarray(sizes, dtype=float)
         self._draw()
 
     def set_flags(self, flags) -> None:
+        if self._plain is not None:   # binned from set_points: bin again with these flags
+            self.set_points(*self._plain, flags=flags)
+            return
+        if self.binned.active:
+            return
+        self._set_flag_points(flags)
+
+    def _set_flag_points(self, flags, filled: bool = False) -> None:
         self.flags = None if flags is None else np.asarray(flags, dtype=bool)
         if self.flags is None or self.flags.size != self.x.size:
             self.flag_item.setData(x=[], y=[])
             return
         # Over a density image the flagged samples are the points: filled, so none hides in a bin.
-        dense = self.density.active
+        dense = filled
         self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags], size=4 if dense else self.size + 5,
                                brush=st.brush(st.FLAG_COLOR) if dense else None,
                                pen=None if dense else st.pen(st.FLAG_COLOR, 1.3))
 
     def clear(self) -> None:
+        self._leave_binned()
         self._pending = []
         self.x = np.zeros(0)
         self.y = np.zeros(0)
@@ -379,15 +493,26 @@ class PointCloud(QObject):
         return np.flatnonzero(np.isin(self.sample_index, self.state.selection))
 
     def show_selection(self, _sel=None) -> None:
+        if self.binned.active:
+            self.binned.mark(self.state.selection)
+            return
         pts = self.selected_points()
         self.sel_item.setData(x=self.x[pts], y=self.y[pts])
 
-    def select_rect(self, x0, y0, x1, y1, mode="replace") -> np.ndarray:
+    def select_rect(self, x0, y0, x1, y1, mode="replace") -> np.ndarray | None:
+        """Select the samples in a rectangle; returns them (None when binned: the worker sets
+        the selection later, see Binned.select)."""
+        if self.binned.active:
+            self.binned.select(("rect", (x0, y0, x1, y1)), mode)
+            return None
         idx = self.sample_index[geo.in_rect(self.x, self.y, x0, y0, x1, y1)]
         self.state.set_selection(idx, mode)
         return idx
 
-    def select_polygon(self, poly, mode="replace") -> np.ndarray:
+    def select_polygon(self, poly, mode="replace") -> np.ndarray | None:
+        if self.binned.active:
+            self.binned.select(("lasso", np.asarray(poly, dtype=np.float64)), mode)
+            return None
         idx = self.sample_index[geo.in_polygon(self.x, self.y, poly)]
         self.state.set_selection(idx, mode)
         return idx
@@ -443,3 +568,16 @@ def _palette_order(table) -> list[int]:
     for i, b in enumerate(st.level_brushes()):
         known[id(b)] = (1, i)
     return sorted(range(len(table)), key=lambda j: known.get(id(table[j]), (2, j)))
+
+
+def _z_ranks(table, sizes) -> list[int]:
+    """Drawing rank of each colour group (higher on top): categories by size, the smallest on
+    top (a rare class is never buried under a common one: w8a's 1,479 known outliers vanished
+    under 48,270 inliers); score levels in level order (the highest scores on top)."""
+    cats = {id(st.brush(c)) for c in st.CATEGORY_COLORS} | {id(st.brush(st.NEUTRAL))}
+    if all(id(b) in cats for b in table):
+        order = np.argsort(-np.asarray(sizes), kind="stable")
+        rank = np.empty(len(table), dtype=np.int64)
+        rank[order] = np.arange(len(table))
+        return rank.tolist()
+    return list(range(len(table)))

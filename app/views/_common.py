@@ -92,7 +92,7 @@ def describe_sample(dataset, i: int, result=None, flags=None) -> str:
             parts.append("known outlier")
     if result is not None:
         for name, s in result.sample_scores.items():
-            parts.append(f"{name} {fmt(np.asarray(s)[i])}")
+            parts.append(f"{name} {fmt(s[i])}")   # one row: a stored score is not read whole
     if flags is not None and flags[i]:
         parts.append("flagged")
     return " · ".join(parts)

@@ -1,71 +1,104 @@
-"""Many points drawn honestly: a 2-D histogram (counts per screen bin, log colour scale) instead
-of a million overlapping dots, with the flagged samples drawn on top as points.
+"""Many points drawn honestly: counts per screen bin instead of a million overlapping dots, one
+image per colour layer, with the flagged samples drawn on top as points.
 
-Above :data:`DENSITY_POINTS` samples a scatter's individual dots cost seconds to paint and hide
-each other; a random subsample would be quick but drops exactly the rare points (outliers) a
-user looks for. The histogram keeps every sample (its counts sum to the number of finite
-points), and the flagged ones are never binned away: :class:`PointCloud` draws them as filled
-points above the image.
+Above :data:`DENSITY_POINTS` samples a scatter's individual dots cost more GUI time than a
+frame has and hide each other; a random subsample would be quick but drops exactly the rare
+points (outliers) a user looks for. The counts keep every sample in view (they sum to the
+samples in view), and the flagged ones are never binned away: beyond a few tens of thousands
+they get a density layer of their own colour and their highest scores are drawn as points.
+The counts are made off the GUI thread (:mod:`app.views._aggregate`, :mod:`app.views._binned`);
+this module only turns them into images.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor
 
 from . import _style as st
 
 __all__ = ["DENSITY_POINTS", "DENSITY_BINS", "Density"]
 
-#: Above this many points a scatter draws a density image instead of dots.
-DENSITY_POINTS = 200_000
-#: Bins along each axis of the density image.
+#: Above this many samples a cloud is binned off the GUI thread instead of drawn point by point.
+#: Measured (benchmarks/results_views.md, offscreen, load 4.2): the point path cost the GUI thread
+#: 44 + 35 ms (set and draw + paint) at 20,000 points, 89 + 48 at 50,000, 164 + 77 at 100,000
+#: and 364 + 107 at 200,000, growing with n; the binned path costs a fixed few ms per picture.
+#: 50,000 keeps every data set up to w8a's size (49,749) as points, as before.
+DENSITY_POINTS = 50_000
+#: Bins along each axis when the plot has no size yet (an export before the view is shown).
 DENSITY_BINS = 300
+# Screen pixels per bin along each axis, and the bounds of the grid.
+_PX_PER_BIN = 2.5
+_BINS_RANGE = (32, 480)
+
+
+def bins_for(vb) -> tuple[int, int]:
+    """A grid sized by the screen: about one bin per 2.5 pixels of the plot."""
+    w, h = vb.width(), vb.height()
+    if not (w > 10 and h > 10):
+        return DENSITY_BINS, DENSITY_BINS
+    lo, hi = _BINS_RANGE
+    return (int(np.clip(round(w / _PX_PER_BIN), lo, hi)), int(np.clip(round(h / _PX_PER_BIN), lo, hi)))
 
 
 class Density:
-    """The density image of one plot; ``counts`` (bins_x, bins_y) and ``extent`` (x0, x1, y0, y1)
-    are what is drawn, ``n_binned`` how many samples the image holds."""
+    """The density images of one plot. ``counts`` (bins_x, bins_y) are the samples per bin of all
+    layers together, ``extent`` (x0, x1, y0, y1) the range they cover, ``n_binned`` how many
+    samples they hold, ``layers`` the layers drawn (index, colour or None for the colour map,
+    samples), bottom to top."""
 
     def __init__(self, plot: pg.PlotItem, bins: int = DENSITY_BINS):
         self.plot = plot
         self.bins = int(bins)
-        self.image = pg.ImageItem(axisOrder="col-major")
-        self.image.setZValue(0.5)   # under the flagged points and the selection
-        self.image.setVisible(False)
-        plot.addItem(self.image)
+        self.images: list[pg.ImageItem] = []
         self.counts = np.zeros((0, 0), dtype=np.int64)
         self.extent = (0.0, 1.0, 0.0, 1.0)
         self.n_binned = 0
+        self.layers: list = []
         self.cmap = st.colormap()
+        self._active = False
 
     @property
     def active(self) -> bool:
-        return self.image.isVisible()
+        return self._active
 
-    def show(self, x: np.ndarray, y: np.ndarray) -> None:
-        ok = np.isfinite(x) & np.isfinite(y)
-        xs, ys = x[ok], y[ok]
-        if xs.size == 0:
-            self.hide()
-            return
-        x0, x1 = float(xs.min()), float(xs.max())
-        y0, y1 = float(ys.min()), float(ys.max())
-        x1 = x1 if x1 > x0 else x0 + 1.0
-        y1 = y1 if y1 > y0 else y0 + 1.0
-        counts, _, _ = np.histogram2d(xs, ys, bins=self.bins, range=[[x0, x1], [y0, y1]])
-        self.counts = counts.astype(np.int64)
-        self.extent = (x0, x1, y0, y1)
+    def _image(self, i: int) -> pg.ImageItem:
+        while len(self.images) <= i:
+            im = pg.ImageItem(axisOrder="col-major")
+            im.setVisible(False)
+            self.plot.addItem(im)
+            self.images.append(im)
+        return self.images[i]
+
+    def show(self, counts: np.ndarray, extent, colors, unseen=()) -> None:
+        """Draw layered ``counts`` (layers, bx, by) over ``extent``; ``colors[k]`` is layer k's
+        colour, None for the sequential colour map (with one layer, the counts' colour bar).
+        Larger layers are drawn first, so rare classes and flagged samples lie on top; empty
+        bins are transparent. Layers in ``unseen`` are counted but not drawn (their samples are
+        all drawn as points)."""
+        counts = np.asarray(counts)
+        self.counts = counts.sum(axis=0)
+        self.extent = tuple(float(v) for v in extent)
         self.n_binned = int(self.counts.sum())
-        # Log colour scale: a bin of 1 sample is still visible beside one of 10^5; empty bins
-        # are transparent so the plot's background shows where there are no samples.
-        top = max(1.0, np.log10(self.counts.max()) if self.counts.size else 1.0)
-        lut = self.cmap.getLookupTable(0.0, 1.0, 256, alpha=True)
-        lut[0, 3] = 0
-        level = np.where(self.counts > 0, 1.0 + np.log10(np.maximum(self.counts, 1)) / top * 254.0, 0.0)
-        self.image.setImage(level.astype(np.float32), levels=(0.0, 255.0), lut=lut, autoLevels=False)
-        self.image.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
-        self.image.setVisible(True)
+        totals = counts.reshape(counts.shape[0], -1).sum(axis=1)
+        order = [int(k) for k in np.argsort(-totals, kind="stable") if totals[k] > 0 and k not in unseen]
+        top = max(1.0, float(np.log10(max(int(counts.max(initial=1)), 1))))
+        x0, x1, y0, y1 = self.extent
+        self.layers = []
+        for j, k in enumerate(order):
+            im = self._image(j)
+            c = counts[k]
+            # Log scale: a bin of 1 sample is still visible beside one of 10^5.
+            level = np.where(c > 0, 1.0 + np.log10(np.maximum(c, 1)) / top * 254.0, 0.0).astype(np.float32)
+            im.setImage(level, levels=(0.0, 255.0), lut=_lut(colors[k], self.cmap), autoLevels=False)
+            im.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+            im.setZValue(0.5 + 1e-3 * j)   # under the points and the selection
+            im.setVisible(True)
+            self.layers.append((k, colors[k], int(totals[k])))
+        for im in self.images[len(order):]:
+            im.setVisible(False)
+        self._active = True
 
     def log_range(self) -> tuple[float, float]:
         """(0, log10 of the fullest bin): what the colour bar spans."""
@@ -73,6 +106,23 @@ class Density:
         return 0.0, max(1.0, float(np.log10(max(top, 1))))
 
     def hide(self) -> None:
-        self.image.setVisible(False)
+        for im in self.images:
+            im.setVisible(False)
         self.counts = np.zeros((0, 0), dtype=np.int64)
         self.n_binned = 0
+        self.layers = []
+        self._active = False
+
+
+def _lut(color, cmap) -> np.ndarray:
+    """256 RGBA entries: 0 transparent; the colour map, or ``color`` from light to full."""
+    if color is None:
+        lut = cmap.getLookupTable(0.0, 1.0, 256, alpha=True)
+    else:
+        q = QColor(color)
+        lut = np.empty((256, 4), dtype=np.uint8)
+        lut[:, :3] = (q.red(), q.green(), q.blue())
+        # Even a one-sample bin is clearly there; the fullest is opaque.
+        lut[:, 3] = np.linspace(110, 255, 256).astype(np.uint8)
+    lut[0, 3] = 0
+    return lut

@@ -28,16 +28,20 @@ def has_subspace(result) -> bool:
 
 def subspace(result) -> dict | None:
     """``{"components" (r, d), "mean" (d,), "projection" (n, r), "source"}`` of a subspace
-    result, ``source`` naming where the subspace comes from (the registry's declaration)."""
+    result, ``source`` naming where the subspace comes from (the registry's declaration).
+    ``projection`` is numpy, or rows on disk (StoredRows) for a result too large for memory."""
     if not has_subspace(result):
         return None
     proj = result.arrays.get("projection")
     if proj is None:
         raise ValueError(f"result {result.method!r} has components but no projection")
-    proj = np.asarray(proj)   # an out-of-core result may hold it in a Zarr store
+    if len(getattr(proj, "shape", ())) != 2:
+        proj = np.asarray(proj)
+        proj = proj.reshape(proj.shape[0], -1)
+    # else kept as it is: an out-of-core result's may be on disk (StoredRows), read by blocks
     s = result.subspace
     m = METHODS.get(result.method)
-    return {"components": s.components, "mean": s.mean, "projection": proj.reshape(proj.shape[0], -1),
+    return {"components": s.components, "mean": s.mean, "projection": proj,
             "source": s.source or (m.subspace if m is not None and m.subspace else result.method)}
 
 

@@ -1,14 +1,21 @@
 """Scatter projection: samples on two axes of a fitted subspace (or on their scores), coloured by
-label, by ground truth or by a score, sized by a score, flagged points ringed, selection shown."""
+label, by ground truth or by a score, sized by a score, flagged points ringed, selection shown.
+
+Above DENSITY_POINTS samples the cloud is binned off the GUI thread (app/views/_binned.py): one
+density layer per colour (rare ones on top), the flagged samples a layer of their own beyond a
+few tens of thousands with their highest scores as points, the status saying what is shown."""
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtWidgets import QButtonGroup, QToolButton
 
+from . import _aggregate as agg
 from . import _derived as der
 from . import _style as st
-from ._cloud import PointCloud, new_plot
+from ._binned import Source
+from ._cloud import FLAGGED_LAYER_COLOR, PointCloud, new_plot
+from ._density import DENSITY_POINTS
 from ._common import Choice, describe_sample, label_codes, labelled, title_of
 from .base import BaseView
 
@@ -46,6 +53,9 @@ class ScatterView(BaseView):
         self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
         self.cloud = PointCloud(self.plot, state, size=6)
         self.cloud.sigHovered.connect(self._on_hover)
+        self.cloud.binned.drawn.connect(self._on_picture)
+        self.cloud.binned.chosen.connect(lambda _c: self._update_status())
+        self.cloud.sigFailed.connect(lambda why: self.set_status(f"The scatter could not be binned: {why}"))
         self.colorbar = None   # the bar in the figure (None: none shown)
         # The one bar this view uses, made with the view (10-15 ms, when the window is idle)
         # rather than in the turn a result is drawn; see _add_colorbar.
@@ -59,6 +69,8 @@ class ScatterView(BaseView):
         self._flags = None
         self._flag_rule = ""
         self._legend_entries = []
+        self._layer_names = []     # binned: the name of each colour layer
+        self._score_name = None    # binned: the score the points are coloured by
 
     # -- controls -------------------------------------------------------------------------
     def set_tool(self, tool: str) -> None:
@@ -103,11 +115,25 @@ class ScatterView(BaseView):
         self.redraw()
 
     # -- drawing --------------------------------------------------------------------------
-    def _axis_values(self, key, res, sub):
+    def _axis_values(self, key, res, sub, column=False):
+        """(values, axis label); ``column``: as a column read by blocks (nothing read now)."""
         kind, k = key
         if kind == "comp":
-            return sub["projection"][:, k], f"component {k + 1} ({sub['source']})"
-        return np.asarray(res.sample_scores[k], dtype=float), k
+            label = f"component {k + 1} ({sub['source']})"
+            return (agg.Column(sub["projection"], k) if column else sub["projection"][:, k]), label
+        return (res.sample_scores[k] if column else np.asarray(res.sample_scores[k], dtype=float)), k
+
+    def _flag_source(self):
+        """(per-row flags as stored, unread; what they mean) of the ring chooser's choice."""
+        res, ds = self.result(), self.state.dataset
+        kind, k = self.flag_box.key() or ("none", None)
+        if kind == "outlier":
+            return (res.flags["outlier"], der.outlier_rule(res)) if "outlier" in res.flags else (None, "")
+        if kind == "flag":
+            return res.flags[k], k
+        if kind == "truth":
+            return ds.outliers, "known outlier"
+        return None, ""
 
     def current_flags(self):
         res, ds = self.result(), self.state.dataset
@@ -126,6 +152,8 @@ class ScatterView(BaseView):
         if res is None or ds is None or self.x_box.key() is None:
             return
         sub = der.subspace(res)
+        if ds.n_samples > DENSITY_POINTS:
+            return self._redraw_binned(res, ds, sub)
         x, xl = self._axis_values(self.x_box.key(), res, sub)
         y, yl = self._axis_values(self.y_box.key(), res, sub)
         brushes, legend = self._brushes(res, ds)
@@ -134,15 +162,8 @@ class ScatterView(BaseView):
         self._flags, self._flag_rule, self._legend_entries = flags, flag_rule, legend
         self.cloud.describe = lambda i: describe_sample(ds, i, res, flags)
         self.cloud.set_points(x, y, brushes=brushes, sizes=sizes, flags=flags)
-        dense = self.cloud.density.active
-        if dense:   # colours and sizes cannot show in a density image
-            self._remove_colorbar()
-            self._legend_entries = []
-            self._add_colorbar("samples per bin (log10)", *self.cloud.density.log_range())
-        for box in (self.color_box, self.size_box):
-            box.setEnabled(not dense)
-            box.setToolTip("Too many points to colour or size one by one: they are drawn as a density "
-                           "image (flagged samples as points on top)" if dense else "")
+        self.size_box.setEnabled(True)
+        self.size_box.setToolTip("")
         st.style_plot(self.plot, title=f"{title_of(res.method)} — {ds.name}", left=yl, bottom=xl)
         self.drawn = res
         self._fill_legend()
@@ -150,6 +171,63 @@ class ScatterView(BaseView):
         # Now, not at the next paint: a figure exported before the view is painted (the CLI, a
         # hidden tab) must frame the points drawn, not the previous range.
         self.plot.getViewBox().updateAutoRange()
+        self._update_status()
+
+    def _redraw_binned(self, res, ds, sub):
+        """The large cloud: its columns and colours handed to the cloud, unread; the legend,
+        colour bar and status follow when the picture comes (_on_picture)."""
+        x, xl = self._axis_values(self.x_box.key(), res, sub, column=True)
+        y, yl = self._axis_values(self.y_box.key(), res, sub, column=True)
+        flags, rule = self._flag_source()
+        kind, k = self.color_box.key() or ("none", None)
+        score = res.sample_scores.get(res.primary_score) if res.primary_score else None
+        self._remove_colorbar()
+        if kind == "label":
+            classes = [str(c) for c in (ds.class_names or [])]   # label_codes' classes, in order
+
+            def codes():   # on the worker: no label goes to the neutral layer after the classes
+                c, _ = label_codes(ds)
+                return np.where(c < 0, len(classes), c)
+            colors = [st.category_color(i) for i in range(len(classes))] + [st.NEUTRAL]
+            names = classes + ["no label"]
+        elif kind == "truth":
+            def codes():
+                return np.asarray(ds.outliers, dtype=np.int64)
+            colors = [st.category_color(0), st.category_color(1)]
+            names = ["inlier", "known outlier"]
+        else:
+            codes, names = None, []
+            colors = [st.NEUTRAL] if kind == "score" else [None]
+        if kind == "score":
+            score = res.sample_scores[k]
+
+        def make():
+            return {"x": x, "y": y, "codes": None if codes is None else codes(), "flags": flags, "score": score}
+
+        self._flags, self._flag_rule = flags, rule
+        self._layer_names = names
+        self._score_name = k if kind == "score" else None
+        self._legend_entries = []
+        self.cloud.describe = lambda i: describe_sample(ds, i, res, flags)
+        self.cloud.set_source(Source(make=make, n=ds.n_samples, colors=colors, by_score=kind == "score"))
+        self.size_box.setEnabled(False)
+        self.size_box.setToolTip("Too many samples to size one by one: they are binned")
+        st.style_plot(self.plot, title=f"{title_of(res.method)} — {ds.name}", left=yl, bottom=xl)
+        self.drawn = res
+        self._fill_legend()
+        self._update_status()
+
+    def _on_picture(self, pic, levels):
+        """A binned picture was drawn: legend, colour bar and status say what it shows."""
+        self._remove_colorbar()
+        if self._score_name is not None and levels is not None:
+            self._add_colorbar(self._score_name, *levels)
+        elif self.cloud.density.active and self.cloud.binned.source.colors == [None]:
+            self._add_colorbar("samples per bin (log10)", *self.cloud.density.log_range())
+        self._legend_entries = [(c, f"{nm} ({int(pic.layer_totals[i]):,} in view)")
+                                for i, (c, nm) in enumerate(zip(self.cloud.binned.source.colors, self._layer_names))
+                                if pic.layer_totals[i] > 0]
+        self._fill_legend()
         self._update_status()
 
     def _brushes(self, res, ds):
@@ -196,9 +274,20 @@ class ScatterView(BaseView):
             item = pg.ScatterPlotItem(size=8, brush=st.brush(color), pen=None, symbol="o")
             self._legend_samples.append(item)
             self.legend.addItem(item, text)
-        if self._flags is not None:
-            verb = "drawn" if self.cloud.density.active else "ringed"
-            self.legend.addItem(self.cloud.flag_item, f"{verb}: {self._flag_rule} ({int(np.sum(self._flags))})")
+        pic = self.cloud.binned.picture if self.cloud.binned.active else None
+        if self._flags is not None and pic is not None and pic.flagged_layer is not None:
+            total = int(pic.layer_totals[pic.flagged_layer])
+            k = pic.points["index"].size
+            if pic.all_points:
+                self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({total:,} in view)")
+            elif k >= pic.n_candidates:
+                self.legend.addItem(self.cloud.flag_item, f"drawn: {self._flag_rule} ({total:,} in view)")
+            else:
+                self._legend_samples.append(pg.ScatterPlotItem(size=8, brush=st.brush(FLAGGED_LAYER_COLOR), pen=None))
+                self.legend.addItem(self._legend_samples[-1], f"{self._flag_rule}: {total:,} in view, binned")
+                self.legend.addItem(self.cloud.flag_item, f"drawn: the {k:,} highest")
+        elif self._flags is not None and not self.cloud.binned.active:
+            self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({int(np.sum(self._flags))})")
         n_sel = self.state.selection.size
         if n_sel:  # no "selected" entry while nothing is
             self.legend.addItem(self.cloud.sel_item, f"selected ({n_sel})")
@@ -217,10 +306,17 @@ class ScatterView(BaseView):
         self._update_status()
 
     def _update_status(self):
-        n = self.cloud.x.size
-        dense = self.cloud.density.active
-        parts = [f"{n:,} points" + (" as a density image, flagged ones as points" if dense else ""),
-                 f"{self.state.selection.size} selected"]
+        b = self.cloud.binned
+        if b.active:
+            lead = (agg.describe(b.picture, "samples", self._flag_rule or "flagged") if b.picture is not None
+                    else f"{b.source.n:,} samples: binning them off the window's thread ...")
+            sel = f"{self.state.selection.size:,} selected"
+            c = b.last_chosen
+            if c is not None and not c.complete:
+                sel += f" (the highest-scoring of {c.count:,} in the region)"
+            parts = [lead, sel]
+        else:
+            parts = [f"{self.cloud.x.size:,} points", f"{self.state.selection.size} selected"]
         if self.cloud.hovered >= 0:
             parts.append("under the mouse: " + self.cloud.hover_text)
         self.set_status(" · ".join(parts))

@@ -81,7 +81,8 @@ def test_bins_layers_and_top_points_equal_brute_force(rng):
     want = _ref_top(cand, score, 25)
     np.testing.assert_array_equal(pic.points["index"], want)
     np.testing.assert_array_equal(pic.points["x"], x[want])
-    np.testing.assert_array_equal(pic.points["layer"], 3)
+    assert pic.points["flag"].all()
+    np.testing.assert_array_equal(pic.points["code"], codes[want])
     assert cand.size and not pic.all_points
 
 
@@ -94,7 +95,8 @@ def test_few_samples_in_view_are_all_points_exactly():
     assert 0 < want.size <= 5000 and pic.all_points
     np.testing.assert_array_equal(pic.points["index"], want)
     np.testing.assert_array_equal(pic.points["y"], y[want])
-    np.testing.assert_array_equal(pic.points["layer"], np.where(flags, 3, codes)[want])
+    np.testing.assert_array_equal(pic.points["code"], codes[want])
+    np.testing.assert_array_equal(pic.points["flag"], flags[want])
     np.testing.assert_array_equal(pic.points["score"], score[want])
     assert "each drawn as a point" in agg.describe(pic)
 

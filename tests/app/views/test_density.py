@@ -28,7 +28,10 @@ def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(view
     assert state.add_result(res)
     v = views_for(state).show_view("scatter")
     v.method_box.set_key("pca")
-    assert X.shape[0] > DENSITY_POINTS and v.cloud.density.active
+    v.color_box.set_key(("none", None))
+    assert X.shape[0] > DENSITY_POINTS
+    v.cloud.finish_drawing()   # the picture is binned on a worker; an export (and this test) waits for it
+    assert v.cloud.density.active
     # ... and the view draws them: every flagged sample as a point, at its projection.
     fx, fy = v.cloud.flag_item.getData()
     proj = np.asarray(res.arrays["projection"])
@@ -37,19 +40,20 @@ def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(view
     want = set(zip(np.round(proj[flagged, 0], 9), np.round(proj[flagged, 1], 9)))
     assert got == want
     assert all((round(proj[i, 0], 9), round(proj[i, 1], 9)) in got for i in planted)
-    # The image holds every sample: its counts sum to n, no dots are drawn besides.
+    # The image holds every sample on screen: the view is framed on them all, with a margin,
+    # and the counts are the samples' own 2-D histogram of exactly the visible range (numpy).
     assert v.cloud.density.counts.sum() == X.shape[0] == v.cloud.density.n_binned
     assert v.cloud.drawn_count() == 0
-    # The counts are the samples' own 2-D histogram (a reference computed with numpy directly).
     x0, x1, y0, y1 = v.cloud.density.extent
+    (vx0, vx1), (vy0, vy1) = v.plot.getViewBox().viewRange()
+    assert (x0, x1, y0, y1) == (vx0, vx1, vy0, vy1)
     ref, _, _ = np.histogram2d(proj[:, 0], proj[:, 1], bins=v.cloud.density.counts.shape, range=[[x0, x1], [y0, y1]])
     np.testing.assert_array_equal(v.cloud.density.counts, ref)
     assert v.colorbar is not None and "log10" in v.colorbar.getAxis("right").labelText
     assert any(t.startswith("drawn: ") for t in v.legend_texts())
-    assert "1,000,000 points as a density image" in v.status.text()
-    # Colour and size cannot show in a density image: their choosers say so instead of doing nothing.
-    assert not v.color_box.isEnabled() and not v.size_box.isEnabled()
-    assert "density image" in v.color_box.toolTip()
+    assert "1,000,000 samples in" in v.status.text() and " bins" in v.status.text()
+    # Sizes cannot show in a density: the chooser says so instead of doing nothing.
+    assert not v.size_box.isEnabled() and "binned" in v.size_box.toolTip()
 
 
 def test_few_points_stay_dots(views_for):

@@ -1,0 +1,247 @@
+"""A cloud too large to draw point by point, binned off the GUI thread (the Datashader model).
+
+The samples in the visible range are counted into a screen-sized grid per colour layer on a
+worker thread (:mod:`app.views._aggregate`, through :class:`app.tasks.TaskRunner`: a new
+request cancels the one in flight between two blocks, and only the newest answer is drawn).
+What reaches the GUI thread is bounded by the screen: the counts, and the samples worth
+drawing one by one (every one in view once few enough are; else the highest-scoring flagged).
+Zooming or panning asks again after :data:`REBIN_MS` without a further move, so at any zoom
+the picture is exact for what is on screen. A rectangle or lasso is resolved on a worker too.
+
+``Source.make()`` runs on the worker (once per source, its columns are then kept): whatever
+costs O(n) to prepare (label codes, casting flags) is done there, never on the GUI thread. The
+columns may be numpy arrays or arrays on disk (:class:`robustcore.bigdata.StoredRows`): they
+are read a block at a time.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from . import _aggregate as agg
+from ._density import bins_for
+
+__all__ = ["Source", "Binned", "POINTS_IN_VIEW", "FLAG_POINTS", "TOP_FLAGGED", "REBIN_MS", "SELECT_CAP"]
+
+#: At most this many samples in view: every one is drawn as a point (the point path draws
+#: 20,000 in one turn of the event loop, 44 ms of GUI time measured).
+POINTS_IN_VIEW = 20_000
+#: Flagged samples in view up to this many are all drawn as points; beyond, they are a density
+#: layer of their own colour and only the :data:`TOP_FLAGGED` highest-scoring are points.
+FLAG_POINTS = 20_000
+TOP_FLAGGED = 1_000
+#: A zoom or pan re-bins once the view has not moved for this long (ms).
+REBIN_MS = 120
+#: A selection holds at most this many samples (the highest-scoring of a larger region).
+SELECT_CAP = 200_000
+
+
+@dataclass
+class Source:
+    """What a binned cloud draws.
+
+    ``make()`` -> {"x", "y"[, "codes", "flags", "score"]} per-row columns (array-likes or
+    :class:`app.views._aggregate.Column`), run on a worker; ``colors[k]`` the colour of code k
+    (one entry None: one layer in the colour map); ``by_score``: points are coloured by
+    ``score`` (the colour range, its 1st to 99th percentile, is computed on the worker)."""
+
+    make: Callable[[], dict]
+    n: int
+    colors: list = field(default_factory=lambda: [None])
+    by_score: bool = False
+    what: str = "samples"
+    flagged: str = "flagged"
+
+
+class _Columns:
+    """The source's columns, made once by whichever worker needs them first."""
+
+    def __init__(self, source: Source):
+        self.source = source
+        self._lock = threading.Lock()
+        self._cols = None
+        self._levels = None
+
+    def get(self) -> dict:
+        with self._lock:
+            if self._cols is None:
+                self._cols = self.source.make()
+            return self._cols
+
+    def levels(self, report) -> tuple[float, float] | None:
+        cols = self.get()
+        if not self.source.by_score or cols.get("score") is None:
+            return None
+        with self._lock:
+            if self._levels is None:
+                lo, hi = agg.quantiles(cols["score"], [1, 99], report=report)
+                self._levels = (float(lo), float(hi)) if np.isfinite(lo) else (0.0, 1.0)
+            return self._levels
+
+
+class Binned(QObject):
+    """The binned mode of one :class:`app.views._cloud.PointCloud`.
+
+    Signals: ``drawn(Picture, levels)`` once a picture is drawn (``levels``: the score colour
+    range, or None); ``chosen(Chosen)`` once a region is resolved (before the selection is set).
+    """
+
+    drawn = Signal(object, object)
+    chosen = Signal(object)
+
+    def __init__(self, cloud):
+        super().__init__(cloud)
+        from ..tasks import TaskRunner
+        self.cloud = cloud
+        self.vb = cloud.vb
+        self.bins = TaskRunner(self, throttle=0.5)
+        self.picks = TaskRunner(self, throttle=0.5)
+        self.marks = TaskRunner(self, throttle=0.5)
+        self.bins.finished.connect(self._on_picture)
+        self.bins.failed.connect(self._on_failed)
+        self.picks.finished.connect(self._on_chosen)
+        self.picks.failed.connect(self._on_failed)
+        self.marks.finished.connect(self._on_marks)
+        self.timer = QTimer(self)
+        self.timer.setSingleShot(True)
+        self.timer.setInterval(REBIN_MS)
+        self.timer.timeout.connect(self.request)
+        self.source: Source | None = None
+        self.columns: _Columns | None = None
+        self.picture = None
+        self.levels = None
+        self.last_chosen = None
+        self.error = ""
+        self._framing = False
+        self._pending = None   # the request in flight: (function, whether it frames the view)
+        self.vb.sigRangeChanged.connect(self._on_range)
+
+    # -- state ---------------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        return self.source is not None
+
+    def busy(self) -> bool:
+        """Whether a picture is still to come (a request in flight or waiting for the view to rest)."""
+        return self.active and (self.bins.is_busy() or self.timer.isActive() or self.picture is None)
+
+    def start(self, source: Source) -> None:
+        self.stop()
+        self.source, self.columns = source, _Columns(source)
+        self.request(full=True)
+
+    def stop(self) -> None:
+        self.timer.stop()
+        for r in (self.bins, self.picks, self.marks):
+            r.cancel()
+        self.source = self.columns = self.picture = self.levels = None
+        self._pending = None
+
+    # -- pictures ------------------------------------------------------------------------------
+    def _on_range(self, *_):
+        if self.active and self.picture is not None and not self._framing:
+            self.timer.start()
+
+    def request(self, full: bool = False) -> None:
+        """Bin the visible range (``full``: every sample, and frame the view on them)."""
+        if not self.active:
+            return
+        self.timer.stop()
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        rng = None if full else (x0, x1, y0, y1)
+        bins = bins_for(self.vb)
+        columns = self.columns
+
+        def work(progress):
+            cols = columns.get()
+            pic = agg.aggregate(cols["x"], cols["y"], rng=rng, bins=bins, codes=cols.get("codes"),
+                                n_codes=len(columns.source.colors), flags=cols.get("flags"),
+                                score=cols.get("score"), top_k=FLAG_POINTS, max_points=POINTS_IN_VIEW,
+                                report=progress)
+            if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
+                # without flags the highest scores are the points worth drawing; without scores, none
+                keep = 0 if pic.flagged_layer is None and cols.get("score") is None else TOP_FLAGGED
+                pic.points = {k: None if v is None else v[:keep] for k, v in pic.points.items()}
+            return pic, columns.levels(progress), full
+
+        self._pending = work
+        self.bins.submit(work, tag="bins")
+
+    def finish(self) -> None:
+        """Draw the picture still to come now, in this thread (an export, a count)."""
+        for _ in range(3):   # the full picture, then the view's own range once framed
+            if not self.busy():
+                return
+            if self.timer.isActive() or self._pending is None:
+                self.request(full=self.picture is None)
+            work = self._pending
+            self.bins.cancel()
+            self._draw(*work(None))
+
+    def _on_picture(self, job, result) -> None:
+        self._draw(*result)
+
+    def _on_failed(self, job, message, details) -> None:
+        self.error = message
+        self.cloud.binned_failed(message)
+
+    def _draw(self, pic, levels, framed) -> None:
+        self._pending = None
+        self.picture, self.levels = pic, levels
+        self.cloud.draw_picture(pic, levels)
+        if framed:
+            self._framing = True
+            try:
+                self.cloud.frame(pic)
+            finally:
+                self._framing = False
+            # The framed range is wider than the data: bin exactly what is on screen.
+            self.request()
+        self.drawn.emit(pic, levels)
+
+    # -- selection -----------------------------------------------------------------------------
+    def select(self, region, mode: str) -> None:
+        """Resolve ``region`` ("rect", corners) or ("lasso", vertices) on a worker, then set the
+        shared selection (``mode``: replace, add, subtract)."""
+        if not self.active:
+            return
+        columns = self.columns
+
+        def work(progress):
+            cols = columns.get()
+            return agg.select(cols["x"], cols["y"], region, score=cols.get("score"), cap=SELECT_CAP,
+                              report=progress), mode
+
+        self.picks.submit(work, tag="select")
+
+    def _on_chosen(self, job, result) -> None:
+        chosen, mode = result
+        self.last_chosen = chosen
+        self.chosen.emit(chosen)
+        self.cloud.state.set_selection(chosen.index, mode)
+
+    def mark(self, selection: np.ndarray) -> None:
+        """Find where the selected samples lie (on a worker) and ring them."""
+        if not self.active:
+            return
+        idx = np.asarray(selection, dtype=np.int64)[:SELECT_CAP]
+        columns = self.columns
+
+        def work(progress):
+            cols = columns.get()
+            return idx, agg.take(cols["x"], idx), agg.take(cols["y"], idx)
+
+        if idx.size == 0:
+            self.marks.cancel()
+            self._on_marks(None, (idx, np.zeros(0), np.zeros(0)))
+            return
+        self.marks.submit(work, tag="mark")
+
+    def _on_marks(self, job, result) -> None:
+        idx, x, y = result
+        self.cloud.sel_item.setData(x=x, y=y)
+
