@@ -25,15 +25,17 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from . import _aggregate as agg
 from ._density import bins_for
 
-__all__ = ["Source", "Binned", "POINTS_IN_VIEW", "FLAG_POINTS", "TOP_FLAGGED", "REBIN_MS", "SELECT_CAP"]
+__all__ = ["Source", "Binned", "layer_entries", "flag_entries", "add_flag_entries", "POINTS_IN_VIEW", "FLAG_POINTS", "TOP_FLAGGED", "REBIN_MS", "SELECT_CAP"]
 
 #: At most this many samples in view: every one is drawn as a point (the point path draws
 #: 20,000 in one turn of the event loop, 44 ms of GUI time measured).
 POINTS_IN_VIEW = 20_000
 #: Flagged samples in view up to this many are all drawn as points; beyond, they are a density
-#: layer of their own colour and only the :data:`TOP_FLAGGED` highest-scoring are points.
-FLAG_POINTS = 20_000
-TOP_FLAGGED = 1_000
+#: layer of their own colour and only the :data:`TOP_FLAGGED` highest-scoring are points. Seen
+#: at 300,000 samples with 6,087 flagged: all 6,087 as points made a black blob that hid the
+#: known outliers' layer beneath it.
+FLAG_POINTS = 2_000
+TOP_FLAGGED = 500
 #: A zoom or pan re-bins once the view has not moved for this long (ms).
 REBIN_MS = 120
 #: A selection holds at most this many samples (the highest-scoring of a larger region).
@@ -71,6 +73,11 @@ class _Columns:
             if self._cols is None:
                 self._cols = self.source.make()
             return self._cols
+
+    def facts(self):
+        """What ``make`` returned under "facts" (None until the columns are made)."""
+        with self._lock:
+            return None if self._cols is None else self._cols.get("facts")
 
     def levels(self, report) -> tuple[float, float] | None:
         cols = self.get()
@@ -160,7 +167,8 @@ class Binned(QObject):
             cols = columns.get()
             pic = agg.aggregate(cols["x"], cols["y"], rng=rng, bins=bins, codes=cols.get("codes"),
                                 n_codes=len(columns.source.colors), flags=cols.get("flags"),
-                                score=cols.get("score"), top_k=FLAG_POINTS, max_points=POINTS_IN_VIEW,
+                                score=cols.get("score"), top_k=max(FLAG_POINTS, TOP_FLAGGED),
+                                max_points=POINTS_IN_VIEW,
                                 report=progress)
             if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
                 # without flags the highest scores are the points worth drawing; without scores, none
@@ -245,3 +253,39 @@ class Binned(QObject):
         idx, x, y = result
         self.cloud.sel_item.setData(x=x, y=y)
 
+
+def layer_entries(pic, colors, names) -> list:
+    """(colour, "name (count in view)") of each colour layer of a binned picture in view (the
+    flagged samples are a layer of their own: the others are counted "unflagged")."""
+    what = "unflagged in view" if pic.flagged_layer is not None else "in view"
+    return [(c, f"{nm} ({int(pic.layer_totals[i]):,} {what})")
+            for i, (c, nm) in enumerate(zip(colors, names)) if pic.layer_totals[i] > 0]
+
+
+def flag_entries(pic, rule: str) -> list:
+    """("flag layer" or "flag points", text): what the legend says of the flagged samples."""
+    f = pic.flagged_layer
+    if f is None:
+        return []
+    total, k = int(pic.layer_totals[f]), pic.points["index"].size
+    if pic.all_points:
+        return [("flag points", f"ringed: {rule} ({total:,} in view)")]
+    if k >= pic.n_candidates:
+        return [("flag points", f"drawn: {rule} ({total:,} in view)")]
+    return [("flag layer", f"{rule}: {total:,} in view, binned"), ("flag points", f"drawn: the {k:,} highest")]
+
+
+def add_flag_entries(legend, cloud, pic, rule: str) -> list:
+    """Add :func:`flag_entries` to ``legend`` (the cloud's own flag item for points, a swatch of
+    the flagged layer's colour for the layer); returns the swatches made (keep them alive)."""
+    import pyqtgraph as pg
+
+    from . import _style as st
+    made = []
+    for what, text in flag_entries(pic, rule):
+        if what == "flag layer":
+            made.append(pg.ScatterPlotItem(size=8, brush=st.brush(st.FLAG_LAYER_COLOR), pen=None))
+            legend.addItem(made[-1], text)
+        else:
+            legend.addItem(cloud.flag_item, text)
+    return made

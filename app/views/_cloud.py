@@ -44,8 +44,6 @@ POINTS_MAX = 200_000
 # (finish_pending_drawings).
 _DRAWING: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
 _BINNED: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
-#: The colour of the flagged samples' own density layer (beyond a few tens of thousands).
-FLAGGED_LAYER_COLOR = "#C0143C"
 
 
 def finish_pending_drawings() -> None:
@@ -276,7 +274,7 @@ class PointCloud(QObject):
         """Draw a binned picture (called by :class:`Binned` when it arrives): the density
         layers, and the points worth drawing."""
         src = self.binned.source
-        colors = list(src.colors) + ([FLAGGED_LAYER_COLOR] if pic.flagged_layer is not None else [])
+        colors = list(src.colors) + ([st.FLAG_LAYER_COLOR] if pic.flagged_layer is not None else [])
         # Every flagged sample a point: no layer of their own beneath them.
         unseen = ((pic.flagged_layer,) if pic.flagged_layer is not None
                   and pic.n_candidates <= len(pic.points["index"]) else ())

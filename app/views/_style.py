@@ -18,6 +18,8 @@ CATEGORY_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E
                    "#332288", "#882255", "#44AA99", "#999933", "#AA4499", "#DDCC77", "#117733"]
 NEUTRAL = "#7F7F7F"
 FLAG_COLOR = "#000000"
+# The flagged samples' own density layer, when too many to draw as points (app/views/_binned.py).
+FLAG_LAYER_COLOR = "#C0143C"
 SELECT_COLOR = "#E4007C"
 LIMIT_COLOR = "#000000"
 AXIS_COLOR = "#202020"

@@ -6,7 +6,8 @@ the method's flags ringed, the selection shared with every view.
 
 The distances and cut-offs are the result's own (``score_distance``, ``orthogonal_distance``,
 ``map_region`` and the summary's "SD cut-off" / "OD cut-off", computed by the registry's
-adapter): the view draws, it does not fit.
+adapter): the view draws, it does not fit. Above DENSITY_POINTS samples the map is binned off
+the GUI thread like the scatter (app/views/_binned.py); the region counts are the result's own.
 """
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from PySide6.QtCore import Qt
 
 from robustcore.outlier_map import REGIONS
 
+from . import _aggregate as agg
 from . import _derived as der
 from . import _style as st
+from ._binned import Source, add_flag_entries, layer_entries
 from ._cloud import PointCloud, new_plot
+from ._density import DENSITY_POINTS
 from ._common import Choice, describe_sample, fmt, labelled, title_of
 from .base import BaseView
 
@@ -51,6 +55,10 @@ class OutlierMapView(BaseView):
             t.setZValue(20)   # over the points
             self.plot.addItem(t)
         self.method_box.currentIndexChanged.connect(self.redraw)
+        self.cloud.binned.drawn.connect(self._on_picture)
+        self.cloud.sigFailed.connect(lambda why: self.set_status(f"The outlier map could not be binned: {why}"))
+        self._swatches = []
+        self._binned_text = ""   # binned: the status after what the picture shows
 
     @classmethod
     def missing(cls, state, method=None):
@@ -80,6 +88,8 @@ class OutlierMapView(BaseView):
             self.set_status(f"{title_of(res.method)}: no outlier map: "
                             f"{res.no_outlier_map or res.no_limits or 'no distances in this result'}")
             return
+        if len(a["score_distance"]) > DENSITY_POINTS:
+            return self._redraw_binned(res, ds)
         sd = np.asarray(a["score_distance"], dtype=float)
         od = np.asarray(a["orthogonal_distance"], dtype=float)
         region = np.asarray(a["map_region"], dtype=int)
@@ -102,26 +112,8 @@ class OutlierMapView(BaseView):
         st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
                       bottom=f"score distance, along the {m} subspace (SD² = T²)",
                       left="orthogonal distance")
-        self.cut_lines["sd"].setPos(sd_cut)
-        self.cut_lines["od"].setPos(od_cut)
-        self.cut_lines["od"].setVisible(od_cut > 0)
-        # Region names in the corner of each quadrant, inside the data's range.
-        x_hi = max(float(sd.max(initial=0.0)), sd_cut) * 1.05
-        # Headroom above the OD cut-off for the upper regions' names, clear of the lower ones'.
-        y_hi = max(float(od.max(initial=0.0)) * 1.05, od_cut * 1.2)
-        # The left regions' names start at the left edge, the right regions' end at the right
-        # edge: put at the cut-off, a long left name ran under the right one when the SD cut-off
-        # lies near the axis ("orthogonal outlier (0" under "bad leverage (0)").
-        at = {"regular": ((0.0, od_cut), (0, 0)), "good leverage": ((x_hi, od_cut), (1, 0)),
-              "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
         counts = {r: int(np.sum(region == i)) for i, r in enumerate(REGIONS)}
-        for r, t in self.region_labels.items():
-            t.setText(f"{r} ({counts[r]})")
-            pos, anchor = at[r]
-            t.setAnchor(anchor)
-            t.setPos(*pos)
-            t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
-        self.plot.getViewBox().setRange(xRange=(0, x_hi), yRange=(0, y_hi), padding=0.02)
+        self._place(om, float(sd.max(initial=0.0)), float(od.max(initial=0.0)), counts)
         self.legend.clear()
         for color, text in legend:
             self.legend.addItem(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None), text)
@@ -135,6 +127,83 @@ class OutlierMapView(BaseView):
                      + ", ".join(f"{r} {int(np.sum(k & (region == i)))}" for i, r in enumerate(REGIONS)))
         self.set_status(f"{title_of(res.method)}: SD² = T², OD² = SPE; cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
                         f"(97.5 %); " + ", ".join(f"{counts[r]} {r}" for r in REGIONS) + truth)
+
+    def _place(self, om, sd_max: float, od_max: float, counts: dict) -> None:
+        """Cut-off lines, region names and the range, for distances up to sd_max and od_max."""
+        sd_cut, od_cut = om.sd_cutoff, om.od_cutoff
+        self.cut_lines["sd"].setPos(sd_cut)
+        self.cut_lines["od"].setPos(od_cut)
+        self.cut_lines["od"].setVisible(od_cut > 0)
+        # Region names in the corner of each quadrant, inside the data's range.
+        x_hi = max(sd_max, sd_cut) * 1.05
+        # Headroom above the OD cut-off for the upper regions' names, clear of the lower ones'.
+        y_hi = max(od_max * 1.05, od_cut * 1.2)
+        # The left regions' names start at the left edge, the right regions' end at the right
+        # edge: put at the cut-off, a long left name ran under the right one when the SD cut-off
+        # lies near the axis ("orthogonal outlier (0" under "bad leverage (0)").
+        at = {"regular": ((0.0, od_cut), (0, 0)), "good leverage": ((x_hi, od_cut), (1, 0)),
+              "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
+        for r, t in self.region_labels.items():
+            t.setText(f"{r} ({counts[r]:,})")
+            pos, anchor = at[r]
+            t.setAnchor(anchor)
+            t.setPos(*pos)
+            t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
+        self.plot.getViewBox().setRange(xRange=(0, x_hi), yRange=(0, y_hi), padding=0.02)
+
+    def _redraw_binned(self, res, ds):
+        """A large map: columns handed to the cloud unread; known outliers per region counted
+        on the worker with the columns; range, legend and status when the picture comes."""
+        a, om = res.arrays, res.outlier_map
+        flags = res.flags.get("outlier")   # as stored: read by blocks on the worker
+        self._rule = der.outlier_rule(res) if flags is not None else ""
+        score = res.sample_scores.get(res.primary_score) if res.primary_score else None
+        truth = ds.outliers
+
+        def make():
+            facts = None
+            if truth is not None:
+                k = np.asarray(truth, dtype=bool)
+                facts = np.bincount(np.asarray(a["map_region"])[k], minlength=len(REGIONS))
+            return {"x": a["score_distance"], "y": a["orthogonal_distance"],
+                    "codes": None if truth is None else np.asarray(truth, dtype=np.int64),
+                    "flags": flags, "score": score, "facts": facts}
+
+        if truth is not None:
+            colors, self._names = [st.category_color(0), st.category_color(1)], ["inlier", "known outlier"]
+        else:
+            colors, self._names = ["#333333"], ["samples"]
+        self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts))
+        region = np.array(REGIONS)
+        sd, od = a["score_distance"], a["orthogonal_distance"]
+        self.cloud.describe = (lambda i: describe_sample(ds, i, None)
+                               + f" · SD {fmt(sd[i])} · OD {fmt(od[i])} · {region[int(a['map_region'][i])]}")
+        self.cloud.set_source(Source(make=make, n=len(sd), colors=colors))
+        self.drawn = res
+        m = der.short_title(res.method)
+        st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
+                      bottom=f"score distance, along the {m} subspace (SD² = T²)", left="orthogonal distance")
+        self.legend.clear()
+        self._binned_text = (f"cut-offs SD {fmt(om.sd_cutoff)}, OD {fmt(om.od_cutoff)} (97.5 %); "
+                             + ", ".join(f"{om.counts[r]:,} {r}" for r in REGIONS))
+        self.set_status(f"{title_of(res.method)}: {len(sd):,} samples: binning them off the window's thread ...")
+
+    def _on_picture(self, pic, _levels):
+        res, b = self.drawn, self.cloud.binned
+        if res is None or not b.active:
+            return
+        self.legend.clear()
+        self._swatches = []
+        for color, text in layer_entries(pic, b.source.colors, self._names):
+            self._swatches.append(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None))
+            self.legend.addItem(self._swatches[-1], text)
+        self._swatches += add_flag_entries(self.legend, self.cloud, pic, self._rule or "flagged")
+        self.fit_layout()
+        known = b.columns.facts() if b.columns is not None else None
+        truth = ("" if known is None else " · known outliers by region: "
+                 + ", ".join(f"{r} {int(known[i]):,}" for i, r in enumerate(REGIONS)))
+        self.set_status(f"{title_of(res.method)}: {agg.describe(pic, 'samples', self._rule or 'flagged')} · "
+                        f"SD² = T², OD² = SPE; {self._binned_text}{truth}")
 
     def clear(self):
         self.cloud.clear()

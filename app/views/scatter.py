@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QButtonGroup, QToolButton
 from . import _aggregate as agg
 from . import _derived as der
 from . import _style as st
-from ._binned import Source
-from ._cloud import FLAGGED_LAYER_COLOR, PointCloud, new_plot
+from ._binned import Source, add_flag_entries, layer_entries
+from ._cloud import PointCloud, new_plot
 from ._density import DENSITY_POINTS
 from ._common import Choice, describe_sample, label_codes, labelled, title_of
 from .base import BaseView
@@ -224,9 +224,7 @@ class ScatterView(BaseView):
             self._add_colorbar(self._score_name, *levels)
         elif self.cloud.density.active and self.cloud.binned.source.colors == [None]:
             self._add_colorbar("samples per bin (log10)", *self.cloud.density.log_range())
-        self._legend_entries = [(c, f"{nm} ({int(pic.layer_totals[i]):,} in view)")
-                                for i, (c, nm) in enumerate(zip(self.cloud.binned.source.colors, self._layer_names))
-                                if pic.layer_totals[i] > 0]
+        self._legend_entries = layer_entries(pic, self.cloud.binned.source.colors, self._layer_names)
         self._fill_legend()
         self._update_status()
 
@@ -275,17 +273,8 @@ class ScatterView(BaseView):
             self._legend_samples.append(item)
             self.legend.addItem(item, text)
         pic = self.cloud.binned.picture if self.cloud.binned.active else None
-        if self._flags is not None and pic is not None and pic.flagged_layer is not None:
-            total = int(pic.layer_totals[pic.flagged_layer])
-            k = pic.points["index"].size
-            if pic.all_points:
-                self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({total:,} in view)")
-            elif k >= pic.n_candidates:
-                self.legend.addItem(self.cloud.flag_item, f"drawn: {self._flag_rule} ({total:,} in view)")
-            else:
-                self._legend_samples.append(pg.ScatterPlotItem(size=8, brush=st.brush(FLAGGED_LAYER_COLOR), pen=None))
-                self.legend.addItem(self._legend_samples[-1], f"{self._flag_rule}: {total:,} in view, binned")
-                self.legend.addItem(self.cloud.flag_item, f"drawn: the {k:,} highest")
+        if pic is not None:
+            self._legend_samples += add_flag_entries(self.legend, self.cloud, pic, self._flag_rule or "flagged")
         elif self._flags is not None and not self.cloud.binned.active:
             self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({int(np.sum(self._flags))})")
         n_sel = self.state.selection.size
