@@ -281,7 +281,7 @@ class PointCloud(QObject):
         if pic.all_points:
             self.density.hide()
         else:
-            self.density.show(pic.counts, pic.extent, colors, unseen)
+            self.density.show(pic.counts, pic.extent, colors, unseen, on_top=pic.flagged_layer)
         P = pic.points
         if src.by_score and levels is not None and P["score"] is not None:
             lv, _ = st.value_levels(P["score"], *levels)

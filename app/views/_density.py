@@ -71,18 +71,19 @@ class Density:
             self.images.append(im)
         return self.images[i]
 
-    def show(self, counts: np.ndarray, extent, colors, unseen=()) -> None:
+    def show(self, counts: np.ndarray, extent, colors, unseen=(), on_top=None) -> None:
         """Draw layered ``counts`` (layers, bx, by) over ``extent``; ``colors[k]`` is layer k's
         colour, None for the sequential colour map (with one layer, the counts' colour bar).
-        Larger layers are drawn first, so rare classes and flagged samples lie on top; empty
-        bins are transparent. Layers in ``unseen`` are counted but not drawn (their samples are
-        all drawn as points)."""
+        Larger layers are drawn first, so rare classes lie on top, and layer ``on_top`` (the
+        flagged samples) above all; empty bins are transparent. Layers in ``unseen`` are
+        counted but not drawn (their samples are all drawn as points)."""
         counts = np.asarray(counts)
         self.counts = counts.sum(axis=0)
         self.extent = tuple(float(v) for v in extent)
         self.n_binned = int(self.counts.sum())
         totals = counts.reshape(counts.shape[0], -1).sum(axis=1)
         order = [int(k) for k in np.argsort(-totals, kind="stable") if totals[k] > 0 and k not in unseen]
+        order.sort(key=lambda k: k == on_top)   # stable: by size, then the flagged layer last
         top = max(1.0, float(np.log10(max(int(counts.max(initial=1)), 1))))
         x0, x1, y0, y1 = self.extent
         self.layers = []
