@@ -1,7 +1,8 @@
 """The scatter of many samples: a density image whose counts hold every sample, with the flagged
-samples drawn on top as points (none subsampled away)."""
+samples a layer of their own on top and their highest scores as points (none subsampled away)."""
 import numpy as np
 
+from app.views._binned import FLAG_POINTS, TOP_FLAGGED
 from app.views._density import DENSITY_POINTS
 
 
@@ -14,7 +15,7 @@ def _planted(n=1_000_000, k=8, seed=3):
     return X, planted
 
 
-def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(views_for):
+def test_a_million_points_draw_as_density_with_the_highest_flagged_as_points(views_for):
     from app.state import AppState
     from robustcore.datasets import Dataset
     from robustcore.methods import get_method
@@ -32,14 +33,19 @@ def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(view
     assert X.shape[0] > DENSITY_POINTS
     v.cloud.finish_drawing()   # the picture is binned on a worker; an export (and this test) waits for it
     assert v.cloud.density.active
-    # ... and the view draws them: every flagged sample as a point, at its projection.
+    # ... and the view draws them: beyond FLAG_POINTS the flagged samples are a layer of their
+    # own, and the TOP_FLAGGED highest-scoring of them points at their projections, the planted
+    # ones (the farthest off the plane) among them.
     fx, fy = v.cloud.flag_item.getData()
     proj = np.asarray(res.arrays["projection"])
-    assert fx.size == int(flagged.sum())
+    assert flagged.sum() > FLAG_POINTS and fx.size == TOP_FLAGGED
+    score = np.asarray(res.sample_scores[res.primary_score])
+    cand = np.flatnonzero(flagged)
+    top = cand[np.lexsort((cand, -score[cand]))][:TOP_FLAGGED]
     got = set(zip(np.round(fx, 9), np.round(fy, 9)))
-    want = set(zip(np.round(proj[flagged, 0], 9), np.round(proj[flagged, 1], 9)))
-    assert got == want
+    assert got == set(zip(np.round(proj[top, 0], 9), np.round(proj[top, 1], 9)))
     assert all((round(proj[i, 0], 9), round(proj[i, 1], 9)) in got for i in planted)
+    assert any(t.endswith(f"{int(flagged.sum()):,} in view, binned") for t in v.legend_texts())
     # The image holds every sample on screen: the view is framed on them all, with a margin,
     # and the counts are the samples' own 2-D histogram of exactly the visible range (numpy).
     assert v.cloud.density.counts.sum() == X.shape[0] == v.cloud.density.n_binned
@@ -50,7 +56,7 @@ def test_a_million_points_draw_as_density_with_every_flagged_one_as_a_point(view
     ref, _, _ = np.histogram2d(proj[:, 0], proj[:, 1], bins=v.cloud.density.counts.shape, range=[[x0, x1], [y0, y1]])
     np.testing.assert_array_equal(v.cloud.density.counts, ref)
     assert v.colorbar is not None and "log10" in v.colorbar.getAxis("right").labelText
-    assert any(t.startswith("drawn: ") for t in v.legend_texts())
+    assert f"drawn: the {TOP_FLAGGED} highest" in v.legend_texts()
     assert "1,000,000 samples in" in v.status.text() and " bins" in v.status.text()
     # Sizes cannot show in a density: the chooser says so instead of doing nothing.
     assert not v.size_box.isEnabled() and "binned" in v.size_box.toolTip()
