@@ -178,15 +178,18 @@ class Picture:
     n_candidates: int
     flagged_layer: int | None
     bins: tuple = field(default=(0, 0))
+    mean: np.ndarray | None = None
 
 
 def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, flags=None, score=None,
-              top_k: int = 1000, max_points: int = 5000, report=None, block: int = BLOCK) -> Picture:
+              top_k: int = 1000, max_points: int = 5000, mean_score: bool = False, report=None,
+              block: int = BLOCK) -> Picture:
     """Count the samples in ``rng`` = (x0, x1, y0, y1) (None: all finite ones) into ``bins``.
 
     ``codes`` (int, 0 .. n_codes-1) is each sample's colour layer, ``flags`` (bool) moves a
     sample to a layer of its own (index ``n_codes``), ``score`` orders which samples are drawn
-    as points. Samples whose x or y is NaN or infinite are in no bin."""
+    as points; ``mean_score``: also the mean finite score of each bin (``Picture.mean``, NaN
+    where none). Samples whose x or y is NaN or infinite are in no bin."""
     x, y = _col(x), _col(y)
     codes, flags, score = _col(codes, np.int64), _col(flags, bool), _col(score)
     rep = Reporter(report)
@@ -204,6 +207,8 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     bx, by = int(bins[0]), int(bins[1])
     n_layers = int(n_codes) + (1 if flags is not None else 0)
     counts = np.zeros(n_layers * bx * by, dtype=np.int64)
+    sums = np.zeros(counts.size) if mean_score and score is not None else None
+    sizes = np.zeros(counts.size) if sums is not None else None
     finite = 0
     kept: list | None = []   # every sample in view, while there are at most max_points
     n_kept = 0
@@ -226,6 +231,10 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
         cell = (layer * bx + bin_index(xs, x0, x1, bx)) * by + bin_index(ys, y0, y1, by)
         counts += np.bincount(cell, minlength=counts.size)
         sc = score.read(a, b)[where] if score is not None else None
+        if sums is not None:
+            ok = np.isfinite(sc)
+            sums += np.bincount(cell[ok], weights=sc[ok], minlength=sums.size)
+            sizes += np.bincount(cell[ok], minlength=sizes.size)
         if kept is not None:
             n_kept += where.size
             if n_kept <= max_points:
@@ -239,6 +248,10 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     if n_finite < 0:
         n_finite = finite
     counts = counts.reshape(n_layers, bx, by)
+    mean = None
+    if sums is not None:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = (sums / sizes).reshape(n_layers, bx, by)
     if kept is not None:
         points = _concat_points(kept)
     else:
@@ -246,7 +259,7 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     totals = counts.reshape(n_layers, -1).sum(axis=1)
     return Picture(extent=(x0, x1, y0, y1), counts=counts, layer_totals=totals, n=n, n_finite=n_finite,
                    in_view=int(totals.sum()), points=points, all_points=kept is not None, n_candidates=n_cand,
-                   flagged_layer=n_codes if flags is not None else None, bins=(bx, by))
+                   flagged_layer=n_codes if flags is not None else None, bins=(bx, by), mean=mean)
 
 
 _POINT_KEYS = ("index", "x", "y", "code", "flag", "score")

@@ -48,8 +48,9 @@ class Source:
 
     ``make()`` -> {"x", "y"[, "codes", "flags", "score"]} per-row columns (array-likes or
     :class:`app.views._aggregate.Column`), run on a worker; ``colors[k]`` the colour of code k
-    (one entry None: one layer in the colour map); ``by_score``: points are coloured by
-    ``score`` (the colour range, its 1st to 99th percentile, is computed on the worker)."""
+    (one entry None: one layer in the colour map); ``by_score``: bins show their mean ``score``
+    and points their own, in the colour map from the score's 1st to 99th percentile (computed
+    on the worker)."""
 
     make: Callable[[], dict]
     n: int
@@ -168,7 +169,7 @@ class Binned(QObject):
             pic = agg.aggregate(cols["x"], cols["y"], rng=rng, bins=bins, codes=cols.get("codes"),
                                 n_codes=len(columns.source.colors), flags=cols.get("flags"),
                                 score=cols.get("score"), top_k=max(FLAG_POINTS, TOP_FLAGGED),
-                                max_points=POINTS_IN_VIEW,
+                                max_points=POINTS_IN_VIEW, mean_score=columns.source.by_score,
                                 report=progress)
             if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
                 # without flags the highest scores are the points worth drawing; without scores, none

@@ -281,7 +281,8 @@ class PointCloud(QObject):
         if pic.all_points:
             self.density.hide()
         else:
-            self.density.show(pic.counts, pic.extent, colors, unseen, on_top=pic.flagged_layer)
+            self.density.show(pic.counts, pic.extent, colors, unseen, on_top=pic.flagged_layer, mean=pic.mean,
+                              levels=levels)
         P = pic.points
         if src.by_score and levels is not None and P["score"] is not None:
             lv, _ = st.value_levels(P["score"], *levels)
@@ -292,7 +293,7 @@ class PointCloud(QObject):
         else:
             brushes = None
         flags = P["flag"] if pic.flagged_layer is not None else None
-        if pic.all_points or flags is None or src.by_score:
+        if pic.all_points or flags is None:
             # every sample in view (or the highest scores, in their score colours): flagged ringed
             self._show_points(P["x"], P["y"], P["index"], brushes, flags, filled=False)
         else:   # the highest-scoring flagged: filled points over the layers, nothing else

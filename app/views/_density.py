@@ -71,12 +71,14 @@ class Density:
             self.images.append(im)
         return self.images[i]
 
-    def show(self, counts: np.ndarray, extent, colors, unseen=(), on_top=None) -> None:
+    def show(self, counts: np.ndarray, extent, colors, unseen=(), on_top=None, mean=None, levels=None) -> None:
         """Draw layered ``counts`` (layers, bx, by) over ``extent``; ``colors[k]`` is layer k's
         colour, None for the sequential colour map (with one layer, the counts' colour bar).
         Larger layers are drawn first, so rare classes lie on top, and layer ``on_top`` (the
         flagged samples) above all; empty bins are transparent. Layers in ``unseen`` are
-        counted but not drawn (their samples are all drawn as points)."""
+        counted but not drawn (their samples are all drawn as points). With ``mean`` (layers,
+        bx, by) and its colour ``levels`` (lo, hi), a colour-map layer shows each bin's mean
+        score in the colour map and its count in the opacity."""
         counts = np.asarray(counts)
         self.counts = counts.sum(axis=0)
         self.extent = tuple(float(v) for v in extent)
@@ -92,7 +94,11 @@ class Density:
             c = counts[k]
             # Log scale: a bin of 1 sample is still visible beside one of 10^5.
             level = np.where(c > 0, 1.0 + np.log10(np.maximum(c, 1)) / top * 254.0, 0.0).astype(np.float32)
-            im.setImage(level, levels=(0.0, 255.0), lut=_lut(colors[k], self.cmap), autoLevels=False)
+            if colors[k] is None and mean is not None and levels is not None:
+                im.setLookupTable(None)
+                im.setImage(self._by_mean(mean[k], levels, level), autoLevels=False, levels=(0, 255))
+            else:
+                im.setImage(level, levels=(0.0, 255.0), lut=_lut(colors[k], self.cmap, k == on_top), autoLevels=False)
             im.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
             im.setZValue(0.5 + 1e-3 * j)   # under the points and the selection
             im.setVisible(True)
@@ -100,6 +106,15 @@ class Density:
         for im in self.images[len(order):]:
             im.setVisible(False)
         self._active = True
+
+    def _by_mean(self, mean, levels, level) -> np.ndarray:
+        lo, hi = levels
+        with np.errstate(invalid="ignore"):
+            idx = np.nan_to_num((mean - lo) / (hi - lo if hi > lo else 1.0) * 255.0, nan=0.0)
+        rgba = np.empty(mean.shape + (4,), dtype=np.uint8)
+        rgba[..., :3] = self.cmap.getLookupTable(0.0, 1.0, 256, alpha=False)[np.clip(idx, 0, 255).astype(np.intp)]
+        rgba[..., 3] = np.where(level > 0, 110 + level * (145 / 255), 0).astype(np.uint8)
+        return rgba
 
     def log_range(self) -> tuple[float, float]:
         """(0, log10 of the fullest bin): what the colour bar spans."""
@@ -115,8 +130,9 @@ class Density:
         self._active = False
 
 
-def _lut(color, cmap) -> np.ndarray:
-    """256 RGBA entries: 0 transparent; the colour map, or ``color`` from light to full."""
+def _lut(color, cmap, veil: bool = False) -> np.ndarray:
+    """256 RGBA entries: 0 transparent; the colour map, or ``color`` from light to full
+    (``veil``: never opaque, so the layers beneath show through the flagged samples')."""
     if color is None:
         lut = cmap.getLookupTable(0.0, 1.0, 256, alpha=True)
     else:
@@ -124,6 +140,6 @@ def _lut(color, cmap) -> np.ndarray:
         lut = np.empty((256, 4), dtype=np.uint8)
         lut[:, :3] = (q.red(), q.green(), q.blue())
         # Even a one-sample bin is clearly there; the fullest is opaque.
-        lut[:, 3] = np.linspace(110, 255, 256).astype(np.uint8)
+        lut[:, 3] = np.linspace(110, 255, 256).astype(np.uint8) if not veil else np.linspace(60, 170, 256).astype(np.uint8)
     lut[0, 3] = 0
     return lut

@@ -197,7 +197,7 @@ class ScatterView(BaseView):
             names = ["inlier", "known outlier"]
         else:
             codes, names = None, []
-            colors = [st.NEUTRAL] if kind == "score" else [None]
+            colors = [None]   # the colour map: of the counts, or of the bins' mean score
         if kind == "score":
             score = res.sample_scores[k]
 
@@ -221,7 +221,7 @@ class ScatterView(BaseView):
         """A binned picture was drawn: legend, colour bar and status say what it shows."""
         self._remove_colorbar()
         if self._score_name is not None and levels is not None:
-            self._add_colorbar(self._score_name, *levels)
+            self._add_colorbar(self._score_name + (" (bins: mean)" if self.cloud.density.active else ""), *levels)
         elif self.cloud.density.active and self.cloud.binned.source.colors == [None]:
             self._add_colorbar("samples per bin (log10)", *self.cloud.density.log_range())
         self._legend_entries = layer_entries(pic, self.cloud.binned.source.colors, self._layer_names)

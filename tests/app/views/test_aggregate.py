@@ -205,3 +205,16 @@ def test_describe_names_bins_and_flagged_points():
     pic = agg.aggregate(x, y, bins=(300, 300), flags=flags, score=score, top_k=500, max_points=100)
     text = agg.describe(pic)
     assert text.startswith(f"{x.size:,} samples in 300 x 300 bins; {int(flags.sum()):,} flagged: 500 highest")
+
+
+def test_mean_score_per_bin_equals_numpy():
+    x, y, codes, flags, score = _cloud(bad=False)
+    pic = agg.aggregate(x, y, bins=(9, 7), codes=codes, n_codes=3, score=score, mean_score=True, block=3_000)
+    r = [pic.extent[:2], pic.extent[2:]]
+    ok = np.isfinite(score)
+    for k in range(3):
+        m = ok & (codes == k)
+        s, _, _ = np.histogram2d(x[m], y[m], bins=(9, 7), range=r, weights=score[m])
+        c, _, _ = np.histogram2d(x[m], y[m], bins=(9, 7), range=r)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_allclose(pic.mean[k], s / c, rtol=1e-12, equal_nan=True)
