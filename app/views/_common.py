@@ -59,10 +59,18 @@ def label_codes(dataset) -> tuple[np.ndarray, list[str]]:
     if dataset is None or dataset.labels is None:
         return np.full(0 if dataset is None else dataset.n_samples, -1, dtype=np.int64), []
     names = list(dataset.class_names or [])
-    uniq, inv = np.unique(dataset.labels, return_inverse=True)
     pos = {str(c): i for i, c in enumerate(names)}
-    table = np.array([pos.get(str(u), -1) for u in uniq], dtype=np.int64)
-    return table[inv], [str(c) for c in names]
+    labels = dataset.labels
+    out = np.empty(len(labels), dtype=np.int64)
+    # By blocks: one np.unique over 15M string labels held the GIL for seconds (a binned
+    # scatter makes these codes on a worker thread while the window must keep answering).
+    for a in range(0, len(labels), _LABEL_BLOCK):
+        uniq, inv = np.unique(np.asarray(labels[a:a + _LABEL_BLOCK]), return_inverse=True)
+        out[a:a + _LABEL_BLOCK] = np.array([pos.get(str(u), -1) for u in uniq], dtype=np.int64)[inv.ravel()]
+    return out, [str(c) for c in names]
+
+
+_LABEL_BLOCK = 100_000
 
 
 def fmt(v) -> str:

@@ -213,3 +213,17 @@ def test_rows_on_disk_are_binned_without_being_read_whole_on_the_gui_thread(view
                                range=[[x0, x1], [y0, y1]])
     np.testing.assert_array_equal(v.cloud.density.counts, ref)
     assert v.cloud.density.n_binned == X.shape[0]
+
+
+def test_label_codes_by_blocks_equal_a_per_sample_lookup():
+    """A binned scatter makes its label codes on a worker, block by block (the GIL is let go
+    between blocks): the codes are each sample's class position, -1 for a label of no class."""
+    from types import SimpleNamespace
+
+    from app.views._common import _LABEL_BLOCK, label_codes
+    rng = np.random.default_rng(0)
+    lab = rng.choice(np.array(["a", "b", "c", "zz"]), size=2 * _LABEL_BLOCK + 7)
+    codes, names = label_codes(SimpleNamespace(labels=lab, class_names=["c", "a", "b"], n_samples=lab.size))
+    pos = {"c": 0, "a": 1, "b": 2}
+    np.testing.assert_array_equal(codes, [pos.get(v, -1) for v in lab])
+    assert names == ["c", "a", "b"]
