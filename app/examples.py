@@ -77,7 +77,7 @@ class ExamplePlayer(QObject):
         self.ex = example
         self.step = 0
         self._connections = [(window.datasetLoaded, self._loaded), (window.runFinished, self._finished),
-                             (window.runFailed, self._stop), (window.runCancelled, self._stop),
+                             (window.runFailed, self._stop), (window.runCancelled, self._cancelled),
                              (window.loadFailed, self._stop), (window.runDiscarded, self._stop)]
         for sig, slot in self._connections:
             sig.connect(slot)
@@ -107,6 +107,11 @@ class ExamplePlayer(QObject):
         self.w.views.show_view(self.ex.view)
         self.w.statusBar().showMessage(self.ex.blurb, 30000)
         self._stop()
+
+    def _cancelled(self) -> None:
+        # Before its first run, the cancel is of a fit the example's own demo load replaced.
+        if self.step:
+            self._stop()
 
     def _stop(self, *_) -> None:
         for sig, slot in self._connections:

@@ -172,10 +172,13 @@ class RunController(QObject):
             return None
 
     def params_changed(self, name: str) -> None:
+        """While a fit runs, warn (for as long as it is true) that its result will be discarded
+        because its method's parameters no longer are the ones it runs with."""
         job = self.runner.current
-        if job is not None and job.tag.method == name and self.current_params(name) != job.tag.params:
-            self.panel.set_status("Parameters changed: this run's result will be discarded. "
-                                  "Press Run to use the new values.")
+        if job is not None and job.tag.method == name:
+            stale = self.current_params(name) != job.tag.params
+            self.panel.set_warning("Parameters changed: this run's result will be discarded. "
+                                   "Press Run to use the new values." if stale else None)
 
     # -- starting and stopping --------------------------------------------------------------
     def run(self) -> Job | None:
@@ -224,23 +227,29 @@ class RunController(QObject):
         return job
 
     def cancel(self) -> None:
-        job = self.runner.cancel()
-        if job is not None:
-            self._log(job, "cancelled", "muted", seconds=time.perf_counter() - job.submitted)
-            self.panel.set_status("Cancelled", done=False)
-            self.views.end_live()
-            self.status(f"Cancelled {job.tag.title}", 5000)
-            self.cancelled.emit()
-            self.idle.emit()
+        """Stop the fit in flight (the Cancel button)."""
+        self._cancel(detail="")
 
     def cancel_for(self, why: str) -> None:
-        """Cancel a fit in flight because of something else (new data, a session): logged."""
-        if self.runner.is_busy():
-            self._log(self.runner.cancel(), "cancelled", "muted", detail=why)
+        """Cancel a fit in flight because of something else (new data, a session): logged with
+        ``why``, and announced as any cancel is (``cancelled``, then ``idle``)."""
+        self._cancel(detail=why)
+
+    def _cancel(self, detail: str) -> None:
+        job = self.runner.cancel()
+        if job is None:
+            return
+        self._log(job, "cancelled", "muted", seconds=time.perf_counter() - job.submitted, detail=detail)
+        self.panel.set_status(f"Cancelled: {detail}" if detail else "Cancelled", done=False)
+        self.views.end_live()
+        self.status(f"Cancelled {job.tag.title}" + (f" ({detail})" if detail else ""), 5000)
+        self.cancelled.emit()
+        self.idle.emit()
 
     # -- the answer -------------------------------------------------------------------------
     def _on_busy(self, busy: bool) -> None:
         self.panel.set_busy(busy)
+        self.panel.set_warning(None)   # a new run, or none: the warning was about the last one
         if not busy:
             # Cancelled or replaced in any of the ways a run ends early: its provisional
             # pictures go. (After the event: a finished run's result is stored first.)

@@ -87,6 +87,14 @@ class MethodPanel(QWidget):
         self.block_label.setWordWrap(True)
         self.block_label.setStyleSheet("color: #b03a2e;")
         self.block_label.setVisible(False)
+        # A warning about the run in flight (its result will be discarded): a line of its own,
+        # so the progress messages that follow every tenth of a second never overwrite it.
+        self.warning = QLabel()
+        self.warning.setObjectName("run_warning")
+        self.warning.setWordWrap(True)
+        self.warning.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.warning.setStyleSheet("color: #9a6700;")
+        self.warning.setVisible(False)
 
         self.help_button = QToolButton(text="Help")
         self.help_button.setObjectName("method_help_button")
@@ -108,6 +116,7 @@ class MethodPanel(QWidget):
         lay.addLayout(buttons)
         lay.addWidget(self.progress)
         lay.addWidget(self.status)
+        lay.addWidget(self.warning)
 
         self.combo.currentIndexChanged.connect(self._on_combo)
         self._on_combo()
@@ -255,6 +264,11 @@ class MethodPanel(QWidget):
         self.progress.setValue(int(round(min(max(fraction, 0.0), 1.0) * PROGRESS_STEPS)))
         if message:
             self.status.setText(message)
+
+    def set_warning(self, text: str | None) -> None:
+        """Show ``text`` beneath the status line until it is replaced or cleared (None)."""
+        self.warning.setText(text or "")
+        self.warning.setVisible(bool(text))
 
     def set_status(self, text: str, done: bool | None = None) -> None:
         self.status.setText(text)

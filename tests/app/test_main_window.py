@@ -341,7 +341,7 @@ def test_result_is_dropped_when_parameters_change_during_the_fit(qtbot, window):
     with qtbot.waitSignal(window.runDiscarded, timeout=20000) as blocker:
         window.run()
         window.method_panel.form().set_text("n_components", "3")
-        assert "discarded" in window.method_panel.status.text()
+        assert "discarded" in window.method_panel.warning.text()
     assert "parameters were changed" in blocker.args[0]
     assert window.state.result("slow") is None
     assert window.run_log.last().outcome == "discarded"
