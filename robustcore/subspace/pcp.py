@@ -403,11 +403,17 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
 
 # A low-rank part this small against X (Frobenius norms) is rounding and tolerance: S is X.
 _NEGLIGIBLE_L = 1e-6
+# Above this share of min(n, d) the rank of L is not low. On planted square data with 2 %
+# gross errors PCP recovered L0 exactly up to rank 0.2 n and failed from 0.25 n on, returning
+# an L of rank about 0.54 n whatever L0's rank (n = 200, default lam); Candès et al.'s bound
+# rank <= rho n(2) / (mu log^2 n(1)) is stricter still for tall data.
+FAR_FROM_LOW_RANK = 0.25
 
 
 def _warn_if_degenerate(sL, norm_x, lam, default_lam, full_rank):
     """DegenerateFitWarning when the decomposition separated nothing: L empty (rank 0, or so
-    small that S equals X to rounding), or L of full rank (every direction of the nonzero data).
+    small that S equals X to rounding), L of full rank (every direction of the nonzero data),
+    or L far from low-rank (rank above FAR_FROM_LOW_RANK of the full rank).
     ``sL``: singular values of L; ``norm_x``: ||X||_F in the same units; ``full_rank``: min of
     the numbers of nonzero rows and columns of X. The message says what to change."""
     which = "the default 1/sqrt(max(n_samples, n_features))" if default_lam else "the lam given"
@@ -427,6 +433,13 @@ def _warn_if_degenerate(sL, norm_x, lam, default_lam, full_rank):
             f"expensive for these data. Lower lam (e.g. lam={lam / 3:.3g}), scale the columns "
             f"(scale='standard' or 'robust'), or fit a subspace of chosen rank (PCA with "
             f"n_components)", DegenerateFitWarning, stacklevel=4)
+    elif sL.size > FAR_FROM_LOW_RANK * full_rank:
+        warnings.warn(
+            f"L has rank {sL.size} of {full_rank}: far from low-rank (above a quarter of "
+            f"min(n_samples, n_features), where PCP no longer recovers a planted low-rank part), "
+            f"so L is not a summary of structure shared by the samples. With lam = {lam:.3g} "
+            f"({which}) lower lam (e.g. lam={lam / 3:.3g}) or check the scaling (scale='standard' "
+            f"or 'robust')", DegenerateFitWarning, stacklevel=4)
 
 
 def _row_norms(S, kind):

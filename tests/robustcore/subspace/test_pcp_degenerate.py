@@ -74,3 +74,32 @@ def test_a_fit_stopped_early_warns_only_that_it_did_not_converge():
         rc.PCP(random_state=0, lam=3 / np.sqrt(1555), max_iter=1).fit(X)
     kinds = {w.category.__name__ for w in caught}
     assert "ConvergenceWarning" in kinds and "DegenerateFitWarning" not in kinds
+
+
+def test_a_planted_rank_of_a_tenth_recovered_exactly_does_not_warn():
+    # Near the rule's side that must stay quiet: rank 0.1 min(n, d), recovered exactly.
+    rng = np.random.default_rng(3)
+    n, r = 120, 12
+    L0 = rng.standard_normal((n, r)) @ rng.standard_normal((r, n)) / np.sqrt(n)
+    S0 = np.where(rng.random((n, n)) < 0.02, 10.0 * rng.standard_normal((n, n)), 0.0)
+    est, caught = _fit(L0 + S0, scale="none")
+    assert est.rank_ == r and np.linalg.norm(est.low_rank_ - L0) <= 1e-4 * np.linalg.norm(L0)
+    assert caught == []
+
+
+def test_an_l_far_from_low_rank_warns_with_its_rank_and_what_to_change():
+    # Gaussian noise has no low-rank part: PCP's L takes over half of the directions.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((240, 80))
+    est, caught = _fit(X, scale="none")
+    assert 0.25 * 80 < est.rank_ < 80
+    assert len(caught) == 1
+    msg = str(caught[0].message)
+    lam = 1 / np.sqrt(240)
+    assert f"L has rank {est.rank_} of 80: far from low-rank" in msg
+    assert f"lam={lam / 3:.3g}" in msg and "scale=" in msg
+    # ... and the run's warnings carry it to the window, the command line and the session
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    res = get_method("pcp").run(Dataset(X=X, name="noise"), {"scale": "none"})
+    assert any("far from low-rank" in w for w in res.warnings)
