@@ -1,5 +1,5 @@
-"""Colour maps shared by the L + S view and the exported decomposition video (no Qt here, so
-the command line can write videos without a display).
+"""Colour maps and the default mask threshold shared by the L + S view and the exported
+decomposition video (no Qt here, so the command line can write videos without a display).
 
 The diverging map is Kovesi's CET-CBD1 (blue, grey, yellow: readable with the common colour-vision
 deficiencies), sampled at nine points and interpolated linearly.
@@ -13,6 +13,24 @@ import numpy as np
 _CBD1 = np.array([[58, 144, 254], [124, 166, 252], [168, 190, 249], [205, 214, 245], [237, 237, 236],
                   [226, 214, 185], [209, 189, 132], [189, 166, 79], [168, 144, 8]], dtype=float)
 MASK_RGB = (213, 94, 0)   # foreground pixels: Okabe-Ito vermilion
+MASK_QUANTILE = 0.9   # a fit without a mask of its own: the largest tenth of |S| (all of S when sparser)
+
+
+def mask_threshold(S, result=None) -> float:
+    """The default mask threshold (|S| above it is foreground), one for the L + S view, its
+    figure and the video. A streaming fit (online RPCA) chose its own, which its summary
+    reports and its stored masks used: that one. Otherwise it is relative to S itself, the 90th
+    percentile of |S| (a tenth of the data's range lay above every |S| of some tables: an
+    empty mask)."""
+    stream = getattr(result, "stream", None)
+    if stream is not None:
+        return float(stream.mask_threshold)
+    a = np.abs(np.asarray(S, dtype=float)).ravel()
+    if a.size == 0:
+        return 0.0
+    if a.size > 1_000_000:   # a quantile of a sample is as good, and a video's S is large
+        a = a[:: a.size // 1_000_000 + 1]
+    return float(np.quantile(a, MASK_QUANTILE))
 
 
 @lru_cache(maxsize=4)

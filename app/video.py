@@ -75,8 +75,8 @@ class FrameScales:
 
 
 def frame_scales(dataset, result, threshold: float | None = None) -> FrameScales:
-    """The colour scales of the whole stack, as the L + S view draws them (threshold default: a
-    tenth of the data range)."""
+    """The colour scales of the whole stack, as the L + S view draws them (threshold default:
+    the view's, :func:`app.palette.mask_threshold`)."""
     X = dataset.dense()
     L = np.asarray(result.arrays["low_rank"])
     S = np.asarray(result.arrays["sparse"])
@@ -85,7 +85,7 @@ def frame_scales(dataset, result, threshold: float | None = None) -> FrameScales
     if smax <= 0:
         smax = float(np.abs(S).max()) or 1.0
     gray = (lo, hi if hi > lo else lo + 1)
-    return FrameScales(gray, smax, 0.1 * (gray[1] - gray[0]) if threshold is None else float(threshold))
+    return FrameScales(gray, smax, palette.mask_threshold(S, result) if threshold is None else float(threshold))
 
 
 @lru_cache(maxsize=8)

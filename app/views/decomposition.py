@@ -26,6 +26,7 @@ import numpy as np
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSlider, QToolButton
 
+from .. import palette
 from . import _style as st
 from ._cloud import mode_for
 from ._common import Choice, fmt, labelled
@@ -37,21 +38,6 @@ from .base import BaseView
 _MIN_PICTURE = 120    # pixels: below this a picture is useless; the convergence plots give way
 _ROOMY_PICTURE = 240  # pictures at least this wide leave room for the convergence plots
 _TITLE = 34           # height of a picture's title line
-
-
-MASK_QUANTILE = 0.9   # the default mask holds the largest tenth of |S| (all of S when sparser)
-
-
-def default_threshold(S) -> float:
-    """The default mask threshold, relative to S itself: the 90th percentile of |S|, so the
-    mask shows the largest tenth of the sparse part (its whole support when fewer entries are
-    nonzero). A tenth of the data's range lay above every |S| of some tables: an empty mask."""
-    a = np.abs(np.asarray(S, dtype=float)).ravel()
-    if a.size == 0:
-        return 0.0
-    if a.size > 1_000_000:   # a quantile of a sample is as good, and a video's S is large
-        a = a[:: a.size // 1_000_000 + 1]
-    return float(np.quantile(a, MASK_QUANTILE))
 
 
 def per_column(X, L, S):
@@ -177,9 +163,10 @@ class DecompositionView(BaseView):
         self.fill_method_box()
         self._draw_result()
 
-    def _set_scales(self, X, L, S) -> None:
+    def _set_scales(self, X, L, S, result=None) -> None:
         """Grey levels of X and L, the symmetric scale of S and the default mask threshold, from
-        the frames given (all, or a probe of a stack on disk or of a run in progress)."""
+        the frames given (all, or a probe of a stack on disk or of a run in progress) and the
+        run's own threshold if it has one (``result``: frames in data units only)."""
         if self.state.dataset is not None and not self.state.dataset.is_image:
             lo, hi = 0.0, 1.0   # the per-column units of per_column()
         else:
@@ -191,7 +178,7 @@ class DecompositionView(BaseView):
         self.s_levels = (-smax, smax)
         self.threshold_box.blockSignals(True)
         self.threshold_box.setSingleStep(smax / 100)
-        self.threshold_box.setValue(default_threshold(S))
+        self.threshold_box.setValue(palette.mask_threshold(S, result))
         self.threshold_box.blockSignals(False)
         self.s_bar.setLevels(self.s_levels)
 
@@ -227,7 +214,7 @@ class DecompositionView(BaseView):
                 # on its own range, S in units of that range (what the titles say).
                 X, L, S = per_column(X, L, S)
             self.X, self.L, self.S = X, L, S
-        self._set_scales(X, L, S)
+        self._set_scales(X, L, S, res if ds.is_image else None)   # a table's S is per column
         self.mode = "image" if ds.is_image else "table"
         n = ds.n_samples
         self._set_order(np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
