@@ -6,7 +6,8 @@ text where they are not plain strings, because INI round-trips of lists and numb
 between platforms. Nothing is ever reset silently: a value that cannot be read is left in the
 file untouched and reported through :attr:`Settings.problems` (the window shows them in its
 status bar); settings written by a newer release are read as far as they are understood and
-their version number is never lowered.
+their version number is never lowered. A method's parameters are written key by key, only
+those this window changed, so two windows on one file never undo each other's.
 
 Tests and the command line can point at a file with ``Settings(path)`` or the environment
 variable ``RSS_SETTINGS_FILE``.
@@ -57,6 +58,9 @@ class Settings:
                                 ORGANIZATION, APPLICATION)
         self.problems: list[str] = []
         self.read_only_version = False
+        # Per method, the values this window last read or wrote: what it changed since is what
+        # it writes, so two windows on one file never write one's stale values over the other's.
+        self._known: dict[str, dict] = {}
         self._check_version()
 
     @property
@@ -229,7 +233,18 @@ class Settings:
         return self._json(f"params/{method}", {}, lambda v: isinstance(v, dict))
 
     def set_method_params(self, method: str, values: dict) -> None:
-        self._set_json(f"params/{method}", {k: _jsonable(v) for k, v in values.items()})
+        """Save the values of ``method`` that this window changed since it last read or wrote
+        them, merged key by key into what the file holds now (another window may have written
+        other keys since). A method this window never read is written whole."""
+        values = {k: _jsonable(v) for k, v in values.items()}
+        known = self._known.get(method)
+        changed = values if known is None else {k: v for k, v in values.items()
+                                                if k not in known or known[k] != v}
+        self._known[method] = values
+        if not changed:
+            return
+        self.qs.sync()   # what other processes wrote since
+        self._set_json(f"params/{method}", {**self.method_params(method), **changed})
 
     def restore_params(self, method: str, specs: Iterable) -> tuple[dict, list[str]]:
         """Saved parameters that are still valid for ``specs`` (Param declarations).
@@ -241,6 +256,7 @@ class Settings:
         saved = upgrade_params(method, self.method_params(method))
         by_name = {p.name: p for p in specs}
         values, messages = {}, []
+        known = {p.name: _jsonable(p.default) for p in by_name.values()}
         for name, raw in saved.items():
             p = by_name.get(name)
             if p is None:
@@ -250,6 +266,9 @@ class Settings:
                 values[name] = p.validate(raw)
             except ValueError as exc:
                 messages.append(f"{method}: saved value not used, {exc}; using the default {p.default!r}")
+                continue
+            known[name] = _jsonable(values[name])
+        self._known[method] = known   # what the form now shows: the base of what changes
         return values, messages
 
 
