@@ -13,6 +13,8 @@ from .param_form import format_value
 __all__ = ["RunLog", "LogEntry"]
 
 COLUMNS = ("Time", "Method", "Data set", "Outcome", "Wall time", "Known outliers", "Parameters")
+MAX_RUNS = 500     # lines kept; older ones are dropped, and the log's last line says how many
+_PAD = 18          # pixels beside a cell's text (margins, focus frame)
 _COLOURS = {"ok": None, "warning": QColor("#9a6700"), "error": QColor("#b03a2e"),
             "muted": QColor("#6b6b6b")}
 
@@ -46,11 +48,19 @@ def format_params(params: dict) -> str:
 
 
 class RunLog(QTreeWidget):
-    """Newest run at the top; warnings and details are child rows."""
+    """Newest run at the top; warnings and details are child rows.
+
+    A new line costs the same however long the log is: columns are widened to the new line's
+    own text only (sizing every column to its contents measured every row again, per line), and
+    the log keeps the latest :data:`MAX_RUNS` runs, its last line saying how many older ones
+    went. The user may drag the columns' widths.
+    """
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self.entries: list[LogEntry] = []
+        self.dropped = 0            # runs dropped off the end (MAX_RUNS)
+        self._dropped_item: QTreeWidgetItem | None = None
         self.setColumnCount(len(COLUMNS))
         self.setHeaderLabels(COLUMNS)
         self.setRootIsDecorated(True)
@@ -60,8 +70,34 @@ class RunLog(QTreeWidget):
         self.setObjectName("run_log")
         h = self.header()
         h.setStretchLastSection(True)
+        h.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        for i, name in enumerate(COLUMNS[:-1]):
+            self.setColumnWidth(i, self._text_width(i, name, h.fontMetrics()))
+
+    def _text_width(self, column: int, text: str, fm=None) -> int:
+        fm = fm or self.fontMetrics()
+        return fm.horizontalAdvance(text) + _PAD + (self.indentation() if column == 0 else 0)
+
+    def _widen_for(self, items) -> None:
+        """Widen (never narrow) the columns to fit these rows' text: only they are measured."""
         for i in range(len(COLUMNS) - 1):
-            h.setSectionResizeMode(i, QHeaderView.ResizeMode.ResizeToContents)
+            need = max(self._text_width(i, it.text(i)) for it in items)
+            if need > self.columnWidth(i):
+                self.setColumnWidth(i, need)
+
+    def _drop_oldest(self) -> None:
+        while len(self.entries) > MAX_RUNS:
+            self.entries.pop(0)
+            self.dropped += 1
+            oldest = self.topLevelItemCount() - (2 if self._dropped_item is not None else 1)
+            self.takeTopLevelItem(oldest)
+        if self.dropped:
+            if self._dropped_item is None:
+                self._dropped_item = QTreeWidgetItem()
+                self._dropped_item.setForeground(len(COLUMNS) - 1, QBrush(_COLOURS["muted"]))
+                self.addTopLevelItem(self._dropped_item)
+            self._dropped_item.setText(len(COLUMNS) - 1, f"{self.dropped} older run{'s' if self.dropped > 1 else ''} "
+                                                         f"dropped: the log keeps the latest {MAX_RUNS}")
 
     def add(self, entry: LogEntry) -> QTreeWidgetItem:
         self.entries.append(entry)
@@ -85,6 +121,8 @@ class RunLog(QTreeWidget):
             item.addChild(child)
         self.insertTopLevelItem(0, item)
         item.setExpanded(True)
+        self._widen_for([item] + [item.child(k) for k in range(item.childCount())])
+        self._drop_oldest()
         self.scrollToItem(item)
         return item
 
