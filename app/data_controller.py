@@ -187,6 +187,7 @@ class DataController(QObject):
         sess, ds, results, notes = payload
         self.runs.cancel_for("a session was opened")
         view = S.apply_to_state(sess, self.state, ds, results)
+        self.runs.log_reopened(os.path.basename(job.tag.session), ds.name, results)
         for rec in sess.runs:
             form = self.method_panel.form(rec.method)
             if form is not None:

@@ -325,6 +325,19 @@ class RunController(QObject):
         if not self.runner.is_busy():
             self.panel.set_status(f"Cancelled after {job.elapsed:.1f}\u00a0s", done=False)
 
+    def log_reopened(self, session: str, dataset: str, results) -> None:
+        """One Run log line per run of a reopened session (``results``: method -> RunResult in
+        the session's order; a :class:`app.session.Reopened` also says whether each was
+        reloaded or fitted again). Its time is the fit's own, when it was first run."""
+        how = getattr(results, "how", {})
+        for name, res in results.items():
+            m = self.methods.get(name)
+            self.run_log.add(LogEntry(
+                method=m.title if m is not None else name, params=dict(res.params), dataset=dataset,
+                outcome=how.get(name, "reopened"), seconds=res.elapsed, warnings=list(res.warnings),
+                detail=f"from session {session}", level="warning" if res.warnings else "ok",
+                evaluation=format_evaluation(res.evaluation)))
+
     def _log(self, job: Job | None, outcome: str, level: str, seconds: float | None = None,
              warnings=(), detail: str = "", evaluation=None) -> None:
         if job is None:

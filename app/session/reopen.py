@@ -35,8 +35,24 @@ from .schema import (DataMismatchError, DataMissingError, DataNeedsConfirmation,
                      Session, SessionError, _short, library_versions)
 from .stores import StoreError, open_stored_fields
 
-__all__ = ["NeedsData", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "reopen_job",
+__all__ = ["NeedsData", "Reopened", "resolve_dataset", "stored_result", "rerun", "apply_to_state", "reopen_job",
            "interrupted_notes"]
+
+RELOADED, RERUN = "reloaded", "re-run"
+
+
+class Reopened(dict):
+    """The results of a reopened session, method -> RunResult, and in ``how`` how each came
+    back: :data:`RELOADED` (its saved results) or :data:`RERUN` (fitted again). The window's
+    Run log lists them so."""
+
+    def __init__(self):
+        super().__init__()
+        self.how: dict[str, str] = {}
+
+    def put(self, method: str, result, how: str) -> None:
+        self[method] = result
+        self.how[method] = how
 
 
 @dataclass
@@ -343,7 +359,8 @@ def _method(name: str, where: str):
 def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) -> tuple[dict, list]:
     """Results for every run of the session on ``dataset``: reloaded when stored, else re-fitted.
 
-    Returns ``(results, notes)``: method -> RunResult, and human-readable notes (which runs were
+    Returns ``(results, notes)``: method -> RunResult (a :class:`Reopened`, which also says
+    how each came back), and human-readable notes (which runs were
     reloaded or re-run, results files skipped and why, version differences, runs that cannot be
     exactly reproduced). Data opened out of core whose session recorded its content's digest is
     compared with it: by the first pass of a re-fit, or by a pass of its own when every run was
@@ -354,7 +371,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
     from robustcore._progress import Reporter
     from robustcore.bigdata._digest import DataChangedError
     rep = Reporter(progress)
-    results, notes = {}, []
+    results, notes = Reopened(), []
     verify = bool(session.dataset and session.dataset.digest and getattr(dataset, "is_lazy", False))
     now = library_versions()
     changed = [f"{k} {v} -> {now.get(k)}" for k, v in session.versions.items()
@@ -373,7 +390,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
         if use_stored:
             res = stored_result(session, rec, dataset, notes)
             if res is not None:
-                results[rec.method] = res
+                results.put(rec.method, res, RELOADED)
                 notes.append(f"{rec.method}: reloaded the saved results")
                 sub(1.0, f"{rec.method}: reloaded")
                 continue
@@ -392,7 +409,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
                                     path=where, expected=exc.expected, actual=exc.actual) from None
         except (ValueError, TypeError, OverflowError) as exc:
             raise SessionError(f"{rec.method}: the saved parameters do not fit this data: {exc}") from exc
-        results[rec.method] = res
+        results.put(rec.method, res, RERUN)
         notes.append(f"{rec.method}: re-run ({res.elapsed:.2f} s)")
     if verify:
         notes.append(check_content(session.dataset, dataset, progress=rep.span(1.0 - 0.5 * share, 1.0)))
