@@ -1,14 +1,44 @@
 """The L + S view's convergence plots: the relative residual (log scale, with the tolerance
-dashed) and the rank of L per iteration, side by side in a layout of their own."""
+dashed) and the rank of L per iteration, side by side in a layout of their own.
+
+The plots are short (a strip under the pictures), so their text is fitted to the height they
+get: tick labels are spaced at least 1.5 lines apart (pyqtgraph's own spacing put five decades
+in 46 px at 1280 x 800, one over the other), and an axis title longer than its axis is left out,
+the plot's title naming the quantity instead (it ran past the plot, over the ticks below).
+"""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetricsF
 
 from . import _style as st
 
-__all__ = ["ConvergencePlots"]
+__all__ = ["ConvergencePlots", "MIN_HEIGHT"]
+
+MIN_HEIGHT = 150      # px of the strip below which its plots have room for two ticks only
+_TICK_GAP = 1.5       # tick labels at least this many lines apart
+
+
+def _nice_step(at_least: float, whole: bool) -> float:
+    """The smallest of 1, 2, 5 x 10^k (whole numbers only when ``whole``) not below ``at_least``."""
+    if not math.isfinite(at_least) or at_least <= 0:
+        return 1.0
+    k = math.floor(math.log10(at_least))
+    for m in (1, 2, 5, 10):
+        step = m * 10.0 ** k
+        if step >= at_least * (1 - 1e-9):
+            return max(step, 1.0) if whole else step
+    return 10.0 ** (k + 1)
+
+
+def _title_font(plot) -> QFont:
+    font = QFont(plot.titleLabel.item.font())
+    font.setPointSizeF(float(getattr(plot, "_rss_title", ("", "", "10pt"))[2].rstrip("pt")))
+    return font
 
 
 class ConvergencePlots:
@@ -20,10 +50,16 @@ class ConvergencePlots:
         self.rank_plot = layout.addPlot(row=0, col=1)
         layout.layout.setColumnStretchFactor(0, 1)
         layout.layout.setColumnStretchFactor(1, 1)
-        st.style_plot(self.res_plot, title="convergence: ‖X − L − S‖F / ‖X‖F", left="relative residual",
+        st.style_plot(self.res_plot, title="relative residual ‖X − L − S‖F / ‖X‖F", left="residual",
                       bottom="iteration")
         self.res_plot.setLogMode(y=True)
         st.style_plot(self.rank_plot, title="rank of L per iteration", left="rank", bottom="iteration")
+        self._left = {self.res_plot: "residual", self.rank_plot: "rank"}
+        self._titles: dict = {}   # plot -> its titles, longest first (_fit_title)
+        for plot in (self.res_plot, self.rank_plot):
+            vb = plot.getViewBox()
+            vb.sigResized.connect(lambda _vb, p=plot: self._fit_text(p))
+            vb.sigYRangeChanged.connect(lambda _vb, _r, p=plot: self._fit_text(p))
         self.residual_curve = self.res_plot.plot(pen=st.pen(st.category_color(0), 1.8), symbol="o", symbolSize=4,
                                                  symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
         self.tol_line = pg.InfiniteLine(angle=0, pen=st.pen("#555555", 1.2, Qt.PenStyle.DashLine))
@@ -59,8 +95,10 @@ class ConvergencePlots:
             for plot in (self.res_plot, self.rank_plot):   # one step: no fractional steps on the axis
                 plot.getAxis("bottom").setTicks([[(1, "1")]])
                 plot.setLabel("bottom", "batch" if converged is None else "iteration", color=st.AXIS_COLOR)
-            st.set_title(self.res_plot, f"{what}: no convergence curve")
-            st.set_title(self.rank_plot, f"rank of L ({what})")
+            self._titles = {self.res_plot: [f"{what}: no convergence curve", "no curve"],
+                            self.rank_plot: [f"rank of L ({what})", "rank of L"]}
+            for plot in (self.res_plot, self.rank_plot):
+                self._fit_title(plot)
             return
         for plot in (self.res_plot, self.rank_plot):
             plot.enableAutoRange()
@@ -68,12 +106,46 @@ class ConvergencePlots:
             plot.setLabel("bottom", "batch" if converged is None else "iteration", color=st.AXIS_COLOR)
         self.rank_plot.getAxis("left").setTicks(None)
         self.res_plot.getAxis("left").setTicks(None)
-        st.set_title(self.rank_plot, "rank of L per iteration" if converged is not None else "rank of L per batch")
+        step = "iteration" if converged is not None else "batch"
+        self._titles = {self.rank_plot: [f"rank of L per {step}", "rank of L"]}
         if converged is None:
-            st.set_title(self.res_plot, f"residual per batch ({len(residuals)} batches)")
+            self._titles[self.res_plot] = [f"relative residual per batch ({n} batches)", f"residual, {n} batches"]
         else:
-            st.set_title(self.res_plot, f"convergence ({'converged' if converged else 'stopped at max_iter'} "
-                                        f"after {len(residuals)} iterations; dashed: tol)")
+            done = "converged" if converged else "not converged"
+            self._titles[self.res_plot] = [f"relative residual: {done} in {n} iterations (dashed: tol)",
+                                           f"residual: {done} in {n} iterations", f"{done} in {n} iterations"]
+        for plot in (self.res_plot, self.rank_plot):
+            self._fit_title(plot)
+
+    def _fit_title(self, plot) -> None:
+        """The longest of the plot's titles that fits over its view box on one line (a title
+        wider than that overflowed the axis column, over the top tick label; the shortest
+        wraps)."""
+        titles = self._titles.get(plot)
+        w = plot.getViewBox().width()
+        if not titles:
+            return
+        fm = QFontMetricsF(_title_font(plot))
+        text = next((t for t in titles if fm.horizontalAdvance(t) + 6 <= w), titles[-1])
+        if getattr(plot, "_rss_title", (None,))[0] != text:
+            st.set_title(plot, text)
+
+    def _fit_text(self, plot) -> None:
+        """Space the left axis's ticks for the plot's height, and show its title only if it fits."""
+        self._fit_title(plot)
+        vb, ax = plot.getViewBox(), plot.getAxis("left")
+        h = vb.height()
+        if h <= 1:
+            return
+        line = QFontMetricsF(ax.style.get("tickFont") or ax.font()).height()
+        lo, hi = vb.viewRange()[1]
+        step = _nice_step(_TICK_GAP * line * (hi - lo) / h, whole=True)   # log axis: whole decades
+        if ax._tickSpacing != [(step, 0)]:
+            ax.setTickSpacing(levels=[(step, 0)])
+        label = QFontMetricsF(ax.label.font()).horizontalAdvance(self._left[plot])
+        fits = label + 8 <= h
+        if fits != ax.label.isVisible():
+            ax.showLabel(fits)
 
     def clear(self) -> None:
         self.residual_curve.setData([], [])

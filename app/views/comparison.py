@@ -41,6 +41,9 @@ class _Item(QTableWidgetItem):
 
 
 TWO_LINE_FIGURE_HEIGHT = 300  # px of figure below which a second line of names costs too much plot
+# A name goes on one line only where the bar is this much wider than the name as Qt measures it,
+# plus _NAME_GAP px: an SVG viewer's font can be wider, and "PCA (10)CoP (12)" ran together.
+_NAME_SLACK, _NAME_GAP = 1.25, 12
 
 
 class ComparisonView(BaseView):
@@ -97,6 +100,11 @@ class ComparisonView(BaseView):
         self.auc = {}
         self.unit = "data units"
         self.rows = np.zeros(0, dtype=np.int64)
+        # The names under the bars are chosen for the width the bars have now: on every resize
+        # of the plot itself (a resize of the figure comes before its plots are laid out again,
+        # so names chosen then were those of the previous width).
+        self.error_plot.getViewBox().sigResized.connect(lambda _vb: self._fit_ticks())
+        self.angle_plot.getViewBox().sigResized.connect(lambda _vb: self._fit_angle_ticks())
 
     def refresh(self):
         ds = self.state.dataset
@@ -133,7 +141,8 @@ class ComparisonView(BaseView):
         one = [f"{n} ({r})" for n, r in names]
         vb = self.error_plot.getViewBox()
         per_bar = vb.width() / max(len(names), 1)
-        narrow = 0 < per_bar < max(fm.horizontalAdvance(t) for t in one) + 8
+        # (A plot not laid out yet, of no width, is narrow: its names are chosen again when it is.)
+        narrow = per_bar < _NAME_SLACK * max(fm.horizontalAdvance(t) for t in one) + _NAME_GAP
         # A second line costs a line of the plots' height: in a short figure (200 %) the ranks
         # go and the names stay (the status line gives the ranks).
         two_lines = narrow and self.figure.height() >= TWO_LINE_FIGURE_HEIGHT
@@ -146,12 +155,32 @@ class ComparisonView(BaseView):
         return [[(i, f"{n}\n({r})" if two_lines else n if narrow else t)
                  for i, ((n, r), t) in enumerate(zip(names, one))]]
 
-    def fit_layout(self) -> None:
-        super().fit_layout()
+    def _fit_ticks(self) -> None:
         if getattr(self, "_tick_names", None):
             ticks = self._method_ticks()
-            self.error_plot.getAxis("bottom").setTicks(ticks)
-            self.flag_plot.getAxis("bottom").setTicks(ticks)
+            for p in (self.error_plot, self.flag_plot):
+                if p.getAxis("bottom")._tickLevels != ticks:
+                    p.getAxis("bottom").setTicks(ticks)
+
+    def _fit_angle_ticks(self) -> None:
+        """Angle indices 1..n, every k-th where the plot is too narrow for all (pyqtgraph then
+        drops labels that would overlap: the first and the last went)."""
+        n = max((a.size for a in self.angles.values()), default=0)
+        ax = self.angle_plot.getAxis("bottom")
+        if n == 0 or n > 12:
+            ax.setTicks(None)
+            return
+        fm = QFontMetrics(ax.style.get("tickFont") or QFont())
+        room = self.angle_plot.getViewBox().width() / n
+        k = next((k for k in (1, 2, 3, 4, 6, 12) if k * room >= fm.horizontalAdvance(str(n)) + _NAME_GAP), 12)
+        ticks = [[(i, str(i)) for i in (range(1, n + 1) if k == 1 else range(k, n + 1, k))]]
+        if ax._tickLevels != ticks:
+            ax.setTicks(ticks)
+
+    def fit_layout(self) -> None:
+        super().fit_layout()
+        self._fit_ticks()
+        self._fit_angle_ticks()
         total = self.splitter.height()
         if not self._split_done and total > 0 and self.isVisible():
             # Three fifths to the plots, the rest to the table, until the user drags the split;
@@ -213,7 +242,6 @@ class ComparisonView(BaseView):
         for p in (self.error_plot, self.flag_plot):
             p.setXRange(-0.6, len(ms) - 0.4, padding=0)
         n_ang = max((a.size for a in self.angles.values()), default=1)
-        self.angle_plot.getAxis("bottom").setTicks([[(i, str(i)) for i in range(1, n_ang + 1)]] if n_ang <= 12 else None)
         self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
         self.fit_layout()
         txt = [self.rank_note(ms)]

@@ -30,7 +30,7 @@ from .. import palette
 from . import _style as st
 from ._cloud import mode_for
 from ._common import Choice, fmt, labelled
-from ._convergence import ConvergencePlots
+from ._convergence import MIN_HEIGHT, ConvergencePlots
 from ._lazy_frames import FrameGone, LiveFrames
 from ._pictures import PANELS, PictureGrid
 from .base import BaseView
@@ -124,7 +124,7 @@ class DecompositionView(BaseView):
         ds = self.state.dataset
         hw = (ds.image_shape[0] / ds.image_shape[1] if self.mode == "image" and ds is not None and ds.is_image
               else 0.75)
-        conv_h = min(200.0, 0.28 * h)
+        conv_h = max(MIN_HEIGHT, min(200.0, 0.28 * h))   # (the pictures give way below)
         if not self._conv_chosen:
             # Convergence is shown by default only where the pictures stay large beside it.
             rows, cols = st.best_grid(len(PANELS), hw, w - 70, h - conv_h, title=_TITLE)
