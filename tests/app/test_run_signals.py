@@ -1,32 +1,14 @@
 """What the window says about a fit in flight: a warning stays in sight while it is true, and
 every way a fit is cancelled emits the signals MainWindow's docstring names (issue 33.6)."""
-import time
-
 import numpy as np
 import pytest
 
 from app.main_window import MainWindow
 from app.settings import Settings
-from robustcore._params import Param
 from robustcore.datasets import Dataset
-from robustcore.methods import METHODS, Method
+from robustcore.methods import METHODS
 
-
-def _slow_adapter(est, dataset, values, rep):
-    """PCA after ``steps`` progress reports 10 ms apart: a fit long enough to act during."""
-    for i in range(values["steps"]):
-        time.sleep(0.01)
-        rep(0.9 * i / values["steps"], f"step {i}")
-    return METHODS["pca"].adapter(est, dataset, {"n_components": values["n_components"]}, rep.span(0.9, 1))
-
-
-def _pca_class():
-    from robustcore.subspace.pca import PCA
-    return PCA
-
-
-SLOW = Method("slow", "Slow PCA", "PCA after a delay (tests).", _pca_class, _slow_adapter,
-              extra_params=(Param("steps", int, 50, "Delay steps of 10 ms.", low=1),))
+from .test_truthful_status import SLOW   # PCA after `steps` progress reports 10 ms apart
 
 
 def _data(seed=0, name="planted"):
