@@ -39,8 +39,9 @@ def _source(ds):
 class RunController(QObject):
     """Runs the chosen method on the current data; see the module doc.
 
-    Signals: ``finished(object)`` a RunResult was stored; ``failed(str)``; ``cancelled()``;
-    ``discarded(str)`` a result was dropped (the reason); ``idle()`` no fit runs any more.
+    Signals: ``finished(object)`` a RunResult was stored; ``failed(str)``; ``cancelled()`` a fit
+    was cancelled (Cancel, new data, a session, or a new run replacing it); ``discarded(str)`` a
+    result was dropped (the reason); ``idle()`` no fit runs any more (not after a replacement).
     """
 
     finished = Signal(object)
@@ -195,7 +196,8 @@ class RunController(QObject):
         method = self.methods[name]
         params = self.current_params(name)
         ds = self.state.dataset
-        if self.runner.is_busy():
+        replaced = self.runner.is_busy()
+        if replaced:
             self._log(self.runner.current, "cancelled", "muted", detail="replaced by a new run")
         tag = FitTag(method=name, title=method.title, params=params, dataset=ds.name,
                      data_version=self.state.data_version)
@@ -220,6 +222,8 @@ class RunController(QObject):
             fit = FitJob(method, ds, fit_params, bigdata)
             fn = lambda progress: run_job(fit, progress)  # noqa: E731
         job = self.runner.submit(fn, tag=tag)
+        if replaced:   # the fit in flight was cancelled; a fit runs still, so no idle
+            self.cancelled.emit()
         self.panel.set_status(f"Running {method.title} on {ds.name}…")
         # While the fit runs, the view its result goes to is built, so the turn the result
         # arrives in only fills it.

@@ -80,3 +80,16 @@ def test_cancel_button_emits_run_cancelled_then_idle(qtbot, window):
     _start(qtbot, w)
     with qtbot.waitSignals([w.runCancelled, w.idle], order="strict", timeout=1000):
         w.method_panel.cancel_button.click()
+
+
+def test_a_new_run_replacing_one_in_flight_emits_run_cancelled_not_idle(qtbot, window):
+    w = window
+    first = _start(qtbot, w)
+    idles = []
+    w.idle.connect(lambda: idles.append(w.runner.is_busy()))
+    with qtbot.waitSignal(w.runCancelled, timeout=1000):
+        second = w.run()
+    assert first.cancel_requested and second is not first and w.runner.is_busy()
+    assert idles == []                      # a fit still runs
+    w.cancel()
+    assert idles == [False]
