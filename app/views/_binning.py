@@ -14,12 +14,13 @@ one. No Qt here: the views call it on the GUI thread or from a worker.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = ["QT_MAX_PIXELS", "MAX_BINS", "Bins", "bins_for", "bin_array", "bin_vector", "fit_picture",
-           "Cancelled", "AGGREGATES"]
+           "Cancelled", "AGGREGATES", "column_extremes"]
 
 #: Qt's raster engine draws nothing (or crashes) beyond this many pixels along an axis.
 QT_MAX_PIXELS = 32_767
@@ -169,3 +170,19 @@ def fit_picture(img: np.ndarray, limit: int = MAX_BINS) -> tuple[np.ndarray, Bin
         return bin_array(img, rows, cols), rows, cols
     planes = [bin_array(img[..., c], rows, cols) for c in range(img.shape[2])]
     return np.stack(planes, axis=-1).astype(img.dtype, copy=False), rows, cols
+
+
+def column_extremes(a, cancelled=None) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's (min, max) of a (n, d) array read in blocks of rows (NaNs ignored)."""
+    n, d = (tuple(a.shape) if hasattr(a, "shape") else np.shape(a))
+    lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
+    step = _block_rows(a, d)
+    for r0 in range(0, n, step):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        block = np.asarray(a[r0:min(r0 + step, n)], dtype=np.float64)
+        with warnings.catch_warnings():   # a column all NaN in this block
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo = np.fmin(lo, np.nanmin(block, axis=0))
+            hi = np.fmax(hi, np.nanmax(block, axis=0))
+    return lo, hi
