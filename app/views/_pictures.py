@@ -19,6 +19,7 @@ from .. import palette
 from . import _style as st
 from ._binning import fit_picture
 from ._common import fmt
+from ._zoom_bins import Extent
 
 __all__ = ["PANELS", "PictureGrid"]
 
@@ -51,25 +52,6 @@ class _ClickImage(pg.ImageItem):
             self._on_hover(self.mapToParent(ev.pos()))
 
 
-class _Extent(pg.GraphicsObject):
-    """Nothing drawn: holds a table's whole extent, so auto range shows the whole table while the
-    images hold only the region zoomed into."""
-
-    def __init__(self):
-        super().__init__()
-        self.rect = QRectF()
-
-    def set_rect(self, rect: QRectF) -> None:
-        self.prepareGeometryChange()
-        self.rect = QRectF(rect)
-
-    def boundingRect(self):
-        return self.rect
-
-    def paint(self, *_):
-        pass
-
-
 class PictureGrid:
     """The four pictures in ``layout`` (a pyqtgraph GraphicsLayout); ``on_click(pos, modifiers)``
     is called for a left click on any of them."""
@@ -99,7 +81,7 @@ class PictureGrid:
             zoom.setVisible(False)
             zoom.setZValue(1)
             p.addItem(zoom)
-            extent = _Extent()
+            extent = Extent()
             extent.setVisible(False)
             p.addItem(extent)
             self.panels[key], self.images[key], self.zoomed[key], self.extents[key] = p, img, zoom, extent

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
+import pyqtgraph as pg
+from PySide6.QtCore import QObject, QRectF, QRunnable, QThreadPool, QTimer, Signal
 
 from ._binning import MAX_BINS, Bins, Cancelled, bins_for
 
-__all__ = ["Region", "ZoomBins", "bins_limit", "SETTLE_MS", "SYNC_VALUES"]
+__all__ = ["Region", "ZoomBins", "Extent", "bins_limit", "SETTLE_MS", "SYNC_VALUES"]
 
 #: Wait for the range to stop changing this long before binning again (a wheel zoom is a burst).
 SETTLE_MS = 120
@@ -98,6 +99,8 @@ class ZoomBins(QObject):
         """The region on screen now, clipped to the table, binned to the plot's pixels."""
         if self.shape is None:
             return None
+        if all(self.viewbox.autoRangeEnabled()):
+            return self.whole()   # the range may not have caught up with the table yet
         n, d = self.shape
         (x0, x1), (y0, y1) = self.viewbox.viewRange()
         r0, r1 = _clip(y0, y1, n)
@@ -150,3 +153,22 @@ def _clip(lo: float, hi: float, n: int) -> tuple[int, int]:
     a = int(min(max(math.floor(lo), 0), n - 1))
     b = int(min(max(math.ceil(hi), a + 1), n))
     return a, b
+
+
+class Extent(pg.GraphicsObject):
+    """Nothing drawn: holds a plot's whole data extent, so auto range shows all of it while the
+    images or bars hold only the region zoomed into."""
+
+    def __init__(self):
+        super().__init__()
+        self.rect = QRectF()
+
+    def set_rect(self, rect: QRectF) -> None:
+        self.prepareGeometryChange()
+        self.rect = QRectF(rect)
+
+    def boundingRect(self):
+        return self.rect
+
+    def paint(self, *_):
+        pass

@@ -98,7 +98,8 @@ def probe_rows(n: int, d: int) -> np.ndarray:
     spaced runs of consecutive rows (blocks on disk are read whole anyway)."""
     if n * d <= PROBE_VALUES:
         return np.arange(n)
-    runs, per = 64, max(1, PROBE_VALUES // (64 * max(d, 1)))
+    runs = int(min(64, max(1, PROBE_VALUES // max(d, 1))))
+    per = max(1, PROBE_VALUES // (runs * max(d, 1)))
     starts = np.linspace(0, n - per, runs).astype(np.int64)
     return np.unique((starts[:, None] + np.arange(per)[None, :]).ravel())
 
@@ -481,12 +482,18 @@ class DecompositionView(BaseView):
         """(share of the table's entries in the mask, exact): counted over all entries of a
         table up to EXACT_SHARE of them, else over the rows that set the scales."""
         S, t = self.S, self.threshold()
+        kept = getattr(self, "_share", None)
+        if kept is not None and kept[0] == (id(S), t):
+            return kept[1]
         n, d = S.shape
         if n * d > EXACT_SHARE:
-            return float(np.mean(np.abs(S[self._probe]) > t)), False
-        step = max(1, 4_000_000 // max(d, 1))
-        hits = sum(int(np.count_nonzero(np.abs(S[r:r + step]) > t)) for r in range(0, n, step))
-        return hits / max(n * d, 1), True
+            share = float(np.mean(np.abs(S[self._probe]) > t)), False
+        else:
+            step = max(1, 4_000_000 // max(d, 1))
+            hits = sum(int(np.count_nonzero(np.abs(S[r:r + step]) > t)) for r in range(0, n, step))
+            share = hits / max(n * d, 1), True
+        self._share = ((id(S), t), share)
+        return share
 
     def _table_status(self) -> None:
         region = self.pictures.shown_region()
