@@ -30,7 +30,10 @@ PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
 #: Pictures (frames) larger than this along a side are binned: beyond any screen, within Qt.
 PICTURE_LIMIT = 4096
 #: How a bin of a table becomes one pixel of each panel (said under the pictures).
-BIN_RULE = "X and L: the mean of each bin; S: its entry of largest |S|; mask: any entry of the bin"
+BIN_RULE = ("X and L: the mean of each bin; S: its entry of largest |S|; mask: the share of the bin's "
+            "entries above the threshold (any at all: at least a third of the colour)")
+#: The least colour of a bin with any entry in the mask: one entry in a bin of 500 stays visible.
+MASK_FLOOR = 1 / 3
 
 
 class _ClickImage(pg.ImageItem):
@@ -210,8 +213,7 @@ class PictureGrid:
                                ("sparse", tiles["S"], s_levels)):
             items[key].setImage(data, levels=lev, lut=palette.diverging_lut() if key == "sparse" else None)
             items[key].setRect(rect)
-        items["mask"].setImage(palette.mask_overlay(tiles["X"], gray_levels, np.abs(tiles["S"]) > threshold),
-                               levels=None, lut=None)
+        items["mask"].setImage(binned_mask(tiles, gray_levels, threshold), levels=None, lut=None)
         items["mask"].setRect(rect)
         for z in self.zoomed.values():
             z.setVisible(not whole)
@@ -221,7 +223,9 @@ class PictureGrid:
         """Titles of a table's panels: what each shows and, when binned, how."""
         region = self.shown_region()
         binned = region is not None and (region.rows.binned or region.cols.binned)
-        st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)} column ranges" + (" in a bin" if binned else ""))
+        counted = all(t.get("M") is not None for _, t in self.tiles.values())
+        st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)} column ranges"
+                     + ("" if not binned else ", colour: share of the bin" if counted else ", any entry of the bin"))
         st.set_title(self.panels["original"], "X, each column on L's range" + (", bin means" if binned else ""))
         st.set_title(self.panels["low_rank"], "low-rank L, each column 0 → 1" + (", bin means" if binned else ""))
         st.set_title(self.panels["sparse"], "sparse S ÷ column range" + (", largest |S| per bin" if binned else ""))
@@ -238,12 +242,11 @@ class PictureGrid:
         return top[0] if top else None
 
     def redraw_masks(self, gray_levels, threshold) -> None:
-        """The mask panels of the drawn tables at a new threshold (no binning again: a bin is in
-        the mask when its largest |S| is)."""
+        """The mask panels of the drawn tables (their tiles' "M" already counted at
+        ``threshold``, see :func:`binned_mask`)."""
         for which, (region, tiles) in self.tiles.items():
             item = (self.images if which == "whole" else self.zoomed)["mask"]
-            item.setImage(palette.mask_overlay(tiles["X"], gray_levels, np.abs(tiles["S"]) > threshold),
-                          levels=None, lut=None)
+            item.setImage(binned_mask(tiles, gray_levels, threshold), levels=None, lut=None)
         self.table_titles(threshold)
 
     def mark_rows(self, selection) -> None:
@@ -267,6 +270,20 @@ class PictureGrid:
         """Only the frame's own picture stays (a run's frame that is gone has no L, S or mask)."""
         for key in ("low_rank", "sparse", "mask"):
             self.images[key].clear()
+
+
+def binned_mask(tiles, gray_levels, threshold) -> np.ndarray:
+    """(rows, cols, 3) uint8: the mask over the faded bin means of X. With ``tiles["M"]`` (the
+    share of each bin's entries above the threshold) a bin takes that much of the mask colour,
+    at least MASK_FLOOR when it holds any (a bin of one sample: all or nothing, as unbinned);
+    without it (a table too large to count again), a bin is in the mask when its largest |S|
+    is, that is when any of its entries is."""
+    share = tiles.get("M")
+    if share is None:
+        return palette.mask_overlay(tiles["X"], gray_levels, np.abs(tiles["S"]) > threshold)
+    faded = palette.mask_overlay(tiles["X"], gray_levels, np.zeros(tiles["X"].shape, dtype=bool)).astype(float)
+    f = np.where(share > 0, MASK_FLOOR + (1 - MASK_FLOOR) * share, 0.0)[..., None]
+    return np.rint((1 - f) * faded + f * np.asarray(palette.MASK_RGB, dtype=float)).astype(np.uint8)
 
 
 def _set_picture(item, img, **kw) -> None:

@@ -87,6 +87,17 @@ class ColumnScaled:
         return (block - self.lo[cols]) / self.span[cols]
 
 
+class Above:
+    """``|S| > t`` as 0.0 / 1.0, computed for the rows and columns read (binned by its mean:
+    the share of each bin in the mask)."""
+
+    def __init__(self, S, t: float):
+        self.S, self.t, self.shape, self.chunks = S, float(t), S.shape, getattr(S, "chunks", None)
+
+    def __getitem__(self, key):
+        return (np.abs(self.S[key]) > self.t).astype(np.float64)
+
+
 #: Values of S read to set the colour scale and the default threshold of a large table.
 PROBE_VALUES = 2_000_000
 #: The mask's share of entries is counted exactly up to this many entries (else on the probe).
@@ -434,7 +445,11 @@ class DecompositionView(BaseView):
         of = self._live.n_done if live else len(self.order)   # the live label says "of N processed"
         self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {of})")
         if self.mode != "image":
-            self.pictures.redraw_masks(self.gray_levels, self.threshold())
+            t = self.threshold()
+            for region, tiles in self.pictures.tiles.values():
+                if tiles.get("t") != t:
+                    self._count_mask(region, tiles, t)
+            self.pictures.redraw_masks(self.gray_levels, t)
             self._table_status()
             return
         shape = ds.image_shape
@@ -466,15 +481,32 @@ class DecompositionView(BaseView):
         kept = self.pictures.tiles.get("whole")
         if kept is not None and kept[0] == region:
             return kept[1]
-        return {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
-                "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
-                "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
+        tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
+                 "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
+                 "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
+        self._count_mask(region, tiles, self.threshold(), cancelled)
+        return tiles
+
+    def _count_mask(self, region, tiles, t, cancelled=None) -> None:
+        """``tiles["M"]``: the share of each bin's entries with |S| above ``t`` (None when the
+        region is too large to count again at every threshold: the mask is then a bin's
+        largest |S|); ``tiles["t"]`` the threshold it was counted at."""
+        binned = region.rows.binned or region.cols.binned
+        if not binned:
+            tiles["M"] = (np.abs(tiles["S"]) > t).astype(float)
+        elif region.values <= EXACT_SHARE:
+            tiles["M"] = bin_array(Above(self.S, t), region.rows, region.cols, "mean", cancelled)
+        else:
+            tiles["M"] = None
+        tiles["t"] = t
 
     def _draw_region(self, region, tiles):
         if self.mode != "table":
             return
         n, d = self.S.shape
         whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
+        if tiles.get("t") != self.threshold():   # the overview kept from before a new threshold
+            self._count_mask(region, tiles, self.threshold())
         self.pictures.draw_tables(region, tiles, self.gray_levels, self.s_levels, self.threshold(), whole)
         self._table_status()
 

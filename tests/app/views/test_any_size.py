@@ -130,11 +130,20 @@ def test_the_L_S_heatmaps_are_binned_and_say_so(n, views_for, qtbot):
     assert "bins of" in v.panels["original"].getAxis("left").labelText
     assert "bin means" in v.panels["original"].titleLabel.text
     assert_tiles_match(v, n)
-    # The mask is a bin's: in it when any entry of the bin is above the threshold.
-    region, tiles = v.pictures.tiles["whole"]
-    from app.palette import MASK_RGB
-    mask = np.all(v.pictures.images["mask"].image == MASK_RGB, axis=-1)
-    np.testing.assert_array_equal(mask, np.abs(tiles["S"]) > v.threshold())
+    # The mask: each bin coloured by the share of its entries above the threshold.
+    assert "share of the bin" in v.panels["mask"].titleLabel.text
+    for t in (v.threshold(), 2 * v.threshold()):
+        v.set_threshold(t)
+        region, tiles = v.pictures.tiles["whole"]
+        share = reference(np.abs(scaled(n)[2]) > t, region.rows, region.cols, "mean")
+        np.testing.assert_allclose(tiles["M"], share, rtol=1e-12)
+        from app.palette import MASK_RGB
+        img = v.pictures.images["mask"].image
+        np.testing.assert_array_equal(np.all(img == MASK_RGB, axis=-1)[share == 1], True)
+        assert not np.any(np.all(img == MASK_RGB, axis=-1)[share < 1])
+        # a bin with a single entry in the mask is visibly tinted: red above green and blue
+        one = (share > 0) & (share < 0.05)
+        assert one.any() and np.all(img[one][:, 0] > img[one][:, 2] + 20)
 
 
 def zoom_to(v, qtbot, rows, cols=(0, D)):
