@@ -30,8 +30,8 @@ PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
 #: Pictures (frames) larger than this along a side are binned: beyond any screen, within Qt.
 PICTURE_LIMIT = 4096
 #: How a bin of a table becomes one pixel of each panel (said under the pictures).
-BIN_RULE = ("X and L: the mean of each bin; S: its entry of largest |S|; mask: the share of the bin's "
-            "entries above the threshold (any at all: at least a third of the colour)")
+BIN_RULE = ("X, L: bin means; S: each bin's largest |S|; mask: the share of a bin's entries above the "
+            "threshold")
 #: The least colour of a bin with any entry in the mask: one entry in a bin of 500 stays visible.
 MASK_FLOOR = 1 / 3
 
@@ -224,11 +224,16 @@ class PictureGrid:
         region = self.shown_region()
         binned = region is not None and (region.rows.binned or region.cols.binned)
         counted = all(t.get("M") is not None for _, t in self.tiles.values())
-        st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)} column ranges"
-                     + ("" if not binned else ", colour: share of the bin" if counted else ", any entry of the bin"))
-        st.set_title(self.panels["original"], "X, each column on L's range" + (", bin means" if binned else ""))
-        st.set_title(self.panels["low_rank"], "low-rank L, each column 0 → 1" + (", bin means" if binned else ""))
-        st.set_title(self.panels["sparse"], "sparse S ÷ column range" + (", largest |S| per bin" if binned else ""))
+        # Short when binned: four titles share the width (the status line says it in full).
+        if binned:
+            titles = {"original": "X on L's column ranges, means", "low_rank": "low-rank L, 0 → 1, means",
+                      "sparse": "S ÷ column range, largest |S|",
+                      "mask": f"|S| > {fmt(threshold)}: " + ("share per bin" if counted else "any in bin")}
+        else:
+            titles = {"original": "X, each column on L's range", "low_rank": "low-rank L, each column 0 → 1",
+                      "sparse": "sparse S ÷ column range", "mask": f"|S| > {fmt(threshold)} column ranges"}
+        for key, text in titles.items():
+            st.set_title(self.panels[key], text)
         self.s_bar.getAxis("right").setLabel("S ÷ column range of L", color=st.AXIS_COLOR)
         rows = "sample" if region is None or not region.rows.binned else f"sample (bins of {region.rows.size:,})"
         cols = "feature" if region is None or not region.cols.binned else f"feature (bins of {region.cols.size:,})"

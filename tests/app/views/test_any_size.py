@@ -128,10 +128,10 @@ def test_the_L_S_heatmaps_are_binned_and_say_so(n, views_for, qtbot):
     assert region.rows.describe("samples") in v.status.text()
     assert f"{n:,} samples in {region.rows.count:,} bins of {region.rows.size:,}" in v.status.text()
     assert "bins of" in v.panels["original"].getAxis("left").labelText
-    assert "bin means" in v.panels["original"].titleLabel.text
+    assert "means" in v.panels["original"].titleLabel.text
     assert_tiles_match(v, n)
     # The mask: each bin coloured by the share of its entries above the threshold.
-    assert "share of the bin" in v.panels["mask"].titleLabel.text
+    assert "share per bin" in v.panels["mask"].titleLabel.text
     for t in (v.threshold(), 2 * v.threshold()):
         v.set_threshold(t)
         region, tiles = v.pictures.tiles["whole"]
