@@ -28,12 +28,11 @@ from PySide6.QtWidgets import QDoubleSpinBox, QLabel, QSlider, QToolButton
 
 from . import _style as st
 from ._cloud import mode_for
-from ._common import Choice, describe_sample, fmt, labelled
+from ._common import Choice, fmt, labelled
 from ._convergence import ConvergencePlots
 from ._lazy_frames import FrameGone, LiveFrames
-from ._binning import bin_array, column_extremes
-from ._pictures import BIN_RULE, PANELS, PictureGrid
-from ._zoom_bins import ZoomBins
+from ._pictures import PANELS, PictureGrid
+from ._table_heatmaps import TableHeatmaps
 from .base import BaseView
 
 _MIN_PICTURE = 120    # pixels: below this a picture is useless; the convergence plots give way
@@ -54,65 +53,6 @@ def default_threshold(S) -> float:
     if a.size > 1_000_000:   # a quantile of a sample is as good, and a video's S is large
         a = a[:: a.size // 1_000_000 + 1]
     return float(np.quantile(a, MASK_QUANTILE))
-
-
-def column_units(X, L) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, span) per column: the display units of a table whose columns differ in unit. Each
-    column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the same
-    units, beyond 0..1 where it holds what S took out), and S divided by that range. L's range,
-    not X's: one gross entry of X set its column's range and drew the rest of the column black.
-    Read in blocks (X and L may be on disk)."""
-    lo, hi = column_extremes(L)
-    flat = ~(hi - lo > 0)   # a column L does not vary in: X's range then
-    if flat.any():
-        xlo, xhi = column_extremes(X)
-        lo = np.where(flat, xlo, lo)
-        hi = np.where(flat, xhi, hi)
-    span = hi - lo
-    return lo, np.where(span > 0, span, 1.0)
-
-
-class ColumnScaled:
-    """``(a - lo) / span`` column by column, computed for the rows and columns read (a table
-    of any size, in memory or on disk, is never copied whole)."""
-
-    def __init__(self, a, lo, span, shift: bool = True):
-        self.a, self.lo, self.span = a, (lo if shift else np.zeros_like(lo)), span
-        self.shape = tuple(int(v) for v in a.shape)
-        self.chunks = getattr(a, "chunks", None)
-
-    def __getitem__(self, key):
-        rows, cols = key if isinstance(key, tuple) else (key, slice(None))
-        block = np.asarray(self.a[rows, cols], dtype=np.float64)
-        return (block - self.lo[cols]) / self.span[cols]
-
-
-class Above:
-    """``|S| > t`` as 0.0 / 1.0, computed for the rows and columns read (binned by its mean:
-    the share of each bin in the mask)."""
-
-    def __init__(self, S, t: float):
-        self.S, self.t, self.shape, self.chunks = S, float(t), S.shape, getattr(S, "chunks", None)
-
-    def __getitem__(self, key):
-        return (np.abs(self.S[key]) > self.t).astype(np.float64)
-
-
-#: Values of S read to set the colour scale and the default threshold of a large table.
-PROBE_VALUES = 2_000_000
-#: The mask's share of entries is counted exactly up to this many entries (else on the probe).
-EXACT_SHARE = 50_000_000
-
-
-def probe_rows(n: int, d: int) -> np.ndarray:
-    """Rows whose values set a table's scales: all of them when they are few, else evenly
-    spaced runs of consecutive rows (blocks on disk are read whole anyway)."""
-    if n * d <= PROBE_VALUES:
-        return np.arange(n)
-    runs = int(min(64, max(1, PROBE_VALUES // max(d, 1))))
-    per = max(1, PROBE_VALUES // (runs * max(d, 1)))
-    starts = np.linspace(0, n - per, runs).astype(np.int64)
-    return np.unique((starts[:, None] + np.arange(per)[None, :]).ravel())
 
 
 class DecompositionView(BaseView):
@@ -166,17 +106,16 @@ class DecompositionView(BaseView):
         lay = self.figure.ci
         self.pics = lay.addLayout(row=0, col=0)
         self.pictures = PictureGrid(self.pics, self._image_clicked, self._hovered)
-        # A table's heatmaps follow the zoom of the (linked) panels: the first one's range.
-        self.zoom = ZoomBins(self.panels_first().getViewBox(), self._bin_region, self._draw_region, self)
         self.panels, self.images, self.s_bar = self.pictures.panels, self.pictures.images, self.pictures.s_bar
+        # A table's heatmaps follow the zoom of the (linked) panels: the first one's range.
+        self.tables = TableHeatmaps(self.pictures, self.panels[PANELS[0][0]].getViewBox(), self.threshold,
+                                    self._table_status, self)
+        self.zoom = self.tables.zoom
         # The convergence plots live in a layout of their own: as cells of the picture grid,
         # their different axis widths made the picture columns unequal.
         self.bottom = lay.addLayout(row=1, col=0)
         self.convergence = ConvergencePlots(self.bottom)
         self.pictures.arrange(1, len(PANELS))
-
-    def panels_first(self):
-        return self.pictures.panels[PANELS[0][0]]
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -274,13 +213,9 @@ class DecompositionView(BaseView):
             # grey scale of all and drew the rest nearly black. Each column is shown on its own
             # range, S in units of that range (what the titles say). The heatmaps are binned
             # from these (see _bin_region), never copied whole.
-            X = ds.source.array if getattr(ds, "is_lazy", False) else ds.dense()
-            L, S = res.arrays["low_rank"], res.arrays["sparse"]
-            lo, span = column_units(X, L)
-            self.X, self.L = ColumnScaled(X, lo, span), ColumnScaled(L, lo, span)
-            self.S = ColumnScaled(S, lo, span, shift=False)
-            self._probe = probe_rows(*self.S.shape)
-            X, L, S = (a[self._probe] for a in (self.X, self.L, self.S))
+            X, L, S = self.tables.load(ds.source.array if getattr(ds, "is_lazy", False) else ds.dense(),
+                                       res.arrays["low_rank"], res.arrays["sparse"])
+            self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
         else:
             X = ds.dense()
             L = np.asarray(res.arrays["low_rank"])
@@ -306,7 +241,8 @@ class DecompositionView(BaseView):
         self.frame_slider.setValue(int(self.position[sel[0]]) if sel.size else 0)
         self.frame_slider.blockSignals(False)
         if self.mode == "table":
-            self._draw_tables()
+            self.tables.draw(self.gray_levels, self.s_levels)
+            self.pictures.mark_rows(self.state.selection)
         self._show_frame()
         self.drawn = res
         self.fit_layout()
@@ -445,11 +381,7 @@ class DecompositionView(BaseView):
         of = self._live.n_done if live else len(self.order)   # the live label says "of N processed"
         self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {of})")
         if self.mode != "image":
-            t = self.threshold()
-            for region, tiles in self.pictures.tiles.values():
-                if tiles.get("t") != t:
-                    self._count_mask(region, tiles, t)
-            self.pictures.redraw_masks(self.gray_levels, t)
+            self.tables.redraw_masks()
             self._table_status()
             return
         shape = ds.image_shape
@@ -468,118 +400,26 @@ class DecompositionView(BaseView):
         self.set_status(f"{head} · sample #{i} · mask: {100 * frac:.1f}% of pixels · "
                         f"‖S‖₁ of this frame {fmt(np.abs(s_i).sum())} · {sel}")
 
-    def _draw_tables(self):
-        """The overview of the whole table, binned to the panel's size (on this thread: an
-        exported figure is drawn at once); zooming in bins what is on screen (see _zoom_bins)."""
-        self.zoom.set_table(self.S.shape)
-        self.zoom.draw_now(self.zoom.whole())
-        self.pictures.mark_rows(self.state.selection)
-
-    def _bin_region(self, region, cancelled):
-        """X and L as bin means, S as each bin's entry of largest |S| (no Qt: may run on a pool
-        thread). The overview already drawn is reused when the whole table is asked for again."""
-        kept = self.pictures.tiles.get("whole")
-        if kept is not None and kept[0] == region:
-            return kept[1]
-        tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
-                 "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
-                 "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
-        self._count_mask(region, tiles, self.threshold(), cancelled)
-        return tiles
-
-    def _count_mask(self, region, tiles, t, cancelled=None) -> None:
-        """``tiles["M"]``: the share of each bin's entries with |S| above ``t`` (None when the
-        region is too large to count again at every threshold: the mask is then a bin's
-        largest |S|); ``tiles["t"]`` the threshold it was counted at."""
-        binned = region.rows.binned or region.cols.binned
-        if not binned:
-            tiles["M"] = (np.abs(tiles["S"]) > t).astype(float)
-        elif region.values <= EXACT_SHARE:
-            tiles["M"] = bin_array(Above(self.S, t), region.rows, region.cols, "mean", cancelled)
-        else:
-            tiles["M"] = None
-        tiles["t"] = t
-
-    def _draw_region(self, region, tiles):
-        if self.mode != "table":
-            return
-        n, d = self.S.shape
-        whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
-        if tiles.get("t") != self.threshold():   # the overview kept from before a new threshold
-            self._count_mask(region, tiles, self.threshold())
-        self.pictures.draw_tables(region, tiles, self.gray_levels, self.s_levels, self.threshold(), whole)
-        self._table_status()
-
-    def mask_share(self) -> tuple[float, bool]:
-        """(share of the table's entries in the mask, exact): counted over all entries of a
-        table up to EXACT_SHARE of them, else over the rows that set the scales."""
-        S, t = self.S, self.threshold()
-        kept = getattr(self, "_share", None)
-        if kept is not None and kept[0] == (id(S), t):
-            return kept[1]
-        n, d = S.shape
-        if n * d > EXACT_SHARE:
-            share = float(np.mean(np.abs(S[self._probe]) > t)), False
-        else:
-            step = max(1, 4_000_000 // max(d, 1))
-            hits = sum(int(np.count_nonzero(np.abs(S[r:r + step]) > t)) for r in range(0, n, step))
-            share = hits / max(n * d, 1), True
-        self._share = ((id(S), t), share)
-        return share
-
     def _table_status(self) -> None:
-        region = self.pictures.shown_region()
-        if region is None:
-            return
-        n, d = self.S.shape
-        frac, exact = self.mask_share()
-        binned = region.rows.binned or region.cols.binned
-        shown = (f"{region.rows.describe('samples')} × {region.cols.describe('features')}"
-                 + ("" if region.rows.length == n and region.cols.length == d else
-                    f" shown (rows {region.rows.start:,}–{region.rows.stop - 1:,} of {n:,})"))
-        how = f" · {BIN_RULE}; zoom in to see single samples" if binned else ""
-        self.set_status(f"{shown}{how} · mask: {'' if exact else 'about '}{100 * frac:.1f}% of entries · click a "
-                        f"row to select its sample{'s' if region.rows.binned else ''} (Shift adds, Ctrl subtracts)")
-
-    def _table_bin_at(self, pos):
-        """(region, row bin, column bin) under the plot position ``pos`` (None outside)."""
-        row, col = int(np.floor(pos.y())), int(np.floor(pos.x()))
-        for which in ("zoomed", "whole"):
-            kept = self.pictures.tiles.get(which)
-            if kept is None:
-                continue
-            region = kept[0]
-            if region.rows.start <= row < region.rows.stop and region.cols.start <= col < region.cols.stop:
-                return kept, region.rows.of(row), region.cols.of(col)
-        return None
+        text = self.tables.status()
+        if text:
+            self.set_status(text)
 
     def _image_clicked(self, pos, modifiers):
         mode = mode_for(modifiers)
         if self.mode == "image":
             self.state.set_selection([self.current_sample], mode)
             return
-        at = self._table_bin_at(pos)
-        if at is not None:
-            (region, _), b, _c = at
-            lo, hi = region.rows.span(b)   # a bin selects the samples it holds
-            self.state.set_selection(np.arange(lo, hi), mode)
+        rows = self.tables.rows_at(pos)   # a bin selects the samples it holds
+        if rows is not None:
+            self.state.set_selection(rows, mode)
 
     def _hovered(self, pos) -> None:
         if self.mode != "table":
             return
-        at = self._table_bin_at(pos)
-        if at is None:
-            return
-        (region, tiles), b, c = at
-        (r0, r1), (c0, c1) = region.rows.span(b), region.cols.span(c)
-        names = self.state.dataset.feature_names
-        who = (describe_sample(self.state.dataset, r0) if r1 - r0 == 1 else
-               f"samples #{r0:,}–#{r1 - 1:,} (a bin of {r1 - r0:,})")
-        what = names[c0] if c1 - c0 == 1 else f"features {names[c0]}–{names[c1 - 1]} (a bin of {c1 - c0:,})"
-        x, l_, s_ = (float(tiles[k][b, c]) for k in ("X", "L", "S"))
-        mean = " (means)" if r1 - r0 > 1 or c1 - c0 > 1 else ""
-        self.set_status(f"under the mouse: {who} · {what} · X {fmt(x)}, L {fmt(l_)}{mean}, "
-                        f"S {fmt(s_)}{' (largest |S|)' if mean else ''}")
+        text = self.tables.describe_at(pos, self.state.dataset)
+        if text:
+            self.set_status(text)
 
     def _follow_selection(self, sel):
         if self._res is None and self._live is None:

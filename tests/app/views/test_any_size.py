@@ -147,7 +147,7 @@ def test_the_L_S_heatmaps_are_binned_and_say_so(n, views_for, qtbot):
 
 
 def zoom_to(v, qtbot, rows, cols=(0, D)):
-    vb = v.panels_first().getViewBox()
+    vb = v.panels["original"].getViewBox()
     with qtbot.waitSignal(v.zoom.drawn, timeout=10_000):
         vb.setRange(xRange=cols, yRange=rows, padding=0)
 
@@ -198,7 +198,7 @@ def test_large_regions_are_binned_off_the_gui_thread(views_for, qtbot, monkeypat
     monkeypatch.setattr(zb, "SYNC_VALUES", 0)
     n = 33_000
     v = shown(views_for, state_of(n, ("pcp",)), "decomposition", qtbot)
-    vb = v.panels_first().getViewBox()
+    vb = v.panels["original"].getViewBox()
     drawn = []
     v.zoom.drawn.connect(drawn.append)
     vb.setRange(xRange=(0, D), yRange=(100, 30_000), padding=0)
