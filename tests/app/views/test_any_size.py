@@ -293,3 +293,25 @@ def test_a_million_rows(view, views_for, qtbot, tmp_path):
         assert_tiles_match(v, MILLION)
     path = render_view(view, state, str(tmp_path / f"{view}.png"), size=(1000, 700))
     assert os.path.getsize(path) > 1000
+
+
+def test_a_table_on_disk_is_binned_in_blocks(views_for, qtbot, tmp_path):
+    """Out of core the L + S view's table is a Dask array and L and S are Zarr stores: binned a
+    block at a time, never read whole, to the same values."""
+    import dask.array as da
+    import zarr
+    n = 33_000
+    X, L, S = scaled(n)                        # the reference, from the arrays in memory
+    res = fit(n, "pcp")
+    stores = {}
+    for key in ("low_rank", "sparse"):
+        z = zarr.open_array(str(tmp_path / f"{key}.zarr"), mode="w", shape=(n, D), chunks=(4_096, D), dtype="f8")
+        z[:] = np.asarray(res.arrays[key])
+        stores[key] = z
+    v = shown(views_for, state_of(n, ("pcp",)), "decomposition", qtbot)
+    v.tables.load(da.from_array(table(n).X, chunks=(5_000, D)), stores["low_rank"], stores["sparse"])
+    v.tables.draw(v.gray_levels, v.s_levels)
+    region, tiles = v.pictures.tiles["whole"]
+    assert region.rows.binned
+    for key, a, how in (("X", X, "mean"), ("L", L, "mean"), ("S", S, "absmax")):
+        np.testing.assert_allclose(tiles[key], reference(a, region.rows, region.cols, how), rtol=1e-9, atol=1e-12)
