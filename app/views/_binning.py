@@ -124,6 +124,10 @@ def bin_array(a, rows: Bins, cols: Bins, how: str = "mean", cancelled=None) -> n
                          f"an array of shape {shape}")
     col_starts = cols.edges()[:-1] - cols.start
     row_edges = rows.edges()
+
+    def across(ufunc, block):
+        # Columns one to a bin need no reduction (reduceat over single columns is 7x slower).
+        return ufunc.reduceat(block, col_starts, axis=1) if cols.binned else block
     mean = how == "mean"
     # Running per-bin sums, or running maxima and minima: a block may end inside a bin.
     acc = ([np.zeros((rows.count, cols.count))] if mean else
@@ -138,11 +142,11 @@ def bin_array(a, rows: Bins, cols: Bins, how: str = "mean", cancelled=None) -> n
         # Where each bin this block touches begins inside it (the first one at its top).
         starts = np.maximum(row_edges[b0:b1] - r0, 0)
         if mean:
-            part = np.add.reduceat(np.add.reduceat(block, col_starts, axis=1), starts, axis=0)
+            part = np.add.reduceat(across(np.add, block), starts, axis=0)
             acc[0][b0:b1] += part
         else:
-            hi = np.maximum.reduceat(np.maximum.reduceat(block, col_starts, axis=1), starts, axis=0)
-            lo = np.minimum.reduceat(np.minimum.reduceat(block, col_starts, axis=1), starts, axis=0)
+            hi = np.maximum.reduceat(across(np.maximum, block), starts, axis=0)
+            lo = np.minimum.reduceat(across(np.minimum, block), starts, axis=0)
             np.maximum(acc[0][b0:b1], hi, out=acc[0][b0:b1])
             np.minimum(acc[1][b0:b1], lo, out=acc[1][b0:b1])
     if mean:
