@@ -86,6 +86,7 @@ class TableHeatmaps(QObject):
         self.X = self.L = self.S = None
         self.levels = ((0.0, 1.0), (-1.0, 1.0))
         self._share = None
+        self._t = 0.0   # the threshold, read on the GUI thread for the pool's binning
 
     def load(self, X, L, S):
         """A new table (arrays of any kind, see :func:`._binning.bin_array`); returns the rows of
@@ -101,6 +102,7 @@ class TableHeatmaps(QObject):
         """The overview of the whole table, binned to the panel's size (on this thread: an
         exported figure is drawn at once); zooming in bins what is on screen (see _zoom_bins)."""
         self.levels = (gray_levels, s_levels)
+        self._t = self.threshold()
         self.zoom.set_table(self.S.shape)
         self.zoom.draw_now(self.zoom.whole())
 
@@ -113,7 +115,7 @@ class TableHeatmaps(QObject):
         tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
                  "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
                  "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
-        self.count_mask(region, tiles, self.threshold(), cancelled)
+        self.count_mask(region, tiles, self._t, cancelled)
         return tiles
 
     def count_mask(self, region, tiles, t, cancelled=None) -> None:
@@ -140,7 +142,7 @@ class TableHeatmaps(QObject):
 
     def redraw_masks(self) -> None:
         """The masks of what is drawn, at the threshold now set."""
-        t = self.threshold()
+        t = self._t = self.threshold()
         for region, tiles in self.pictures.tiles.values():
             if tiles.get("t") != t:
                 self.count_mask(region, tiles, t)

@@ -8,6 +8,8 @@ bar the entry of largest magnitude of its bin, and zooming in bins the features 
 down to one bar per feature."""
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QTimer
@@ -157,7 +159,9 @@ class DetailView(BaseView):
             return
         names = list(ds.feature_names[:d])
         fm = QFontMetrics(ax.style.get("tickFont") or QFont())
-        widest = max(fm.horizontalAdvance(str(n)) for n in names) + 8
+        # The longest names are the widest (measuring all 100,000 names cost 0.2 s a resize).
+        longest = heapq.nlargest(64, names, key=lambda n: len(str(n)))
+        widest = max(fm.horizontalAdvance(str(n)) for n in longest) + 8
         width = self.bar_plot.getViewBox().width() or (self.figure.width() - 80)
         per_bar = max(width, 1.0) / d
         step = max(1, int(np.ceil(widest / per_bar)))
