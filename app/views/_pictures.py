@@ -3,16 +3,23 @@ bar of S, laid out in rows and columns; one frame of an image stack, or a table 
 
 Colours and mask are those of the exported video (:mod:`app.palette`): X and L share one grey
 scale, S a symmetric diverging one, and the mask is drawn over the faded frame.
+
+A table's heatmaps are drawn from bins (:mod:`._binning`, :mod:`._zoom_bins`): an overview of
+the whole table, and above it, once the user zooms in, the region on screen binned again (down
+to single samples). Each image is placed by its bins in sample and feature coordinates, so a
+click or the mouse names the samples of the bin under it.
 """
 from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRectF, Qt
 
 from .. import palette
 from . import _style as st
+from ._binning import fit_picture
 from ._common import fmt
+from ._zoom_bins import Extent
 
 __all__ = ["PANELS", "PictureGrid"]
 
@@ -20,30 +27,48 @@ PANELS = (("original", "original X"), ("low_rank", "low-rank L (background)"),
           ("sparse", "sparse S (foreground)"), ("mask", "mask |S| > threshold"))
 
 
-class _ClickImage(pg.ImageItem):
-    """An ImageItem that reports left clicks (position in image pixels, keyboard modifiers)."""
+#: Pictures (frames) larger than this along a side are binned: beyond any screen, within Qt.
+PICTURE_LIMIT = 4096
+#: How a bin of a table becomes one pixel of each panel (said under the pictures).
+BIN_RULE = ("X, L: bin means; S: each bin's largest |S|; mask: the share of a bin's entries above the "
+            "threshold")
+#: The least colour of a bin with any entry in the mask: one entry in a bin of 500 stays visible.
+MASK_FLOOR = 1 / 3
 
-    def __init__(self, on_click, *a, **k):
+
+class _ClickImage(pg.ImageItem):
+    """An ImageItem that reports left clicks and the mouse's position, in the plot's
+    coordinates (samples and features for a table, whatever its bins)."""
+
+    def __init__(self, on_click, on_hover=None, *a, **k):
         super().__init__(*a, **k)
-        self._on_click = on_click
+        self._on_click, self._on_hover = on_click, on_hover
+        self.setAcceptHoverEvents(on_hover is not None)
 
     def mouseClickEvent(self, ev):
         if ev.button() == Qt.MouseButton.LeftButton:
             ev.accept()
-            self._on_click(ev.pos(), ev.modifiers())
+            self._on_click(self.mapToParent(ev.pos()), ev.modifiers())
+
+    def hoverEvent(self, ev):
+        if self._on_hover is not None and not ev.isExit() and self.image is not None:
+            self._on_hover(self.mapToParent(ev.pos()))
 
 
 class PictureGrid:
     """The four pictures in ``layout`` (a pyqtgraph GraphicsLayout); ``on_click(pos, modifiers)``
     is called for a left click on any of them."""
 
-    def __init__(self, layout, on_click):
+    def __init__(self, layout, on_click, on_hover=None):
         self.layout = layout
         # The figure's own layout has margins already: none twice (18 px of a short figure).
         layout.setContentsMargins(0, 0, 0, 0)
         self.panels = {}
-        self.images = {}
+        self.images = {}     # a frame, or the overview of a whole table
+        self.zoomed = {}     # a table's region on screen binned again (hidden when not zoomed)
+        self.extents = {}
         self.sel_markers = {}
+        self.tiles = {}      # "whole" / "zoomed" -> (Region, {"X", "L", "S": binned values})
         for key, ttl in PANELS:
             p = pg.PlotItem()
             # Equal columns whatever the title lengths (a long title would widen its column), and
@@ -53,9 +78,16 @@ class PictureGrid:
             p.titleLabel.setMinimumWidth(10)
             p.titleLabel.setPreferredWidth(10)
             st.style_plot(p, title=ttl)
-            img = _ClickImage(on_click)
+            img = _ClickImage(on_click, on_hover)
             p.addItem(img)
-            self.panels[key], self.images[key] = p, img
+            zoom = _ClickImage(on_click, on_hover)
+            zoom.setVisible(False)
+            zoom.setZValue(1)
+            p.addItem(zoom)
+            extent = Extent()
+            extent.setVisible(False)
+            p.addItem(extent)
+            self.panels[key], self.images[key], self.zoomed[key], self.extents[key] = p, img, zoom, extent
         # The scale of S, beside the pictures.
         self.s_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="S")
         self.grid = None
@@ -148,30 +180,79 @@ class PictureGrid:
         if self.s_bar.getAxis("right").labelText != "S":
             self.set_titles(provisional)
             self.s_bar.getAxis("right").setLabel("S", color=st.AXIS_COLOR)
-        self.images["original"].setImage(x.reshape(shape), levels=gray_levels)
-        self.images["low_rank"].setImage(l_i.reshape(shape), levels=gray_levels)
-        self.images["sparse"].setImage(s_i.reshape(shape), levels=s_levels, lut=palette.diverging_lut())
+        for item in (*self.zoomed.values(), *self.extents.values()):
+            item.setVisible(False)
+        self.tiles = {}
         m = np.abs(s_i) > threshold
-        self.images["mask"].setImage(palette.mask_overlay(x, gray_levels, m).reshape(*shape, 3),
-                                     levels=None, lut=None)
+        # A picture taller or wider than Qt draws is shown binned (never seen on real videos).
+        _set_picture(self.images["original"], x.reshape(shape), levels=gray_levels)
+        _set_picture(self.images["low_rank"], l_i.reshape(shape), levels=gray_levels)
+        _set_picture(self.images["sparse"], s_i.reshape(shape), levels=s_levels, lut=palette.diverging_lut())
+        _set_picture(self.images["mask"], palette.mask_overlay(x, gray_levels, m).reshape(*shape, 3),
+                     levels=None, lut=None)
         st.set_title(self.panels["mask"], f"mask |S| > {fmt(threshold)}" + (" (provisional)" if provisional else ""))
         return float(m.mean())
 
-    def draw_tables(self, X, L, S, gray_levels, s_levels, threshold, selection) -> float:
-        """Heatmaps of a whole table (samples as rows); returns the share of entries in the mask."""
-        for key, data, lev in (("original", X, gray_levels), ("low_rank", L, gray_levels), ("sparse", S, s_levels)):
-            self.images[key].setImage(data, levels=lev, lut=palette.diverging_lut() if key == "sparse" else None)
-        mask = np.abs(S) > threshold
-        self.images["mask"].setImage(palette.mask_overlay(X, gray_levels, mask), levels=None, lut=None)
-        st.set_title(self.panels["mask"], f"|S| > {fmt(threshold)} column ranges")
-        st.set_title(self.panels["original"], "X, each column on L's range")
-        st.set_title(self.panels["low_rank"], "low-rank L, each column 0 → 1")
-        st.set_title(self.panels["sparse"], "sparse S ÷ column range")
+    def draw_tables(self, region, tiles, gray_levels, s_levels, threshold, whole: bool) -> None:
+        """Heatmaps of a table's ``region`` (:class:`._zoom_bins.Region`) from its binned values
+        ``tiles`` ({"X", "L", "S"}); ``whole``: the overview of the whole table (drawn first,
+        kept under any zoomed region), else the region on screen, drawn above it."""
+        self.tiles["whole" if whole else "zoomed"] = (region, tiles)
+        if whole:
+            self.tiles.pop("zoomed", None)
+            extent = QRectF(0, 0, region.cols.stop, region.rows.stop)
+            for e in self.extents.values():
+                e.set_rect(extent)
+                e.setVisible(True)
+        items = self.images if whole else self.zoomed
+        rows, cols = region.rows, region.cols
+        # Bins placed where their samples are; the last bin is drawn full size (under a pixel
+        # past the table's end when zoomed out, exact when every row is its own bin).
+        rect = QRectF(cols.start, rows.start, cols.count * cols.size, rows.count * rows.size)
+        for key, data, lev in (("original", tiles["X"], gray_levels), ("low_rank", tiles["L"], gray_levels),
+                               ("sparse", tiles["S"], s_levels)):
+            items[key].setImage(data, levels=lev, lut=palette.diverging_lut() if key == "sparse" else None)
+            items[key].setRect(rect)
+        items["mask"].setImage(binned_mask(tiles, gray_levels, threshold), levels=None, lut=None)
+        items["mask"].setRect(rect)
+        for z in self.zoomed.values():
+            z.setVisible(not whole)
+        self.table_titles(threshold)
+
+    def table_titles(self, threshold) -> None:
+        """Titles of a table's panels: what each shows and, when binned, how."""
+        region = self.shown_region()
+        binned = region is not None and (region.rows.binned or region.cols.binned)
+        counted = all(t.get("M") is not None for _, t in self.tiles.values())
+        # Short when binned: four titles share the width (the status line says it in full).
+        if binned:
+            titles = {"original": "X on L's column ranges, means", "low_rank": "low-rank L, 0 → 1, means",
+                      "sparse": "S ÷ column range, largest |S|",
+                      "mask": f"|S| > {fmt(threshold)}: " + ("share per bin" if counted else "any in bin")}
+        else:
+            titles = {"original": "X, each column on L's range", "low_rank": "low-rank L, each column 0 → 1",
+                      "sparse": "sparse S ÷ column range", "mask": f"|S| > {fmt(threshold)} column ranges"}
+        for key, text in titles.items():
+            st.set_title(self.panels[key], text)
         self.s_bar.getAxis("right").setLabel("S ÷ column range of L", color=st.AXIS_COLOR)
+        rows = "sample" if region is None or not region.rows.binned else f"sample (bins of {region.rows.size:,})"
+        cols = "feature" if region is None or not region.cols.binned else f"feature (bins of {region.cols.size:,})"
         for p in self.panels.values():
-            st.style_plot(p, left="sample", bottom="feature")
-        self.mark_rows(selection)
-        return float(mask.mean())
+            st.style_plot(p, left=rows, bottom=cols)
+
+    def shown_region(self):
+        """The region of the table drawn on top: the zoomed one, else the whole table (None: no
+        table is drawn)."""
+        top = self.tiles.get("zoomed") or self.tiles.get("whole")
+        return top[0] if top else None
+
+    def redraw_masks(self, gray_levels, threshold) -> None:
+        """The mask panels of the drawn tables (their tiles' "M" already counted at
+        ``threshold``, see :func:`binned_mask`)."""
+        for which, (region, tiles) in self.tiles.items():
+            item = (self.images if which == "whole" else self.zoomed)["mask"]
+            item.setImage(binned_mask(tiles, gray_levels, threshold), levels=None, lut=None)
+        self.table_titles(threshold)
 
     def mark_rows(self, selection) -> None:
         """Triangles beside the selected rows of the heatmaps."""
@@ -184,10 +265,37 @@ class PictureGrid:
             mk.setData(x=np.full(selection.size, -1.0), y=selection + 0.5)
 
     def clear(self) -> None:
-        for img in self.images.values():
+        for img in (*self.images.values(), *self.zoomed.values()):
             img.clear()
+        for item in (*self.zoomed.values(), *self.extents.values()):
+            item.setVisible(False)
+        self.tiles = {}
 
     def clear_results(self) -> None:
         """Only the frame's own picture stays (a run's frame that is gone has no L, S or mask)."""
         for key in ("low_rank", "sparse", "mask"):
             self.images[key].clear()
+
+
+def binned_mask(tiles, gray_levels, threshold) -> np.ndarray:
+    """(rows, cols, 3) uint8: the mask over the faded bin means of X. With ``tiles["M"]`` (the
+    share of each bin's entries above the threshold) a bin takes that much of the mask colour,
+    at least MASK_FLOOR when it holds any (a bin of one sample: all or nothing, as unbinned);
+    without it (a table too large to count again), a bin is in the mask when its largest |S|
+    is, that is when any of its entries is."""
+    share = tiles.get("M")
+    if share is None:
+        return palette.mask_overlay(tiles["X"], gray_levels, np.abs(tiles["S"]) > threshold)
+    faded = palette.mask_overlay(tiles["X"], gray_levels, np.zeros(tiles["X"].shape, dtype=bool)).astype(float)
+    f = np.where(share > 0, MASK_FLOOR + (1 - MASK_FLOOR) * share, 0.0)[..., None]
+    return np.rint((1 - f) * faded + f * np.asarray(palette.MASK_RGB, dtype=float)).astype(np.uint8)
+
+
+def _set_picture(item, img, **kw) -> None:
+    """Draw a picture, binned to at most Qt's size along each side when it is larger."""
+    small, rows, cols = fit_picture(img, PICTURE_LIMIT)
+    item.setImage(small, **kw)
+    if rows.binned or cols.binned:
+        item.setRect(QRectF(0, 0, img.shape[1], img.shape[0]))
+    else:
+        item.resetTransform()

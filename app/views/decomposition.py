@@ -33,25 +33,12 @@ from ._common import Choice, fmt, labelled
 from ._convergence import MIN_HEIGHT, ConvergencePlots
 from ._lazy_frames import FrameGone, LiveFrames
 from ._pictures import PANELS, PictureGrid
+from ._table_heatmaps import TableHeatmaps
 from .base import BaseView
 
 _MIN_PICTURE = 120    # pixels: below this a picture is useless; the convergence plots give way
 _ROOMY_PICTURE = 240  # pictures at least this wide leave room for the convergence plots
 _TITLE = 34           # height of a picture's title line
-
-
-def per_column(X, L, S):
-    """The display units of a table whose columns differ in unit: each column on the range of
-    its low-rank part (L's min -> 0, max -> 1; X in the same units, beyond 0..1 where it
-    holds what S took out), and S divided by that range. L's range, not X's: one gross
-    entry of X set its column's range and drew the rest of the column black."""
-    X, L, S = (np.asarray(a, dtype=float) for a in (X, L, S))
-    lo, hi = L.min(axis=0), L.max(axis=0)
-    flat = hi - lo <= 0   # a column L does not vary in: X's range then
-    lo = np.where(flat, X.min(axis=0), lo)
-    span = np.where(flat, X.max(axis=0) - lo, hi - lo)
-    span = np.where(span > 0, span, 1.0)
-    return (X - lo) / span, (L - lo) / span, S / span
 
 
 class DecompositionView(BaseView):
@@ -104,8 +91,12 @@ class DecompositionView(BaseView):
         self.order = np.zeros(0, dtype=np.int64)
         lay = self.figure.ci
         self.pics = lay.addLayout(row=0, col=0)
-        self.pictures = PictureGrid(self.pics, self._image_clicked)
+        self.pictures = PictureGrid(self.pics, self._image_clicked, self._hovered)
         self.panels, self.images, self.s_bar = self.pictures.panels, self.pictures.images, self.pictures.s_bar
+        # A table's heatmaps follow the zoom of the (linked) panels: the first one's range.
+        self.tables = TableHeatmaps(self.pictures, self.panels[PANELS[0][0]].getViewBox(), self.threshold,
+                                    self._table_status, self)
+        self.zoom = self.tables.zoom
         # The convergence plots live in a layout of their own: as cells of the picture grid,
         # their different axis widths made the picture columns unequal.
         self.bottom = lay.addLayout(row=1, col=0)
@@ -200,22 +191,27 @@ class DecompositionView(BaseView):
         if res is None or ds is None:
             return
         self._res = res
-        if getattr(ds, "is_lazy", False):   # frames on disk, results maybe in a Zarr store
+        if getattr(ds, "is_lazy", False) and ds.is_image:   # frames on disk, results maybe in a Zarr store
             from ._lazy_frames import lazy_stacks
             self.X, self.L, self.S, probe = lazy_stacks(ds, res)
             X, L, S = (np.stack([a[i] for i in probe]) for a in (self.X, self.L, self.S))
+        elif not ds.is_image:
+            # A table's columns have units of their own: one column with large numbers set the
+            # grey scale of all and drew the rest nearly black. Each column is shown on its own
+            # range, S in units of that range (what the titles say). The heatmaps are binned
+            # from these (see _bin_region), never copied whole.
+            X, L, S = self.tables.load(ds.source.array if getattr(ds, "is_lazy", False) else ds.dense(),
+                                       res.arrays["low_rank"], res.arrays["sparse"])
+            self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
         else:
             X = ds.dense()
             L = np.asarray(res.arrays["low_rank"])
             S = np.asarray(res.arrays["sparse"])
-            if not ds.is_image:
-                # A table's columns have units of their own: one column with large numbers set
-                # the grey scale of all and drew the rest nearly black. Each column is shown
-                # on its own range, S in units of that range (what the titles say).
-                X, L, S = per_column(X, L, S)
             self.X, self.L, self.S = X, L, S
         self._set_scales(X, L, S, res if ds.is_image else None)   # a table's S is per column
         self.mode = "image" if ds.is_image else "table"
+        if self.mode == "image":
+            self.zoom.cancel()
         n = ds.n_samples
         self._set_order(np.argsort(ds.frame_order, kind="stable") if ds.frame_order is not None
                         else np.arange(n))
@@ -232,13 +228,15 @@ class DecompositionView(BaseView):
         self.frame_slider.setValue(int(self.position[sel[0]]) if sel.size else 0)
         self.frame_slider.blockSignals(False)
         if self.mode == "table":
-            self._draw_tables()
+            self.tables.draw(self.gray_levels, self.s_levels)
+            self.pictures.mark_rows(self.state.selection)
         self._show_frame()
         self.drawn = res
         self.fit_layout()
         self.pictures.autorange()
 
     def clear(self):
+        self.zoom.cancel()
         self.end_live()
         self.pause()
         self._res = None
@@ -275,6 +273,7 @@ class DecompositionView(BaseView):
         new = self._live is None or self._live_key != key
         if new:
             self.pause()
+            self.zoom.cancel()
             self._live, self._live_key, self._live_title = LiveFrames(frames.n_frames, frames.n_features), key, title
         at_end = new or self.frame_slider.value() >= self.frame_slider.maximum()
         try:
@@ -369,7 +368,8 @@ class DecompositionView(BaseView):
         of = self._live.n_done if live else len(self.order)   # the live label says "of N processed"
         self.frame_label.setText(f"{name} ({self.frame_slider.value() + 1} of {of})")
         if self.mode != "image":
-            self._draw_tables()
+            self.tables.redraw_masks()
+            self._table_status()
             return
         shape = ds.image_shape
         try:
@@ -387,21 +387,26 @@ class DecompositionView(BaseView):
         self.set_status(f"{head} · sample #{i} · mask: {100 * frac:.1f}% of pixels · "
                         f"‖S‖₁ of this frame {fmt(np.abs(s_i).sum())} · {sel}")
 
-    def _draw_tables(self):
-        frac = self.pictures.draw_tables(self.X, self.L, self.S, self.gray_levels, self.s_levels, self.threshold(),
-                                         self.state.selection)
-        self.set_status(f"{self.X.shape[0]} samples × {self.X.shape[1]} features · mask: "
-                        f"{100 * frac:.1f}% of entries · click a row to select that sample "
-                        f"(Shift adds, Ctrl subtracts)")
+    def _table_status(self) -> None:
+        text = self.tables.status()
+        if text:
+            self.set_status(text)
 
     def _image_clicked(self, pos, modifiers):
         mode = mode_for(modifiers)
         if self.mode == "image":
             self.state.set_selection([self.current_sample], mode)
-        else:
-            row = int(np.floor(pos.y()))
-            if 0 <= row < self.X.shape[0]:
-                self.state.set_selection([row], mode)
+            return
+        rows = self.tables.rows_at(pos)   # a bin selects the samples it holds
+        if rows is not None:
+            self.state.set_selection(rows, mode)
+
+    def _hovered(self, pos) -> None:
+        if self.mode != "table":
+            return
+        text = self.tables.describe_at(pos, self.state.dataset)
+        if text:
+            self.set_status(text)
 
     def _follow_selection(self, sel):
         if self._res is None and self._live is None:

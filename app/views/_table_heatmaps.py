@@ -1,0 +1,216 @@
+"""A table's X, L and S as the L + S view draws them: each column in its own units, binned to the
+panels' pixels (:mod:`._binning`), the zoomed region binned again (:mod:`._zoom_bins`), the mask
+counted per bin, and what a bin under the mouse holds. The view keeps the frames of images and
+videos; this keeps tables of any size (in memory or on disk: nothing is copied whole)."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QObject
+
+from ._binning import bin_array, column_extremes
+from ._common import describe_sample, fmt
+from ._pictures import BIN_RULE
+from ._zoom_bins import ZoomBins
+
+__all__ = ["column_units", "ColumnScaled", "Above", "probe_rows", "TableHeatmaps", "EXACT_SHARE"]
+
+
+def column_units(X, L) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, span) per column: the display units of a table whose columns differ in unit. Each
+    column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the same
+    units, beyond 0..1 where it holds what S took out), and S divided by that range. L's range,
+    not X's: one gross entry of X set its column's range and drew the rest of the column black.
+    Read in blocks (X and L may be on disk)."""
+    lo, hi = column_extremes(L)
+    flat = ~(hi - lo > 0)   # a column L does not vary in: X's range then
+    if flat.any():
+        xlo, xhi = column_extremes(X)
+        lo = np.where(flat, xlo, lo)
+        hi = np.where(flat, xhi, hi)
+    span = hi - lo
+    return lo, np.where(span > 0, span, 1.0)
+
+
+class ColumnScaled:
+    """``(a - lo) / span`` column by column, computed for the rows and columns read (a table
+    of any size, in memory or on disk, is never copied whole)."""
+
+    def __init__(self, a, lo, span, shift: bool = True):
+        self.a, self.lo, self.span = a, (lo if shift else np.zeros_like(lo)), span
+        self.shape = tuple(int(v) for v in a.shape)
+        self.chunks = getattr(a, "chunks", None)
+
+    def __getitem__(self, key):
+        rows, cols = key if isinstance(key, tuple) else (key, slice(None))
+        block = np.asarray(self.a[rows, cols], dtype=np.float64)
+        return (block - self.lo[cols]) / self.span[cols]
+
+
+class Above:
+    """``|S| > t`` as 0.0 / 1.0, computed for the rows and columns read (binned by its mean:
+    the share of each bin in the mask)."""
+
+    def __init__(self, S, t: float):
+        self.S, self.t, self.shape, self.chunks = S, float(t), S.shape, getattr(S, "chunks", None)
+
+    def __getitem__(self, key):
+        return (np.abs(self.S[key]) > self.t).astype(np.float64)
+
+
+#: Values of S read to set the colour scale and the default threshold of a large table.
+PROBE_VALUES = 2_000_000
+#: The mask's share of entries is counted exactly up to this many entries (else on the probe).
+EXACT_SHARE = 50_000_000
+
+
+def probe_rows(n: int, d: int) -> np.ndarray:
+    """Rows whose values set a table's scales: all of them when they are few, else evenly
+    spaced runs of consecutive rows (blocks on disk are read whole anyway)."""
+    if n * d <= PROBE_VALUES:
+        return np.arange(n)
+    runs = int(min(64, max(1, PROBE_VALUES // max(d, 1))))
+    per = max(1, PROBE_VALUES // (runs * max(d, 1)))
+    starts = np.linspace(0, n - per, runs).astype(np.int64)
+    return np.unique((starts[:, None] + np.arange(per)[None, :]).ravel())
+
+
+class TableHeatmaps(QObject):
+    """The heatmaps of one table in ``pictures`` (a :class:`._pictures.PictureGrid`), following
+    the zoom of ``viewbox``; ``threshold()`` is the mask's threshold, ``on_drawn()`` is called
+    after each draw (the view then says what is shown)."""
+
+    def __init__(self, pictures, viewbox, threshold, on_drawn, parent=None):
+        super().__init__(parent)
+        self.pictures, self.threshold, self.on_drawn = pictures, threshold, on_drawn
+        self.zoom = ZoomBins(viewbox, self.bin_region, self._draw_region, self)
+        self.X = self.L = self.S = None
+        self.levels = ((0.0, 1.0), (-1.0, 1.0))
+        self._share = None
+        self._t = 0.0   # the threshold, read on the GUI thread for the pool's binning
+
+    def load(self, X, L, S):
+        """A new table (arrays of any kind, see :func:`._binning.bin_array`); returns the rows of
+        X, L and S (in display units) that set the colour scales (:func:`probe_rows`)."""
+        lo, span = column_units(X, L)
+        self.X, self.L = ColumnScaled(X, lo, span), ColumnScaled(L, lo, span)
+        self.S = ColumnScaled(S, lo, span, shift=False)
+        self._probe = probe_rows(*self.S.shape)
+        self._share = None
+        return tuple(a[self._probe] for a in (self.X, self.L, self.S))
+
+    def draw(self, gray_levels, s_levels) -> None:
+        """The overview of the whole table, binned to the panel's size (on this thread: an
+        exported figure is drawn at once); zooming in bins what is on screen (see _zoom_bins)."""
+        self.levels = (gray_levels, s_levels)
+        self._t = self.threshold()
+        self.zoom.set_table(self.S.shape)
+        self.zoom.draw_now(self.zoom.whole())
+
+    def bin_region(self, region, cancelled):
+        """X and L as bin means, S as each bin's entry of largest |S| (no Qt: may run on a pool
+        thread). The overview already drawn is reused when the whole table is asked for again."""
+        kept = self.pictures.tiles.get("whole")
+        if kept is not None and kept[0] == region:
+            return kept[1]
+        tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
+                 "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
+                 "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
+        self.count_mask(region, tiles, self._t, cancelled)
+        return tiles
+
+    def count_mask(self, region, tiles, t, cancelled=None) -> None:
+        """``tiles["M"]``: the share of each bin's entries with |S| above ``t`` (None when the
+        region is too large to count again at every threshold: the mask is then a bin's
+        largest |S|); ``tiles["t"]`` the threshold it was counted at."""
+        if not (region.rows.binned or region.cols.binned):
+            tiles["M"] = (np.abs(tiles["S"]) > t).astype(float)
+        elif region.values <= EXACT_SHARE:
+            tiles["M"] = bin_array(Above(self.S, t), region.rows, region.cols, "mean", cancelled)
+        else:
+            tiles["M"] = None
+        tiles["t"] = t
+
+    def _draw_region(self, region, tiles) -> None:
+        if self.S is None:
+            return
+        n, d = self.S.shape
+        whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
+        if tiles.get("t") != self.threshold():   # the overview kept from before a new threshold
+            self.count_mask(region, tiles, self.threshold())
+        self.pictures.draw_tables(region, tiles, *self.levels, self.threshold(), whole)
+        self.on_drawn()
+
+    def redraw_masks(self) -> None:
+        """The masks of what is drawn, at the threshold now set."""
+        t = self._t = self.threshold()
+        for region, tiles in self.pictures.tiles.values():
+            if tiles.get("t") != t:
+                self.count_mask(region, tiles, t)
+        self.pictures.redraw_masks(self.levels[0], t)
+
+    def mask_share(self) -> tuple[float, bool]:
+        """(share of the table's entries in the mask, exact): counted over all entries of a
+        table up to EXACT_SHARE of them, else over the rows that set the scales."""
+        S, t = self.S, self.threshold()
+        if self._share is not None and self._share[0] == t:
+            return self._share[1]
+        n, d = S.shape
+        if n * d > EXACT_SHARE:
+            share = float(np.mean(np.abs(S[self._probe]) > t)), False
+        else:
+            step = max(1, 4_000_000 // max(d, 1))
+            hits = sum(int(np.count_nonzero(np.abs(S[r:r + step]) > t)) for r in range(0, n, step))
+            share = hits / max(n * d, 1), True
+        self._share = (t, share)
+        return share
+
+    def status(self) -> str:
+        """What is shown, how it is binned, and the mask's share ("" before a table is drawn)."""
+        region = self.pictures.shown_region()
+        if region is None or self.S is None:
+            return ""
+        n, d = self.S.shape
+        frac, exact = self.mask_share()
+        binned = region.rows.binned or region.cols.binned
+        shown = (f"{region.rows.describe('samples')} × {region.cols.describe('features')}"
+                 + ("" if region.rows.length == n and region.cols.length == d else
+                    f" shown (rows {region.rows.start:,}–{region.rows.stop - 1:,} of {n:,})"))
+        how = f" · {BIN_RULE}; zoom in to see single samples" if binned else ""
+        return (f"{shown}{how} · mask: {'' if exact else 'about '}{100 * frac:.1f}% of entries · click a "
+                f"row to select its sample{'s' if region.rows.binned else ''} (Shift adds, Ctrl subtracts)")
+
+    def bin_at(self, pos):
+        """((region, tiles), row bin, column bin) under the plot position ``pos`` (None outside)."""
+        row, col = int(np.floor(pos.y())), int(np.floor(pos.x()))
+        for which in ("zoomed", "whole"):
+            kept = self.pictures.tiles.get(which)
+            if kept is None:
+                continue
+            region = kept[0]
+            if region.rows.start <= row < region.rows.stop and region.cols.start <= col < region.cols.stop:
+                return kept, region.rows.of(row), region.cols.of(col)
+        return None
+
+    def rows_at(self, pos):
+        """The samples of the bin under ``pos`` (None outside the table)."""
+        at = self.bin_at(pos)
+        if at is None:
+            return None
+        (region, _), b, _c = at
+        return np.arange(*region.rows.span(b))
+
+    def describe_at(self, pos, dataset) -> str:
+        """The samples, features and values of the bin under ``pos`` ("" outside)."""
+        at = self.bin_at(pos)
+        if at is None:
+            return ""
+        (region, tiles), b, c = at
+        (r0, r1), (c0, c1) = region.rows.span(b), region.cols.span(c)
+        names = dataset.feature_names
+        who = (describe_sample(dataset, r0) if r1 - r0 == 1 else
+               f"samples #{r0:,}–#{r1 - 1:,} (a bin of {r1 - r0:,})")
+        what = names[c0] if c1 - c0 == 1 else f"features {names[c0]}–{names[c1 - 1]} (a bin of {c1 - c0:,})"
+        x, l_, s_ = (float(tiles[k][b, c]) for k in ("X", "L", "S"))
+        mean = " (means)" if r1 - r0 > 1 or c1 - c0 > 1 else ""
+        return (f"under the mouse: {who} · {what} · X {fmt(x)}, L {fmt(l_)}{mean}, "
+                f"S {fmt(s_)}{' (largest |S|)' if mean else ''}")
