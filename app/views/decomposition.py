@@ -159,7 +159,7 @@ class DecompositionView(BaseView):
         the frames given (all, or a probe of a stack on disk or of a run in progress) and the
         run's own threshold if it has one (``result``: frames in data units only)."""
         if self.state.dataset is not None and not self.state.dataset.is_image:
-            lo, hi = 0.0, 1.0   # the per-column units of per_column()
+            lo, hi = 0.0, 1.0   # the per-column units of _table_heatmaps.column_units
         else:
             lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
         self.gray_levels = (lo, hi if hi > lo else lo + 1)
