@@ -21,8 +21,9 @@ import os
 
 import numpy as np
 
-from ..datasets._errors import LoadError
-from ..datasets._limits import check_memory, format_bytes, open_regular, regular_file
+from ..datasets._errors import LoadError, listing, shown
+from ..datasets._limits import format_bytes, open_regular, regular_file
+from ._bounds import check_chunk
 from ._codecs import decode
 
 __all__ = ["H5Reader", "open_h5", "fletcher32"]
@@ -32,7 +33,7 @@ _FILTER_NAMES = {1: "deflate", 2: "shuffle", 3: "fletcher32", 4: "szip", 5: "nbi
                  32000: "lzf", 32001: "blosc", 32004: "lz4", 32008: "bitshuffle", 32015: "zstd"}
 _REWRITE = ("rewrite it with gzip compression, which can be bounded (h5py: f.create_dataset(name, data=X, "
             "compression='gzip'))")
-_LINK_DEPTH = 16
+_MAX_LINKS = 16
 _COMPACT, _CONTIGUOUS, _CHUNKED, _VIRTUAL = 0, 1, 2, 3
 
 
@@ -66,12 +67,13 @@ def fletcher32(data) -> int:
     return (s2 << 16) | s1
 
 
-def _resolve(f, name: str, label: str, depth: int = 0) -> str:
+def _resolve(f, name: str, label: str, budget: list | None = None) -> str:
     """The hard-link path of ``name`` in ``f``; every link on the way is checked before it is
-    followed: external links are refused, soft links resolved (at most ``_LINK_DEPTH`` deep)."""
+    followed: external links are refused, soft links resolved, at most ``_MAX_LINKS`` of them in
+    all (HDF5's own limit, H5L_NUM_LINKS: a limit on depth alone lets links that name each other
+    twice over take exponential time)."""
     h5py = _h5py()
-    if depth > _LINK_DEPTH:
-        raise LoadError(f"{label}: soft links nest more than {_LINK_DEPTH} deep (a loop?)")
+    budget = [_MAX_LINKS] if budget is None else budget
     cur = ""
     for part in (p for p in name.split("/") if p and p != "."):
         path = f"{cur}/{part}"
@@ -79,11 +81,15 @@ def _resolve(f, name: str, label: str, depth: int = 0) -> str:
         if link is None:
             raise KeyError(path)
         if isinstance(link, h5py.ExternalLink):
-            raise LoadError(f"{label}: {path} is an external link to {link.filename}:{link.path}; only data inside "
-                            f"the file is read. Copy the data into the file")
+            raise LoadError(f"{label}: {shown(path)} is an external link to {shown(link.filename)}:{shown(link.path)}; "
+                            f"only data inside the file is read. Copy the data into the file")
         if isinstance(link, h5py.SoftLink):
+            budget[0] -= 1
+            if budget[0] < 0:
+                raise LoadError(f"{label}: reaching it follows more than {_MAX_LINKS} soft links (a loop, or links "
+                                f"naming links); name the dataset by its own path")
             target = link.path if link.path.startswith("/") else f"{cur}/{link.path}"
-            path = _resolve(f, target, label, depth + 1)
+            path = _resolve(f, target, label, budget)
         cur = path
     return cur or "/"
 
@@ -113,13 +119,20 @@ class H5Reader:
             raise LoadError(f"{self.label} holds {self.dtype}; a table must hold numbers (bool, int, uint, float)")
         self.filters = [pl.get_filter(i)[:3] for i in range(pl.get_nfilters())]
         self.chunks = tuple(int(v) for v in ds.chunks) if self.layout == _CHUNKED else None
+        # Whether the first and the last chunk were written (looked up now: the file is open).
+        self.absent = []
+        if self.chunks and all(self.shape):
+            last = tuple((s - 1) // c * c for s, c in zip(self.shape, self.chunks))
+            self.absent = [o for o in dict.fromkeys(((0,) * len(last), last))
+                           if ds.id.get_chunk_info_by_coord(o).byte_offset is None]
         self.offset = ds.id.get_offset() if self.layout == _CONTIGUOUS else None
         self.storage = int(ds.id.get_storage_size())
         self.missing = "error"     # or "fill": unwritten chunks read as the fill value
         try:
-            self.fill = self.dtype.type(ds.fillvalue)
+            self.fill = np.asarray(ds.fillvalue).astype(self.dtype, casting="same_kind").reshape(())[()]
         except (TypeError, ValueError, OverflowError):
-            self.fill = self.dtype.type(0)
+            raise LoadError(f"{self.label}: its fill value {shown(ds.fillvalue)} is not a {self.dtype} value; the "
+                            f"file is damaged") from None
         self._check_filters()
         self.chunk_bytes = (math.prod(self.chunks) * self.dtype.itemsize if self.chunks
                             else math.prod(self.shape) * self.dtype.itemsize)
@@ -141,8 +154,10 @@ class H5Reader:
         """Refuse before reading when one decoded chunk would take more than ``budget`` bytes, and
         a contiguous dataset that the file does not hold whole (truncated) or that was never written."""
         if self.layout == _CHUNKED:
-            check_memory(self.chunk_bytes, budget, f"one chunk {self.chunks} of {self.label}",
-                         "rewrite the file with smaller chunks")
+            check_chunk(self.chunk_bytes, self.dtype.itemsize, budget, f"one chunk {self.chunks} of {self.label}",
+                        "rewrite the file with smaller chunks")
+            if self.missing == "error" and self.absent:
+                raise self._never_written(self.absent[0])
         elif self.layout == _CONTIGUOUS:
             need = math.prod(self.shape) * self.dtype.itemsize
             if need and self.offset is None:
@@ -193,14 +208,17 @@ class H5Reader:
         if info.byte_offset is None:
             if self.missing == "fill":
                 return np.full(self.chunks, self.fill, self.dtype)
-            raise LoadError(f"{what} was never written (missing); the file is incomplete, or was written "
-                            f"leaving chunks to the fill value. Copy or rewrite the file, or open it "
-                            f"with missing_chunks='fill'")
+            raise self._never_written(origin)
         if info.size > 2 * self.chunk_bytes + (1 << 16):
             raise LoadError(f"{what} takes {format_bytes(info.size)} on disk for {format_bytes(self.chunk_bytes)} "
                             f"of values; the file is damaged or hostile")
         mask, data = ds.id.read_direct_chunk(origin)
         return np.frombuffer(self._unfilter(data, mask, what), self.dtype).reshape(self.chunks)
+
+    def _never_written(self, origin: tuple) -> LoadError:
+        return LoadError(f"the chunk at row {origin[0]:,}, column {origin[1]:,} of {self.label} was never written "
+                         f"(missing); the file is incomplete, or was written leaving chunks to the fill value. Copy "
+                         f"or rewrite the file, or open it with missing_chunks='fill'")
 
     def _unfilter(self, data, mask: int, what: str):
         # Sizes entering each filter when the chunk was written (deflate's output size is unknown,
@@ -249,14 +267,14 @@ def open_h5(path, dataset: str | None, pick) -> H5Reader:
                          if isinstance(obj, h5py.Dataset) else None)
             name = dataset if dataset is not None else pick(found, "dataset", p.name)
             try:
-                real = _resolve(f, name, f"{p.name}:{name}")
+                real = _resolve(f, name, f"{p.name}:{shown(name)}")
                 ds = f[real]
             except KeyError:
-                raise LoadError(f"{p.name} has no dataset {name!r}; it has: {', '.join(found) or 'none'}") from None
+                raise LoadError(f"{p.name} has no dataset {shown(name)}; it has: {listing(found)}") from None
             if not isinstance(ds, h5py.Dataset):
-                raise LoadError(f"{p.name}:{name} is a group, not a dataset; it has: {', '.join(found) or 'none'}")
+                raise LoadError(f"{p.name}:{shown(name)} is a group, not a dataset; it has: {listing(found)}")
             if len(ds.shape or ()) != 2:
-                raise LoadError(f"{p.name}:{name} has shape {ds.shape}; a table must be 2-D (samples x features)")
+                raise LoadError(f"{p.name}:{shown(name)} has shape {ds.shape}; a table must be 2-D (samples x features)")
             return H5Reader(str(p), real.lstrip("/"), ds)
     except OSError as exc:
         raise LoadError(f"{p.name} is not a readable HDF5 file ({exc})") from None

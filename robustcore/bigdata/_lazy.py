@@ -10,8 +10,8 @@ import os
 from pathlib import Path
 
 from ..datasets._dataset import Provenance
-from ..datasets._errors import LoadError
-from ..datasets._limits import OUT_OF_CORE_SUFFIXES
+from ..datasets._errors import LoadError, shown
+from ..datasets._limits import OUT_OF_CORE_SUFFIXES, numbered
 from ._frames import FrameSource
 
 __all__ = ["LazyDataset", "open_lazy", "LAZY_SUFFIXES", "TABLE_OPTIONS", "POLICY_OPTIONS"]
@@ -43,7 +43,9 @@ class LazyDataset:
         self.kind = "frames" if isinstance(source, FrameSource) else "table"
         self.name = name
         self.provenance = provenance
-        self.feature_names = [f"p{j}" if self.kind == "frames" else f"x{j}" for j in range(self.n_features)]
+        # Made on demand, as the in-memory loaders do: a store declaring 2**24 columns holds no
+        # 2**24 strings here.
+        self.feature_names = numbered("p" if self.kind == "frames" else "x", self.n_features)
         self.sample_ids = None
 
     @property
@@ -134,7 +136,7 @@ def open_lazy(path, **options) -> LazyDataset:
     try:
         p = Path(os.fspath(path))
     except TypeError:
-        raise LoadError(f"path must be a file or folder path; got {path!r}") from None
+        raise LoadError(f"path must be a file or folder path; got {shown(path)}") from None
     if not os.path.lexists(p):
         raise LoadError(f"no such file or folder: {p}")
     p = regular_file(p, allow_dir=True)
@@ -155,13 +157,13 @@ def open_lazy(path, **options) -> LazyDataset:
         from ._tables import open_table
         unknown = set(options) - set(TABLE_OPTIONS)
         if unknown:
-            raise LoadError(f"unknown option {sorted(unknown)[0]!r} for an out-of-core table; its options "
+            raise LoadError(f"unknown option {shown(sorted(unknown)[0])} for an out-of-core table; its options "
                             f"are: {', '.join(TABLE_OPTIONS + POLICY_OPTIONS)}")
         chunk = options.get("chunk_rows")
         try:
             chunk = int(chunk) if chunk is not None else None
-        except (TypeError, ValueError):
-            raise LoadError(f"chunk_rows must be a whole number of rows; got {chunk!r:.40}") from None
+        except (TypeError, ValueError, OverflowError):
+            raise LoadError(f"chunk_rows must be a whole number of rows; got {shown(chunk)}") from None
         table = open_table(p, dataset=options.get("dataset"), chunk_rows=chunk,
                            missing_chunks=options.get("missing_chunks") or "error", **policy)
         prov = Provenance(loader=table.format, options={k: v for k, v in options.items() if v is not None},

@@ -18,15 +18,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ..datasets._errors import LoadError
+from ..datasets._errors import LoadError, listing, shown
 from ..datasets._limits import DEFAULT_MAX_FEATURES, check_features, check_memory, open_regular, regular_file
+from ._bounds import block_rows, check_chunk_reads
 from ._dask import get_settings, require_dask
 
 __all__ = ["LazyTable", "open_table", "TABLE_SUFFIXES", "NpyReader"]
 
 TABLE_SUFFIXES = {".zarr": "zarr", ".h5": "hdf5", ".hdf5": "hdf5", ".he5": "hdf5", ".npy": "npy"}
-# Rows per block aim at this many bytes of float64 (the dtype every block is computed in).
-_BLOCK_BYTES = 64 << 20
 _NPY_HEADER_LIMIT = 10000
 
 
@@ -111,7 +110,7 @@ def _table_array(reader, rows: int, name: str):
 
     from ._digest import read_task
     n, d = reader.shape
-    starts = list(range(0, n, rows)) or [0]
+    starts = range(0, n, rows) or range(1)     # at most MAX_BLOCKS (._bounds.block_rows)
     layer = {}
     for i, s in enumerate(starts):
         layer[(name, i, 0)] = read_task((name, i, 0), _read_block, reader, s, min(s + rows, n))
@@ -201,28 +200,33 @@ class LazyTable:
         return "shallow:" + h.hexdigest()
 
 
+_MAX_NESTING = 64     # folders within folders a store may have (Zarr's own nesting is a few levels)
+
+
 def _files(p: Path):
-    """(path, lstat) of ``p`` or of every file in the folder ``p`` (links not followed)."""
+    """(path, lstat) of ``p`` or of every file in the folder ``p`` (links not followed), walked
+    without recursion and refused past :data:`_MAX_NESTING` levels (a chain of 1,200 folders)."""
     if not p.is_dir():
         yield p, p.stat()
         return
-    for folder, dirs, files in os.walk(p):
-        dirs.sort()
-        for name in sorted(files):
-            f = Path(folder) / name
+    todo = [(p, 0)]
+    while todo:
+        folder, depth = todo.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name, reverse=True)
+        except OSError:
+            continue
+        for e in entries:
             try:
-                yield f, f.lstat()
+                if e.is_dir(follow_symlinks=False):
+                    if depth >= _MAX_NESTING:
+                        raise _err(f"{p.name} nests folders more than {_MAX_NESTING} deep ({e.path}); it is not "
+                                   f"a store this program reads")
+                    todo.append((Path(e.path), depth + 1))
+                else:
+                    yield Path(e.path), e.stat(follow_symlinks=False)
             except OSError:
                 continue
-
-
-def _rows_per_block(d: int, align: int | None = None, chunk_rows: int | None = None) -> int:
-    if chunk_rows is not None:
-        return max(1, int(chunk_rows))
-    rows = max(1, _BLOCK_BYTES // (8 * max(d, 1)))
-    if align and align > 0:
-        rows = max(align, (rows // align) * align)
-    return rows
 
 
 def _disk_size(p: Path) -> int:
@@ -233,10 +237,10 @@ def _pick(candidates: dict, what: str, where: str, option: str = "dataset"):
     two_d = {k: v for k, v in candidates.items() if len(v[0]) == 2}
     if len(two_d) == 1:
         return next(iter(two_d))
-    listing = ", ".join(f"{k} {tuple(v[0])}" for k, v in candidates.items()) or "none"
+    found = listing([f"{k} {tuple(v[0])}" for k, v in candidates.items()])
     if not two_d:
-        raise _err(f"{where} holds no 2-D {what} (found: {listing}); a table must be samples x features")
-    raise _err(f"{where} holds several 2-D {what}s ({listing}); choose one with {option}=NAME")
+        raise _err(f"{where} holds no 2-D {what} (found: {found}); a table must be samples x features")
+    raise _err(f"{where} holds several 2-D {what}s ({found}); choose one with {option}=NAME")
 
 
 def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
@@ -269,7 +273,7 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
     try:
         p = Path(os.fspath(path))
     except TypeError:
-        raise _err(f"path must be a file or folder path; got {path!r:.80}") from None
+        raise _err(f"path must be a file or folder path; got {shown(path)}") from None
     if not os.path.lexists(p):
         raise _err(f"no such file or folder: {p}")
     p = regular_file(p, allow_dir=True)
@@ -282,8 +286,10 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
         raise _err(f"{p} is a file; a Zarr store is a folder")
     if kind != "zarr" and p.is_dir():
         raise _err(f"{p} is a folder; a {kind} table is a file")
-    if missing_chunks not in ("error", "fill"):
-        raise _err(f"missing_chunks must be 'error' or 'fill'; got {missing_chunks!r:.40}")
+    if not isinstance(missing_chunks, str) or missing_chunks not in ("error", "fill"):
+        raise _err(f"missing_chunks must be 'error' or 'fill'; got {shown(missing_chunks)}")
+    if dataset is not None and not isinstance(dataset, str):
+        raise _err(f"dataset must be the name of an array inside the file; got {shown(dataset)}")
     align, component = None, None
     if kind == "npy":
         reader = NpyReader(p)
@@ -297,13 +303,13 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
         found = find_arrays(p)
         if None in found:
             if dataset not in (None, ""):
-                raise _err(f"{p.name} is a single array; it has no array {dataset!r} inside")
+                raise _err(f"{p.name} is a single array; it has no array {shown(dataset)} inside")
             component = None
         else:
-            shapes = {k: (tuple(m.get("shape") or ()),) for k, (m, _) in found.items()}
+            shapes = {k: (tuple(m["shape"]) if isinstance(m.get("shape"), list) else (),) for k, (m, _) in found.items()}
             component = dataset if dataset is not None else _pick(shapes, "array", p.name)
             if component not in found:
-                raise _err(f"{p.name} has no array {component!r}; it has: {', '.join(found) or 'none'}")
+                raise _err(f"{p.name} has no array {shown(component)}; it has: {listing(found)}")
         meta, fmt = found[component]
         reader = ZarrReader(p, component, meta, fmt, missing_chunks)
         if len(reader.shape) != 2:
@@ -313,30 +319,14 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
     label = p.name + (f":{component}" if component else "")
     check_features(d, limit, label, "its declared shape")   # rows are not limited: they stay on disk
     reader.check(budget)
-    rows = _block_rows(d, align, chunk_rows, budget, label)
+    rows = block_rows(n, d, align, chunk_rows, budget, label)
+    if getattr(reader, "chunks", None):
+        check_chunk_reads(n, d, rows, reader.chunks, reader.dtype.itemsize, label)
     options = {"dataset": dataset, "chunk_rows": chunk_rows, "missing_chunks": missing_chunks}
     token = _token(p, component, rows, missing_chunks)
     arr = _table_array(reader, rows, f"{kind}-{token}")
     return LazyTable(arr, p, kind, component, _disk_size(p), reader=reader,
                      options={k: v for k, v in options.items() if v is not None and v != "error"})
-
-
-def _block_rows(d: int, align, chunk_rows, budget: int, label: str) -> int:
-    """Rows per block: as asked, or about 64 MB of float64 aligned to the file's chunks; one
-    block as float64 must fit the memory budget."""
-    row = 8 * max(d, 1)
-    if chunk_rows is not None:
-        rows = int(chunk_rows)
-        if rows < 1:
-            raise _err(f"chunk_rows must be at least 1; got {chunk_rows}")
-        check_memory(rows * row, budget, f"a block of {rows:,} rows of {label}", "pass a smaller chunk_rows")
-        return rows
-    check_memory(row, budget, f"one row of {label} ({d:,} features)",
-                 "rewrite the data with fewer features")
-    rows = max(1, min(_BLOCK_BYTES, budget // 4) // row)
-    if align and align > 0 and max(align, (rows // align) * align) * row <= budget // 4:
-        rows = max(align, (rows // align) * align)
-    return rows
 
 
 def _token(p: Path, *extra) -> str:

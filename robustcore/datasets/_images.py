@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
+import os
 import re
 from pathlib import Path
 
@@ -22,7 +23,7 @@ import numpy as np
 from .._params import Param
 from ._dataset import Dataset, Provenance
 from ._errors import LoadError
-from ._limits import LIMIT_OPTIONS, Cost, numbered, regular_file
+from ._limits import LIMIT_OPTIONS, Cost, inside, numbered, regular_file
 from ._loader import Loader, _jsonable, folder_sha256
 
 __all__ = ["ImageFolderLoader", "TiffStackLoader", "IMAGE_SUFFIXES"]
@@ -135,14 +136,23 @@ class ImageFolderLoader(Loader):
     def _files(p: Path) -> tuple[list[Path], list[str] | None]:
         if p.is_file():
             return [p], None
+        def confined(f: Path) -> Path:
+            # By location, as a Zarr store's chunks are: a link is read only when it leads to a
+            # file inside the folder.
+            if not inside(f, p):
+                raise LoadError(f"{f} is a link to {os.path.realpath(f)}, outside the folder {p}; only images "
+                                f"inside the folder are read (copy the image in instead of linking it)")
+            return f
+
         def images(d: Path) -> list[Path]:
-            return sorted((f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES
-                           and not f.name.startswith(".")), key=_natural_key)
+            return sorted((confined(f) for f in d.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES
+                           and not f.name.startswith(".") and f.is_file()), key=_natural_key)
         files = images(p)
         if files:
             return files, None
         files, labels = [], []
-        for sub in sorted((d for d in p.iterdir() if d.is_dir() and not d.name.startswith(".")), key=_natural_key):
+        for sub in sorted((confined(d) for d in p.iterdir() if not d.name.startswith(".") and d.is_dir()),
+                          key=_natural_key):
             found = images(sub)
             files += found
             labels += [sub.name] * len(found)

@@ -31,12 +31,27 @@ def _zeros_deflated(total: int, wbits: int = zlib.MAX_WBITS) -> bytes:
     return b"".join(out) + c.flush()
 
 
-def _zarr_v2(folder: Path, shape, chunks, dtype="<f8", compressor=None, **extra) -> Path:
+def zarr_v2(folder: Path, shape, chunks, dtype="<f8", compressor=None, **extra) -> Path:
+    """A Zarr 2 array's folder holding only its ``.zarray`` (``extra`` adds or replaces fields)."""
     folder.mkdir(parents=True, exist_ok=True)
     meta = {"zarr_format": 2, "shape": list(shape), "chunks": list(chunks), "dtype": dtype, "compressor": compressor,
             "fill_value": 0, "order": "C", "filters": None, **extra}
     (folder / ".zarray").write_text(json.dumps(meta))
     return folder
+
+
+def zarr_v3(folder: Path, shape, chunks, **extra) -> Path:
+    """A Zarr 3 array's folder holding only its ``zarr.json`` (float64, raw little-endian chunks)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    meta = {"zarr_format": 3, "node_type": "array", "shape": list(shape), "data_type": "float64",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 0.0, "codecs": [{"name": "bytes", "configuration": {"endian": "little"}}], **extra}
+    (folder / "zarr.json").write_text(json.dumps(meta))
+    return folder
+
+
+_zarr_v2 = zarr_v2
 
 
 def _zarr_chunks(folder: Path, X: np.ndarray, rows: int) -> None:
