@@ -174,6 +174,15 @@ class H5Reader:
             return np.empty((0, d), self.dtype)
         if self.layout == _CONTIGUOUS:
             return self._read_contiguous(start, stop)
+        try:
+            return self._read_chunked(start, stop)
+        except LoadError:
+            raise
+        except _H5_ERRORS as exc:
+            raise _unreadable(self.label, exc) from None
+
+    def _read_chunked(self, start: int, stop: int) -> np.ndarray:
+        n, d = self.shape
         h5py = _h5py()
         regular_file(self.path, self.label)
         with h5py.File(self.path, "r") as f:
@@ -276,5 +285,15 @@ def open_h5(path, dataset: str | None, pick) -> H5Reader:
             if len(ds.shape or ()) != 2:
                 raise LoadError(f"{p.name}:{shown(name)} has shape {ds.shape}; a table must be 2-D (samples x features)")
             return H5Reader(str(p), real.lstrip("/"), ds)
-    except OSError as exc:
-        raise LoadError(f"{p.name} is not a readable HDF5 file ({exc})") from None
+    except LoadError:
+        raise
+    except _H5_ERRORS as exc:
+        raise _unreadable(p.name, exc) from None
+
+
+# What h5py raises for a damaged file, wherever it notices (opening, visiting, reading).
+_H5_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, IndexError, OverflowError)
+
+
+def _unreadable(name: str, exc) -> LoadError:
+    return LoadError(f"{name} is not a readable HDF5 file, or is damaged ({shown(str(exc), 200)}); copy it again")

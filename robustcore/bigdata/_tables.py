@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets._errors import LoadError, listing, shown
-from ..datasets._limits import DEFAULT_MAX_FEATURES, check_features, check_memory, open_regular, regular_file
+from ..datasets._limits import (DEFAULT_MAX_FEATURES, MAX_BYTES, MAX_FEATURES, check_features, open_regular,
+                                regular_file)
 from ._bounds import block_rows, check_chunk_reads
 from ._dask import get_settings, require_dask
 
@@ -268,8 +269,11 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
     Raises :class:`~robustcore.datasets.LoadError` naming the problem.
     """
     require_dask()
-    budget = int(max_bytes) if max_bytes is not None else int(get_settings().memory_budget)
-    limit = int(max_features) if max_features is not None else DEFAULT_MAX_FEATURES
+    try:
+        budget = MAX_BYTES.validate(max_bytes) if max_bytes is not None else int(get_settings().memory_budget)
+        limit = MAX_FEATURES.validate(max_features) if max_features is not None else DEFAULT_MAX_FEATURES
+    except ValueError as exc:
+        raise _err(str(exc)) from None
     try:
         p = Path(os.fspath(path))
     except TypeError:

@@ -211,10 +211,20 @@ def _cases(cases: list[dict]) -> None:
 
 
 def _hypothesis(name: str, examples: int, seconds: float, seed: int | None) -> None:
+    import inspect
+
     from tests.corpus import searches
     signal.signal(signal.SIGALRM, _on_alarm)
-    searches.SEARCHES[name](examples, seconds, _project_errors(), seed)
-    print(json.dumps({"hypothesis": name, "outcome": "ok", "examples": examples}), flush=True)
+    search = searches.SEARCHES[name]
+    # Searches that count the inputs they try (tests.corpus.fuzz_tables) say how many they did.
+    count = [0] if "count" in inspect.signature(search).parameters else None
+    try:
+        search(examples, seconds, _project_errors(), seed, **({"count": count} if count else {}))
+    except BaseException:
+        print(json.dumps({"hypothesis": name, "outcome": "failed", "tried": count and count[0]}), flush=True)
+        raise
+    print(json.dumps({"hypothesis": name, "outcome": "ok", "examples": examples,
+                      **({"tried": count[0]} if count else {})}), flush=True)
 
 
 def main() -> None:
@@ -225,7 +235,9 @@ def main() -> None:
     import scipy.sparse  # noqa: F401
 
     import robustcore.datasets  # noqa: F401
-    for module in ("dask.array", "dask.threaded", "h5py", "av", "numcodecs.zstd"):   # out-of-core readers
+    for module in ("dask.array", "dask.threaded", "h5py", "av", "numcodecs.zstd", "zarr",   # out-of-core readers
+                   "hypothesis", "robustcore.bigdata._tables", "robustcore.bigdata._zarr",
+                   "robustcore.bigdata._hdf5"):
         try:
             __import__(module)
         except ImportError:

@@ -201,3 +201,7 @@ def _file_mutants(examples: int, seconds: float, allowed: tuple, rng_seed: int |
 
 
 SEARCHES = {"session-json": _session_json, "loader-options": _loader_options, "file-mutants": _file_mutants}
+
+from .fuzz_tables import SEARCHES as _TABLE_SEARCHES  # noqa: E402 - they build on the helpers above
+
+SEARCHES.update(_TABLE_SEARCHES)
