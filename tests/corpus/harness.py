@@ -17,6 +17,7 @@ Two kinds of request:
 - ``{"hypothesis": NAME, "examples": N, "seed": S}``: a hypothesis search
   (``tests.corpus.searches.SEARCHES``) run in the child, which fails on the first input that
   raises anything but the project's own errors; without a seed it is the same search each time.
+  NAME may be a list of searches, run one after the other in the same child.
 """
 from __future__ import annotations
 
@@ -253,8 +254,9 @@ def main() -> None:
     if "cases" in request:
         _cases(request["cases"])
     else:
-        _hypothesis(request["hypothesis"], request.get("examples", 100), request.get("seconds", 20),
-                    request.get("seed"))
+        names = request["hypothesis"]
+        for name in names if isinstance(names, list) else [names]:   # several searches share one start-up
+            _hypothesis(name, request.get("examples", 100), request.get("seconds", 20), request.get("seed"))
 
 
 if __name__ == "__main__":

@@ -166,8 +166,60 @@ def make(folder) -> list[dict]:
     os.symlink("/etc/passwd", z / ".zarray")
     case("meta-link.zarr (metadata links to /etc/passwd)", z, "refused", "outside")
 
+    # -- declared sizes, counts and names (issue 34) ------------------------------------------------
+    for make, first in ((zarr_v2, "0.0"), (zarr_v3, "c/0/0")):
+        tag = "v2" if make is zarr_v2 else "v3"
+        z = make(f / f"rows-2-50-{tag}.zarr", (2 ** 50, 4), (1000, 4))
+        case(f"rows-2-50-{tag}.zarr (150 bytes declaring 2**50 x 4)", z, "refused", f"chunk {first} .* is missing")
+        case(f"rows-2-50-{tag}.zarr, missing_chunks=fill", z, "refused", "more than 4,096 blocks",
+             missing_chunks="fill")
+    z = zarr_v2(f / "rows-2-40.zarr", (2 ** 40, 4), (100, 4))
+    case("rows-2-40.zarr (2**40 rows, no chunks)", z, "refused", r"chunk 0\.0 .* is missing")
+    np.save(f / "two-million.npy", np.zeros((2_000_000, 1), np.uint8))
+    case("two-million.npy, chunk_rows=1", f / "two-million.npy", "refused", "pass chunk_rows=489 or more",
+         chunk_rows=1)
+    z = zarr_v2(f / "chunk-as-budget.zarr", (2 ** 17, 16), (2 ** 17, 16), compressor={"id": "zlib", "level": 1})
+    (z / "0.0").write_bytes(_zeros_deflated(BUDGET))
+    case("chunk-as-budget.zarr (one honest zlib chunk of 16 MiB, the budget)", z, "refused",
+         "decoded, copied into its block")
+    bad_v3 = {"data_type": {"name": "float64"}, "chunk_grid": [{"name": "regular"}],
+              "codecs": [{"name": "bytes", "configuration": "little"}], "chunk_key_encoding": "dotted"}
+    for field, value in bad_v3.items():
+        z = zarr_v3(f / f"v3-{field}.zarr", (10, 4), (10, 4), **{field: value})
+        case(f"v3-{field}.zarr ({field} {json.dumps(value)})", z, "refused",
+             "chunk key encoding 'dotted'" if field == "chunk_key_encoding" else field if field != "codecs"
+             else "configuration must be")
+    z = zarr_v3(f / "hex-nan.zarr", (6, 2), (3, 2), fill_value="0x7ff8000000000001")
+    case("hex-nan.zarr (fill 0x7ff8000000000001, filled)", z, "loaded", missing_chunks="fill")
+    z = zarr_v3(f / "fill-banana.zarr", (6, 2), (3, 2), fill_value="banana")
+    case("fill-banana.zarr", z, "refused", "fill_value 'banana'", missing_chunks="fill")
+    z = zarr_v3(f / "both-formats.zarr", (6, 2), (3, 2))
+    zarr_v2(z, (6, 2), (3, 2))
+    case("both-formats.zarr (zarr.json and .zarray)", z, "refused", "holds both")
+    # (The 1,200-deep folder chain is in tests/robustcore/bigdata/test_declared.py: pytest's own
+    # clean-up of tmp_path would recurse once per level.)
+
     # -- HDF5 -------------------------------------------------------------------------------------
     if h5py is not None:
+        with h5py.File(f / "rows-2-50.h5", "w") as h:
+            h.create_dataset("X", shape=(2 ** 50, 4), dtype="f8", chunks=(1024, 4))
+        case("rows-2-50.h5 (never written, 2**50 x 4)", f / "rows-2-50.h5", "refused", "never written")
+        case("rows-2-50.h5, missing_chunks=fill", f / "rows-2-50.h5", "refused", "more than 4,096 blocks",
+             missing_chunks="fill")
+        with h5py.File(f / "link-fan.h5", "w") as h:
+            h["X"] = np.ones((4, 2))
+            h["a0"] = h5py.SoftLink("/")
+            for j in range(1, 5):
+                h[f"a{j}"] = h5py.SoftLink("/" + "/".join([f"a{j - 1}"] * 30))
+        case("link-fan.h5 (soft links naming links 30 times, 4 levels)", f / "link-fan.h5", "refused",
+             "more than 16 soft links", dataset="a4/X")
+        with h5py.File(f / "one-by-one.h5", "w") as h:
+            h.create_dataset("X", data=np.arange(80000.0).reshape(200, 400), chunks=(1, 1))
+        case("one-by-one.h5 (80,000 chunks of 1 x 1)", f / "one-by-one.h5", "refused", "80,000 chunks to read")
+        with h5py.File(f / "many-names.h5", "w") as h:
+            for i in range(300):
+                h.create_dataset(f"d{i}", shape=(2,), dtype="u1")
+        case("many-names.h5 (300 1-D datasets)", f / "many-names.h5", "refused", "… and 290 more")
         size = os.path.getsize("/etc/passwd")
         with h5py.File(f / "external-passwd.h5", "w") as h:
             h.create_dataset("X", shape=(size, 1), dtype="u1", external=[("/etc/passwd", 0, size)])

@@ -72,3 +72,31 @@ def test_truncated_tiff(tmp_path):
     (tmp_path / "t.tif").write_bytes(raw[:300])
     with pytest.raises(LoadError):
         load(tmp_path / "t.tif")
+
+
+def test_a_link_to_an_image_outside_the_folder_is_refused_by_location(tmp_path):
+    # Issue 34.9: the folder followed a symlink to an image outside it and made it a sample.
+    folder, outside = tmp_path / "frames", tmp_path / "elsewhere"
+    folder.mkdir()
+    outside.mkdir()
+    frames = np.arange(3 * 4 * 5, dtype=np.uint8).reshape(3, 4, 5)
+    for k in range(2):
+        Image.fromarray(frames[k]).save(folder / f"f{k}.png")
+    Image.fromarray(frames[2]).save(outside / "secret.png")
+    (folder / "f2.png").symlink_to(outside / "secret.png")
+    with pytest.raises(LoadError, match=r"f2\.png is a link to .*secret\.png, outside the folder"):
+        load(folder)
+    # A link that stays inside the folder is an ordinary sample.
+    (folder / "f2.png").unlink()
+    (folder / "f2.png").symlink_to(folder / "f0.png")
+    ds = load(folder)
+    assert np.array_equal(ds.X, np.stack([frames[0], frames[1], frames[0]]).reshape(3, -1))
+    # A class sub-folder that is a link outside is refused the same way.
+    (folder / "f2.png").unlink()
+    for k in range(2):
+        (folder / f"f{k}.png").unlink()
+    (folder / "cats").mkdir()
+    Image.fromarray(frames[0]).save(folder / "cats" / "a.png")
+    (folder / "dogs").symlink_to(outside)
+    with pytest.raises(LoadError, match="dogs is a link to .*elsewhere, outside the folder"):
+        load(folder)
