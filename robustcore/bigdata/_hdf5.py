@@ -108,12 +108,13 @@ class H5Reader:
         pl = ds.id.get_create_plist()
         self.layout = pl.get_layout()
         if ds.is_virtual or self.layout == _VIRTUAL:
-            sources = ", ".join(sorted({f"{s.file_name}:{s.dset_name}" for s in ds.virtual_sources()}))[:300]
+            sources = listing(sorted({f"{s.file_name}:{s.dset_name}" for s in ds.virtual_sources()}))
             raise LoadError(f"{self.label} is a virtual dataset (a view of {sources}); only data inside the file "
                             f"is read. Copy the data into a real dataset")
         if pl.get_external_count():
-            files = ", ".join(pl.get_external(i)[0].decode("utf-8", "replace") for i in range(pl.get_external_count()))
-            raise LoadError(f"{self.label} keeps its values in other files (HDF5 external storage: {files[:300]}); "
+            files = listing([pl.get_external(i)[0].decode("utf-8", "replace")
+                             for i in range(pl.get_external_count())])
+            raise LoadError(f"{self.label} keeps its values in other files (HDF5 external storage: {files}); "
                             f"only data inside the file is read. Copy the data into the file")
         if self.dtype.kind not in "biuf" or self.dtype.fields is not None or self.dtype.subdtype is not None:
             raise LoadError(f"{self.label} holds {self.dtype}; a table must hold numbers (bool, int, uint, float)")

@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from ._errors import LoadError
+from ._errors import LoadError, shown
 
 __all__ = ["DATA_NAMES", "LABEL_NAMES", "Choice", "pick_arrays", "known_outliers"]
 
@@ -50,7 +50,7 @@ def pick_arrays(file: str, shapes: dict, *, data: str | None, labels: str | None
                 raise LoadError(f"{file} holds several arrays ({listing}); choose the data with {data_opt}='NAME'")
             data = matrices[0]
     elif data not in shapes:
-        raise LoadError(f"{data_opt}={data!r} is not in {file}; it holds: {listing}")
+        raise LoadError(f"{data_opt}={shown(data)} is not in {file}; it holds: {listing}")
     warnings = []
     if labels is not None and labels.lower() == "none":
         labels = None
@@ -66,7 +66,7 @@ def pick_arrays(file: str, shapes: dict, *, data: str | None, labels: str | None
                             f"samples, so the data was loaded without labels (choose them with "
                             f"{labels_opt}='NAME'{hint})")
     elif labels not in shapes:
-        raise LoadError(f"{labels_opt}={labels!r} is not in {file}; it holds: {listing}")
+        raise LoadError(f"{labels_opt}={shown(labels)} is not in {file}; it holds: {listing}")
     return Choice(data, labels, warnings)
 
 

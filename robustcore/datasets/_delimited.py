@@ -8,7 +8,7 @@ import numpy as np
 
 from .._params import Param
 from ._dataset import Dataset
-from ._errors import LoadError
+from ._errors import LoadError, listing, shown
 from ._limits import LIMIT_OPTIONS, PER_CELL, PER_SAMPLE, Cost, check_features, numbered
 from ._lines import LineEnds, check_no_inline_breaks, head_end, line_of, split_lines
 from ._loader import (IMAGE_SHAPE_OPTION, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
@@ -181,13 +181,13 @@ class DelimitedLoader(Loader):
         try:
             idx = int(spec)
         except ValueError:
-            avail = ", ".join(repr(n) for n in names[:20]) + (" ..." if len(names) > 20 else "")
+            avail = listing([shown(n) for n in names])
             why = "" if has_header else " (the file has no header row, so use a 0-based column index)"
-            raise LoadError(f"{option}={spec!r} is not a column of this file{why}; its columns are: "
+            raise LoadError(f"{option}={shown(spec)} is not a column of this file{why}; its columns are: "
                             f"{avail}") from None
         if not -len(names) <= idx < len(names):
             raise LoadError(f"{option} must be a column name or an index in [{-len(names)}, "
-                            f"{len(names) - 1}] (the file has {len(names)} columns); got {spec!r}")
+                            f"{len(names) - 1}] (the file has {len(names)} columns); got {shown(spec)}")
         return idx % len(names)
 
     def _load(self, path: Path, opts: dict, ctx: dict) -> Dataset:

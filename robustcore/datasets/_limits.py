@@ -91,7 +91,7 @@ from .._params import Param
 # Files robustcore.bigdata.open_lazy reads out of core (tables and videos): the way out a
 # refusal of one of them names first.
 OUT_OF_CORE_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
-from ._errors import LoadError
+from ._errors import LoadError, shown
 
 __all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
@@ -213,7 +213,7 @@ def regular_file(path, what: str = "", allow_dir: bool = False) -> Path:
     try:
         p = Path(os.fspath(path))
     except TypeError:
-        raise LoadError(f"path must be a file path (str or os.PathLike); got {path!r:.80}") from None
+        raise LoadError(f"path must be a file path (str or os.PathLike); got {shown(path)}") from None
     label = what or str(p)
     try:
         st = p.stat()

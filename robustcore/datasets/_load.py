@@ -7,7 +7,7 @@ from pathlib import Path
 from .._progress import Cancelled
 from ._dataset import Dataset
 from ._delimited import DelimitedLoader
-from ._errors import LoadError
+from ._errors import LoadError, shown
 from ._idx import IdxLoader
 from ._images import IMAGE_SUFFIXES, ImageFolderLoader, TiffStackLoader
 from ._libsvm import LibsvmLoader
@@ -103,7 +103,7 @@ def _loader_for(path, fmt: str | None) -> Loader:
     if fmt is None:
         return LOADERS[detect_format(path)]
     if fmt not in LOADERS:
-        raise LoadError(f"format must be one of {', '.join(LOADERS)}; got {fmt!r}")
+        raise LoadError(f"format must be one of {', '.join(LOADERS)}; got {shown(fmt)}")
     return LOADERS[fmt]
 
 

@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from .._params import Param
 from ._arrays import known_outliers, pick_arrays
 from ._dataset import Dataset
-from ._errors import LoadError
+from ._errors import LoadError, listing
 from ._limits import LIMIT_OPTIONS, Cost, check_memory
 from ._loader import KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing, parse_image_shape, parse_labels
 from ._matv5 import check_mat5
@@ -87,8 +87,8 @@ class MatLoader(Loader):
             return (shape[1] if opts["transpose"] else shape[0]) if len(shape) == 2 else -1
         return pick_arrays(path.name, shapes, data=opts["variable"], labels=opts["labels_variable"],
                            options=("variable", "labels_variable"),
-                           listing=", ".join(f"{k} {'x'.join(map(str, v[0]))} {v[1]}"
-                                             for k, v in variables.items()) or "nothing",
+                           listing=listing([f"{k} {'x'.join(map(str, v[0]))} {v[1]}" for k, v in variables.items()],
+                                           empty="nothing"),
                            data_ok=lambda k: variables[k][1] not in _NOT_DATA, labels_ok=lambda k: True,
                            samples=samples, transposed_hint=True)
 

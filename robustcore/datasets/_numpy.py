@@ -10,7 +10,7 @@ import numpy as np
 from .._params import Param
 from ._arrays import known_outliers, pick_arrays
 from ._dataset import Dataset
-from ._errors import LoadError
+from ._errors import LoadError, listing
 from ._limits import LIMIT_OPTIONS, Cost, numbered
 from ._npz import npy_header, npy_members
 from ._loader import (IMAGE_SHAPE_OPTION, KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing,
@@ -72,7 +72,7 @@ class NumpyLoader(Loader):
         shapes = {k: v[0] for k, v in members.items()}
         return pick_arrays(path.name, shapes, data=opts["array"], labels=opts["labels_array"],
                            options=("array", "labels_array"),
-                           listing=", ".join(f"{k} {shapes[k]}" for k in shapes),
+                           listing=listing([f"{k} {shapes[k]}" for k in shapes]),
                            data_ok=lambda k: len(shapes[k]) >= 2, labels_ok=lambda k: True,
                            samples=lambda shape: shape[0] if shape else -1)
 

@@ -7,7 +7,6 @@ Memory is checked structurally (no list or array the size of what is declared: t
 peaks of a few MB where the old code built hundreds of MB), never by timing; the capped child
 of ``tests/corpus/harness.py`` runs the same sources as corpus cases (``lazy_cases.py``)."""
 import json
-import os
 import tracemalloc
 import zlib
 
