@@ -155,7 +155,7 @@ class H5Reader:
         """Refuse before reading when one decoded chunk would take more than ``budget`` bytes, and
         a contiguous dataset that the file does not hold whole (truncated) or that was never written."""
         if self.layout == _CHUNKED:
-            check_chunk(self.chunk_bytes, self.dtype.itemsize, budget, f"one chunk {self.chunks} of {self.label}",
+            check_chunk(self.chunk_bytes, budget, f"one chunk {self.chunks} of {self.label}",
                         "rewrite the file with smaller chunks")
             if self.missing == "error" and self.absent:
                 raise self._never_written(self.absent[0])

@@ -277,7 +277,7 @@ class ZarrReader:
         are to be filled but the array has no fill value, and (missing chunks being errors) when
         the store lacks the first or the last chunk: a store declaring more rows than it holds is
         refused at once, naming a chunk, before anything is planned from its declared size."""
-        check_chunk(self.chunk_bytes, self.dtype.itemsize, budget, f"one chunk {shown(self.chunks)} of {self.what}",
+        check_chunk(self.chunk_bytes, budget, f"one chunk {shown(self.chunks)} of {self.what}",
                     "rewrite the store with smaller chunks")
         if self.missing == "fill" and self.fill is None:
             raise LoadError(f"{self.what} has no fill value (null), so missing chunks cannot be filled; open it "

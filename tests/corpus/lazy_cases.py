@@ -181,7 +181,7 @@ def make(folder) -> list[dict]:
     z = zarr_v2(f / "chunk-as-budget.zarr", (2 ** 17, 16), (2 ** 17, 16), compressor={"id": "zlib", "level": 1})
     (z / "0.0").write_bytes(_zeros_deflated(BUDGET))
     case("chunk-as-budget.zarr (one honest zlib chunk of 16 MiB, the budget)", z, "refused",
-         "decoded, copied into its block")
+         "decoded, then copied into its block")
     bad_v3 = {"data_type": {"name": "float64"}, "chunk_grid": [{"name": "regular"}],
               "codecs": [{"name": "bytes", "configuration": "little"}], "chunk_key_encoding": "dotted"}
     for field, value in bad_v3.items():
