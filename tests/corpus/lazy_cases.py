@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import struct
 import zlib
 from pathlib import Path
@@ -20,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 BUDGET = 16 * 1024 ** 2
+FILES = Path(__file__).resolve().parent / "files"
 BOMB = 64 * 1024 ** 2
 SECONDS = 20
 
@@ -175,6 +177,10 @@ def make(folder) -> list[dict]:
              missing_chunks="fill")
     z = zarr_v2(f / "rows-2-40.zarr", (2 ** 40, 4), (100, 4))
     case("rows-2-40.zarr (2**40 rows, no chunks)", z, "refused", r"chunk 0\.0 .* is missing")
+    # Found by the fuzzer: policy options of the wrong type reached int() (TypeError, ValueError).
+    for value in ("", [], {"a": 1}):
+        case(f"honest.npy, max_bytes={value!r}", f / "honest.npy", "refused", "max_bytes must be", max_bytes=value)
+    case("honest.npy, max_features=[]", f / "honest.npy", "refused", "max_features must be", max_features=[])
     np.save(f / "two-million.npy", np.zeros((2_000_000, 1), np.uint8))
     case("two-million.npy, chunk_rows=1", f / "two-million.npy", "refused", "pass chunk_rows=489 or more",
          chunk_rows=1)
@@ -216,6 +222,12 @@ def make(folder) -> list[dict]:
         with h5py.File(f / "one-by-one.h5", "w") as h:
             h.create_dataset("X", data=np.arange(80000.0).reshape(200, 400), chunks=(1, 1))
         case("one-by-one.h5 (80,000 chunks of 1 x 1)", f / "one-by-one.h5", "refused", "80,000 chunks to read")
+        # Found by the fuzzer (benchmarks/fuzz_loaders.py): one byte of a dataspace changed, and
+        # h5py raised RuntimeError / KeyError while listing the file's datasets. Checked in: the
+        # bytes HDF5 writes differ between its versions.
+        shutil.copy(FILES / "damaged-dataspace.h5", f / "damaged-dataspace.h5")
+        case("damaged-dataspace.h5 (fuzzer: one byte of a dataspace changed)", f / "damaged-dataspace.h5",
+             "refused", "not a readable HDF5 file, or is damaged")
         with h5py.File(f / "many-names.h5", "w") as h:
             for i in range(300):
                 h.create_dataset(f"d{i}", shape=(2,), dtype="u1")
