@@ -9,6 +9,7 @@ exactly the bytes its header declares. Blocks of rows are read when Dask compute
 them, by readers that open the file per read (so a block can be read in another process, a
 dask.distributed worker on this machine or on a cluster that sees the same path), each chunk
 decoded to exactly its declared size (:mod:`._codecs`); a missing chunk is an error naming it.
+Declared rows, blocks and chunk reads are charged before the graph is made (:mod:`._bounds`).
 """
 from __future__ import annotations
 

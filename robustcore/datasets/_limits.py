@@ -62,7 +62,11 @@ Out of core            the same rules for data read a block at a time (``.npy``,
                        the store (:func:`read_confined`); a missing chunk is an error naming it,
                        not the fill value (``missing_chunks="fill"`` accepts it knowingly); a
                        ``.npy`` must hold exactly the bytes its header declares; a video frame's
-                       size is checked before one is decoded.
+                       size is checked before one is decoded. What a table declares is charged
+                       before anything is planned from it (:mod:`robustcore.bigdata._bounds`):
+                       a chunk twice its decoded bytes, at most 4,096 blocks, chunk reads per
+                       chunk as well as per byte, soft links 16 in all; its first and last
+                       chunks looked up at open.
 Refusing in memory     data that can be read out of core (a ``.npy`` table, a video) refused for
                        its size names that way out first (:data:`OUT_OF_CORE_HINT`).
 =====================  =======================================================================
