@@ -88,7 +88,8 @@ class MainWindow(QMainWindow):
     runFailed(str)                 a fit raised (message); a dialog shows the details.
     runCancelled()                 the current fit was cancelled.
     runDiscarded(str)              a fit finished but its result was dropped (reason).
-    idle()                         no fit is running any more (after any of the above).
+    idle()                         no fit is running any more (after any of the above, except
+                                   a cancel by a new run, which is itself running).
     videoExported(list)            a decomposition video was written (its files).
     outOfCoreOffered(object)       a file is better read out of core (an out_of_core.LazyOffer);
                                    the offer dialog is ``self.lazy_offer``.
