@@ -171,6 +171,13 @@ def estimator_params(method: "Method", values: dict, dataset) -> dict:
     return out
 
 
+def _names(names):
+    """The result's feature names: made on demand when the data's are (a 4 x 2^24 store must not
+    cost 16M strings per result), else a plain list of strings."""
+    from .datasets._limits import numbered
+    return names if isinstance(names, numbered) else [str(f) for f in names]
+
+
 def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elapsed: float,
              estimator) -> RunResult:
     """THE one place a run's result is put together: the adapter's typed fields, the run's
@@ -180,7 +187,7 @@ def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elap
     notes = [str(w) for w in fields.pop("warnings", [])]
     res = RunResult(method=method.name, params=values, data_fingerprint=dataset.fingerprint(),
                     estimator=estimator, elapsed=elapsed,
-                    feature_names=[str(f) for f in dataset.feature_names], **fields)
+                    feature_names=_names(dataset.feature_names), **fields)
     res.warnings = notes + [str(w.message) for w in caught if str(w.message) not in notes]
     scaled = res.decomposition or res.subspace     # the part that records the fit's scaling
     if scaled is not None and getattr(dataset, "is_image", False) and scaled.scaling == "none" \

@@ -129,3 +129,14 @@ def test_image_data_keep_their_pixels_under_scale_auto(method):
     assert as_table.estimator.scaling_ == "standard"
     assert as_images.estimator.scaling_ == "none" and as_images.params["scale"] == "auto"
     assert as_images.summary["scaling"] == "none (image data)"
+
+
+def test_a_result_names_features_on_demand_when_its_data_do():
+    """Names made on demand (a 4 x 2^24 store) stay so in the result: no list of d strings per
+    run (issue 34.5); given names stay a list of strings."""
+    from robustcore.datasets._limits import numbered
+    X = np.random.default_rng(0).normal(size=(40, 5))
+    res = get_method("pca").run(Dataset(X=X), {"n_components": 2})
+    assert isinstance(res.feature_names, numbered) and res.feature_names == [f"x{j}" for j in range(5)]
+    named = get_method("pca").run(Dataset(X=X, feature_names=list("abcde")), {"n_components": 2})
+    assert named.feature_names == list("abcde") and isinstance(named.feature_names, list)
