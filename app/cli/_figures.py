@@ -1,6 +1,8 @@
 """Figures of the command line: views drawn offscreen into PNG and SVG files, each stamped with
 what produced it. Which views exist is :mod:`app.views.catalog`'s one table; whether a view can
-draw a run is the view's own :meth:`~app.views.base.BaseView.missing` (as in the window)."""
+draw a run is the view's own :meth:`~app.views.base.BaseView.missing` (as in the window). A
+figure that cannot be drawn is skipped, saying which and why: the results are written all the
+same (a run of an hour is not thrown away for want of a picture)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +11,7 @@ import sys
 
 from ._parse import UsageError
 
-__all__ = ["SHARED_VIEWS", "figure_stem", "check_figures", "check_drawable", "render"]
+__all__ = ["SHARED_VIEWS", "figure_stem", "check_figures", "render"]
 
 # Views that draw every result at once are written once, without a method prefix.
 SHARED_VIEWS = ("comparison",)
@@ -51,25 +53,6 @@ def _state(results: dict, dataset, session):
     return state
 
 
-def check_drawable(figures: list[str], results: dict, dataset, session) -> None:
-    """After the fits, before any file is written: each figure has what it draws (a contour
-    map needs control limits, which a full-rank subspace does not have; some views cannot draw
-    data read out of core), by the view's own check, as the window asks it."""
-    if not figures:
-        return
-    from app._qt import collected_on_this_thread
-    from app.views.catalog import view_class
-    with collected_on_this_thread():
-        state = _state(results, dataset, session)
-        for view in figures:
-            cls = view_class(view)
-            for method in drawn_methods(view, results):
-                why = cls.missing(state, method)
-                if why is not None:
-                    raise UsageError(f"--figure {view} cannot be drawn for {method}: {why}; "
-                                     "nothing was written")
-
-
 def drawn_methods(view: str, results: dict) -> list[str]:
     drawn = [m for m in results if view in views_of(m)]
     return drawn[:1] if view in SHARED_VIEWS else drawn
@@ -82,31 +65,45 @@ def offscreen_if_headless() -> None:
 
 
 def render(results: dict, dataset, session, out: str, figures: list[str], size, scale: float,
-            force: bool) -> list[str]:
+           force: bool) -> tuple[list[str], list[str]]:
     """Draw the requested views offscreen: a PNG and an SVG per method that has the view (one
-    pair for views that show every result, such as the comparison)."""
+    pair for views that show every result, such as the comparison). Returns (paths written,
+    one line per figure not drawn saying which and why): a figure the view's own check refuses
+    (as the window asks it: a contour map needs control limits, which a full-rank subspace does
+    not have; some views cannot draw data read out of core), or whose drawing failed, is skipped
+    and the others are still drawn."""
     if not figures:
-        return []
+        return [], []
     from app._qt import collected_on_this_thread
     with collected_on_this_thread():
         return _render(results, dataset, session, out, figures, size, scale, force)
 
 
-def _render(results, dataset, session, out, figures, size, scale, force) -> list[str]:
+def _render(results, dataset, session, out, figures, size, scale, force) -> tuple[list[str], list[str]]:
     from app.views import render_view
+    from app.views.catalog import view_class
     state = _state(results, dataset, session)
-    written = []
+    written, skipped = [], []
     for view in figures:
         for method in drawn_methods(view, results):
+            why = view_class(view).missing(state, method)
+            if why is not None:
+                skipped.append(f"--figure {view} was not drawn for {method}: {why}")
+                continue
             state.set_current_method(method)
-            for ext in ("png", "svg"):
-                path = os.path.join(out, f"{figure_stem(method, view)}.{ext}")
+            paths = [os.path.join(out, f"{figure_stem(method, view)}.{ext}") for ext in ("png", "svg")]
+            for path in paths:
                 if os.path.exists(path) and not force:
                     raise UsageError(f"{path} already exists; pass --force to overwrite")
-                render_view(view, state, path, scale=scale, size=size)
+            try:
+                render_view(view, state, paths, scale=scale, size=size)
+            except (ValueError, OSError, MemoryError) as exc:
+                skipped.append(f"--figure {view} was not drawn for {method}: {exc}")
+                continue
+            for path in paths:
                 stamp_figure(path, results[method], dataset, view)
                 written.append(path)
-    return written
+    return written, skipped
 
 
 def stamp_figure(path: str, result, dataset, view: str) -> None:

@@ -20,6 +20,7 @@ from PySide6.QtGui import QColor, QPen
 
 from ..export import atomic_write_bytes
 from ._cloud import finish_pending_drawings
+from ._export_points import atlas_points, svg_points
 
 FORMATS = (".png", ".svg")
 
@@ -161,7 +162,7 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
     w = max(1, widget.width())
     exp.parameters()["width"] = int(round(w * scale))
     exp.parameters()["background"] = QColor("white")
-    with _wider_pens(scene, scale), _scaled_legends(scene, scale):
+    with _wider_pens(scene, scale), _scaled_legends(scene, scale), atlas_points(scene):
         img = exp.export(toBytes=True)
     if metadata is not None:
         img.setText("Comment", json.dumps(metadata, sort_keys=True, ensure_ascii=True))
@@ -178,7 +179,8 @@ def svg_bytes(widget, metadata: dict | None = None) -> bytes:
     settle(widget)
     exp = SVGExporter(widget.scene())
     exp.parameters()["background"] = QColor("white")
-    data = exp.export(toBytes=True)
+    with svg_points(widget.scene()):
+        data = exp.export(toBytes=True)
     if metadata is None:
         return data
     svg = data.decode("utf-8")
