@@ -139,8 +139,18 @@ def settle(widget) -> None:
     command line) was exported with that default: its plot sat about 20 px right of where the
     screen shows it. So the figure is painted off the screen (``grab``) and the layout requests
     that painting posts are run, until the axes stop changing (three paints at most: new widths
-    can change the ticks)."""
+    can change the ticks).
+
+    First the picture is completed now, on this thread: a command line has no event loop to wait
+    on, and the window's export must not write a half-drawn view. Every cloud still drawing its
+    points in parts is finished (:func:`~app.views._cloud.finish_pending_drawings`), then the
+    view that holds the figure, if it has a ``draw_now()``, is asked for what it would otherwise
+    draw later (an aggregation made off the GUI thread, a re-binning after a zoom): ``draw_now``
+    must return only once the scene shows the final picture of what is on screen."""
     finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
+    draw_now = getattr(widget.parentWidget(), "draw_now", None)
+    if callable(draw_now):
+        draw_now()
     axes = [it for it in widget.scene().items() if isinstance(it, pg.AxisItem)]
     for _ in range(3):
         before = [(a.textWidth, a.textHeight) for a in axes]

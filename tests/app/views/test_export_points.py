@@ -94,3 +94,33 @@ def test_a_png_of_a_dense_cloud_shows_its_points(plot):
         r, c = int(round(p.y() * 2)), int(round(p.x() * 2))
         patch = img[r - 2:r + 3, c - 2:c + 3]
         assert (patch.min() < 80) == dark, (px, py, patch.min())
+
+
+def test_an_export_asks_the_view_to_draw_now_what_it_would_draw_later(qtbot):
+    """A command line has no event loop: the view holding the figure finishes its picture
+    synchronously (``draw_now``) before the export paints it."""
+    from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+    class LateView(QWidget):
+        def __init__(self):
+            super().__init__()
+            self.figure = pg.GraphicsLayoutWidget()
+            QVBoxLayout(self).addWidget(self.figure)
+            self.plot = self.figure.addPlot()
+            self.plot.setRange(xRange=(0, 1), yRange=(0, 1))
+            self.calls = 0
+
+        def draw_now(self):   # what an off-thread aggregation would have delivered later
+            self.calls += 1
+            if self.calls == 1:
+                self.plot.addItem(pg.ScatterPlotItem(x=[0.5], y=[0.5], size=10, symbol="o",
+                                                     brush=pg.mkBrush("#2CA02C"), pen=None))
+
+    v = LateView()
+    qtbot.addWidget(v)
+    v.resize(400, 300)
+    v.show()
+    root = _svg(v.figure)
+    assert v.calls >= 1
+    greens = [el for el in root.iter() if _tag(el) == "path" and el.get("fill") == "#2ca02c"]
+    assert len(greens) == 1 and greens[0].get("d").count("M") == 1
