@@ -146,6 +146,8 @@ def _vector_group(doc, item, px, py, idx):
             continue
         el = doc.createElement("path")
         el.setAttribute("d", d)
+        # overlapping markers of one path all filled (Qt's groups around it say "evenodd")
+        el.setAttribute("fill-rule", "nonzero")
         if fill is None:
             el.setAttribute("fill", "none")
         else:

@@ -124,3 +124,25 @@ def test_an_export_asks_the_view_to_draw_now_what_it_would_draw_later(qtbot):
     assert v.calls >= 1
     greens = [el for el in root.iter() if _tag(el) == "path" and el.get("fill") == "#2ca02c"]
     assert len(greens) == 1 and greens[0].get("d").count("M") == 1
+
+
+def test_overlapping_markers_are_filled_where_they_overlap(plot):
+    """Qt's groups around the points say fill-rule "evenodd", under which two overlapping dots
+    of one path left their overlap empty (seen in the outlier map of a million rows)."""
+    from PySide6.QtCore import QByteArray
+    from PySide6.QtGui import QColor, QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    item = pg.ScatterPlotItem(x=[0.5, 0.52], y=[0.5, 0.5], size=40, symbol="o", brush=pg.mkBrush("#000000"),
+                              pen=None)
+    plot.addItem(item)
+    plot.setRange(xRange=(0, 1), yRange=(0, 1))
+    renderer = QSvgRenderer(QByteArray(svg_bytes(plot)))
+    size = renderer.defaultSize()
+    img = QImage(size, QImage.Format.Format_ARGB32)
+    img.fill(QColor("white"))
+    p = QPainter(img)
+    renderer.render(p)
+    p.end()
+    mid = item.mapToScene(pg.Point(0.51, 0.5))
+    assert QColor(img.pixel(int(mid.x()), int(mid.y()))).lightness() < 60
