@@ -27,7 +27,7 @@ from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QRectF, Qt
 from PySide6.QtGui import QColor, QImage, QPainter, QTransform
 from PySide6.QtWidgets import QGraphicsItem
 
-__all__ = ["VECTOR_POINTS", "svg_points", "atlas_points"]
+__all__ = ["VECTOR_POINTS", "svg_points", "atlas_points", "png_of"]
 
 #: Points of one scatter item written as vectors at most; above, the item is an embedded image.
 VECTOR_POINTS = 50_000
@@ -184,6 +184,11 @@ def raster_png(item, rect: QRectF, scale: float = RASTER_SCALE) -> bytes:
             item._exportOpts = opts
     finally:
         p.end()
+    return png_of(img)
+
+
+def png_of(img: QImage) -> bytes:
+    """The PNG file of a QImage, as bytes."""
     ba = QByteArray()
     buf = QBuffer(ba)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)

@@ -15,12 +15,12 @@ from xml.sax.saxutils import escape
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtGui import QColor, QPen
 
 from ..export import atomic_write_bytes
 from ._cloud import finish_pending_drawings
-from ._export_points import atlas_points, svg_points
+from ._export_points import atlas_points, png_of, svg_points
 
 FORMATS = (".png", ".svg")
 
@@ -176,12 +176,7 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
         img = exp.export(toBytes=True)
     if metadata is not None:
         img.setText("Comment", json.dumps(metadata, sort_keys=True, ensure_ascii=True))
-    ba = QByteArray()
-    buf = QBuffer(ba)
-    buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    img.save(buf, "PNG")
-    buf.close()
-    return bytes(ba.data())
+    return png_of(img)
 
 
 def svg_bytes(widget, metadata: dict | None = None) -> bytes:
