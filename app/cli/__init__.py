@@ -250,6 +250,7 @@ def _cmd_run(args) -> int:
     try:
         lazy = bool(getattr(dataset, "is_lazy", False))
         check_video(args.video, names, dataset)
+        check_figures(args.figure, methods, dataset)
         out = check_out(args.out, planned_names(names, args.figure, lazy, args.video), args.force)
         selection = parse_selection(args.select, dataset.n_samples)
         results = _fit_all(con, dataset, [(m, params[m.name]) for m in methods], args, out)

@@ -26,11 +26,21 @@ def views_of(method: str) -> tuple:
     return get_method(method).views
 
 
-def check_figures(figures: list[str], methods: list) -> None:
+def check_figures(figures: list[str], methods: list, dataset=None) -> None:
     """Before anything runs: each figure's view is drawn by a method of this run, and views that
-    compare methods have enough of them (the registry says what each view needs)."""
+    compare methods have enough of them (the registry says what each view needs); with the
+    ``dataset`` opened, a view that cannot draw data read out of core is refused before the fits."""
     from robustcore.methods import methods_for_view, view_requirement
     names = [m.name for m in methods]
+    if dataset is not None and getattr(dataset, "is_lazy", False) and figures:
+        from app.views.catalog import view_class
+        state = None
+        for v in figures:
+            if view_class(v).out_of_core is not None:   # the view's own words, as the window says them
+                state = state or _state({}, dataset)
+                drawn = next(m.name for m in methods if v in m.views)
+                raise UsageError(f"--figure {v} cannot be drawn for {drawn}: {view_class(v).missing(state)}; "
+                                 "nothing was written")
     for v in figures:
         if not any(v in m.views for m in methods):
             drawn = "; ".join(f"{m.name}: {', '.join(m.views)}" for m in methods)
@@ -42,14 +52,18 @@ def check_figures(figures: list[str], methods: list) -> None:
                              + "; nothing was written")
 
 
-def _state(results: dict, dataset, session):
+def _state(results: dict, dataset, session=None):
+    """An AppState holding ``dataset`` and, as ``session`` says, ``results``."""
     offscreen_if_headless()
     from app._qt import ensure_app
     from app.session import apply_to_state
     from app.state import AppState
     ensure_app()
     state = AppState()
-    apply_to_state(session, state, dataset, results)
+    if session is None:
+        state.set_dataset(dataset)
+    else:
+        apply_to_state(session, state, dataset, results)
     return state
 
 
