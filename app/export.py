@@ -188,8 +188,10 @@ def samples_csv_text(result, dataset) -> str:
     buf.write(_comment_block(provenance_header(result, dataset)))
     w = csv.writer(buf, lineterminator="\n")
     w.writerow([c for c, _ in cols])
-    # a column at a time, as _fmt writes each value: a million rows took 30 s value by value
-    w.writerows(zip(*(_column_text(col) for _, col in cols)))
+    # a column at a time, as _fmt writes each value (a million rows took 30 s value by value),
+    # in blocks of rows so the text of only one block is held as Python strings
+    for s0 in range(0, n, 65_536):
+        w.writerows(zip(*(_column_text(col[s0:s0 + 65_536]) for _, col in cols)))
     return buf.getvalue()
 
 
