@@ -65,3 +65,21 @@ def test_a_ranking_of_3000_features_is_two_filled_curves_in_ranking_order(views_
     v.k_box.setValue(1)                                  # one bar alone is still drawn
     tx, ty = v.top_curve.getData()
     assert tx.size == 2 and np.all(ty == heights[0])
+
+
+@pytest.mark.slow
+def test_a_learning_curve_over_30000_samples_is_drawn_through_its_pixel_columns(views_for):
+    rng = np.random.default_rng(2)
+    n = 40_000
+    X = rng.standard_normal((n, 10))
+    y = (X[:, 0] + 0.3 * rng.standard_normal(n) > 0).astype(int)
+    state = _state(Dataset(X=X, name="stream", labels=y), ("scw", {}))
+    v = views_for(state).show_view("learning-curve")
+    res = state.result("scw")
+    rate = np.asarray(res.arrays["history_mistake_rate"], dtype=float)
+    assert rate.size > 4 * (COLUMNS + 2)
+    (c1, c2) = v.curves["I"]
+    x, yy = c1.getData()
+    assert x.size <= 4 * (COLUMNS + 2)
+    assert (yy[0], yy[-1]) == (rate[0], rate[-1]) and yy.max() == rate.max() and yy.min() == rate.min()
+    assert v.status.text().count("final mistake rate") == 1
