@@ -4,6 +4,19 @@ and (``gaps``) how long the window stops answering while data and results arrive
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py [n]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py gaps [rows cols]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py startup
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py arrival [--big]
+
+``arrival`` (issue 33.2): the largest gap of a 10 ms timer from Run (the fit runs in the worker
+process, so until the result arrives the window is idle) through the result's arrival and the
+first showing of every view the result feeds (each tab chosen in turn as a click would, 0.6 s
+apart, then 1.5 s for work a view finishes later), on a rows x 20 table: 20,000 and 2,000,000
+rows in memory, and with ``--big`` 30,000,000 rows out of core (a 4.8 GB .npy under
+/work/bigbench, made once). Each size in a new process, which also reports the window
+process's resident memory (VmRSS after, VmHWM the peak) against the 20,000-row one's. Targets
+(issue 33): gap under 100 ms on a quiet machine at 2M and 30M rows, within 1.5x of the 20,000-row
+gap; memory no more than 300 MB above the 20,000-row window's.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py arrival [--big]
 
 ``startup``: a new Python process to the window shown and painted once (throw-away settings),
 5 times; reference: the same process importing scikit-learn first, which the window did
@@ -234,6 +247,133 @@ def gaps(rows=50_000, cols=300, repeat=3):
     return rows_out
 
 
+def _rss_mb() -> tuple[float, float]:
+    """(VmRSS, VmHWM) of this process in MB."""
+    vals = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith(("VmRSS:", "VmHWM:")):
+                key, kb = line.split()[:2]
+                vals[key[:-1]] = int(kb) / 1024
+    return vals.get("VmRSS", float("nan")), vals.get("VmHWM", float("nan"))
+
+
+def arrival_one(path: str, budget_gb: float) -> dict:
+    """One window: open ``path``, run PCA, then choose every tab the result feeds once."""
+    import json
+    import tempfile
+    import time
+
+    from PySide6.QtCore import QTimer
+
+    from app._qt import ensure_app
+    from app.fit_process import shared_pool
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    ensure_app()
+    shared_pool().warm()
+    settings = Settings(os.path.join(tempfile.mkdtemp(prefix="bench_arrival_"), "s.ini"))
+    settings.set_memory_budget(int(budget_gb * (1 << 30)))
+    w = MainWindow(settings=settings)
+    w.resize(1280, 800)
+    w.show()
+    _settle(400)
+    t0 = time.perf_counter()
+    w.open_path(path)
+    _wait(w.datasetLoaded, settle_ms=1000)
+    t_open = time.perf_counter() - t0
+    w.method_panel.set_method("pca")
+    meter = GapMeter()
+    meter.start()
+    t0 = time.perf_counter()
+    if w.run() is None:
+        raise RuntimeError(w.method_panel.run_block_reason())
+    _wait(w.runFinished, timeout_ms=3_600_000)
+    t_run = time.perf_counter() - t0
+    g_arrival = meter.stop()
+    views = w.views
+    tabs = [i for i in range(views.count()) if views.isTabVisible(i)]
+    titles = [views.tabText(i) for i in tabs]
+    meter.start()
+    t0 = time.perf_counter()
+    for k, i in enumerate(tabs):
+        QTimer.singleShot(600 * k, lambda i=i: views.setCurrentIndex(i))
+    _settle(600 * len(tabs) + 1500)
+    t_tour = time.perf_counter() - t0
+    g_tour = meter.stop()
+    rss, hwm = _rss_mb()
+    out = {"open_s": t_open, "run_s": t_run, "gap_arrival_s": g_arrival, "gap_tour_s": g_tour,
+           "tour_s": t_tour, "views": titles, "rss_mb": rss, "hwm_mb": hwm}
+    print("RESULT " + json.dumps(out), flush=True)
+    w.close()
+    return out
+
+
+def _table(path: str, rows: int, cols: int = 20, block: int = 1_000_000) -> str:
+    """A rows x cols table of 3-dimensional structure plus noise and 1 % outliers, written a
+    block at a time (the 30M-row one never whole in memory); kept when it already exists."""
+    if os.path.exists(path):
+        return path
+    rng = np.random.default_rng(0)
+    basis = rng.standard_normal((3, cols))
+    tmp = path + ".partial.npy"
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float64, shape=(rows, cols))
+    for s0 in range(0, rows, block):
+        b = min(block, rows - s0)
+        x = rng.standard_normal((b, 3)) @ basis + 0.1 * rng.standard_normal((b, cols))
+        bad = rng.random(b) < 0.01
+        x[bad] += 2.0 * rng.standard_normal((int(bad.sum()), cols))
+        out[s0:s0 + b] = x
+    out.flush()
+    del out
+    os.replace(tmp, path)
+    return path
+
+
+def arrival(big: bool = False):
+    import json
+    import shutil
+    import subprocess
+    import tempfile
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    tmp = tempfile.mkdtemp(prefix="bench_arrival_")
+    cases = [("20,000 rows, in memory", _table(os.path.join(tmp, "t20k.npy"), 20_000), 8.0),
+             ("2,000,000 rows, in memory", _table(os.path.join(tmp, "t2m.npy"), 2_000_000), 8.0)]
+    if big:
+        os.makedirs("/work/bigbench", exist_ok=True)
+        cases.append(("30,000,000 rows, out of core",
+                      _table("/work/bigbench/views_30m_x20.npy", 30_000_000), 2.0))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    print("# bench_views arrival\n")
+    print(_bench.conditions(["window 1280 x 800, PCA with its defaults on a rows x 20 table, fit in the worker "
+                             "process; gap = largest interval of a 10 ms QTimer"]) + "\n")
+    print("| data | Run -> result shown: gap | every view shown once: gap | largest gap | gap / 20,000 rows' | "
+          "window RSS after / peak | RSS above 20,000 rows' | Run (s) | views |")
+    print("|---|--:|--:|--:|--:|--:|--:|--:|---|")
+    base = None
+    results = []
+    for name, path, budget in cases:
+        p = subprocess.run([sys.executable, os.path.abspath(__file__), "arrival-one", path, str(budget)],
+                           capture_output=True, text=True, env=env, cwd=root, timeout=7200)
+        line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
+        if line is None:
+            print(f"| {name} | failed: exit {p.returncode}: {p.stderr.strip().splitlines()[-1:] } |")
+            continue
+        r = json.loads(line[7:])
+        gap = max(r["gap_arrival_s"], r["gap_tour_s"])
+        if base is None:
+            base = (gap, r["rss_mb"])
+        results.append((name, r))
+        print(f"| {name} | {r['gap_arrival_s'] * 1000:.0f} ms | {r['gap_tour_s'] * 1000:.0f} ms | {gap * 1000:.0f} ms | "
+              f"{gap / base[0]:.2f}x | {r['rss_mb']:.0f} / {r['hwm_mb']:.0f} MB | {r['rss_mb'] - base[1]:+.0f} MB | "
+              f"{r['run_s']:.1f} | {', '.join(r['views'])} |", flush=True)
+    print(f"\nload average at the end: {_bench.load_average()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return results
+
+
 _STARTUP = """
 import os, sys, tempfile, time
 t0 = time.perf_counter()
@@ -276,6 +416,10 @@ def startup(repeat=5):
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "startup":
         startup()
+    elif len(sys.argv) > 1 and sys.argv[1] == "arrival":
+        arrival(big="--big" in sys.argv[2:])
+    elif len(sys.argv) > 1 and sys.argv[1] == "arrival-one":
+        arrival_one(sys.argv[2], float(sys.argv[3]))
     elif len(sys.argv) > 1 and sys.argv[1] == "gaps":
         gaps(*(int(a) for a in sys.argv[2:4]))
     else:

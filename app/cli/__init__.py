@@ -12,8 +12,9 @@ and a replay compares them by one comparison (:mod:`._replay`).
 
 :func:`main` takes the argument list and returns the exit code: 0 success, 1 a replay that did
 not reproduce its numbers or could not compare them (with ``--check``) or an unexpected failure,
-2 bad arguments, parameters or files (the library's message on stderr, no traceback), 130
-interrupted. Nothing here imports Qt unless figures are asked for.
+2 bad arguments, parameters or files (the library's message on stderr, no traceback) or a
+``--figure`` that could not be drawn (every other file is written; the message says which and
+why), 130 interrupted. Nothing here imports Qt unless figures are asked for.
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from ..views.catalog import VIEW_NAMES as VIEWS
 from ._console import Console
 from ._data import budget_of, open_data, out_of_core_settings
 from ._figures import check_figures
-from ._outputs import RUN_FILE, WORK, check_out, check_video, planned_names, write_outputs
+from ._outputs import RUN_FILE, WORK, FiguresNotDrawn, check_out, check_video, planned_names, write_outputs
 from ._parse import UsageError, parse_budget, parse_options, parse_params, parse_scale, parse_selection, parse_size
 from ._replay import differences, saved_numbers, verdict
 
@@ -249,6 +250,7 @@ def _cmd_run(args) -> int:
     try:
         lazy = bool(getattr(dataset, "is_lazy", False))
         check_video(args.video, names, dataset)
+        check_figures(args.figure, methods, dataset)
         out = check_out(args.out, planned_names(names, args.figure, lazy, args.video), args.force)
         selection = parse_selection(args.select, dataset.n_samples)
         results = _fit_all(con, dataset, [(m, params[m.name]) for m in methods], args, out)
@@ -357,10 +359,18 @@ def _cmd_replay(args) -> int:
                         current_method=sess.current_method, view=dict(sess.view), selection=list(sess.selection))
         if args.figure and not new.view:
             new.view = {"name": args.figure[0]}
-        write_outputs(con, args, new, dataset, results, out)
+        not_drawn = None
+        try:
+            write_outputs(con, args, new, dataset, results, out)
+        except FiguresNotDrawn as exc:   # the comparison is still told
+            not_drawn = exc
     finally:
         _close(dataset, out)
-    return verdict(args, con, problems, incomplete, any(s.arrays for s in saved.values()))
+    code = verdict(args, con, problems, incomplete, any(s.arrays for s in saved.values()))
+    if not_drawn is not None:   # a failed comparison's code says more than a missing figure
+        print(f"{PROG}: error: {not_drawn}", file=sys.stderr)
+        return code or EXIT_USAGE
+    return code
 
 
 # -- entry point ---------------------------------------------------------------------------------

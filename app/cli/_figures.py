@@ -1,6 +1,8 @@
 """Figures of the command line: views drawn offscreen into PNG and SVG files, each stamped with
 what produced it. Which views exist is :mod:`app.views.catalog`'s one table; whether a view can
-draw a run is the view's own :meth:`~app.views.base.BaseView.missing` (as in the window)."""
+draw a run is the view's own :meth:`~app.views.base.BaseView.missing` (as in the window). A
+figure that cannot be drawn is skipped, saying which and why: the results are written all the
+same (a run of an hour is not thrown away for want of a picture)."""
 from __future__ import annotations
 
 import json
@@ -9,7 +11,7 @@ import sys
 
 from ._parse import UsageError
 
-__all__ = ["SHARED_VIEWS", "figure_stem", "check_figures", "check_drawable", "render"]
+__all__ = ["SHARED_VIEWS", "figure_stem", "check_figures", "render"]
 
 # Views that draw every result at once are written once, without a method prefix.
 SHARED_VIEWS = ("comparison",)
@@ -24,11 +26,21 @@ def views_of(method: str) -> tuple:
     return get_method(method).views
 
 
-def check_figures(figures: list[str], methods: list) -> None:
+def check_figures(figures: list[str], methods: list, dataset=None) -> None:
     """Before anything runs: each figure's view is drawn by a method of this run, and views that
-    compare methods have enough of them (the registry says what each view needs)."""
+    compare methods have enough of them (the registry says what each view needs); with the
+    ``dataset`` opened, a view that cannot draw data read out of core is refused before the fits."""
     from robustcore.methods import methods_for_view, view_requirement
     names = [m.name for m in methods]
+    if dataset is not None and getattr(dataset, "is_lazy", False) and figures:
+        from app.views.catalog import view_class
+        state = None
+        for v in figures:
+            if view_class(v).out_of_core is not None:   # the view's own words, as the window says them
+                state = state or _state({}, dataset)
+                drawn = next(m.name for m in methods if v in m.views)
+                raise UsageError(f"--figure {v} cannot be drawn for {drawn}: {view_class(v).missing(state)}; "
+                                 "nothing was written")
     for v in figures:
         if not any(v in m.views for m in methods):
             drawn = "; ".join(f"{m.name}: {', '.join(m.views)}" for m in methods)
@@ -40,34 +52,19 @@ def check_figures(figures: list[str], methods: list) -> None:
                              + "; nothing was written")
 
 
-def _state(results: dict, dataset, session):
+def _state(results: dict, dataset, session=None):
+    """An AppState holding ``dataset`` and, as ``session`` says, ``results``."""
     offscreen_if_headless()
     from app._qt import ensure_app
     from app.session import apply_to_state
     from app.state import AppState
     ensure_app()
     state = AppState()
-    apply_to_state(session, state, dataset, results)
+    if session is None:
+        state.set_dataset(dataset)
+    else:
+        apply_to_state(session, state, dataset, results)
     return state
-
-
-def check_drawable(figures: list[str], results: dict, dataset, session) -> None:
-    """After the fits, before any file is written: each figure has what it draws (a contour
-    map needs control limits, which a full-rank subspace does not have; some views cannot draw
-    data read out of core), by the view's own check, as the window asks it."""
-    if not figures:
-        return
-    from app._qt import collected_on_this_thread
-    from app.views.catalog import view_class
-    with collected_on_this_thread():
-        state = _state(results, dataset, session)
-        for view in figures:
-            cls = view_class(view)
-            for method in drawn_methods(view, results):
-                why = cls.missing(state, method)
-                if why is not None:
-                    raise UsageError(f"--figure {view} cannot be drawn for {method}: {why}; "
-                                     "nothing was written")
 
 
 def drawn_methods(view: str, results: dict) -> list[str]:
@@ -82,31 +79,45 @@ def offscreen_if_headless() -> None:
 
 
 def render(results: dict, dataset, session, out: str, figures: list[str], size, scale: float,
-            force: bool) -> list[str]:
+           force: bool) -> tuple[list[str], list[str]]:
     """Draw the requested views offscreen: a PNG and an SVG per method that has the view (one
-    pair for views that show every result, such as the comparison)."""
+    pair for views that show every result, such as the comparison). Returns (paths written,
+    one line per figure not drawn saying which and why): a figure the view's own check refuses
+    (as the window asks it: a contour map needs control limits, which a full-rank subspace does
+    not have; some views cannot draw data read out of core), or whose drawing failed, is skipped
+    and the others are still drawn."""
     if not figures:
-        return []
+        return [], []
     from app._qt import collected_on_this_thread
     with collected_on_this_thread():
         return _render(results, dataset, session, out, figures, size, scale, force)
 
 
-def _render(results, dataset, session, out, figures, size, scale, force) -> list[str]:
+def _render(results, dataset, session, out, figures, size, scale, force) -> tuple[list[str], list[str]]:
     from app.views import render_view
+    from app.views.catalog import view_class
     state = _state(results, dataset, session)
-    written = []
+    written, skipped = [], []
     for view in figures:
         for method in drawn_methods(view, results):
+            why = view_class(view).missing(state, method)
+            if why is not None:
+                skipped.append(f"--figure {view} was not drawn for {method}: {why}")
+                continue
             state.set_current_method(method)
-            for ext in ("png", "svg"):
-                path = os.path.join(out, f"{figure_stem(method, view)}.{ext}")
+            paths = [os.path.join(out, f"{figure_stem(method, view)}.{ext}") for ext in ("png", "svg")]
+            for path in paths:
                 if os.path.exists(path) and not force:
                     raise UsageError(f"{path} already exists; pass --force to overwrite")
-                render_view(view, state, path, scale=scale, size=size)
+            try:
+                render_view(view, state, paths, scale=scale, size=size)
+            except (ValueError, OSError, MemoryError) as exc:
+                skipped.append(f"--figure {view} was not drawn for {method}: {exc}")
+                continue
+            for path in paths:
                 stamp_figure(path, results[method], dataset, view)
                 written.append(path)
-    return written
+    return written, skipped
 
 
 def stamp_figure(path: str, result, dataset, view: str) -> None:

@@ -13,10 +13,10 @@ Per method:
 
 Then ``run.json``, a session that ``robust-studio replay`` repeats: per run, the sha256 of the
 arrays file and (out of core) the manifest of the results store, so that a replay compares the
-new numbers with both. Figures are drawn first (what they need is checked before anything is
-written), so a figure that cannot be drawn leaves no half-written folder. From the first file to
-run.json the folder holds ``run.INCOMPLETE.txt`` (:func:`app.writing.writing_set`): a run cut
-short says so.
+new numbers with both. A figure that cannot be drawn is skipped with a message saying why, the
+other files are written, and the run ends with a non-zero exit. From the first file to run.json
+the folder holds ``run.INCOMPLETE.txt`` (:func:`app.writing.writing_set`): a run cut short says
+so.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import shutil
 
 import numpy as np
 
-from ._figures import SHARED_VIEWS, check_drawable, figure_stem, render, views_of
+from ._figures import SHARED_VIEWS, figure_stem, render, views_of
 from ._parse import UsageError
 
 __all__ = ["RUN_FILE", "WORK", "planned_names", "check_out", "create_out", "check_video", "write_outputs",
@@ -246,20 +246,35 @@ def write_result(res, dataset, out: str, force: bool) -> tuple[list[str], dict]:
     return written, stored
 
 
+class FiguresNotDrawn(UsageError):
+    """Some --figure could not be drawn; every other file was written (the message says which
+    figures and why)."""
+
+
 def write_outputs(con, args, session, dataset, results: dict, out: str) -> list[str]:
-    """Figures first (what they need is checked before anything is written), then each result's
-    files, the decomposition video, and run.json naming them."""
+    """Each result's files and the figures, the decomposition video, and run.json naming them.
+    A figure that cannot be drawn is skipped and the rest written; then :class:`FiguresNotDrawn`
+    says which and why (a non-zero exit). In memory the results are written first, so that
+    nothing a figure does can lose them; out of core the figures are drawn first, because
+    writing the results store moves the arrays of the fit's working folder that the views read."""
     from app import session as S
     from app.writing import writing_set
-    check_drawable(args.figure, results, dataset, session)
     create_out(out)
+    lazy = bool(getattr(dataset, "is_lazy", False))
     # One set: until run.json is written the folder says the run's files are incomplete (a run
     # killed between two methods' files, or during its video, leaves that said).
     with writing_set(out, "run", f"the files of a run of {', '.join(results)}"):
-        written = render(results, dataset, session, out, args.figure, args.size, args.scale, args.force)
+        written, figures, skipped = [], [], []
+        if lazy:
+            figures, skipped = render(results, dataset, session, out, args.figure, args.size, args.scale,
+                                      args.force)
         for rec in session.runs:
             files, rec.stored = write_result(results[rec.method], dataset, out, args.force)
             written += files
+        if not lazy:
+            figures, skipped = render(results, dataset, session, out, args.figure, args.size, args.scale,
+                                      args.force)
+        written += figures
         if args.video:
             from app.video import export_video
             from robustcore.methods import methods_for_view
@@ -273,7 +288,9 @@ def write_outputs(con, args, session, dataset, results: dict, out: str) -> list[
     con.say("wrote:")
     for p in written:
         con.say(f"  {p}")
+    if skipped:
+        raise FiguresNotDrawn("; ".join(skipped) + f"; the other results were written to {out}")
     return written
 
 
-__all__ += ["SHARED_VIEWS", "video_name"]
+__all__ += ["SHARED_VIEWS", "video_name", "FiguresNotDrawn"]

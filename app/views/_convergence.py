@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetricsF
 
 from . import _style as st
+from ._vertices import reduce_curve
 
 __all__ = ["ConvergencePlots", "MIN_HEIGHT"]
 
@@ -70,8 +71,9 @@ class ConvergencePlots:
     def show(self, residuals, ranks, tol, converged) -> None:
         """Draw one run's history; ``converged`` None means a streaming fit (one point per batch)."""
         it = np.arange(1, len(residuals) + 1)
-        self.residual_curve.setData(it, np.maximum(np.asarray(residuals, float), 1e-300))
-        self.rank_curve.setData(it, np.asarray(ranks, float))
+        # a streaming fit has a point per batch: thousands on a tall table (._vertices)
+        self.residual_curve.setData(*reduce_curve(it, np.maximum(np.asarray(residuals, float), 1e-300)))
+        self.rank_curve.setData(*reduce_curve(it, np.asarray(ranks, float)))
         if tol:
             self.tol_line.setPos(np.log10(tol))
             self.tol_line.setVisible(True)

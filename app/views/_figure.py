@@ -15,11 +15,12 @@ from xml.sax.saxutils import escape
 
 import pyqtgraph as pg
 from pyqtgraph.exporters import ImageExporter, SVGExporter
-from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QEvent, QIODevice
+from PySide6.QtCore import QCoreApplication, QEvent
 from PySide6.QtGui import QColor, QPen
 
 from ..export import atomic_write_bytes
 from ._cloud import finish_pending_drawings
+from ._export_points import atlas_points, png_of, svg_points
 
 FORMATS = (".png", ".svg")
 
@@ -138,8 +139,18 @@ def settle(widget) -> None:
     command line) was exported with that default: its plot sat about 20 px right of where the
     screen shows it. So the figure is painted off the screen (``grab``) and the layout requests
     that painting posts are run, until the axes stop changing (three paints at most: new widths
-    can change the ticks)."""
+    can change the ticks).
+
+    First the picture is completed now, on this thread: a command line has no event loop to wait
+    on, and the window's export must not write a half-drawn view. Every cloud still drawing its
+    points in parts is finished (:func:`~app.views._cloud.finish_pending_drawings`), then the
+    view that holds the figure, if it has a ``draw_now()``, is asked for what it would otherwise
+    draw later (an aggregation made off the GUI thread, a re-binning after a zoom): ``draw_now``
+    must return only once the scene shows the final picture of what is on screen."""
     finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
+    draw_now = getattr(widget.parentWidget(), "draw_now", None)
+    if callable(draw_now):
+        draw_now()
     axes = [it for it in widget.scene().items() if isinstance(it, pg.AxisItem)]
     for _ in range(3):
         before = [(a.textWidth, a.textHeight) for a in axes]
@@ -161,16 +172,11 @@ def png_bytes(widget, scale: float = 1.0, metadata: dict | None = None) -> bytes
     w = max(1, widget.width())
     exp.parameters()["width"] = int(round(w * scale))
     exp.parameters()["background"] = QColor("white")
-    with _wider_pens(scene, scale), _scaled_legends(scene, scale):
+    with _wider_pens(scene, scale), _scaled_legends(scene, scale), atlas_points(scene):
         img = exp.export(toBytes=True)
     if metadata is not None:
         img.setText("Comment", json.dumps(metadata, sort_keys=True, ensure_ascii=True))
-    ba = QByteArray()
-    buf = QBuffer(ba)
-    buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    img.save(buf, "PNG")
-    buf.close()
-    return bytes(ba.data())
+    return png_of(img)
 
 
 def svg_bytes(widget, metadata: dict | None = None) -> bytes:
@@ -178,7 +184,8 @@ def svg_bytes(widget, metadata: dict | None = None) -> bytes:
     settle(widget)
     exp = SVGExporter(widget.scene())
     exp.parameters()["background"] = QColor("white")
-    data = exp.export(toBytes=True)
+    with svg_points(widget.scene()):
+        data = exp.export(toBytes=True)
     if metadata is None:
         return data
     svg = data.decode("utf-8")

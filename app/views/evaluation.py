@@ -4,7 +4,9 @@ legend entry with its number (ROC-AUC, average precision), methods listed best f
 
 Each curve is drawn from the score the registry names as the method's outlier score
 (:attr:`robustcore.methods.Method.outlier_score`), the one its summary is evaluated on, so the
-legend's numbers are the summary's numbers.
+legend's numbers are the summary's numbers. A curve has up to one vertex per sample; what is
+drawn is its reduction to a few thousand vertices, the same to the pixel (:mod:`._vertices`),
+and the legend's numbers are computed from every sample.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from robustcore.methods import METHODS
 
 from . import _style as st
 from ._common import title_of
+from ._vertices import reduce_curve
 from .base import BaseView
 
 
@@ -65,7 +68,9 @@ class EvaluationView(BaseView):
             if s is None or s.shape != truth.shape or not np.all(np.isfinite(s)):
                 continue
             self.metrics[m] = outlier_metrics(truth, s)
-            curves[m] = outlier_curves(truth, s)
+            c = outlier_curves(truth, s)
+            curves[m] = {"roc": reduce_curve(c["fpr"], c["tpr"], x_range=(0, 1)),
+                         "pr": reduce_curve(c["recall"], c["precision"], x_range=(0, 1))}
         self.order = sorted(self.metrics, key=lambda m: -self.metrics[m]["roc_auc"])
         frac = truth.mean()
         chance = st.pen(st.NEUTRAL, 1.0, Qt.PenStyle.DotLine)
@@ -74,8 +79,8 @@ class EvaluationView(BaseView):
         for k, m in enumerate(self.order):
             c, mt = curves[m], self.metrics[m]
             pen = st.pen(st.category_color(list(METHODS).index(m) if m in METHODS else k), 2.0)
-            item = self.roc_plot.plot(c["fpr"], c["tpr"], pen=pen)
-            self.pr_plot.plot(c["recall"], c["precision"], pen=pen)
+            item = self.roc_plot.plot(*c["roc"], pen=pen)
+            self.pr_plot.plot(*c["pr"], pen=pen)
             self.legend.addItem(item, f"{title_of(m)}: AUC {mt['roc_auc']:.3f}, AP {mt['average_precision']:.3f}")
         self.legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=chance), f"chance (AP {frac:.3f})")
         n_out = int(truth.sum())

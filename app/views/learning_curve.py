@@ -1,6 +1,8 @@
 """Learning curve of the online SCW classifier: cumulative mistake rate and number of updates
 against samples seen; SCW-I and SCW-II overlaid when both were run on the current data, and the
-test accuracy when the run had a test split (``history_test_accuracy`` in the result)."""
+test accuracy when the run had a test split (``history_test_accuracy`` in the result). A history
+of millions of samples is drawn through its few thousand vertices a plot can show, the same to
+the pixel (:mod:`._vertices`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,8 +10,10 @@ from PySide6.QtCore import Qt
 
 from . import _style as st
 from ._common import fmt
+from ._vertices import reduce_curve
 from .base import BaseView
 
+MARKED_POINTS = 200   # test-accuracy evaluations drawn with a marker each, at most
 VARIANT_STYLE = {"I": (st.category_color(0), Qt.PenStyle.SolidLine), "II": (st.category_color(1), Qt.PenStyle.DashLine)}
 
 
@@ -67,23 +71,28 @@ class LearningCurveView(BaseView):
             seen = np.asarray(res.arrays.get("history_seen", np.arange(1, rate.size + 1)), dtype=float)
             eta = res.params.get("eta")
             label = f"SCW-{variant} (C = {res.params.get('C')}" + (f", η = {eta})" if eta is not None else ")")
-            c1 = self.rate_plot.plot(seen, rate, pen=pen)
+            c1 = self.rate_plot.plot(*reduce_curve(seen, rate), pen=pen)
             self.rate_legend.addItem(c1, label)
-            c2 = self.upd_plot.plot(seen, upd, pen=pen)
+            c2 = self.upd_plot.plot(*reduce_curve(seen, upd), pen=pen)
             self.curves[variant] = (c1, c2)
             acc = res.arrays.get("history_test_accuracy")
             if acc is not None:
                 has_test = True
                 acc = np.asarray(acc, dtype=float)
                 at = np.asarray(res.arrays.get("history_test_seen", np.linspace(seen[0], seen[-1], acc.size)), float)
-                self.acc_plot.plot(at, acc, pen=pen, symbol="o", symbolSize=5, symbolBrush=st.brush(color), symbolPen=None)
+                at, acc_drawn = reduce_curve(at, acc)
+                # a marker per evaluation while they can be told apart
+                marks = dict(symbol="o", symbolSize=5, symbolBrush=st.brush(color), symbolPen=None) \
+                    if at.size <= MARKED_POINTS else {}
+                self.acc_plot.plot(at, acc_drawn, pen=pen, **marks)
             parts.append(f"SCW-{variant}: final mistake rate {fmt(rate[-1])}, {int(upd[-1])} updates over "
                          f"{int(seen[-1])} samples" + ("" if acc is None else f", test accuracy {fmt(acc[-1])}"))
         base = [self.runs[v].arrays.get("history_majority_rate") for v in sorted(self.runs)]
         if base and base[-1] is not None:
             # the learner that always predicts the class seen most so far: SCW must beat it
             base = np.asarray(base[-1], dtype=float)
-            c = self.rate_plot.plot(np.arange(1, base.size + 1), base, pen=st.pen("#555555", 1.5, Qt.PenStyle.DashLine),
+            c = self.rate_plot.plot(*reduce_curve(np.arange(1, base.size + 1), base),
+                                    pen=st.pen("#555555", 1.5, Qt.PenStyle.DashLine),
                                     name="majority class so far")
             self.rate_legend.addItem(c, "majority class so far")
             parts.append(f"majority class: mistake rate {fmt(base[-1])}")

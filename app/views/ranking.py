@@ -11,9 +11,14 @@ from PySide6.QtWidgets import QSpinBox
 from . import _style as st
 from ._cloud import PointCloud, new_plot
 from ._common import describe_sample, fmt, label_codes, labelled
+from ._vertices import reduce_curve
 from .base import BaseView
 
 
+# Above this many features the ranked scores are drawn as two filled curves (top k, the rest)
+# through the vertices a plot can show (._vertices) instead of a bar each: 100,000 bars, each
+# with its own brush and pen, cost seconds to make and to paint and were thinner than a pixel.
+BAR_LIMIT = 2_000
 STACK_MIN_HEIGHT = 170  # pixels a plot needs to be read: below twice this, the plots sit side by side
 SHORT_STACK = 480       # stacked in a figure lower than this, bars and spectrum share the height evenly
 
@@ -45,6 +50,12 @@ class RankingView(BaseView):
         st.style_plot(self.spec_plot, title="Laplacian eigenvalues", left="λ", bottom="index")
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.bar_plot.addItem(self.bars)
+        # many features: the top k and the rest as filled curves (BAR_LIMIT)
+        self.top_curve = self.bar_plot.plot(pen=st.pen(st.category_color(5), 1.0), fillLevel=0.0,
+                                            brush=st.brush(st.category_color(5)))
+        self.rest_curve = self.bar_plot.plot(pen=st.pen("#9DB7D0", 1.0), fillLevel=0.0, brush=st.brush("#9DB7D0"))
+        for curve in (self.top_curve, self.rest_curve):
+            curve.setVisible(False)
         self.spectrum = self.spec_plot.plot(pen=st.pen("#444444", 1.2), symbol="o", symbolSize=7,
                                             symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
         self.used = pg.ScatterPlotItem(size=11, symbol="o", brush=None, pen=st.pen(st.category_color(5), 2))
@@ -118,16 +129,29 @@ class RankingView(BaseView):
 
     def clear(self):
         self.bars.setOpts(x=[], height=[])
+        for curve in (self.top_curve, self.rest_curve):
+            curve.setData([], [])
+            curve.setVisible(False)
         self.spectrum.setData([], [])
         self.cloud.clear()
 
     def _color_bars(self, *_):
         d = self.ranking.size
         k = self.k_box.value()
-        top, rest = st.brush(st.category_color(5)), st.brush("#9DB7D0")
-        brushes = [top if r < k else rest for r in range(d)]
-        pens = [st.pen("#000000", 2.0) if r == self.chosen_rank else st.pen("#FFFFFF", 0.5) for r in range(d)]
-        self.bars.setOpts(x=np.arange(d), height=self.bar_heights, width=0.8, brushes=brushes, pens=pens)
+        many = d > BAR_LIMIT
+        for curve, ranks in ((self.top_curve, np.arange(min(k, d))), (self.rest_curve, np.arange(min(k, d), d))):
+            curve.setVisible(many and ranks.size > 0)
+            if many and ranks.size:
+                # each bar's top edge from r - 0.4 to r + 0.4, so one bar alone is still drawn
+                xs = (np.repeat(ranks, 2) + np.tile([-0.4, 0.4], ranks.size)).astype(float)
+                curve.setData(*reduce_curve(xs, np.repeat(self.bar_heights[ranks], 2)))
+        if many:
+            self.bars.setOpts(x=[], height=[])
+        else:
+            top, rest = st.brush(st.category_color(5)), st.brush("#9DB7D0")
+            brushes = [top if r < k else rest for r in range(d)]
+            pens = [st.pen("#000000", 2.0) if r == self.chosen_rank else st.pen("#FFFFFF", 0.5) for r in range(d)]
+            self.bars.setOpts(x=np.arange(d), height=self.bar_heights, width=0.8, brushes=brushes, pens=pens)
         st.set_title(self.bar_plot, f"EVSC score (top {k} highlighted"
                                     + (", as the fit kept)" if k == self.fitted_k else ")"))
 

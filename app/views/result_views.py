@@ -431,7 +431,8 @@ class ResultViews(QTabWidget):
 
 def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), overwrite: bool = True,
                 provenance: bool = False) -> str:
-    """Build view ``name`` offscreen for ``state`` and write its figure to ``path`` (.png or .svg).
+    """Build view ``name`` offscreen for ``state`` and write its figure to ``path`` (.png or .svg),
+    or to each of a list of paths (the view is drawn once for all of them); returns the last.
 
     For the command line (``--figure VIEW``): needs no window, creates the QApplication if none runs.
     """
@@ -448,8 +449,10 @@ def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), ov
         views.show_view(name)
         app.processEvents()
         # The command line stamps its own provenance into the file; do not write it twice.
-        return views.export_figure(os.fspath(path), scale=scale, view=name, overwrite=overwrite,
-                                   provenance=provenance)
+        for p in ([path] if isinstance(path, (str, os.PathLike)) else list(path)):
+            written = views.export_figure(os.fspath(p), scale=scale, view=name, overwrite=overwrite,
+                                          provenance=provenance)
+        return written
     finally:
         # Delete now rather than at interpreter exit: PySide6 6.12 with pyqtgraph may crash when
         # plot widgets outlive the QApplication during shutdown.

@@ -307,12 +307,6 @@ def test_figure_needs_are_checked_before_anything_is_written(tmp_path, capsys, q
             "online-rpca; only pca is there; add --method coherence-pursuit or --method pcp or --method "
             "online-rpca; nothing was written") in err
     assert not out.exists()
-    # A need known only once the fit ran (a full-rank subspace has no SPE/T² limits to map).
-    code, _, err = run_cli(capsys, "run", "--demo", "gaussian-2d", "--method", "pca", "--param", "n_components=2",
-                           "--figure", "contour", "--out", out, "-q")
-    assert code == 2
-    assert "--figure contour cannot be drawn for pca: the subspace has full rank" in err and "nothing was written" in err
-    assert not out.exists()
 
 
 @pytest.mark.slow

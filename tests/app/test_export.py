@@ -128,6 +128,24 @@ def test_samples_csv_reads_back_exactly_with_provenance(tmp_path, iris_pca):
     assert [r[2] for r in rows] == list(ds.labels)
 
 
+def test_a_tall_samples_csv_reads_back_exactly_across_its_blocks(tmp_path):
+    """The table is written a block of 65,536 rows at a time: 70,001 rows cross a block's end."""
+    from robustcore.datasets import Dataset
+    rng = np.random.default_rng(4)
+    n = 70_001
+    ds = Dataset(X=rng.standard_normal((n, 4)) * [1e-3, 1, 1e3, 1e6], name="tall",
+                 labels=np.where(rng.random(n) < 0.5, "a,b", "c"))   # a comma: quoted
+    res = get_method("pca").run(ds, {"n_components": 2})
+    (path,) = export.export_results(res, ds, tmp_path / "tall.csv")
+    _, cols, rows = _read_csv(path)
+    assert len(rows) == n and [int(r[0]) for r in rows] == list(range(n))
+    for name in ("spe", "t2"):
+        np.testing.assert_array_equal([float(r[cols.index(name)]) for r in rows], res.sample_scores[name])
+    flags = np.asarray(res.flags["outlier"])
+    assert [r[cols.index("flag_outlier")] for r in rows] == ["1" if f else "0" for f in flags]
+    assert [r[cols.index("label")] for r in rows] == list(ds.labels)
+
+
 def test_flags_are_written_as_0_1_columns(tmp_path):
     ds = demo("gaussian-2d")
     res = get_method("residual").run(ds, {"n_components": 1})

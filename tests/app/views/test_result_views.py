@@ -1,5 +1,6 @@
 """The view switcher: which views show, one selection across views, and figure export (PNG at
 a scale whose text and markers scale with it, SVG that parses and holds the plotted elements)."""
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -93,9 +94,9 @@ def test_svg_export_parses_and_holds_the_points(usps_views, tmp_path):
     assert first.tag == SVG + "rect" and first.get("fill") == "#ffffff" and first.get("width") == "100%"
     texts = " ".join("".join(t.itertext()) for t in root.iter(SVG + "text"))
     assert "component 1" in texts and "usps-1-vs-8" in texts
-    # One filled path per sample (plus axes, rings and legend).
-    filled = [p for p in root.iter(SVG + "path")]
-    assert len(filled) >= data("usps-1-vs-8").n_samples
+    # A circle per sample (one path per colour holds all of that colour's circles).
+    circles = sum(len(re.findall(r"M[-\d.]+,[-\d.]+a", p.get("d", ""))) for p in root.iter(SVG + "path"))
+    assert circles >= data("usps-1-vs-8").n_samples
 
 
 def test_export_refuses_bad_scale_and_format(usps_views, tmp_path):
