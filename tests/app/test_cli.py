@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = [
     ("pca", "iris", ["n_components=2"]),
     ("coherence-pursuit", "iris", ["n_components=2"]),
+    ("robpca", "iris", ["n_components=2"]),
     ("pcp", "gaussian-2d", ["max_iter=200"]),
     ("residual", "cardio", ["n_components=4"]),
     ("esfs", "clusters-3d", []),
@@ -303,9 +304,9 @@ def test_figure_needs_are_checked_before_anything_is_written(tmp_path, capsys, q
     code, _, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--figure", "comparison",
                            "--out", out, "-q")
     assert code == 2
-    assert ("--figure comparison: it compares the results of at least 2 of: pca, coherence-pursuit, pcp, "
-            "online-rpca; only pca is there; add --method coherence-pursuit or --method pcp or --method "
-            "online-rpca; nothing was written") in err
+    assert ("--figure comparison: it compares the results of at least 2 of: pca, coherence-pursuit, robpca, "
+            "pcp, online-rpca; only pca is there; add --method coherence-pursuit or --method robpca or --method "
+            "pcp or --method online-rpca; nothing was written") in err
     assert not out.exists()
 
 
