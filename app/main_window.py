@@ -38,18 +38,19 @@ import sys
 import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox
+from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QStyle
 
 from robustcore.methods import METHODS
 
-from ._qt import hold_main_thread_garbage, release_main_thread_garbage
+from ._qt import configure_pyqtgraph, hold_main_thread_garbage, release_main_thread_garbage
 from .actions import build_actions, build_menus
 from .actions import export as export_actions
 from .actions import file as file_actions
 from .actions import help as help_actions
 from .data_controller import DataController
-from .fit_process import shared_pool, warm_up
+from .fit_process import shared_pool
+from .warm_up import warm_up
 from .panels import DatasetPanel, MethodPanel, RunLog
 from .run_controller import RunController
 from .settings import Settings
@@ -59,6 +60,7 @@ from .tasks import Job, TaskRunner
 __all__ = ["MainWindow"]
 
 NARROW_WINDOW = 1100  # logical pixels: below this the side panels share one column
+DEFAULT_SIZE = (1360, 860)  # logical pixels, when the screen has room for it
 
 
 def _demo_list() -> dict:
@@ -102,6 +104,9 @@ class MainWindow(QMainWindow):
     def __init__(self, state: AppState | None = None, settings: Settings | None = None,
                  methods: dict | None = None, restore: bool = True, isolation: str | None = None):
         super().__init__()
+        # The views assume pyqtgraph's row-major images: a window embedded in a script's own
+        # QApplication (not app._qt.ensure_app) drew table heatmaps transposed without this.
+        configure_pyqtgraph()
         self.setWindowTitle("Robust Subspace Studio")
         self.setObjectName("main_window")
         # cycles (and the Qt objects in them) are collected on this thread only (app._qt)
@@ -137,9 +142,10 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.data_status)
         self._connect()
         self.setAcceptDrops(True)
-        self.resize(1360, 860)
+        self.resize(*DEFAULT_SIZE)
         if restore:
             self._restore_settings()
+        self._fit_screen()
         self.runs.method_changed(self.method_panel.method_name())
         self._on_dataset(self.state.dataset)
         self._first_show = True
@@ -257,6 +263,25 @@ class MainWindow(QMainWindow):
                              Qt.Orientation.Horizontal)
         # A short window (200 %) gives the log less: the view names may take a second row there.
         self.resizeDocks([self.log_dock], [int(min(150, h / (8 if h < 700 else 6)))], Qt.Orientation.Vertical)
+
+    def _fit_screen(self) -> None:
+        """Keep the whole window, frame included, inside its screen's available area (the desktop
+        less its panels), so the Method panel's Run and Cancel are on screen: at the default size
+        a 1280 x 800 laptop had them below its edge. Before the first show the frame is not known
+        yet: a title bar's height is kept free for it (and the fit is redone once shown)."""
+        screen = self.screen() or QGuiApplication.primaryScreen()
+        if screen is None:
+            return
+        room, frame = screen.availableGeometry(), self.frameGeometry()
+        side = frame.width() - self.width()
+        top = max(frame.height() - self.height(), self.style().pixelMetric(QStyle.PixelMetric.PM_TitleBarHeight))
+        w, h = min(self.width(), room.width() - side), min(self.height(), room.height() - top)
+        if (w, h) != (self.width(), self.height()):
+            self.resize(w, h)
+        x = min(max(frame.x(), room.left()), room.right() + 1 - w - side)
+        y = min(max(frame.y(), room.top()), room.bottom() + 1 - h - top)
+        if (x, y) != (frame.x(), frame.y()):
+            self.move(x, y)
 
     def _build_recent_menu(self, menu) -> None:
         self.recent_menu = menu.addMenu("Open &recent")
@@ -428,9 +453,10 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if self._first_show:
             self._first_show = False
+            self._fit_screen()
             if self.settings.window_state() is None:
                 self._size_docks()
-            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False, jit=False))
+            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
             if self.runs.isolation == "process":
                 try:
                     shared_pool().warm()
