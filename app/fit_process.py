@@ -38,7 +38,7 @@ from robustcore._progress import Cancelled
 
 from . import bulk_pipe
 from .out_of_core import LazyOffer
-from .warm_up import warm_steps, window_ready
+from .warm_up import for_window, warm_steps, window_ready
 
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
            "run_job", "FitJob", "LoadJob", "Loaded", "FramesSoFar", "FrameAnnouncer",
@@ -211,9 +211,7 @@ class FrameAnnouncer:
 def run_job(job, progress):
     """Do one job here, in this process (the worker's loop calls it; so does the window when
     jobs run in a thread, and then the result waits for the window's warm-up imports)."""
-    value = _run_here(job, progress)
-    window_ready(lambda: progress(1.0, "starting up") is False)
-    return value
+    return for_window(_run_here(job, progress), progress)
 
 
 def _run_here(job, progress):

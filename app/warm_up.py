@@ -28,7 +28,7 @@ from typing import Callable
 
 from robustcore._progress import Cancelled
 
-__all__ = ["warm_up", "warm_steps", "window_imports", "window_ready"]
+__all__ = ["warm_up", "warm_steps", "window_imports", "window_ready", "for_window"]
 
 _APP = Path(__file__).resolve().parent
 # The window's own imports, which need no warming: Qt and its plot library are imported on the GUI
@@ -108,6 +108,13 @@ def window_ready(should_stop: Callable[[], bool] = lambda: False) -> None:
     that is about to hand a load's or a fit's result to the GUI thread (Cancelled if
     ``should_stop()`` turns true first). At once in a process with no window warming."""
     _GATE.wait(should_stop)
+
+
+def for_window(value, progress):
+    """``value``, once :func:`window_ready`: the last step of a job function whose result goes to
+    the GUI thread. ``progress`` is the job's callback (robustcore's protocol: False cancels)."""
+    window_ready(lambda: progress(1.0, "starting up") is False)
+    return value
 
 
 def warm_steps(loaders: bool = True, jit: bool = True) -> list:

@@ -101,6 +101,7 @@ def main() -> None:
     qapp = ensure_app()
     from PySide6.QtCore import QTimer
 
+    from app.__main__ import close_down
     from app.main_window import MainWindow
     from app.settings import Settings
 
@@ -159,8 +160,8 @@ def main() -> None:
         "open_to_loaded": round(marks.get("loaded", float("nan")) - marks["open"], 3),
         "open_to_end": round(marks["end"] - marks["open"], 3),
         "loads": loads, "waits": waits, "stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:8], "problems": problems,
-        "load_average": os.getloadavg()[0]}))
-    w.close()
+        "load_average": os.getloadavg()[0]}), flush=True)
+    close_down(w)   # as robust-studio ends
 
 
 if __name__ == "__main__":

@@ -171,3 +171,24 @@ def test_a_window_in_a_plain_qapplication_draws_table_heatmaps_the_right_way_rou
         assert x1 - x0 < 10 < 35 < y1 - y0
     finally:
         pg.setConfigOptions(imageAxisOrder="row-major")
+
+
+def test_a_display_no_server_answers_on_is_a_message_not_qts_abort(monkeypatch, tmp_path):
+    """DISPLAY names a display whose X server is not (yet) running: Qt aborted (SIGABRT, exit
+    134) before any window, asking to reinstall libxcb-cursor0. The check waits for a server
+    still starting, then says what is wrong; a listening server passes."""
+    import socket
+
+    from app._platform_libs import unreachable_display
+
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    number = next(n for n in range(4000, 4100) if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
+    message = unreachable_display(f":{number}", wait=0.3)
+    assert message is not None and "\n" not in message and f"':{number}'" in message
+    assert "offscreen" in message
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(f"\0/tmp/.X11-unix/X{number}")   # Linux's abstract name, as Xvfb's
+        server.listen(1)
+        assert unreachable_display(f":{number}.0", wait=0.3) is None
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    assert unreachable_display(f":{number}", wait=0.3) is None   # Qt will not look for X
