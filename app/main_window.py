@@ -38,12 +38,12 @@ import sys
 import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction, QGuiApplication
-from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox, QStyle
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox
 
 from robustcore.methods import METHODS
 
-from ._qt import configure_pyqtgraph, hold_main_thread_garbage, release_main_thread_garbage
+from ._qt import configure_pyqtgraph, fit_to_screen, hold_main_thread_garbage, release_main_thread_garbage
 from .actions import build_actions, build_menus
 from .actions import export as export_actions
 from .actions import file as file_actions
@@ -145,7 +145,7 @@ class MainWindow(QMainWindow):
         self.resize(*DEFAULT_SIZE)
         if restore:
             self._restore_settings()
-        self._fit_screen()
+        fit_to_screen(self)   # and again once shown, when the window manager's frame is known
         self.runs.method_changed(self.method_panel.method_name())
         self._on_dataset(self.state.dataset)
         self._first_show = True
@@ -263,25 +263,6 @@ class MainWindow(QMainWindow):
                              Qt.Orientation.Horizontal)
         # A short window (200 %) gives the log less: the view names may take a second row there.
         self.resizeDocks([self.log_dock], [int(min(150, h / (8 if h < 700 else 6)))], Qt.Orientation.Vertical)
-
-    def _fit_screen(self) -> None:
-        """Keep the whole window, frame included, inside its screen's available area (the desktop
-        less its panels), so the Method panel's Run and Cancel are on screen: at the default size
-        a 1280 x 800 laptop had them below its edge. Before the first show the frame is not known
-        yet: a title bar's height is kept free for it (and the fit is redone once shown)."""
-        screen = self.screen() or QGuiApplication.primaryScreen()
-        if screen is None:
-            return
-        room, frame = screen.availableGeometry(), self.frameGeometry()
-        side = frame.width() - self.width()
-        top = max(frame.height() - self.height(), self.style().pixelMetric(QStyle.PixelMetric.PM_TitleBarHeight))
-        w, h = min(self.width(), room.width() - side), min(self.height(), room.height() - top)
-        if (w, h) != (self.width(), self.height()):
-            self.resize(w, h)
-        x = min(max(frame.x(), room.left()), room.right() + 1 - w - side)
-        y = min(max(frame.y(), room.top()), room.bottom() + 1 - h - top)
-        if (x, y) != (frame.x(), frame.y()):
-            self.move(x, y)
 
     def _build_recent_menu(self, menu) -> None:
         self.recent_menu = menu.addMenu("Open &recent")
@@ -453,7 +434,7 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if self._first_show:
             self._first_show = False
-            self._fit_screen()
+            fit_to_screen(self)
             if self.settings.window_state() is None:
                 self._size_docks()
             self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
