@@ -167,7 +167,7 @@ def close_down(window) -> None:
     the window deleted and the cycles it was in collected, here on the GUI thread while the
     QApplication lives. Left to the interpreter's exit, they went in whatever order finalisation
     chose, after the QApplication: a window process that had run a fit then ended in a
-    segmentation fault (tests/app/first_open_probe.py, on today's code as on issue 33's)."""
+    segmentation fault (tests/app/first_open_probe.py --run pca, exit 139, issue 33)."""
     import gc
 
     import shiboken6
