@@ -135,8 +135,12 @@ def main(argv: list[str] | None = None) -> int:
     if problem:         # say what is missing instead of Qt's abort
         print(problem, file=sys.stderr)
         return 1
-    from ._qt import ensure_app
+    from ._qt import ensure_app, hold_main_thread_garbage
     app = ensure_app([sys.argv[0] if sys.argv else "robust-studio"])
+    # Cycles are collected on this thread alone until the process ends, not only while a window
+    # is open: after the last one closes, a warm-up or load thread may still be importing, and a
+    # collection it started would destroy the window's Qt objects there (app._qt).
+    hold_main_thread_garbage()
     from .main_window import MainWindow
     from .settings import Settings
 
@@ -154,7 +158,26 @@ def main(argv: list[str] | None = None) -> int:
     tick.start(250)
     QTimer.singleShot(0, launch.start)
     code = app.exec()
+    close_down(window)
     return launch.exit_code or int(code)
+
+
+def close_down(window) -> None:
+    """After the event loop: the window closed, every background thread joined (app.tasks), then
+    the window deleted and the cycles it was in collected, here on the GUI thread while the
+    QApplication lives. Left to the interpreter's exit, they went in whatever order finalisation
+    chose, after the QApplication: a window process that had run a fit then ended in a
+    segmentation fault (tests/app/first_open_probe.py --run pca, exit 139, issue 33)."""
+    import gc
+
+    import shiboken6
+
+    from .tasks import _join_live_threads
+    window.close()
+    _join_live_threads()
+    if shiboken6.isValid(window):
+        shiboken6.delete(window)
+    gc.collect()
 
 
 if __name__ == "__main__":

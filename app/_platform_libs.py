@@ -12,12 +12,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 __all__ = ["PACKAGES", "APT_PACKAGES", "NO_DISPLAY", "missing_libraries", "install_hint", "display_problem",
-           "platform_problem"]
+           "unreachable_display", "platform_problem"]
 
 # Library (soname) -> Debian/Ubuntu package, for every system library that PySide6's Qt
 # (QtCore, QtGui, QtWidgets, QtDBus, the xcb platform plugin) links against beyond glibc.
@@ -103,14 +105,56 @@ def install_hint(missing: list[str]) -> str:
 NO_DISPLAY = "no display: use --screenshot, QT_QPA_PLATFORM=offscreen or xvfb-run"
 
 
+def _x_server_answers(display: str, timeout: float) -> bool | None:
+    """Whether the X server of ``display`` (``[host]:N[.S]``) accepts a connection within
+    ``timeout`` seconds; None when the name cannot be read (Qt is left to judge it)."""
+    host, _, rest = display.rpartition(":")
+    number = rest.partition(".")[0]
+    if not number.isdigit():
+        return None
+    if host in ("", "unix"):
+        family = socket.AF_UNIX
+        # Xvfb and Xorg listen on Linux's abstract socket and on the file; either will do.
+        addresses = ["\0/tmp/.X11-unix/X" + number, "/tmp/.X11-unix/X" + number]
+    else:
+        family, addresses = socket.AF_INET, [(host, 6000 + int(number))]
+    deadline = time.monotonic() + timeout
+    while True:
+        for address in addresses:
+            try:
+                with socket.socket(family, socket.SOCK_STREAM) as s:
+                    s.settimeout(max(0.1, min(1.0, deadline - time.monotonic())))
+                    s.connect(address)
+                    return True
+            except OSError:
+                pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.2)
+
+
+def unreachable_display(display: str, wait: float = 10.0) -> str | None:
+    """The message when no X server answers on ``display``, even after ``wait`` seconds (one
+    still starting on a busy machine, as under xvfb-run, gets that long). Qt would abort
+    (SIGABRT, exit 134) before any window, asking to reinstall libxcb-cursor0."""
+    if os.environ.get("QT_QPA_PLATFORM", "xcb").split(":")[0].strip() not in ("", "xcb"):
+        return None
+    if _x_server_answers(display, wait) is not False:
+        return None
+    return (f"robust-studio: no X server answers on display {display!r} (the DISPLAY variable); start "
+            f"one, or {NO_DISPLAY.partition(': ')[2]}")
+
+
 def display_problem() -> str | None:
     """The message when Qt would look for an X11 or Wayland display that is not there (Linux, no
-    DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM): Qt then aborts (exit 134) asking to
-    reinstall libxcb-cursor0, although the libraries are installed."""
+    DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM; or a DISPLAY no server answers on): Qt then
+    aborts (exit 134) asking to reinstall libxcb-cursor0, although the libraries are installed."""
     if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM", "").strip():
         return None
-    if os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"):
+    if os.environ.get("WAYLAND_DISPLAY"):
         return None
+    if os.environ.get("DISPLAY"):
+        return unreachable_display(os.environ["DISPLAY"])
     return (f"robust-studio: {NO_DISPLAY}\n(the window needs a graphical session; "
             f"'robust-studio --screenshot FILE.png' draws it without one, and the command line, "
             f"'robust-studio run', needs none)")

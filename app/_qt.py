@@ -67,6 +67,29 @@ def ensure_app(argv: list[str] | None = None):
     return app
 
 
+def fit_to_screen(window) -> None:
+    """Keep the whole of ``window``, frame included, inside its screen's available area (the
+    desktop less its panels): at 1360 x 860 on a 1280 x 800 laptop the Method panel's Run and
+    Cancel were past the screen's edge. Before the window is first shown its frame is not known:
+    a title bar's height is kept free for it."""
+    from PySide6.QtGui import QGuiApplication
+    from PySide6.QtWidgets import QStyle
+
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    if screen is None:
+        return
+    room, frame = screen.availableGeometry(), window.frameGeometry()
+    side = frame.width() - window.width()
+    top = max(frame.height() - window.height(), window.style().pixelMetric(QStyle.PixelMetric.PM_TitleBarHeight))
+    w, h = min(window.width(), room.width() - side), min(window.height(), room.height() - top)
+    if (w, h) != (window.width(), window.height()):
+        window.resize(w, h)
+    x = min(max(frame.x(), room.left()), room.right() + 1 - w - side)
+    y = min(max(frame.y(), room.top()), room.bottom() + 1 - h - top)
+    if (x, y) != (frame.x(), frame.y()):
+        window.move(x, y)
+
+
 def collect_due(thresholds=None) -> None:
     """Collect, on the calling thread, the generations automatic collection would have collected
     by now: each whose count passed its threshold (``gc.get_threshold()``), oldest such one."""

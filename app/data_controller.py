@@ -22,6 +22,7 @@ from .fit_process import LoadJob, run_job, shared_pool
 from .jobs import LoadTag, SessionTag
 from .out_of_core import LazyOffer, bigdata_settings, results_dir
 from .tasks import Job, TaskRunner
+from .warm_up import for_window
 
 __all__ = ["DataController"]
 
@@ -155,7 +156,8 @@ class DataController(QObject):
 
         def job(progress):
             from . import session as S
-            return S.reopen_job(path, progress, data_path=data_path, trusted=trusted, bigdata=bigdata)
+            return for_window(S.reopen_job(path, progress, data_path=data_path, trusted=trusted, bigdata=bigdata),
+                              progress)
 
         return self._submit(job, SessionTag(what=f"session {os.path.basename(path)}", session=path))
 

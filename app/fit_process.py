@@ -22,7 +22,6 @@ written to or read from files this way.
 from __future__ import annotations
 
 import atexit
-import importlib
 import itertools
 import multiprocessing as mp
 import os
@@ -39,9 +38,10 @@ from robustcore._progress import Cancelled
 
 from . import bulk_pipe
 from .out_of_core import LazyOffer
+from .warm_up import for_window, warm_steps, window_ready
 
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
-           "warm_up", "run_job", "FitJob", "LoadJob", "Loaded", "FramesSoFar", "FrameAnnouncer",
+           "run_job", "FitJob", "LoadJob", "Loaded", "FramesSoFar", "FrameAnnouncer",
            "PARTIAL_INTERVAL"]
 
 # After Cancel, how long a job may take to reach its next progress report before its process is
@@ -177,37 +177,6 @@ def describe_error(exc: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-def _warm_steps(loaders: bool = True, jit: bool = True) -> list:
-    """One import per step: every registry estimator, robustcore.anomaly, (with ``loaders``)
-    the data loaders and (with ``jit``) the start of numba's loading."""
-    from robustcore.methods import METHODS
-
-    def estimator(m):
-        try:
-            m.factory()
-        except (ImportError, AttributeError):  # reported when the user picks the method
-            pass
-    steps = [lambda m=m: estimator(m) for m in METHODS.values()]
-    mods = ("robustcore.anomaly", "robustcore.datasets") if loaders else ("robustcore.anomaly",)
-    steps += [lambda mod=mod: importlib.import_module(mod) for mod in mods]
-    if not jit:
-        return steps
-    # numba's 1-3 s start-up on a background thread, not in the first fit
-    return steps + [lambda: importlib.import_module("robustcore._jit").preload()]
-
-
-def warm_up(should_stop: Callable[[], bool] = lambda: False, loaders: bool = True, jit: bool = True) -> None:
-    """Import every registry estimator and (with ``loaders``) the data loaders: scipy.stats and
-    friends take seconds on a cold start, so the first form, the first load and the first Run
-    are quick. ``jit=False`` leaves numba alone (the window's own process: its fits run in
-    worker processes, and numba compiling on a thread beside Qt's ended one CI run in a
-    segmentation fault)."""
-    for step in _warm_steps(loaders, jit):
-        if should_stop():
-            return
-        step()
-
-
 class FrameAnnouncer:
     """The ``frames(start, stop, sink)`` hook a streaming fit calls (robustcore._progress), turned
     into :class:`FramesSoFar` messages for ``send``: the first at once, then at most one per
@@ -241,7 +210,11 @@ class FrameAnnouncer:
 
 def run_job(job, progress):
     """Do one job here, in this process (the worker's loop calls it; so does the window when
-    jobs run in a thread)."""
+    jobs run in a thread, and then the result waits for the window's warm-up imports)."""
+    return for_window(_run_here(job, progress), progress)
+
+
+def _run_here(job, progress):
     if isinstance(job, FitJob):
         from robustcore.methods import get_method
         method = get_method(job.spec) if isinstance(job.spec, str) else job.spec
@@ -274,7 +247,7 @@ def _serve(conn) -> None:
         conn.send(Ready(os.getpid()))
     except (EOFError, OSError):
         return
-    pending = _warm_steps(loaders=False)
+    pending = warm_steps(loaders=False)
     while True:
         try:
             while pending and not conn.poll():
@@ -514,6 +487,7 @@ class FitPool:
                             on_partial(msg.frames)
                     elif isinstance(msg, Done):
                         reusable = True
+                        window_ready(should_stop)  # the GUI thread gets it with nothing to wait for
                         return msg.value
                     elif isinstance(msg, Stopped):
                         reusable = True

@@ -43,13 +43,14 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox
 
 from robustcore.methods import METHODS
 
-from ._qt import hold_main_thread_garbage, release_main_thread_garbage
+from ._qt import configure_pyqtgraph, fit_to_screen, hold_main_thread_garbage, release_main_thread_garbage
 from .actions import build_actions, build_menus
 from .actions import export as export_actions
 from .actions import file as file_actions
 from .actions import help as help_actions
 from .data_controller import DataController
-from .fit_process import shared_pool, warm_up
+from .fit_process import shared_pool
+from .warm_up import warm_up
 from .panels import DatasetPanel, MethodPanel, RunLog
 from .run_controller import RunController
 from .settings import Settings
@@ -59,6 +60,7 @@ from .tasks import Job, TaskRunner
 __all__ = ["MainWindow"]
 
 NARROW_WINDOW = 1100  # logical pixels: below this the side panels share one column
+DEFAULT_SIZE = (1360, 860)  # logical pixels, when the screen has room for it
 
 
 def _demo_list() -> dict:
@@ -102,6 +104,9 @@ class MainWindow(QMainWindow):
     def __init__(self, state: AppState | None = None, settings: Settings | None = None,
                  methods: dict | None = None, restore: bool = True, isolation: str | None = None):
         super().__init__()
+        # The views assume pyqtgraph's row-major images: a window embedded in a script's own
+        # QApplication (not app._qt.ensure_app) drew table heatmaps transposed without this.
+        configure_pyqtgraph()
         self.setWindowTitle("Robust Subspace Studio")
         self.setObjectName("main_window")
         # cycles (and the Qt objects in them) are collected on this thread only (app._qt)
@@ -137,9 +142,10 @@ class MainWindow(QMainWindow):
         self.statusBar().addPermanentWidget(self.data_status)
         self._connect()
         self.setAcceptDrops(True)
-        self.resize(1360, 860)
+        self.resize(*DEFAULT_SIZE)
         if restore:
             self._restore_settings()
+        fit_to_screen(self)   # and again once shown, when the window manager's frame is known
         self.runs.method_changed(self.method_panel.method_name())
         self._on_dataset(self.state.dataset)
         self._first_show = True
@@ -428,9 +434,10 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         if self._first_show:
             self._first_show = False
+            fit_to_screen(self)
             if self.settings.window_state() is None:
                 self._size_docks()
-            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False, jit=False))
+            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
             if self.runs.isolation == "process":
                 try:
                     shared_pool().warm()

@@ -85,7 +85,10 @@ def window(qtbot, settings_path):
 
 
 def _load(qtbot, w, name="iris"):
-    with qtbot.waitSignal(w.datasetLoaded, timeout=20000):
+    # The first load of a process waits for the window's warm-up imports (scikit-learn...: about
+    # 4 s of CPU, app.warm_up) before the data is shown, as the GUI thread used to stand still
+    # for them: a minute at load 25 on two cores.
+    with qtbot.waitSignal(w.datasetLoaded, timeout=90000):
         w.demo_actions[name].trigger()
     return w.state.dataset
 

@@ -65,4 +65,5 @@ def test_display_problem_only_without_any_display(monkeypatch):
     assert P.display_problem() is None
     monkeypatch.delenv("QT_QPA_PLATFORM")
     monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr(P, "_x_server_answers", lambda display, timeout: True)   # a server on :0
     assert P.display_problem() is None
