@@ -454,6 +454,7 @@ def lazy_summary(ds, memory_budget=None, scheduler=None, results_to=None) -> lis
     if results_to:
         rows.append(("large results", f"written to {results_to}"))
     rows.append(("source", ds.provenance.path or ds.provenance.loader))
+    rows += [("warning", f"⚠ {w}") for w in ds.warnings]
     return rows
 
 

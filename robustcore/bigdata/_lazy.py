@@ -47,6 +47,8 @@ class LazyDataset:
         # 2**24 strings here.
         self.feature_names = numbered("p" if self.kind == "frames" else "x", self.n_features)
         self.sample_ids = None
+        # What the source could not take in as it was (a video that ends early), as Dataset.warnings.
+        self.warnings = [source.note] if getattr(source, "note", None) else []
 
     @property
     def n_samples(self) -> int:
@@ -102,6 +104,8 @@ class LazyDataset:
                "out of core": True}
         out.update(self.source.describe())
         out["source"] = self.provenance.path or self.provenance.loader
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
         return out
 
     def close(self) -> None:

@@ -46,3 +46,19 @@ def test_a_video_cut_before_its_first_frame_decodes_is_refused(tmp_path):
     cut.write_bytes(data[: int(len(data) * 0.45)])
     with pytest.raises(LoadError, match="cut.mp4 (ends early|holds a video stream with no frames)"):
         datasets.load(cut)
+
+
+def test_a_truncated_video_opened_out_of_core_says_it_ends_early(tmp_path):
+    """The note travels with the lazy data set too (--lazy), as in memory."""
+    from robustcore.bigdata import open_lazy
+    data = faststart_clip(tmp_path / "whole.mp4").read_bytes()
+    cut = tmp_path / "cut.mp4"
+    cut.write_bytes(data[: int(len(data) * 0.7)])
+    in_memory = datasets.load(cut)
+    lazy = open_lazy(cut)
+    try:
+        assert lazy.n_samples == in_memory.n_samples
+        assert lazy.warnings == in_memory.warnings and "ends early" in lazy.warnings[0]
+        assert lazy.summary()["warnings"] == lazy.warnings
+    finally:
+        lazy.close()
