@@ -639,10 +639,11 @@ METHODS: dict[str, Method] = {m.name: m for m in [
                  "made with: the score distance (robust Mahalanobis distance along the subspace) "
                  "against the orthogonal distance (off it), each with its cut-off at 0.975; a "
                  "sample beyond either is flagged. The rank is the smallest that explains 80 % "
-                 "of the robust variance (at most 10) unless given. Needs the data in memory; "
-                 "the data are not rescaled unless asked (scale).",
+                 "of the robust variance (at most 10) unless given. Out of core the robust stages "
+                 "run on a random sample of 100,000 samples and every sample is scored in one "
+                 "pass; the data are not rescaled unless asked (scale).",
            reference="M. Hubert, P. J. Rousseeuw and K. Vanden Branden, \"ROBPCA: a new approach to "
-                     "robust principal component analysis\", Technometrics 47(1), 2005."),
+                     "robust principal component analysis\", Technometrics 47(1), 2005.", out_of_core=True),
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, declared=_declared(".subspace._pcp_params"), views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),

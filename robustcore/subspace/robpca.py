@@ -15,6 +15,8 @@ The fit, in the estimator's scaled units (the stages are in :mod:`._robpca_steps
    from the paper's start, and FastMCD's 500 random starts; the smaller determinant wins) gives
    the final centre, loadings and eigenvalues.
 
+Out of core, stages 1-4 run on a random sample of the rows (:mod:`._robpca_sample`).
+
 Why our own FastMCD rather than scikit-learn's MinCovDet, on measurement (benchmarks/
 results_robpca.md): on glass's 3-D projections MinCovDet's 30 starts (n < 500) stopped at a
 subset of larger determinant in 3 of 3 seeds where ours found the smaller one in 4 of 4, and on
@@ -36,6 +38,7 @@ from ..linalg import fix_signs
 from ._base import SubspaceModel
 from ._robpca_params import CRIT, PARAMS
 from ._robpca_steps import choose_k, h_size, mcd_subspace, od_cutoff, outlyingness
+from ._robpca_sample import SAMPLE_ROWS, sampled_rows
 from ._scan import constant_error, input_rows, load_rows
 
 __all__ = ["ROBPCA"]
@@ -81,6 +84,10 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         ``score_samples - offset_ = decision_function``.
     n_features_in_, n_samples_fit_ : int
         Features and training samples seen by ``fit``.
+    n_samples_robust_ : int
+        Rows the robust stages were fitted on: every training row, except a table opened out of
+        core with more than 100,000 rows, fitted on a random sample of that many
+        (robustcore.subspace._robpca_sample).
     feature_names_in_ : ndarray of str
         Column names, when X had string column names.
 
@@ -113,75 +120,20 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         p = self._start_fit()
         rep = Reporter(progress)
         rows = input_rows(self, X, reset=True, min_samples=2)
-        X = load_rows(rows, "ROBPCA", "needs every row for its outlyingness")
-        check_finite(X)
-        n, d = X.shape
-        Z, scaling = self._fit_scaled(X, p["scale"])
-        check_magnitude(Z, method="ROBPCA", fix=OVERFLOW_FIX)
         rng = check_random_state(p["random_state"])
         rng = np.random.default_rng(rng.randint(2 ** 31))
-        rep(0.0, "affine span")
-        mean0, rot, X0 = _affine_span(Z, n)
-        r = rot.shape[0]
-        if r == 0:
-            raise constant_error("ROBPCA", n, True)
-        k = p["n_components"]
-        if k is not None:
-            k = check_range("n_components", k, 1, r, integer=True,
-                            hint=f"at most the rank of the centred data, here {r}")
-        kmax = min(p["kmax"], r)
-        h = h_size(n, p["alpha"], k if k is not None else kmax)
-        out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
-        H0 = np.argpartition(out, h - 1)[:h]
-        mh, ev, V = _eigen(X0[H0])
-        if k is None:
-            k = choose_k(ev, kmax)
-        k = min(k, int(np.sum(ev > ev[0] * 1e-12)))
-        rep(0.7, "reweighting")
-        m1, ev1, V1 = mh, ev, V
-        if k < r:
-            od = _orthogonal(X0, V[:, :k], mh)
-            keep = od <= od_cutoff(od, h)
-            m1, ev1, V1 = _eigen(X0[keep])
-            k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
-        X2 = (X0 - m1) @ V1[:, :k]
-        rep(0.75, "MCD")
-        loc2, cov2, _ = mcd_subspace(X2, ev1, h, rng)
-        lam, P = np.linalg.eigh(cov2)
-        lam, P = lam[::-1], P[:, ::-1]
-        if not lam[-1] > 0:
-            raise ValueError(f"ROBPCA found {h} samples (h) lying exactly in a subspace of fewer than "
-                             f"k = {k} dimensions, so their robust scatter is singular and no score "
-                             f"distance can be measured; choose a smaller n_components or a larger alpha")
-        comps = fix_signs((V1[:, :k] @ P).T @ rot)
-        mean = mean0 + (m1 + V1[:, :k] @ loc2) @ rot
-        spe, _, T = residual_scores(Z, comps, mean, want_t2=False, want_projection=True)
-        od_train = np.sqrt(spe)
-        rep(0.95, "cut-offs")
-        # ODs at rounding level of the rows' own size: the subspace spans the data (k = r)
-        size = float(np.sqrt(np.max(spe + np.einsum("ij,ij->i", T, T))))
-        od_cut = od_cutoff(od_train, h) if od_train.max() > 1e-10 * max(size, 1e-300) else 0.0
-        sd_cut = float(np.sqrt(stats.chi2.ppf(CRIT, k)))
-        rest = ev1[k:][ev1[k:] > 0]
-        total = lam.sum() + rest.sum()
-        self._set_fitted(
-            **scaling,
-            components_=comps,
-            mean_=mean,
-            variances_=lam.copy(),
-            explained_variance_=lam,
-            explained_variance_ratio_=lam / total,
-            n_components_=int(k),
-            h_=int(h),
-            rank_=int(r),
-            sd_cutoff_=sd_cut,
-            od_cutoff_=od_cut,
-            t2_limit_=sd_cut ** 2,
-            spe_limit_=od_cut ** 2 if od_cut > 0 else np.inf,
-            spe_limit_method_="wilson-hilferty",
-            residual_eigenvalues_=rest,
-            n_samples_fit_=n,
-        )
+        if rows.lazy and rows.n > SAMPLE_ROWS:
+            # out of core: the robust stages on a random sample, the rows scored later in one
+            # pass (fit_row_results, row_results); module doc of _robpca_sample
+            Z, scaling = sampled_rows(rows, p["scale"], rng, rep.span(0.0, 0.3))
+            rep = rep.span(0.3, 1.0)
+        else:
+            X = load_rows(rows, "ROBPCA", "needs every row for its outlyingness")
+            check_finite(X)
+            Z, scaling = self._fit_scaled(X, p["scale"])
+            check_magnitude(Z, method="ROBPCA", fix=OVERFLOW_FIX)
+        self._set_fitted(**scaling, **_stages(Z, p, rng, rep, rows.n), n_samples_fit_=rows.n,
+                         n_samples_robust_=int(Z.shape[0]))
         self._set_fitted(**self._training_offset(p["contamination"], rows))
         self._keep_rows(rows=rows)
         rep(1.0, "done")
@@ -191,6 +143,72 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         """max(SD / sd_cutoff_, OD / od_cutoff_) of scaled rows Z."""
         spe, t2 = self._spe_t2(Z)
         return np.sqrt(np.maximum(spe / self.spe_limit_, t2 / self.t2_limit_))
+
+
+def _stages(Z, p, rng, rep, n_total):
+    """The fitted attributes of ROBPCA's stages (module doc) on the scaled rows Z: every
+    training row in memory, a random sample of them out of core (``n_total`` rows in all)."""
+    n = Z.shape[0]
+    rep(0.0, "affine span")
+    mean0, rot, X0 = _affine_span(Z, n)
+    r = rot.shape[0]
+    if r == 0:
+        raise constant_error("ROBPCA", n_total, True)
+    k = p["n_components"]
+    if k is not None:
+        k = check_range("n_components", k, 1, r, integer=True,
+                        hint=f"at most the rank of the centred data, here {r}")
+    kmax = min(p["kmax"], r)
+    h = h_size(n, p["alpha"], k if k is not None else kmax)
+    out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
+    H0 = np.argpartition(out, h - 1)[:h]
+    mh, ev, V = _eigen(X0[H0])
+    if k is None:
+        k = choose_k(ev, kmax)
+    k = min(k, int(np.sum(ev > ev[0] * 1e-12)))
+    rep(0.7, "reweighting")
+    m1, ev1, V1 = mh, ev, V
+    if k < r:
+        od = _orthogonal(X0, V[:, :k], mh)
+        keep = od <= od_cutoff(od, h)
+        m1, ev1, V1 = _eigen(X0[keep])
+        k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
+    X2 = (X0 - m1) @ V1[:, :k]
+    rep(0.75, "MCD")
+    loc2, cov2, _ = mcd_subspace(X2, ev1, h, rng)
+    lam, P = np.linalg.eigh(cov2)
+    lam, P = lam[::-1], P[:, ::-1]
+    if not lam[-1] > 0:
+        raise ValueError(f"ROBPCA found {h} samples (h) lying exactly in a subspace of fewer than "
+                         f"k = {k} dimensions, so their robust scatter is singular and no score "
+                         f"distance can be measured; choose a smaller n_components or a larger alpha")
+    comps = fix_signs((V1[:, :k] @ P).T @ rot)
+    mean = mean0 + (m1 + V1[:, :k] @ loc2) @ rot
+    spe, _, T = residual_scores(Z, comps, mean, want_t2=False, want_projection=True)
+    od_train = np.sqrt(spe)
+    rep(0.95, "cut-offs")
+    # ODs at rounding level of the rows' own size: the subspace spans the data (k = r)
+    size = float(np.sqrt(np.max(spe + np.einsum("ij,ij->i", T, T))))
+    od_cut = od_cutoff(od_train, h) if od_train.max() > 1e-10 * max(size, 1e-300) else 0.0
+    sd_cut = float(np.sqrt(stats.chi2.ppf(CRIT, k)))
+    rest = ev1[k:][ev1[k:] > 0]
+    total = lam.sum() + rest.sum()
+    return dict(
+        components_=comps,
+        mean_=mean,
+        variances_=lam.copy(),
+        explained_variance_=lam,
+        explained_variance_ratio_=lam / total,
+        n_components_=int(k),
+        h_=int(h),
+        rank_=int(r),
+        sd_cutoff_=sd_cut,
+        od_cutoff_=od_cut,
+        t2_limit_=sd_cut ** 2,
+        spe_limit_=od_cut ** 2 if od_cut > 0 else np.inf,
+        spe_limit_method_="wilson-hilferty",
+        residual_eigenvalues_=rest,
+    )
 
 
 def _affine_span(Z, n):

@@ -310,11 +310,3 @@ def test_registry_run_on_octane_draws_its_own_outlier_map():
     assert res.evaluation.roc_auc == 1.0 and "0.025" in res.outliers.rule
     assert res.params["scale"] == "none" and res.subspace.rank_rule == "given"
 
-
-def test_registry_refuses_data_out_of_core(tmp_path):
-    from robustcore.bigdata import open_lazy
-    from robustcore.methods import get_method
-    p = tmp_path / "t.npy"
-    np.save(p, np.random.default_rng(0).standard_normal((100, 4)))
-    with pytest.raises(ValueError, match="ROBPCA needs the data in memory.*methods that run out of core"):
-        get_method("robpca").run(open_lazy(p), {})
