@@ -235,9 +235,11 @@ def _affine_span(Z, n):
 
 def _eigen(X):
     """Mean, eigenvalues (descending, clipped at 0) and eigenvectors of the covariance (n - 1)
-    of the rows of X."""
+    of the rows of X (a copy the caller gives away: it is centred in place, saving a second
+    n x d array)."""
     m = X.mean(axis=0)
-    Xc = X - m
+    Xc = X
+    Xc -= m
     w, V = np.linalg.eigh(Xc.T @ Xc / max(X.shape[0] - 1, 1))
     return m, np.maximum(w[::-1], 0.0), V[:, ::-1]
 
