@@ -217,6 +217,38 @@ def test_outlyingness_uses_all_pairs_when_few_and_is_affine_invariant():
     np.testing.assert_allclose(o2, o, rtol=1e-8)
 
 
+
+def test_outlyingness_in_blocks_is_the_straightforward_computation(monkeypatch):
+    """The blocked kernel (projections of many directions in one product, the univariate MCD of
+    every direction from one sort) against a loop over the directions with the brute-force
+    window search, with blocks of a few directions each."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((80, 4)) * [4.0, 2.0, 1.0, 0.5]
+    X[:8] += 12.0
+    h = 60
+    A = steps.pair_directions(X, np.random.default_rng(9))
+    want = np.zeros(80)
+    for a in A:
+        y = X @ a
+        loc, scale = _unimcd_brute(y, h)
+        want = np.maximum(want, np.abs(y - loc) / scale)
+    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 80 * 7)       # 7 directions per block
+    got = steps.outlyingness(X, h, np.random.default_rng(9))
+    np.testing.assert_allclose(got, want, rtol=1e-9)
+
+
+def test_abs_max_and_eigen_are_the_plain_computations():
+    from robustcore.subspace.robpca import _eigen
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((50, 6)) * [1, 2, 3, 4, 5, 6]
+    X[7, 2] = -40.0
+    assert steps.abs_max(X) == np.abs(X).max() == 40.0 and steps.abs_max(np.zeros((0, 3))) == 0.0
+    m, ev, V = _eigen(X.copy())
+    w, U = np.linalg.eigh(np.cov(X, rowvar=False))
+    np.testing.assert_allclose(m, X.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(ev, w[::-1], rtol=1e-12)
+    np.testing.assert_allclose(np.abs(V.T @ U[:, ::-1]), np.eye(6), atol=1e-10)
+
 def test_choose_k_is_the_papers_rule():
     assert steps.choose_k([5.0, 3.0, 1.0, 0.5, 0.5], kmax=10) == 2       # 8 / 10 reaches 80 %
     assert steps.choose_k([9.0, 0.5, 0.5], kmax=10) == 1
