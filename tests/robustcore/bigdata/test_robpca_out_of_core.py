@@ -144,3 +144,14 @@ def test_registry_runs_robpca_on_a_lazy_data_set(tmp_path, bound):
     assert est.n_samples_robust_ == BOUND and res.storage.out_of_core
     np.testing.assert_array_equal(np.asarray(res.flags["outlier"]), est.predict(X) == -1)
     assert np.asarray(res.flags["outlier"])[truth].all()
+
+
+def test_a_stated_contamination_is_the_share_of_every_row_out_of_core(tmp_path, bound):
+    """contamination=0.05 beyond the bound: the offset is the exact 95th percentile of every
+    row's outlier score (not the sample's), so 5 % of the table is flagged."""
+    X, _, _ = planted(4000)
+    m = ROBPCA(contamination=0.05, random_state=0).fit(lazy(tmp_path, X))
+    assert m.n_samples_robust_ == BOUND
+    score = -m.score_samples(X)
+    assert -m.offset_ == pytest.approx(np.percentile(score, 95.0), rel=1e-12)
+    assert np.mean(m.predict(X) == -1) == pytest.approx(0.05, abs=1 / 4000)
