@@ -344,21 +344,18 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
                                   **_adjustment(est))
     fields["outliers"] = Outliers(rule=rule.describe(values), score="outlier_score",
                                   n_flagged=count_true(rows.outlier), n_samples=n)
-    if rows.in_memory and isinstance(rows.projection, np.ndarray):
-        from .outlier_map import outlier_map_of_scores
-        try:
-            om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None,
-                                       cutoffs=map_cutoffs)
-        except ValueError as exc:   # a flat component: no score distance along it
-            fields["no_outlier_map"] = str(exc)
-        else:
-            fields["arrays"].update(score_distance=om["score_distance"], orthogonal_distance=om["orthogonal_distance"],
-                                    map_region=om["region"])
-            fields["outlier_map"] = OutlierMap(sd_cutoff=float(om["sd_cutoff"]), od_cutoff=float(om["od_cutoff"]),
-                                               counts=dict(om["counts"]))
+    # in memory or on disk alike (an out-of-core fit's distances are per-row results too)
+    from .outlier_map import outlier_map_of_scores
+    try:
+        om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None,
+                                   cutoffs=map_cutoffs)
+    except ValueError as exc:   # a flat component: no score distance along it
+        fields["no_outlier_map"] = str(exc)
     else:
-        fields["no_outlier_map"] = ("the per-sample results are on disk (more than the memory budget): the outlier "
-                                    "map is drawn for results held in memory")
+        fields["arrays"].update(score_distance=om["score_distance"], orthogonal_distance=om["orthogonal_distance"],
+                                map_region=om["region"])
+        fields["outlier_map"] = OutlierMap(sd_cutoff=float(om["sd_cutoff"]), od_cutoff=float(om["od_cutoff"]),
+                                           counts=dict(om["counts"]))
     if lazy or not rows.in_memory:
         fields["storage"] = Storage(out_of_core=lazy, results_in=_results_folder(rows),
                                     passes=int(getattr(rows, "passes", 0) or 0))

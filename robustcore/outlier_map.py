@@ -77,21 +77,24 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
     """The outlier map from a model's own per-row scores: SD = sqrt(T²) (T² in units of the
     model's score variances), OD = sqrt(SPE), and the coordinates ``projection`` (n, k) in the
     subspace. What :func:`outlier_map` returns, with no second pass over the data. ``cutoffs``:
-    the model's own (SD, OD) cut-offs (ROBPCA's), used instead of the rule above (OD 0: none)."""
+    the model's own (SD, OD) cut-offs (ROBPCA's), used instead of the rule above (OD 0: none).
+
+    The scores may be per-row results on disk (:class:`robustcore.bigdata.StoredRows`, an
+    out-of-core fit's): then the distances and regions are per-row results made block by block
+    and kept by the memory budget's rule (in memory or stored), the cut-offs come from exact
+    order statistics or block sums of the stored values, and nothing is read whole."""
+    if not all(isinstance(a, np.ndarray) for a in (spe, t2, projection)):
+        return _stored_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs)
     spe = np.asarray(spe, dtype=np.float64)
     t2 = np.asarray(t2, dtype=np.float64)
     T = np.asarray(projection, dtype=np.float64).reshape(spe.shape[0], -1)
     k = T.shape[1]
-    if not 0.5 < crit < 1.0:
-        raise ValueError(f"crit must be in (0.5, 1); got {crit}")
-    if not np.all(np.isfinite(t2)):
-        raise ValueError("every score variance must be positive and finite; a component along "
-                         "which the model's samples do not vary has no score distance")
+    _check(crit, bool(np.all(np.isfinite(t2))))
     sd, od = np.sqrt(t2), np.sqrt(spe)
     if cutoffs is not None:
         sd_cut, od_cut = (float(c) for c in cutoffs)
         return _regions(sd, od, sd_cut, od_cut, od > od_cut if od_cut > 0 else np.zeros(od.shape, bool))
-    sd_cut = float(np.sqrt(stats.chi2.ppf(crit, k)))
+    sd_cut = _sd_cutoff(k, crit)
     # An OD at rounding level of the data's size means the model spans the data (k = its rank):
     # |z|² = SPE + |t|² for each row (t its coordinates)
     scale = float(np.sqrt(np.max(spe + np.einsum("ij,ij->i", T, T), initial=0.0)))
@@ -106,9 +109,80 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
         else:
             centre = float(w.mean())
             spread = float(w.std(ddof=1)) if w.size > 1 else 0.0
-        od_cut = float(max(centre + spread * stats.norm.ppf(crit), 0.0) ** 1.5)
+        od_cut = _od_cutoff(centre, spread, crit)
         far_off = od > od_cut
     return _regions(sd, od, sd_cut, od_cut, far_off)
+
+
+def _check(crit: float, t2_finite: bool) -> None:
+    if not 0.5 < crit < 1.0:
+        raise ValueError(f"crit must be in (0.5, 1); got {crit}")
+    if not t2_finite:
+        raise ValueError("every score variance must be positive and finite; a component along "
+                         "which the model's samples do not vary has no score distance")
+
+
+def _sd_cutoff(k: int, crit: float) -> float:
+    return float(np.sqrt(stats.chi2.ppf(crit, k)))
+
+
+def _od_cutoff(centre: float, spread: float, crit: float) -> float:
+    """Wilson-Hilferty: OD^(2/3) roughly normal with this centre and spread."""
+    return float(max(centre + spread * stats.norm.ppf(crit), 0.0) ** 1.5)
+
+
+def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
+    """:func:`outlier_map_of_scores` of per-row results of which some are on disk: the same
+    formulas, applied block by block (one pass over the stored scores for the distances, two
+    per median for the robust OD cut-off)."""
+    import dask.array as da
+
+    from ._passes import _lift, percentile
+    from .bigdata._dask import compute
+    from .bigdata._rows import as_dask_rows, materialize
+    first = next(_lift(a) for a in (spe, t2, projection) if not isinstance(a, np.ndarray))
+    chunks = first.chunks[0]
+    S, T2, P = (as_dask_rows(a, chunks).astype(np.float64) for a in (spe, t2, projection))
+    P = P.reshape(S.shape[0], -1)
+    k = int(P.shape[1])
+    # |z|² = SPE + |t|² (the rounding test below); NaN and inf of T² surface in its maximum
+    t2_max, od_max, scale2 = compute(T2.max(), S.max(), (S + (P * P).sum(axis=1)).max(),
+                                     message="outlier map")
+    _check(crit, bool(np.isfinite(t2_max)))
+    want = {"sd": da.sqrt(T2), "od": da.sqrt(S)}
+    full_rank = cutoffs is None and np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300)
+    if cutoffs is None and not full_rank:
+        want["w"] = da.cbrt(S)      # OD^(2/3)
+    got = materialize(want, message="outlier map", name="outlier_map")
+    sd, od = got["sd"], got["od"]
+    if cutoffs is not None:
+        sd_cut, od_cut = (float(c) for c in cutoffs)
+    else:
+        sd_cut = _sd_cutoff(k, crit)
+        if full_rank:
+            od_cut = 0.0
+        else:
+            w = got.pop("w")
+            if robust:
+                centre = percentile(w, 50.0, message="outlier map")
+                dev = materialize({"dev": abs(as_dask_rows(w, chunks) - centre)},
+                                  message="outlier map", name="outlier_map")["dev"]
+                spread = 1.4826 * percentile(dev, 50.0, message="outlier map")
+            else:
+                W = as_dask_rows(w, chunks)
+                centre, spread = (float(v) for v in compute(W.mean(), W.std(ddof=1), message="outlier map"))
+                if int(W.shape[0]) < 2:
+                    spread = 0.0
+            od_cut = _od_cutoff(centre, spread, crit)
+    SD, OD = as_dask_rows(sd, chunks), as_dask_rows(od, chunks)
+    far_off = (OD > od_cut) if od_cut > 0 else da.zeros(OD.shape, dtype=bool, chunks=OD.chunks)
+    code = (SD > sd_cut).astype(np.int8) + 2 * far_off.astype(np.int8)
+    region = materialize({"region": code}, message="outlier map", name="outlier_map")["region"]
+    n_per = compute(da.bincount(as_dask_rows(region, chunks).astype(np.intp), minlength=len(REGIONS)),
+                    message="outlier map")[0]
+    counts = {name: int(n_per[i]) for i, name in enumerate(REGIONS)}
+    return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut,
+            "od_cutoff": od_cut, "region": region, "counts": counts}
 
 
 def _regions(sd, od, sd_cut, od_cut, far_off) -> dict:
