@@ -124,9 +124,9 @@ class OutlierMapView(BaseView):
         if ds.outliers is not None:
             k = ds.outliers.astype(bool)
             truth = (" · known outliers by region: "
-                     + ", ".join(f"{r} {int(np.sum(k & (region == i)))}" for i, r in enumerate(REGIONS)))
+                     + ", ".join(f"{r} {int(np.sum(k & (region == i))):,}" for i, r in enumerate(REGIONS)))
         self.set_status(f"{title_of(res.method)}: SD² = T², OD² = SPE; cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
-                        f"(97.5 %); " + ", ".join(f"{counts[r]} {r}" for r in REGIONS) + truth)
+                        f"(97.5 %); " + ", ".join(f"{counts[r]:,} {r}" for r in REGIONS) + truth)
 
     def _place(self, om, sd_max: float, od_max: float, counts: dict) -> None:
         """Cut-off lines, region names and the range, for distances up to sd_max and od_max."""
