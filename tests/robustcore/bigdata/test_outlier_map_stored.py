@@ -74,6 +74,12 @@ def test_stored_scores_give_the_map_computed_from_the_rows(robust, tmp_path):
                               "projection": da.from_array(T, chunks=(300, 2))})
         assert all(isinstance(v, StoredRows) for v in stored.values())
         got = outlier_map_of_scores(stored["spe"], stored["t2"], stored["projection"], robust=robust)
+        # a model's own cut-offs (ROBPCA's) instead of the rule: the regions are the numpy path's
+        own = outlier_map_of_scores(stored["spe"], stored["t2"], stored["projection"], cutoffs=(2.0, 1.5))
+    ref = outlier_map_of_scores(spe, t2, T, cutoffs=(2.0, 1.5))
+    np.testing.assert_array_equal(own["region"][:], ref["region"])
+    assert own["counts"] == ref["counts"] and (own["sd_cutoff"], own["od_cutoff"]) == (2.0, 1.5)
+    assert ref["counts"]["bad leverage"] > 0
     _close(got["score_distance"][:], want["score_distance"])
     _close(got["orthogonal_distance"][:], want["orthogonal_distance"])
     assert got["sd_cutoff"] == pytest.approx(want["sd_cutoff"], rel=1e-12)
