@@ -12,32 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QItemSelection, QItemSelectionModel, Qt
+from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableWidget, QTableWidgetItem
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView
 
 from robustcore import compare
 
 from . import _derived as der
 from . import _style as st
 from ._common import fmt, sample_id, title_of
+from ._flag_table import Column, FlagTableModel
 from .base import BaseView
-
-
-
-class _Item(QTableWidgetItem):
-    """A table cell that sorts by its number, not its text."""
-
-    def __init__(self, value, text=None):
-        super().__init__(text if text is not None else (fmt(value) if isinstance(value, float) else str(value)))
-        self.value = value
-        self.setFlags(self.flags() & ~Qt.ItemFlag.ItemIsEditable)
-
-    def __lt__(self, other):
-        try:
-            return self.value < other.value
-        except TypeError:
-            return str(self.value) < str(other.value)
 
 
 TWO_LINE_FIGURE_HEIGHT = 300  # px of figure below which a second line of names costs too much plot
@@ -70,11 +55,13 @@ class ComparisonView(BaseView):
                                "among them, on the same samples; counts use each method's own outlier rule")
         self.error_legend = self.add_legend(st.legend_row(lay, row=1, col=1, columns=2), 1 / 3)
         self.flag_legend = self.add_legend(st.legend_row(lay, row=1, col=2, columns=2), 1 / 3)
-        self.table = QTableWidget()
+        self.model = FlagTableModel(self)
+        self.table = QTableView()
+        self.table.setModel(self.model)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
-        self.table.itemSelectionChanged.connect(self._table_selected)
+        self.table.selectionModel().selectionChanged.connect(self._table_selected)
         # The figure and the table share the height; the user drags the split.
         lay_ = self.layout()
         lay_.removeWidget(self.figure)
@@ -271,44 +258,46 @@ class ComparisonView(BaseView):
         if ds.outliers is not None:
             any_flag |= ds.outliers
         self.rows = np.flatnonzero(any_flag)
-        cols = ["index", "id"] + (["label"] if ds.labels is not None else []) + \
-               (["known outlier"] if ds.outliers is not None else []) + \
-               [f"flagged by {der.short_title(m)}" for m in ms] + \
-               [f"SPE {der.short_title(m)} (rank {self.common_rank})" for m in ms]
+        rows = self.rows
+        ids = getattr(ds, "sample_ids", None)
+        # The id column sorts as text, like the ids it shows (an index without names too).
+        cols = [Column("index", lambda: rows, lambda i: str(i)),
+                Column("id", lambda: (rows if ids is None else np.asarray(ids)[rows]).astype(str),
+                       lambda i: sample_id(ds, i))]
+        if ds.labels is not None:
+            cols.append(Column("label", lambda: np.asarray(ds.labels)[rows].astype(str), lambda i: str(ds.labels[i])))
+        if ds.outliers is not None:
+            cols.append(Column("known outlier", lambda: ds.outliers[rows].astype(np.int8),
+                               lambda i: "yes" if ds.outliers[i] else ""))
+        for m in ms:
+            f = self.flags[m][0]
+            cols.append(Column(f"flagged by {der.short_title(m)}", lambda f=f: f[rows].astype(np.int8),
+                               lambda i, f=f: "✓" if f[i] else "", tip=f"{title_of(m)}: {self.flags[m][1]}"))
+        for m in ms:
+            e = np.asarray(self.spe[m])
+            cols.append(Column(f"SPE {der.short_title(m)} (rank {self.common_rank})", lambda e=e: e[rows],
+                               lambda i, e=e: fmt(float(e[i]))))
+        header = self.table.horizontalHeader()
+        section, order = header.sortIndicatorSection(), header.sortIndicatorOrder()
         self._updating = True
-        self.table.setSortingEnabled(False)
-        self.table.clear()
-        self.table.setColumnCount(len(cols))
-        self.table.setHorizontalHeaderLabels(cols)
-        for c, name in enumerate(cols):
-            m = next((m for m in ms if name == f"flagged by {der.short_title(m)}"), None)
-            if m is not None:
-                self.table.horizontalHeaderItem(c).setToolTip(f"{title_of(m)}: {self.flags[m][1]}")
-        self.table.setRowCount(self.rows.size)
-        for r, i in enumerate(self.rows):
-            cells = [_Item(int(i)), _Item(sample_id(ds, i))]
-            if ds.labels is not None:
-                cells.append(_Item(str(ds.labels[i])))
-            if ds.outliers is not None:
-                cells.append(_Item(int(ds.outliers[i]), "yes" if ds.outliers[i] else ""))
-            cells += [_Item(int(self.flags[m][0][i]), "✓" if self.flags[m][0][i] else "") for m in ms]
-            cells += [_Item(float(self.spe[m][i])) for m in ms]
-            for c, it in enumerate(cells):
-                self.table.setItem(r, c, it)
-        self.table.setSortingEnabled(True)
-        self.table.resizeColumnsToContents()
-        self._updating = False
+        try:
+            self.model.set_rows(rows, cols)
+            if 0 <= section < len(cols):   # the sort the user chose outlives a refresh
+                self.model.sort(section, order)
+            # Sized from the rows Qt measures (the header's resize precision), not all of them.
+            self.table.resizeColumnsToContents()
+        finally:
+            self._updating = False
         self._show_selection(self.state.selection)
 
-    def table_samples(self) -> list[int]:
+    def table_samples(self) -> np.ndarray:
         """Sample index of each table row, in the order shown (after any sorting)."""
-        return [self.table.item(r, 0).value for r in range(self.table.rowCount())]
+        return self.model.shown()
 
-    def _table_selected(self):
+    def _table_selected(self, *_):
         if self._updating:
             return
-        rows = sorted({it.row() for it in self.table.selectedItems()})
-        idx = [self.table.item(r, 0).value for r in rows]
+        idx = self.model.samples_in(self.table.selectionModel().selection())
         self._updating = True
         try:
             self.state.set_selection(idx, "replace")
@@ -320,20 +309,12 @@ class ComparisonView(BaseView):
             return
         self._updating = True
         try:
-            wanted = set(np.asarray(sel).tolist())
-            self.table.clearSelection()
-            model = self.table.selectionModel()
-            selection = QItemSelection()
-            for r in range(self.table.rowCount()):
-                if self.table.item(r, 0).value in wanted:
-                    selection.select(self.table.model().index(r, 0),
-                                     self.table.model().index(r, self.table.columnCount() - 1))
-            model.select(selection, QItemSelectionModel.SelectionFlag.Select)
+            selection = self.model.selection_of(self.model.positions_of(sel))
+            self.table.selectionModel().select(selection, QItemSelectionModel.SelectionFlag.ClearAndSelect)
         finally:
             self._updating = False
 
     def clear(self):
-        self.table.clear()
-        self.table.setRowCount(0)
+        self.model.set_rows(np.zeros(0, dtype=np.int64), [])
         for plot in (self.angle_plot, self.error_plot, self.flag_plot):
             plot.clear()

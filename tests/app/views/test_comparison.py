@@ -1,7 +1,9 @@
 """Comparison of PCA, Coherence Pursuit and PCP fitted on the same (USPS) data."""
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
+
+from app.views._common import fmt
 
 from .conftest import data, make_state
 
@@ -74,18 +76,67 @@ def test_table_lists_flagged_samples_sorts_and_selects(comparison, qtbot):
     for m in ("pca", "coherence-pursuit", "pcp"):
         union |= v.flags[m][0]
     assert sorted(v.table_samples()) == list(np.flatnonzero(union))
-    # Sort by the PCA SPE column, descending: the first row is the largest SPE among the rows.
-    col = [v.table.horizontalHeaderItem(c).text() for c in range(v.table.columnCount())].index("SPE PCA (rank 2)")
-    v.table.sortItems(col, Qt.SortOrder.DescendingOrder)
+    # Sort by the PCA SPE column, descending (a click on its header, twice): the first row is
+    # the largest SPE among the rows.
+    col = _column(v, "SPE PCA (rank 2)")
+    v.table.sortByColumn(col, Qt.SortOrder.DescendingOrder)
     rows = np.array(v.table_samples())
     assert rows[0] == rows[np.argmax(v.spe["pca"][rows])]
+    assert v.table.model().index(0, col).data() == fmt(float(v.spe["pca"][rows[0]]))
     # Clicking a row selects that sample everywhere.
     v.table.selectRow(2)
     np.testing.assert_array_equal(state.selection, [rows[2]])
     # A selection made elsewhere is shown in the table.
     state.set_selection([rows[5], rows[7]])
-    picked = sorted({it.row() for it in v.table.selectedItems()})
-    assert picked == [5, 7]
+    assert _selected_rows(v) == [5, 7]
+
+
+def _column(v, name):
+    model = v.table.model()
+    return [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())].index(name)
+
+
+def _selected_rows(v):
+    return sorted(i.row() for i in v.table.selectionModel().selectedRows())
+
+
+def test_sorting_by_spe_orders_rows_as_argsort_and_selection_follows(comparison, qtbot):
+    """The table sorts by value with one stable argsort: ascending it is np.argsort(kind="stable")
+    of the column, descending the same with ties kept in their order; a selection made in the
+    state selects exactly the rows of those samples, wherever the sort put them, and a click on
+    the header sorts the same way."""
+    state, v = comparison
+    # Shown as the header's sort indicator says (by index: Qt starts it on the first column).
+    listed = np.array(v.table_samples())
+    header = v.table.horizontalHeader()
+    assert header.sortIndicatorSection() == 0
+    descending = header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+    np.testing.assert_array_equal(listed, np.sort(listed)[::-1] if descending else np.sort(listed))
+    spe = v.spe["pcp"][listed]
+    col = _column(v, f"SPE PCP (rank {v.common_rank})")
+    qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
+                     pos=QPoint(header.sectionViewportPosition(col) + 5, header.height() // 2))
+    assert header.sortIndicatorSection() == col
+    expected = listed[np.argsort(spe, kind="stable")]
+    if header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder:
+        expected = listed[np.argsort(-spe, kind="stable")]
+    np.testing.assert_array_equal(v.table_samples(), expected)
+    v.table.sortByColumn(col, Qt.SortOrder.AscendingOrder)
+    np.testing.assert_array_equal(v.table_samples(), listed[np.argsort(spe, kind="stable")])
+    # Every cell of the column, as shown, is the SPE of its row's sample.
+    model = v.table.model()
+    shown = np.array(v.table_samples())
+    assert [model.index(r, col).data() for r in range(model.rowCount())] == [fmt(float(x)) for x in v.spe["pcp"][shown]]
+    # A selection in the state (three samples, one not in the table) selects those rows only.
+    outside = int(np.setdiff1d(np.arange(v.spe["pcp"].size), listed)[0])
+    picked = shown[[0, 1, shown.size - 1]]
+    state.set_selection(np.r_[picked, outside])
+    assert _selected_rows(v) == [0, 1, shown.size - 1]
+    # Sorting again moves the selected rows with their samples.
+    v.table.sortByColumn(col, Qt.SortOrder.DescendingOrder)
+    now = np.array(v.table_samples())
+    assert sorted(now[_selected_rows(v)].tolist()) == sorted(picked.tolist())
+    np.testing.assert_array_equal(state.selection, np.sort(np.r_[picked, outside]))
 
 
 def test_a_mixed_unit_table_is_compared_in_one_unit(views_for):

@@ -46,7 +46,7 @@ def test_selection_in_one_view_appears_in_the_others(usps_views):
     sx, _ = contour.clouds["spe"].sel_item.getData()
     assert sx.size == sel.size
     comp = views.show_view("comparison")
-    picked = {comp.table_samples()[r] for r in {it.row() for it in comp.table.selectedItems()}}
+    picked = {comp.table_samples()[i.row()] for i in comp.table.selectionModel().selectedRows()}
     assert picked == set(sel.tolist()) & set(comp.table_samples())
     # ... and back: a table click changes what the scatter rings.
     comp.table.selectRow(0)
