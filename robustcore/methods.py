@@ -160,14 +160,15 @@ class Method:
 
 
 def estimator_params(method: "Method", values: dict, dataset) -> dict:
-    """The estimator's own parameters out of a run's validated ``values``. Image data keep their
-    pixels as they are: ``scale="auto"`` means "none" there (the loader knows the data are
-    pixels of one unit; static pixels next to moving ones spread 10x apart and would otherwise
-    be standardised, which took people out of PCP's S on a surveillance clip)."""
+    """The estimator's own parameters out of a run's validated ``values``. On image data
+    ``scale`` is resolved here by the one rule (:func:`robustcore._scaling.auto_scaling`: frames
+    keep their pixels as they are), since the estimator is given the pixels without their
+    image shape."""
+    from ._scaling import auto_scaling
     names = {p.name for p in method.estimator_class.param_specs()}
     out = {k: v for k, v in values.items() if k in names}
-    if out.get("scale") == "auto" and getattr(dataset, "is_image", False):
-        out["scale"] = "none"
+    if "scale" in out and getattr(dataset, "is_image", False):
+        out["scale"] = auto_scaling(out["scale"], frames=True)
     return out
 
 

@@ -20,6 +20,7 @@ from .._outlier import (LIMIT_ALPHA, OutlierScores, calibration_rows,  # noqa: F
                         residual_limit)
 from .._params import check_range, param_error
 from .._progress import Reporter
+from .._scaling import auto_scaling, frames_input
 from .._residual import residual_sq
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, check_random_state
 from ..linalg import fix_signs
@@ -250,6 +251,9 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         """
         p = self._start_fit()
         rep = Reporter(progress)
+        X, frames = frames_input(X)
+        # (frames and pixel ranges resolved here: the passes' scan sees only column moments)
+        p["scale"] = auto_scaling(p["scale"], X, frames=frames)
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
         if rows.lazy:
             _refuse_out_of_core(p)

@@ -65,7 +65,7 @@ from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 from .._base import ConvergenceWarning, DegenerateFitWarning, Estimator, fit_method
 from .._outlier import OutlierScores
 from .._progress import Reporter
-from .._scaling import ScaledInput, max_abs, pow2_factor
+from .._scaling import ScaledInput, frames_input, max_abs, pow2_factor
 from .._blas_policy import blas_is_threaded
 from .._threads import resolve_n_jobs
 from .._validation import OVERFLOW_FIX, validate_X
@@ -207,8 +207,9 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         """Decompose X (n_samples, n_features) into ``low_rank_ + sparse_``. Returns self."""
         p = self._start_fit()
         rep = Reporter(progress)
+        X, frames = frames_input(X)
         X = validate_X(self, X, reset=True, min_samples=2)
-        Z, scaling = self._fit_scaled(X, p["scale"])
+        Z, scaling = self._fit_scaled(X, p["scale"], frames)
         # The training rows' digests (0.09 s at 4000 x 4000) are hashed on a thread of their
         # own while the fit starts: hashlib releases the GIL, and the spectral norm before the
         # iterations leaves the second core idle.
