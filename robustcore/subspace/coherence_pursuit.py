@@ -19,6 +19,7 @@ from .._base import ConvergenceWarning, Estimator, fit_method
 from .._outlier import (LIMIT_ALPHA, OutlierScores, calibration_rows,  # noqa: F401
                         residual_limit)
 from .._params import check_range, param_error
+from .._centering import column_location
 from .._progress import Reporter
 from .._scaling import auto_scaling, frames_input
 from .._residual import residual_sq
@@ -360,12 +361,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         """Subtract the centre, mark rows equal to it as degenerate, scale the rest to unit
         length (degenerate rows become 0)."""
         n, d = X.shape
-        if how == "median":
-            centre = np.median(X, axis=0)
-        elif how == "mean":
-            centre = X.mean(axis=0)
-        else:
-            centre = np.zeros(d)
+        centre = column_location(X, how)
         Xn = X - centre
         norms = np.sqrt(np.einsum("ij,ij->i", Xn, Xn))
         top = norms.max()
