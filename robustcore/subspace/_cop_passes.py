@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 from scipy.linalg.blas import dtrmm as _dtrmm
 
-from .._outlier import LIMIT_ALPHA, median_mad_cut
+from .._outlier import LIMIT_ALPHA
 from .._params import check_range, param_error
 from .._passes import count_true, gil_free, indices, kth_smallest, rowwise, scratch
 from .._residual import ResidualKernel
@@ -53,7 +53,8 @@ from .._row_stats import RowGram, symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import Calibration
-from ._cop_calibration import CalibrationBand, calibration_band, residual_block, sample_stride, thinned
+from ._cop_calibration import (CalibrationBand, calibration_band, calibration_cut, residual_block, sample_stride,
+                               thinned)
 from ._cop_selection import SelectionBand, selection_band
 from ._scan import scan
 
@@ -282,11 +283,13 @@ def _abs_dev(centre, v):
 def _calibration_mask(log_spe, degenerate, n_use, r):
     """The calibration rows (robustcore._outlier.calibration_rows): usable rows whose log SPE
     (``log_residual`` of it, made in the residual pass: a log of 30M values alone took 1 s) is
-    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer).
+    at most ``_cop_calibration.calibration_cut`` (all usable rows when that leaves r + 1 or fewer).
     Returns (mask, count, the cut on log SPE or None when all usable rows are taken)."""
     med = _usable_median(log_spe, degenerate, n_use)
     dev = rowwise(functools.partial(_abs_dev, med), log_spe, name="calibration")
-    cut = median_mad_cut(med, _usable_median(dev, degenerate, n_use))
+    cut = calibration_cut(med, _usable_median(dev, degenerate, n_use))
+    if cut == float("inf"):        # no spread among the log SPE: every usable row
+        return rowwise(np.logical_not, degenerate, name="calibration"), n_use, None
     keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
     n_keep = count_true(keep)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads

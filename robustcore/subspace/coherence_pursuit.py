@@ -27,6 +27,7 @@ from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, check_ran
 from ..linalg import fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import SubspaceModel, calibration_spectrum
+from ._cop_calibration import calibration_rows_in_memory
 from ._cop_passes import RankDeficientWarning, fit_in_passes, warn_rank_deficient
 from ._scan import input_rows, load_rows
 from ._coherence_pursuit_params import PARAMS
@@ -184,7 +185,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         False only when the refinement's kept set was still changing after 10 passes (a
         ConvergenceWarning is issued; the last pass is used).
     calibration_indices_ : ndarray of int
-        Sorted indices of the samples the SPE/T² limits were calibrated on (:func:`calibration_rows`).
+        Sorted indices of the samples the SPE/T² limits were calibrated on (``_cop_calibration.calibration_cut``).
     variances_ : ndarray (r,)
         Variance of the calibration samples along each component (T²'s denominators).
     spe_limit_, t2_limit_ : float
@@ -306,7 +307,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             c.Xn = None   # the refinement works on the un-normalised data: free the copy
             fit = self._refine(X, fit, ~degenerate, r, p, rep.span(0.95, 1.0))
         comps = fix_signs(fit.components)
-        calib = calibration_rows(residual_sq(X, comps, fit.mean), ~degenerate)
+        calib = calibration_rows_in_memory(residual_sq(X, comps, fit.mean), ~degenerate)
         if calib.size <= r + 1:     # a tiny data set: too few rows left to estimate spreads
             calib = np.flatnonzero(~degenerate)
         var, lam = calibration_spectrum(X[calib], comps, fit.mean)
