@@ -1,7 +1,7 @@
 """Coherence Pursuit's calibration spectrum made in its residual pass, not in a pass of its own.
 
-The SPE/T² limits are calibrated on the usable rows whose log SPE is at most median + 4 MAD
-(:func:`calibration_cut`)
+The SPE/T² limits are calibrated on the usable rows whose log SPE is at most median + 3 MAD
+(:func:`calibration_cut`; their scores bound the limits over the wider :func:`bounds_cut`)
 (``_cop_passes._calibration_mask``): EᵀE and Σ t² of those rows. The cut is known only once every
 row's SPE is, i.e. after the residual pass, which is why the calibration used to take one more
 pass over the table (reading it again: what costs most out of core) to form the residuals again.
@@ -28,7 +28,7 @@ from .._row_stats import syrk_lower
 from ._base import Calibration
 
 __all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "BAND_SAMPLE_ROWS", "sample_stride", "thinned",
-           "calibration_cut", "calibration_rows_in_memory", "calibration_band", "CalibrationBand", "residual_block"]
+           "calibration_cut", "bounds_cut", "calibration_rows_in_memory", "calibration_band", "CalibrationBand", "residual_block"]
 
 # Rows the subspace pass samples for the band (at most about this many: every n // SAMPLE_ROWS-th).
 SAMPLE_ROWS = 100_000
@@ -54,29 +54,36 @@ def thinned(sample):
 
 
 def calibration_cut(med: float, mad: float) -> float:
-    """The log SPE above which a usable row is left out of the calibration rows: median +
-    CORE_SPREADS x 1.4826 MAD of the usable rows' log SPE; +inf (every usable row kept) when
-    the MAD is 0.
+    """The log SPE above which a usable row is left out of the rows the limits' spectrum comes
+    from: median + N_MAD x 1.4826 MAD of the usable rows' log SPE."""
+    return median_mad_cut(med, mad)
 
-    The width is the robust core's (``robustcore._calibration``), not N_MAD: 3 robust
-    deviations left heavy-tailed and clustered inliers outside (3-4 % of t3 inliers, 9.5 % of
-    landsat's, a whole cluster of three), and every row left out is flagged. A MAD of 0 (more
-    than half the log SPE equal: ties, discrete columns) put the cut AT the median, leaving
-    half of the inliers out: what flagged 13.9 % of smtp's inliers. The limits are then bounded
-    by the core of the scores instead (benchmarks/results_outliers.md, "Flag rates")."""
+
+def bounds_cut(med: float, mad: float) -> float:
+    """The log SPE above which a usable row is left out of the rows whose scores bound the
+    limits (``robustcore._calibration``; those rows are flagged whatever the limits): median +
+    CORE_SPREADS x 1.4826 MAD; +inf (every usable row) when the MAD is 0.
+
+    Wider than :func:`calibration_cut` (issue 35): 3 robust deviations left heavy-tailed inliers
+    out (3-4 % of t3 inliers flagged, 9.5 % of landsat's), and a MAD of 0 (more than half the
+    log SPE equal: ties, discrete columns) put the cut AT the median, leaving half of the
+    inliers out and flagged (the mechanism behind smtp's 13.9 %). The spectrum keeps the
+    narrower rows: from these, Coherence Pursuit's development ROC-AUC fell 0.762 -> 0.758
+    (benchmarks/results_outliers.md, "Flag rates")."""
     if not mad > 0:
         return float("inf")
     return median_mad_cut(med, mad, CORE_SPREADS)
 
 
-def calibration_rows_in_memory(sq, usable) -> np.ndarray:
-    """Indices of the calibration rows of squared residuals ``sq`` (n,) held in memory: the
-    ``usable`` (bool, n) rows whose log SPE is at most :func:`calibration_cut`."""
+def calibration_rows_in_memory(sq, usable):
+    """``(spectrum rows, bounds rows)``: indices of the ``usable`` (bool, n) rows of squared
+    residuals ``sq`` (n,) whose log SPE is at most :func:`calibration_cut` and
+    :func:`bounds_cut`."""
     idx = np.flatnonzero(usable)
     log_sq = log_residual(sq[idx])
     med = float(np.median(log_sq)) if idx.size else 0.0
     mad = float(np.median(np.abs(log_sq - med))) if idx.size else 0.0
-    return idx[log_sq <= calibration_cut(med, mad)]
+    return idx[log_sq <= calibration_cut(med, mad)], idx[log_sq <= bounds_cut(med, mad)]
 
 
 def calibration_band(sample, components):

@@ -307,14 +307,14 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             c.Xn = None   # the refinement works on the un-normalised data: free the copy
             fit = self._refine(X, fit, ~degenerate, r, p, rep.span(0.95, 1.0))
         comps = fix_signs(fit.components)
-        calib = calibration_rows_in_memory(residual_sq(X, comps, fit.mean), ~degenerate)
+        calib, bounding = calibration_rows_in_memory(residual_sq(X, comps, fit.mean), ~degenerate)
         if calib.size <= r + 1:     # a tiny data set: too few rows left to estimate spreads
-            calib = np.flatnonzero(~degenerate)
+            calib = bounding = np.flatnonzero(~degenerate)
         var, lam = calibration_spectrum(X[calib], comps, fit.mean)
         rep(1.0, "done")
         from .._passes import Rows
         outside = np.ones(n, dtype=bool)
-        outside[calib] = False       # the limits are bounded by the calibration rows' scores
+        outside[bounding] = False    # the limits are bounded by these rows' scores
         training = self._training_provider(Rows(raw), scaling, comps, fit.mean, exclude=outside)
         self._set_fitted(
             **scaling,
