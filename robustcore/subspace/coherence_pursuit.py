@@ -254,9 +254,9 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         p = self._start_fit()
         rep = Reporter(progress)
         X, frames = frames_input(X)
-        # (frames and pixel ranges resolved here: the passes' scan sees only column moments)
-        p["scale"] = auto_scaling(p["scale"], X, frames=frames)
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
+        # (frames and pixel ranges resolved here: the passes' scan sees only column moments)
+        p["scale"] = auto_scaling(p["scale"], None if rows.lazy else rows.X, frames=frames)
         if rows.lazy:
             _refuse_out_of_core(p)
         if p["chunk_size"] is not None:
