@@ -14,20 +14,26 @@ that each need only what the step before gave:
 1. **The robust core** (:func:`core_cut`, from the training quantiles at QUANTILE_LEVELS).
    Scores are compared on a log scale (they are squared distances: skewed, positive). The core
    is every score up to ``cut = exp(m + CORE_SPREADS * s)``, with ``m`` the log median and
-   ``s`` a robust spread of the log scores from their upper half, ``(log q75 - log q50) /
-   0.6745``. Gross outliers beyond the cut cannot widen the limits meant to flag them. The
-   caller counts the share ``f`` of training scores up to the cut (one pass).
+   ``s`` a robust spread of the log scores from their upper half: ``s75 = (log q75 - log q50)
+   / 0.6745``, widened up to ``TAIL_WIDENING * s75`` by ``(log q90 - log q50) / 1.2816`` (for
+   heavy-tailed scores; bounded, since with a tenth of gross outliers q90 lies among them). Gross outliers beyond the cut cannot
+   widen the limits meant to flag them. The caller counts the share ``f`` of training scores
+   up to the cut (one pass).
 2. **Bounds, distribution-free** (:func:`bound_levels`). The limit may flag no more than
    ``BAND * alpha`` of the core: ``low`` is the training quantile at level
    ``f * (1 - BAND * alpha)`` (inside the core). And it may not flag less than ``alpha / BAND``
-   of ALL training rows: ``high`` is the quantile at ``1 - alpha / BAND``; a limit above every
-   score (nothing flagged at all) comes down, but never into the inliers' own tail, which the
-   core leaves out.
+   of the core: ``high`` is the quantile at ``f * (1 - alpha / BAND)``; a limit above every
+   inlier (nothing but the gross outliers flagged) comes down to the core's own tail.
 3. **The limit is ``g`` clipped to [low, high]** (:func:`calibrated_limit`). Where the Gaussian
    formula agrees with the data within those bounds it is kept unchanged (Gaussian data keep
    the textbook limits); where it does not, the nearest bound replaces it.
 
 :func:`calibrate_scores` runs the three steps on scores held in memory.
+
+Issue 35 (benchmarks/results_outliers.md, "Flag rates"): with ``high`` at ``1 - alpha / BAND``
+of ALL rows, a table with more outliers than alpha / BAND kept limits above every inlier (0 %
+of the clustered synthetic inliers flagged); with the q75 spread alone a tenth of mammography's
+inliers lay beyond the core. Both changed as above.
 
 Why these constants (benchmarks/results_outliers.md, the development tables, PCA and Coherence
 Pursuit at alpha = 0.01, the flag "SPE or T² above its limit"): the Gaussian limits flagged a
@@ -45,12 +51,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CORE_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "order_statistic_positions",
+__all__ = ["CORE_SPREADS", "TAIL_WIDENING", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "order_statistic_positions",
            "core_cut", "bound_levels", "calibrated_limit", "calibrate", "calibrate_scores", "Calibration", "uncalibrated",
-           "flag_rate_warning", "believed_clean"]
+           "flag_rate_warning", "believed_clean", "rate_limit"]
 
 # The core ends this many robust spreads of the log score above its median.
 CORE_SPREADS = 4.0
+# The spread from q90 widens the core up to this many times the spread from q75 (step 1).
+TAIL_WIDENING = 1.5
 # The calibrated limit flags at most BAND * alpha of the core, at least alpha / BAND of all rows.
 BAND = 2.0
 # The training quantiles that define the core (step 1).
@@ -92,9 +100,14 @@ def core_cut(q50: float, q75: float, q90: float) -> tuple[float | None, str]:
     if not q50 > 0.0:
         return None, ("at least half of the training scores are zero: the data fit the model "
                       "exactly there, and the limits keep their nominal values")
-    spread = (math.log(q75) - math.log(q50)) / _Z75
-    if not spread > 0.0:
-        spread = (math.log(q90) - math.log(q50)) / _Z90
+    # The larger of the spreads from the 75 % and the 90 % quantiles: discrete or heavy-tailed
+    # scores (many ties near the median, a long upper tail) have a small q75 spread that left a
+    # tenth of the inliers outside the core, and every one of them flagged (mammography 5 %).
+    # The q90 spread counts at most TAIL_WIDENING times the q75 one: with a tenth of the rows
+    # gross outliers q90 lies among them, and an unbounded spread took them into the core.
+    s75 = (math.log(q75) - math.log(q50)) / _Z75
+    s90 = (math.log(q90) - math.log(q50)) / _Z90
+    spread = max(s75, min(s90, TAIL_WIDENING * s75)) if s75 > 0.0 else s90
     if not spread > 0.0:
         return None, ("the training scores take too few distinct values for a robust spread "
                       "(their 75 % and 90 % quantiles equal the median)")
@@ -103,12 +116,12 @@ def core_cut(q50: float, q75: float, q90: float) -> tuple[float | None, str]:
 
 def bound_levels(core_share: float, alpha: float) -> tuple[float, float]:
     """Step 2: the levels of the training quantiles that bound the limit: ``low`` at
-    ``core_share * (1 - BAND * alpha)``, ``high`` at ``1 - alpha / BAND``."""
+    ``core_share * (1 - BAND * alpha)``, ``high`` at ``core_share * (1 - alpha / BAND)``."""
     _check_alpha(alpha)
     f = float(core_share)
     if not 0.0 < f <= 1.0:
         raise ValueError(f"core_share must be in (0, 1]; got {core_share!r}")
-    return f * max(0.0, 1.0 - BAND * alpha), 1.0 - alpha / BAND
+    return f * max(0.0, 1.0 - BAND * alpha), f * (1.0 - alpha / BAND)
 
 
 @dataclass(frozen=True)
@@ -191,6 +204,27 @@ def calibrate_scores(scores, nominal: float, alpha: float) -> Calibration:
         raise ValueError("the training scores must be finite")
     return calibrate(lambda ks: np.partition(s, np.unique(ks))[ks], lambda cut: np.count_nonzero(s <= cut),
                      s.size, nominal, alpha)
+
+
+def rate_limit(scores, alpha: float) -> Calibration:
+    """A limit for scores that have no nominal one (PCP's sparse-part norms), at false-alarm
+    rate ``alpha``: the training quantile that leaves ``alpha`` of the robust core above it
+    (step 2's ``low`` with a band of 1), bounded by step 2's ``high`` (at least ``alpha /
+    BAND`` of all rows flagged). Without a core (most scores zero, or too few distinct values)
+    the quantile at ``1 - alpha`` of all scores."""
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    _check_alpha(alpha)
+    if s.size == 0 or not np.all(np.isfinite(s)):
+        raise ValueError("the training scores must be finite and not empty")
+    cut, why = core_cut(*np.quantile(s, QUANTILE_LEVELS)) if BAND * alpha < 0.5 else (None, "alpha too large")
+    if cut is None:
+        q = float(np.quantile(s, 1.0 - alpha))
+        return uncalibrated(q, why)
+    f = float(np.count_nonzero(s <= cut)) / s.size
+    target, high = np.quantile(s, [f * (1.0 - alpha), 1.0 - alpha / BAND])
+    low = float(np.quantile(s, bound_levels(f, alpha)[0]))
+    return calibrated_limit(min(float(target), float(high)), alpha, low=min(low, float(high)),
+                            high=float(high), core_share=f)
 
 
 # -- is the flag rate what the limit says? --------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ._params import Param
 
-__all__ = ["CONTAMINATION", "LIMIT_ALPHA", "MAD_NORMAL", "N_MAD", "contamination_rule"]
+__all__ = ["CONTAMINATION", "LIMIT_ALPHA", "MAD_NORMAL", "N_MAD", "MAD_RULE", "contamination_rule"]
 
 CONTAMINATION = Param(
     "contamination", float, "auto", "Share of training samples flagged as outliers; 'auto' uses "
@@ -22,6 +22,12 @@ MAD_NORMAL = 1.4826
 N_MAD = 3.0
 
 
-def contamination_rule(c: float) -> str:
-    """The outlier rule of a run with a numeric ``contamination``, in words."""
+# The robust cut by name (PCP's contamination="mad"), in words.
+MAD_RULE = f"score above median + {N_MAD:g} x 1.4826 MAD of the training scores"
+
+
+def contamination_rule(c) -> str:
+    """The outlier rule of a run with a ``contamination`` other than "auto", in words."""
+    if c == "mad":
+        return f"{MAD_RULE} (contamination='mad')"
     return f"the {c:.3g} share of samples with the largest outlier score (contamination)"

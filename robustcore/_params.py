@@ -266,6 +266,7 @@ def scale_param(default: str, doc: str = "") -> Param:
     """The ``scale`` declaration; each estimator states its default, and in ``doc`` what the
     scaling means for its results (the docstring's Parameters entry)."""
     return Param("scale", str, default, "Rescale each feature inside the method: none, standard "
-                 "(mean / standard deviation), robust (median / MAD) or auto (standard when the "
-                 "features' spreads differ more than 10x, i.e. mixed units; else none).",
+                 "(mean / standard deviation), robust (median / MAD) or auto (none for images, video "
+                 "and pixel ranges; else standard when the features' spreads differ more than "
+                 "10x, i.e. mixed units, and none otherwise).",
                  choices=SCALES, doc=doc)

@@ -9,8 +9,15 @@ units: the scaled one. ``inverse_transform`` returns original units.
 * ``"robust"``: median and MAD x 1.4826 (consistent for the normal, and not moved by a minority
   of outliers); where the MAD is 0 (more than half of a column equal) the IQR / 1.349, then the
   standard deviation.
-* ``"auto"``: ``"standard"`` when the columns are in different units, ``"none"`` when they
-  already share one. "Different units" means the largest standard deviation of a non-constant
+* ``"auto"``: ``"none"`` for frames (images or a video) and for data whose columns share one
+  range, else ``"standard"`` when the columns are in different units and ``"none"`` when they
+  already share one (:func:`auto_scaling` and :func:`mixed_units`, the one statement of the
+  rule, which the window and the command line use too). Frames are data that say so: an object with a non-None
+  ``image_shape`` (a :class:`~robustcore.datasets.Dataset` of images or video, or an array
+  subclass carrying one) passed to ``fit``. One range is every value in [0, 1], or every value
+  a whole number in [0, 255] (8-bit pixels): the ranges pixels come in, where a static pixel
+  beside a moving one has a tenth of its spread without being in other units. Otherwise
+  "different units" means the largest standard deviation of a non-constant
   column exceeds the median one more than :data:`AUTO_SPREAD_RATIO` times. Pixels, counts of one
   kind and tables already standardised share a unit (ratios 1.3-1.4 on the USPS and MNIST
   digits, 1.0 on ODDS cardio, 7 on the escalator video); a table of mixed measurements does not
@@ -32,6 +39,7 @@ from ._params import SCALES, scale_param  # noqa: F401  (declared with the other
 from ._validation import MAX_ABS, validate_X
 
 __all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "resolve_scaling", "mixed_units",
+           "auto_scaling", "one_range", "frames_input",
            "varies", "pow2_factor", "apply_scaling", "ScaledInput", "robust_scale", "scaling_fields"]
 
 # "auto" standardises when the non-constant columns' standard deviations span more than this
@@ -122,15 +130,60 @@ def mixed_units(spread, mean) -> bool:
     return bool(live.size and live.max() / AUTO_SPREAD_RATIO > np.median(live))
 
 
-def resolve_scaling(X, how: str) -> str:
-    """The scaling ``how`` means for ``X``: "auto" becomes "standard" or "none" (module doc)."""
+# The ranges pixel values come in (module doc): (low, high, whole numbers only).
+PIXEL_RANGES = ((0.0, 1.0, False), (0.0, 255.0, True))
+
+
+def one_range(X) -> bool:
+    """Whether every value of ``X`` (dense or sparse, non-empty) lies in one of the pixel ranges
+    :data:`PIXEL_RANGES` (module doc, "auto")."""
+    lo, hi = float(X.min()), float(X.max())
+    for low, high, whole in PIXEL_RANGES:
+        if low <= lo and hi <= high:
+            data = X.data if hasattr(X, "tocsr") else X
+            if not whole or bool(np.all(np.mod(data, 1.0) == 0.0)):
+                return True
+    return False
+
+
+def auto_scaling(how: str, X=None, *, frames: bool = False) -> str:
+    """The first half of "auto" (module doc): "none" for ``frames`` (image or video data) or
+    when the values of ``X`` (in memory; None: not looked at) lie in one pixel range; ``how``
+    unchanged otherwise (for "auto", the mixed-units test decides: :func:`resolve_scaling`, or
+    the out-of-core scan from its column moments)."""
     if how != "auto":
         return how
+    if frames or (X is not None and not hasattr(X, "dask") and getattr(X, "size", 0) > 0
+                  and one_range(X)):
+        return "none"
+    return how
+
+
+def frames_input(X):
+    """``(X, frames)``: the data to fit and whether they are frames (images or a video: module
+    doc). A :class:`~robustcore.datasets.Dataset` gives its dense X; an array carrying an
+    ``image_shape`` attribute is used as it is."""
+    frames = getattr(X, "image_shape", None) is not None
+    if hasattr(X, "image_shape") and hasattr(X, "dense") and not hasattr(X, "shape"):
+        X = X.dense()
+    return X, frames
+
+
+def resolve_scaling(X, how: str, frames: bool = False) -> str:
+    """The scaling ``how`` means for ``X``: "auto" becomes "standard" or "none" (module doc);
+    ``frames``: the data are images or a video."""
+    how = auto_scaling(how, X, frames=frames)
+    if how != "auto":
+        return how
+    return "standard" if _mixed(X) else "none"
+
+
+def _mixed(X) -> bool:
     f = column_pow2_factors(X)
     Xf = X * f if np.any(f != 1.0) else X
     mean, spread = column_moments(Xf) if isinstance(Xf, np.ndarray) else (Xf.mean(axis=0), Xf.std(axis=0))
     with np.errstate(over="ignore"):
-        return "standard" if mixed_units(spread / f, mean / f) else "none"
+        return mixed_units(spread / f, mean / f)
 
 
 def fit_scaling(X, how: str):
@@ -191,8 +244,8 @@ class ScaledInput:
     """
 
     @staticmethod
-    def _fit_scaled(X, how):
-        used = resolve_scaling(X, how)
+    def _fit_scaled(X, how, frames=False):
+        used = resolve_scaling(X, how, frames)
         center, scale = fit_scaling(X, used)
         return apply_scaling(X, center, scale), {"scale_center_": center, "scale_": scale, "scaling_": used}
 

@@ -160,14 +160,15 @@ class Method:
 
 
 def estimator_params(method: "Method", values: dict, dataset) -> dict:
-    """The estimator's own parameters out of a run's validated ``values``. Image data keep their
-    pixels as they are: ``scale="auto"`` means "none" there (the loader knows the data are
-    pixels of one unit; static pixels next to moving ones spread 10x apart and would otherwise
-    be standardised, which took people out of PCP's S on a surveillance clip)."""
+    """The estimator's own parameters out of a run's validated ``values``. On image data
+    ``scale`` is resolved here by the one rule (:func:`robustcore._scaling.auto_scaling`: frames
+    keep their pixels as they are), since the estimator is given the pixels without their
+    image shape."""
+    from ._scaling import auto_scaling
     names = {p.name for p in method.estimator_class.param_specs()}
     out = {k: v for k, v in values.items() if k in names}
-    if out.get("scale") == "auto" and getattr(dataset, "is_image", False):
-        out["scale"] = "none"
+    if "scale" in out and getattr(dataset, "is_image", False):
+        out["scale"] = auto_scaling(out["scale"], frames=True)
     return out
 
 
@@ -223,7 +224,7 @@ def _check_flag_rate(method: "Method", res: RunResult, values: dict, truth, scor
         return
     from ._calibration import flag_rate_warning
     msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score,
-                            method=f"{method.title}'s SPE/T² limits")
+                            method=f"{method.title}'s {'SPE/T² limits' if 'SPE' in rule.text else 'limit'}")
     if msg:
         res.outliers.flag_rate_warning = msg
         res.warnings.append(msg)
@@ -260,6 +261,7 @@ SCORE_DIRECTIONS = {
 LIMITS_RULE = OutlierRule("SPE or T² above its limit", alpha=_LIMIT_ALPHA)
 RESIDUAL_RULE = OutlierRule("SPE or T² above its limit", alpha_param="alpha")
 SPARSE_RULE = OutlierRule("sparse-part score above median + 3 MAD", n_mad=3.0)
+PCP_RULE = OutlierRule("sparse-part score above its limit", alpha=_LIMIT_ALPHA)
 from .subspace._robpca_params import CRIT as _ROBPCA_CRIT  # noqa: E402  (no scikit-learn import)
 ROBPCA_RULE = OutlierRule("score or orthogonal distance above its cut-off", alpha=round(1.0 - _ROBPCA_CRIT, 12))
 # How many leading directions of PCP's L are kept as its subspace (every scatter axis and
@@ -413,13 +415,13 @@ def _run_pcp(est, dataset, values, rep):
               "history_residual": np.asarray(h["residual"]), "history_rank": np.asarray(h["rank"]),
               "history_nnz": np.asarray(h["nnz"])}
     score = est.sample_scores_
-    # The estimator's own cut (median + 3 MAD of the training scores, or the contamination's
+    # The estimator's own cut (its limit at alpha, median + 3 MAD, or the contamination's
     # quantile): flags == est.predict(X) == -1.
     outlier = score > -est.offset_
     decomposition = Decomposition(rank_of_L=int(est.rank_), lam=float(est.lam_), iterations=int(est.n_iter_),
                                   converged=bool(est.converged_), nnz_S=int(np.count_nonzero(est.sparse_)),
                                   mu=float(est.mu_), scaling=est.scaling_)
-    outliers = Outliers(rule=SPARSE_RULE.describe(values), score="sparse_score",
+    outliers = Outliers(rule=PCP_RULE.describe(values), score="sparse_score",
                         n_flagged=int(outlier.sum()), n_samples=int(X.shape[0]))
     fields = dict(sample_scores={"sparse_score": score}, flags={"outlier": outlier}, arrays=arrays,
                   decomposition=decomposition, outliers=outliers)
@@ -644,13 +646,15 @@ METHODS: dict[str, Method] = {m.name: m for m in [
     Method("pcp", "Robust PCA (PCP)",
            "Principal Component Pursuit: split X into low-rank L plus sparse S (Candès et al. 2011).",
            _cls(".subspace.pcp", "PCP"), _run_pcp, declared=_declared(".subspace._pcp_params"), views=("decomposition", "detail", "scatter", "outlier-map", "comparison", "evaluation"),
-           outlier_score="sparse_score", outlier_rule=SPARSE_RULE, subspace="PCA of L", dense_copies=5, short="PCP",
+           outlier_score="sparse_score", outlier_rule=PCP_RULE, subspace="PCA of L", dense_copies=5, short="PCP",
            about="Splits the data into a low-rank part L plus a sparse part S by minimising "
                  "‖L‖* + λ‖S‖₁ with X = L + S. Suited to corruption of individual entries rather "
                  "than whole samples: a moving object over a static video background (L is the "
                  "background, S the foreground), scratches on images, sensor glitches. The rank "
                  "of L is found, not chosen. Each sample's score is the size of its row of S; "
-                 f"samples far above the median are flagged. Views draw L's {PCP_DIRECTIONS} "
+                 "each column's median is taken out first (its zero is arbitrary), and samples "
+                 "above a limit at a 1 % false-alarm rate are flagged. "
+                 f"Views draw L's {PCP_DIRECTIONS} "
                  "leading directions at most as its subspace.",
            reference="E. J. Candès, X. Li, Y. Ma and J. Wright, \"Robust principal component "
                      "analysis?\", Journal of the ACM 58(3), 2011."),

@@ -45,7 +45,7 @@ import warnings
 import numpy as np
 from scipy.linalg.blas import dtrmm as _dtrmm
 
-from .._outlier import LIMIT_ALPHA, median_mad_cut
+from .._outlier import LIMIT_ALPHA
 from .._params import check_range, param_error
 from .._passes import count_true, gil_free, indices, kth_smallest, rowwise, scratch
 from .._residual import ResidualKernel
@@ -53,7 +53,8 @@ from .._row_stats import RowGram, symmetric, syrk_lower
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import Calibration
-from ._cop_calibration import CalibrationBand, calibration_band, residual_block, sample_stride, thinned
+from ._cop_calibration import (CalibrationBand, bounds_cut, calibration_band, calibration_cut, residual_block,
+                               sample_stride, thinned)
 from ._cop_selection import SelectionBand, selection_band
 from ._scan import scan
 
@@ -280,19 +281,23 @@ def _abs_dev(centre, v):
 
 
 def _calibration_mask(log_spe, degenerate, n_use, r):
-    """The calibration rows (robustcore._outlier.calibration_rows): usable rows whose log SPE
+    """The calibration rows (``_cop_calibration.calibration_cut``): usable rows whose log SPE
     (``log_residual`` of it, made in the residual pass: a log of 30M values alone took 1 s) is
-    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer).
-    Returns (mask, count, the cut on log SPE or None when all usable rows are taken)."""
+    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer),
+    and the rows whose scores bound the limits (``bounds_cut``).
+    Returns (mask, count, the cut on log SPE or None when all usable rows are taken, bounds mask)."""
     med = _usable_median(log_spe, degenerate, n_use)
     dev = rowwise(functools.partial(_abs_dev, med), log_spe, name="calibration")
-    cut = median_mad_cut(med, _usable_median(dev, degenerate, n_use))
+    mad = _usable_median(dev, degenerate, n_use)
+    wide = bounds_cut(med, mad)
+    bounds = rowwise(lambda v, g: ~g & (v <= wide), log_spe, degenerate, name="calibration")
+    cut = calibration_cut(med, mad)
     keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
     n_keep = count_true(keep)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
         keep = rowwise(np.logical_not, degenerate, name="calibration")
-        return keep, n_use, None
-    return keep, n_keep, cut
+        return keep, n_use, None, keep
+    return keep, n_keep, cut, bounds
 
 
 def _selection_count(p, n, n_valid, r) -> int:
@@ -419,7 +424,7 @@ def fit_in_passes(est, rows, p, rep):
                    reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
     out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
-    keep, n_keep, cut_spe = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
+    keep, n_keep, cut_spe, bounds = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
     spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
     if spectrum is None:
         rep(0.9, "calibration")
@@ -428,11 +433,11 @@ def fit_in_passes(est, rows, p, rep):
     n_c, var, lam = spectrum
     kept = {"spe": spe, "projection": proj,
             "extra": {"coherence": coh, "degenerate": degenerate, "selected": selected}}
-    # Bounded by the calibration rows' scores only: with every row, a third of gross outliers
-    # moves the scores' 75 % quantile into them, and the bounds with it (the textbook test's
-    # planted data: SPE limit 1000x too high). Rows left out of the calibration are flagged;
+    # Bounded by the scores of the rows within bounds_cut only: with every row, a third of gross
+    # outliers moves the scores' 75 % quantile into them, and the bounds with it (the textbook
+    # test's planted data: SPE limit 1000x too high). Rows left out are flagged;
     # where many inliers are among them (a8a-pos: 32 %), the flag-rate warning says so.
-    not_kept = rowwise(np.logical_not, keep, name="calibration")
+    not_kept = rowwise(np.logical_not, bounds, name="calibration")
     limits = est._limit_fields(n_c, var, lam, alpha=LIMIT_ALPHA,
                                training=est._training_provider(rows, sc.scaling, comps, centre,
                                                                kept=kept, exclude=not_kept))

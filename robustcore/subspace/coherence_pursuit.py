@@ -19,12 +19,15 @@ from .._base import ConvergenceWarning, Estimator, fit_method
 from .._outlier import (LIMIT_ALPHA, OutlierScores, calibration_rows,  # noqa: F401
                         residual_limit)
 from .._params import check_range, param_error
+from .._centering import column_location
 from .._progress import Reporter
+from .._scaling import auto_scaling, frames_input
 from .._residual import residual_sq
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, check_random_state
 from ..linalg import fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import SubspaceModel, calibration_spectrum
+from ._cop_calibration import calibration_rows_in_memory
 from ._cop_passes import RankDeficientWarning, fit_in_passes, warn_rank_deficient
 from ._scan import input_rows, load_rows
 from ._coherence_pursuit_params import PARAMS
@@ -182,7 +185,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         False only when the refinement's kept set was still changing after 10 passes (a
         ConvergenceWarning is issued; the last pass is used).
     calibration_indices_ : ndarray of int
-        Sorted indices of the samples the SPE/T² limits were calibrated on (:func:`calibration_rows`).
+        Sorted indices of the samples the SPE/T² limits were calibrated on (``_cop_calibration.calibration_cut``).
     variances_ : ndarray (r,)
         Variance of the calibration samples along each component (T²'s denominators).
     spe_limit_, t2_limit_ : float
@@ -250,7 +253,10 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         """
         p = self._start_fit()
         rep = Reporter(progress)
+        X, frames = frames_input(X)
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
+        # (frames and pixel ranges resolved here: the passes' scan sees only column moments)
+        p["scale"] = auto_scaling(p["scale"], None if rows.lazy else rows.X, frames=frames)
         if rows.lazy:
             _refuse_out_of_core(p)
         if p["chunk_size"] is not None:
@@ -301,14 +307,14 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             c.Xn = None   # the refinement works on the un-normalised data: free the copy
             fit = self._refine(X, fit, ~degenerate, r, p, rep.span(0.95, 1.0))
         comps = fix_signs(fit.components)
-        calib = calibration_rows(residual_sq(X, comps, fit.mean), ~degenerate)
+        calib, bounding = calibration_rows_in_memory(residual_sq(X, comps, fit.mean), ~degenerate)
         if calib.size <= r + 1:     # a tiny data set: too few rows left to estimate spreads
-            calib = np.flatnonzero(~degenerate)
+            calib = bounding = np.flatnonzero(~degenerate)
         var, lam = calibration_spectrum(X[calib], comps, fit.mean)
         rep(1.0, "done")
         from .._passes import Rows
         outside = np.ones(n, dtype=bool)
-        outside[calib] = False       # the limits are bounded by the calibration rows' scores
+        outside[bounding] = False    # the limits are bounded by these rows' scores
         training = self._training_provider(Rows(raw), scaling, comps, fit.mean, exclude=outside)
         self._set_fitted(
             **scaling,
@@ -356,12 +362,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         """Subtract the centre, mark rows equal to it as degenerate, scale the rest to unit
         length (degenerate rows become 0)."""
         n, d = X.shape
-        if how == "median":
-            centre = np.median(X, axis=0)
-        elif how == "mean":
-            centre = X.mean(axis=0)
-        else:
-            centre = np.zeros(d)
+        centre = column_location(X, how)
         Xn = X - centre
         norms = np.sqrt(np.einsum("ij,ij->i", Xn, Xn))
         top = norms.max()

@@ -65,7 +65,8 @@ from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 from .._base import ConvergenceWarning, DegenerateFitWarning, Estimator, fit_method
 from .._outlier import OutlierScores
 from .._progress import Reporter
-from .._scaling import ScaledInput, max_abs, pow2_factor
+from .._centering import column_location
+from .._scaling import ScaledInput, frames_input, max_abs, pow2_factor
 from .._blas_policy import blas_is_threaded
 from .._threads import resolve_n_jobs
 from .._validation import OVERFLOW_FIX, validate_X
@@ -146,6 +147,9 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         The scaling (robustcore._scaling).
     scaling_ : str
         The scaling used.
+    center_ : ndarray of shape (n_features,)
+        The column locations subtracted before the decomposition (``center``), in scaled units;
+        zeros for ``center="none"``. L takes them back, S never holds them.
     offset_ : float
         ``decision_function = score_samples - offset_``.
     n_features_in_ : int
@@ -188,7 +192,8 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     _params = PARAMS  # declared in _pcp_params.py (read by the registry without this module)
 
     def __init__(self, lam=None, *, tol=1e-7, max_iter=1000, mu=None, rho=1.5, svd="auto",
-                 score_norm="l1", random_state=None, n_jobs=None, scale="auto", contamination="auto"):
+                 score_norm="l1", random_state=None, n_jobs=None, scale="auto", center="median",
+                 contamination="auto"):
         self.lam = lam
         self.tol = tol
         self.max_iter = max_iter
@@ -199,6 +204,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.scale = scale
+        self.center = center
         self.contamination = contamination
 
     # ------------------------------------------------------------------------------------
@@ -207,8 +213,13 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         """Decompose X (n_samples, n_features) into ``low_rank_ + sparse_``. Returns self."""
         p = self._start_fit()
         rep = Reporter(progress)
+        X, frames = frames_input(X)
         X = validate_X(self, X, reset=True, min_samples=2)
-        Z, scaling = self._fit_scaled(X, p["scale"])
+        Z, scaling = self._fit_scaled(X, p["scale"], frames)
+        # The column locations are taken out in the scaled units and given back to L (class doc).
+        location = column_location(Z, p["center"])
+        if location.any():
+            Z = Z - location
         # The training rows' digests (0.09 s at 4000 x 4000) are hashed on a thread of their
         # own while the fit starts: hashlib releases the GIL, and the spectral norm before the
         # iterations leaves the second core idle.
@@ -234,7 +245,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
             self._publish(np.zeros((n, d)), np.zeros((n, d)), np.zeros((0, d)), np.zeros(0), p,
                           train_rows=train_rows,
                           lam=lam, mu=mu0, mu_final=mu0, n_iter=0, converged=True, hist=hist,
-                          scaling=scaling, factor=f)
+                          scaling=scaling, factor=f, location=location)
             return self
 
         jobs = resolve_n_jobs(p["n_jobs"])
@@ -319,11 +330,11 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
             L, S, Vt = L.T, S.T, U.T
         self._publish(L, S, Vt, sL, p, train_rows=train_rows, lam=lam, mu=mu0,
                       mu_final=hist["mu"][-1], n_iter=it, converged=converged, hist=hist,
-                      scaling=scaling, factor=f)
+                      scaling=scaling, factor=f, location=location)
         return self
 
     def _publish(self, L, S, Vt, sL, p, *, train_rows, lam, mu, mu_final, n_iter, converged, hist,
-                 scaling, factor):
+                 scaling, factor, location):
         """Scores in scaled units; L and S back in original units, in place (the work arrays).
         ``train_rows``: the future of the training rows' digests."""
         self._train_rows = train_rows.result()
@@ -346,6 +357,8 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
             raise ValueError(f"PCP's scores (the {p['score_norm']} norms of the rows of S) exceed float64's "
                              f"largest value: X's values (up to {max_abs(S):.3g} in S) are too near it to add "
                              f"up. Multiply X by a constant that brings its values near 1")
+        if location.any():
+            L += location
         center, scale = scaling["scale_center_"], scaling["scale_"]
         if center.any() or np.any(scale != 1.0):
             S *= scale
@@ -362,6 +375,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
             n_iter_=int(n_iter),
             converged_=bool(converged),
             history_=hist,
+            center_=location,
             lam_=float(lam),
             mu_=float(mu),
             mu_final_=float(mu_final),
@@ -369,6 +383,13 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         self._set_fitted(**self._offset(p["contamination"], lambda: scores))
 
     # -- new samples ----------------------------------------------------------------------
+    def _scaled(self, X):
+        Z = super()._scaled(X)
+        return Z - self.center_ if self.center_.any() else Z
+
+    def _unscale(self, Z):
+        return super()._unscale(Z + self.center_ if self.center_.any() else Z)
+
     def _training_rows(self, Z):
         """Index of each scaled row of Z among the training rows (-1 for a new row)."""
         return np.array([self._train_rows.get(_row_key(z), -1) for z in Z], dtype=np.intp)
@@ -397,8 +418,15 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         return out
 
     def _auto_threshold(self, training_scores):
-        from ..compare import robust_threshold
-        return robust_threshold(training_scores())
+        from .._calibration import rate_limit
+        from .._contamination import LIMIT_ALPHA
+        return rate_limit(training_scores(), LIMIT_ALPHA).limit
+
+    def _offset(self, contamination, training_scores) -> dict:
+        if contamination == "mad":
+            from ..compare import robust_threshold
+            return {"offset_": -float(robust_threshold(training_scores()))}
+        return super()._offset(contamination, training_scores)
 
 
 # A low-rank part this small against X (Frobenius norms) is rounding and tolerance: S is X.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robustcore._calibration import (BAND, CORE_SPREADS, QUANTILE_LEVELS, believed_clean,
+from robustcore._calibration import (TAIL_WIDENING, BAND, CORE_SPREADS, QUANTILE_LEVELS, believed_clean,
                                      bound_levels, calibrate_scores, calibrated_limit, core_cut,
                                      flag_rate_warning, order_statistic_positions)
 
@@ -34,7 +34,16 @@ def test_the_core_cut_is_four_log_spreads_above_the_median():
     q = np.exp(mu + sigma * stats.norm.ppf(QUANTILE_LEVELS))
     cut, why = core_cut(*q)
     assert why == "" and cut == pytest.approx(np.exp(mu + CORE_SPREADS * sigma), rel=1e-12)
-    assert bound_levels(0.9, 0.01) == pytest.approx((0.9 * (1 - BAND * 0.01), 1 - 0.01 / BAND))
+    assert bound_levels(0.9, 0.01) == pytest.approx((0.9 * (1 - BAND * 0.01), 0.9 * (1 - 0.01 / BAND)))
+    # a long upper tail (q90 far above what q75 says) widens the core by the q90 spread
+    # (up to TAIL_WIDENING times: with a tenth of gross outliers, q90 is one of them)
+    for factor, spread in ((1.5, None), (1e4, TAIL_WIDENING * sigma)):
+        q_heavy = (q[0], q[1], q[2] * factor)
+        wide, _ = core_cut(*q_heavy)
+        s90 = (np.log(q_heavy[2]) - np.log(q[0])) / stats.norm.ppf(0.9)
+        expect = s90 if spread is None else spread
+        assert s90 < TAIL_WIDENING * sigma or spread is not None
+        assert wide == pytest.approx(np.exp(np.log(q[0]) + CORE_SPREADS * expect), rel=1e-9) and wide > cut
 
 
 def test_gaussian_scores_keep_the_textbook_limit():

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from robustcore._scaling import AUTO_SPREAD_RATIO, fit_scaling, mixed_units, resolve_scaling
 
@@ -52,3 +53,53 @@ def test_column_moments_match_numpy_on_offsets_blocks_and_constant_columns():
     mean1, std1 = column_moments(X[:50], block=4096)   # one block: numpy's own
     np.testing.assert_array_equal(mean1, X[:50].mean(axis=0))
     np.testing.assert_array_equal(std1, X[:50].std(axis=0))
+
+
+def _video(seed=0, n=60, h=8, w=10):
+    """Frames x pixels in 0..255 whole numbers: a static background (a third of the pixels
+    exactly constant, the rest with a little sensor noise) and a bright block moving across."""
+    rng = np.random.default_rng(seed)
+    bg = rng.integers(20, 200, size=h * w).astype(float)
+    X = np.tile(bg, (n, 1))
+    noisy = rng.random(h * w) > 0.33
+    X[:, noisy] += rng.integers(-1, 2, size=(n, int(noisy.sum())))
+    for i in range(n):
+        c = i % (w - 2)
+        img = X[i].reshape(h, w)
+        img[2:5, c:c + 2] = 250.0
+    return X, (h, w)
+
+
+def test_auto_leaves_frames_and_pixel_ranges_unscaled():
+    """Frames (told by an image shape, or values in one pixel range) are not standardised,
+    though static and moving pixels' spreads are far more than AUTO_SPREAD_RATIO apart; a table
+    in mixed units still is."""
+    from robustcore.datasets import Dataset
+    from robustcore.subspace.pcp import PCP
+    X, shape = _video()
+    assert _mixed(X)                              # by spreads alone it would be standardised
+    assert resolve_scaling(X, "auto") == "none"   # whole numbers in 0..255
+    assert resolve_scaling(X / 255.0, "auto") == "none"   # values in 0..1
+    # the same frames shifted off the pixel range are only frames when they say so
+    shifted = X - 100.0
+    assert resolve_scaling(shifted, "auto") == "standard"
+    assert resolve_scaling(shifted, "auto", frames=True) == "none"
+    auto = PCP(random_state=0).fit(Dataset(X=shifted, name="clip", image_shape=shape))
+    none = PCP(random_state=0, scale="none").fit(shifted)
+    assert auto.scaling_ == "none"
+    objective = lambda m: (np.linalg.svd(m.low_rank_, compute_uv=False).sum()
+                           + m.lam_ * np.abs(m.sparse_).sum())
+    assert objective(auto) == pytest.approx(objective(none), rel=1e-6)
+    np.testing.assert_allclose(auto.sample_scores_, none.sample_scores_, rtol=1e-6, atol=1e-6)
+    # pixels as a plain array: the same answer as scale="none"
+    plain = PCP(random_state=0).fit(X)
+    assert plain.scaling_ == "none"
+    assert objective(plain) == pytest.approx(objective(PCP(random_state=0, scale="none").fit(X)), rel=1e-6)
+    # a mixed-units table in whole numbers within 0..255 is not a pixel range when it has
+    # non-integers, and one beyond 255 is not either: both still standardised
+    rng = np.random.default_rng(1)
+    table = np.c_[rng.normal(40, 10, 300), rng.normal(1.5, 0.01, 300), rng.normal(70, 0.5, 300)]
+    assert resolve_scaling(table, "auto") == "standard"
+    assert PCP(random_state=0).fit(table).scaling_ == "standard"
+    counts = np.c_[rng.integers(0, 3, 300), rng.integers(0, 4, 300), rng.integers(0, 5000, 300)].astype(float)
+    assert resolve_scaling(counts, "auto") == "standard"

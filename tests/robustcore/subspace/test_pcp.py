@@ -1,4 +1,7 @@
-"""PCP against planted low-rank + sparse structure (Candès et al. 2011, Table I) and the contracts."""
+"""PCP against planted low-rank + sparse structure (Candès et al. 2011, Table I) and the contracts.
+
+These tests are about the paper's formulation (entries measured from zero), so they fit with
+center="none"; the centre is tested in test_pcp_center.py."""
 import warnings
 
 import numpy as np
@@ -43,7 +46,7 @@ def fits_with(monkeypatch, X, constant, values, record=None, **params):
         monkeypatch.setattr(sweep, constant, value)
         if record is not None:
             record.clear()
-        est = PCP(random_state=0, n_jobs=1, **params).fit(X)
+        est = PCP(center="none", random_state=0, n_jobs=1, **params).fit(X)
         est.record = None if record is None else list(record)
         fits.append(est)
     return fits
@@ -52,20 +55,20 @@ def fits_with(monkeypatch, X, constant, values, record=None, **params):
 @pytest.mark.parametrize("frac", [0.05, 0.10])
 def test_table1_n500(frac):
     L0, S0 = planted(500, 500, 25, frac, seed=1)
-    est = PCP(random_state=0).fit(L0 + S0)
+    est = PCP(center="none", random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
 
 def test_table1_n1000():
     L0, S0 = planted(1000, 1000, 50, 0.05, seed=2)
-    est = PCP(random_state=0).fit(L0 + S0)
+    est = PCP(center="none", random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
 
 @pytest.mark.parametrize("svd", ["gram", "randomized", "full"])
 def test_every_svd_route_recovers(svd):
     L0, S0 = planted(300, 300, 10, 0.05, seed=3)
-    est = PCP(svd=svd, random_state=0).fit(L0 + S0)
+    est = PCP(center="none", svd=svd, random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
 
@@ -73,7 +76,7 @@ def test_every_svd_route_recovers(svd):
 def test_rectangular_samples_as_rows(shape):
     m, n = shape
     L0, S0 = planted(m, n, 8, 0.05, seed=4)
-    est = PCP(random_state=0).fit(L0 + S0)
+    est = PCP(center="none", random_state=0).fit(L0 + S0)
     assert est.lam_ == pytest.approx(1 / np.sqrt(600))
     check_exact_recovery(est, L0, S0, max_iter=40)
     assert est.low_rank_.shape == shape and est.sparse_.shape == shape
@@ -88,8 +91,8 @@ def test_rectangular_samples_as_rows(shape):
 
 def test_transposed_problem_gives_transposed_answer():
     L0, S0 = planted(240, 160, 6, 0.05, seed=5)
-    a = PCP(random_state=0).fit(L0 + S0)
-    b = PCP(random_state=0).fit((L0 + S0).T)
+    a = PCP(center="none", random_state=0).fit(L0 + S0)
+    b = PCP(center="none", random_state=0).fit((L0 + S0).T)
     np.testing.assert_allclose(a.low_rank_, b.low_rank_.T, atol=1e-6)
     assert np.array_equal(a.sparse_ != 0, b.sparse_.T != 0)
 
@@ -101,7 +104,7 @@ def test_outlier_rows_get_the_largest_scores():
     bad = rng.choice(n, 10, replace=False)
     X[bad[:, None], rng.choice(d, 6, replace=False)[None, :]] += 8.0 * rng.choice([-1, 1], (10, 6))
     for score in ("l1", "l2"):
-        est = PCP(score_norm=score, random_state=0).fit(X)
+        est = PCP(center="none", score_norm=score, random_state=0).fit(X)
         top = np.argsort(-est.sample_scores_)[:10]
         assert set(top) == set(bad)
         S = est.sparse_
@@ -112,7 +115,7 @@ def test_outlier_rows_get_the_largest_scores():
 def test_history_and_attributes():
     L0, S0 = planted(200, 150, 5, 0.05, seed=7)
     X = L0 + S0
-    est = PCP(random_state=0).fit(X)
+    est = PCP(center="none", random_state=0).fit(X)
     h = est.history_
     lengths = {len(v) for v in h.values()}
     assert lengths == {est.n_iter_}
@@ -132,7 +135,7 @@ def test_history_and_attributes():
     np.testing.assert_allclose(est.singular_values_, s[:est.rank_], rtol=1e-8)
     np.testing.assert_allclose(np.abs(est.components_ @ Vt[:est.rank_].T), np.eye(est.rank_), atol=1e-6)
     assert np.all(np.isfinite(est.low_rank_)) and np.all(np.isfinite(est.sparse_))
-    np.testing.assert_array_equal(PCP(random_state=0).fit_transform(X), est.low_rank_)
+    np.testing.assert_array_equal(PCP(center="none", random_state=0).fit_transform(X), est.low_rank_)
 
 
 def test_planted_pair_does_not_beat_the_solution():
@@ -140,7 +143,7 @@ def test_planted_pair_does_not_beat_the_solution():
     planted pair (which is itself feasible), nor by L = X, S = 0 or L = 0, S = X."""
     L0, S0 = planted(200, 200, 5, 0.05, seed=8)
     X = L0 + S0
-    est = PCP(random_state=0, tol=1e-9).fit(X)
+    est = PCP(center="none", random_state=0, tol=1e-9).fit(X)
     lam = est.lam_
 
     def obj(L, S):
@@ -155,7 +158,7 @@ def test_planted_pair_does_not_beat_the_solution():
 def test_progress_is_monotone_and_cancel_leaves_unfitted():
     L0, S0 = planted(200, 200, 5, 0.05, seed=9)
     seen = []
-    est = PCP(random_state=0).fit(L0 + S0, progress=lambda f, msg: seen.append((f, msg)))
+    est = PCP(center="none", random_state=0).fit(L0 + S0, progress=lambda f, msg: seen.append((f, msg)))
     fr = [f for f, _ in seen]
     assert all(b >= a for a, b in zip(fr, fr[1:]))
     assert fr[-1] == 1.0 and 0.0 <= fr[0] <= 1.0
@@ -174,18 +177,18 @@ def test_progress_is_monotone_and_cancel_leaves_unfitted():
 def test_max_iter_warns_and_flags_not_converged():
     L0, S0 = planted(100, 80, 3, 0.05, seed=10)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
-        est = PCP(max_iter=2, random_state=0).fit(L0 + S0)
+        est = PCP(center="none", max_iter=2, random_state=0).fit(L0 + S0)
     assert est.converged_ is False and est.n_iter_ == 2
     assert len(est.history_["residual"]) == 2
     assert np.all(np.isfinite(est.low_rank_)) and np.all(np.isfinite(est.sparse_))
 
 
 def test_zero_matrix_and_constant():
-    est = PCP().fit(np.zeros((5, 4)))
+    est = PCP(center="none").fit(np.zeros((5, 4)))
     assert est.converged_ and est.rank_ == 0 and not est.sparse_.any() and not est.low_rank_.any()
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = PCP(random_state=0).fit(np.full((30, 20), 3.0))
+        est = PCP(center="none", random_state=0).fit(np.full((30, 20), 3.0))
     np.testing.assert_allclose(est.low_rank_, 3.0, atol=1e-5)
     assert est.rank_ == 1
 
@@ -207,7 +210,7 @@ def test_zero_matrix_and_constant():
 def test_bad_parameters(kwargs, text):
     X = np.random.default_rng(0).standard_normal((10, 5))
     with pytest.raises(ValueError, match=text.replace("(", r"\(").replace(")", r"\)")):
-        PCP(**kwargs).fit(X)
+        PCP(center="none", **kwargs).fit(X)
 
 
 def test_bad_input():
@@ -218,19 +221,19 @@ def test_bad_input():
                       (X[:1], r"1 sample\(s\) .* minimum of 2"),
                       (X[:, 0], "Expected a 2-dimensional container|2D array")]:
         with pytest.raises(ValueError, match=text):
-            PCP().fit(bad)
+            PCP(center="none").fit(bad)
     with pytest.raises(NotFittedError):
-        PCP().transform(X)
+        PCP(center="none").transform(X)
 
 
 def test_generator_seed_and_declared_params():
     X = planted(60, 50, 2, 0.05, seed=11)
     X = X[0] + X[1]
-    est = PCP(random_state=np.random.default_rng(3)).fit(X)
+    est = PCP(center="none", random_state=np.random.default_rng(3)).fit(X)
     assert est.converged_
     names = [p.name for p in PCP.param_specs()]
     assert names == ["lam", "tol", "max_iter", "mu", "rho", "svd", "score_norm", "random_state", "n_jobs",
-                     "scale", "contamination"]
+                     "scale", "center", "contamination"]
     assert all(p.help for p in PCP.param_specs())
     seed = next(p for p in PCP.param_specs() if p.name == "random_state")
     assert seed.parse("7") == 7
@@ -264,13 +267,13 @@ def test_all_zero_rows_and_columns_are_exact_zeros_and_change_nothing_else():
     X = L0 + S0
     X[:, :20] = 0.0
     X[10:25] = 0.0
-    est = PCP(random_state=0).fit(X)
+    est = PCP(center="none", random_state=0).fit(X)
     assert est.low_rank_.shape == X.shape
     assert not est.low_rank_[:, :20].any() and not est.sparse_[:, :20].any()
     assert not est.low_rank_[10:25].any() and not est.sparse_[10:25].any()
     assert not est.components_[:, :20].any()
     rows = np.r_[0:10, 25:150]
-    ref = PCP(lam=1 / np.sqrt(150), random_state=0).fit(X[rows][:, 20:])
+    ref = PCP(center="none", lam=1 / np.sqrt(150), random_state=0).fit(X[rows][:, 20:])
     assert est.n_iter_ == ref.n_iter_ and est.rank_ == ref.rank_
     np.testing.assert_allclose(est.low_rank_[rows][:, 20:], ref.low_rank_, atol=1e-12)
     np.testing.assert_allclose(est.sparse_[rows][:, 20:], ref.sparse_, atol=1e-12)
@@ -279,9 +282,9 @@ def test_all_zero_rows_and_columns_are_exact_zeros_and_change_nothing_else():
 
 def test_seeds_agree_and_a_seed_repeats_exactly():
     L0, S0 = planted(300, 300, 10, 0.05, seed=14)
-    a = PCP(random_state=1, svd="randomized").fit(L0 + S0)
-    b = PCP(random_state=2, svd="randomized").fit(L0 + S0)
-    c = PCP(random_state=1, svd="randomized").fit(L0 + S0)
+    a = PCP(center="none", random_state=1, svd="randomized").fit(L0 + S0)
+    b = PCP(center="none", random_state=2, svd="randomized").fit(L0 + S0)
+    c = PCP(center="none", random_state=1, svd="randomized").fit(L0 + S0)
     assert np.linalg.norm(a.low_rank_ - b.low_rank_) / np.linalg.norm(a.low_rank_) < 1e-6
     np.testing.assert_array_equal(a.low_rank_, c.low_rank_)
 
@@ -292,11 +295,11 @@ def test_wide_input_with_blank_lines_matches_the_reduced_problem():
     X = L0 + S0
     X[:20] = 0.0
     X[:, 10:25] = 0.0
-    est = PCP(random_state=0).fit(X)
+    est = PCP(center="none", random_state=0).fit(X)
     assert est.low_rank_.shape == X.shape and est.components_.shape == (est.rank_, 150)
     assert not est.low_rank_[:20].any() and not est.sparse_[:, 10:25].any()
     cols = np.r_[0:10, 25:150]
-    ref = PCP(lam=1 / np.sqrt(150), random_state=0).fit(X[20:][:, cols])
+    ref = PCP(center="none", lam=1 / np.sqrt(150), random_state=0).fit(X[20:][:, cols])
     assert est.n_iter_ == ref.n_iter_ and est.rank_ == ref.rank_
     np.testing.assert_allclose(est.low_rank_[20:][:, cols], ref.low_rank_, atol=1e-12)
     np.testing.assert_array_equal(est.sparse_[20:][:, cols] != 0, ref.sparse_ != 0)
@@ -311,8 +314,8 @@ def test_gram_route_with_sweep_accumulated_gram_matches_full_svd(shape):
     """The Gram matrix is accumulated block by block during the sweep; it must give the
     same iterates as LAPACK's full SVD of the same matrix."""
     L0, S0 = planted(*shape, 5, 0.05, seed=16)
-    a = PCP(svd="gram", random_state=0).fit(L0 + S0)
-    b = PCP(svd="full", random_state=0).fit(L0 + S0)
+    a = PCP(center="none", svd="gram", random_state=0).fit(L0 + S0)
+    b = PCP(center="none", svd="full", random_state=0).fit(L0 + S0)
     assert a.n_iter_ == b.n_iter_ and a.rank_ == b.rank_ == 5
     np.testing.assert_allclose(a.low_rank_, b.low_rank_, atol=1e-8)
     assert a.history_["rank"] == b.history_["rank"]
@@ -341,8 +344,8 @@ def test_threads_give_the_serial_iterates(small_blocks, svd, monkeypatch):
     import robustcore.subspace._pcp_sweep as sweep
     monkeypatch.setattr(sweep, "_SKETCH32", False)
     L0, S0 = planted(600, 120, 6, 0.05, seed=21)
-    one = PCP(svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
-    three = PCP(svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
+    one = PCP(center="none", svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
+    three = PCP(center="none", svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
     check_exact_recovery(three, L0, S0, max_iter=40)
     assert three.n_iter_ == one.n_iter_
     assert three.history_["rank"] == one.history_["rank"]
@@ -360,7 +363,7 @@ def test_threads_stop_when_a_fit_is_cancelled(small_blocks):
         alive.append(len(sweep_threads()))
         if msg.startswith("iter 4:"):
             return False
-    est = PCP(random_state=0, n_jobs=2)
+    est = PCP(center="none", random_state=0, n_jobs=2)
     with pytest.raises(Cancelled):
         est.fit(L0 + S0, progress=stop_at_4)
     assert max(alive) == 2          # the sweep really ran on two threads
@@ -379,7 +382,7 @@ def test_compiled_sweep_gives_the_numpy_iterates(monkeypatch):
     fits = {}
     for flag in ("0", "1"):
         monkeypatch.setenv("ROBUSTCORE_NO_JIT", flag)
-        fits[flag] = PCP(random_state=0, n_jobs=1).fit(L0 + S0)
+        fits[flag] = PCP(center="none", random_state=0, n_jobs=1).fit(L0 + S0)
     jit, plain = fits["0"], fits["1"]
     check_exact_recovery(jit, L0, S0)
     assert jit.n_iter_ == plain.n_iter_
@@ -409,8 +412,8 @@ def test_auto_threads_on_a_busy_machine_give_the_one_thread_fit(small_blocks, mo
     import robustcore._threads as threads
     monkeypatch.setattr(threads, "busy_elsewhere", lambda: 8.0)
     L0, S0 = planted(600, 120, 6, 0.05, seed=33)
-    auto = PCP(random_state=0).fit(L0 + S0)
-    one = PCP(random_state=0, n_jobs=1).fit(L0 + S0)
+    auto = PCP(center="none", random_state=0).fit(L0 + S0)
+    one = PCP(center="none", random_state=0, n_jobs=1).fit(L0 + S0)
     assert auto.n_iter_ == one.n_iter_ and auto.history_["rank"] == one.history_["rank"]
     np.testing.assert_allclose(auto.low_rank_, one.low_rank_, atol=1e-9)
 
@@ -490,10 +493,10 @@ def test_small_data_is_fitted_on_one_thread_unless_threads_are_asked_for(monkeyp
     monkeypatch.setattr(sweep, "_BLOCK", 1 << 11)          # enough blocks for two threads
     monkeypatch.setattr(pcp, "resolve_n_jobs", lambda n: 2 if n is None else n)
     L0, S0 = planted(300, 200, 4, 0.05, seed=44)
-    PCP(random_state=0).fit(L0 + S0)
-    PCP(random_state=0, n_jobs=2).fit(L0 + S0)
+    PCP(center="none", random_state=0).fit(L0 + S0)
+    PCP(center="none", random_state=0, n_jobs=2).fit(L0 + S0)
     monkeypatch.setattr(pcp, "_THREADS_MIN_SIZE", 1000)
-    PCP(random_state=0).fit(L0 + S0)
+    PCP(center="none", random_state=0).fit(L0 + S0)
     assert jobs == [1, 2, 2]
 
 

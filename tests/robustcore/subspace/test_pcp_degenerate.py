@@ -21,7 +21,7 @@ def _internetads():
 def _fit(X, **kw):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        est = rc.PCP(random_state=0, **kw).fit(X)
+        est = rc.PCP(center="none", random_state=0, **kw).fit(X)
     return est, [w for w in caught if issubclass(w.category, DegenerateFitWarning)]
 
 
@@ -71,7 +71,7 @@ def test_a_fit_stopped_early_warns_only_that_it_did_not_converge():
     X, _ = _internetads()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        rc.PCP(random_state=0, lam=3 / np.sqrt(1555), max_iter=1).fit(X)
+        rc.PCP(center="none", random_state=0, lam=3 / np.sqrt(1555), max_iter=1).fit(X)
     kinds = {w.category.__name__ for w in caught}
     assert "ConvergenceWarning" in kinds and "DegenerateFitWarning" not in kinds
 
