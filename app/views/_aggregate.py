@@ -26,6 +26,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _geometry as geo
+from ._binning import blocks
 
 __all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
            "bin_index", "describe"]
@@ -60,11 +61,6 @@ def _col(c, dtype=np.float64) -> Column | None:
     if c is None or isinstance(c, Column):
         return c
     return Column(c, dtype=dtype)
-
-
-def _blocks(n: int, block: int):
-    for a in range(0, n, block):
-        yield a, min(a + block, n)
 
 
 def bin_index(v: np.ndarray, lo: float, hi: float, nb: int) -> np.ndarray:
@@ -133,7 +129,7 @@ def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, 
     x0 = y0 = np.inf
     x1 = y1 = -np.inf
     count = 0
-    for a, b in _blocks(x.n, block):
+    for a, b in blocks(0, x.n, block):
         rep.report(a / max(x.n, 1), "measuring the cloud")
         xb, yb = x.read(a, b), y.read(a, b)
         ok = np.isfinite(xb) & np.isfinite(yb)
@@ -214,7 +210,7 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     n_kept = 0
     top = _Top(top_k)
     n_cand = 0
-    for a, b in _blocks(n, block):
+    for a, b in blocks(0, n, block):
         rep.report(a / max(n, 1), "binning the cloud")
         xb, yb = x.read(a, b), y.read(a, b)
         with np.errstate(invalid="ignore"):
@@ -327,7 +323,7 @@ def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int
         raise ValueError(f"a selection is a 'rect' or a 'lasso'; got {kind!r}")
     rep = Reporter(report)
     count, kept, top = 0, [], _Top(cap)
-    for a, b in _blocks(x.n, block):
+    for a, b in blocks(0, x.n, block):
         rep.report(a / max(x.n, 1), "selecting")
         xb, yb = x.read(a, b), y.read(a, b)
         inside = geo.in_rect(xb, yb, *shape) if kind == "rect" else geo.in_polygon(xb, yb, shape)
@@ -352,7 +348,7 @@ def quantiles(col, qs, report=None, block: int = BLOCK) -> np.ndarray:
     rep = Reporter(report)
     qs = np.atleast_1d(np.asarray(qs, dtype=np.float64))
     lo, hi, m = np.inf, -np.inf, 0
-    for a, b in _blocks(col.n, block):
+    for a, b in blocks(0, col.n, block):
         rep.report(0.0, "score range")
         v = col.read(a, b)
         v = v[np.isfinite(v)]
@@ -389,7 +385,7 @@ def _order_stats(col, ranks, lo, hi, rep, block) -> dict:
         vals = {c: [] for c in todo}
         sizes = {c: 0 for c in todo}
         span = {c: [np.inf, -np.inf] for c in todo}
-        for a, b in _blocks(col.n, block):
+        for a, b in blocks(0, col.n, block):
             rep.report(0.0, "score range")
             v = col.read(a, b)
             for c in todo:

@@ -5,8 +5,8 @@ worker thread (:mod:`app.views._aggregate`, through :class:`app.tasks.TaskRunner
 request cancels the one in flight between two blocks, and only the newest answer is drawn).
 What reaches the GUI thread is bounded by the screen: the counts, and the samples worth
 drawing one by one (every one in view once few enough are; else the highest-scoring flagged).
-Zooming or panning asks again after :data:`REBIN_MS` without a further move, so at any zoom
-the picture is exact for what is on screen. A rectangle or lasso is resolved on a worker too.
+Zooming or panning asks again once the view has settled (:mod:`._latest`), so at any zoom the
+picture is exact for what is on screen. A rectangle or lasso is resolved on a worker too.
 
 ``Source.make()`` runs on the worker (once per source, its columns are then kept): whatever
 costs O(n) to prepare (label codes, casting flags) is done there, never on the GUI thread. The
@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QObject, Signal
 
 from . import _aggregate as agg
 from ._density import bins_for
+from ._latest import runner, settle_timer
 
-__all__ = ["Source", "Binned", "layer_entries", "flag_entries", "add_flag_entries", "POINTS_IN_VIEW", "FLAG_POINTS", "TOP_FLAGGED", "REBIN_MS", "SELECT_CAP"]
+__all__ = ["Source", "Binned", "layer_entries", "flag_entries", "add_flag_entries", "POINTS_IN_VIEW", "FLAG_POINTS", "TOP_FLAGGED", "SELECT_CAP"]
 
 #: At most this many samples in view: every one is drawn as a point (the point path draws
 #: 20,000 in one turn of the event loop, 44 ms of GUI time measured).
@@ -36,8 +37,6 @@ POINTS_IN_VIEW = 20_000
 #: known outliers' layer beneath it.
 FLAG_POINTS = 2_000
 TOP_FLAGGED = 500
-#: A zoom or pan re-bins once the view has not moved for this long (ms).
-REBIN_MS = 120
 #: A selection holds at most this many samples (the highest-scoring of a larger region).
 SELECT_CAP = 200_000
 
@@ -103,21 +102,12 @@ class Binned(QObject):
 
     def __init__(self, cloud):
         super().__init__(cloud)
-        from ..tasks import TaskRunner
         self.cloud = cloud
         self.vb = cloud.vb
-        self.bins = TaskRunner(self, throttle=0.5)
-        self.picks = TaskRunner(self, throttle=0.5)
-        self.marks = TaskRunner(self, throttle=0.5)
-        self.bins.finished.connect(self._on_picture)
-        self.bins.failed.connect(self._on_failed)
-        self.picks.finished.connect(self._on_chosen)
-        self.picks.failed.connect(self._on_failed)
-        self.marks.finished.connect(self._on_marks)
-        self.timer = QTimer(self)
-        self.timer.setSingleShot(True)
-        self.timer.setInterval(REBIN_MS)
-        self.timer.timeout.connect(self.request)
+        self.bins = runner(self, self._on_picture, self._on_failed)
+        self.picks = runner(self, self._on_chosen, self._on_failed)
+        self.marks = runner(self, self._on_marks)
+        self.timer = settle_timer(self, self.request)
         self.source: Source | None = None
         self.columns: _Columns | None = None
         self.picture = None

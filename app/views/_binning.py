@@ -19,8 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from robustcore._progress import Cancelled
+
 __all__ = ["QT_MAX_PIXELS", "MAX_BINS", "Bins", "bins_for", "bin_array", "bin_vector", "fit_picture",
-           "Cancelled", "AGGREGATES", "column_extremes"]
+           "Cancelled", "AGGREGATES", "column_extremes", "blocks", "block_rows"]
 
 #: Qt's raster engine draws nothing (or crashes) beyond this many pixels along an axis.
 QT_MAX_PIXELS = 32_767
@@ -31,10 +33,6 @@ BLOCK_VALUES = 4_000_000
 
 #: How the entries of a bin become its value.
 AGGREGATES = ("mean", "absmax")
-
-
-class Cancelled(Exception):
-    """A newer request replaced the one being binned."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ def bins_for(start: int, stop: int, limit: int = MAX_BINS) -> Bins:
     return Bins(start, stop, -(-(stop - start) // limit))
 
 
-def _block_rows(a, width: int) -> int:
+def block_rows(a, width: int) -> int:
     """Rows read at once: about BLOCK_VALUES values, a whole number of the array's own row
     chunks when it is chunked on disk (a chunk is then read once)."""
     rows = max(1, BLOCK_VALUES // max(width, 1))
@@ -103,6 +101,16 @@ def _block_rows(a, width: int) -> int:
     if isinstance(chunks, tuple) and chunks and isinstance(chunks[0], (int, np.integer)) and chunks[0] > 0:
         rows = max(int(chunks[0]), rows - rows % int(chunks[0]))
     return rows
+
+
+def blocks(start: int, stop: int, step: int, cancelled=None):
+    """``(a, b)``: ``start:stop`` in runs of ``step`` rows, the last one shorter; ``cancelled()``,
+    when given, is asked before each and True raises :class:`Cancelled` (a newer request
+    replaced this one)."""
+    for a in range(start, stop, step):
+        if cancelled is not None and cancelled():
+            raise Cancelled()
+        yield a, min(a + step, stop)
 
 
 def bin_array(a, rows: Bins, cols: Bins, how: str = "mean", cancelled=None) -> np.ndarray:
@@ -114,7 +122,7 @@ def bin_array(a, rows: Bins, cols: Bins, how: str = "mean", cancelled=None) -> n
     rows, cols : the bins of each axis (their ranges must lie inside ``a``).
     how : "mean" (the mean of the bin's entries) or "absmax" (the entry of largest magnitude,
         with its sign; the positive one on a tie).
-    cancelled : optional callable, asked between blocks; True raises :class:`Cancelled`.
+    cancelled : optional callable, asked between blocks (see :func:`blocks`).
     """
     if how not in AGGREGATES:
         raise ValueError(f"how must be one of {', '.join(AGGREGATES)}; got {how!r}")
@@ -132,11 +140,8 @@ def bin_array(a, rows: Bins, cols: Bins, how: str = "mean", cancelled=None) -> n
     # Running per-bin sums, or running maxima and minima: a block may end inside a bin.
     acc = ([np.zeros((rows.count, cols.count))] if mean else
            [np.full((rows.count, cols.count), -np.inf), np.full((rows.count, cols.count), np.inf)])
-    step = _block_rows(a, cols.length)
-    for r0 in range(rows.start, rows.stop, step):
-        if cancelled is not None and cancelled():
-            raise Cancelled()
-        r1 = min(r0 + step, rows.stop)
+    step = block_rows(a, cols.length)
+    for r0, r1 in blocks(rows.start, rows.stop, step, cancelled):
         block = np.asarray(a[r0:r1, cols.start:cols.stop], dtype=np.float64)
         b0, b1 = rows.of(r0), rows.of(r1 - 1) + 1
         # Where each bin this block touches begins inside it (the first one at its top).
@@ -180,11 +185,9 @@ def column_extremes(a, cancelled=None) -> tuple[np.ndarray, np.ndarray]:
     """Each column's (min, max) of a (n, d) array read in blocks of rows (NaNs ignored)."""
     n, d = (tuple(a.shape) if hasattr(a, "shape") else np.shape(a))
     lo, hi = np.full(d, np.inf), np.full(d, -np.inf)
-    step = _block_rows(a, d)
-    for r0 in range(0, n, step):
-        if cancelled is not None and cancelled():
-            raise Cancelled()
-        block = np.asarray(a[r0:min(r0 + step, n)], dtype=np.float64)
+    step = block_rows(a, d)
+    for r0, r1 in blocks(0, n, step, cancelled):
+        block = np.asarray(a[r0:r1], dtype=np.float64)
         with warnings.catch_warnings():   # a column all NaN in this block
             warnings.simplefilter("ignore", RuntimeWarning)
             lo = np.fmin(lo, np.nanmin(block, axis=0))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QObject
 
-from ._binning import bin_array, column_extremes
+from ._binning import bin_array, block_rows, blocks, column_extremes
 from ._common import describe_sample, fmt
 from ._pictures import BIN_RULE
 from ._zoom_bins import ZoomBins
@@ -158,8 +158,7 @@ class TableHeatmaps(QObject):
         if n * d > EXACT_SHARE:
             share = float(np.mean(np.abs(S[self._probe]) > t)), False
         else:
-            step = max(1, 4_000_000 // max(d, 1))
-            hits = sum(int(np.count_nonzero(np.abs(S[r:r + step]) > t)) for r in range(0, n, step))
+            hits = sum(int(np.count_nonzero(np.abs(S[a:b]) > t)) for a, b in blocks(0, n, block_rows(S, d)))
             share = hits / max(n * d, 1), True
         self._share = (t, share)
         return share

@@ -1,23 +1,23 @@
 """Heatmaps that follow the zoom: after a plot's visible range (or size) settles, the rows and
 columns on screen are binned again (:mod:`._binning`) to the pixels there are, so that at enough
-zoom every sample has its own row. Large regions are binned on a pool thread, a newer request
-cancelling an older one between blocks; only the latest answer is drawn."""
+zoom every sample has its own row. Large regions are binned off the GUI thread the way every view
+does it (:mod:`._latest`): a newer request cancels an older one between blocks, and only the
+latest answer is drawn."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, QRectF, QRunnable, QThreadPool, QTimer, Signal
+from PySide6.QtCore import QObject, QRectF, Signal
 
-from ._binning import MAX_BINS, Bins, Cancelled, bins_for
+from ._binning import MAX_BINS, Bins, bins_for
+from ._latest import SETTLE_MS, cancel_test, runner, settle_timer
 
 __all__ = ["Region", "ZoomBins", "Extent", "bins_limit", "SETTLE_MS", "SYNC_VALUES"]
 
-#: Wait for the range to stop changing this long before binning again (a wheel zoom is a burst).
-SETTLE_MS = 120
 #: Regions of at most this many values are binned on the GUI thread (about 30 ms); larger ones
-#: on a pool thread.
+#: on a worker thread.
 SYNC_VALUES = 1_500_000
 #: Never fewer bins than this along an axis: small tables are drawn whole whatever the plot size.
 MIN_BINS = 512
@@ -41,27 +41,6 @@ class Region:
         return self.rows.length * self.cols.length
 
 
-class _Answer(QObject):
-    ready = Signal(int, object, object)   # generation, region, payload
-
-
-class _Job(QRunnable):
-    def __init__(self, owner: "ZoomBins", gen: int, region: Region):
-        super().__init__()
-        self.owner, self.gen, self.region = owner, gen, region
-        self.compute, self.answer = owner.compute, owner._answer   # held: the owner may go first
-
-    def run(self) -> None:
-        try:
-            payload = self.compute(self.region, lambda: self.owner.generation != self.gen)
-        except Cancelled:
-            return
-        try:
-            self.answer.ready.emit(self.gen, self.region, payload)
-        except RuntimeError:   # the view was closed meanwhile: nobody to draw for
-            pass
-
-
 class ZoomBins(QObject):
     """Bins the region of a (n, d) table a ViewBox shows.
 
@@ -76,19 +55,17 @@ class ZoomBins(QObject):
         super().__init__(parent)
         self.viewbox, self.compute, self._draw = viewbox, compute, draw
         self.shape = None
-        self.generation = 0
         self.region: Region | None = None    # what is drawn
-        self._answer = _Answer(self)
-        self._answer.ready.connect(self._arrived)
-        self._timer = QTimer(self, singleShot=True, interval=SETTLE_MS)
-        self._timer.timeout.connect(self.update)
+        self.error = ""                      # why the last region could not be binned
+        self._runner = runner(self, self._arrived, self._failed)
+        self._timer = settle_timer(self, self.update)
         viewbox.sigRangeChanged.connect(self._changed)
         viewbox.sigResized.connect(self._changed)
 
     def set_table(self, shape) -> None:
         """A new table (or none): what is drawn is forgotten, pending work cancelled."""
         self.shape = None if shape is None else (int(shape[0]), int(shape[1]))
-        self.generation += 1
+        self._runner.cancel()
         self.region = None
 
     def _changed(self, *_):
@@ -119,23 +96,29 @@ class ZoomBins(QObject):
         region = region or self.wanted()
         if region is None:
             return
-        self.generation += 1
-        self._show(region, self.compute(region, lambda: False))
+        self._runner.cancel()
+        self._show(region, self.compute(region, cancel_test(None, "")))
 
     def update(self) -> None:
-        """Bin what is on screen if it is not what is drawn: here when small, else on the pool."""
+        """Bin what is on screen if it is not what is drawn: here when small, else on a worker."""
         region = self.wanted()
         if region is None or region == self.region:
             return
         if region.values <= SYNC_VALUES:
             self.draw_now(region)
             return
-        self.generation += 1
-        QThreadPool.globalInstance().start(_Job(self, self.generation, region))
+        compute = self.compute   # held: the view may be closed while the job runs
 
-    def _arrived(self, gen: int, region: Region, payload) -> None:
-        if gen == self.generation:   # only the latest request is drawn
-            self._show(region, payload)
+        def work(progress):
+            return region, compute(region, cancel_test(progress, "binning the zoomed region"))
+
+        self._runner.submit(work, tag="zoom")
+
+    def _arrived(self, job, result) -> None:
+        self._show(*result)   # the runner delivers only the latest request's answer
+
+    def _failed(self, job, message, details) -> None:
+        self.error = message
 
     def _show(self, region: Region, payload) -> None:
         self.region = region

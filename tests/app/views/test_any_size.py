@@ -192,7 +192,7 @@ def test_a_click_on_a_bin_selects_its_samples(views_for, qtbot):
 
 
 def test_large_regions_are_binned_off_the_gui_thread(views_for, qtbot, monkeypatch):
-    """Above SYNC_VALUES a pool thread bins; a newer zoom cancels the older one, and only the
+    """Above SYNC_VALUES a worker thread bins; a newer zoom cancels the older one, and only the
     latest answer is drawn."""
     import app.views._zoom_bins as zb
     monkeypatch.setattr(zb, "SYNC_VALUES", 0)
