@@ -37,7 +37,7 @@ def test_lazy_runs_give_the_in_memory_numbers(table, method, params):
 
 
 def test_memory_only_methods_refuse_lazy_data(table):
-    with pytest.raises(ValueError, match="needs the data in memory.*pca, coherence-pursuit, residual"):
+    with pytest.raises(ValueError, match="needs the data in memory.*pca, coherence-pursuit, robpca, residual"):
         get_method("pcp").run(open_lazy(table), {})
 
 
