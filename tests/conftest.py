@@ -8,6 +8,11 @@ from robustcore._blas_policy import default_to_one_thread
 from tests import watchdog
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Qt's offscreen screen is 800 x 800 by default, and the window keeps itself inside its screen
+# (app._qt.fit_to_screen): the GUI tests size their windows (1280 x 800 and up) on a screen of a
+# desktop's size instead. tests/app/test_window_start.py sets small screens of its own.
+if os.environ["QT_QPA_PLATFORM"].strip() == "offscreen":
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={Path(__file__).with_name('offscreen_screen.json')}"
 # One BLAS thread (before numpy loads), as the window has: on a busy 2-core machine multi-threaded
 # OpenBLAS spin-waits on small products (a 0.02 s SVD took seconds), and the GUI tests need the
 # main thread to get the CPU.

@@ -129,7 +129,7 @@ class ConvergencePlots:
             return
         fm = QFontMetricsF(_title_font(plot))
         text = next((t for t in titles if fm.horizontalAdvance(t) + 6 <= w), titles[-1])
-        if getattr(plot, "_rss_title", (None,))[0] != text:
+        if getattr(plot, "_rss_title", (None,))[0] != (text,):
             st.set_title(plot, text)
 
     def _fit_text(self, plot) -> None:

@@ -243,25 +243,28 @@ def _let_title_shrink(label) -> None:
     update_min()
 
 
-def set_title(plot: pg.PlotItem, text: str, color: str = AXIS_COLOR, size: str = "10pt") -> None:
+def set_title(plot: pg.PlotItem, text, color: str = AXIS_COLOR, size: str = "10pt") -> None:
     """Set a plot title that never widens its column (see ``_let_title_shrink``) and wraps onto
-    more lines when the plot is narrower than the text (never cut off)."""
+    more lines when the plot is narrower than the text (never cut off). ``text`` may be a tuple
+    of titles, longest first: the longest that fits on one line is shown (else the last, wrapped)."""
     _let_title_shrink(plot.titleLabel)
-    plot._rss_title = (text, color, size)
+    titles = (text,) if isinstance(text, str) else tuple(text)
+    plot._rss_title = (titles, color, size)
     if not getattr(plot, "_rss_title_fits", False):
         plot.geometryChanged.connect(lambda p=plot: fit_title(p))
         plot._rss_title_fits = True
-    plot.setTitle(text, color=color, size=size)
-    plot._rss_title_shown = text
+    plot.setTitle(titles[0], color=color, size=size)
+    plot._rss_title_shown = titles[0]
     fit_title(plot)
 
 
 def fit_title(plot: pg.PlotItem) -> None:
-    """Break the plot's title into lines no wider than the plot (at spaces)."""
+    """The longest of the plot's titles that fits on one line, else the shortest broken into
+    lines no wider than the plot (at spaces)."""
     spec = getattr(plot, "_rss_title", None)
     if spec is None:
         return
-    text, color, size = spec
+    titles, color, size = spec
     avail = plot.width() - 6
     if avail <= 20:
         return
@@ -269,6 +272,7 @@ def fit_title(plot: pg.PlotItem) -> None:
     font = QFont(plot.titleLabel.item.font())
     font.setPointSizeF(float(size.rstrip("pt")))
     fm = QFontMetricsF(font)
+    text = next((t for t in titles if fm.horizontalAdvance(t) <= avail), titles[-1])
     lines, cur = [], ""
     for word in text.split(" "):
         trial = f"{cur} {word}" if cur else word

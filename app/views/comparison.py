@@ -196,7 +196,8 @@ class ComparisonView(BaseView):
                                         symbolBrush=st.brush(c), symbolPen=None)
             self.angle_legend.addItem(item, f"{short[a]}–{short[b]}")
         self.angle_plot.setYRange(0, 90)
-        st.set_title(self.angle_plot, f"angles at rank {k} ({self.unit})")
+        # (the unit is in the status line too: a narrow plot drops it from its title)
+        st.set_title(self.angle_plot, (f"angles at rank {k} ({self.unit})", f"angles at rank {k}"))
         sets = list(self.errors)
         width = 0.8 / len(sets)
         for j, kind in enumerate(sets):
@@ -210,7 +211,7 @@ class ComparisonView(BaseView):
         self._tick_names = [(short[m], self.ranks[m]) for m in ms]
         ticks = self._method_ticks()
         self.error_plot.getAxis("bottom").setTicks(ticks)
-        st.set_title(self.error_plot, f"median SPE at rank {k} ({self.unit})")
+        st.set_title(self.error_plot, (f"median SPE at rank {k} ({self.unit})", f"median SPE at rank {k}"))
         nflag = [int(self.flags[m][0].sum()) for m in ms]
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
                              brush=st.brush(st.category_color(5)), pen=None)
