@@ -219,7 +219,12 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         # The column locations are taken out in the scaled units and given back to L (class doc).
         location = column_location(Z, p["center"])
         if location.any():
-            Z = Z - location
+            with np.errstate(over="ignore", invalid="ignore"):   # checked just below
+                Z = Z - location
+            if not math.isfinite(max_abs(Z)):
+                raise ValueError("X's values are too near float64's largest value to take each column's "
+                                 "location out (center): the differences overflow. Multiply X by a constant "
+                                 "that brings its values near 1, or set center='none'")
         # The training rows' digests (0.09 s at 4000 x 4000) are hashed on a thread of their
         # own while the fit starts: hashlib releases the GIL, and the spectral norm before the
         # iterations leaves the second core idle.
