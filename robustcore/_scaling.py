@@ -36,6 +36,7 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from ._params import SCALES, scale_param  # noqa: F401  (declared with the other parameters)
+from ._passes import is_lazy
 from ._validation import MAX_ABS, validate_X
 
 __all__ = ["SCALES", "AUTO_SPREAD_RATIO", "scale_param", "fit_scaling", "resolve_scaling", "mixed_units",
@@ -159,11 +160,15 @@ def auto_scaling(how: str, X=None, *, frames: bool = False) -> str:
     return how
 
 
-def frames_input(X):
+def frames_input(X, out_of_core: bool = False):
     """``(X, frames)``: the data to fit and whether they are frames (images or a video: module
     doc). A :class:`~robustcore.datasets.Dataset` gives its dense X; an array carrying an
-    ``image_shape`` attribute is used as it is."""
+    ``image_shape`` attribute is used as it is, and so is lazy input when the caller runs
+    ``out_of_core`` (loading it would fit in memory and keep every per-row result there,
+    whatever the memory budget)."""
     frames = getattr(X, "image_shape", None) is not None
+    if out_of_core and is_lazy(X):
+        return X, frames
     if hasattr(X, "image_shape") and hasattr(X, "dense") and not hasattr(X, "shape"):
         X = X.dense()
     return X, frames

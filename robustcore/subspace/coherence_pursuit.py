@@ -253,7 +253,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         """
         p = self._start_fit()
         rep = Reporter(progress)
-        X, frames = frames_input(X)
+        X, frames = frames_input(X, out_of_core=True)
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
         # (frames and pixel ranges resolved here: the passes' scan sees only column moments)
         p["scale"] = auto_scaling(p["scale"], None if rows.lazy else rows.X, frames=frames)
