@@ -14,6 +14,8 @@ colours always fill the plots.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QRectF, Qt
@@ -22,7 +24,8 @@ from robustcore import compare
 
 from . import _derived as der
 from . import _style as st
-from ._cloud import PointCloud, new_plot
+from ._binned import Source
+from ._cloud import POINTS_MAX, PointCloud, new_plot
 from ._common import Choice, describe_sample, fmt, labelled, title_of
 from .base import BaseView
 
@@ -60,6 +63,8 @@ class ContourView(BaseView):
         self.model = None
         self.plane = None
         self.current_flags = None
+        self._binned_xy = None   # (coordinates on the worker, n) for a binned map, see _redraw_binned
+        self._framed = False
         self.plots = {}
         self.images = {}
         self.isolines = {}      # (map, limit name) -> IsocurveItem
@@ -139,7 +144,7 @@ class ContourView(BaseView):
         self.redraw()
 
     def _show_nothing(self, res, why):
-        self.model, self.drawn, self.limits = None, res, {}
+        self.model, self.drawn, self.limits, self._binned_xy = None, res, {}, None
         for img in self.images.values():
             img.clear()
         for cloud in self.clouds.values():
@@ -172,16 +177,26 @@ class ContourView(BaseView):
         self.model = model
         key = self.plane_box.key() or "data"
         self.plane, names = self.plane_axes(key)
-        X = der.model_units(res, ds.dense())  # the units the result's subspace lives in
-        xy = compare.plane_coordinates(X, model["mean"], self.plane)
         self.limits = {"spe": model["spe_limit"], "t2": model["t2_limit"]}
         scores = {k: np.asarray(res.sample_scores[k], dtype=float) for k in ("spe", "t2")}
         self.drawn = res
         for kname, cloud in self.clouds.items():
-            cloud.set_points(xy[:, 0], xy[:, 1], brushes=[st.brush("#333333", 170)] * xy.shape[0])
             cloud.describe = (lambda i: describe_sample(ds, i, None)
                               + f" · SPE {fmt(scores['spe'][i])} · T² {fmt(scores['t2'][i])}")
             st.style_plot(self.plots[kname], bottom=names[0], left=names[1])
+        self._draw_axis_lines(model)
+        if ds.n_samples > POINTS_MAX:
+            self._redraw_binned(res, ds, model)
+            return
+        self._binned_xy = None
+        X = der.model_units(res, ds.dense())  # the units the result's subspace lives in
+        xy = compare.plane_coordinates(X, model["mean"], self.plane)
+        for cloud in self.clouds.values():
+            cloud.set_points(xy[:, 0], xy[:, 1], brushes=[st.brush("#333333", 170)] * xy.shape[0])
+        self._frame(xy.min(axis=0), xy.max(axis=0))
+        self._apply_rule()
+
+    def _draw_axis_lines(self, model) -> None:
         comp_dir = self.plane @ model["components"][0]
         for line in self.axis_lines.values():
             if np.linalg.norm(comp_dir) > 1e-6:
@@ -190,15 +205,54 @@ class ContourView(BaseView):
                 line.setVisible(True)
             else:
                 line.setVisible(False)
-        # A square window around the points, with a margin so the limits' isolines close around
-        # the data; the maps themselves fill whatever range the plots show (see _fill).
-        mid = (xy.min(axis=0) + xy.max(axis=0)) / 2
-        half = 0.6 * max(float(np.max(xy.max(axis=0) - xy.min(axis=0))), 1e-9)
+
+    def _frame(self, lo, hi) -> None:
+        """A square window around the points (corners ``lo``, ``hi``), with a margin so the limits'
+        isolines close around the data; the maps themselves fill whatever range the plots show
+        (see _fill)."""
+        lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+        mid = (lo + hi) / 2
+        half = 0.6 * max(float(np.max(hi - lo)), 1e-9)
         self.plots["spe"].getViewBox().setRange(QRectF(mid[0] - half, mid[1] - half, 2 * half, 2 * half),
                                                 padding=0)
         for kname in self.plots:
             self._fill(kname)
+
+    def _redraw_binned(self, res, ds, model) -> None:
+        """Many samples: their plane coordinates are computed on the worker that bins them (once,
+        shared by both maps and every rule), never on the GUI thread; the view is framed when the
+        first picture comes (issue 33: 1.3 s of the GUI thread at 2,000,000 rows)."""
+        plane, mean, lock, held = self.plane, model["mean"], threading.Lock(), {}
+
+        def coordinates():
+            with lock:
+                if "xy" not in held:
+                    X = der.model_units(res, ds.dense())
+                    xy = compare.plane_coordinates(X, mean, plane)
+                    held["xy"] = (np.ascontiguousarray(xy[:, 0]), np.ascontiguousarray(xy[:, 1]))
+                return held["xy"]
+
+        self._binned_xy, self._framed = (coordinates, ds.n_samples), False
+        for cloud in self.clouds.values():
+            cloud.frame = self._frame_binned
         self._apply_rule()
+
+    def _frame_binned(self, pic) -> None:
+        # once per map drawn: a new rule re-bins, and must not undo the user's zoom
+        if not self._framed:
+            self._framed = True
+            self._frame(pic.extent[0::2], pic.extent[1::2])
+
+    def _bin(self, flags_of) -> None:
+        """Hand both clouds the binned source, flagged by ``flags_of()`` (run on the worker)."""
+        coordinates, n = self._binned_xy
+
+        def make():
+            x, y = coordinates()
+            return {"x": x, "y": y, "flags": flags_of()}
+
+        for cloud in self.clouds.values():
+            cloud.set_source(Source(make=make, n=n, colors=["#333333"]))
 
     def _fill(self, kname: str) -> None:
         """Evaluate the map over the plot's visible range (no white margins, whatever the shape
@@ -241,10 +295,13 @@ class ContourView(BaseView):
         flags = np.asarray(res.flags[RULE_FLAGS[rule]], dtype=bool)
         n = flags.size
         inside, outside = st.brush("#1F4E79", 190), st.brush("#D55E00", 230)
-        brushes = np.array([inside, outside], dtype=object)[flags.astype(np.int64)]
-        for cloud in self.clouds.values():
-            cloud.set_brushes(list(brushes))
-            cloud.set_flags(flags)
+        if self._binned_xy is not None:
+            self._bin(lambda: flags)
+        else:
+            brushes = np.array([inside, outside], dtype=object)[flags.astype(np.int64)]
+            for cloud in self.clouds.values():
+                cloud.set_brushes(list(brushes))
+                cloud.set_flags(flags)
         self.current_flags = flags
         self.legend.clear()
         self._legend_items = [pg.ScatterPlotItem(size=7, brush=inside, pen=None),
