@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._calibration import CORE_SPREADS
 from .._outlier import MAD_NORMAL, log_residual, median_mad_cut
 from .._passes import scratch
 from .._residual import residual_scores
@@ -61,18 +60,17 @@ def calibration_cut(med: float, mad: float) -> float:
 
 def bounds_cut(med: float, mad: float) -> float:
     """The log SPE above which a usable row is left out of the rows whose scores bound the
-    limits (``robustcore._calibration``; those rows are flagged whatever the limits): median +
-    CORE_SPREADS x 1.4826 MAD; +inf (every usable row) when the MAD is 0.
+    limits (``robustcore._calibration``; those rows are flagged whatever the limits): the same
+    cut as :func:`calibration_cut`, but +inf (every usable row) when the MAD is 0.
 
-    Wider than :func:`calibration_cut` (issue 35): 3 robust deviations left heavy-tailed inliers
-    out (3-4 % of t3 inliers flagged, 9.5 % of landsat's), and a MAD of 0 (more than half the
-    log SPE equal: ties, discrete columns) put the cut AT the median, leaving half of the
-    inliers out and flagged (the mechanism behind smtp's 13.9 %). The spectrum keeps the
-    narrower rows: from these, Coherence Pursuit's development ROC-AUC fell 0.762 -> 0.758
-    (benchmarks/results_outliers.md, "Flag rates")."""
+    A MAD of 0 (more than half the log SPE equal: ties, discrete columns) put the cut AT the
+    median, leaving half of the inliers out and flagged (the mechanism behind smtp's 13.9 %,
+    issue 35). A wider cut of 4 robust deviations was tried and undone: it took usps-1-vs-8's
+    gross outliers into the bounding rows, and the flags caught 5 of its 50 known outliers
+    instead of 43, at the same 0.8-1.1 % of inliers flagged."""
     if not mad > 0:
         return float("inf")
-    return median_mad_cut(med, mad, CORE_SPREADS)
+    return median_mad_cut(med, mad)
 
 
 def calibration_rows_in_memory(sq, usable):
