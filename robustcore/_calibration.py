@@ -55,6 +55,7 @@ __all__ = ["CORE_SPREADS", "TAIL_WIDENING", "BAND", "WARN_FACTOR", "QUANTILE_LEV
            "core_cut", "bound_levels", "calibrated_limit", "calibrate", "calibrate_scores", "Calibration", "uncalibrated",
            "flag_rate_warning", "believed_clean", "rate_limit"]
 
+_LOG_MAX = math.log(np.finfo(np.float64).max)
 # The core ends this many robust spreads of the log score above its median.
 CORE_SPREADS = 4.0
 # The spread from q90 widens the core up to this many times the spread from q75 (step 1).
@@ -111,7 +112,9 @@ def core_cut(q50: float, q75: float, q90: float) -> tuple[float | None, str]:
     if not spread > 0.0:
         return None, ("the training scores take too few distinct values for a robust spread "
                       "(their 75 % and 90 % quantiles equal the median)")
-    return math.exp(math.log(q50) + CORE_SPREADS * spread), ""
+    log_cut = math.log(q50) + CORE_SPREADS * spread
+    # (scores near float64's largest value: a cut past it holds every score)
+    return (math.exp(log_cut) if log_cut < _LOG_MAX else math.inf), ""
 
 
 def bound_levels(core_share: float, alpha: float) -> tuple[float, float]:

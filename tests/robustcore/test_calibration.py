@@ -307,3 +307,14 @@ def test_on_real_tables_the_inliers_are_flagged_near_alpha(name, method):
         assert flags[~out].mean() < gauss[~out].mean()
         np.testing.assert_allclose(est.score_samples(X) * est.limit_calibration_["factor"],
                                    textbook.score_samples(X), rtol=1e-8)
+
+
+def test_a_core_past_the_largest_float_holds_every_score():
+    """Scores near float64's largest value (PCP on data near it): the cut is infinite, not an
+    OverflowError, and every score is in the core."""
+    import math
+    from robustcore._calibration import core_cut, rate_limit
+    cut, why = core_cut(2.88e307, 3.82e307, 5.89e307)
+    assert cut == math.inf and why == ""
+    s = np.array([2.0e307, 2.9e307, 3.8e307, 5.9e307, 1.0e308])
+    assert np.isfinite(rate_limit(s, 0.01).limit)
