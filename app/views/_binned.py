@@ -144,9 +144,15 @@ class Binned(QObject):
         if self.active and self.picture is not None and not self._framing:
             self.timer.start()
 
+    def _gone(self) -> bool:
+        """The plot was deleted (its view closed, an export's views dropped) while a timer or a
+        job still pointed here: nothing to bin or draw for."""
+        from shiboken6 import isValid
+        return not isValid(self.vb)
+
     def request(self, full: bool = False) -> None:
         """Bin the visible range (``full``: every sample, and frame the view on them)."""
-        if not self.active:
+        if not self.active or self._gone():
             return
         self.timer.stop()
         (x0, x1), (y0, y1) = self.vb.viewRange()
@@ -182,7 +188,8 @@ class Binned(QObject):
             self._draw(*work(None))
 
     def _on_picture(self, job, result) -> None:
-        self._draw(*result)
+        if not self._gone():
+            self._draw(*result)
 
     def _on_failed(self, job, message, details) -> None:
         self.error = message
@@ -241,6 +248,8 @@ class Binned(QObject):
         self.marks.submit(work, tag="mark")
 
     def _on_marks(self, job, result) -> None:
+        if self._gone():
+            return
         idx, x, y = result
         self.cloud.sel_item.setData(x=x, y=y)
 
