@@ -89,7 +89,7 @@ def default_to_one_thread(environ=None) -> bool:
             # a controller of its own: the cached one is built once every library is loaded
             from threadpoolctl import ThreadpoolController
             ThreadpoolController().limit(limits=1, user_api="blas")
-        except Exception:        # threadpoolctl missing or unable to inspect this process
+        except Exception:        # noqa: BLE001 - threadpoolctl missing or unable to inspect this process
             pass
     return True
 
@@ -102,7 +102,7 @@ def blas_controller():
         try:
             from threadpoolctl import ThreadpoolController
             _controller = ThreadpoolController()
-        except Exception:        # threadpoolctl missing or unable to inspect this process
+        except Exception:        # noqa: BLE001 - threadpoolctl missing or unable to inspect this process
             _controller = False
     return _controller or None
 

@@ -45,7 +45,7 @@ def run_child(request: dict, timeout: float = 300) -> list[dict]:
                QT_QPA_PLATFORM="offscreen")
     proc = subprocess.run([sys.executable, "-m", "tests.corpus.harness"], input=json.dumps(request), text=True,
                           capture_output=True, timeout=timeout, cwd=str(ROOT), env=env)
-    lines = [json.loads(l) for l in proc.stdout.splitlines() if l.startswith("{")]
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode != 0:
         raise AssertionError(f"the capped child exited with {proc.returncode}:\n{proc.stdout[-3000:]}\n"
                              f"{proc.stderr[-8000:]}")

@@ -18,8 +18,8 @@ def test_corpus_loads_within_budget_and_time():
     lines = run_child({"cases": cases})
     assert not problems(cases, lines, budget), "\n".join(problems(cases, lines, budget))
     # The bombs were stopped early: inflated to 64 MiB they would have needed far more.
-    bombs = [l for l in lines if "bomb" in l["file"]]
-    assert bombs and all(l["peak"] < 1.25 * budget + 4 * 2 ** 20 for l in bombs)
+    bombs = [ln for ln in lines if "bomb" in ln["file"]]
+    assert bombs and all(ln["peak"] < 1.25 * budget + 4 * 2 ** 20 for ln in bombs)
 
 
 def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
@@ -37,7 +37,7 @@ def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
               "match": "folder", "budget": 2 ** 24, "options": {"format": "csv"}, "seconds": 5}]
     lines = run_child({"cases": cases})
     assert not problems(cases, lines, 2 ** 24), "\n".join(problems(cases, lines, 2 ** 24))
-    assert all(l["seconds"] < 5 for l in lines)
+    assert all(ln["seconds"] < 5 for ln in lines)
 
 
 @pytest.mark.slow

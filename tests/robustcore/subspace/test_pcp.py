@@ -170,7 +170,7 @@ def test_progress_is_monotone_and_cancel_leaves_unfitted():
     with pytest.raises(Cancelled):
         est.fit(L0 + S0, progress=stop_at_5)
     with pytest.raises(AttributeError):
-        est.low_rank_
+        _ = est.low_rank_
     assert not hasattr(est, "n_iter_")
 
 
