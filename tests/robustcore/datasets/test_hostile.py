@@ -156,3 +156,19 @@ def test_special_file_kinds_are_named(tmp_path):
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     with pytest.raises(LoadError, match="FIFO"):
         load(fifo)
+
+
+def test_corpus_cases_needing_a_missing_package_are_left_out(monkeypatch):
+    """Without PyAV (an extra) the video cases are not run, instead of failing on 'install av'."""
+    import importlib.util
+
+    from tests.corpus import harness
+    with_av = {c["file"] for c in corpus("load")[0]} if importlib.util.find_spec("av") else None
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "av" else real(name, *a))
+    without = {c["file"] for c in corpus("load")[0]}
+    assert not any(f.endswith(".mp4") for f in without) and "frame-4096.mp4" not in without
+    assert len(without) > 50
+    if with_av is not None:
+        assert with_av - without == {"frame-4096.mp4", "frame-8192.mp4"}
+    assert harness._installed(None) and not harness._installed("av")
