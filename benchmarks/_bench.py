@@ -107,7 +107,7 @@ def blas_info():
 def _version(mod):
     try:
         return __import__(mod).__version__
-    except Exception:
+    except Exception:  # noqa: BLE001
         return "not installed"
 
 

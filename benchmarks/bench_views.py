@@ -403,7 +403,7 @@ def startup(repeat=5):
         for who in times:
             out = subprocess.run([sys.executable, "-c", _STARTUP, who], capture_output=True, text=True,
                                  env=env, cwd=root, timeout=300).stdout
-            times[who].append(float(next(l for l in out.splitlines() if l.startswith("RESULT")).split()[1]))
+            times[who].append(float(next(ln for ln in out.splitlines() if ln.startswith("RESULT")).split()[1]))
     ref, ours = _bench.Timing(times["reference"]), _bench.Timing(times["ours"])
     print("# bench_views startup\n")
     print(_bench.conditions(["new process to the window shown and painted once, 1280 x 800"]) + "\n")

@@ -31,7 +31,7 @@ extensions = [
     "numpydoc",
     "sphinx_gallery.gen_gallery",
     "param_tables",
-    "numpydoc_sections",
+    "skip_routing_methods",
 ]
 
 exclude_patterns = ["_build", "examples/README.txt", "**/sizes/**"]

@@ -10,8 +10,7 @@ overrides a variable the user set.
 
 **PCP's exception.** PCP is the one method that uses several cores by itself: it runs its own
 threads over ranges of rows (its ``n_jobs``), and a BLAS that starts threads inside each of their
-products would oversubscribe the cores (MNIST-3000 on 2 cores: 2.6 s with one BLAS thread per
-call, 5.7 s with two). Under the rule BLAS already runs on one thread inside the fit, so PCP's
+products would oversubscribe the cores. Under the rule BLAS already runs on one thread inside the fit, so PCP's
 threads need no limit of their own. When the user chose more than one BLAS thread
 (:func:`blas_threads` > 1 inside the fit), PCP with ``n_jobs=None`` runs on ONE thread of its own
 and leaves the cores to BLAS, as the user asked; an ``n_jobs`` the user gave is used as given
@@ -24,12 +23,8 @@ module imports nothing heavy, so that call can come first.
 
 Why one thread: these methods make many mid-sized products, where OpenBLAS's threads cost more
 in hand-offs than they gain, and a thread that spin-waits for a core another process holds stalls
-the whole product. From a plain script with default threads, PCP on a 25,344 x 24 clip took 43 s
-while another process kept one of the two cores busy, against 0.69 s with one thread;
-``benchmarks/bench_threads.py`` measures it (``benchmarks/results_threads.md``). Even on the
-nearly idle 2-core development machine, PCP on the escalator video took 2.8 s with one OpenBLAS
-thread and 8.4 s with two, MNIST-3000 4.1 s against 7.4 s; Coherence Pursuit at 100,000 x 100
-gained a little from two (0.7 s against 0.9 s).
+the whole product, so that one busy core elsewhere can make a fit many times slower.
+``benchmarks/bench_threads.py`` measures both settings (``benchmarks/results_threads.md``).
 
 **robustcore's own pass threads.** The passes over the rows of a large in-memory table run in
 lanes on threads of their own (:mod:`robustcore._lanes`), each product on one BLAS thread. They
@@ -89,7 +84,7 @@ def default_to_one_thread(environ=None) -> bool:
             # a controller of its own: the cached one is built once every library is loaded
             from threadpoolctl import ThreadpoolController
             ThreadpoolController().limit(limits=1, user_api="blas")
-        except Exception:        # threadpoolctl missing or unable to inspect this process
+        except Exception:        # noqa: BLE001 - threadpoolctl missing or unable to inspect this process
             pass
     return True
 
@@ -102,7 +97,7 @@ def blas_controller():
         try:
             from threadpoolctl import ThreadpoolController
             _controller = ThreadpoolController()
-        except Exception:        # threadpoolctl missing or unable to inspect this process
+        except Exception:        # noqa: BLE001 - threadpoolctl missing or unable to inspect this process
             _controller = False
     return _controller or None
 

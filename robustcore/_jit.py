@@ -39,7 +39,7 @@ def _load(module):
         warm = getattr(mod, "warm_up", None)
         if warm is not None:
             warm()
-    except Exception:       # numba missing, or an install that cannot load: use numpy
+    except Exception:       # noqa: BLE001 - numba missing, or an install that cannot load: use numpy
         mod = None
     _loaded[module] = mod
 

@@ -221,7 +221,7 @@ _INVALID = _Invalid()
 def _equal(a, b) -> bool:
     try:
         return bool(a == b)
-    except Exception:       # e.g. an array compared with a number
+    except Exception:       # noqa: BLE001 - e.g. an array compared with a number
         return False
 
 

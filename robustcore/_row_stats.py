@@ -42,7 +42,7 @@ _ORDINARY_CANCEL = 4.0
 
 def column_min_max(B):
     """(minimum, maximum) of every column of B, as B.min(axis=0) and B.max(axis=0) give them
-    (NaN included), about 4x faster: numpy reduces over axis 0 one short row (d values) at a
+    (NaN included), faster: numpy reduces over axis 0 one short row (d values) at a
     time, so ``_FOLD`` rows are first viewed as one long row and reduced together."""
     b, d = B.shape
     m = b - b % _FOLD
@@ -76,10 +76,9 @@ def syrk_lower(B, G=None):
 
 
 def gram_add(B, G=None):
-    """G + BᵀB, both triangles, by numpy's BLAS (its syrk for BᵀB: 1.4x faster at d = 50 than
-    the older OpenBLAS behind scipy.linalg.blas here). For loops that call no scipy BLAS: a
-    loop that alternates between the two libraries' thread pools runs up to 10x slower when
-    they have several threads each."""
+    """G + BᵀB, both triangles, by numpy's BLAS (its syrk for BᵀB), for loops that call no
+    scipy BLAS: a loop that alternates between the two libraries' thread pools stalls when they
+    have several threads each."""
     P = B.T @ B
     if G is None:
         return P

@@ -88,7 +88,7 @@ def column_pow2_factors(X) -> np.ndarray:
 def column_moments(X, block: int = 1 << 16):
     """Means and standard deviations (ddof 0) of the columns of a dense ``X`` (n, d), in one
     pass over blocks of rows merged by Chan, Golub & LeVeque's update: no n x d temporary,
-    which ``X.std(axis=0)`` makes (100,000 x 50: 12 ms instead of 26 ms for mean and std)."""
+    which ``X.std(axis=0)`` makes."""
     n, d = X.shape
     rows = max(1, block // max(d, 1))
     if n <= rows:

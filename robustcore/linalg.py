@@ -363,7 +363,7 @@ def spectral_norm(A, *, random_state=None, top=None) -> float:
                         matvec=lambda v: (B32 @ v.astype(np.float32)).astype(np.float64),
                         rmatvec=lambda u: (B32.T @ u.astype(np.float32)).astype(np.float64))
     u = svds(op, k=1, v0=v0, tol=_NORM_TOL, return_singular_vectors="u")[0][:, 0]
-    del B32
+    B32 = None      # the float32 copy is as large as A: free it before the last product
     return float(np.linalg.norm(B.T @ (u * (scale / np.linalg.norm(u))))) / scale
 
 

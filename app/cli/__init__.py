@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, Cancelled):
         print(f"{PROG}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception:  # a bug: keep the traceback for the report
+    except Exception:  # noqa: BLE001 - a bug: keep the traceback for the report
         traceback.print_exc()
         print(f"{PROG}: internal error; please report it with the traceback above", file=sys.stderr)
         return EXIT_FAILED

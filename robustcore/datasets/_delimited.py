@@ -130,22 +130,22 @@ class DelimitedLoader(Loader):
     def _detect_delimiter(text: str, comment: str | None, path: Path) -> str:
         if path.name.lower().split(".")[-1] == "tsv" or ".tsv." in path.name.lower():
             return "\t"
-        lines = [l for l in split_lines(text) if l.strip() and not (comment and l.lstrip().startswith(comment))][:50]
+        lines = [ln for ln in split_lines(text) if ln.strip() and not (comment and ln.lstrip().startswith(comment))][:50]
         if not lines:
             return ","
         best = None
         for d in _DELIMS:
-            counts = [l.count(d) for l in lines]
+            counts = [ln.count(d) for ln in lines]
             if counts[0] > 0 and len(set(counts)) == 1:
                 if best is None or counts[0] > best[1]:
                     best = (d, counts[0])
         if best:
             return best[0]
-        ws = [len(l.split()) for l in lines]
+        ws = [len(ln.split()) for ln in lines]
         if ws[0] > 1 and len(set(ws)) == 1:
             return "whitespace"
         # Inconsistent counts: take the most frequent candidate and let the ragged-row check speak.
-        scores = {d: sum(l.count(d) for l in lines) for d in _DELIMS}
+        scores = {d: sum(ln.count(d) for ln in lines) for d in _DELIMS}
         d = max(scores, key=scores.get)
         if scores[d] == 0:
             return "whitespace" if max(ws) > 1 else ","
@@ -309,22 +309,22 @@ class DelimitedLoader(Loader):
         if not data:
             return None
         if delim == "whitespace":
-            if any(len(l.split()) != width for l in data):
+            if any(len(ln.split()) != width for ln in data):
                 return None
-        elif any(l.count(delim) != width - 1 for l in data):
+        elif any(ln.count(delim) != width - 1 for ln in data):
             return None
-        if trailing and not all(l.rstrip("\r\n ").endswith(delim) for l in data):
+        if trailing and not all(ln.rstrip("\r\n ").endswith(delim) for ln in data):
             return None
         try:
             X = np.loadtxt(data, delimiter=None if delim == "whitespace" else delim,
                            usecols=None if isinstance(feat, range) and not trailing else list(feat),
                            comments=None, dtype=np.float64, ndmin=2, quotechar=None)
-        except Exception:  # any parse problem: let the careful path report it
+        except Exception:  # noqa: BLE001 - any parse problem: let the careful path report it
             return None
         if X.shape != (len(data), len(feat)) or not np.all(np.isfinite(X)):
             return None
         def column(j):
-            return [(l.split() if delim == "whitespace" else l.split(delim))[j].strip() for l in data]
+            return [(ln.split() if delim == "whitespace" else ln.split(delim))[j].strip() for ln in data]
         labels = column(label_j) if label_j is not None else None
         ids = column(id_j) if id_j is not None else None
         return X, labels, ids

@@ -102,7 +102,7 @@ def _pil_size(path: Path) -> tuple[int, int]:
             w, h = im.size
     except Image.DecompressionBombError as exc:
         raise LoadError(f"{path.name} is too large to decode safely ({exc})") from None
-    except Exception as exc:  # Pillow raises many types for unreadable files
+    except Exception as exc:  # noqa: BLE001 - Pillow raises many types for unreadable files
         raise LoadError(f"{path.name} is not a readable image ({type(exc).__name__}: {exc})") from None
     return h, w
 
@@ -249,7 +249,7 @@ class TiffStackLoader(Loader):
                 out = [(tuple(s.shape), s.axes, np.dtype(s.dtype)) for s in tf.series]
         except LoadError:
             raise
-        except Exception as exc:  # tifffile raises many types for damaged files
+        except Exception as exc:  # noqa: BLE001 - tifffile raises many types for damaged files
             raise LoadError(f"{path.name} is not a readable TIFF ({type(exc).__name__}: {exc}); it may be "
                             f"truncated or damaged") from None
         if not out:
@@ -328,7 +328,7 @@ class TiffStackLoader(Loader):
                         row += 1
         except LoadError:
             raise
-        except Exception as exc:  # tifffile raises many types for damaged files
+        except Exception as exc:  # noqa: BLE001 - tifffile raises many types for damaged files
             raise LoadError(f"{path.name} could not be decoded ({type(exc).__name__}: {exc}); it may be "
                             f"truncated or damaged") from None
         if not np.all(np.isfinite(X)):

@@ -53,8 +53,8 @@ class LibsvmLoader(Loader):
             text = head.decode("ascii")
         except UnicodeDecodeError:
             return False
-        lines = [l.split("#", 1)[0].split() for l in split_lines(text)[:-1] or split_lines(text)]
-        lines = [l for l in lines if l]
+        lines = [ln.split("#", 1)[0].split() for ln in split_lines(text)[:-1] or split_lines(text)]
+        lines = [ln for ln in lines if ln]
         if not lines:
             return False
         for parts in lines[:20]:

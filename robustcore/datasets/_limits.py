@@ -91,11 +91,11 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from .._params import Param
+from ._errors import LoadError, shown
 
 # Files robustcore.bigdata.open_lazy reads out of core (tables and videos): the way out a
 # refusal of one of them names first.
 OUT_OF_CORE_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
-from ._errors import LoadError, shown
 
 __all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",

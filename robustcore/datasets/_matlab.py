@@ -75,7 +75,7 @@ class MatLoader(Loader):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 info = sio.whosmat(path)
-        except Exception as exc:  # scipy raises many types for damaged files
+        except Exception as exc:  # noqa: BLE001 - scipy raises many types for damaged files
             raise LoadError(f"{path.name} is not a readable MATLAB file ({type(exc).__name__}: {exc}); "
                             f"it may be truncated or damaged") from None
         return {name: (tuple(shape), cls) for name, shape, cls in info}
@@ -122,7 +122,7 @@ class MatLoader(Loader):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 m = sio.loadmat(path, variable_names=names, squeeze_me=False, struct_as_record=True)
-        except Exception as exc:  # scipy raises many types for damaged files
+        except Exception as exc:  # noqa: BLE001 - scipy raises many types for damaged files
             raise LoadError(f"{path.name} could not be read ({type(exc).__name__}: {exc}); it may be "
                             f"truncated or damaged") from None
         if xname not in m:
@@ -174,7 +174,7 @@ class MatLoader(Loader):
             elif y.dtype.kind == "O" and y.size == n:
                 try:
                     y = np.array([str(np.asarray(v).squeeze()) for v in y.ravel()])  # cellstr
-                except Exception:
+                except Exception:  # noqa: BLE001
                     raise LoadError(f"labels variable {yname!r} could not be read as text or numbers") from None
             y = y.reshape(-1)
             if y.shape[0] != n:

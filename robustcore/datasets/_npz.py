@@ -93,7 +93,7 @@ def read_npz(source, budget: int, what: str, error=LoadError) -> dict[str, np.nd
         raise error(str(exc)) from None
     except MemoryError:
         raise error(f"{what} is too large to read in the memory available") from None
-    except Exception as exc:  # zipfile, zlib and numpy's header parser raise many types
+    except Exception as exc:  # noqa: BLE001 - zipfile, zlib and numpy's header parser raise many types
         raise error(f"{what} is damaged or not an NPZ archive ({type(exc).__name__}: {exc})") from None
     finally:
         if fh is not None and fh is not source:

@@ -57,7 +57,7 @@ class NumpyLoader(Loader):
                         out[info.filename[:-4]] = npy_header(fh)
         except LoadError:
             raise
-        except Exception as exc:  # zipfile and numpy's header parser raise many types
+        except Exception as exc:  # noqa: BLE001 - zipfile and numpy's header parser raise many types
             raise LoadError(f"{path.name} is not a readable .npz archive ({exc}); it may be truncated or "
                             f"not a NumPy file") from None
         if not out:
@@ -85,7 +85,7 @@ class NumpyLoader(Loader):
             try:
                 with open(path, "rb") as fh:
                     arrays = [npy_header(fh)]
-            except Exception as exc:  # numpy's header parser raises many types
+            except Exception as exc:  # noqa: BLE001 - numpy's header parser raises many types
                 raise LoadError(f"{path.name} is not a readable .npy file ({exc})") from None
         # The array as stored and its float64 copy exist together for a moment.
         nbytes = sum(np.prod(shape, dtype=np.float64) * (dtype.itemsize + 8) for shape, dtype in arrays)
@@ -108,7 +108,7 @@ class NumpyLoader(Loader):
             raise LoadError(f"{path.name} is damaged or not a NumPy array file ({exc})") from None
         except MemoryError:
             raise
-        except Exception as exc:  # zipfile, zlib and numpy's header parser raise many types
+        except Exception as exc:  # noqa: BLE001 - zipfile, zlib and numpy's header parser raise many types
             raise LoadError(f"{path.name} is damaged or truncated ({type(exc).__name__}: {exc})") from None
 
     def _load(self, path: Path, opts: dict, ctx) -> Dataset:

@@ -157,9 +157,9 @@ def _full_pass(X, codes, mean, cov, phi, C, variant, multiclass, rep, n_done, n_
         ks, alphas, wins = [], [], []
         u = 0
         if multiclass:
-            margins = lambda j: _margins(Q[j:], cb[j:], True)  # noqa: E731
+            margins = lambda j, Q=Q, cb=cb: _margins(Q[j:], cb[j:], True)  # noqa: E731
         else:
-            margins = lambda j: (M[j:], None)  # noqa: E731
+            margins = lambda j, M=M: (M[j:], None)  # noqa: E731
         for k, sk, alpha, beta in _triggers(vv, margins, thr, step, phi, C, variant):
             if u:
                 hrow = G[k, k:nb] - Hs[:u, k] @ Hs[:u, k:nb]
@@ -223,7 +223,7 @@ def _diag_dense_pass(X, codes, mean, sdiag, phi, C, variant, multiclass, rep, n_
         Q = Xb @ mean.T
         vv = X2 @ sdiag
         nb = b1 - b0
-        margins = lambda j: _margins(Q[j:], cb[j:], multiclass)  # noqa: E731
+        margins = lambda j, Q=Q, cb=cb: _margins(Q[j:], cb[j:], multiclass)  # noqa: E731
         for k, sk, alpha, beta in _triggers(vv, margins, thr, step, phi, C, variant):
             g = sdiag * Xb[k]
             if k + 1 < nb:

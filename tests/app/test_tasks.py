@@ -7,6 +7,7 @@ import pytest
 
 from app.tasks import TaskRunner, describe_error
 from robustcore._progress import Reporter
+from tests.timing import budget
 
 
 def _loop(n_steps, step_s=0.002, value="ok", seen_thread=None):
@@ -54,6 +55,7 @@ def test_progress_is_throttled(qtbot, runner):
     assert all(0.0 <= f <= 1.0 for f in fractions)
 
 
+@pytest.mark.timing
 def test_cancel_makes_runner_idle_at_once_and_thread_stops(qtbot, runner):
     started = threading.Event()
 
@@ -70,11 +72,11 @@ def test_cancel_makes_runner_idle_at_once_and_thread_stops(qtbot, runner):
     job = runner.submit(fn)
     assert started.wait(5)
     t0 = time.monotonic()
-    with qtbot.waitSignal(runner.cancelled, timeout=2000) as blocker:
+    with qtbot.waitSignal(runner.cancelled, timeout=int(1000 * budget(2.0))) as blocker:
         assert runner.cancel() is job
         assert not runner.is_busy() and runner.current is None
     assert blocker.args[0] is job and job.status == "cancelled"
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < budget(1.0)
     qtbot.waitUntil(lambda: runner.live_threads() == 0, timeout=2000)
     assert finished == []
 
@@ -161,12 +163,13 @@ def test_describe_error_names_unexpected_types():
     assert describe_error(MemoryError()) == "MemoryError"
 
 
+@pytest.mark.timing
 def test_shutdown_joins_running_threads(qtbot):
     r = TaskRunner()
     r.submit(_loop(100000, step_s=0.001))
     t0 = time.monotonic()
     assert r.shutdown(5.0)
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < budget(1.0)
     assert r.live_threads() == 0
     with pytest.raises(RuntimeError):
         r.submit(_loop(1))
@@ -244,6 +247,7 @@ def test_process_errors_keep_their_kind_and_traceback(pool):
     assert pool.run("pca", _data(), {}, lambda f, m: True).method == "pca"
 
 
+@pytest.mark.timing
 def test_process_fit_in_a_gil_holding_call_is_cancelled_within_a_second(pool):
     state = {"t_cancel": None}
 
@@ -254,7 +258,7 @@ def test_process_fit_in_a_gil_holding_call_is_cancelled_within_a_second(pool):
 
     with pytest.raises(Cancelled):
         pool.run(HOG, _data(), {}, progress)
-    assert time.monotonic() - state["t_cancel"] < 1.0
+    assert time.monotonic() - state["t_cancel"] < budget(1.0)
 
 
 @pytest.mark.slow

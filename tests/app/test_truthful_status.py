@@ -74,7 +74,7 @@ def test_discarded_run_leaves_no_finished_message_and_new_data_clears_it(qtbot, 
 
 def test_parameters_set_for_one_data_set_are_reset_for_the_next(qtbot, make_window):
     w = make_window()
-    w.act_keep_params.isChecked() is False
+    assert w.act_keep_params.isChecked() is False
     w.set_dataset(_table("first"))
     w.method_panel.set_method("pca")
     w.method_panel.form().set_values({"n_components": 5})

@@ -355,9 +355,9 @@ def issue24_cases() -> None:
     case("u2028-line-250.csv", "load", "refused", match="line 250: the character")
     # One-frame videos of a few KB whose frames are 16.7 M and 67 M pixels.
     _one_frame_video("frame-4096.mp4", 4096, 4096)
-    case("frame-4096.mp4", "load", "refused", match="max_bytes")
+    case("frame-4096.mp4", "load", "refused", match="max_bytes", needs="av")
     _one_frame_video("frame-8192.mp4", 8192, 8192)
-    case("frame-8192.mp4", "load", "refused", match="max_features")
+    case("frame-8192.mp4", "load", "refused", match="max_features", needs="av")
     # Two members named X.npy: which one is "X" depended on the reader.
     import warnings
     import zipfile

@@ -6,11 +6,11 @@ import warnings
 
 import pytest
 
-from robustcore import ESFS, PCA, PCP, SCW, CoherencePursuit, Param, ResidualScorer
+from robustcore import ESFS, PCA, PCP, ROBPCA, SCW, CoherencePursuit, Param, ResidualScorer
 from robustcore._docstring import STANDARD_SECTIONS, render_parameters, sections, with_parameters
 from robustcore.subspace.online_rpca import OnlineRPCA
 
-ESTIMATORS = [PCP, OnlineRPCA, ESFS, SCW, PCA, ResidualScorer, CoherencePursuit]
+ESTIMATORS = [PCP, OnlineRPCA, ESFS, SCW, PCA, ResidualScorer, CoherencePursuit, ROBPCA]
 
 
 def _entries(doc):
@@ -52,7 +52,7 @@ def test_only_numpydoc_sections(cls):
     assert found[0] == "Parameters" and set(found) <= set(STANDARD_SECTIONS), found
 
 
-@pytest.mark.parametrize("cls", [PCP, OnlineRPCA, ESFS, SCW, PCA, ResidualScorer, CoherencePursuit])
+@pytest.mark.parametrize("cls", ESTIMATORS)
 def test_numpydoc_reads_the_rendered_docstring(cls):
     docscrape = pytest.importorskip("numpydoc.docscrape")
     with warnings.catch_warnings():

@@ -4,25 +4,14 @@ import pytest
 
 from robustcore.datasets import Dataset
 from robustcore.methods import get_method
-
-
-def planted_subspace_with_outliers(n_in=3000, n_out=150, d=20, r=2, noise=0.05, seed=0):
-    """Gaussian inliers near an r-dimensional subspace (isotropic noise), and outliers far off it."""
-    rng = np.random.default_rng(seed)
-    U = np.linalg.qr(rng.standard_normal((d, r)))[0]
-    inl = rng.standard_normal((n_in, r)) * [3.0, 1.5][:r] @ U.T + noise * rng.standard_normal((n_in, d))
-    out = rng.standard_normal((n_out, d))
-    out *= 2.0 / np.linalg.norm(out, axis=1, keepdims=True)
-    X = np.vstack([inl, out])
-    is_out = np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
-    return X, is_out
+from tests.planted import subspace_with_outliers
 
 
 def test_coherence_pursuit_limits_hold_their_false_alarm_rate_on_the_inliers():
     """The flag rule is "SPE or T² above its limit at alpha = 0.01", so about 2 % of true
     inliers may be flagged. Limits calibrated on the selected (most coherent) half would be
     far too tight: that half is chosen for fitting well."""
-    X, is_out = planted_subspace_with_outliers()
+    X, is_out, _ = subspace_with_outliers()
     res = get_method("coherence-pursuit").run(Dataset(X=X), {"n_components": 2, "random_state": 0})
     flagged = res.flags["outlier"]
     assert flagged[is_out].all()
@@ -45,7 +34,7 @@ def test_coherence_pursuit_limits_hold_their_false_alarm_rate_on_the_inliers():
 def test_trimmed_calibration_drops_only_the_gross_outliers(n_mad):
     from robustcore.compare import reconstruction_errors
     from robustcore.subspace.coherence_pursuit import calibration_rows
-    X, is_out = planted_subspace_with_outliers(n_in=500, n_out=40, seed=3)
+    X, is_out, _ = subspace_with_outliers(n_in=500, n_out=40, seed=3)
     U = np.linalg.svd(X[~is_out] - X[~is_out].mean(0), full_matrices=False)[2][:2]
     sq = reconstruction_errors(X, U, X[~is_out].mean(0))
     keep = calibration_rows(sq, np.ones(X.shape[0], bool), n_mad=n_mad)
@@ -57,7 +46,7 @@ def test_trimmed_calibration_drops_only_the_gross_outliers(n_mad):
 def test_scaled_runs_say_their_units(method):
     """With scale set, the result's subspace is in scaled units and the result carries the
     scaling (the views' helpers that use it: tests/app/views/test_derived.py)."""
-    X, _ = planted_subspace_with_outliers(n_in=300, n_out=10, d=6, seed=5)
+    X, _, _ = subspace_with_outliers(n_in=300, n_out=10, d=6, seed=5)
     X = X * np.geomspace(1, 1e3, 6) + 3.0
     ds = Dataset(X=X, feature_names=[f"f{j}" for j in range(6)])
     res = get_method(method).run(ds, {"n_components": 2, "scale": "standard"})
@@ -77,7 +66,7 @@ def test_outlier_map_puts_planted_inliers_in_the_regular_region(method):
     Checked for every model the map is drawn for, PCP's L included (whose weak directions once
     put every sample beyond the score cut-off)."""
     from robustcore.outlier_map import REGIONS
-    X, is_out = planted_subspace_with_outliers(n_in=600, n_out=30, d=12, seed=4)
+    X, is_out, _ = subspace_with_outliers(n_in=600, n_out=30, d=12, seed=4)
     res = get_method(method).run(Dataset(X=X), {"n_components": 2} if method != "pcp" else {})
     region = res.arrays["map_region"]
     regular = region == REGIONS.index("regular")
@@ -105,7 +94,7 @@ def test_scw_run_says_when_the_file_is_sorted_by_class():
 def test_run_scores_and_flags_are_the_estimators_own(method, params):
     """The adapter's outlier score and flags are the estimator's score_samples and predict,
     computed another way (from one SPE/T² pass)."""
-    X, _ = planted_subspace_with_outliers(n_in=400, n_out=20, d=10, seed=2)
+    X, _, _ = subspace_with_outliers(n_in=400, n_out=20, d=10, seed=2)
     res = get_method(method).run(Dataset(X=X), params)
     est = res.estimator
     np.testing.assert_allclose(res.sample_scores["outlier_score"], -est.score_samples(X), rtol=1e-12)

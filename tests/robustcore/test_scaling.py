@@ -87,8 +87,9 @@ def test_auto_leaves_frames_and_pixel_ranges_unscaled():
     auto = PCP(random_state=0).fit(Dataset(X=shifted, name="clip", image_shape=shape))
     none = PCP(random_state=0, scale="none").fit(shifted)
     assert auto.scaling_ == "none"
-    objective = lambda m: (np.linalg.svd(m.low_rank_, compute_uv=False).sum()
-                           + m.lam_ * np.abs(m.sparse_).sum())
+    def objective(m):
+        return np.linalg.svd(m.low_rank_, compute_uv=False).sum() + m.lam_ * np.abs(m.sparse_).sum()
+
     assert objective(auto) == pytest.approx(objective(none), rel=1e-6)
     np.testing.assert_allclose(auto.sample_scores_, none.sample_scores_, rtol=1e-6, atol=1e-6)
     # pixels as a plain array: the same answer as scale="none"

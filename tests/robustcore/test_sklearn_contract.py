@@ -15,6 +15,7 @@ from sklearn.base import clone
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from robustcore.methods import METHODS
+from tests.planted import subspace_with_outliers
 
 # scikit-learn's checks fit on make_blobs data with 2 features: a rank-2 subspace of 2-D data
 # leaves no residual, so the subspace methods get rank 1. On three clean Gaussian blobs the
@@ -50,14 +51,8 @@ def test_sklearn_check(estimator, check):
 def _planted(n_in=200, n_out=20, d=8, r=2, seed=0):
     """Inliers near an r-dimensional affine subspace (features on very different scales), and
     outliers far off it; y = 1 for outliers."""
-    rng = np.random.default_rng(seed)
-    U = np.linalg.qr(rng.standard_normal((d, r)))[0]
-    inl = rng.standard_normal((n_in, r)) * [3.0, 1.5][:r] @ U.T + 0.05 * rng.standard_normal((n_in, d))
-    out = rng.standard_normal((n_out, d))
-    out *= 3.0 / np.linalg.norm(out, axis=1, keepdims=True)
-    units = np.geomspace(1, 1000, d)
-    X = np.vstack([inl, out]) * units + 5.0
-    return X, np.r_[np.zeros(n_in, int), np.ones(n_out, int)]
+    X, is_out, _ = subspace_with_outliers(n_in, n_out, d, r, radius=3.0, seed=seed)
+    return X * np.geomspace(1, 1000, d) + 5.0, is_out.astype(int)
 
 
 @pytest.mark.parametrize("est", _estimators(), ids=lambda e: type(e).__name__)

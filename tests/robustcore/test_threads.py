@@ -83,9 +83,22 @@ def test_governor_starts_on_one_thread_on_a_busy_machine_and_obeys_fixed_counts(
     assert not threads.Governor(1).threaded()
 
 
-def test_busy_elsewhere_counts_other_runnable_tasks():
+def test_busy_elsewhere_counts_other_runnable_tasks(monkeypatch):
+    """Runnable tasks from /proc/loadavg's fourth field, less this process's own, the least of
+    the reads (a task seen once does not count)."""
+    import io
+
     import robustcore._threads as threads
-    assert threads.busy_elsewhere() >= 0.0
+    monkeypatch.setattr(threads, "_own_running_threads", lambda: 1)
+    reads = iter(["6/200", "4/200", "5/200"])
+    real_open = open
+
+    def fake_open(path, *a, **k):
+        if path == "/proc/loadavg":
+            return io.StringIO(f"2.00 1.50 1.00 {next(reads)} 12345\n")
+        return real_open(path, *a, **k)
+    monkeypatch.setattr("builtins.open", fake_open)
+    assert threads.busy_elsewhere(samples=3) == 3.0       # min(6, 4, 5) - 1
 
 
 def test_busy_elsewhere_does_not_count_this_process_own_threads(monkeypatch):

@@ -119,7 +119,7 @@ def test_replay_check_fails_when_the_session_saved_nothing_to_compare(tmp_path, 
 
 
 def test_online_rpca_streams_a_video_without_being_told(tmp_path, capsys):
-    from tests.app.test_cli_lazy import _clip
+    from tests.app.cli.test_cli_lazy import _clip
     path, truth = _clip(tmp_path / "clip.mkv")
     code, _, err = run_cli(capsys, "run", "--data", path, "--method", "online-rpca", "--param", "batch_size=20",
                            "--out", tmp_path / "v")
@@ -162,7 +162,7 @@ def test_a_streamed_store_becomes_the_results_store_without_a_copy(tmp_path, cap
     """L, S and the mask a streaming fit wrote to disk (results over the budget) are renamed
     into online-rpca-results.zarr, not copied a second time: the store keeps the sink's own
     chunking, and the scores join it."""
-    from tests.app.test_cli_lazy import _clip
+    from tests.app.cli.test_cli_lazy import _clip
     path, truth = _clip(tmp_path / "clip.mkv")
     code, _, err = run_cli(capsys, "run", "--data", path, "--method", "online-rpca", "--param", "batch_size=20",
                            "--memory-budget", "0.0001", "--out", tmp_path / "v")

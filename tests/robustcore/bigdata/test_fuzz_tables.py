@@ -18,5 +18,5 @@ SEARCHES = ["zarr-stores", "hdf5-layouts", "text-files", "table-options"]
 def test_fuzzed_tables_give_load_errors_or_what_was_written():
     lines = run_child({"hypothesis": SEARCHES, "examples": 10, "seconds": 20})
     # The child exits non-zero (run_child raises, printing the falsifying input) on any failure.
-    assert [l["hypothesis"] for l in lines] == SEARCHES
-    assert all(l["outcome"] == "ok" and l["tried"] >= 10 for l in lines)
+    assert [ln["hypothesis"] for ln in lines] == SEARCHES
+    assert all(ln["outcome"] == "ok" and ln["tried"] >= 10 for ln in lines)

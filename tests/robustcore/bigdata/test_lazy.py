@@ -44,7 +44,7 @@ def test_memory_only_methods_refuse_lazy_data(table):
 def test_lazy_dataset_has_no_x_but_describes_itself(table):
     ds = open_lazy(table, chunk_rows=1000)
     with pytest.raises(ValueError, match="out of core"):
-        ds.X
+        _ = ds.X
     info = ds.summary()
     assert info["samples"] == 3000 and info["chunking"] == "3 blocks of 1000 rows" and info["out of core"]
     np.testing.assert_array_equal(ds.dense(), np.load(table))

@@ -29,11 +29,11 @@ def test_hostile_sources_are_refused_within_budget_and_time(tmp_path):
     lines = run_child({"cases": cases})
     bad = problems(cases, lines, lazy_cases.BUDGET)
     assert not bad, "\n".join(bad)
-    refused = [l for l, c in zip(lines, cases) if c["expect"] == "refused"]
-    assert len(refused) >= 30 and all(l["outcome"] == "error" for l in refused)
+    refused = [ln for ln, c in zip(lines, cases) if c["expect"] == "refused"]
+    assert len(refused) >= 30 and all(ln["outcome"] == "error" for ln in refused)
     # The bounds of the policy: each refused source cost less than 1 GB (the child's address
     # space is capped at 768 MiB above start-up besides) and finished within its 20 s alarm.
-    assert all(l["rss_growth"] is None or l["rss_growth"] < 2 ** 30 for l in refused)
+    assert all(ln["rss_growth"] is None or ln["rss_growth"] < 2 ** 30 for ln in refused)
 
 
 def test_in_memory_refusal_names_the_way_out_of_core_first(tmp_path):

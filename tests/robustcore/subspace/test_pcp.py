@@ -10,17 +10,7 @@ import pytest
 from robustcore import Cancelled, NotFittedError
 from robustcore._base import ConvergenceWarning
 from robustcore.subspace.pcp import PCP, svd_threshold
-
-
-def planted(m, n, r, frac, seed):
-    """JACM Table I model: L0 = X Y^T with N(0, 1/n) entries, +-1 errors on a uniform support."""
-    rng = np.random.default_rng(seed)
-    big = max(m, n)
-    L0 = rng.normal(0, np.sqrt(1 / big), (m, r)) @ rng.normal(0, np.sqrt(1 / big), (n, r)).T
-    k = int(round(frac * m * n))
-    S0 = np.zeros(m * n)
-    S0[rng.choice(m * n, k, replace=False)] = rng.choice([-1.0, 1.0], k)
-    return L0, S0.reshape(m, n)
+from tests.planted import low_rank_plus_sparse
 
 
 def check_exact_recovery(est, L0, S0, max_iter=30):
@@ -54,20 +44,20 @@ def fits_with(monkeypatch, X, constant, values, record=None, **params):
 
 @pytest.mark.parametrize("frac", [0.05, 0.10])
 def test_table1_n500(frac):
-    L0, S0 = planted(500, 500, 25, frac, seed=1)
+    L0, S0 = low_rank_plus_sparse(500, 500, 25, frac, seed=1)
     est = PCP(center="none", random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
 
 def test_table1_n1000():
-    L0, S0 = planted(1000, 1000, 50, 0.05, seed=2)
+    L0, S0 = low_rank_plus_sparse(1000, 1000, 50, 0.05, seed=2)
     est = PCP(center="none", random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
 
 @pytest.mark.parametrize("svd", ["gram", "randomized", "full"])
 def test_every_svd_route_recovers(svd):
-    L0, S0 = planted(300, 300, 10, 0.05, seed=3)
+    L0, S0 = low_rank_plus_sparse(300, 300, 10, 0.05, seed=3)
     est = PCP(center="none", svd=svd, random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
@@ -75,7 +65,7 @@ def test_every_svd_route_recovers(svd):
 @pytest.mark.parametrize("shape", [(600, 200), (200, 600)])
 def test_rectangular_samples_as_rows(shape):
     m, n = shape
-    L0, S0 = planted(m, n, 8, 0.05, seed=4)
+    L0, S0 = low_rank_plus_sparse(m, n, 8, 0.05, seed=4)
     est = PCP(center="none", random_state=0).fit(L0 + S0)
     assert est.lam_ == pytest.approx(1 / np.sqrt(600))
     check_exact_recovery(est, L0, S0, max_iter=40)
@@ -90,7 +80,7 @@ def test_rectangular_samples_as_rows(shape):
 
 
 def test_transposed_problem_gives_transposed_answer():
-    L0, S0 = planted(240, 160, 6, 0.05, seed=5)
+    L0, S0 = low_rank_plus_sparse(240, 160, 6, 0.05, seed=5)
     a = PCP(center="none", random_state=0).fit(L0 + S0)
     b = PCP(center="none", random_state=0).fit((L0 + S0).T)
     np.testing.assert_allclose(a.low_rank_, b.low_rank_.T, atol=1e-6)
@@ -113,7 +103,7 @@ def test_outlier_rows_get_the_largest_scores():
 
 
 def test_history_and_attributes():
-    L0, S0 = planted(200, 150, 5, 0.05, seed=7)
+    L0, S0 = low_rank_plus_sparse(200, 150, 5, 0.05, seed=7)
     X = L0 + S0
     est = PCP(center="none", random_state=0).fit(X)
     h = est.history_
@@ -141,7 +131,7 @@ def test_history_and_attributes():
 def test_planted_pair_does_not_beat_the_solution():
     """The returned pair is feasible and its objective ||L||_* + lam ||S||_1 is not beaten by the
     planted pair (which is itself feasible), nor by L = X, S = 0 or L = 0, S = X."""
-    L0, S0 = planted(200, 200, 5, 0.05, seed=8)
+    L0, S0 = low_rank_plus_sparse(200, 200, 5, 0.05, seed=8)
     X = L0 + S0
     est = PCP(center="none", random_state=0, tol=1e-9).fit(X)
     lam = est.lam_
@@ -156,7 +146,7 @@ def test_planted_pair_does_not_beat_the_solution():
 
 
 def test_progress_is_monotone_and_cancel_leaves_unfitted():
-    L0, S0 = planted(200, 200, 5, 0.05, seed=9)
+    L0, S0 = low_rank_plus_sparse(200, 200, 5, 0.05, seed=9)
     seen = []
     est = PCP(center="none", random_state=0).fit(L0 + S0, progress=lambda f, msg: seen.append((f, msg)))
     fr = [f for f, _ in seen]
@@ -170,12 +160,12 @@ def test_progress_is_monotone_and_cancel_leaves_unfitted():
     with pytest.raises(Cancelled):
         est.fit(L0 + S0, progress=stop_at_5)
     with pytest.raises(AttributeError):
-        est.low_rank_
+        _ = est.low_rank_
     assert not hasattr(est, "n_iter_")
 
 
 def test_max_iter_warns_and_flags_not_converged():
-    L0, S0 = planted(100, 80, 3, 0.05, seed=10)
+    L0, S0 = low_rank_plus_sparse(100, 80, 3, 0.05, seed=10)
     with pytest.warns(ConvergenceWarning, match="did not converge"):
         est = PCP(center="none", max_iter=2, random_state=0).fit(L0 + S0)
     assert est.converged_ is False and est.n_iter_ == 2
@@ -227,7 +217,7 @@ def test_bad_input():
 
 
 def test_generator_seed_and_declared_params():
-    X = planted(60, 50, 2, 0.05, seed=11)
+    X = low_rank_plus_sparse(60, 50, 2, 0.05, seed=11)
     X = X[0] + X[1]
     est = PCP(center="none", random_state=np.random.default_rng(3)).fit(X)
     assert est.converged_
@@ -263,7 +253,7 @@ def test_svd_threshold_keeps_exactly_the_values_above_tau():
 def test_all_zero_rows_and_columns_are_exact_zeros_and_change_nothing_else():
     """Blank lines (image borders) stay zero at every iteration, so they are dropped from the work:
     the answer must equal PCP on the reduced matrix with the full-shape lambda."""
-    L0, S0 = planted(150, 120, 4, 0.05, seed=13)
+    L0, S0 = low_rank_plus_sparse(150, 120, 4, 0.05, seed=13)
     X = L0 + S0
     X[:, :20] = 0.0
     X[10:25] = 0.0
@@ -281,7 +271,7 @@ def test_all_zero_rows_and_columns_are_exact_zeros_and_change_nothing_else():
 
 
 def test_seeds_agree_and_a_seed_repeats_exactly():
-    L0, S0 = planted(300, 300, 10, 0.05, seed=14)
+    L0, S0 = low_rank_plus_sparse(300, 300, 10, 0.05, seed=14)
     a = PCP(center="none", random_state=1, svd="randomized").fit(L0 + S0)
     b = PCP(center="none", random_state=2, svd="randomized").fit(L0 + S0)
     c = PCP(center="none", random_state=1, svd="randomized").fit(L0 + S0)
@@ -291,7 +281,7 @@ def test_seeds_agree_and_a_seed_repeats_exactly():
 
 def test_wide_input_with_blank_lines_matches_the_reduced_problem():
     """Wide data is solved transposed and blank lines are dropped; both must be invisible."""
-    L0, S0 = planted(120, 150, 4, 0.05, seed=15)
+    L0, S0 = low_rank_plus_sparse(120, 150, 4, 0.05, seed=15)
     X = L0 + S0
     X[:20] = 0.0
     X[:, 10:25] = 0.0
@@ -313,7 +303,7 @@ def test_wide_input_with_blank_lines_matches_the_reduced_problem():
 def test_gram_route_with_sweep_accumulated_gram_matches_full_svd(shape):
     """The Gram matrix is accumulated block by block during the sweep; it must give the
     same iterates as LAPACK's full SVD of the same matrix."""
-    L0, S0 = planted(*shape, 5, 0.05, seed=16)
+    L0, S0 = low_rank_plus_sparse(*shape, 5, 0.05, seed=16)
     a = PCP(center="none", svd="gram", random_state=0).fit(L0 + S0)
     b = PCP(center="none", svd="full", random_state=0).fit(L0 + S0)
     assert a.n_iter_ == b.n_iter_ and a.rank_ == b.rank_ == 5
@@ -343,7 +333,7 @@ def test_threads_give_the_serial_iterates(small_blocks, svd, monkeypatch):
     larger; see the next test)."""
     import robustcore.subspace._pcp_sweep as sweep
     monkeypatch.setattr(sweep, "_SKETCH32", False)
-    L0, S0 = planted(600, 120, 6, 0.05, seed=21)
+    L0, S0 = low_rank_plus_sparse(600, 120, 6, 0.05, seed=21)
     one = PCP(center="none", svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
     three = PCP(center="none", svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
     check_exact_recovery(three, L0, S0, max_iter=40)
@@ -356,7 +346,7 @@ def test_threads_give_the_serial_iterates(small_blocks, svd, monkeypatch):
 
 
 def test_threads_stop_when_a_fit_is_cancelled(small_blocks):
-    L0, S0 = planted(600, 120, 6, 0.05, seed=22)
+    L0, S0 = low_rank_plus_sparse(600, 120, 6, 0.05, seed=22)
     alive = []
 
     def stop_at_4(f, msg):
@@ -378,7 +368,7 @@ def test_compiled_sweep_gives_the_numpy_iterates(monkeypatch):
     from robustcore import _jit
     monkeypatch.setattr(sweep, "_JIT_MIN_SIZE", 0)
     assert _jit.kernels(sweep._JIT_MODULE) is not None      # loaded: every sweep is compiled
-    L0, S0 = planted(400, 300, 8, 0.05, seed=31)
+    L0, S0 = low_rank_plus_sparse(400, 300, 8, 0.05, seed=31)
     fits = {}
     for flag in ("0", "1"):
         monkeypatch.setenv("ROBUSTCORE_NO_JIT", flag)
@@ -397,7 +387,7 @@ def test_single_precision_range_finder_changes_rounding_only(shape, monkeypatch)
     """While the residual is large the randomized route finds its subspace with float32
     products; the projection and the last iterations stay in double precision, so the fit
     matches the all-double one: same iterations, ranks and support, L to ~1e-7."""
-    L0, S0 = planted(*shape, 12, 0.05, seed=32)
+    L0, S0 = low_rank_plus_sparse(*shape, 12, 0.05, seed=32)
     single, double = fits_with(monkeypatch, L0 + S0, "_SKETCH32", (True, False), svd="randomized")
     check_exact_recovery(single, L0, S0)
     assert single.n_iter_ == double.n_iter_
@@ -411,7 +401,7 @@ def test_auto_threads_on_a_busy_machine_give_the_one_thread_fit(small_blocks, mo
     then the n_jobs=1 fit (up to the order of the Gram sums)."""
     import robustcore._threads as threads
     monkeypatch.setattr(threads, "busy_elsewhere", lambda: 8.0)
-    L0, S0 = planted(600, 120, 6, 0.05, seed=33)
+    L0, S0 = low_rank_plus_sparse(600, 120, 6, 0.05, seed=33)
     auto = PCP(center="none", random_state=0).fit(L0 + S0)
     one = PCP(center="none", random_state=0, n_jobs=1).fit(L0 + S0)
     assert auto.n_iter_ == one.n_iter_ and auto.history_["rank"] == one.history_["rank"]
@@ -426,7 +416,7 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
     of the fit that always takes the step (to 1e-7)."""
     import robustcore.linalg as linalg
     import robustcore.subspace._pcp_svt as svt
-    L0, S0 = planted(*shape, rank, frac, seed=41)
+    L0, S0 = low_rank_plus_sparse(*shape, rank, frac, seed=41)
     powers = []
 
     def counting(*args, **kwargs):
@@ -459,7 +449,7 @@ def test_single_precision_low_rank_products_change_rounding_only(svd, shape, ran
     of A on the Gram route); the last iterations are all double, so the fit equals the
     all-double one up to rounding: same iterations and ranks, exact recovery, L to 1e-6."""
     import robustcore.subspace._pcp_sweep as sweep
-    L0, S0 = planted(*shape, rank, 0.05, seed=43)
+    L0, S0 = low_rank_plus_sparse(*shape, rank, 0.05, seed=43)
     used = []
     original = sweep._Sweeper._single_factors
 
@@ -492,7 +482,7 @@ def test_small_data_is_fitted_on_one_thread_unless_threads_are_asked_for(monkeyp
     monkeypatch.setattr(sweep._Sweeper, "__init__", spy)
     monkeypatch.setattr(sweep, "_BLOCK", 1 << 11)          # enough blocks for two threads
     monkeypatch.setattr(pcp, "resolve_n_jobs", lambda n: 2 if n is None else n)
-    L0, S0 = planted(300, 200, 4, 0.05, seed=44)
+    L0, S0 = low_rank_plus_sparse(300, 200, 4, 0.05, seed=44)
     PCP(center="none", random_state=0).fit(L0 + S0)
     PCP(center="none", random_state=0, n_jobs=2).fit(L0 + S0)
     monkeypatch.setattr(pcp, "_THREADS_MIN_SIZE", 1000)
@@ -508,7 +498,7 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
     import robustcore.linalg as linalg
     import robustcore.subspace._pcp_svt as svt
     import robustcore.subspace._pcp_sweep as sweep
-    L0, S0 = planted(1000, 1000, 50, 0.05, seed=2)
+    L0, S0 = low_rank_plus_sparse(1000, 1000, 50, 0.05, seed=2)
     sizes = []
 
     def recording(A, k, **kwargs):
@@ -536,7 +526,7 @@ def test_gram_from_the_float32_copy_only_while_its_error_cannot_show(monkeypatch
     stop once (sigma_1 / tau)^2 exceeds 1e4 times the residual; the fit then equals the
     all-double one up to rounding: same iterations and ranks, exact recovery, L to 1e-6."""
     import robustcore.subspace._pcp_sweep as sweep
-    L0, S0 = planted(1200, 200, 8, 0.05, seed=44)
+    L0, S0 = low_rank_plus_sparse(1200, 200, 8, 0.05, seed=44)
     flags = []
     original = sweep._Sweeper._gram_block
 

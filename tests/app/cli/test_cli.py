@@ -17,7 +17,7 @@ from app.cli import main
 from robustcore.datasets import demos
 from robustcore.methods import METHODS, get_method
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # One bundled demo per method, chosen small so the whole file stays fast.
 CASES = [
