@@ -9,16 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from app.cli import VIEWS, main
+from app.cli import VIEWS
+from tests.app.cli.test_cli_lazy import run_cli
 
 pytest.importorskip("dask")
 zarr = pytest.importorskip("zarr")
-
-
-def run_cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
