@@ -3,7 +3,8 @@ Vanden Branden, "ROBPCA: a new approach to robust principal component analysis",
 Technometrics 47 (2005) 64-79), the robust PCA of R's rrcov (``PcaHubert``), MATLAB's LIBRA and
 Python's robpy.
 
-The fit, in the estimator's scaled units (the stages are in :mod:`._robpca_steps`):
+The fit, in the estimator's scaled units (the stages are in :mod:`._robpca_steps` and
+:mod:`._robpca_mcd`):
 
 1. the rows are reduced to their affine span (an SVD of the centred rows; r = its rank);
 2. every row gets its Stahel-Donoho outlyingness over directions through pairs of rows (all
@@ -37,7 +38,8 @@ from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..linalg import fix_signs
 from ._base import SubspaceModel
 from ._robpca_params import CRIT, PARAMS
-from ._robpca_steps import choose_k, h_size, mcd_subspace, od_cutoff, outlyingness
+from ._robpca_mcd import mcd_subspace
+from ._robpca_steps import choose_k, h_size, od_cutoff, outlyingness
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
 from ._scan import constant_error, input_rows, load_rows
 

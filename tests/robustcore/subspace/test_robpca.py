@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from robustcore import Cancelled, ROBPCA
+from robustcore.subspace import _robpca_mcd as mcd
 from robustcore.subspace import _robpca_steps as steps
 from robustcore.subspace.pca import PCA
 
@@ -264,7 +265,7 @@ def test_fast_mcd_finds_the_exact_mcd_of_a_small_set():
     h = 10
     best = min(itertools.combinations(range(14), h),
                key=lambda s: np.linalg.slogdet(np.cov(X[list(s)].T))[1])
-    sub, ld = steps.fast_mcd(X, h, np.random.default_rng(0))
+    sub, ld = mcd.fast_mcd(X, h, np.random.default_rng(0))
     assert set(sub) == set(best)
     assert ld == pytest.approx(np.linalg.slogdet(np.cov(X[list(best)].T, bias=True))[1])
 
@@ -272,7 +273,7 @@ def test_fast_mcd_finds_the_exact_mcd_of_a_small_set():
 def test_reweighted_mcd_is_consistent_at_the_normal():
     rng = np.random.default_rng(2)
     X = rng.standard_normal((20_000, 3)) @ np.diag([3.0, 1.0, 0.5])
-    loc, cov, w = steps.reweighted(X, np.arange(15_000))
+    loc, cov, w = mcd.reweighted(X, np.arange(15_000))
     np.testing.assert_allclose(np.diag(cov), [9.0, 1.0, 0.25], rtol=0.05)
     assert w.mean() == pytest.approx(0.975, abs=0.01)
 
