@@ -239,16 +239,26 @@ def test_outlyingness_in_blocks_is_the_straightforward_computation(monkeypatch):
 
 
 def test_abs_max_and_eigen_are_the_plain_computations():
-    from robustcore.subspace.robpca import _eigen
+    from robustcore.subspace.robpca import _rescatter, _scatter, _spectrum
     rng = np.random.default_rng(2)
     X = rng.standard_normal((50, 6)) * [1, 2, 3, 4, 5, 6]
     X[7, 2] = -40.0
     assert steps.abs_max(X) == np.abs(X).max() == 40.0 and steps.abs_max(np.zeros((0, 3))) == 0.0
-    m, ev, V = _eigen(X.copy())
+    m, G = _scatter(X.copy())
+    ev, V = _spectrum(G, 50)
     w, U = np.linalg.eigh(np.cov(X, rowvar=False))
     np.testing.assert_allclose(m, X.mean(axis=0), rtol=1e-14)
     np.testing.assert_allclose(ev, w[::-1], rtol=1e-12)
     np.testing.assert_allclose(np.abs(V.T @ U[:, ::-1]), np.eye(6), atol=1e-10)
+    # the scatter of another subset from this one's: rows added and taken out, or recomputed
+    # when most rows differ; both against the plain covariance of the new subset
+    old = np.arange(50) < 40
+    m0, G0 = _scatter(X[old])
+    for new in (np.arange(50) >= 4, np.arange(50) >= 30):
+        m1, G1 = _rescatter(X, old, m0, G0, new)
+        np.testing.assert_allclose(m1, X[new].mean(axis=0), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(G1 / (new.sum() - 1), np.cov(X[new], rowvar=False), rtol=1e-11, atol=1e-12)
+
 
 def test_choose_k_is_the_papers_rule():
     assert steps.choose_k([5.0, 3.0, 1.0, 0.5, 0.5], kmax=10) == 2       # 8 / 10 reaches 80 %
@@ -297,6 +307,23 @@ def test_score_is_the_larger_distance_in_units_of_its_cutoff():
     np.testing.assert_allclose(sd ** 2, np.sum(T ** 2 / m.explained_variance_, axis=1), rtol=1e-10)
     frac = ROBPCA(random_state=0, contamination=0.1).fit(X)
     assert np.mean(frac.predict(X) == -1) == pytest.approx(0.1, abs=1.0 / 300)
+
+
+@pytest.mark.parametrize("contamination", ["auto", 0.1])
+def test_fit_row_results_reuses_the_fits_distances_and_matches_row_results(contamination):
+    """fit_row_results derives every row's results from the SPE and projections the fit made
+    (no second residual pass): the same scores, distances and flags as row_results."""
+    X = _load("robpca_robpy_reference.npz")["planted_X"]
+    m = ROBPCA(random_state=0, contamination=contamination)
+    got = m.fit_row_results(X)
+    want = ROBPCA(random_state=0, contamination=contamination).fit(X).row_results(X)
+    assert got.passes < want.passes
+    for f in ("spe", "t2", "outlier_score"):
+        np.testing.assert_allclose(getattr(got, f), getattr(want, f), rtol=1e-10, atol=1e-12)
+    for f in ("outlier", "outside_spe", "outside_t2"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f))
+    np.testing.assert_allclose(got.outlier_score, -m.score_samples(X), rtol=1e-12)
+    np.testing.assert_array_equal(got.outlier, m.predict(X) == -1)
 
 
 def test_full_rank_leaves_no_orthogonal_cutoff():
