@@ -211,10 +211,10 @@ def test_outlyingness_uses_all_pairs_when_few_and_is_affine_invariant():
     X[0] = [15.0, -9.0, 4.0]
     A = steps.pair_directions(X, rng)
     assert A.shape == (190, 3) and np.allclose(np.linalg.norm(A, axis=1), 1.0)
-    o = steps.outlyingness(X, 15, rng)
+    o = steps.outlyingness(X, 15, rng, single=False)
     assert np.argmax(o) == 0
     Q = np.linalg.qr(rng.standard_normal((3, 3)))[0]
-    o2 = steps.outlyingness(X @ Q.T * 7.0 + 3.0, 15, rng)     # rotation, scale, shift
+    o2 = steps.outlyingness(X @ Q.T * 7.0 + 3.0, 15, rng, single=False)     # rotation, scale, shift
     np.testing.assert_allclose(o2, o, rtol=1e-8)
 
 
@@ -234,8 +234,22 @@ def test_outlyingness_in_blocks_is_the_straightforward_computation(monkeypatch):
         loc, scale = _unimcd_brute(y, h)
         want = np.maximum(want, np.abs(y - loc) / scale)
     monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 80 * 7)       # 7 directions per block
-    got = steps.outlyingness(X, h, np.random.default_rng(9))
+    got = steps.outlyingness(X, h, np.random.default_rng(9), single=False)
     np.testing.assert_allclose(got, want, rtol=1e-9)
+    # float32 projections and sorts: the same values to float32's precision, the same ranking
+    fast = steps.outlyingness(X, h, np.random.default_rng(9))
+    np.testing.assert_allclose(fast, want, rtol=1e-5)
+    assert set(np.argsort(fast)[:h]) == set(np.argsort(want)[:h])
+
+
+def test_outlyingness_redoes_in_float64_what_float32_cannot_resolve(monkeypatch):
+    """A direction whose MCD scale is below the float32 floor (every direction, with the
+    floor raised to 1) sends the whole outlyingness to float64: exactly its value."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 3))
+    exact = steps.outlyingness(X, 45, np.random.default_rng(1), single=False)
+    monkeypatch.setattr(steps, "_SINGLE_FLOOR", 1.0)
+    np.testing.assert_array_equal(steps.outlyingness(X, 45, np.random.default_rng(1)), exact)
 
 
 def test_abs_max_and_eigen_are_the_plain_computations():
