@@ -17,6 +17,10 @@ from ._robpca_steps import chi2_ppf, trim_factor
 
 __all__ = ["c_steps", "fast_mcd", "mcd_subspace", "reweighted"]
 
+# FastMCD's settings (Rousseeuw & Van Driessen 1999): random starts, candidates kept per part,
+# rows of the sample, rows of a part.
+_FAST = dict(n_starts=500, n_best=10, sample=1500, part=300)
+
 
 def _mean_cov(X):
     """Mean and maximum-likelihood covariance (divided by the count) of the rows of X."""
@@ -204,14 +208,21 @@ def _two_csteps(feat, loc, cov, hs):
     return loc, cov, np.log(w).sum(axis=1), M
 
 
-def fast_mcd(X, h: int, rng, n_starts: int = 500, n_best: int = 10, sample: int = 1500, part: int = 300):
+def fast_mcd(X, h: int, rng, **settings):
     """FastMCD's search (Rousseeuw & Van Driessen 1999): ``n_starts`` random (k+1)-subsets with
     two C-steps each (all at once, as arrays), the ``n_best`` lowest determinants iterated to
     convergence. Beyond 2 ``part`` rows the starts are shared among up to five disjoint parts of
     ``part`` rows of a random sample of ``sample`` rows, the best ``n_best`` of each part get
     two C-steps on the whole sample (the paper's nested scheme), and only the best subset of the
-    sample is carried to all rows. Returns (subset, log det), or (None, inf) when no start
-    gives a subset with a positive determinant."""
+    sample is carried to all rows (``settings`` replace those of ``_FAST``). Returns (subset,
+    log det), or (None, inf) when no start gives a subset with a positive determinant."""
+    done, a, b = _search(X, h, rng, **{**_FAST, **settings})
+    return (a, b) if done else c_steps(X, a)
+
+
+def _search(X, h, rng, n_starts, n_best, sample, part):
+    """fast_mcd up to its last stage: (True, subset, log det) when that is the answer, or
+    (False, the h rows of X to concentrate from, None)."""
     n, k = X.shape
     S = X if n <= sample else X[rng.choice(n, sample, replace=False)]
     m = S.shape[0]
@@ -231,11 +242,11 @@ def fast_mcd(X, h: int, rng, n_starts: int = 500, n_best: int = 10, sample: int 
             cands.append((lp[top], cp[top]))
         loc = np.concatenate([c[0] for c in cands])
         if loc.shape[0] == 0:
-            return None, np.inf
+            return True, None, np.inf
         cov = np.concatenate([c[1] for c in cands])
         loc, cov, ld, M = _two_csteps(feat, loc, cov, hs)
     if loc.shape[0] == 0:
-        return None, np.inf
+        return True, None, np.inf
     top = np.argsort(ld)[:n_best]
     subsets = np.stack([np.flatnonzero(M[b]) for b in top])
     best, best_ld = None, np.inf
@@ -243,12 +254,12 @@ def fast_mcd(X, h: int, rng, n_starts: int = 500, n_best: int = 10, sample: int 
         if ld_b < best_ld:
             best, best_ld = sub_b, ld_b
     if S is X or best is None:
-        return best, best_ld
+        return True, best, best_ld
     # only the best subset of the sample is carried to all rows (FastMCD's last stage)
     d2 = _mahalanobis(X, *_mean_cov(S[best]))
     if d2 is None:
-        return None, np.inf
-    return c_steps(X, np.argpartition(d2, h - 1)[:h])
+        return True, None, np.inf
+    return False, np.argpartition(d2, h - 1)[:h], None
 
 
 def mcd_subspace(X2, eigenvalues, h: int, rng, search: bool = True):
@@ -256,13 +267,21 @@ def mcd_subspace(X2, eigenvalues, h: int, rng, search: bool = True):
     centre and rotated to the eigenvectors of the reweighted covariance (its ``eigenvalues``):
     C-steps from the h points nearest in that metric (the paper's start), and, with
     ``search``, FastMCD from random subsets (:func:`fast_mcd`); the subset of smaller determinant
-    is reweighted (:func:`reweighted`). Returns (location, covariance, weights)."""
+    is reweighted (:func:`reweighted`). Returns (location, covariance, weights).
+
+    The paper's start and FastMCD's subset carried from its sample to all rows are
+    concentrated together (one array per C-step for both)."""
     n, k = X2.shape
     ev = np.maximum(np.asarray(eigenvalues[:k], dtype=np.float64), 1e-300)
     start = np.argpartition(np.einsum("ij,ij,j->i", X2, X2, 1.0 / ev), h - 1)[:h]
-    subset, ld = c_steps(X2, start)
-    if search and h < n and np.isfinite(ld):
-        other, ld_other = fast_mcd(X2, h, rng)
-        if other is not None and ld_other < ld:
-            subset = other
+    if not (search and h < n):
+        return reweighted(X2, c_steps(X2, start)[0])
+    done, other, ld_other = _search(X2, h, rng, **_FAST)
+    if done:
+        (subset, ld), = _converge(X2, start[None, :])
+    else:
+        (subset, ld), (other, ld_other) = _converge(X2, np.stack([start, other]))
+    # (FastMCD's subset is not wanted when the paper's start ends in an exact fit)
+    if other is not None and np.isfinite(ld) and ld_other < ld:
+        subset = other
     return reweighted(X2, subset)

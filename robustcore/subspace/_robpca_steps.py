@@ -43,10 +43,10 @@ def chi2_ppf(p, df):
 def trim_factor(delta, k: int):
     """Consistency factor of a covariance of the share ``delta`` of a k-variate normal sample
     inside its chi2_k(delta) ellipsoid: delta / P(chi2_(k+2) <= chi2_k(delta)) (Croux &
-    Haesbroeck 1999); 1 where delta is 1 (nothing trimmed)."""
+    Haesbroeck 1999); 1 where delta is 1 (nothing trimmed) or 0 (nothing kept)."""
     delta = np.asarray(delta, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(delta < 1.0, delta / special.chdtr(k + 2, chi2_ppf(delta, k)), 1.0)
+    inner = special.chdtr(k + 2, chi2_ppf(delta, k))
+    return np.divide(delta, inner, out=np.ones_like(delta), where=(delta < 1.0) & (inner > 0.0))
 
 
 def h_size(n: int, alpha: float, k: int) -> int:
@@ -134,10 +134,11 @@ def abs_max(X) -> float:
     return float(max(X.max(initial=0.0), -X.min(initial=0.0)))
 
 
-def pair_directions(X, rng, max_directions: int = MAX_DIRECTIONS) -> np.ndarray:
+def pair_directions(X, rng, max_directions: int = MAX_DIRECTIONS, size=None) -> np.ndarray:
     """Unit directions (m, r) through pairs of rows of ``X`` (n, r): every pair when there are
     at most ``max_directions`` of them, else that many pairs of distinct rows drawn with
-    ``rng``; pairs of equal rows give no direction and are dropped."""
+    ``rng``; pairs of equal rows give no direction and are dropped (``size``: abs_max(X),
+    when the caller has it)."""
     n = X.shape[0]
     if n * (n - 1) // 2 <= max_directions:
         i, j = np.triu_indices(n, 1)
@@ -146,7 +147,7 @@ def pair_directions(X, rng, max_directions: int = MAX_DIRECTIONS) -> np.ndarray:
         j = (i + rng.integers(1, n, max_directions)) % n      # another row, uniformly
     B = X[i] - X[j]
     norm = np.linalg.norm(B, axis=1)
-    keep = norm > 1e-12 * max(abs_max(X), 1e-300)
+    keep = norm > 1e-12 * max(abs_max(X) if size is None else size, 1e-300)
     return B[keep] / norm[keep, None]
 
 
@@ -162,27 +163,28 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     row across that cut only when two rows' outlyingness agree to about that. When some
     direction's MCD scale is below ``_SINGLE_FLOOR`` of the largest projection, where
     float32 cannot tell a tiny spread from none, the whole computation is redone in float64."""
-    A = pair_directions(X, rng)
+    size = abs_max(X)
+    A = pair_directions(X, rng, size=size)
     if A.shape[0] == 0:
         return np.zeros(X.shape[0])
+    # |projection| <= |row| <= size sqrt(r)
+    big = max(size * np.sqrt(X.shape[1]), 1e-300)
     if single:
-        out = _outlyingness(X.astype(np.float32), A.astype(np.float32), h, _SINGLE_FLOOR, rep)
+        out = _outlyingness(X.astype(np.float32), A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
-    return _outlyingness(X, A, h, 1e-12, rep)
+    return _outlyingness(X, A, h, 1e-12 * big, rep)
 
 
-def _outlyingness(X, A, h: int, floor: float, rep):
+def _outlyingness(X, A, h: int, tiny: float, rep):
     """outlyingness over the directions A (m, r) in X's precision; directions whose scale is
-    at most ``floor`` times the largest |projection| are skipped, or, for float32, give None
-    (the caller redoes it in float64) unless the scale is exactly 0."""
+    at most ``tiny`` are skipped, or, for float32, give None (the caller redoes it in float64)
+    unless the scale is exactly 0."""
     n = X.shape[0]
     out = np.zeros(n)
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
     chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
-    big = max(abs_max(X) * np.sqrt(X.shape[1]), 1e-300)    # |projection| <= |row|
-    tiny = floor * big
     for s in range(0, A.shape[0], step):
         Y = A[s:s + step] @ X.T                          # (directions, n): rows contiguous
         for c in range(0, Y.shape[0], chunk):
