@@ -31,6 +31,9 @@ _BLOCK_ENTRIES = 1 << 21
 _CHUNK_ENTRIES = 1 << 17
 # Smallest MCD scale, relative to the largest |projection|, the float32 outlyingness resolves.
 _SINGLE_FLOOR = 1e-4
+# Largest |entry| for which float32 holds the projections (its range is 1e-38 to 3e38; the
+# rows' own rounding is 1e-16 of this): beyond it the outlyingness is float64.
+_SINGLE_RANGE = (1e-25, 1e25)
 _CHI2_1_CRIT = 2.0 * float(special.gammaincinv(0.5, CRIT))      # chi2_1(CRIT)
 
 
@@ -162,14 +165,15 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     the h least outlying, and float32's relative error (about 1e-6 after the product) moves a
     row across that cut only when two rows' outlyingness agree to about that. When some
     direction's MCD scale is below ``_SINGLE_FLOOR`` of the largest projection, where
-    float32 cannot tell a tiny spread from none, the whole computation is redone in float64."""
+    float32 cannot tell a tiny spread from none, the whole computation is redone in float64,
+    and rows whose largest |entry| is outside ``_SINGLE_RANGE`` are float64 throughout."""
     size = abs_max(X)
     A = pair_directions(X, rng, size=size)
     if A.shape[0] == 0:
         return np.zeros(X.shape[0])
     # |projection| <= |row| <= size sqrt(r)
     big = max(size * np.sqrt(X.shape[1]), 1e-300)
-    if single:
+    if single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]:
         out = _outlyingness(X.astype(np.float32), A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
         if out is not None:
             return out
