@@ -129,7 +129,7 @@ def main():
                 times = {"ours": [], "robpy": []}
                 cpus = {"ours": [], "robpy": []}
                 loads = []
-                for i in range(a.repeat):
+                for _ in range(a.repeat):
                     for who, py in (("robpy", a.robpy), ("ours", sys.executable)):
                         res = run(py, who, data, os.path.join(tmp, f"{who}.npz"), r, mode)
                         times[who].append(res["seconds"])
@@ -139,7 +139,8 @@ def main():
                 cos = cosines(ans["ours"]["comps"], ans["robpy"]["comps"])
                 print(f"\n{shape} (rank {r}, 10 % outliers), {_bench.blas_label(mode)}; load at the runs "
                       f"{min(loads):.1f}-{max(loads):.1f} (1 min)")
-                print("| contender | wall best / median (s) | CPU best / median (s) | outliers flagged | inliers flagged |")
+                print("| contender | wall best / median (s) | CPU best / median (s) | outliers flagged "
+                      "| inliers flagged |")
                 print("|---|---|---|---|---|")
                 for w in ("robpy", "ours"):
                     f = ans[w]["flagged"]
@@ -147,7 +148,8 @@ def main():
                           f"{np.median(cpus[w]):.2f} | {f[truth].mean():.1%} | {f[~truth].mean():.2%} |")
                 wall = [p / q for p, q in zip(times["robpy"], times["ours"])]
                 cpu = [p / q for p, q in zip(cpus["robpy"], cpus["ours"])]
-                print(f"robpy / ours, run by run: wall {min(wall):.1f}-{max(wall):.1f}x, CPU {min(cpu):.1f}-{max(cpu):.1f}x; "
+                print(f"robpy / ours, run by run: wall {min(wall):.1f}-{max(wall):.1f}x, "
+                      f"CPU {min(cpu):.1f}-{max(cpu):.1f}x; "
                       f"best-to-best wall {min(times['robpy']) / min(times['ours']):.1f}x, CPU "
                       f"{min(cpus['robpy']) / min(cpus['ours']):.1f}x; subspace cosines {np.round(cos, 6).tolist()}")
 

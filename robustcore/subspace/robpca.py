@@ -37,10 +37,10 @@ from .._residual import residual_scores
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..linalg import fix_signs
 from ._base import SubspaceModel
-from ._robpca_params import CRIT, PARAMS
 from ._robpca_mcd import mcd_subspace
-from ._robpca_steps import choose_k, h_size, od_cutoff, outlyingness
+from ._robpca_params import CRIT, PARAMS
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
+from ._robpca_steps import choose_k, h_size, od_cutoff, outlyingness
 from ._scan import constant_error, input_rows, load_rows
 
 __all__ = ["ROBPCA"]

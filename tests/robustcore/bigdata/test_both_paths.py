@@ -11,7 +11,7 @@ import pytest
 
 da = pytest.importorskip("dask.array")
 
-from robustcore import ROBPCA, CoherencePursuit, PCA, ResidualScorer  # noqa: E402
+from robustcore import PCA, ROBPCA, CoherencePursuit, ResidualScorer  # noqa: E402
 
 TOL = 1e-8
 # ROBPCA: its tables (3,000 rows) are below its out-of-core sample size, so the lazy table is

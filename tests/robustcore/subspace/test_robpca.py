@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robustcore import Cancelled, ROBPCA
+from robustcore import ROBPCA, Cancelled
 from robustcore.subspace import _robpca_mcd as mcd
 from robustcore.subspace import _robpca_steps as steps
 from robustcore.subspace.pca import PCA
@@ -192,11 +192,11 @@ def test_unimcd_matches_the_brute_force_window_search_and_is_consistent():
             bl, bs = _unimcd_brute(Y[:, j], h)
             assert loc[j] == pytest.approx(bl, rel=1e-10) and scale[j] == pytest.approx(bs, rel=1e-8)
     big = rng.standard_normal(200_000)
-    l, s = steps.unimcd(big, 150_000)                       # consistent at the normal
-    assert abs(l) < 0.01 and s == pytest.approx(1.0, abs=0.01)
+    centre, s = steps.unimcd(big, 150_000)                  # consistent at the normal
+    assert abs(centre) < 0.01 and s == pytest.approx(1.0, abs=0.01)
     big[:40_000] += 50.0                                   # 20 % gross outliers move neither much
-    l, s = steps.unimcd(big, 150_000)
-    assert abs(l) < 0.05 and s < 1.6 and np.std(big) > 15
+    centre, s = steps.unimcd(big, 150_000)
+    assert abs(centre) < 0.05 and s < 1.6 and np.std(big) > 15
 
 
 def test_exact_fit_direction_gives_zero_scale_not_nan():
