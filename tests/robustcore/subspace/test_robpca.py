@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robustcore import Cancelled, ROBPCA
+from robustcore import ROBPCA, Cancelled
+from robustcore.subspace import _robpca_mcd as mcd
 from robustcore.subspace import _robpca_steps as steps
 from robustcore.subspace.pca import PCA
 
@@ -191,11 +192,11 @@ def test_unimcd_matches_the_brute_force_window_search_and_is_consistent():
             bl, bs = _unimcd_brute(Y[:, j], h)
             assert loc[j] == pytest.approx(bl, rel=1e-10) and scale[j] == pytest.approx(bs, rel=1e-8)
     big = rng.standard_normal(200_000)
-    l, s = steps.unimcd(big, 150_000)                       # consistent at the normal
-    assert abs(l) < 0.01 and s == pytest.approx(1.0, abs=0.01)
+    centre, s = steps.unimcd(big, 150_000)                  # consistent at the normal
+    assert abs(centre) < 0.01 and s == pytest.approx(1.0, abs=0.01)
     big[:40_000] += 50.0                                   # 20 % gross outliers move neither much
-    l, s = steps.unimcd(big, 150_000)
-    assert abs(l) < 0.05 and s < 1.6 and np.std(big) > 15
+    centre, s = steps.unimcd(big, 150_000)
+    assert abs(centre) < 0.05 and s < 1.6 and np.std(big) > 15
 
 
 def test_exact_fit_direction_gives_zero_scale_not_nan():
@@ -210,10 +211,10 @@ def test_outlyingness_uses_all_pairs_when_few_and_is_affine_invariant():
     X[0] = [15.0, -9.0, 4.0]
     A = steps.pair_directions(X, rng)
     assert A.shape == (190, 3) and np.allclose(np.linalg.norm(A, axis=1), 1.0)
-    o = steps.outlyingness(X, 15, rng)
+    o = steps.outlyingness(X, 15, rng, single=False)
     assert np.argmax(o) == 0
     Q = np.linalg.qr(rng.standard_normal((3, 3)))[0]
-    o2 = steps.outlyingness(X @ Q.T * 7.0 + 3.0, 15, rng)     # rotation, scale, shift
+    o2 = steps.outlyingness(X @ Q.T * 7.0 + 3.0, 15, rng, single=False)     # rotation, scale, shift
     np.testing.assert_allclose(o2, o, rtol=1e-8)
 
 
@@ -233,21 +234,45 @@ def test_outlyingness_in_blocks_is_the_straightforward_computation(monkeypatch):
         loc, scale = _unimcd_brute(y, h)
         want = np.maximum(want, np.abs(y - loc) / scale)
     monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 80 * 7)       # 7 directions per block
-    got = steps.outlyingness(X, h, np.random.default_rng(9))
+    got = steps.outlyingness(X, h, np.random.default_rng(9), single=False)
     np.testing.assert_allclose(got, want, rtol=1e-9)
+    # float32 projections and sorts: the same values to float32's precision, the same ranking
+    fast = steps.outlyingness(X, h, np.random.default_rng(9))
+    np.testing.assert_allclose(fast, want, rtol=1e-5)
+    assert set(np.argsort(fast)[:h]) == set(np.argsort(want)[:h])
+
+
+def test_outlyingness_redoes_in_float64_what_float32_cannot_resolve(monkeypatch):
+    """A direction whose MCD scale is below the float32 floor (every direction, with the
+    floor raised to 1) sends the whole outlyingness to float64: exactly its value."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 3))
+    exact = steps.outlyingness(X, 45, np.random.default_rng(1), single=False)
+    monkeypatch.setattr(steps, "_SINGLE_FLOOR", 1.0)
+    np.testing.assert_array_equal(steps.outlyingness(X, 45, np.random.default_rng(1)), exact)
 
 
 def test_abs_max_and_eigen_are_the_plain_computations():
-    from robustcore.subspace.robpca import _eigen
+    from robustcore.subspace.robpca import _rescatter, _scatter, _spectrum
     rng = np.random.default_rng(2)
     X = rng.standard_normal((50, 6)) * [1, 2, 3, 4, 5, 6]
     X[7, 2] = -40.0
     assert steps.abs_max(X) == np.abs(X).max() == 40.0 and steps.abs_max(np.zeros((0, 3))) == 0.0
-    m, ev, V = _eigen(X.copy())
+    m, G = _scatter(X.copy())
+    ev, V = _spectrum(G, 50)
     w, U = np.linalg.eigh(np.cov(X, rowvar=False))
     np.testing.assert_allclose(m, X.mean(axis=0), rtol=1e-14)
     np.testing.assert_allclose(ev, w[::-1], rtol=1e-12)
     np.testing.assert_allclose(np.abs(V.T @ U[:, ::-1]), np.eye(6), atol=1e-10)
+    # the scatter of another subset from this one's: rows added and taken out, or recomputed
+    # when most rows differ; both against the plain covariance of the new subset
+    old = np.arange(50) < 40
+    m0, G0 = _scatter(X[old])
+    for new in (np.arange(50) >= 4, np.arange(50) >= 30):
+        m1, G1 = _rescatter(X, old, m0, G0, new)
+        np.testing.assert_allclose(m1, X[new].mean(axis=0), rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(G1 / (new.sum() - 1), np.cov(X[new], rowvar=False), rtol=1e-11, atol=1e-12)
+
 
 def test_choose_k_is_the_papers_rule():
     assert steps.choose_k([5.0, 3.0, 1.0, 0.5, 0.5], kmax=10) == 2       # 8 / 10 reaches 80 %
@@ -264,7 +289,7 @@ def test_fast_mcd_finds_the_exact_mcd_of_a_small_set():
     h = 10
     best = min(itertools.combinations(range(14), h),
                key=lambda s: np.linalg.slogdet(np.cov(X[list(s)].T))[1])
-    sub, ld = steps.fast_mcd(X, h, np.random.default_rng(0))
+    sub, ld = mcd.fast_mcd(X, h, np.random.default_rng(0))
     assert set(sub) == set(best)
     assert ld == pytest.approx(np.linalg.slogdet(np.cov(X[list(best)].T, bias=True))[1])
 
@@ -272,7 +297,7 @@ def test_fast_mcd_finds_the_exact_mcd_of_a_small_set():
 def test_reweighted_mcd_is_consistent_at_the_normal():
     rng = np.random.default_rng(2)
     X = rng.standard_normal((20_000, 3)) @ np.diag([3.0, 1.0, 0.5])
-    loc, cov, w = steps.reweighted(X, np.arange(15_000))
+    loc, cov, w = mcd.reweighted(X, np.arange(15_000))
     np.testing.assert_allclose(np.diag(cov), [9.0, 1.0, 0.25], rtol=0.05)
     assert w.mean() == pytest.approx(0.975, abs=0.01)
 
@@ -296,6 +321,23 @@ def test_score_is_the_larger_distance_in_units_of_its_cutoff():
     np.testing.assert_allclose(sd ** 2, np.sum(T ** 2 / m.explained_variance_, axis=1), rtol=1e-10)
     frac = ROBPCA(random_state=0, contamination=0.1).fit(X)
     assert np.mean(frac.predict(X) == -1) == pytest.approx(0.1, abs=1.0 / 300)
+
+
+@pytest.mark.parametrize("contamination", ["auto", 0.1])
+def test_fit_row_results_reuses_the_fits_distances_and_matches_row_results(contamination):
+    """fit_row_results derives every row's results from the SPE and projections the fit made
+    (no second residual pass): the same scores, distances and flags as row_results."""
+    X = _load("robpca_robpy_reference.npz")["planted_X"]
+    m = ROBPCA(random_state=0, contamination=contamination)
+    got = m.fit_row_results(X)
+    want = ROBPCA(random_state=0, contamination=contamination).fit(X).row_results(X)
+    assert got.passes < want.passes
+    for f in ("spe", "t2", "outlier_score"):
+        np.testing.assert_allclose(getattr(got, f), getattr(want, f), rtol=1e-10, atol=1e-12)
+    for f in ("outlier", "outside_spe", "outside_t2"):
+        np.testing.assert_array_equal(getattr(got, f), getattr(want, f))
+    np.testing.assert_allclose(got.outlier_score, -m.score_samples(X), rtol=1e-12)
+    np.testing.assert_array_equal(got.outlier, m.predict(X) == -1)
 
 
 def test_full_rank_leaves_no_orthogonal_cutoff():

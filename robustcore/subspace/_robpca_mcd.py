@@ -1,0 +1,287 @@
+"""The MCD stage of ROBPCA: the minimum covariance determinant of the k-dimensional projected
+points (FastMCD, Rousseeuw & Van Driessen 1999) and its reweighting step.
+
+FastMCD's search runs its many candidates at once, as arrays. Its first C-steps only rank
+candidates, so there the distances and the h-subsets' moments come from one product each with
+the points' quadratic features (x_i x_j, x_i, 1) taken about the coordinate-wise median: a
+subset of more than half the points has, in every coordinate, points on both sides of the
+median, so its mean cannot lie far outside its spread and the raw moments lose few digits. The
+candidates kept are then concentrated to convergence with exact centred estimates.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._robpca_params import CRIT
+from ._robpca_steps import chi2_ppf, trim_factor
+
+__all__ = ["c_steps", "fast_mcd", "mcd_subspace", "reweighted"]
+
+# FastMCD's settings (Rousseeuw & Van Driessen 1999): random starts, candidates kept per part,
+# rows of the sample, rows of a part.
+_FAST = dict(n_starts=500, n_best=10, sample=1500, part=300)
+
+
+def _mean_cov(X):
+    """Mean and maximum-likelihood covariance (divided by the count) of the rows of X."""
+    m = X.mean(axis=0)
+    Xc = X - m
+    return m, Xc.T @ Xc / X.shape[0]
+
+
+def _mahalanobis(X, loc, cov):
+    """Squared Mahalanobis distances of the rows of X (None where cov is singular)."""
+    w, V = np.linalg.eigh(cov)
+    if not w[0] > 1e-14 * max(w[-1], 1e-300):
+        return None
+    T = (X - loc) @ V
+    return np.einsum("ij,ij,j->i", T, T, 1.0 / w)
+
+
+def c_steps(X, subset, max_iter: int = 100):
+    """Concentration steps of the MCD (Rousseeuw & Van Driessen 1999) from the rows ``subset``
+    (indices, size h) of X (n, k): the h rows closest in Mahalanobis distance to the subset's
+    mean and covariance, until the determinant stops falling. Returns (subset, log det); a
+    singular subset is returned as it is (its log det -inf: an exact fit)."""
+    (idx, ld), = _converge(X, np.asarray(subset)[None, :], max_iter)
+    return idx, ld
+
+
+def _converge(X, subsets, max_iter: int = 100):
+    """:func:`c_steps` from each row of ``subsets`` (b, h), all at once: [(subset, log det)]."""
+    b, h = subsets.shape
+    idx = np.sort(subsets, axis=1)
+    best = np.full(b, np.inf)
+    out = [None] * b
+    live = np.arange(b)
+    for _ in range(max_iter):
+        G = X[idx[live]]                                    # (a, h, k)
+        loc = G.mean(axis=1)
+        D = G - loc[:, None, :]
+        cov = np.matmul(D.transpose(0, 2, 1), D) / h
+        sign, ld = np.linalg.slogdet(cov)
+        ld = np.where(sign > 0, ld, -np.inf)
+        w, V = np.linalg.eigh(cov)
+        still = np.ones(live.size, bool)
+        for j, c in enumerate(live):
+            if not ld[j] < best[c] - 1e-12 * max(1.0, abs(ld[j])):
+                out[c], still[j] = (idx[c], min(ld[j], best[c])), False
+            elif not w[j, 0] > 1e-14 * max(w[j, -1], 1e-300):
+                out[c], still[j] = (idx[c], -np.inf), False
+        best[live] = ld
+        live, loc, w, V = live[still], loc[still], w[still], V[still]
+        if live.size == 0:
+            return out
+        T = np.matmul(X[None] - loc[:, None, :], V)             # (a, n, k)
+        d2 = np.einsum("ank,ank,ak->an", T, T, 1.0 / w)
+        new = np.sort(np.argpartition(d2, h - 1, axis=1)[:, :h], axis=1)
+        moved = np.ones(live.size, bool)
+        for j, c in enumerate(live):
+            if np.array_equal(new[j], idx[c]):
+                out[c], moved[j] = (idx[c], best[c]), False
+            idx[c] = new[j]
+        live = live[moved]
+        if live.size == 0:
+            return out
+    for c in live:
+        out[c] = (idx[c], best[c])
+    return out
+
+
+def reweighted(X, subset):
+    """The reweighted MCD of X (n, k) from its h-subset: (location, covariance, weights).
+
+    The raw covariance of the subset is made consistent by the median of the squared distances
+    over chi2_k(0.5) (as scikit-learn's MinCovDet and rrcov); the points with squared distance
+    below chi2_k(0.975) are kept, and their covariance is scaled by delta / P(chi2_(k+2) <=
+    chi2_k(delta)), delta their share (Croux & Haesbroeck 1999)."""
+    n, k = X.shape
+    loc, cov = _mean_cov(X[subset])
+    d2 = _mahalanobis(X, loc, cov)
+    if d2 is None:           # exact fit: the subset's own estimate
+        return loc, cov, np.isin(np.arange(n), subset)
+    cov = cov * (np.median(d2) / chi2_ppf(0.5, k))
+    d2 = _mahalanobis(X, loc, cov)
+    keep = d2 < chi2_ppf(CRIT, k)
+    loc, cov = _mean_cov(X[keep])
+    return loc, cov * trim_factor(keep.sum() / n, k), keep
+
+
+def _start(X, idx, rng):
+    """A (k+1)-subset start of FastMCD, grown by random rows while its covariance is singular
+    (Rousseeuw & Van Driessen 1999): (mean, covariance) or None if all rows are needed."""
+    n, k = X.shape
+    order = None
+    while True:
+        loc, cov = _mean_cov(X[idx])
+        w = np.linalg.eigvalsh(cov)
+        if w[0] > 1e-12 * max(w[-1], 1e-300):
+            return loc, cov
+        if idx.size >= n:
+            return None
+        if order is None:
+            order = rng.permutation(np.setdiff1d(np.arange(n), idx))
+        idx = np.append(idx, order[idx.size - k - 1])
+
+
+def _batch_mean_cov(G):
+    """Means (b, k) and ML covariances (b, k, k) of b groups of rows G (b, g, k)."""
+    loc = G.mean(axis=1)
+    D = G - loc[:, None, :]
+    return loc, np.matmul(D.transpose(0, 2, 1), D) / G.shape[1]
+
+
+def _random_starts(S0, count, rng):
+    """(loc, cov) of ``count`` random (k+1)-subsets of the rows S0, a singular one grown by
+    random rows as FastMCD does (dropped if that takes every row)."""
+    m, k = S0.shape
+    # k + 1 distinct rows per start: the first k + 1 of a random order (all starts at once)
+    starts = np.argpartition(rng.random((count, m)), k, axis=1)[:, :k + 1]
+    loc, cov = _batch_mean_cov(S0[starts])
+    w = np.linalg.eigvalsh(cov)
+    flat = ~(w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300))
+    for b in np.flatnonzero(flat):
+        st = _start(S0, starts[b], rng)
+        if st is not None:
+            loc[b], cov[b] = st
+            flat[b] = False
+    return loc[~flat], cov[~flat]
+
+
+class _Features:
+    """The quadratic features (x_i x_j for i <= j, x_i, 1) of m points (m, k), for the
+    distances of many (loc, cov) pairs and the moments of many subsets, each one product."""
+
+    def __init__(self, P):
+        m, k = P.shape
+        self.k = k
+        self.iu, self.ju = np.triu_indices(k)
+        q = self.iu.size
+        self.F = np.empty((m, q + k + 1))
+        np.multiply(P[:, self.iu], P[:, self.ju], out=self.F[:, :q])
+        self.F[:, q:q + k] = P
+        self.F[:, -1] = 1.0
+        self.pos = np.empty((k, k), dtype=np.intp)           # (i, j) -> its column
+        self.pos[self.iu, self.ju] = self.pos[self.ju, self.iu] = np.arange(q)
+        self.twice = np.where(self.iu == self.ju, 1.0, 2.0)
+
+    def d2(self, loc, cov):
+        """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs."""
+        A = np.linalg.inv(cov)
+        Al = np.matmul(A, loc[:, :, None])[:, :, 0]
+        W = np.concatenate([A[:, self.iu, self.ju] * self.twice, -2.0 * Al,
+                            np.einsum("bk,bk->b", Al, loc)[:, None]], axis=1)
+        return W @ self.F.T
+
+    def moments(self, M, size):
+        """Means (b, k) and ML covariances (b, k, k) of the subsets marked 1.0 in M (b, m)."""
+        mom = M @ self.F
+        mom /= size
+        q = self.iu.size
+        loc = mom[:, q:q + self.k]
+        return loc, mom[:, self.pos] - loc[:, :, None] * loc[:, None, :]
+
+
+def _closest(d2, size):
+    """Masks (b, m) of 0.0 / 1.0 marking the ``size`` smallest entries of each row of d2."""
+    kth = np.partition(d2, size - 1, axis=1)[:, size - 1]
+    M = d2 <= kth[:, None]
+    for b in np.flatnonzero(np.count_nonzero(M, axis=1) != size):      # ties at the cut
+        M[b] = False
+        M[b, np.argpartition(d2[b], size - 1)[:size]] = True
+    return M.astype(np.float64)
+
+
+def _two_csteps(feat, loc, cov, hs):
+    """Two C-steps of every (loc, cov) pair on the points of ``feat``, all at once: (loc, cov,
+    log det, masks of the subsets), candidates whose h-subset is singular (an exact fit on
+    these points) dropped."""
+    M = None
+    for _ in range(2):
+        M = _closest(feat.d2(loc, cov), hs)
+        loc, cov = feat.moments(M, hs)
+        w = np.linalg.eigvalsh(cov)
+        keep = w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300)
+        loc, cov, M, w = loc[keep], cov[keep], M[keep], w[keep]
+        if loc.shape[0] == 0:
+            break
+    return loc, cov, np.log(w).sum(axis=1), M
+
+
+def fast_mcd(X, h: int, rng, **settings):
+    """FastMCD's search (Rousseeuw & Van Driessen 1999): ``n_starts`` random (k+1)-subsets with
+    two C-steps each (all at once, as arrays), the ``n_best`` lowest determinants iterated to
+    convergence. Beyond 2 ``part`` rows the starts are shared among up to five disjoint parts of
+    ``part`` rows of a random sample of ``sample`` rows, the best ``n_best`` of each part get
+    two C-steps on the whole sample (the paper's nested scheme), and only the best subset of the
+    sample is carried to all rows (``settings`` replace those of ``_FAST``). Returns (subset,
+    log det), or (None, inf) when no start gives a subset with a positive determinant."""
+    done, a, b = _search(X, h, rng, **{**_FAST, **settings})
+    return (a, b) if done else c_steps(X, a)
+
+
+def _search(X, h, rng, n_starts, n_best, sample, part):
+    """fast_mcd up to its last stage: (True, subset, log det) when that is the answer, or
+    (False, the h rows of X to concentrate from, None)."""
+    n, k = X.shape
+    S = X if n <= sample else X[rng.choice(n, sample, replace=False)]
+    m = S.shape[0]
+    S0 = S - np.median(S, axis=0)
+    hs = min(m, max(k + 1, int(np.ceil(h * m / n))))
+    groups = max(1, min(5, m // part)) if m > 2 * part else 1
+    feat = _Features(S0)
+    if groups == 1:
+        loc, cov, ld, M = _two_csteps(feat, *_random_starts(S0, n_starts, rng), hs)
+    else:
+        cands = []
+        for rows in np.array_split(rng.permutation(m), groups):
+            P0 = S0[rows]
+            hp = min(rows.size, max(k + 1, int(np.ceil(h * rows.size / n))))
+            lp, cp, ldp, _ = _two_csteps(_Features(P0), *_random_starts(P0, n_starts // groups, rng), hp)
+            top = np.argsort(ldp)[:n_best]
+            cands.append((lp[top], cp[top]))
+        loc = np.concatenate([c[0] for c in cands])
+        if loc.shape[0] == 0:
+            return True, None, np.inf
+        cov = np.concatenate([c[1] for c in cands])
+        loc, cov, ld, M = _two_csteps(feat, loc, cov, hs)
+    if loc.shape[0] == 0:
+        return True, None, np.inf
+    top = np.argsort(ld)[:n_best]
+    subsets = np.stack([np.flatnonzero(M[b]) for b in top])
+    best, best_ld = None, np.inf
+    for sub_b, ld_b in _converge(S, subsets):
+        if ld_b < best_ld:
+            best, best_ld = sub_b, ld_b
+    if S is X or best is None:
+        return True, best, best_ld
+    # only the best subset of the sample is carried to all rows (FastMCD's last stage)
+    d2 = _mahalanobis(X, *_mean_cov(S[best]))
+    if d2 is None:
+        return True, None, np.inf
+    return False, np.argpartition(d2, h - 1)[:h], None
+
+
+def mcd_subspace(X2, eigenvalues, h: int, rng, search: bool = True):
+    """The MCD stage of ROBPCA on the projected points X2 (n, k), centred on the reweighted
+    centre and rotated to the eigenvectors of the reweighted covariance (its ``eigenvalues``):
+    C-steps from the h points nearest in that metric (the paper's start), and, with
+    ``search``, FastMCD from random subsets (:func:`fast_mcd`); the subset of smaller determinant
+    is reweighted (:func:`reweighted`). Returns (location, covariance, weights).
+
+    The paper's start and FastMCD's subset carried from its sample to all rows are
+    concentrated together (one array per C-step for both)."""
+    n, k = X2.shape
+    ev = np.maximum(np.asarray(eigenvalues[:k], dtype=np.float64), 1e-300)
+    start = np.argpartition(np.einsum("ij,ij,j->i", X2, X2, 1.0 / ev), h - 1)[:h]
+    if not (search and h < n):
+        return reweighted(X2, c_steps(X2, start)[0])
+    done, other, ld_other = _search(X2, h, rng, **_FAST)
+    if done:
+        (subset, ld), = _converge(X2, start[None, :])
+    else:
+        (subset, ld), (other, ld_other) = _converge(X2, np.stack([start, other]))
+    # (FastMCD's subset is not wanted when the paper's start ends in an exact fit)
+    if other is not None and np.isfinite(ld) and ld_other < ld:
+        subset = other
+    return reweighted(X2, subset)
