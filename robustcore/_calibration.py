@@ -12,9 +12,10 @@ nominal limit is 1) with a nominal limit ``g`` at false-alarm rate ``alpha``, in
 that each need only what the step before gave:
 
 1. **The robust core** (:func:`core_cut`, from the training quantiles at QUANTILE_LEVELS).
-   Scores are compared on a log scale (they are squared distances: skewed, positive). The core
-   is every score up to ``cut = exp(m + CORE_SPREADS * s)``, with ``m`` the log median and
-   ``s = (log q75 - log q50) / 0.6745`` a robust spread of the log scores from their upper
+   Scores are compared on a cube-root scale: they are squared distances, skewed and positive,
+   and the cube root of a chi-square-like score is close to normal (Wilson and Hilferty). The
+   core is every score up to ``cut = (m + CORE_SPREADS * s)^3``, with ``m`` the median of the
+   cube roots and ``s = (q75^(1/3) - q50^(1/3)) / 0.6745`` a robust spread from their upper
    half. Gross outliers beyond the cut cannot widen the limits meant to flag them. The caller
    counts the share ``f`` of training scores up to the cut (one pass).
 2. **Bounds, distribution-free** (:func:`bound_levels`). The limit may flag no more than
@@ -38,15 +39,17 @@ of ALL rows, a table with more outliers than alpha / BAND kept limits above ever
 of the clustered synthetic inliers flagged); ``high`` is the core's own quantile since.
 
 Why these constants (benchmarks/results_outliers.md, "One calibration rule": chosen on the 15
-development tables and six synthetic tasks, heavy-tailed and clustered, only): among cores of
-2.5-7 spreads of the log or cube-root score, spreads from the upper quartile, the lower one or
-both, the q90 widening kept or not, and bands of 1.5 or 2, this one left the fewest of the 21
-tasks outside [alpha / 3, 3 alpha] for the worst method while Coherence Pursuit's flags still
-caught 42 of usps-1-vs-8's 50 eights: PCA and SPE/T² 7 -> 5, Coherence Pursuit 10 -> 8, PCP
-6 -> 5. A spread from the lower quartile kept the outliers of tables with a third of them out
-of the core but put low-rank Gaussian data's outliers into it (log T² of few components has a
-long lower tail); the q90 widening (for mammography's tail) cost three heavy-tailed tasks; a
-band of 2 let Coherence Pursuit's limit sit at 2 alpha of its core (four tasks above 3 alpha).
+development tables and six synthetic tasks, heavy-tailed and clustered, only; ``python
+benchmarks/study_outlier_defaults.py --study calibration``): among cores of 2.5-6 spreads of
+the log or cube-root score, spreads from the upper quartile, the lower one or the smaller, the
+q90 widening of the last round or not, and bands of 1.5 or 2, with Coherence Pursuit's flags
+still catching 40 or more of usps-1-vs-8's 50 eights and six Gaussian and two-cluster check
+tasks all within [alpha / 3, 3 alpha], this one left the fewest of the 21 tasks outside that
+band summed over PCA, Coherence Pursuit and PCP: 3 + 8 + 5, against 7 + 10 + 6 before. A
+spread from the lower quartile kept out the outliers of tables with a third of them, but log
+T² of few components has a long lower tail, and it took low-rank Gaussian data's outliers into
+the core; a band of 2 let Coherence Pursuit's limit sit at 2 alpha of its core (four tasks
+above 3 alpha).
 
 Everything is a pure function of numbers: no estimator is imported, numpy only.
 """
@@ -63,14 +66,14 @@ __all__ = ["CORE_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "MIN_EXPECT
            "calibrate_scores", "Calibration", "uncalibrated", "rate_caveat", "flag_rate_warning",
            "believed_clean", "rate_limit"]
 
-_LOG_MAX = math.log(np.finfo(np.float64).max)
-# The core ends this many robust spreads of the log score above its median.
-CORE_SPREADS = 3.5
+_CBRT_MAX = float(np.cbrt(np.finfo(np.float64).max))
+# The core ends this many robust spreads of the cube-root score above its median.
+CORE_SPREADS = 6.0
 # The calibrated limit flags between alpha / BAND and BAND * alpha of the core.
 BAND = 1.5
 # The training quantiles that define the core (step 1).
 QUANTILE_LEVELS = (0.5, 0.75)
-# Normal quantile: (log q75 - log q50) / _Z75 is a standard deviation for log-normal scores.
+# Normal quantile: (q75^(1/3) - q50^(1/3)) / _Z75 is a standard deviation of normal cube roots.
 _Z75 = 0.6744897501960817
 # Fewer calibration rows than this many over alpha: fewer than 10 are expected above the limit,
 # and chance alone moves the share flagged out of [alpha / 3, 3 alpha] (at 3 expected, 1 time
@@ -112,16 +115,17 @@ def core_cut(q50: float, q75: float) -> tuple[float | None, str]:
         return None, ("at least half of the training scores are zero: the data fit the model "
                       "exactly there, and the limits keep their nominal values")
     # From the upper quartile alone: with up to a quarter of the rows outlying it is still an
-    # inlier's. (A spread from the lower quartile resists more outliers, but log T² of a few
-    # components has a long lower tail: it took low-rank Gaussian data's outliers into the
-    # core. Widening by the q90 spread, for mammography's tail, cost three heavy-tailed tasks.)
-    spread = (math.log(q75) - math.log(q50)) / _Z75
+    # inlier's. (A spread from the lower quartile resists more outliers, but it took low-rank
+    # Gaussian data's outliers into the core on the log scale; widening by the q90 spread, for
+    # mammography's tail, cost more heavy-tailed tasks than it won.)
+    a, b = np.cbrt(q50), np.cbrt(q75)
+    spread = (b - a) / _Z75
     if not spread > 0.0:
         return None, ("the training scores take too few distinct values for a robust spread "
                       "(their 75 % quantile equals the median)")
-    log_cut = math.log(q50) + CORE_SPREADS * spread
+    top = a + CORE_SPREADS * spread
     # (scores near float64's largest value: a cut past it holds every score)
-    return (math.exp(log_cut) if log_cut < _LOG_MAX else math.inf), ""
+    return (top ** 3 if top < _CBRT_MAX * (1.0 - 1e-12) else math.inf), ""
 
 
 def bound_levels(core_share: float, alpha: float) -> tuple[float, float]:
