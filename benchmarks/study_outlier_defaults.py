@@ -344,13 +344,14 @@ def _training_scores(X, y, label):
 _Z75 = 0.6744897501960817
 
 
-def candidate_limit(s, nominal, alpha, *, scale="log", spread="q75", spreads=3.5, band=1.5, widen=1.0):
+def candidate_limit(s, nominal, alpha, *, scale="cbrt", spread="q75", spreads=6.0, band=1.5, widen=1.0):
     """A candidate rule: the core up to ``spreads`` robust spreads of the transformed score
     (``scale`` "log" or "cbrt") above its median, the spread from the upper quartile ("q75",
     widened up to ``widen`` times by the 90 % quantile's), the lower one ("q25") or the smaller
     ("min"); then the nominal limit clipped to the core's quantiles at 1 - band alpha and
     1 - alpha / band, or with no nominal limit the core's quantile at 1 - alpha. The shipped
-    rule (robustcore._calibration) is scale="log", spread="q75", spreads=3.5, band=1.5."""
+    rule (robustcore._calibration) is the default: scale="cbrt", spread="q75", spreads=6,
+    band=1.5 (the study's row through robustcore itself checks that they agree)."""
     x = np.cbrt(s) if scale == "cbrt" else np.log(np.maximum(s, 1e-300))
     q25, q50, q75, q90 = np.quantile(x, [0.25, 0.5, 0.75, 0.9])
     hi = (q75 - q50) / _Z75
@@ -368,7 +369,7 @@ def candidate_limit(s, nominal, alpha, *, scale="log", spread="q75", spreads=3.5
     return min(max(nominal, low), high)
 
 
-CANDIDATES = {"shipped: log, q75, 3.5 spreads, band 1.5": {}}
+CANDIDATES = {}
 for _sc, _sp, _c, _b, _w in [(sc, sp, c, b, w) for sc in ("log", "cbrt") for sp in ("q75", "q25", "min")
                              for c in (2.5, 3, 3.5, 4, 5, 6) for b in (1.5, 2.0) for w in (1.0, 1.5)]:
     if _sp != "q75" and _w > 1:
