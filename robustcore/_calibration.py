@@ -24,8 +24,9 @@ that each need only what the step before gave:
    of the core: ``high`` is the quantile at ``f * (1 - alpha / BAND)``; a limit above every
    inlier (nothing but the gross outliers flagged) comes down to the core's own tail.
 3. **The limit is ``g`` clipped to [low, high]** (:func:`calibrated_limit`). Where the Gaussian
-   formula agrees with the data within those bounds it is kept unchanged (Gaussian data keep
-   the textbook limits); where it does not, the nearest bound replaces it. A score with no
+   formula agrees with the data within those bounds it is kept unchanged; where it does not,
+   the nearest bound replaces it (Gaussian data keep about the textbook limits: "SPE or T²",
+   each at alpha, flags up to 2 alpha of them, which the band brings to BAND * alpha). A score with no
    nominal limit (PCP's sparse-part norms, ``g = None``) gets the training quantile that leaves
    ``alpha`` of the core above it (:func:`rate_limit`). One rule for every outlier method.
 
