@@ -9,7 +9,8 @@ the 15th). It never reads the evaluation data.
 Candidates: the rank rule of PCA / ResidualScorer / Coherence Pursuit (robustcore/rank.py and
 the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
 1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``); and (``--study flags``, not a
-ROC-AUC) the share of known inliers each method flags at its stated rate.
+ROC-AUC) the share of known inliers each method flags at its stated rate; and
+(``--study calibration``) candidate calibration rules scored on each method's training scores.
 """
 from __future__ import annotations
 
@@ -267,6 +268,27 @@ def synthetic_tasks(seeds=(0, 1, 2), n=3000, d=20, rank=3, out_frac=0.05):
     return out
 
 
+def check_tasks(seeds=(0, 1, 2), n=3000, d=20, rank=3, out_frac=0.05):
+    """Checks beside the 21 target tasks (reported apart, never counted in the target): Gaussian
+    inliers near a rank-3 subspace with 5 % outliers of 4 N(0, 1) ("gauss"), and the same in
+    two clusters ("two clusters"), seeds 100-102."""
+    out = []
+    for seed in seeds:
+        rng = np.random.default_rng(100 + seed)
+        B = np.linalg.qr(rng.standard_normal((d, rank)))[0].T
+        n_out = int(out_frac * n)
+        y = np.r_[np.zeros(n - n_out, int), np.ones(n_out, int)]
+        inl = 3 * rng.standard_normal((n - n_out, rank)) @ B + 0.3 * rng.standard_normal((n - n_out, d))
+        out.append((f"gauss low-rank #{seed}", "check", "check",
+                    np.vstack([inl, 4 * rng.standard_normal((n_out, d))]) + 2.0, y))
+        centres = rng.standard_normal((2, d)) * 4
+        lab = rng.integers(0, 2, n - n_out)
+        inl = centres[lab] + rng.standard_normal((n - n_out, rank)) @ B + 0.3 * rng.standard_normal((n - n_out, d))
+        out.append((f"two clusters #{seed}", "check", "check",
+                    np.vstack([inl, rng.uniform(-10, 10, (n_out, d))]), y))
+    return out
+
+
 FLAG_METHODS = {
     "PCA": lambda: __import__("robustcore").PCA(),
     "SPE/T² (ResidualScorer)": lambda: __import__("robustcore").ResidualScorer(),
@@ -277,36 +299,188 @@ FLAG_METHODS = {
 
 def study_flags(tables, alpha=0.01):
     """The share of KNOWN INLIERS each method's ``predict`` flags at its default (stated rate
-    alpha = 1 %), on the development tables (subsampled to FLAG_ROWS) and the synthetic tasks.
-    The first element of each entry is that share (not a ROC-AUC)."""
+    alpha = 1 %), on the development tables (subsampled to FLAG_ROWS) and the synthetic tasks
+    (the 21 target tasks; the check tasks under "check | "). The first element of each entry
+    is that share (not a ROC-AUC); the second the ROC-AUC of the score, which the calibration
+    must not move."""
     out = {}
-    for name, _f, _c, X, y in list(tables) + synthetic_tasks():
+    for name, fam, _c, X, y in list(tables) + synthetic_tasks() + check_tasks():
         X, y = _subsample(X, y)
         for label, make in FLAG_METHODS.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                flagged = make().fit(X).predict(X) == -1
-            out.setdefault(f"flags | {label}", {})[name] = (float(flagged[y == 0].mean()), None)
+                est = make().fit(X)
+                flagged = est.predict(X) == -1
+                auc = outlier_metrics(y, -est.score_samples(X))["roc_auc"]
+            key = f"flags | {label}" if fam != "check" else f"flags check | {label}"
+            out.setdefault(key, {})[name] = (float(flagged[y == 0].mean()), float(auc))
         print(f"  flags: {name}", file=sys.stderr, flush=True)
     return out
 
 
-def report_flags(res, alpha=0.01):
-    """Per method: median and largest share of known inliers flagged, and the tasks outside
-    [alpha / 3, 3 alpha]."""
-    print(f"\n### Share of known inliers flagged (stated rate {100 * alpha:g} %)\n")
-    print("| method | tasks | median | max | outside [α/3, 3α] | which |")
-    print("|---|---|---|---|---|---|")
+# -- the calibration rule (issue 35): candidates scored on each method's training scores ---------
+
+def _training_scores(X, y, label):
+    """What a calibration rule sees for one fit: the scores at the nominal limits (the combined
+    score max(SPE / Q, T² / T) before calibration, nominal limit 1; PCP's raw score, no nominal
+    limit) and the rows allowed to bound the limit (Coherence Pursuit's bounding rows)."""
+    import robustcore as rc
+    from robustcore.subspace._cop_calibration import calibration_rows_in_memory
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = {"PCA": rc.PCA, "CoP": rc.CoherencePursuit, "PCP": lambda: rc.PCP(random_state=0)}[label]()
+        est.fit(X)
+        s = -est.score_samples(X)
+    rows = np.ones(len(y), bool)
+    if label == "PCP":
+        return s, None, rows
+    if label == "CoP":
+        spe = est._spe_t2(est._input(X))[0]
+        rows[:] = False
+        rows[calibration_rows_in_memory(spe, ~np.asarray(est.degenerate_, bool))[1]] = True
+    return s * est.limit_calibration_["factor"], 1.0, rows
+
+
+_Z75 = 0.6744897501960817
+
+
+def candidate_limit(s, nominal, alpha, *, scale="cbrt", spread="q75", spreads=6.0, band=1.5, widen=1.0):
+    """A candidate rule: the core up to ``spreads`` robust spreads of the transformed score
+    (``scale`` "log" or "cbrt") above its median, the spread from the upper quartile ("q75",
+    widened up to ``widen`` times by the 90 % quantile's), the lower one ("q25") or the smaller
+    ("min"); then the nominal limit clipped to the core's quantiles at 1 - band alpha and
+    1 - alpha / band, or with no nominal limit the core's quantile at 1 - alpha. The shipped
+    rule (robustcore._calibration) is the default: scale="cbrt", spread="q75", spreads=6,
+    band=1.5 (the study's row through robustcore itself checks that they agree)."""
+    x = np.cbrt(s) if scale == "cbrt" else np.log(np.maximum(s, 1e-300))
+    q25, q50, q75, q90 = np.quantile(x, [0.25, 0.5, 0.75, 0.9])
+    hi = (q75 - q50) / _Z75
+    if widen > 1 and hi > 0:
+        hi = max(hi, min((q90 - q50) / 1.2815515655446004, widen * hi))
+    sp = {"q75": hi, "q25": (q50 - q25) / _Z75, "min": min(hi, (q50 - q25) / _Z75)}[spread]
+    if not sp > 0:
+        return float(np.quantile(s, 1 - alpha)) if nominal is None else nominal
+    top = q50 + spreads * sp
+    cut = top ** 3 if scale == "cbrt" else np.exp(min(top, 700.0))
+    f = np.count_nonzero(s <= cut) / s.size
+    if nominal is None:
+        return float(np.quantile(s, f * (1 - alpha)))
+    low, high = np.quantile(s, [f * max(0.0, 1 - band * alpha), f * (1 - alpha / band)])
+    return min(max(nominal, low), high)
+
+
+CANDIDATES = {}
+for _sc, _sp, _c, _b, _w in [(sc, sp, c, b, w) for sc in ("log", "cbrt") for sp in ("q75", "q25", "min")
+                             for c in (2.5, 3, 3.5, 4, 5, 6) for b in (1.5, 2.0) for w in (1.0, 1.5)]:
+    if _sp != "q75" and _w > 1:
+        continue
+    CANDIDATES[f"{_sc}, {_sp}{' widened 1.5x by q90' if _w > 1 else ''}, {_c:g} spreads, band {_b:g}"] = dict(
+        scale=_sc, spread=_sp, spreads=_c, band=_b, widen=_w)
+
+
+def study_calibration(tables, alpha=0.01):
+    """Every candidate rule on the training scores of PCA, Coherence Pursuit and PCP: tasks
+    outside [alpha / 3, 3 alpha] of known inliers flagged (the 21 target tasks, the 6 check
+    tasks), and on the bundled usps-1-vs-8 the eights Coherence Pursuit's flags catch (the
+    recall its test guards). Includes the shipped rule through robustcore._calibration itself."""
+    from robustcore._calibration import calibrate_scores
+    from robustcore.datasets import demo
+    ds = demo("usps-1-vs-8")
+    tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
+    tasks.append(("usps-1-vs-8", "usps", np.asarray(ds.X, float), np.asarray(ds.outliers).astype(int)))
+    fits = []
+    for name, fam, X, y in tasks:
+        X, y = _subsample(X, y)
+        for label in ("PCA", "CoP", "PCP"):
+            fits.append((name, fam, label, y == 1) + _training_scores(X, y, label))
+        print(f"  calibration: {name}", file=sys.stderr, flush=True)
+    out = {}
+    rules = {"robustcore._calibration (shipped)": lambda s, nom: calibrate_scores(s, nom, alpha).limit}
+    rules.update({k: (lambda kw: lambda s, nom: candidate_limit(s, nom, alpha, **kw))(kw) for k, kw in CANDIDATES.items()})
+    for rname, rule in rules.items():
+        res = {}
+        for name, fam, label, out_, s, nom, rows in fits:
+            lim = rule(s[rows], nom)
+            share = float(np.mean(s[~out_] > lim))
+            res[f"{label} | {name} | {fam}"] = (share, int(np.sum(s[out_] > lim)))
+        out[f"calibration | {rname}"] = res
+    return out
+
+
+def report_calibration(res, alpha=0.01):
+    rows = []
     for k, per in res.items():
-        if not k.startswith("flags | "):
+        if not k.startswith("calibration | "):
             continue
+        cnt = {}
+        for key, (share, caught) in per.items():
+            label, name, fam = key.split(" | ")
+            if fam == "usps":
+                if label == "CoP":
+                    usps = (caught, share)
+                continue
+            grp = "check" if fam == "check" else "target"
+            cnt.setdefault((grp, label), 0)
+            cnt[(grp, label)] += not (alpha / 3 <= share <= 3 * alpha)
+        # the order of choice (fixed before the run): the usps guard and every check task held,
+        # then the fewest target tasks outside summed over the three methods, then the worst one
+        bad = usps[0] < 40 or not alpha / 3 <= usps[1] <= 3 * alpha or \
+            any(cnt.get(("check", m), 0) for m in ("PCA", "CoP", "PCP"))
+        rows.append((bad, sum(cnt[("target", m)] for m in ("PCA", "CoP", "PCP")),
+                     max(cnt[("target", m)] for m in ("PCA", "CoP", "PCP")), k[14:], cnt, usps))
+    if not rows:
+        return
+    print(f"\n### Calibration rules: tasks outside [α/3, 3α] (21 target tasks; 6 checks)\n")
+    print("| rule | PCA | CoP | PCP | checks PCA/CoP/PCP | usps-1-vs-8 (CoP): eights caught, ones flagged |")
+    print("|---|---|---|---|---|---|")
+    for bad, tot, worst, name, cnt, usps in sorted(rows, key=lambda r: r[:3])[:25]:
+        print(f"| {name} | {cnt[('target', 'PCA')]} | {cnt[('target', 'CoP')]} | {cnt[('target', 'PCP')]} | "
+              f"{cnt[('check', 'PCA')]}/{cnt[('check', 'CoP')]}/{cnt[('check', 'PCP')]} | "
+              f"{usps[0]} of 50, {100 * usps[1]:.1f} %{' (fails a guard)' if bad else ''} |")
+
+
+def report_flags(res, alpha=0.01):
+    """Per method: median and largest share of known inliers flagged, the tasks outside
+    [alpha / 3, 3 alpha], and the mean ROC-AUC of the score over the development tables."""
+    flags = [k for k in res if k.startswith(("flags | ", "flags check | "))]
+    if flags:
+        print(f"\n### Share of known inliers flagged (stated rate {100 * alpha:g} %)\n")
+        print("| method | tasks | median | max | outside [α/3, 3α] | which | mean ROC-AUC, 15 dev tables |")
+        print("|---|---|---|---|---|---|---|")
+    for k in flags:
+        per = res[k]
         v = np.array([a for a, _ in per.values()])
         bad = [f"{t} {100 * a:.1f} %" for t, (a, _) in per.items() if not alpha / 3 <= a <= 3 * alpha]
-        print(f"| {k[8:]} | {v.size} | {100 * np.median(v):.2f} % | {100 * v.max():.2f} % | {len(bad)} | "
-              f"{', '.join(bad) or '-'} |")
+        dev = [auc for t, (_, auc) in per.items() if not t.startswith(("t3 ", "clustered"))]
+        label = ("check tasks: " if k.startswith("flags check") else "") + k.split(" | ", 1)[1]
+        print(f"| {label} | {v.size} | {100 * np.median(v):.2f} % | {100 * v.max():.2f} % | {len(bad)} | "
+              f"{', '.join(bad) or '-'} | {np.mean(dev):.4f} |")
+    report_calibration(res, alpha)
 
 
-STUDIES = {"flags": study_flags, "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp, "joint": study_joint,
+def study_rank_average(tables):
+    """The Target paragraph of issue 35: does a rank average of the defaults' scores (each
+    score's ranks over the rows, scaled to (0, 1], averaged) beat the best single default? A
+    study, not a shipped method."""
+    import robustcore as rc
+    from scipy.stats import rankdata
+    out = {}
+    for name, _f, _c, X, y in tables:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            S = {"PCA": -rc.PCA().fit(X).score_samples(X),
+                 "Coherence Pursuit (best single default)": -rc.CoherencePursuit().fit(X).score_samples(X),
+                 "PCP": -rc.PCP(random_state=0).fit(X).score_samples(X)}
+        r = [rankdata(v) / v.size for v in S.values()]
+        S["rank average of PCA, Coherence Pursuit, PCP"] = sum(r) / 3
+        S["rank average of Coherence Pursuit, PCP"] = (r[1] + r[2]) / 2
+        for k, v in S.items():
+            out.setdefault(f"rankavg | {k}", {})[name] = (outlier_metrics(y, v)["roc_auc"], None)
+        print(f"  rank average: {name}", file=sys.stderr, flush=True)
+    return out
+
+
+STUDIES = {"flags": study_flags, "rank-average": study_rank_average, "calibration": study_calibration, "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp, "joint": study_joint,
            "local": study_local}
 # The defaults before this study (issue 23), what every candidate is compared with.
 CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
@@ -314,7 +488,8 @@ CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
            "PCP": "PCP | lam=1/sqrt(max(n,d)), scale=auto, l1",
            "CoP-joint": "CoP joint | center=none, elbow (current), scale=auto",
            "PCA-joint": "PCA joint | scale=auto", "local": "local | Coherence Pursuit's score", "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto",
-           "PCP-centre": "PCP centre | center=none"}
+           "PCP-centre": "PCP centre | center=none",
+           "rankavg": "rankavg | Coherence Pursuit (best single default)"}
 
 
 def loto(res, keys, current):
@@ -335,7 +510,7 @@ def report(res):
     report_flags(res)
     groups = {}
     for k in res:
-        if k.startswith("flags | "):
+        if k.startswith(("flags | ", "flags check | ", "calibration | ")):
             continue
         head = k.split(" | ")[0]
         groups.setdefault(head + (" rank" if "joint" not in head and any(r in k for r in RANK_RULES) else ""),

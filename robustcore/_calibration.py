@@ -12,61 +12,76 @@ nominal limit is 1) with a nominal limit ``g`` at false-alarm rate ``alpha``, in
 that each need only what the step before gave:
 
 1. **The robust core** (:func:`core_cut`, from the training quantiles at QUANTILE_LEVELS).
-   Scores are compared on a log scale (they are squared distances: skewed, positive). The core
-   is every score up to ``cut = exp(m + CORE_SPREADS * s)``, with ``m`` the log median and
-   ``s`` a robust spread of the log scores from their upper half: ``s75 = (log q75 - log q50)
-   / 0.6745``, widened up to ``TAIL_WIDENING * s75`` by ``(log q90 - log q50) / 1.2816`` (for
-   heavy-tailed scores; bounded, since with a tenth of gross outliers q90 lies among them). Gross outliers beyond the cut cannot
-   widen the limits meant to flag them. The caller counts the share ``f`` of training scores
-   up to the cut (one pass).
+   Scores are compared on a cube-root scale: they are squared distances, skewed and positive,
+   and the cube root of a chi-square-like score is close to normal (Wilson and Hilferty). The
+   core is every score up to ``cut = (m + CORE_SPREADS * s)^3``, with ``m`` the median of the
+   cube roots and ``s = (q75^(1/3) - q50^(1/3)) / 0.6745`` a robust spread from their upper
+   half. Gross outliers beyond the cut cannot widen the limits meant to flag them. The caller
+   counts the share ``f`` of training scores up to the cut (one pass).
 2. **Bounds, distribution-free** (:func:`bound_levels`). The limit may flag no more than
    ``BAND * alpha`` of the core: ``low`` is the training quantile at level
    ``f * (1 - BAND * alpha)`` (inside the core). And it may not flag less than ``alpha / BAND``
    of the core: ``high`` is the quantile at ``f * (1 - alpha / BAND)``; a limit above every
    inlier (nothing but the gross outliers flagged) comes down to the core's own tail.
 3. **The limit is ``g`` clipped to [low, high]** (:func:`calibrated_limit`). Where the Gaussian
-   formula agrees with the data within those bounds it is kept unchanged (Gaussian data keep
-   the textbook limits); where it does not, the nearest bound replaces it.
+   formula agrees with the data within those bounds it is kept unchanged; where it does not,
+   the nearest bound replaces it (Gaussian data keep about the textbook limits: "SPE or T²",
+   each at alpha, flags up to 2 alpha of them, which the band brings to BAND * alpha). A score with no
+   nominal limit (PCP's sparse-part norms, ``g = None``) gets the training quantile that leaves
+   ``alpha`` of the core above it (:func:`rate_limit`). One rule for every outlier method.
 
-:func:`calibrate_scores` runs the three steps on scores held in memory.
+:func:`calibrate_scores` runs the three steps on scores held in memory. Each result carries a
+``caveat`` (:func:`rate_caveat`) when the calibration cannot promise the rate: too few rows for
+it, many rows tied at the limit, or a large share of the rows beyond the core (flagged whatever
+they are).
 
 Issue 35 (benchmarks/results_outliers.md, "Flag rates"): with ``high`` at ``1 - alpha / BAND``
 of ALL rows, a table with more outliers than alpha / BAND kept limits above every inlier (0 %
-of the clustered synthetic inliers flagged); with the q75 spread alone a tenth of mammography's
-inliers lay beyond the core. Both changed as above.
+of the clustered synthetic inliers flagged); ``high`` is the core's own quantile since.
 
-Why these constants (benchmarks/results_outliers.md, the development tables, PCA and Coherence
-Pursuit at alpha = 0.01, the flag "SPE or T² above its limit"): the Gaussian limits flagged a
-share of the known inliers within [alpha / 3, 3 alpha] on 8 and 6 of the 15 tables (up to 44 %
-on InternetAds); calibrated this way, on 12 and 12. A core of 3 spreads left heavy-tailed
-inliers outside it (mammography: 5 % of them flagged); no core at all lost the gross outliers'
-recall; a band of 3 let the limit sit at 3 alpha of the core (landsat, SpamBase: 4-6 %).
+Why these constants (benchmarks/results_outliers.md, "One calibration rule": chosen on the 15
+development tables and six synthetic tasks, heavy-tailed and clustered, only; ``python
+benchmarks/study_outlier_defaults.py --study calibration``): among cores of 2.5-6 spreads of
+the log or cube-root score, spreads from the upper quartile, the lower one or the smaller, the
+q90 widening of the last round or not, and bands of 1.5 or 2, with Coherence Pursuit's flags
+still catching 40 or more of usps-1-vs-8's 50 eights and six Gaussian and two-cluster check
+tasks all within [alpha / 3, 3 alpha], this one left the fewest of the 21 tasks outside that
+band summed over PCA, Coherence Pursuit and PCP: 3 + 8 + 5, against 7 + 10 + 6 before. A
+spread from the lower quartile kept out the outliers of tables with a third of them, but log
+T² of few components has a long lower tail, and it took low-rank Gaussian data's outliers into
+the core; a band of 2 let Coherence Pursuit's limit sit at 2 alpha of its core (four tasks
+above 3 alpha).
 
 Everything is a pure function of numbers: no estimator is imported, numpy only.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["CORE_SPREADS", "TAIL_WIDENING", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "order_statistic_positions",
-           "core_cut", "bound_levels", "calibrated_limit", "calibrate", "calibrate_scores", "Calibration", "uncalibrated",
-           "flag_rate_warning", "believed_clean", "rate_limit"]
+__all__ = ["CORE_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "MIN_EXPECTED_FLAGS", "WIDE_TAIL",
+           "order_statistic_positions", "core_cut", "bound_levels", "calibrated_limit", "calibrate",
+           "calibrate_scores", "Calibration", "uncalibrated", "rate_caveat", "flag_rate_warning",
+           "believed_clean", "rate_limit"]
 
-_LOG_MAX = math.log(np.finfo(np.float64).max)
-# The core ends this many robust spreads of the log score above its median.
-CORE_SPREADS = 4.0
-# The spread from q90 widens the core up to this many times the spread from q75 (step 1).
-TAIL_WIDENING = 1.5
-# The calibrated limit flags at most BAND * alpha of the core, at least alpha / BAND of all rows.
-BAND = 2.0
+_CBRT_MAX = float(np.cbrt(np.finfo(np.float64).max))
+# The core ends this many robust spreads of the cube-root score above its median.
+CORE_SPREADS = 6.0
+# The calibrated limit flags between alpha / BAND and BAND * alpha of the core.
+BAND = 1.5
 # The training quantiles that define the core (step 1).
-QUANTILE_LEVELS = (0.5, 0.75, 0.9)
-# Normal quantiles: (log q75 - log q50) / _Z75 is a standard deviation for log-normal scores.
+QUANTILE_LEVELS = (0.5, 0.75)
+# Normal quantile: (q75^(1/3) - q50^(1/3)) / _Z75 is a standard deviation of normal cube roots.
 _Z75 = 0.6744897501960817
-_Z90 = 1.2815515655446004
+# Fewer calibration rows than this many over alpha: fewer than 10 are expected above the limit,
+# and chance alone moves the share flagged out of [alpha / 3, 3 alpha] (at 3 expected, 1 time
+# in 5); from 10 on, about 1 in 100.
+MIN_EXPECTED_FLAGS = 10
+# More than this share of the calibration rows beyond the core (all flagged) is reported.
+WIDE_TAIL = 0.1
 
 
 def order_statistic_positions(n: int, levels):
@@ -90,31 +105,28 @@ def _check_alpha(alpha):
         raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
 
 
-def core_cut(q50: float, q75: float, q90: float) -> tuple[float | None, str]:
+def core_cut(q50: float, q75: float) -> tuple[float | None, str]:
     """Step 1: the upper end of the robust core from the training quantiles at
     QUANTILE_LEVELS; ``(cut, "")``, or ``(None, reason)`` when the quantiles cannot define a
     core (then the nominal limit stays)."""
-    q50, q75, q90 = float(q50), float(q75), float(q90)
-    if not all(np.isfinite((q50, q75, q90))) or not q50 <= q75 <= q90:
-        raise ValueError(f"the quantiles must be finite and non-decreasing; got q50 = {q50}, "
-                         f"q75 = {q75}, q90 = {q90}")
+    q50, q75 = float(q50), float(q75)
+    if not all(np.isfinite((q50, q75))) or not q50 <= q75:
+        raise ValueError(f"the quantiles must be finite and non-decreasing; got q50 = {q50}, q75 = {q75}")
     if not q50 > 0.0:
         return None, ("at least half of the training scores are zero: the data fit the model "
                       "exactly there, and the limits keep their nominal values")
-    # The larger of the spreads from the 75 % and the 90 % quantiles: discrete or heavy-tailed
-    # scores (many ties near the median, a long upper tail) have a small q75 spread that left a
-    # tenth of the inliers outside the core, and every one of them flagged (mammography 5 %).
-    # The q90 spread counts at most TAIL_WIDENING times the q75 one: with a tenth of the rows
-    # gross outliers q90 lies among them, and an unbounded spread took them into the core.
-    s75 = (math.log(q75) - math.log(q50)) / _Z75
-    s90 = (math.log(q90) - math.log(q50)) / _Z90
-    spread = max(s75, min(s90, TAIL_WIDENING * s75)) if s75 > 0.0 else s90
+    # From the upper quartile alone: with up to a quarter of the rows outlying it is still an
+    # inlier's. (A spread from the lower quartile resists more outliers, but it took low-rank
+    # Gaussian data's outliers into the core on the log scale; widening by the q90 spread, for
+    # mammography's tail, cost more heavy-tailed tasks than it won.)
+    a, b = np.cbrt(q50), np.cbrt(q75)
+    spread = (b - a) / _Z75
     if not spread > 0.0:
         return None, ("the training scores take too few distinct values for a robust spread "
-                      "(their 75 % and 90 % quantiles equal the median)")
-    log_cut = math.log(q50) + CORE_SPREADS * spread
+                      "(their 75 % quantile equals the median)")
+    top = a + CORE_SPREADS * spread
     # (scores near float64's largest value: a cut past it holds every score)
-    return (math.exp(log_cut) if log_cut < _LOG_MAX else math.inf), ""
+    return (top ** 3 if top < _CBRT_MAX * (1.0 - 1e-12) else math.inf), ""
 
 
 def bound_levels(core_share: float, alpha: float) -> tuple[float, float]:
@@ -136,7 +148,10 @@ class Calibration:
     low, high : the bounds (nan when not calibrated).
     core_share : share of the training scores inside the core (nan when not calibrated).
     action : "kept" (nominal within the bounds), "raised" (to ``low``), "lowered" (to
-        ``high``) or "uncalibrated" (``reason`` says why).
+        ``high``), "quantile" (no nominal limit: the core's quantile at 1 - alpha) or
+        "uncalibrated" (``reason`` says why).
+    caveat : "" or why the share flagged among clean rows may be far from alpha
+        (:func:`rate_caveat`).
     """
 
     limit: float
@@ -146,12 +161,33 @@ class Calibration:
     core_share: float
     action: str
     reason: str = ""
+    caveat: str = ""
 
 
 def uncalibrated(nominal: float, reason: str) -> Calibration:
-    """The record of a nominal limit left as it is (``reason``: why)."""
+    """The record of a nominal limit left as it is (``reason``: why; it is the caveat too)."""
     nan = float("nan")
-    return Calibration(float(nominal), float(nominal), nan, nan, nan, "uncalibrated", reason)
+    return Calibration(float(nominal), float(nominal), nan, nan, nan, "uncalibrated", reason, reason)
+
+
+def rate_caveat(n: int, alpha: float, *, beyond: float = 0.0, tied: int = 0) -> str:
+    """Why a limit set on ``n`` calibration rows cannot promise a share of about ``alpha``
+    flagged among clean rows, or "": fewer than MIN_EXPECTED_FLAGS rows expected above it; more
+    than WIDE_TAIL of the rows beyond the robust core (``beyond``: all flagged, outliers or a
+    tail of inliers the core does not hold); or ``tied`` rows sharing the limit's value (the
+    share flagged jumps by their number at it)."""
+    why = []
+    if n * alpha < MIN_EXPECTED_FLAGS:
+        why.append(f"only {n:,} calibration rows: about {n * alpha:.1g} are expected above a limit at "
+                   f"alpha = {100 * alpha:g} %, too few for the share flagged to follow alpha")
+    if beyond > WIDE_TAIL:
+        why.append(f"{100 * beyond:.0f} % of the calibration rows lie beyond the robust core of their "
+                   f"scores and are all flagged: if they are not outliers (a long tail, a cluster "
+                   f"the model does not fit), far more than alpha of the inliers are flagged")
+    if tied > max(1.0, alpha * n / BAND):
+        why.append(f"{tied:,} calibration rows share the limit's score (ties): the share flagged "
+                   f"jumps by {100 * tied / n:.1f} % at it")
+    return "; ".join(why)
 
 
 def calibrated_limit(nominal: float, alpha: float, *, low: float, high: float,
@@ -171,17 +207,15 @@ def calibrated_limit(nominal: float, alpha: float, *, low: float, high: float,
     return Calibration(nominal, nominal, low, high, float(core_share), "kept")
 
 
-def calibrate(kth, count_le, n: int, nominal: float, alpha: float) -> Calibration:
+def calibrate(kth, count_le, n: int, nominal, alpha: float) -> Calibration:
     """The three steps from order statistics: ``kth(ks)`` gives the exact ks-th smallest of the
     ``n`` training scores (0-based), ``count_le(cut)`` how many are at most ``cut``. In memory
     np.partition and a comparison give them; out of core two passes over the stored scores and
-    one count, with the same numbers."""
+    one count, with the same numbers. ``nominal`` None: a score without a nominal limit, which
+    gets the core's quantile at ``1 - alpha`` (step 3)."""
     _check_alpha(alpha)
     if n < 1:
         raise ValueError("scores must not be empty")
-    if BAND * alpha >= 0.5:
-        return uncalibrated(nominal, f"alpha = {alpha:g} is too large for bounds from the "
-                                     f"training scores (they need {BAND:g} x alpha < 1/2)")
 
     def quantiles(levels):
         lo, hi, w = order_statistic_positions(n, levels)
@@ -189,19 +223,35 @@ def calibrate(kth, count_le, n: int, nominal: float, alpha: float) -> Calibratio
         a, b = v[:lo.size], v[lo.size:]
         return a + w * (b - a)
 
+    def without_core(why):
+        # no bounds: the nominal limit, or the quantile at 1 - alpha of every score
+        return uncalibrated(float(quantiles([1.0 - alpha])[0]) if nominal is None else nominal, why)
+
+    if BAND * alpha >= 0.5:
+        return without_core(f"alpha = {alpha:g} is too large for bounds from the training scores "
+                            f"(they need {BAND:g} x alpha < 1/2)")
     q = quantiles(QUANTILE_LEVELS)
     if not np.all(np.isfinite(q)):
         raise ValueError("the training scores must be finite")
     cut, why = core_cut(*q)
     if cut is None:
-        return uncalibrated(nominal, why)
+        return without_core(why)
     f = float(count_le(cut)) / n
     low, high = quantiles(bound_levels(f, alpha))
-    return calibrated_limit(nominal, alpha, low=low, high=high, core_share=f)
+    if nominal is None:
+        target = float(quantiles([f * (1.0 - alpha)])[0])
+        cal = Calibration(target, float("nan"), float(low), float(high), f, "quantile")
+    else:
+        cal = calibrated_limit(nominal, alpha, low=low, high=high, core_share=f)
+    lim = cal.limit
+    below = float(np.nextafter(lim, -np.inf))
+    tied = int(count_le(lim)) - int(count_le(below)) if np.isfinite(lim) else 0
+    caveat = rate_caveat(n, alpha, beyond=1.0 - f, tied=tied)
+    return dataclasses.replace(cal, caveat=caveat) if caveat else cal
 
 
-def calibrate_scores(scores, nominal: float, alpha: float) -> Calibration:
-    """The three steps on training scores held in memory."""
+def calibrate_scores(scores, nominal, alpha: float) -> Calibration:
+    """The three steps on training scores held in memory (``nominal`` None: see :func:`calibrate`)."""
     s = np.asarray(scores, dtype=np.float64).ravel()
     if s.size and not np.all(np.isfinite(s)):
         raise ValueError("the training scores must be finite")
@@ -211,23 +261,14 @@ def calibrate_scores(scores, nominal: float, alpha: float) -> Calibration:
 
 def rate_limit(scores, alpha: float) -> Calibration:
     """A limit for scores that have no nominal one (PCP's sparse-part norms), at false-alarm
-    rate ``alpha``: the training quantile that leaves ``alpha`` of the robust core above it
-    (step 2's ``low`` with a band of 1), bounded by step 2's ``high`` (at least ``alpha /
-    BAND`` of all rows flagged). Without a core (most scores zero, or too few distinct values)
-    the quantile at ``1 - alpha`` of all scores."""
+    rate ``alpha``: the same rule as every other limit (:func:`calibrate` with no nominal
+    limit), i.e. the training quantile that leaves ``alpha`` of the robust core above it.
+    Without a core (most scores zero, or too few distinct values) the quantile at
+    ``1 - alpha`` of all scores."""
     s = np.asarray(scores, dtype=np.float64).ravel()
-    _check_alpha(alpha)
     if s.size == 0 or not np.all(np.isfinite(s)):
         raise ValueError("the training scores must be finite and not empty")
-    cut, why = core_cut(*np.quantile(s, QUANTILE_LEVELS)) if BAND * alpha < 0.5 else (None, "alpha too large")
-    if cut is None:
-        q = float(np.quantile(s, 1.0 - alpha))
-        return uncalibrated(q, why)
-    f = float(np.count_nonzero(s <= cut)) / s.size
-    target, high = np.quantile(s, [f * (1.0 - alpha), 1.0 - alpha / BAND])
-    low = float(np.quantile(s, bound_levels(f, alpha)[0]))
-    return calibrated_limit(min(float(target), float(high)), alpha, low=min(low, float(high)),
-                            high=float(high), core_share=f)
+    return calibrate_scores(s, None, alpha)
 
 
 # -- is the flag rate what the limit says? --------------------------------------------------------
@@ -265,7 +306,9 @@ def flag_rate_warning(flagged, alpha: float, *, known_outliers=None, scores=None
                       method: str = "the limits", factor: float = WARN_FACTOR) -> str | None:
     """A warning (or None) when the share flagged among samples believed clean is far from
     ``alpha``: above ``factor * alpha``, or below ``alpha / factor`` (zero included) while known
-    outliers exist, and far enough that chance cannot explain it (:func:`_improbable`).
+    outliers exist, and far enough that chance cannot explain it (:func:`_improbable`). Without
+    known outliers, also when the scores cannot promise the rate (:func:`rate_caveat`: too few
+    samples, or more than WIDE_TAIL of them beyond the core).
 
     Parameters
     ----------
@@ -310,4 +353,9 @@ def flag_rate_warning(flagged, alpha: float, *, known_outliers=None, scores=None
         return (f"{method} flag {lead} of the {what} ({k:,} of {m:,}), far below the stated "
                 f"alpha = {100 * alpha:g} %{caught}. The limits are wider than stated; lower "
                 f"them with contamination set to the share you expect")
+    if out is None:
+        # no truth to check the share against: say when the scores cannot promise it
+        caveat = rate_caveat(fl.size, alpha, beyond=1.0 - clean.mean())
+        if caveat:
+            return f"{method} may flag far from the stated alpha = {100 * alpha:g} % of clean samples: {caveat}"
     return None

@@ -130,7 +130,8 @@ def control_limits(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="ne
     against its nominal limit 1, and both limits are multiplied by the result, so the ranking
     stays and only the flags move). Where the Gaussian limits agree with the data they are
     kept. ``limit_calibration_`` records what happened ("kept", "raised", "lowered",
-    "uncalibrated" with its reason, or "off").
+    "uncalibrated" with its reason, or "off") and its "caveat": "" or why the share flagged
+    among clean rows may be far from alpha (robustcore._calibration.rate_caveat).
     """
     k = var.size
     var = np.asarray(var, dtype=np.float64).copy()
@@ -174,7 +175,8 @@ def _calibration(training, var, spe_lim, t2_lim, alpha):
 def _calibration_record(cal) -> dict:
     """``limit_calibration_``: what the calibration did, as plain numbers and words."""
     if cal is None:
-        return {"action": "off", "factor": 1.0, "reason": "Gaussian limits as they are (calibrate=False)"}
+        return {"action": "off", "factor": 1.0, "reason": "Gaussian limits as they are (calibrate=False)",
+                "caveat": "the Gaussian limits hold only for Gaussian scores (calibrate=False)"}
     factor = cal.limit if cal.action in ("raised", "lowered") else 1.0
     return {"action": cal.action, "factor": float(factor), "core_share": float(cal.core_share),
-            "reason": cal.reason}
+            "reason": cal.reason, "caveat": cal.caveat}

@@ -60,7 +60,9 @@ PARAMS = (
     replace(CONTAMINATION, special=("auto", "mad"),
             doc="\"auto\" flags samples whose score exceeds a limit at false-alarm rate alpha = "
             "0.01, the rate the other methods state: the training quantile leaving 1 % of the "
-            "robust core of the scores above it (``robustcore._calibration.rate_limit``); "
+            "robust core of the scores above it, by the one calibration rule of every method's "
+            "limits (``robustcore._calibration.rate_limit``; ``limit_calibration_`` says when "
+            "the rate cannot be promised); "
             "\"mad\" the cut of versions before 0.4, median + 3 x 1.4826 MAD of the training "
             "scores (no stated rate: it flagged a median 2.9 % of known inliers on held-out "
             "tables); a fraction c flags the share c of training samples with the largest scores."),

@@ -130,6 +130,10 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     sample_scores_ : ndarray of shape (n_samples,)
         Row l1 (or l2, ``score_norm``) norms of S in scaled units; large = the sample carries
         gross errors.
+    limit_calibration_ : dict
+        With ``contamination="auto"`` (else None): what the limit's calibration did ("action", "core_share",
+        "reason") and its "caveat" ("" or why the share flagged among clean rows may be far
+        from alpha; robustcore._calibration.rate_caveat).
     n_iter_ : int
         Iterations run.
     converged_ : bool
@@ -423,15 +427,25 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         return out
 
     def _auto_threshold(self, training_scores):
+        return self._rate_limit(training_scores()).limit
+
+    @staticmethod
+    def _rate_limit(scores):
         from .._calibration import rate_limit
         from .._contamination import LIMIT_ALPHA
-        return rate_limit(training_scores(), LIMIT_ALPHA).limit
+        return rate_limit(scores, LIMIT_ALPHA)
 
     def _offset(self, contamination, training_scores) -> dict:
         if contamination == "mad":
             from ..compare import robust_threshold
-            return {"offset_": -float(robust_threshold(training_scores()))}
-        return super()._offset(contamination, training_scores)
+            return {"offset_": -float(robust_threshold(training_scores())), "limit_calibration_": None}
+        if contamination == "auto":
+            # the limit and what the calibration says of it (limit_calibration_["caveat"])
+            cal = self._rate_limit(training_scores())
+            return {"offset_": -float(cal.limit), "limit_calibration_": {
+                "action": cal.action, "core_share": float(cal.core_share), "reason": cal.reason,
+                "caveat": cal.caveat}}
+        return {**super()._offset(contamination, training_scores), "limit_calibration_": None}
 
 
 # A low-rank part this small against X (Frobenius norms) is rounding and tolerance: S is X.

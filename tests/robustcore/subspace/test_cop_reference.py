@@ -55,8 +55,19 @@ def _reference(X, center, norm, n_inliers):
     lam = np.sort(np.linalg.eigvalsh(E[calib].T @ E[calib] / (m - 1)))[::-1][: d - R]
     limits = control_limits(m, var, np.maximum(lam, 0.0), alpha=0.01)
     t2 = ((Y @ V) ** 2 / limits["variances_"]).sum(axis=1)
+    # the limits' calibration (robustcore._calibration): the calibration rows' combined score
+    # max(SPE / Q, T² / T) has a robust core up to CORE_SPREADS spreads of its cube root (from
+    # the quartile) above the median; the nominal limit 1 is clipped to the core's quantiles
+    # at 1 - BAND alpha and 1 - alpha / BAND
+    from robustcore._calibration import BAND, CORE_SPREADS
+    comb = np.maximum(spe[calib] / limits["spe_limit_"], t2[calib] / limits["t2_limit_"])
+    r50, r75 = np.cbrt(np.quantile(comb, [0.5, 0.75]))
+    cut = (r50 + CORE_SPREADS * (r75 - r50) / 0.6744897501960817) ** 3
+    f = np.mean(comb <= cut)
+    low, high = np.quantile(comb, [f * (1 - BAND * 0.01), f * (1 - 0.01 / BAND)])
+    factor = min(max(1.0, low), high)
     return dict(centre=c, V=V, coherence=coherence, selected=selected, calib=calib, spe=spe, t2=t2,
-                spe_limit=limits["spe_limit_"], t2_limit=limits["t2_limit_"])
+                spe_limit=limits["spe_limit_"] * factor, t2_limit=limits["t2_limit_"] * factor)
 
 
 @pytest.mark.parametrize("norm", [2, 1])
