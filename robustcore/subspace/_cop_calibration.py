@@ -159,9 +159,10 @@ def residual_block(B, start, degenerate, prep, kern, acc=None):
     Y = prep(B)
     b = Y.shape[0]
     buf = scratch(b, Y.shape[1], 4)
-    T, spe = kern(Y, buf)
+    # explicit residuals: the calibration sums need e itself
+    T, E = kern.residuals(Y, buf)
+    spe = np.einsum("ij,ij->i", E, E)
     log_spe = log_residual(spe)
     if acc is not None:
-        # the explicit residuals e are left in buf by the kernel
-        acc.feed(buf[:b], T, log_spe, ~np.asarray(degenerate, bool))
+        acc.feed(E, T, log_spe, ~np.asarray(degenerate, bool))
     return {"spe": spe, "projection": T, "log_spe": log_spe}

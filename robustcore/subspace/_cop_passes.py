@@ -390,8 +390,9 @@ def pairs_needed(p, n, d) -> bool:
 
 
 def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
-    """(fitted attributes, kept per-row results) of a Coherence Pursuit fit on ``rows``: the one
-    route for every parameter set (module doc). The steps that need random access
+    """(fitted attributes, kept per-row results, the rows) of a Coherence Pursuit fit on
+    ``rows``: the one route for every parameter set (module doc); ``coherence_`` is a callable
+    when the selection came from bounds (made when first read: ``CoherencePursuit``). The steps that need random access
     (``_cop_memory``: the coherence from pairs of rows, adaptive sampling, the refinement) read
     the rows in memory; out of core they are refused before (``coherence_pursuit``), or the
     table is loaded when it fits (``load_rows``). ``selection_band_in_memory``: the selected
@@ -420,7 +421,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     centre = _centre(rows, sc, how, n)
     prep = _Prep(scale, centre)
     Xn = None            # ŷ of every row, when a random-access step needs them
-    sel_band = band_acc = None
+    sel_band = band_acc = decided = None
     if pairs:
         rep(0.2, "coherence scores")
         Xn, valid, cut = _unit_rows(rows.X, prep)
@@ -449,17 +450,28 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         sample = _sampled(sc.sample if with_band else thinned(sc.sample), prep, cut)
         sel_band = _selection_band(sample, form, p, n, sc.sample.shape[0], r) if with_band else None
         rep(0.35, "coherence scores")
-        band_sums = (functools.partial(SelectionBand, d, _Selected(prep, cut), sel_band)
-                     if sel_band else None)
-        out = rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
-                       prep, form, cut, progress=rep.span(0.35, 0.6), message="coherence scores",
-                       name="coherence", reduce=band_sums)
-        out, band_acc = out if sel_band is not None else (out, None)
-        coh, degenerate = out["coherence"], out["degenerate"]
-    n_valid = n - count_true(degenerate)
+        exact = functools.partial(_exact_coherence, rows, prep, form, cut)
+        # in memory, the selection from bounds on the coherence, exact only near the cut, and
+        # coherence_ made when first read (_cop_bounds); not inside fit_row_results, whose
+        # results hold every row's coherence
+        decided = None
+        if not (rows.lazy or with_band or adaptive or hasattr(est, "_kept_rows")):
+            decided = _select_by_bounds(rows, prep, form, symmetric(G), cut, p, r, how, rep.span(0.35, 0.6))
+        if decided is not None:
+            degenerate, n_valid, k, selected = decided
+            coh = _LazyCoherence(exact)
+        else:
+            out = exact(progress=rep.span(0.35, 0.6), reduce=(
+                functools.partial(SelectionBand, d, _Selected(prep, cut), sel_band) if sel_band else None))
+            out, band_acc = out if sel_band is not None else (out, None)
+            coh, degenerate = out["coherence"], out["degenerate"]
+    if decided is None:
+        n_valid = n - count_true(degenerate)
     _check_usable(n_valid, how, r)
     rep(0.6, "selecting samples")
-    if adaptive:
+    if decided is not None:
+        pass
+    elif adaptive:
         if Xn is None:
             Xn = _unit_rows(rows.X, prep, cut)[0]
         picked = adaptive_sampling(Xn, coh, ~degenerate, r, p, _random_state(p))
@@ -493,7 +505,8 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     comps = fix_signs(fit.components)
     rep(0.75, "residuals")
     # the calibration sums ride on the residual pass when the sample gives a band (_cop_calibration)
-    band = calibration_band(sample, comps)
+    # (not on a wide table: its EᵀE, d x d, may not fit; the n x n side is taken below)
+    band = calibration_band(sample, comps) if n >= d else None
     out = rows.map(residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,)),
                                     "log_spe": (np.dtype("f8"), ())},
                    prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,),
@@ -513,8 +526,9 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                                progress=rep.span(0.9, 1.0), message="calibration").spectrum(r)
     n_c, var, lam = spectrum
     kept = {"spe": spe, "projection": proj,
-            "extra": {"coherence": coh, "degenerate": degenerate,
-                      "selected": _mask(fit.inliers, n) if p["refine"] else selected}}
+            "extra": {"degenerate": degenerate, "selected": _mask(fit.inliers, n) if p["refine"] else selected}}
+    if not isinstance(coh, _LazyCoherence):
+        kept["extra"]["coherence"] = coh
     # Bounded by the scores of the rows within bounds_cut only: with every row, a third of gross
     # outliers moves the scores' 75 % quantile into them, and the bounds with it (the textbook
     # test's planted data: SPE limit 1000x too high). Rows left out are flagged;
@@ -530,6 +544,53 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
                n_samples_fit_=n)
     return out, kept, rows
+
+
+def _exact_coherence(rows, prep, form, cut, progress=None, reduce=None):
+    """The coherence pass: every row's coherence and degenerate flag (``_coherence_block``)."""
+    return rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
+                    prep, form, cut, progress=progress, message="coherence scores", name="coherence",
+                    reduce=reduce)
+
+
+class _LazyCoherence:
+    """Every row's coherence, made by the coherence pass when first asked for (``coherence_``)."""
+
+    def __init__(self, make):
+        self.make = make
+
+    def __call__(self):
+        return self.make()["coherence"]
+
+
+def _select_by_bounds(rows, prep, form, C, cut, p, r, how, rep):
+    """(degenerate, usable count, k, selected) from bounds on the coherence (``_cop_bounds``),
+    or None when the bounds would decide too little (the exact pass then decides)."""
+    from ._cop_bounds import MAX_UNDECIDED, CoherenceBounds, bounds_block, decide
+    bnd = CoherenceBounds(C)
+    if not bnd.useful():
+        return None
+    out = rows.map(bounds_block, {"q_lo": (np.dtype("f8"), ()), "q_hi": (np.dtype("f8"), ()),
+                                  "degenerate": (np.dtype(bool), ())},
+                   prep, bnd, cut, progress=rep, message="coherence bounds", name="coherence")
+    degenerate = out["degenerate"]
+    valid = ~degenerate
+    n_valid = int(np.count_nonzero(valid))
+    _check_usable(n_valid, how, r)
+    k = selection_count(p, rows.n, n_valid, r)
+    sure, undecided = decide(out["q_lo"], out["q_hi"], valid, k)
+    idx = np.flatnonzero(undecided)
+    # (coherence is sqrt(max(q - 1, 0)): a cut where q <= 1 ties rows the bounds on q tell apart)
+    if idx.size > MAX_UNDECIDED * n_valid or not np.all(out["q_lo"][sure] > 1.0):
+        return None
+    coh = _coherence_block(rows.X[idx], 0, prep, form, cut)["coherence"]
+    need = k - int(np.count_nonzero(sure))
+    if not 0 <= need <= idx.size:
+        return None
+    selected = sure
+    # the most coherent of the undecided rows, ties in index order (idx is sorted)
+    selected[idx[np.argsort(-coh, kind="stable")[:need]]] = True
+    return degenerate, n_valid, k, selected
 
 
 def _mask(idx, n):

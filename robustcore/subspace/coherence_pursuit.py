@@ -138,12 +138,30 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
             _refuse_out_of_core(p)
         if p["chunk_size"] is not None:
             rows.block_rows = int(p["chunk_size"])
+        self.__dict__.pop("_coherence_maker", None)
         fit, kept, rows = fit_cop(self, rows, p, rep, selection_band_in_memory=_selection_band_in_memory)
+        if callable(fit["coherence_"]):
+            self._coherence_maker = fit.pop("coherence_")
         self._set_fitted(**fit)
         self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept))
         self._keep_rows(rows=rows, **kept)
         rep(1.0, "done")
         return self
+
+    def __getattr__(self, name):
+        # coherence_ made when first read (the fit selected from bounds on it: _cop_bounds)
+        if name == "coherence_":
+            make = self.__dict__.get("_coherence_maker")
+            if make is not None:
+                self.__dict__["coherence_"] = value = make()
+                del self.__dict__["_coherence_maker"]
+                return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def __getstate__(self):
+        if "_coherence_maker" in self.__dict__:      # a copy or a pickle holds the values
+            self.coherence_  # noqa: B018
+        return super().__getstate__()
 
     @staticmethod
     def _rank_to_use(p, n, d):
