@@ -73,6 +73,12 @@ class ResidualKernel:
                 buf = np.empty((b, self.d))
             Y = np.subtract(B, self.mean, out=buf[:b])
         T = self._coordinates(Y)
+        return T, self.spe(Y, T)
+
+    def spe(self, Y, T, E=None):
+        """SPE of centred rows Y with coordinates T: |y|² - |t|², and |e|² in the rows where
+        that difference may have lost digits (module doc); ``E``: their explicit residuals when
+        made already (else made here for those rows, by the same update as ``residuals``)."""
         with np.errstate(invalid="ignore", over="ignore"):
             s = np.einsum("ij,ij->i", Y, Y)
             spe = s - np.einsum("ij,ij->i", T, T)
@@ -80,10 +86,12 @@ class ResidualKernel:
             exact = ~(spe > self.guard * s) | ~np.isfinite(spe)
         if exact.any():
             rows = np.flatnonzero(exact)
-            with np.errstate(invalid="ignore", over="ignore"):
-                E = Y[rows] - T[rows] @ self.C
-            spe[rows] = np.einsum("ij,ij->i", E, E)
-        return T, spe
+            if E is None:
+                Er = self._update(Y[rows], np.ascontiguousarray(T[rows]))
+            else:
+                Er = E[rows]
+            spe[rows] = np.einsum("ij,ij->i", Er, Er)
+        return spe
 
     def _coordinates(self, Y):
         """Y Cᵀ (rows, k) of C-ordered float64 rows Y, by the library of ``_pass``."""
@@ -121,9 +129,16 @@ class ResidualKernel:
                 T = _dgemm(1.0, self.Cf, Bc.T).T                   # Bc Cᵀ, (rows, k)
                 if not want_residual:
                     return T, None
-                # Bcᵀ - Cᵀ Tᵀ, in place on the Fortran-ordered view of the C-ordered block
-                E = _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
+                E = self._update(Bc, T)
         return T, E
+
+    def _update(self, Bc, T):
+        """Bc - T C in place in the C-ordered Bc (scipy's product: Bcᵀ - Cᵀ Tᵀ on its
+        Fortran-ordered view)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            if gil_free():
+                return np.subtract(Bc, T @ self.C, out=Bc)
+            return _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
 
 
 def residual_scores(Z, components, mean, inv_var=None, *, want_spe=True, want_t2=True,

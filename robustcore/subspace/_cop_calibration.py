@@ -161,7 +161,7 @@ def residual_block(B, start, degenerate, prep, kern, acc=None):
     buf = scratch(b, Y.shape[1], 4)
     # explicit residuals: the calibration sums need e itself
     T, E = kern.residuals(Y, buf)
-    spe = np.einsum("ij,ij->i", E, E)
+    spe = kern.spe(Y, T, E)          # as every score pass makes it (robustcore._residual)
     log_spe = log_residual(spe)
     if acc is not None:
         acc.feed(E, T, log_spe, ~np.asarray(degenerate, bool))
