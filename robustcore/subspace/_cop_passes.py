@@ -12,7 +12,10 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    beyond the memory budget, in a Zarr store;
    the selection: the k most coherent rows, ties in index order (exact order statistics of
    the kept coherence: ``robustcore._order_stats`` in memory, two passes over the stored
-   values otherwise);
+   values otherwise). In memory (ℓ2, count or fraction, outside ``fit_row_results``) this
+   pass gives bounds on every row's coherence from C's top eigenvectors instead, and only
+   the rows whose bounds straddle the cut get the exact form (``_cop_bounds``): the same
+   selection; ``coherence_`` is then made when first read;
 4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
    spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
    rows, TSQR, for the singular values to full precision). Out of core this sum rides on pass
@@ -26,6 +29,12 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    cut (from the same sample) plus the few rows inside it kept aside (``_cop_calibration``);
 6. only when the band misses the cut (or holds too many rows): the calibration spectrum in a
    pass of its own.
+
+The random-access steps (``_cop_memory``: the coherence from pairs of rows for ℓ1 and for
+tables with fewer than two rows per feature, adaptive sampling, the refinement, the SVD of
+the selected rows when their ŷ are in memory anyway) read the rows in memory; every rule
+around them (scaling, centre, degenerate rows, the number selected, the selection, the
+calibration rows, the limits) is the one written here, for every parameter set.
 
 Five passes over the table (four when pass 1 forms C, three out of core; one more for a median
 centre, three more for "robust" scaling out of core, one when a row's length is positive but

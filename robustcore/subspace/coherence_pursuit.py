@@ -43,6 +43,11 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         The centre used (zeros for center="none"; after refinement the mean of the kept samples).
     coherence_ : ndarray (n,)
         Coherence score per training sample; higher = more inlier-like. 0 for degenerate samples.
+        After an ℓ2 fit in memory it is made when first read: the fit selects from bounds on it
+        (``_cop_bounds``: m products per row, the exact d x d form only for the rows near the
+        cut), and the first read makes one more pass over the training rows (the d x d form of
+        every row, about what the fit's C costs). Until then the estimator keeps a reference
+        to X (not a copy); a copy or a pickle of the estimator makes it first.
     selected_indices_ : ndarray of int
         Sorted indices of the samples CoP selected (before refinement).
     inlier_indices_ : ndarray of int
@@ -83,6 +88,15 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
 
     Notes
     -----
+    **What each output costs** (n rows, d features, rank r, k selected, n_c calibration rows;
+    "a pass": one sweep over the rows). The fit: C = Σ ŷŷᵀ (n d²/2), bounds on every row's
+    coherence (n d m, m the directions the rows share), the selected rows' Σ ŷŷᵀ (k d²/2), the
+    residual pass (2 n d r) with the calibration rows' EᵀE (n_c d²/2). ``score_samples``,
+    ``predict``, ``transform``: one pass, n d r (the SPE is |y|² - |t|², the explicit
+    residual only in the rows where that difference would lose digits: robustcore._residual).
+    ``fit_row_results``: the fit plus every row's exact coherence (n d²/2), no score pass.
+    ``coherence_``: see above.
+
     **Outlier score.** ``max(SPE / spe_limit_, T² / t2_limit_)`` (robustcore.subspace._base): distance off and
     along the recovered subspace, each in units of its limit. ``score_samples`` is minus that.
     Coherence itself (``coherence_``) is not the outlier score: it is blind to magnitude (a
