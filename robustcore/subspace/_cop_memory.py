@@ -1,7 +1,7 @@
 """The steps of Coherence Pursuit that need random access to the rows (every row in memory).
 
 Everything else of the fit (scaling, centre, degenerate rows, the number selected, the
-selection, the limits) is the one route of ``_cop_passes.fit_cop``; these are only the steps
+selection, the limits) is the one route of ``_cop_fit.fit_cop``; these are only the steps
 that read rows in an order no pass gives:
 
 - :func:`coherence_scores`: the coherence from pairs of rows, blocks of the n x n Gram matrix

@@ -16,7 +16,7 @@ from .._progress import Reporter
 from .._scaling import auto_scaling, frames_input
 from ._base import SubspaceModel
 from ._cop_memory import RankDeficientWarning, coherence_scores
-from ._cop_passes import fit_cop
+from ._cop_fit import fit_cop
 from ._scan import input_rows
 from ._coherence_pursuit_params import PARAMS
 
@@ -134,7 +134,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         ``progress(fraction, message)`` is called once per block of the coherence computation;
         returning False (or raising Cancelled) stops the fit and leaves the estimator unfitted.
 
-        Every parameter set takes one route (robustcore.subspace._cop_passes.fit_cop): passes
+        Every parameter set takes one route (robustcore.subspace._cop_fit.fit_cop): passes
         over blocks of rows, the same code in memory and out of core, with the steps that need
         random access to the rows done in memory (``_cop_memory``): the coherence from pairs of
         rows (ℓ1, or fewer than two rows per feature), adaptive selection and the refinement.

@@ -1,6 +1,6 @@
 """Coherence Pursuit against a reference written straight from the formulas, on small dense data.
 
-The estimator takes one route (``_cop_passes.fit_cop``): passes over blocks of rows with d x d
+The estimator takes one route (``_cop_fit.fit_cop``): passes over blocks of rows with d x d
 matrices only (the coherence from C = Σ ŷŷᵀ, the subspace from the eigenvectors of the selected
 rows' Σ ŷŷᵀ, the limits from EᵀE accumulated block by block), with the random-access steps in
 memory (the coherence from pairs of rows for ℓ1 and wide tables, adaptive sampling, the
