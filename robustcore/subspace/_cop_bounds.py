@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._order_stats import kth_values
 from .._passes import gil_free
 
 __all__ = ["CoherenceBounds", "bounds_block", "decide", "ROUNDING_MARGIN", "MAX_UNDECIDED"]
@@ -81,11 +82,9 @@ def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
 def decide(lo, hi, valid, k: int):
     """(rows selected whatever the exact values, rows left to decide) as bool arrays, for the
     k rows of largest q among the ``valid`` ones (module doc)."""
-    n_valid = int(np.count_nonzero(valid))
-    lo_v, hi_v = lo[valid], hi[valid]
-    at = n_valid - k
-    hi_k = float(np.partition(hi_v, at)[at])
-    lo_k = float(np.partition(lo_v, at)[at])
+    at = [int(np.count_nonzero(valid)) - k]
+    hi_k = float(kth_values(hi, at, ~valid)[0])
+    lo_k = float(kth_values(lo, at, ~valid)[0])
     sure = valid & (lo > hi_k)
     undecided = valid & ~sure & (hi >= lo_k)
     return sure, undecided
