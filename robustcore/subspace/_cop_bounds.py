@@ -47,6 +47,7 @@ class CoherenceBounds:
         self.U = np.ascontiguousarray(V[:, :m])
         self.Ut = np.asfortranarray(self.U.T)        # (m, d), for scipy's product
         self.lam = w[:m].copy()
+        self.weights = np.column_stack([self.lam, np.ones(m)])
         self.tail_hi, self.tail_lo = float(w[m]), float(w[-1])
         self.margin = ROUNDING_MARGIN * float(w[0])
 
@@ -56,8 +57,8 @@ class CoherenceBounds:
 
 
 def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
-    """Lower and upper bounds on q of a block's rows (-inf for degenerate rows) and which rows
-    are degenerate (the same rule as the coherence pass: length at most ``cut``)."""
+    """Lower and upper bounds on q of a block's rows and which rows are degenerate (the same
+    rule as the coherence pass: length at most ``cut``; their bounds mean nothing)."""
     Y = prep(B)
     s = np.einsum("ij,ij->i", Y, Y)
     valid = np.sqrt(s) > cut
@@ -66,16 +67,13 @@ def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
     else:
         from scipy.linalg.blas import dgemm
         T = dgemm(1.0, bounds.Ut, Y.T).T             # (Uᵀ Yᵀ)ᵀ: Yᵀ is Y's Fortran-ordered view
-    inv = np.zeros(s.size)
-    inv[valid] = 1.0 / s[valid]
-    T *= T
-    T *= inv[:, None]                                # t_j² of ŷ
-    top = T @ bounds.lam
-    rho = np.clip(1.0 - T.sum(axis=1), 0.0, 1.0)
-    lo = top + bounds.tail_lo * rho - bounds.margin
-    hi = top + bounds.tail_hi * rho + bounds.margin
-    lo[~valid] = -np.inf
-    hi[~valid] = -np.inf
+    np.square(T, out=T)
+    w = T @ bounds.weights                           # Σ λ_j (u_jᵀy)², Σ (u_jᵀy)²
+    inv = np.divide(1.0, s, out=np.zeros(s.size), where=valid)
+    top = np.multiply(w[:, 0], inv)
+    rho = np.clip(1.0 - w[:, 1] * inv, 0.0, 1.0)
+    lo = top + (bounds.tail_lo * rho - bounds.margin)
+    hi = top + (bounds.tail_hi * rho + bounds.margin)
     return {"q_lo": lo, "q_hi": hi, "degenerate": ~valid}
 
 
