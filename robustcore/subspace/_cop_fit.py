@@ -226,15 +226,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     spe, proj = out["spe"], out["projection"]
     keep, n_keep, cut_spe, bounds = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
     spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
-    if spectrum is None and not rows.lazy and n_keep < d:
-        # a wide table: the calibration rows' n x n side (EᵀE, d x d, may not fit)
-        Xs = rows.X[keep] if scale is None else (rows.X[keep] - scale[0]) / scale[1]
-        spectrum = (n_keep, *calibration_spectrum(Xs, comps, fit.mean))
-    if spectrum is None:
-        rep(0.9, "calibration")
-        spectrum = rows.reduce(functools.partial(Calibration, comps, fit.mean, scale, _take), extra=(keep,),
-                               progress=rep.span(0.9, 1.0), message="calibration").spectrum(r)
-    n_c, var, lam = spectrum
+    n_c, var, lam = spectrum or _spectrum(rows, keep, n_keep, comps, fit.mean, scale, rep)
     kept = {"spe": spe, "projection": proj,
             "extra": {"degenerate": degenerate, "selected": _mask(fit.inliers, n) if p["refine"] else selected}}
     if not isinstance(coh, _LazyCoherence):
@@ -254,6 +246,18 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
                n_samples_fit_=n)
     return out, kept, rows
+
+
+def _spectrum(rows, keep, n_keep, comps, mean, scale, rep):
+    """The calibration rows' spectrum when the residual pass could not sum it (``Calibration``
+    in a pass of its own; a wide table in memory: the n x n side, EᵀE may not fit)."""
+    r, d = comps.shape
+    if not rows.lazy and n_keep < d:
+        Xs = rows.X[keep] if scale is None else (rows.X[keep] - scale[0]) / scale[1]
+        return (n_keep, *calibration_spectrum(Xs, comps, mean))
+    rep(0.9, "calibration")
+    return rows.reduce(functools.partial(Calibration, comps, mean, scale, _take), extra=(keep,),
+                       progress=rep.span(0.9, 1.0), message="calibration").spectrum(r)
 
 
 def _exact_coherence(rows, prep, form, cut, progress=None, reduce=None):
