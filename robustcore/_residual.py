@@ -2,9 +2,16 @@
 
 For a centre ``mean`` (d,) and orthonormal rows ``components`` (k, d), a row z has coordinates
 ``t = C (z - mean)``, residual ``e = z - mean - Cᵀ t``, ``SPE = |e|²`` and ``T² = Σ t_j² / v_j``.
-The residual is formed EXPLICITLY, never as ``|z - mean|² - |t|²``: that difference cancels when
-the residual is much smaller than the row (a row 1e6 from the origin with a residual of 1e-3
-keeps no digit of it), and rounding can even make it negative.
+
+The SPE is ``|y|² - |t|²`` (y = z - mean) where that difference keeps its digits, and ``|e|²``
+from the explicit residual in the rows where it would not: the difference cancels when the
+residual is much smaller than the row (a row 1e6 from the origin with a residual of 1e-3 keeps
+no digit of it), and rounding can even make it negative. The rounding of ``|y|²`` and ``|t|²``
+is at most ``(γ_d (1 + 2 sqrt(k)) + γ_k + ‖C Cᵀ - I‖) |y|²`` (γ_m = m u / (1 - m u), u = 2⁻⁵³;
+the last term: components orthonormal only to rounding), so a row whose difference is below
+that bound / :data:`SPE_RTOL` gets its explicit residual, and every SPE agrees with the explicit
+one to about ``SPE_RTOL`` relative. This skips the residual update (one thin product and a
+write of every block) for the rows that do not cancel: all but the near-exact fits.
 
 Rows go through in blocks that stay in cache: each block is centred once into a buffer and its
 residual is made there in place by one BLAS update, so no n x d temporary exists. Every SPE,
@@ -24,6 +31,9 @@ __all__ = ["ResidualKernel", "residual_scores", "residual_sq", "SCORE_BLOCK_ENTR
 SCORE_BLOCK_ENTRIES = 262_144
 # The kernel's scratch slot (robustcore._passes.scratch) for T C, apart from the passes' own.
 _SLOT = 9
+# Relative accuracy of an SPE taken as |y|² - |t|² (module doc); rows that cannot promise it
+# get the explicit residual.
+SPE_RTOL = 1e-10
 
 
 class ResidualKernel:
@@ -36,16 +46,58 @@ class ResidualKernel:
         self.CT = C.T                      # Fortran-ordered view of the C-ordered C
         self.mean = np.asarray(mean, dtype=np.float64)
         self.k, self.d = C.shape
+        u = 2.0 ** -53
+
+        def gamma(m):
+            return m * u / (1.0 - m * u)
+        orth = float(np.abs(C @ C.T - np.eye(self.k)).sum(axis=1).max(initial=0.0))
+        # |y|² - |t|² below guard * |y|² may have lost the digits SPE_RTOL asks for
+        self.guard = (gamma(self.d) * (1.0 + 2.0 * np.sqrt(self.k)) + gamma(self.k) + orth + u) / SPE_RTOL
 
     def rows_per_block(self) -> int:
         return max(1, SCORE_BLOCK_ENTRIES // max(self.d, 1))
 
     def __call__(self, B, buf=None, want_spe=True):
         """``(T, spe)`` of the rows of B (rows, d): T (rows, k) the coordinates, spe (rows,) or
-        None. ``buf``: a C-ordered float64 scratch of at least B's shape (B is not changed unless
-        ``buf`` is B itself: then the residual is made in place there)."""
-        T, E = self._pass(B, buf, want_spe)
-        return T, (np.einsum("ij,ij->i", E, E) if want_spe else None)
+        None (module doc: explicit residuals only in the rows that need them). ``buf``: a
+        C-ordered float64 scratch of at least B's shape (B is not changed unless ``buf`` is B
+        itself); what it holds afterwards is undefined (``residuals`` leaves E there)."""
+        if not want_spe or self.k == 0:
+            T, E = self._pass(B, buf, want_spe)
+            return T, (np.einsum("ij,ij->i", E, E) if want_spe else None)
+        b = B.shape[0]
+        if B.dtype == np.float64 and B.flags.c_contiguous and not self.mean.any():
+            Y = B                    # nothing to subtract: no copy
+        else:
+            if buf is None or buf.shape[0] < b:
+                buf = np.empty((b, self.d))
+            Y = np.subtract(B, self.mean, out=buf[:b])
+        T = self._coordinates(Y)
+        return T, self.spe(Y, T)
+
+    def spe(self, Y, T, E=None):
+        """SPE of centred rows Y with coordinates T: |y|² - |t|², and |e|² in the rows where
+        that difference may have lost digits (module doc); ``E``: their explicit residuals when
+        made already (else made here for those rows, by the same update as ``residuals``)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            s = np.einsum("ij,ij->i", Y, Y)
+            spe = s - np.einsum("ij,ij->i", T, T)
+            # (non-finite rows too: the explicit residual gives them what it always gave)
+            exact = ~(spe > self.guard * s) | ~np.isfinite(spe)
+        if exact.any():
+            rows = np.flatnonzero(exact)
+            if E is None:
+                Er = self._update(Y[rows], np.ascontiguousarray(T[rows]))
+            else:
+                Er = E[rows]
+            spe[rows] = np.einsum("ij,ij->i", Er, Er)
+        return spe
+
+    def _coordinates(self, Y):
+        """Y Cᵀ (rows, k) of C-ordered float64 rows Y, by the library of ``_pass``."""
+        if gil_free():
+            return Y @ self.CT
+        return _dgemm(1.0, self.Cf, Y.T).T
 
     def residuals(self, B, buf=None):
         """``(T, E)``: the coordinates and the explicit residuals of the rows of B, E made in
@@ -77,9 +129,16 @@ class ResidualKernel:
                 T = _dgemm(1.0, self.Cf, Bc.T).T                   # Bc Cᵀ, (rows, k)
                 if not want_residual:
                     return T, None
-                # Bcᵀ - Cᵀ Tᵀ, in place on the Fortran-ordered view of the C-ordered block
-                E = _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
+                E = self._update(Bc, T)
         return T, E
+
+    def _update(self, Bc, T):
+        """Bc - T C in place in the C-ordered Bc (scipy's product: Bcᵀ - Cᵀ Tᵀ on its
+        Fortran-ordered view)."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            if gil_free():
+                return np.subtract(Bc, T @ self.C, out=Bc)
+            return _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
 
 
 def residual_scores(Z, components, mean, inv_var=None, *, want_spe=True, want_t2=True,

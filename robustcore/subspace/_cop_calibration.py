@@ -27,7 +27,7 @@ from .._row_stats import syrk_lower
 from ._base import Calibration
 
 __all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "BAND_SAMPLE_ROWS", "sample_stride", "thinned",
-           "calibration_cut", "bounds_cut", "calibration_rows_in_memory", "calibration_band", "CalibrationBand", "residual_block"]
+           "calibration_cut", "bounds_cut", "calibration_band", "CalibrationBand", "residual_block"]
 
 # Rows the subspace pass samples for the band (at most about this many: every n // SAMPLE_ROWS-th).
 SAMPLE_ROWS = 100_000
@@ -71,17 +71,6 @@ def bounds_cut(med: float, mad: float) -> float:
     if not mad > 0:
         return float("inf")
     return median_mad_cut(med, mad)
-
-
-def calibration_rows_in_memory(sq, usable):
-    """``(spectrum rows, bounds rows)``: indices of the ``usable`` (bool, n) rows of squared
-    residuals ``sq`` (n,) whose log SPE is at most :func:`calibration_cut` and
-    :func:`bounds_cut`."""
-    idx = np.flatnonzero(usable)
-    log_sq = log_residual(sq[idx])
-    med = float(np.median(log_sq)) if idx.size else 0.0
-    mad = float(np.median(np.abs(log_sq - med))) if idx.size else 0.0
-    return idx[log_sq <= calibration_cut(med, mad)], idx[log_sq <= bounds_cut(med, mad)]
 
 
 def calibration_band(sample, components):
@@ -170,9 +159,10 @@ def residual_block(B, start, degenerate, prep, kern, acc=None):
     Y = prep(B)
     b = Y.shape[0]
     buf = scratch(b, Y.shape[1], 4)
-    T, spe = kern(Y, buf)
+    # explicit residuals: the calibration sums need e itself
+    T, E = kern.residuals(Y, buf)
+    spe = kern.spe(Y, T, E)          # as every score pass makes it (robustcore._residual)
     log_spe = log_residual(spe)
     if acc is not None:
-        # the explicit residuals e are left in buf by the kernel
-        acc.feed(buf[:b], T, log_spe, ~np.asarray(degenerate, bool))
+        acc.feed(E, T, log_spe, ~np.asarray(degenerate, bool))
     return {"spe": spe, "projection": T, "log_spe": log_spe}

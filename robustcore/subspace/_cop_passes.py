@@ -12,20 +12,26 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    beyond the memory budget, in a Zarr store;
    the selection: the k most coherent rows, ties in index order (exact order statistics of
    the kept coherence: ``robustcore._order_stats`` in memory, two passes over the stored
-   values otherwise);
+   values otherwise). In memory (ℓ2, count or fraction, outside ``fit_row_results``) this
+   pass gives bounds on every row's coherence from C's top eigenvectors instead, and only
+   the rows whose bounds straddle the cut get the exact form (``_cop_bounds``): the same
+   selection; ``coherence_`` is then made when first read;
 4. Σ ŷŷᵀ over the selected rows, whose top eigenvectors span the subspace (when that
    spectrum spans more than 1 / GRAM_RCOND, one more pass takes an R factor of the selected
    rows, TSQR, for the singular values to full precision). Out of core this sum rides on pass
    3: pass 1 samples every ``stride``-th row (about 100,000), whose coherences place the
    selection cut in a band; pass 3 sums the rows above it and keeps the few inside
    (``_cop_selection``), and this pass is made only when the band misses the cut;
-5. every row's SPE (explicit residual) and coordinates, kept as in 3;
+5. every row's SPE (robustcore._residual's rule) and coordinates, kept as in 3, from the explicit
+   residuals, which the calibration sums read;
    the calibration rows: all usable rows but those whose log SPE exceeds median + 3 MAD
    (order statistics of the kept SPE); their calibration spectrum (Σ t² along each component,
    EᵀE, d x d) is summed in this same pass, over the rows below a band around the sample's
    cut (from the same sample) plus the few rows inside it kept aside (``_cop_calibration``);
 6. only when the band misses the cut (or holds too many rows): the calibration spectrum in a
    pass of its own.
+
+The passes are run by the one route of every parameter set, ``_cop_fit.fit_cop``.
 
 Five passes over the table (four when pass 1 forms C, three out of core; one more for a median
 centre, three more for "robust" scaling out of core, one when a row's length is positive but
@@ -45,33 +51,17 @@ import warnings
 import numpy as np
 from scipy.linalg.blas import dtrmm as _dtrmm
 
-from .._outlier import LIMIT_ALPHA
 from .._params import check_range, param_error
-from .._passes import count_true, gil_free, indices, kth_smallest, rowwise, scratch
-from .._residual import ResidualKernel
-from .._row_stats import RowGram, symmetric, syrk_lower
-from ..linalg import GRAM_RCOND, fix_signs
-from ..rank import rank_cap, rank_rule
-from ._base import Calibration
-from ._cop_calibration import (CalibrationBand, bounds_cut, calibration_band, calibration_cut, residual_block,
-                               sample_stride, thinned)
-from ._cop_selection import SelectionBand, selection_band
-from ._scan import scan
+from .._passes import count_true, gil_free, kth_smallest, rowwise, scratch
+from .._row_stats import syrk_lower
+from ._cop_memory import RankDeficientWarning
+from ._cop_calibration import bounds_cut, calibration_cut
+from ._cop_selection import selection_band
 
-__all__ = ["fit_in_passes", "RankDeficientWarning", "warn_rank_deficient"]
+__all__ = ["RankDeficientWarning", "warn_rank_deficient", "selection_count"]
 
-# A row is degenerate when its centred norm is this small relative to the largest norm.
-_DEGENERATE_RTOL = 1e-12
 # Sampled rows scaled per block (prep's scratch stays block-sized).
 _SAMPLE_BLOCK = 4096
-# The selected rows' Σ ŷŷᵀ rides on the coherence pass (_cop_selection) out of core, where it
-# saves reading the table once more. In memory a pass re-reads nothing costly, and the band's
-# masks and second normalisation made the fit 15-25 ms slower on 1M x 50 than the separate pass.
-_SELECTION_BAND_IN_MEMORY = False
-
-
-class RankDeficientWarning(UserWarning):
-    """The selected samples span fewer than n_components directions."""
 
 
 def warn_rank_deficient(s, r, n_selected):
@@ -300,8 +290,9 @@ def _calibration_mask(log_spe, degenerate, n_use, r):
     return keep, n_keep, cut, bounds
 
 
-def _selection_count(p, n, n_valid, r) -> int:
-    """How many rows to select (the in-memory ``CoherencePursuit._select``'s rules and messages)."""
+def selection_count(p, n, n_valid, r) -> int:
+    """How many of the ``n_valid`` usable rows (of ``n``) to select (``selection`` "count" or
+    "fraction"); refused with a message when that leaves fewer than r."""
     if p["selection"] == "count":
         deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
         k = p["n_inliers"]
@@ -327,124 +318,7 @@ def _selection_band(sample, form, p, n, n_sampled, r):
     coh = np.sqrt(np.maximum(form(Xn) - 1.0, 0.0))
     n_valid = max(1, round(n * sample.shape[0] / n_sampled))
     try:
-        k = _selection_count(p, n, n_valid, r)
+        k = selection_count(p, n, n_valid, r)
     except ValueError:          # the real count decides (and says what is wrong) after the pass
         return None
     return selection_band(coh, (n_valid - k) / n_valid)
-
-
-def fit_in_passes(est, rows, p, rep):
-    """(fitted attributes, kept per-row results) of a Coherence Pursuit fit on ``rows``; see the
-    module doc for the passes."""
-    n, d = rows.n, rows.d
-    r, estimate = est._rank_to_use(p, n, d)
-    how = p["center"]
-    # pass 1 also forms C when neither scaling nor centring can come first
-    fused = how == "none" and p["scale"] in ("none", "auto")
-    stride = sample_stride(n)
-    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused, sample_stride=stride,
-              want_sketch=how == "median", progress=rep.span(0.0, 0.2))
-    scale = None if sc.identity else (sc.center, sc.scale)
-    if how == "mean":
-        centre = sc.scaled_mean()
-    elif how == "median":
-        if rows.lazy:
-            v = rows.column_order_statistics(sc.sketches, [(n - 1) // 2, n // 2], message="medians")
-            med = 0.5 * (v[0] + v[1])
-        else:
-            med = np.median(rows.X, axis=0)
-        centre = (med - sc.center) / sc.scale
-    else:
-        centre = np.zeros(d)
-    if not np.all(np.isfinite(centre)):
-        raise ValueError("the centre of X is not finite; check the data for values near the float64 limits")
-    prep = _Prep(scale, centre)
-    rep(0.2, "coherence matrix")
-    if fused and sc.identity:
-        G, top, low = sc.mom.G, sc.mom.top_norm, sc.mom.low_norm
-    else:
-        acc = rows.reduce(functools.partial(_UnitGram, d, prep), progress=rep.span(0.2, 0.35),
-                          message="coherence matrix")
-        G, top, low = acc.G, acc.top_norm, acc.low_norm
-    cut = _DEGENERATE_RTOL * top if top > 0 else math.inf
-    if low <= cut < math.inf:
-        # rows of positive length that still count as degenerate: out of C again (rare)
-        G = G - rows.reduce(functools.partial(_UnitGram, d, prep, 0.0, cut), message="degenerate rows").G
-    C = symmetric(G)
-    form = _CoherenceForm(C)
-    # the sampled rows place the selection cut: the subspace sums ride on the coherence pass
-    # when the sample gives a band (_cop_selection)
-    with_selection_band = rows.lazy or _SELECTION_BAND_IN_MEMORY
-    # without a selection band only the calibration band reads the sample, and it thins it
-    sample = _sampled(sc.sample if with_selection_band else thinned(sc.sample), prep, cut)
-    sel_band = _selection_band(sample, form, p, n, sc.sample.shape[0], r) if with_selection_band else None
-    rep(0.35, "coherence scores")
-    band_sums = (functools.partial(SelectionBand, d, _Selected(prep, cut), sel_band)
-                 if sel_band else None)
-    out = rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
-                   prep, form, cut, progress=rep.span(0.35, 0.6), message="coherence scores",
-                   name="coherence", reduce=band_sums)
-    out, band_acc = out if sel_band is not None else (out, None)
-    coh, degenerate = out["coherence"], out["degenerate"]
-    n_valid = n - count_true(degenerate)
-    if n_valid <= r:
-        raise ValueError(f"X has only {n_valid} sample(s) that differ from the centre "
-                         f"({how}), but n_components = {r} needs at least {r + 1}")
-    k = _selection_count(p, n, n_valid, r)
-    selected, tau = _select_top(coh, degenerate, k, n_valid)
-    if rows.lazy and isinstance(selected, np.ndarray):
-        from ..bigdata._rows import hold
-        hold(selected)      # a per-row result like the others (the budget's share counts it)
-    G_sel = band_acc.gram_at(tau, k) if band_acc is not None else None
-    if G_sel is None:
-        rep(0.6, "subspace")
-        G_sel = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)), extra=(selected,),
-                            progress=rep.span(0.6, 0.75), message="subspace").G
-    w, V = np.linalg.eigh(symmetric(G_sel))
-    m = min(k, d)
-    w, V = np.maximum(w[::-1][:m], 0.0), V[:, ::-1][:, :m]
-    if w[-1] < GRAM_RCOND * w[0]:
-        # squaring lost the small singular values: an R factor of the selected rows instead
-        R = rows.reduce(functools.partial(_SelectedR, d, prep, cut), extra=(selected,),
-                        message="subspace (TSQR)").R
-        _, s, vt = np.linalg.svd(R, full_matrices=False)
-    else:
-        s, vt = np.sqrt(w), V.T
-    if estimate:
-        r = min(rank_rule(p["center"])(s * s, rank_cap(n, d)), min(n, d) - 1)
-    warn_rank_deficient(s, r, k)
-    comps = fix_signs(vt[:r])
-    rep(0.75, "residuals")
-    # the calibration sums ride on the residual pass when the sample gives a band (_cop_calibration)
-    band = calibration_band(sample, comps)
-    out = rows.map(residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,)),
-                                    "log_spe": (np.dtype("f8"), ())},
-                   prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,),
-                   progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
-                   reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
-    out, cal = out if band is not None else (out, None)
-    spe, proj = out["spe"], out["projection"]
-    keep, n_keep, cut_spe, bounds = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
-    spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
-    if spectrum is None:
-        rep(0.9, "calibration")
-        spectrum = rows.reduce(functools.partial(Calibration, comps, centre, scale, _take), extra=(keep,),
-                               progress=rep.span(0.9, 1.0), message="calibration").spectrum(r)
-    n_c, var, lam = spectrum
-    kept = {"spe": spe, "projection": proj,
-            "extra": {"coherence": coh, "degenerate": degenerate, "selected": selected}}
-    # Bounded by the scores of the rows within bounds_cut only: with every row, a third of gross
-    # outliers moves the scores' 75 % quantile into them, and the bounds with it (the textbook
-    # test's planted data: SPE limit 1000x too high). Rows left out are flagged;
-    # where many inliers are among them (a8a-pos: 32 %), the flag-rate warning says so.
-    not_kept = rowwise(np.logical_not, bounds, name="calibration")
-    limits = est._limit_fields(n_c, var, lam, alpha=LIMIT_ALPHA,
-                               training=est._training_provider(rows, sc.scaling, comps, centre,
-                                                               kept=kept, exclude=not_kept))
-    # out of core the index arrays are per-sample results too (stored beyond the budget)
-    sel_idx = indices(selected, lazy=rows.lazy)
-    fit = dict(**sc.scaling, **limits, calibration_indices_=indices(keep, lazy=rows.lazy), n_components_=r,
-               components_=comps, mean_=centre, coherence_=coh, selected_indices_=sel_idx,
-               inlier_indices_=sel_idx, degenerate_=degenerate, singular_values_=s[:r].copy(),
-               refine_limit_=None, n_refine_passes_=0, converged_=True, n_samples_fit_=n)
-    return fit, kept

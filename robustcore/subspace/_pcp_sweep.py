@@ -9,6 +9,8 @@ the module notes of :mod:`robustcore.subspace.pcp`; measured figures in benchmar
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import math
 from concurrent.futures import ThreadPoolExecutor
 
@@ -19,38 +21,50 @@ from .._threads import Governor, RowSplit
 from ._pcp_svt import _choose_route, _gram_eig, _svd_threshold
 
 # Rank prediction from the computed spectrum: when the randomized route's last Ritz value is
-# below _GAP * tau, every value above _GAP * tau is known, and those (with a margin while the
+# below gap * tau, every value above gap * tau is known, and those (with a margin while the
 # rank climbs) are the next iteration's candidates (its threshold is tau / rho). On Table I
 # the values below the threshold sit at 0.43-0.50 tau, and the rule replaces the growth
 # rule's overshoot after the rank's jump (n = 4000: 200 -> predicted 340, one iteration at
 # twice the cost) by 217; n = 4000 fit 10.4 -> 9.1 s.
-_GAP = 0.6
+# (SweepOptions.gap)
 # The randomized route's range finder multiplies a float32 copy of A while the relative
 # residual is above max(_SKETCH_RES, _SKETCH_TOLS * tol): its subspace is then accurate far
 # beyond what the iterate needs, and the double-precision projection gives the values. Below
 # that the float32 subspace would set a floor (~3e-8) under the reachable residual.
-_SKETCH32 = True
+# (SweepOptions.sketch32)
 _SKETCH_RES = 1e-5
 _SKETCH_TOLS = 100.0
 # Once the rank of L has stayed the same for an iteration, the previous right Ritz basis spans
 # the wanted subspace to within the change of A between iterations, and the power step of the
 # range finder is skipped (Table I n = 1000-2000: 20-30 % less time, same ranks and support,
 # objective within 3e-8 of the fit with the step; benchmarks/results_pcp.md).
-_SETTLED_SKIP = True
+# (SweepOptions.settled_skip)
 # In the same early phase (relative residual above max(_SKETCH_RES, _SKETCH_TOLS * tol)) the
 # sweep forms L in single precision: the products that give L (A R Q on the Gram route, P Q on
 # the randomized one) run on float32 copies, twice the GEMM speed, and L's rounding (~1e-7
 # relative) stays two orders below the residual of those iterations; L is then added in double
 # precision and every later iteration is all double.
-_SINGLE_EARLY = True
+# (SweepOptions.single_early)
 # ... for data of at least this many entries: below it the products are cheap, and a small fit
 # stays all double (its results then move with rounding at the 1e-16 level only).
 _SINGLE_MIN_SIZE = 1 << 17
 # The Gram route's A^T A is accumulated from the float32 copy of A while (sigma_1 / tau)^2 is
 # below _GRAM32_RES times the residual (see _Sweeper.sweep): escalator video 3.5 % less time,
 # objective moved by 2e-10.
-_GRAM32 = True
+# (SweepOptions.gram32)
 _GRAM32_RES = 1e4
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """The sweep's speed-ups (each explained where its constants are, above), all on by
+    default; the tests turn one off to check that it changes the time only."""
+
+    gap: float = 0.6
+    sketch32: bool = True
+    settled_skip: bool = True
+    single_early: bool = True
+    gram32: bool = True
+
 
 # Elements per block of the fused sweep (2 MB per array block). Smaller blocks stay in L2 but
 # multiply the number of BLAS calls, which a multithreaded BLAS on a busy machine punishes.
@@ -159,7 +173,8 @@ class _Sweeper:
     Call ``close`` to stop the threads.
     """
 
-    def __init__(self, M, lam, method, rng, n_jobs=1, adaptive=False, tol=1e-7):
+    def __init__(self, M, lam, method, rng, n_jobs=1, adaptive=False, tol=1e-7, options=None):
+        self.opt = options or SweepOptions()
         self.M = M
         self.lam = lam
         self._top = 0.0           # the largest singular value of the last A (0: none above tau)
@@ -232,7 +247,7 @@ class _Sweeper:
         route = self.method
         if route == "auto":
             route = _choose_route(self.n, self.d, sv, warm=self.kind is not None)
-        known = None              # how many values exceed _GAP * tau, when the route knows
+        known = None              # how many values exceed gap * tau, when the route knows
         if route == "gram":
             kind, E, sig = _gram_eig(A, tau, G=self._gram)
             self._gram = self._basis = None
@@ -252,10 +267,10 @@ class _Sweeper:
             init = Vt.T if Vt is not None else None
             U, sig, Vt, _, self._basis, computed = _svd_threshold(
                 A, tau, sv, route, init, self.rng, self.rows.products(), self._sketch(A),
-                _SETTLED_SKIP and (self._steady >= 1 or self._gap_seen))
+                self.opt.settled_skip and (self._steady >= 1 or self._gap_seen))
             svp = sig.size
-            if computed.size > svp and computed[-1] < _GAP * tau:
-                known = int(np.count_nonzero(computed > _GAP * tau))
+            if computed.size > svp and computed[-1] < self.opt.gap * tau:
+                known = int(np.count_nonzero(computed > self.opt.gap * tau))
             sL = sig - tau
             if svp == 0:
                 self.kind = None
@@ -267,11 +282,11 @@ class _Sweeper:
         # survived). While the rank is still climbing (MNIST: 1, 6, 16, 31, 47, ...) that is
         # short every time, and the randomized route has to grow its SVD and recompute;
         # expecting the last step's growth again avoids most of those recomputations. When the
-        # randomized route saw every value above _GAP * tau, those are counted instead (the
+        # randomized route saw every value above gap * tau, those are counted instead (the
         # growth rule overshoots once the rank stops: Table I 60 -> 200 -> predicted 340).
         growth = max(1, svp - self._last_svp)
         self._steady = self._steady + 1 if svp == self._last_svp else 0
-        # no value between _GAP * tau and tau: the basis is as settled as after a repeated rank
+        # no value between gap * tau and tau: the basis is as settled as after a repeated rank
         self._gap_seen = known == svp
         self._last_svp = svp
         if known is not None:     # (a quarter more while the rank climbs: A changes too)
@@ -286,7 +301,7 @@ class _Sweeper:
         return self.last_res > max(_SKETCH_RES, _SKETCH_TOLS * self.tol)
 
     def _single_ok(self):
-        return _SINGLE_EARLY and self.tall and self.M.size >= _SINGLE_MIN_SIZE and self._early()
+        return self.opt.single_early and self.tall and self.M.size >= _SINGLE_MIN_SIZE and self._early()
 
     def _a32_buffer(self):
         if self._a32 is None:
@@ -295,7 +310,7 @@ class _Sweeper:
 
     def _sketch(self, A):
         """A float32 copy of A for the randomized route's range finder, or None."""
-        if not _SKETCH32 or not self._early():
+        if not self.opt.sketch32 or not self._early():
             return None
         if not self._a32_fresh:
             np.copyto(self._a32_buffer(), A, casting="same_kind")
@@ -370,7 +385,7 @@ class _Sweeper:
         # moves L by up to ~1e-6 (sigma_1 / tau)^2 of ||L|| near the threshold; allowed while
         # that stays two orders below the residual (escalator: the first ~9 iterations).
         ratio = self._top * self.lam / t_next if t_next > 0 else math.inf
-        self._gram32 = (_GRAM32 and want_gram and self._write32
+        self._gram32 = (self.opt.gram32 and want_gram and self._write32
                         and ratio * ratio <= _GRAM32_RES * self.last_res)
         parts = self.rows.run(self._sweep_group, c, t_next, final, has_l, want_gram)
         self._a32_fresh = self._write32

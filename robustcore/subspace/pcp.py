@@ -19,7 +19,7 @@ Speed comes from doing only the work the answer needs:
     threshold is never truncated (small ranks: JACM Table I). Once the rank has stayed the
     same for an iteration, or the last SVD saw no value between 0.6 tau and tau, the
     previous basis is projected on without a power step (one product pair with A instead of
-    two); the next size is predicted from the values computed (``_GAP``);
+    two); the next size is predicted from the values computed (``SweepOptions.gap``);
 * while the residual is above max(1e-5, 100 tol), the products whose rounding the iterate
   does not see run in single precision (twice the GEMM speed): the randomized route's range
   finder, and the products that form L in the sweep (from a float32 copy of A that the sweep
@@ -213,8 +213,9 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
 
     # ------------------------------------------------------------------------------------
     @fit_method()
-    def fit(self, X, y=None, progress=None):
-        """Decompose X (n_samples, n_features) into ``low_rank_ + sparse_``. Returns self."""
+    def fit(self, X, y=None, progress=None, *, _sweep=None):
+        """Decompose X (n_samples, n_features) into ``low_rank_ + sparse_``. Returns self.
+        ``_sweep`` (tests): the sweep's speed-ups (``_pcp_sweep.SweepOptions``), all on when None."""
         p = self._start_fit()
         rep = Reporter(progress)
         X, frames = frames_input(X)
@@ -288,7 +289,8 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         nw, dw = Mt.shape
         rows, cols = _nonzero_lines(Mt)
         Mw = Mt if rows is None and cols is None else Mt[_ix(rows, cols, nw, dw)]
-        solver = _Sweeper(Mw, lam, p["svd"], rng, n_jobs=jobs, adaptive=p["n_jobs"] is None, tol=tol)
+        solver = _Sweeper(Mw, lam, p["svd"], rng, n_jobs=jobs, adaptive=p["n_jobs"] is None, tol=tol,
+                          options=_sweep)
         res0 = None
         frac = 0.0
         converged = False

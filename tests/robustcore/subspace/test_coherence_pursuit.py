@@ -350,9 +350,9 @@ def test_adaptive_noise_threshold_too_high_is_an_error():
 
 
 def test_refinement_pass_limit_warns_and_still_fits(monkeypatch):
-    import robustcore.subspace.coherence_pursuit as cp
     from robustcore._base import ConvergenceWarning
-    monkeypatch.setattr(cp, "_REFINE_MAX_PASSES", 1)
+    from robustcore.subspace import _cop_memory
+    monkeypatch.setattr(_cop_memory, "REFINE_MAX_PASSES", 1)
     X, _ = planted(np.random.default_rng(17), d=20, r=2, n1=80, ratio=1, noise=0.05)
     with pytest.warns(ConvergenceWarning, match="did not settle"):
         cop = CoherencePursuit(n_components=2, n_inliers=10, center="none", refine=True).fit(X)

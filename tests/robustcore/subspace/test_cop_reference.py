@@ -1,10 +1,13 @@
 """Coherence Pursuit against a reference written straight from the formulas, on small dense data.
 
-The estimator computes in passes over blocks of rows (ℓ2) with d x d matrices only: the coherence
-from C = Σ ŷŷᵀ, the subspace from the eigenvectors of the selected rows' Σ ŷŷᵀ, the limits from
-EᵀE accumulated block by block. The reference here forms what the paper writes: the n x n Gram
-matrix of the normalised rows, an SVD of the selected rows, the residual matrix of the
-calibration rows. Same subspace to 1e-8, same selection, calibration rows and flags.
+The estimator takes one route (``_cop_fit.fit_cop``): passes over blocks of rows with d x d
+matrices only (the coherence from C = Σ ŷŷᵀ, the subspace from the eigenvectors of the selected
+rows' Σ ŷŷᵀ, the limits from EᵀE accumulated block by block), with the random-access steps in
+memory (the coherence from pairs of rows for ℓ1 and wide tables, adaptive sampling, the
+refinement). The reference here forms what the paper writes: the n x n Gram matrix of the
+normalised rows, an SVD of the selected rows, the residual matrix of the calibration rows.
+Every route (tall and wide in memory, ℓ1, adaptive, refinement, out of core) gives the same
+subspace to 1e-8, the same selection, calibration rows and flags.
 """
 import numpy as np
 import pytest
@@ -27,8 +30,11 @@ def _data(seed=3, n=600, d=9, offset=0.0):
     return X[rng.permutation(n)]
 
 
-def _reference(X, center, norm, n_inliers):
-    """Every fitted quantity of CoherencePursuit(scale="none"), the textbook way."""
+def _reference(X, center, norm, n_inliers, selected=None, refine_alpha=None):
+    """Every fitted quantity of CoherencePursuit(scale="none"), the textbook way. ``selected``:
+    the selection to use instead of the top n_inliers (adaptive sampling's, which draws a random
+    sketch); ``refine_alpha``: refine as the paper's PCA step repeated on the rows within the
+    robust residual limit, until the kept set stops changing."""
     n, d = X.shape
     c = {"none": np.zeros(d), "mean": X.mean(axis=0), "median": np.median(X, axis=0)}[center]
     Y = X - c
@@ -41,8 +47,12 @@ def _reference(X, center, norm, n_inliers):
     coherence[degenerate] = 0.0
     usable = np.flatnonzero(~degenerate)
     order = usable[np.argsort(-coherence[usable], kind="stable")]
-    selected = np.sort(order[:n_inliers])
+    if selected is None:
+        selected = np.sort(order[:n_inliers])
     V = np.linalg.svd(Xn[selected], full_matrices=False)[2][:R].T      # d x r
+    if refine_alpha is not None:
+        c, V = _refined(X, c, V, selected, ~degenerate, center, refine_alpha)
+        Y = X - c
     E = Y - (Y @ V) @ V.T
     spe = np.einsum("ij,ij->i", E, E)
     # calibration rows: usable rows whose log SPE is at most median + 3 x 1.4826 MAD
@@ -67,22 +77,34 @@ def _reference(X, center, norm, n_inliers):
     low, high = np.quantile(comb, [f * (1 - BAND * 0.01), f * (1 - 0.01 / BAND)])
     factor = min(max(1.0, low), high)
     return dict(centre=c, V=V, coherence=coherence, selected=selected, calib=calib, spe=spe, t2=t2,
-                spe_limit=limits["spe_limit_"] * factor, t2_limit=limits["t2_limit_"] * factor)
+                spe_limit=limits["spe_limit_"] * factor, t2_limit=limits["t2_limit_"] * factor,
+                calibration="kept" if factor == 1.0 else "raised" if factor > 1.0 else "lowered")
 
 
-@pytest.mark.parametrize("norm", [2, 1])
-@pytest.mark.parametrize("center", ["none", "mean", "median"])
-def test_fit_equals_the_textbook_formulas(center, norm):
-    X = _data(offset=1.0 if center != "none" else 0.0)
-    k = 300
-    ref = _reference(X, center, norm, k)
-    cop = CoherencePursuit(n_components=R, norm=norm, n_inliers=k, center=center, scale="none")
-    res = cop.fit_row_results(X)
+def _refined(X, c, V, kept, usable, center, alpha):
+    """The refinement from its definition: PCA of the usable rows whose squared residual is
+    within residual_limit(those of the rows kept last, alpha), until the kept set is stable."""
+    from robustcore._outlier import residual_limit
+    for step in range(10):
+        Y = X - c
+        res = np.einsum("ij,ij->i", Y - (Y @ V) @ V.T, Y - (Y @ V) @ V.T)
+        floor = 1e-20 * np.median(np.einsum("ij,ij->i", Y[kept], Y[kept]))
+        new = np.flatnonzero(usable & (res <= max(residual_limit(res[kept], alpha), floor)))
+        if step > 0 and np.array_equal(new, kept):
+            break
+        kept = new
+        c = X[kept].mean(axis=0) if center != "none" else np.zeros(X.shape[1])
+        V = np.linalg.svd(X[kept] - c, full_matrices=False)[2][:R].T
+    return c, V
+
+
+def _check(cop, res, ref, X, coherence_rtol=1e-9):
+    """The fitted estimator and its row results equal the reference's."""
+    assert cop.limit_calibration_["action"] == ref["calibration"]
     V = cop.components_.T
     assert np.linalg.norm(V @ V.T - ref["V"] @ ref["V"].T) < 1e-8
     np.testing.assert_allclose(cop.mean_, ref["centre"], rtol=0, atol=1e-12)
-    np.testing.assert_allclose(cop.coherence_, ref["coherence"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
+    np.testing.assert_allclose(cop.coherence_, ref["coherence"], rtol=coherence_rtol, atol=1e-12)
     np.testing.assert_array_equal(cop.calibration_indices_, ref["calib"])
     np.testing.assert_allclose(res.spe, ref["spe"], rtol=1e-8, atol=1e-12)
     np.testing.assert_allclose(res.t2, ref["t2"], rtol=1e-8)
@@ -94,8 +116,55 @@ def test_fit_equals_the_textbook_formulas(center, norm):
     np.testing.assert_array_equal(res.outside_spe, outside_spe)
     np.testing.assert_array_equal(res.outside_t2, outside_t2)
     np.testing.assert_array_equal(res.outlier, outside_spe | outside_t2)
+
+
+@pytest.mark.parametrize("route", ["wide", "adaptive", "refine-none", "refine-mean", "out-of-core"])
+def test_every_route_equals_the_textbook_formulas(route):
+    """Wide tables (the coherence from pairs of rows), adaptive sampling, the refinement and
+    the out-of-core passes: the same numbers as the formulas."""
+    center = "mean" if route == "refine-mean" else "none"
+    if route == "wide":
+        X, k = _data(seed=4, n=60, d=80), 30
+    else:
+        X, k = _data(seed=5, n=900, d=9, offset=1.0 if center != "none" else 0.0), 450
+    kw = dict(n_components=R, n_inliers=k, center=center, scale="none")
+    if route == "adaptive":
+        kw.update(selection="adaptive", n_repeats=3, random_state=0)
+    if route.startswith("refine"):
+        kw.update(refine=True, n_inliers=150)
+    cop = CoherencePursuit(**kw)
+    if route == "out-of-core":
+        da = pytest.importorskip("dask.array")
+        res = cop.fit_row_results(da.from_array(X, chunks=(128, 9)))
+        res = type(res)(**{f: np.asarray(getattr(res, f)) for f in
+                           ("outlier_score", "spe", "t2", "projection", "outlier", "outside_spe", "outside_t2")})
+    else:
+        res = cop.fit_row_results(X)
+    selected = np.asarray(cop.selected_indices_)
+    ref = _reference(X, center, 2, kw["n_inliers"], selected=selected if route == "adaptive" else None,
+                     refine_alpha=0.01 if route.startswith("refine") else None)
+    if route == "adaptive":
+        # Algorithm 2 picks the most coherent row first, and r rows a round, each adding a direction
+        assert selected.size == 3 * R and ref["coherence"].argmax() in selected
+    else:
+        np.testing.assert_array_equal(selected, ref["selected"])
+    if route.startswith("refine"):
+        assert cop.n_refine_passes_ >= 1 and cop.inlier_indices_.size > selected.size
+    _check(cop, res, ref, X)
+
+
+@pytest.mark.parametrize("norm", [2, 1])
+@pytest.mark.parametrize("center", ["none", "mean", "median"])
+def test_fit_equals_the_textbook_formulas(center, norm):
+    X = _data(offset=1.0 if center != "none" else 0.0)
+    k = 300
+    ref = _reference(X, center, norm, k)
+    cop = CoherencePursuit(n_components=R, norm=norm, n_inliers=k, center=center, scale="none")
+    res = cop.fit_row_results(X)
+    np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
+    _check(cop, res, ref, X)
     # scoring the same rows again (the score pass, not the fit's kept results) agrees
-    np.testing.assert_array_equal(cop.predict(X) == -1, outside_spe | outside_t2)
+    np.testing.assert_array_equal(cop.predict(X) == -1, res.outlier)
 
 
 def test_tall_table_passes_equal_the_formulas_with_a_singular_coherence_matrix():
@@ -133,10 +202,17 @@ def test_calibration_in_the_residual_pass_or_its_own_gives_the_same_limits(monke
 
 @pytest.mark.parametrize("band", ["estimated", "missed", "overflowing", "ties"])
 def test_subspace_summed_in_the_coherence_pass_or_its_own_gives_the_same_fit(monkeypatch, band):
-    """The selected rows' Σ ŷŷᵀ rides on the coherence pass (out of core; forced here in memory)
-    when the sampled band holds the selection cut; otherwise the subspace takes its own pass."""
+    """The selected rows' Σ ŷŷᵀ rides on the coherence pass (out of core; asked for here in
+    memory) when the sampled band holds the selection cut; otherwise the subspace takes its own pass."""
     from robustcore.subspace import _cop_passes, _cop_selection
-    monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", True)
+    used = []
+    gram_at = _cop_selection.SelectionBand.gram_at
+
+    def spy(self, tau, k):
+        G = gram_at(self, tau, k)
+        used.append(G is not None)
+        return G
+    monkeypatch.setattr(_cop_selection.SelectionBand, "gram_at", spy)
     X = _data(seed=11, n=3000, d=9)
     if band == "missed":        # a band far above every coherence
         monkeypatch.setattr(_cop_passes, "selection_band", lambda coherence, left_out: (1e9, 2e9))
@@ -146,17 +222,16 @@ def test_subspace_summed_in_the_coherence_pass_or_its_own_gives_the_same_fit(mon
     if band == "ties":
         # 41 equal rows, and k puts the cut inside them: ties at the cut are taken in index order
         X[:40] = X[40]
-        monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", False)
         coh = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X).coherence_
         assert np.all(coh[:41] == coh[40])
         k = int(np.count_nonzero(coh > coh[40])) + 20
         apart = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X)
         assert np.isin(np.arange(41), apart.selected_indices_).sum() == 20
-        monkeypatch.setattr(_cop_passes, "_SELECTION_BAND_IN_MEMORY", True)
+    assert used == []                     # not in memory unless asked for
     ref = _reference(X, "none", 2, k)
-    cop = CoherencePursuit(n_components=R, n_inliers=k, scale="none")
-    res = cop.fit_row_results(X)
-    assert res.passes == (3 if band in ("estimated", "ties") else 4)
+    cop = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X, _selection_band_in_memory=True)
+    assert used == [band in ("estimated", "ties")]
+    res = cop.row_results(X)
     if band == "ties":        # the separate pass's selection (the reference's ties may round apart)
         np.testing.assert_array_equal(cop.selected_indices_, apart.selected_indices_)
         np.testing.assert_allclose(cop.components_, apart.components_, atol=1e-10)

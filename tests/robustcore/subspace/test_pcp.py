@@ -26,17 +26,16 @@ def check_exact_recovery(est, L0, S0, max_iter=30):
     assert np.linalg.matrix_rank(est.low_rank_, tol=1e-9 * np.linalg.norm(est.low_rank_, 2)) == est.rank_
 
 
-def fits_with(monkeypatch, X, constant, values, record=None, **params):
-    """One-thread PCP fits of X with the module constant ``constant`` of the sweep
-    (robustcore.subspace._pcp_sweep) set to each value in turn; each fit carries ``.record``,
-    what the spy list ``record`` (if any) collected during it."""
-    import robustcore.subspace._pcp_sweep as sweep
+def fits_with(X, option, values, record=None, **params):
+    """One-thread PCP fits of X with the sweep's speed-up ``option`` (a field of
+    robustcore.subspace._pcp_sweep.SweepOptions) set to each value in turn; each fit carries
+    ``.record``, what the spy list ``record`` (if any) collected during it."""
+    from robustcore.subspace._pcp_sweep import SweepOptions
     fits = []
     for value in values:
-        monkeypatch.setattr(sweep, constant, value)
         if record is not None:
             record.clear()
-        est = PCP(center="none", random_state=0, n_jobs=1, **params).fit(X)
+        est = PCP(center="none", random_state=0, n_jobs=1, **params).fit(X, _sweep=SweepOptions(**{option: value}))
         est.record = None if record is None else list(record)
         fits.append(est)
     return fits
@@ -388,7 +387,7 @@ def test_single_precision_range_finder_changes_rounding_only(shape, monkeypatch)
     products; the projection and the last iterations stay in double precision, so the fit
     matches the all-double one: same iterations, ranks and support, L to ~1e-7."""
     L0, S0 = low_rank_plus_sparse(*shape, 12, 0.05, seed=32)
-    single, double = fits_with(monkeypatch, L0 + S0, "_SKETCH32", (True, False), svd="randomized")
+    single, double = fits_with(L0 + S0, "sketch32", (True, False), svd="randomized")
     check_exact_recovery(single, L0, S0)
     assert single.n_iter_ == double.n_iter_
     assert single.history_["rank"] == double.history_["rank"]
@@ -424,7 +423,7 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
         return linalg.randomized_svd(*args, **kwargs)
 
     monkeypatch.setattr(svt, "randomized_svd", counting)
-    fast, slow = fits_with(monkeypatch, L0 + S0, "_SETTLED_SKIP", (True, False), powers,
+    fast, slow = fits_with(L0 + S0, "settled_skip", (True, False), powers,
                            svd="randomized")
     fast.powers, slow.powers = fast.record, slow.record
     check_exact_recovery(fast, L0, S0)
@@ -459,7 +458,7 @@ def test_single_precision_low_rank_products_change_rounding_only(svd, shape, ran
         return out
 
     monkeypatch.setattr(sweep._Sweeper, "_single_factors", spy)
-    single, double = fits_with(monkeypatch, L0 + S0, "_SINGLE_EARLY", (True, False), used, svd=svd)
+    single, double = fits_with(L0 + S0, "single_early", (True, False), used, svd=svd)
     assert sum(single.record) >= 3 and sum(double.record) == 0
     check_exact_recovery(single, L0, S0)
     assert single.n_iter_ == double.n_iter_
@@ -497,7 +496,7 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
     The planted solution is still recovered exactly, with the objective of the growth rule."""
     import robustcore.linalg as linalg
     import robustcore.subspace._pcp_svt as svt
-    import robustcore.subspace._pcp_sweep as sweep
+    from robustcore.subspace._pcp_sweep import SweepOptions
     L0, S0 = low_rank_plus_sparse(1000, 1000, 50, 0.05, seed=2)
     sizes = []
 
@@ -506,8 +505,8 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
         return linalg.randomized_svd(A, k, **kwargs)
 
     monkeypatch.setattr(svt, "randomized_svd", recording)
-    # (_GAP = 0: the spectrum is never known, the growth rule alone)
-    new, old = fits_with(monkeypatch, L0 + S0, "_GAP", (sweep._GAP, 0.0), sizes, svd="randomized")
+    # (gap = 0: the spectrum is never known, the growth rule alone)
+    new, old = fits_with(L0 + S0, "gap", (SweepOptions().gap, 0.0), sizes, svd="randomized")
     for est in (new, old):    # the SVDs of the iterations after the one whose rank reached 50
         est.later = est.record[-(est.n_iter_ - 1 - est.history_["rank"].index(50)):]
     check_exact_recovery(new, L0, S0)
@@ -535,7 +534,7 @@ def test_gram_from_the_float32_copy_only_while_its_error_cannot_show(monkeypatch
         return original(self, Ab, b, part, g)
 
     monkeypatch.setattr(sweep._Sweeper, "_gram_block", spy)
-    single, double = fits_with(monkeypatch, L0 + S0, "_GRAM32", (True, False), flags, svd="gram")
+    single, double = fits_with(L0 + S0, "gram32", (True, False), flags, svd="gram")
     used = [f for f, _ in single.record]
     assert any(used) and not all(used) and not any(f for f, _ in double.record)
     first = used.index(False)

@@ -1,0 +1,168 @@
+"""The fast paths of Coherence Pursuit's fit and scores give the numbers of the exact ones.
+
+- SPE as |y|² - |t|² (robustcore._residual) wherever that keeps SPE_RTOL, the explicit residual
+  elsewhere: against the residual formed in extended precision, on rows where the difference
+  cancels (exact fits, rows far from the origin with a tiny residual) and rows where it does not.
+"""
+import numpy as np
+import pytest
+
+from robustcore._residual import SPE_RTOL, ResidualKernel, residual_scores
+from robustcore.subspace.coherence_pursuit import CoherencePursuit
+
+U = 2.0 ** -53
+
+
+def _explicit_long(Y, C):
+    """|y - Cᵀ C y|² in extended precision (numpy's longdouble: 64-bit mantissa on x86)."""
+    Yl, Cl = Y.astype(np.longdouble), C.astype(np.longdouble)
+    E = Yl - (Yl @ Cl.T) @ Cl
+    return (E * E).sum(axis=1)
+
+
+def _rows_that_cancel(rng, d=50, k=5):
+    """Rows of every kind for one subspace: generic, exact fits, far fits with small residuals,
+    residuals just around the guard."""
+    C = np.linalg.qr(rng.standard_normal((d, k)))[0].T
+    generic = rng.standard_normal((300, d))
+    exact = rng.standard_normal((100, k)) @ C                       # SPE 0 but for rounding
+    far = 1e6 * rng.standard_normal((100, k)) @ C + 1e-3 * rng.standard_normal((100, d))
+    ratios = np.logspace(-14, -1, 100)                             # |e|² / |y|² across the guard
+    inside = rng.standard_normal((100, k)) @ C
+    off = rng.standard_normal((100, d))
+    off -= (off @ C.T) @ C
+    off *= (np.linalg.norm(inside, axis=1) * np.sqrt(ratios) / np.linalg.norm(off, axis=1))[:, None]
+    return np.vstack([generic, exact, far, inside + off]), C
+
+
+@pytest.mark.parametrize("mean", ["zero", "offset"])
+def test_spe_shortcut_matches_the_explicit_residual_where_it_cancels(mean):
+    rng = np.random.default_rng(0)
+    Y, C = _rows_that_cancel(rng)
+    centre = np.zeros(Y.shape[1]) if mean == "zero" else 3.0 * rng.standard_normal(Y.shape[1])
+    Z = Y + centre
+    ref = _explicit_long(Y, C).astype(np.float64)
+    fast = residual_scores(Z, C, centre, want_t2=False)[0]
+    # the explicit residual in float64 (the former kernel), the standard the shortcut keeps to
+    E = (Z - centre) - ((Z - centre) @ C.T) @ C
+    explicit = np.einsum("ij,ij->i", E, E)
+    s = np.einsum("ij,ij->i", Y, Y)
+    # the explicit residual's own rounding: about d u |y| |e| (and the centring's u |z| |e|)
+    floor = 8 * Y.shape[1] * U * np.sqrt(np.einsum("ij,ij->i", Z, Z) + s) * np.sqrt(ref) + 1e-300
+    assert np.all(fast >= 0.0)
+    assert np.all(np.abs(explicit - ref) <= SPE_RTOL * ref + floor)
+    assert np.all(np.abs(fast - ref) <= SPE_RTOL * ref + floor)
+    # where |y|² - |t|² alone would have lost every digit, it was not used
+    naive = s - np.einsum("ij,ij->i", Y @ C.T, Y @ C.T)
+    lost = np.abs(naive - ref) > 0.5 * ref
+    assert lost[300:500].all() and not lost[:300].any()
+    # the kernel's coordinates are the explicit ones
+    T, _ = ResidualKernel(C, centre)(Z)
+    np.testing.assert_allclose(T, Y @ C.T, rtol=1e-12, atol=1e-9 * np.abs(Y).max())
+
+
+def test_spe_shortcut_keeps_non_finite_rows_as_the_explicit_residual_does():
+    rng = np.random.default_rng(1)
+    C = np.linalg.qr(rng.standard_normal((6, 2)))[0].T
+    Z = rng.standard_normal((5, 6))
+    Z[1, 2] = np.nan
+    Z[3, 0] = 1e200        # |y|² overflows
+    spe = residual_scores(Z, C, np.zeros(6), want_t2=False)[0]
+    assert np.isnan(spe[1]) and spe[3] == np.inf and np.all(np.isfinite(spe[[0, 2, 4]]))
+
+
+def test_cop_scores_of_planted_rows_with_spe_near_zero_equal_the_explicit_ones():
+    """A planted subspace with exact inliers (SPE 0 but for rounding) far from the origin, and
+    outliers: the fit's limits and every row's score as from explicit residuals."""
+    rng = np.random.default_rng(2)
+    d, r = 20, 3
+    B = np.linalg.qr(rng.standard_normal((d, r)))[0]
+    X = np.vstack([1e4 * rng.standard_normal((600, r)) @ B.T,
+                   1e4 * rng.standard_normal((200, r)) @ B.T + rng.standard_normal((200, d)),
+                   1e4 * rng.standard_normal((200, d))])
+    cop = CoherencePursuit(n_components=r, scale="none").fit(X)
+    C = cop.components_
+    ref = _explicit_long(X - cop.mean_, C).astype(np.float64)
+    t = (X - cop.mean_) @ C.T
+    t2 = np.einsum("ij,ij,j->i", t, t, 1.0 / cop.variances_)
+    want = np.maximum(ref / cop.spe_limit_, t2 / cop.t2_limit_)
+    got = -cop.score_samples(X)
+    floor = 8 * d * U * np.linalg.norm(X - cop.mean_, axis=1) * np.sqrt(ref) / cop.spe_limit_
+    assert np.all(np.abs(got - want) <= 1e-9 * want + floor)
+    np.testing.assert_array_equal(cop.predict(X) == -1, want > -cop.offset_)
+
+
+# -- the selection from bounds on the coherence (_cop_bounds) ---------------------------------
+
+def _planted(seed=3, n=3000, d=24, r=4, ties=0):
+    """80 % of the rows near an r-dim subspace (noise 0.01), the rest Gaussian outliers; with
+    ``ties``, that many copies of one inlier (equal coherence)."""
+    rng = np.random.default_rng(seed)
+    B = np.linalg.qr(rng.standard_normal((d, r)))[0]
+    n1 = int(0.8 * n)
+    X = np.vstack([rng.standard_normal((n1, r)) * [3.0, 2.0, 1.5, 1.2][:r] @ B.T
+                   + 0.01 * rng.standard_normal((n1, d)), rng.standard_normal((n - n1, d))])
+    if ties:
+        X[1:ties + 1] = X[0]
+    return X
+
+
+def _exact_fit(monkeypatch, X, **kw):
+    """The same fit with every row's exact coherence form (the bounds never decide)."""
+    from robustcore.subspace import _cop_bounds
+    with monkeypatch.context() as m:
+        m.setattr(_cop_bounds, "MAX_UNDECIDED", -1.0)
+        return CoherencePursuit(**kw).fit(X)
+
+
+@pytest.mark.parametrize("ties", [0, 40])
+def test_selection_from_bounds_equals_the_exact_selection(monkeypatch, ties):
+    from robustcore.subspace import _cop_bounds
+    X = _planted(ties=ties)
+    kw = dict(n_components=4, scale="none")
+    if ties:
+        # k puts the cut inside the 41 equal rows: ties at the cut go in index order
+        coh = _exact_fit(monkeypatch, X, **kw).coherence_
+        kw["n_inliers"] = int(np.count_nonzero(coh > coh[0])) + 17
+    undecided = []
+    decide = _cop_bounds.decide
+
+    def spy(*a):
+        out = decide(*a)
+        undecided.append(int(out[1].sum()))
+        return out
+    monkeypatch.setattr(_cop_bounds, "decide", spy)
+    fast = CoherencePursuit(**kw).fit(X)
+    assert "_coherence_maker" in fast.__dict__ and len(undecided) == 1     # the bounds decided
+    assert 0 < undecided[0] < 0.05 * X.shape[0]
+    exact = _exact_fit(monkeypatch, X, **kw)
+    assert "_coherence_maker" not in exact.__dict__
+    np.testing.assert_array_equal(fast.selected_indices_, exact.selected_indices_)
+    if ties:
+        assert np.isin(np.arange(41), fast.selected_indices_).sum() == 17
+    np.testing.assert_array_equal(fast.components_, exact.components_)
+    assert fast.spe_limit_ == exact.spe_limit_ and fast.t2_limit_ == exact.t2_limit_
+    # coherence_, made when first read, is the exact pass's, and the textbook's
+    np.testing.assert_array_equal(fast.coherence_, exact.coherence_)
+    Xn = X / np.linalg.norm(X, axis=1, keepdims=True)
+    G = Xn @ Xn.T
+    np.fill_diagonal(G, 0.0)
+    np.testing.assert_allclose(fast.coherence_, np.sqrt((G * G).sum(axis=1)), rtol=1e-9)
+    assert "_coherence_maker" not in fast.__dict__
+
+
+def test_coherence_made_when_first_read_survives_copies_and_refits(monkeypatch):
+    import copy
+    import pickle
+    X = _planted(seed=4)
+    cop = CoherencePursuit(n_components=4, scale="none").fit(X)
+    assert "_coherence_maker" in cop.__dict__
+    twin = pickle.loads(pickle.dumps(cop))
+    np.testing.assert_array_equal(twin.coherence_, copy.deepcopy(cop).coherence_)
+    # a fit that fails leaves no coherence of the previous one behind
+    with pytest.raises(ValueError):
+        cop.set_params(n_inliers=10 ** 7).fit(X)
+    assert not hasattr(cop, "coherence_")
+    # fit_row_results holds every row's coherence (made in the fit, not later)
+    res = CoherencePursuit(n_components=4, scale="none").fit_row_results(X)
+    np.testing.assert_array_equal(res.extra["coherence"], twin.coherence_)
