@@ -335,7 +335,7 @@ def race_table(runs, ours, extra=(), per=None):
     for name, rs in runs.items():
         ok = [r for r in rs if "error" not in r]
         if not ok:
-            err = rs[-1]["error"] if rs else "not run"
+            err = (rs[-1]["error"] if rs else "not run").replace("|", "/")
             lines.append(f"| {name} | 0 | {err} |" + " |" * (4 + len(extra)))
             continue
         cells = [span([r["wall"] for r in ok]), span([r["cpu"] for r in ok]), span([r["proc_cpu"] for r in ok]),
