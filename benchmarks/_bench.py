@@ -272,7 +272,7 @@ def run_contender(c: Contender, blas="1", timeout=900.0):
         if line.startswith("RESULT "):
             out.update(json.loads(line[7:]))
             return out
-    tail = (proc.stderr or proc.stdout).strip().splitlines()[-2:]
+    tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:]   # the exception's line
     out["error"] = " | ".join(tail) or f"exit code {proc.returncode}"
     return out
 
