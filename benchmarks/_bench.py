@@ -92,7 +92,7 @@ def blas_env(blas, base=None):
     """A copy of the environment with one BLAS thread (``"1"``) or the default (``"default"``)."""
     # the mark our programs set beside the 1s they choose (robustcore._lanes): not the user's here
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    from robustcore._blas_policy import DEFAULTED_VARIABLE   # imports nothing heavy
+    from robustcore._blas_policy import DEFAULTED_VARIABLE  # imports nothing heavy
     env = dict(os.environ if base is None else base)
     env.pop(DEFAULTED_VARIABLE, None)
     for var in BLAS_VARS:

@@ -91,7 +91,7 @@ def textbook_ialm(M, tol=TOL, max_iter=1000, rho=1.5):
     L = np.zeros_like(M)
     S = np.zeros_like(M)
     it = 0
-    for it in range(1, max_iter + 1):
+    for it in range(1, max_iter + 1):  # noqa: B007 - the count is returned
         T = M - L + Y / mu
         S = np.sign(T) * np.maximum(np.abs(T) - lam / mu, 0.0)
         U, s, Vt = np.linalg.svd(M - S + Y / mu, full_matrices=False)

@@ -76,7 +76,8 @@ def grid_contenders(g, d=50, p=3):
     after = "report['check'] = float(t2.sum())"
     return [
         _bench.Contender("grid: numpy reference (build the points, score them)",
-                         f"u, v = sc.plane_\npts = (m + xs[None, :, None] * u + ys[:, None, None] * v).reshape(-1, {d})\n"
+                         "u, v = sc.plane_\n"
+                         f"pts = (m + xs[None, :, None] * u + ys[:, None, None] * v).reshape(-1, {d})\n"
                          "Z = pts - m\nT = Z @ U.T\nE = Z - T @ U\n"
                          "spe, t2 = (E**2).sum(axis=1), (T**2 / lam).sum(axis=1)", setup, after),
         _bench.Contender("grid: ours, grid() in closed form", "spe, t2 = sc.grid(xs, ys)", setup, after),

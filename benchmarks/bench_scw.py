@@ -25,7 +25,6 @@ package about 3x faster than it is, which would flatter the reference.)
 from __future__ import annotations
 
 import os
-
 import sys  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -35,8 +34,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import _bench  # noqa: E402
+
 from robustcore.online import _scw_stream  # noqa: E402
 from robustcore.online.scw import SCW  # noqa: E402
+
 
 def scw_reference():
     """PyPI scw's SCW1 with its confidence and margin as 0-d arrays (NumPy 2.4 refuses the 1 x 1
@@ -127,13 +128,15 @@ def bench_dense(quick, repeat, mode):
                  ("online mistake rate", lambda r: f"{r['mistakes']:.4f}" if "mistakes" in r else "–")]), "",
              "Speed-up over PyPI scw per sample (paired by round), median (range):", ""]
     for c in cs[:-1]:
-        lines.append(f"- {c.name}: by CPU {_bench.span(_bench.paired_ratios(runs, ref, c.name, 'cpu', 'samples'), 'x')}, "
+        by_cpu = _bench.span(_bench.paired_ratios(runs, ref, c.name, 'cpu', 'samples'), 'x')
+        lines.append(f"- {c.name}: by CPU {by_cpu}, "
                      f"by wall {_bench.span(_bench.paired_ratios(runs, ref, c.name, 'wall', 'samples'), 'x')}")
     return lines + [""], cs
 
 
 def sparse_contenders(n, d=100_000, nnz=20):
-    setup = f"import numpy as np\nimport bench_scw as B\nX, y = B.sparse_stream({n}, {d}, {nnz})\nfrom robustcore import SCW"
+    setup = (f"import numpy as np\nimport bench_scw as B\nX, y = B.sparse_stream({n}, {d}, {nnz})\n"
+             "from robustcore import SCW")
     # memory in a second, traced fit of the first 100,000 rows (tracing slows allocation)
     traced = ("import tracemalloc\ntracemalloc.start()\n"
               "SCW(covariance='diagonal', random_state=0{kw}).fit(X[:100000], y[:100000])\n"
@@ -208,6 +211,7 @@ def _sklearn_online(X, y, kind):
     y p <= 0; the intercept moves by the step times 1 for dense and 0.01 for sparse X).
     scikit-learn's own fit on the same order must end at the same weights: the gap is returned."""
     import warnings
+
     from sklearn.linear_model import PassiveAggressiveClassifier, Perceptron
     A = sp.csr_matrix(X)
     decay = 0.01 if sp.issparse(X) else 1.0
