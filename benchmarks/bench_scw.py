@@ -2,21 +2,21 @@
 (``--real``: learning on real streams instead, see :func:`real`.)
 
 1) One pass of SCW-I (full covariance) over a 100,000 x 50 noisy linear stream:
-   - robustcore.SCW on its numpy engine (always available),
-   - robustcore.SCW on its compiled kernel (only when the optional numba is installed),
+   - robustcore.SCW on its numpy engine (``ROBUSTCORE_NO_JIT=1``, always available),
+   - robustcore.SCW on its compiled kernel (only when the optional numba is installed), once
+     after a first small fit (the kernel loaded) and once as the process's first fit,
    - the PyPI package ``scw`` (IshitaTakeshi/SCW, SCW1, also full covariance) as the reference,
-     timed on a prefix because it is slow; compared in samples per second.
-   Install the reference (and numba) in a separate venv, never in the project:
-       python3 -m venv --system-site-packages /work/benchvenv-scw
-       /work/benchvenv-scw/bin/pip install scw numba
-       /work/benchvenv-scw/bin/python benchmarks/bench_scw.py
+     timed on a prefix of 10,000 samples because it is slow; compared per sample.
+   Install the reference in the benchmark's venv only (``pip install scw``), never in the project.
 2) The diagonal variant on a sparse CSR stream of 1,000,000 x 100,000 with 20 non-zeros per
-   row (no densifying; checked by the peak of Python-tracked allocations), against one sparse
-   matrix-vector product over the same matrix as the machine-speed reference.
+   row (no densifying; checked by the peak of Python-tracked allocations of a traced fit of the
+   first 100,000 rows), against one sparse matrix-vector product over the same matrix as the
+   machine-speed reference.
 
-Each BLAS setting (``--blas 1,default``: one thread for every contender, then the library's
-default) runs in its own process; timings are the best and the median of ``--repeat`` runs,
-ratios within one run. The package ``scw`` 1.1.2 passes 1 x 1 arrays to ``math.sqrt``, which
+Every run is a fresh process running the contender's code (printed with the results), the
+contenders interleaved round after round (``_bench.race``); medians and ranges over runs, and
+paired ratios (one per round). Each BLAS setting (``--blas 1,default``) is a race of its own.
+The package ``scw`` 1.1.2 passes 1 x 1 arrays to ``math.sqrt``, which
 NumPy 2.4 refuses (TypeError: only 0-dimensional arrays convert to Python scalars); the
 benchmark subclasses it at call time so its confidence and margin are 0-d arrays (a reshape):
 the same numpy arithmetic as the original. (Turning them into Python floats instead makes the
@@ -25,9 +25,7 @@ package about 3x faster than it is, which would flatter the reference.)
 from __future__ import annotations
 
 import os
-
 import sys  # noqa: E402
-import tracemalloc  # noqa: E402
 
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
@@ -36,15 +34,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 import _bench  # noqa: E402
+
 from robustcore.online import _scw_stream  # noqa: E402
 from robustcore.online.scw import SCW  # noqa: E402
-
-REPEAT = 3
-
-
-def timed(f, repeat=None):
-    t = _bench.timed(f, repeat or REPEAT)
-    return t, t.result
 
 
 def scw_reference():
@@ -96,90 +88,88 @@ def has_numba():
         return False
 
 
-def bench_dense(quick):
-    n, d = (20_000 if quick else 100_000), 50
-    X, y = dense_stream(n, d)
-    lines = [f"## Full covariance, SCW-I, one pass over {n:,} x {d} (10 % label noise)", ""]
-    rows = []
-    # defaults (intercept, shuffled order) and 0.1's model (no intercept, stream order)
-    kinds = [("defaults", {}), ("fit_intercept=False, shuffle=False", dict(fit_intercept=False, shuffle=False))]
-    for label, kw in kinds:
-        _scw_stream.USE_JIT = False
-        t_np, est = timed(lambda: SCW(variant="I", random_state=0, **kw).fit(X, y))
-        rows.append((f"robustcore SCW, numpy engine, {label}", t_np, n, est.history_["mistake_rate"][-1]))
-        if has_numba():
-            _scw_stream.USE_JIT = True
-            SCW(variant="I", **kw).fit(X[:5000], y[:5000])       # compile (or load the cache) first
-            t_jit, est_j = timed(lambda: SCW(variant="I", random_state=0, **kw).fit(X, y))
-            rows.append((f"robustcore SCW, numba kernel, {label}", t_jit, n, est_j.history_["mistake_rate"][-1]))
-            assert np.allclose(est_j.mean_, est.mean_, rtol=1e-8, atol=1e-10)
-    ref_cls = scw_reference()
-    if ref_cls is not None:
-        m = min(n, 10_000)
-
-        def ref():
-            # The package's eta is passed through norm.cdf (its bug); 0.75 is LIBOL's default.
-            return ref_cls(C=1.0, ETA=0.75).fit(X[:m], y[:m])
-
-        t_ref, model = timed(ref)
-        rows.append((f"PyPI scw 1.1.2 SCW1 (first {m:,} samples; 0-d arrays patched in)", t_ref, m, float("nan")))
-    else:
-        t_ref = None
-        lines.append("(PyPI package `scw` not installed: no reference ratio)")
-    lines += ["| implementation | samples/s from best / median | ratio vs PyPI scw (best, median) | "
-              "online mistake rate |", "|---|---:|---:|---:|"]
-    for name, t, count, err in rows:
-        ratio = (f"{(t_ref.best / m) / (t.best / count):.1f}x ({(t_ref.median / m) / (t.median / count):.1f}x)"
-                 if t_ref else "-")
-        e = "-" if np.isnan(err) else f"{err:.4f}"
-        lines.append(f"| {name} | {count / t.best:,.0f} / {count / t.median:,.0f} | {ratio} | {e} |")
-    return lines
+NO_JIT = {"ROBUSTCORE_NO_JIT": "1"}          # the user's switch to the numpy engines
+WARM = "\n# the compiled kernel loaded by a first small fit, as in a process that has used it\n"
 
 
-def bench_sparse(quick):
-    n, d, nnz = (200_000 if quick else 1_000_000), 100_000, 20
-    X, y = sparse_stream(n, d, nnz)
-    lines = ["", f"## Diagonal covariance, SCW-I, sparse CSR {n:,} x {d:,}, {nnz} non-zeros per row", ""]
-    w = np.ones(d)
-    t_mv, _ = timed(lambda: X @ w, repeat=5)
-    lines += ["| implementation | best / median | samples/s (best) | ratio to one X @ w (best) | peak traced MB |",
-              "|---|---:|---:|---:|---:|",
-              f"| reference: one sparse X @ w | {t_mv} | - | 1.0 | - |"]
-    notes = []
-    # Without an intercept the numpy engine learns column-disjoint rows in waves; the
-    # intercept's column is in every row, so with it the numpy engine goes row by row.
-    contenders = [("numpy engine (waves), fit_intercept=False, shuffle=False", False,
-                   dict(fit_intercept=False, shuffle=False)),
-                  ("numpy engine (row by row), defaults", False, {})]
+def dense_contenders(n, d=50):
+    setup = f"import numpy as np\nimport bench_scw as B\nX, y = B.dense_stream({n}, {d})\nfrom robustcore import SCW"
+    after = "report['samples'] = len(y)\nreport['mistakes'] = float(est.history_['mistake_rate'][-1])"
+    kinds = [("defaults", ""), ("fit_intercept=False, shuffle=False", ", fit_intercept=False, shuffle=False")]
+    cs = [_bench.Contender(f"ours, numpy engine, {label}", f"est = SCW(variant='I', random_state=0{kw}).fit(X, y)",
+                           setup, after, env=NO_JIT) for label, kw in kinds]
     if has_numba():
-        contenders += [("numba kernel, fit_intercept=False, shuffle=False", True,
-                        dict(fit_intercept=False, shuffle=False)),
-                       ("numba kernel, defaults", True, {})]
-    for name, use, kw in contenders:
-        _scw_stream.USE_JIT = use
-        if use:
-            SCW(covariance="diagonal", **kw).fit(X[:5000], y[:5000])     # compile first
-        t, est = timed(lambda: SCW(covariance="diagonal", random_state=0, **kw).fit(X, y),
-                       repeat=1 if not use else None)
-        # Memory in a second, traced run (tracing slows allocation, so it is not timed); the
-        # numpy loop is traced on a prefix only, to keep the run short.
-        m = n if use else min(n, 100_000)
-        Xm, ym = (X, y) if m == n else (X[:m], y[:m])
-        tracemalloc.start()
-        SCW(covariance="diagonal", random_state=0, **kw).fit(Xm, ym)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        lines.append(f"| robustcore SCW diagonal, {name} ({len(t.runs)} runs) | {t} | {n / t.best:,.0f} | "
-                     f"{t.best / t_mv.best:.0f} | "
-                     f"{peak / 2**20:.0f} (first {m:,} rows) |")
-        notes.append(f"{name}: online mistake rate {est.history_['mistake_rate'][-1]:.4f}, "
-                     f"{int(est.history_['updates'][-1]):,} updates")
-    lines.append("")
-    lines += notes
-    lines.append("")
-    dense_mb = n * d * 8 / 2**20
-    lines.append(f"A densified copy would need {dense_mb:,.0f} MB.")
-    return lines
+        cs += [_bench.Contender(f"ours, numba kernel, {label}",
+                                f"est = SCW(variant='I', random_state=0{kw}).fit(X, y)",
+                                setup + WARM + f"SCW(variant='I'{kw}).fit(X[:5000], y[:5000])", after)
+               for label, kw in kinds]
+        cs.append(_bench.Contender("ours, numba kernel, first fit of the process (loads numba)",
+                                   "est = SCW(variant='I', random_state=0).fit(X, y)", setup, after))
+    # timed on a prefix (it is slow); eta passes through norm.cdf in the package (its bug):
+    # 0.75 is LIBOL's default
+    cs.append(_bench.Contender(
+        "PyPI scw 1.1.2 SCW1", "model = SCW1(C=1.0, ETA=0.75).fit(X[:m], y[:m])",
+        setup + f"\nSCW1 = B.scw_reference()   # 0-d arrays patched in (NumPy 2.4)\nm = {min(n, 10_000)}",
+        "report['samples'] = m"))
+    return cs
+
+
+def bench_dense(quick, repeat, mode):
+    n = 20_000 if quick else 100_000
+    if scw_reference() is None:
+        return ["(PyPI package `scw` not installed: no reference ratio)"], []
+    cs = dense_contenders(n)
+    runs = _bench.race(cs, repeat, mode, timeout=1800)
+    ref = cs[-1].name
+    lines = [f"### Full covariance, SCW-I, one pass over {n:,} x 50 (10 % label noise), "
+             f"load {_bench.load_span(runs)} over the runs", "",
+             *_bench.race_table(runs, ref, per="samples", extra=[
+                 ("samples/s by wall, median", lambda r: f"{r['samples'] / r['wall']:,.0f}"),
+                 ("online mistake rate", lambda r: f"{r['mistakes']:.4f}" if "mistakes" in r else "–")]), "",
+             "Speed-up over PyPI scw per sample (paired by round), median (range):", ""]
+    for c in cs[:-1]:
+        by_cpu = _bench.span(_bench.paired_ratios(runs, ref, c.name, 'cpu', 'samples'), 'x')
+        lines.append(f"- {c.name}: by CPU {by_cpu}, "
+                     f"by wall {_bench.span(_bench.paired_ratios(runs, ref, c.name, 'wall', 'samples'), 'x')}")
+    return lines + [""], cs
+
+
+def sparse_contenders(n, d=100_000, nnz=20):
+    setup = (f"import numpy as np\nimport bench_scw as B\nX, y = B.sparse_stream({n}, {d}, {nnz})\n"
+             "from robustcore import SCW")
+    # memory in a second, traced fit of the first 100,000 rows (tracing slows allocation)
+    traced = ("import tracemalloc\ntracemalloc.start()\n"
+              "SCW(covariance='diagonal', random_state=0{kw}).fit(X[:100000], y[:100000])\n"
+              "report['traced_mb'] = tracemalloc.get_traced_memory()[1] / 2**20\n"
+              "report['mistakes'] = float(est.history_['mistake_rate'][-1])")
+    waves, plain = ", fit_intercept=False, shuffle=False", ""
+    cs = [_bench.Contender("reference: one sparse X @ w", "z = X @ w", setup + "\nw = np.ones(X.shape[1])"),
+          _bench.Contender("ours, numpy engine (waves), fit_intercept=False, shuffle=False",
+                           f"est = SCW(covariance='diagonal', random_state=0{waves}).fit(X, y)", setup,
+                           traced.format(kw=waves), env=NO_JIT),
+          _bench.Contender("ours, numpy engine (row by row), defaults",
+                           "est = SCW(covariance='diagonal', random_state=0).fit(X, y)", setup,
+                           traced.format(kw=plain), env=NO_JIT)]
+    if has_numba():
+        cs += [_bench.Contender(f"ours, numba kernel, {label}",
+                                f"est = SCW(covariance='diagonal', random_state=0{kw}).fit(X, y)",
+                                setup + WARM + f"SCW(covariance='diagonal'{kw}).fit(X[:5000], y[:5000])",
+                                traced.format(kw=kw))
+               for label, kw in (("fit_intercept=False, shuffle=False", waves), ("defaults", plain))]
+    return cs
+
+
+def bench_sparse(quick, repeat, mode):
+    n, d = (200_000 if quick else 1_000_000), 100_000
+    cs = sparse_contenders(n, d)
+    # the numpy engine row by row takes tens of seconds: one run
+    runs = _bench.race(cs, repeat, mode, timeout=3600, repeats={cs[2].name: 1})
+    return [f"### Diagonal covariance, SCW-I, sparse CSR {n:,} x {d:,}, 20 non-zeros per row, "
+            f"load {_bench.load_span(runs)} over the runs", "",
+            *_bench.race_table(runs, cs[0].name, extra=[
+                ("traced peak MB, first 100,000 rows", lambda r: f"{r['traced_mb']:.0f}" if "traced_mb" in r else "–"),
+                ("online mistake rate", lambda r: f"{r['mistakes']:.4f}" if "mistakes" in r else "–")]), "",
+            f"Target: under 20 s for the pass; a densified copy would need {n * d * 8 / 2**20:,.0f} MB.", ""], cs
 
 
 SHARED = "/work/shared/data"
@@ -221,6 +211,7 @@ def _sklearn_online(X, y, kind):
     y p <= 0; the intercept moves by the step times 1 for dense and 0.01 for sparse X).
     scikit-learn's own fit on the same order must end at the same weights: the gap is returned."""
     import warnings
+
     from sklearn.linear_model import PassiveAggressiveClassifier, Perceptron
     A = sp.csr_matrix(X)
     decay = 0.01 if sp.issparse(X) else 1.0
@@ -341,40 +332,33 @@ def real(orders=5, usps_orders=3):
     print("\n".join(out[-len(summary) - 5:]))
 
 
-def child(quick, sparse):
-    lines = bench_dense(quick)
-    if sparse:
-        lines += bench_sparse(quick)
-    _bench.child_result(lines=lines, load=_bench.load_average())
-
-
 def main():
-    global REPEAT
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-sparse", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=3, help="rounds (fresh processes per contender)")
     ap.add_argument("--blas", default="1,default")
-    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--real", action="store_true",
                     help="learning on real streams (mistakes and accuracies, no timing)")
     a = ap.parse_args()
-    REPEAT = a.repeat
     if a.real:
         real()
         return
-    if a.child:
-        child(a.quick, not a.no_sparse)
-        return
     print("# bench_scw\n")
     print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
-    argv = [__file__, "--child", "--repeat", str(a.repeat)] + (["--quick"] if a.quick else []) + \
-        (["--no-sparse"] if a.no_sparse else [])
+    codes = []
     for mode in _bench.blas_modes(a.blas):
-        r = _bench.run_child(argv, blas=mode, timeout=3600)
-        print(f"\n# {_bench.blas_label(mode)} ({r.get('blas', '')}; load after: {r.get('load', '?')})\n")
-        print("\n".join(r.get("lines") or [r.get("error", "no output")]), flush=True)
+        print(f"\n## {_bench.blas_label(mode)}\n")
+        lines, cs = bench_dense(a.quick, a.repeat, mode)
+        print("\n".join(lines), flush=True)
+        codes = cs
+        if not a.no_sparse:
+            lines, cs = bench_sparse(a.quick, a.repeat, mode)
+            print("\n".join(lines), flush=True)
+            codes = codes + cs
+    print("## The contenders' code (each run a fresh `python -c` of it)\n")
+    print("\n".join(_bench.race_calls(codes)))
 
 
 if __name__ == "__main__":
