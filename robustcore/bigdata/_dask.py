@@ -283,9 +283,21 @@ def compute(*collections, progress=None, message: str = "computing"):
     if s.client is not None:
         out = _compute_distributed(s.client, everything, rep, message)
     else:
-        out = _compute_local(dask, everything, rep, message, s)
+        # the first pass that reads a table whole (the one that digests it) is the one that may
+        # find it on disk rather than cached: its reads are queued ahead, in file order
+        ahead = [a.start() for a in (_read_ahead(t) for t, _ in planned) if a is not None]
+        try:
+            out = _compute_local(dask, everything, rep, message, s)
+        finally:
+            for a in ahead:
+                a.stop()
     _digest.finish(planned, out[len(collections):])
     return tuple(out[:len(collections)])
+
+
+def _read_ahead(table):
+    make = getattr(getattr(table, "reader", None), "read_ahead", None)
+    return make() if make is not None else None
 
 
 def _compute_local(dask, collections, rep, message, s):
