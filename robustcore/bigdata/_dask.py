@@ -320,9 +320,12 @@ def _compute_local(dask, collections, rep, message, s):
                 self.last = now
                 rep(self.done / self.total, message)
 
+    from dask.threaded import get as threads
     workers = s.num_workers or os.cpu_count() or 1
     with _Progress():
-        out = dask.compute(*collections, scheduler="threads", num_workers=workers)
+        # the threaded scheduler itself, not its name: by name Dask first imports
+        # dask.distributed to look for a client (1-2 CPU s of imports in every command)
+        out = dask.compute(*collections, scheduler=threads, num_workers=workers)
     rep(1.0, message)
     return out
 
