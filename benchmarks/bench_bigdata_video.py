@@ -28,6 +28,13 @@ Run by hand (minutes; writes a few GB under --workdir, deletes them at the end u
    --profile MODE prints the top of a cProfile of one such run (CPU time of the main thread; that
    of the other threads -- decoder, sink writer, Zarr's codec pool -- is given beside it).
 
+6. (step ``cli``) The command line as a user runs it, ``robust-studio run --data CLIP --method
+   online-rpca --out DIR``, with and without ``--lazy`` (``--memory-budget`` as given, else the
+   default), each in its own process, --rounds times: wall, CPU, peak memory (VmHWM) and where
+   the results went. Issue 36: the peak must not depend on the flag; L, S and the mask beyond the
+   results' share of the budget go to a store either way. ``--clip`` runs it on another video
+   (e.g. a copy of the escalator clip).
+
 Each measurement is printed as one JSON line; results_bigdata.md quotes them.
 
 Steps 1-4 (the 10,000-frame figures):
@@ -388,6 +395,29 @@ def floor_summary(rows):
     return out
 
 
+def run_cli(clip, out: Path, lazy: bool, budget=None) -> dict:
+    """``robust-studio run --data CLIP --method online-rpca`` in its own process (step 6)."""
+    shutil.rmtree(out, ignore_errors=True)
+    from bench_bigdata_scale import PEAK     # prints the child's own VmHWM last on stderr
+    argv = [sys.executable, "-c", PEAK, "-m", "app", "run", "--data", str(clip), "--method", "online-rpca",
+            "--out", str(out), *(["--lazy"] if lazy else []), *(["--memory-budget", str(budget)] if budget else [])]
+    t0, c0 = time.perf_counter(), os.times()
+    proc = subprocess.run(argv, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(HERE.parent)})
+    c1 = os.times()
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(argv[4:])} failed:\n{proc.stderr[-2000:]}")
+    peak = [int(x.split()[1]) for x in proc.stderr.splitlines() if x.startswith("VMHWM_KB ")]
+    said = [x for x in proc.stdout.splitlines() if x.startswith("out of core")]
+    stored = sorted(p.name for p in out.glob("*.zarr"))
+    res = {"step": "cli", "lazy": lazy, "budget": budget, "seconds": round(time.perf_counter() - t0, 2),
+           "cpu_s": round((c1.children_user - c0.children_user) + (c1.children_system - c0.children_system), 2),
+           "peak_mb": round(peak[-1] / 1024) if peak else None, "stores": stored, "said": said[:1],
+           "out_mb": round(_du(out) / 2**20)}
+    shutil.rmtree(out, ignore_errors=True)
+    return res
+
+
 def _du(p):
     p = Path(p)
     return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else p.stat().st_size
@@ -423,13 +453,15 @@ def main():
     ap.add_argument("--ref-python", default=None, help="python of an environment with imageio + imageio-ffmpeg")
     ap.add_argument("--keep", action="store_true", help="keep the result stores (the clip is always kept)")
     ap.add_argument("--steps", default="decode,stream,window",
-                    help="comma-separated steps: decode, stream, window, floor")
+                    help="comma-separated steps: decode, stream, window, floor, cli")
     ap.add_argument("--rounds", type=int, default=1, help="repeat decode/stream (and the floor contenders, "
                     "interleaved) this many times; best and median are printed")
     ap.add_argument("--modes", default=",".join(FLOOR_MODES), help="floor contenders, comma-separated")
     ap.add_argument("--profile", default=None, help="floor: print the cProfile of one run of this mode")
     ap.add_argument("--reference", default=None, help="floor: compare the zarr run's store with this store")
     ap.add_argument("--seed", type=int, default=SEED, help="scene seed (another clip of the same kind)")
+    ap.add_argument("--clip", default=None, help="cli: run on this video instead of the synthetic clip")
+    ap.add_argument("--memory-budget", default=None, help="cli: passed to the command line (e.g. 2GB)")
     ap.add_argument("--worker", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     if not a.worker:
@@ -451,10 +483,12 @@ def main():
     clip = work / f"moving-{tag}.mp4"
     store = work / f"orpca-{tag}.zarr"
     steps = [x for x in a.steps.split(",") if x]
-    unknown = set(steps) - {"decode", "stream", "window", "floor"}
+    unknown = set(steps) - {"decode", "stream", "window", "floor", "cli"}
     if unknown:
         raise SystemExit(f"unknown step(s) {sorted(unknown)}")
-    if not clip.exists():
+    if a.clip:
+        clip = Path(a.clip)
+    elif not clip.exists():
         print(json.dumps(write_clip(clip, a.frames)), flush=True)
     try:
         if "decode" in steps:
@@ -506,6 +540,11 @@ def main():
                         shutil.rmtree(res["store"], ignore_errors=True)
                     rows.append(res)
             print(json.dumps(floor_summary(rows)), flush=True)
+        if "cli" in steps:
+            for _ in range(a.rounds):
+                for lazy in (False, True):      # interleaved
+                    res = run_cli(clip, work / "cli-out", lazy, a.memory_budget)
+                    print(json.dumps({**res, "load": os.getloadavg()}), flush=True)
     finally:
         if not a.keep:
             shutil.rmtree(store, ignore_errors=True)

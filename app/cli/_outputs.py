@@ -167,6 +167,7 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
     import zarr
 
     from app.session.stores import zarr_location
+    from robustcore.bigdata._rows import result_codecs
     per_row, _ = split_rows(res, dataset.n_samples)
     zpath = os.path.join(out, f"{res.method}-results.zarr")
     partial = zpath + ".partial"
@@ -189,7 +190,8 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
         shape = tuple(v.shape)
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
         rows = max(1, min(n, (16 << 20) // row_bytes))
-        jobs.append((make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:]), v, rows))
+        codecs = result_codecs(v.dtype) if hasattr(group, "create_array") else {}
+        jobs.append((make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:], **codecs), v, rows))
     # two fields at a time: file writes and the flags' compression release the GIL (30M rows:
     # 0.9 GB of fields took 2.6 s one after another)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

@@ -1,7 +1,8 @@
 """The registry's adapter of the streaming method (online-rpca): frames of a video opened out of
 core, or an image stack in memory, through OR-PCA a batch at a time, with L, S and the mask in
-memory when they fit the memory budget of :func:`robustcore.bigdata.settings` and in a Zarr
-store otherwise. (The table methods need no adapter of their own out of core: one estimator
+memory when they fit the results' share of the memory budget of
+:func:`robustcore.bigdata.settings` (the rule of the tables' per-row results,
+:func:`robustcore.bigdata._rows.fits_in_memory`) and in a Zarr store otherwise. (The table methods need no adapter of their own out of core: one estimator
 fits numpy and lazy input, robustcore.methods.)
 """
 from __future__ import annotations
@@ -14,8 +15,11 @@ __all__ = ["run_online_rpca"]
 def run_online_rpca(est, dataset, values, rep):
     """Stream the frames (a video opened out of core, or an image stack in memory) through OR-PCA.
 
-    L, S and the mask go to memory when they take at most the memory budget, else to a Zarr
-    store in the settings' ``store_dir`` (a temporary folder if none is set).
+    L, S and the mask go to memory when they fit the results' share of the memory budget beside
+    the results already held, else to a Zarr store in the settings' ``store_dir`` (a temporary
+    folder if none is set): the same rule whether the video was opened out of core or not.
+    (2,000 frames of 320 x 240 from the command line: 1.38 GB of results under the 2 GiB
+    budget were held in memory, and the run peaked at 1.7 GB; stored, about 0.5 GB.)
     """
     import tempfile
     import uuid
@@ -24,6 +28,7 @@ def run_online_rpca(est, dataset, values, rep):
     from .._outlier import flags_above, robust_threshold
     from ._dask import get_settings
     from ._frames import as_frame_source
+    from ._rows import fits_in_memory, hold
     from ._sink import FrameSink
     if getattr(dataset, "is_lazy", False):
         if dataset.kind != "frames":
@@ -35,12 +40,15 @@ def run_online_rpca(est, dataset, values, rep):
     s = get_settings()
     need = FrameSink.estimate_bytes(source.n_frames, source.n_features, est.FIELDS)
     store = None
-    if need > s.memory_budget:
+    if not fits_in_memory(need):
         root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
         root.mkdir(parents=True, exist_ok=True)
         store = root / f"online-rpca-{uuid.uuid4().hex[:8]}.zarr"
     sink = FrameSink(source.n_frames, source.n_features, est.FIELDS, path=store,
                      frame_shape=source.display_shape)
+    if sink.in_memory:
+        for field in est.FIELDS:
+            hold(sink.array(field))   # counted against the share while the result lives
     try:
         est.fit(source, progress=rep.span(0, 0.97), sink=sink)
     except BaseException:

@@ -23,16 +23,19 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "as_dask_rows", "StoredRows", "store_bytes", "hold", "held_bytes"]
+__all__ = ["materialize", "fill_rows", "as_dask_rows", "StoredRows", "store_bytes", "hold", "held_bytes",
+           "result_codecs"]
 
 
 def store_bytes(arrays: dict) -> int:
     return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in arrays.values())
 
 
-def _codecs(dtype):
-    """No compression for floats (their mantissas are noise: zstd cost time and saved 3 %);
-    the default (zstd) for flags and integers, which compress well."""
+def result_codecs(dtype) -> dict:
+    """Keyword arguments of Zarr's ``create_array`` for a per-row result of ``dtype``, wherever
+    one is stored (here, and the command line's METHOD-results.zarr): no compression for floats
+    (their mantissas are noise: zstd cost time and saved 3 %); the default (zstd) for flags and
+    integers, which compress well."""
     return {"compressors": None} if np.dtype(dtype).kind == "f" else {}
 
 
@@ -189,7 +192,7 @@ class _NewStore:
     def array(self, key, shape, dtype, chunk_rows: int):
         chunks = (int(chunk_rows),) + tuple(shape[1:])
         if hasattr(self.group, "create_array"):
-            return self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks, **_codecs(dtype))
+            return self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks, **result_codecs(dtype))
         return self.group.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks)   # zarr 2
 
     def abandon(self):

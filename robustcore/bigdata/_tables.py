@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from ..datasets._limits import (DEFAULT_MAX_FEATURES, MAX_BYTES, MAX_FEATURES, c
 from ._bounds import block_rows, check_chunk_reads
 from ._dask import get_settings, require_dask
 
-__all__ = ["LazyTable", "open_table", "TABLE_SUFFIXES", "NpyReader"]
+__all__ = ["LazyTable", "open_table", "TABLE_SUFFIXES", "NpyReader", "ReadAhead"]
 
 TABLE_SUFFIXES = {".zarr": "zarr", ".h5": "hdf5", ".hdf5": "hdf5", ".he5": "hdf5", ".npy": "npy"}
 _NPY_HEADER_LIMIT = 10000
@@ -81,6 +82,14 @@ class NpyReader:
                        f"{need:,} bytes of values, the file holds {self.stored:,}; it is damaged. Copy or save "
                        f"it again")
 
+    def read_ahead(self) -> ReadAhead | None:
+        """A :class:`ReadAhead` of the values (not started), for a pass that reads them all; None
+        for a column-major file, or one larger than half the memory available now (its pages
+        would evict one another before the pass reached them)."""
+        if self.fortran or self.stored > _available_memory() // 2:
+            return None
+        return ReadAhead(self.path, self.offset, self.stored)
+
     def read(self, start: int, stop: int) -> np.ndarray:
         n, d = self.shape
         name = os.path.basename(self.path)
@@ -98,6 +107,58 @@ class NpyReader:
             raise _err(f"{name} is truncated: rows {start}-{stop - 1} end past the end of the file (it changed "
                        f"while it was read?); copy it again")
         return out
+
+
+class ReadAhead:
+    """A thread that asks the kernel to read a file's bytes into the page cache, in file order,
+    a piece at a time (posix_fadvise WILLNEED: each call queues the reads and returns), while
+    the pass computes: the first pass over a table that is not cached then reads while it
+    computes, whatever order Dask takes its blocks in. Only a hint: a refused call, or a system
+    without fadvise, changes nothing. :meth:`stop` (the pass ended, or was cancelled) ends it
+    after the piece it is at."""
+
+    PIECE = 64 << 20
+
+    def __init__(self, path: str, offset: int, length: int, advise=None):
+        self.path, self.offset, self.length = path, int(offset), int(length)
+        self.advise = advise or getattr(os, "posix_fadvise", None)
+        self.pieces = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="table read-ahead", daemon=True)
+
+    def start(self) -> "ReadAhead":
+        if self.advise is not None and self.length > 0:
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        try:
+            with open_regular(self.path, os.path.basename(self.path)) as fh:
+                end = self.offset + self.length
+                for at in range(self.offset, end, self.PIECE):
+                    if self._stop.is_set():
+                        return
+                    self.advise(fh.fileno(), at, min(self.PIECE, end - at), os.POSIX_FADV_WILLNEED)
+                    self.pieces += 1
+        except (OSError, LoadError):
+            return    # a hint: the pass reads (and reports) the file itself
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+
+def _available_memory() -> int:
+    """Bytes of memory the system could give now (MemAvailable), or 0 when unknown."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def _read_block(reader, start: int, stop: int) -> np.ndarray:
