@@ -19,9 +19,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ._params import Param, validate_params
-from ._progress import Reporter
-from .result import (Decomposition, Learning, Limits, OutlierMap, Outliers, Ranking, RunResult, Selection,
+from .._params import Param, validate_params
+from .._progress import Reporter
+from ..result import (Decomposition, Learning, Limits, OutlierMap, Outliers, Ranking, RunResult, Selection,
                      Storage, Subspace)
 
 __all__ = ["Method", "RunResult", "OutlierRule", "METHODS", "get_method", "method_names",
@@ -57,7 +57,7 @@ class OutlierRule:
 
 
 # (the words of a numeric contamination's rule live with the rules themselves)
-from ._contamination import contamination_rule  # noqa: E402
+from .._contamination import contamination_rule  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class Method:
         if X is not None and not self.takes_sparse(values):
             import scipy.sparse as sp
             if sp.issparse(X):   # before the adapter makes the dense copy
-                from ._fit_memory import check_dense_copy
+                from .._fit_memory import check_dense_copy
                 check_dense_copy(X.shape, self.dense_copies, self.title)
         est = self.estimator_class(**estimator_params(self, values, dataset))
         t0 = time.perf_counter()
@@ -164,7 +164,7 @@ def estimator_params(method: "Method", values: dict, dataset) -> dict:
     ``scale`` is resolved here by the one rule (:func:`robustcore._scaling.auto_scaling`: frames
     keep their pixels as they are), since the estimator is given the pixels without their
     image shape."""
-    from ._scaling import auto_scaling
+    from .._scaling import auto_scaling
     names = {p.name for p in method.estimator_class.param_specs()}
     out = {k: v for k, v in values.items() if k in names}
     if "scale" in out and getattr(dataset, "is_image", False):
@@ -175,7 +175,7 @@ def estimator_params(method: "Method", values: dict, dataset) -> dict:
 def _names(names):
     """The result's feature names: made on demand when the data's are (a 4 x 2^24 store must not
     cost 16M strings per result), else a plain list of strings."""
-    from .datasets._limits import numbered
+    from ..datasets._limits import numbered
     return names if isinstance(names, numbered) else [str(f) for f in names]
 
 
@@ -197,7 +197,7 @@ def assemble(method: "Method", dataset, values: dict, fields: dict, caught, elap
     truth = getattr(dataset, "outliers", None)
     score = res.sample_scores.get(method.outlier_score) if method.outlier_score else None
     if truth is not None and isinstance(score, np.ndarray):
-        from .evaluation import evaluation_summary
+        from ..evaluation import evaluation_summary
         res.evaluation = evaluation_summary(truth, score, res.flags.get("outlier"))
     _check_flag_rate(method, res, values, truth, score)
     return res
@@ -222,7 +222,7 @@ def _check_flag_rate(method: "Method", res: RunResult, values: dict, truth, scor
     if alpha is None or values.get("contamination", "auto") != "auto" or res.outliers is None \
             or not isinstance(flagged, np.ndarray) or not isinstance(score, np.ndarray):
         return
-    from ._calibration import flag_rate_warning
+    from .._calibration import flag_rate_warning
     msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score,
                             method=f"{method.title}'s {'SPE/T² limits' if 'SPE' in rule.text else 'limit'}")
     if msg:
@@ -243,7 +243,7 @@ def _X(dataset, accept_sparse=False):
     return dataset.dense()
 
 
-from ._contamination import LIMIT_ALPHA as _LIMIT_ALPHA  # false-alarm rate of the pca/cp flags' limits
+from .._contamination import LIMIT_ALPHA as _LIMIT_ALPHA  # false-alarm rate of the pca/cp flags' limits
 
 # Which way each per-sample score runs (written into exports beside the scores). The registry's
 # scores keep their own names and directions; scikit-learn's score_samples (higher = more normal)
@@ -262,7 +262,7 @@ LIMITS_RULE = OutlierRule("SPE or T² above its limit", alpha=_LIMIT_ALPHA)
 RESIDUAL_RULE = OutlierRule("SPE or T² above its limit", alpha_param="alpha")
 SPARSE_RULE = OutlierRule("sparse-part score above median + 3 MAD", n_mad=3.0)
 PCP_RULE = OutlierRule("sparse-part score above its limit", alpha=_LIMIT_ALPHA)
-from .subspace._robpca_params import CRIT as _ROBPCA_CRIT  # noqa: E402  (no scikit-learn import)
+from ..subspace._robpca_params import CRIT as _ROBPCA_CRIT  # noqa: E402  (no scikit-learn import)
 ROBPCA_RULE = OutlierRule("score or orthogonal distance above its cut-off", alpha=round(1.0 - _ROBPCA_CRIT, 12))
 # How many leading directions of PCP's L are kept as its subspace (every scatter axis and
 # principal angle the views show, and the common rank of the comparison, fit in it).
@@ -277,7 +277,7 @@ def _outlier_map(Z, components, mean, variances, robust: bool) -> tuple[dict, di
     """The outlier map (robustcore.outlier_map) of rows Z in the model's units: (arrays,
     result fields). ``robust``: the OD cut-off from the median/MAD (robust fits), else from the
     mean/sd (PCA)."""
-    from .outlier_map import REGIONS, outlier_map
+    from ..outlier_map import REGIONS, outlier_map
     try:
         om = outlier_map(Z, components, mean, variances, robust=robust)
     except ValueError as exc:   # a flat component: no score distance along it
@@ -317,7 +317,7 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     What needs the rows themselves (the planes the SPE/T² map offers, the outlier map) is made
     when the data and the per-row results are in memory. ``map_cutoffs``: the model's own (SD,
     OD) cut-offs for the outlier map (ROBPCA's), instead of robustcore.outlier_map's rule."""
-    from ._passes import count_true
+    from .._passes import count_true
     C, m = np.atleast_2d(est.components_), est.mean_
     lazy = bool(getattr(X, "is_lazy", False))
     fields = {"sample_scores": rows.scores, "flags": rows.flags, "arrays": {"projection": rows.projection},
@@ -335,7 +335,7 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     else:
         plane = direction = None
         if not lazy:
-            from .compare import principal_plane, residual_direction
+            from ..compare import principal_plane, residual_direction
             Z = est._scaled(X)
             Zc = Z if calibration is None else Z[calibration]
             plane, direction = principal_plane(Zc), residual_direction(Zc, C, m)
@@ -347,7 +347,7 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     fields["outliers"] = Outliers(rule=rule.describe(values), score="outlier_score",
                                   n_flagged=count_true(rows.outlier), n_samples=n)
     # in memory or on disk alike (an out-of-core fit's distances are per-row results too)
-    from .outlier_map import outlier_map_of_scores
+    from ..outlier_map import outlier_map_of_scores
     try:
         om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None,
                                    cutoffs=map_cutoffs)
@@ -384,7 +384,7 @@ def _run_pca(est, dataset, values, rep):
 
 
 def _run_cop(est, dataset, values, rep):
-    from ._passes import count_true
+    from .._passes import count_true
     X = _rows(dataset)
     rows = est.fit_row_results(X, progress=rep)
     fields = _model_fields(est, X, rows, rule=LIMITS_RULE, values=values, source="Coherence Pursuit",
@@ -407,7 +407,7 @@ def _run_robpca(est, dataset, values, rep):
 
 
 def _run_pcp(est, dataset, values, rep):
-    from .compare import lowrank_subspace
+    from ..compare import lowrank_subspace
     X = _X(dataset)
     est.fit(X, progress=rep.span(0, 0.95))
     h = est.history_
@@ -448,7 +448,7 @@ def _run_pcp(est, dataset, values, rep):
 
 
 def _run_residual(est, dataset, values, rep):
-    from ._passes import count_true
+    from .._passes import count_true
     X = _rows(dataset)
     rows = est.fit_row_results(X, progress=rep)
     fields = _model_fields(est, X, rows, rule=RESIDUAL_RULE, values=values, source="PCA",
@@ -486,7 +486,7 @@ def _run_scw(est, dataset, values, rep):
     X = _X(dataset, accept_sparse=est.covariance == "diagonal")
     y = np.asarray(dataset.labels)
     n = X.shape[0]
-    from ._validation import check_random_state
+    from .._validation import check_random_state
     order = check_random_state(0 if est.random_state is None else est.random_state).permutation(n)
     n_test = int(round(values.get("test_fraction", 0.0) * n))
     test, train = np.sort(order[:n_test]), order[n_test:]
@@ -520,7 +520,7 @@ def _run_scw(est, dataset, values, rep):
         learning.test_samples = int(n_test)
     # The stream above is shuffled, so the fit is sound; still say when the file itself is sorted
     # by class, which matters to anyone who streams it in file order elsewhere.
-    from .online._order import label_changes, looks_sorted
+    from ..online._order import label_changes, looks_sorted
     codes = np.searchsorted(classes, y)
     changes, counts = label_changes(codes, None), np.bincount(codes, minlength=classes.size)
     notes = []
@@ -538,7 +538,7 @@ def _majority_baseline(classes, y_stream, y_test):
     counts, SCW's own rule for an exact tie), on the same stream: its cumulative online mistake
     rate (one value per sample) and, on the held-out labels, the accuracy of the stream's
     majority class. An online classifier that does not beat it has learned nothing."""
-    from .online._order import tie_broken_predictions
+    from ..online._order import tie_broken_predictions
     k = classes.size
     idx = np.searchsorted(classes, y_stream)
     guess = tie_broken_predictions(np.zeros((idx.size, k)), np.zeros(k), idx)
@@ -556,7 +556,7 @@ _TEST_FRACTION = Param("test_fraction", float, 0.25,
 def _bigdata(name):
     """An adapter of robustcore.bigdata._adapters, imported when first run (it needs Dask only then)."""
     def run(est, dataset, values, rep):
-        from .bigdata import _adapters
+        from ..bigdata import _adapters
         return getattr(_adapters, name)(est, dataset, values, rep)
     return run
 
@@ -576,13 +576,13 @@ def _linear_subspace(adapter):
 def _cls(module, name):
     def load():
         import importlib
-        return getattr(importlib.import_module(module, __package__), name)
+        return getattr(importlib.import_module(module, "robustcore"), name)
     return load
 
 
 def _import_params(module):
     import importlib
-    return importlib.import_module(module, __package__).PARAMS
+    return importlib.import_module(module, "robustcore").PARAMS
 
 
 def _declared(module):
