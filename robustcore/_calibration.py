@@ -75,7 +75,7 @@ BAND = 1.5
 # The training quantiles that define the core (step 1).
 QUANTILE_LEVELS = (0.5, 0.75)
 # Normal quantile: (q75^(1/3) - q50^(1/3)) / _Z75 is a standard deviation of normal cube roots.
-_Z75 = 0.6744897501960817
+from ._mad import Z75 as _Z75  # noqa: E402
 # Fewer calibration rows than this many over alpha: fewer than 10 are expected above the limit,
 # and chance alone moves the share flagged out of [alpha / 3, 3 alpha] (at 3 expected, 1 time
 # in 5); from 10 on, about 1 in 100.

@@ -16,7 +16,7 @@ CONTAMINATION = Param(
 LIMIT_ALPHA = 0.01
 
 # 1.4826 x MAD estimates the standard deviation of normal scores.
-MAD_NORMAL = 1.4826
+from ._mad import MAD_NORMAL  # noqa: E402
 # Width of the robust cut median + N_MAD x 1.4826 MAD (scores without a control limit, and the
 # gross outliers left out of a robust fit's calibration rows).
 N_MAD = 3.0
