@@ -22,8 +22,8 @@ __all__ = ["Settings", "settings", "get_settings", "compute", "require_dask", "c
            "DEFAULT_MEMORY_BUDGET"]
 
 #: Memory the out-of-core path plans to stay within (chunks in flight, gathered values, results
-#: kept in memory rather than written to a store).
-DEFAULT_MEMORY_BUDGET = 1 << 30
+#: kept in memory rather than written to a store): the one budget, robustcore.datasets'.
+from ..datasets._limits import DEFAULT_MEMORY_BUDGET  # noqa: E402
 
 
 def require_dask():

@@ -20,7 +20,7 @@ def test_mad_normal_times_the_mad_estimates_the_standard_deviation():
 
 
 @pytest.mark.parametrize("module", ["robustcore._contamination", "robustcore._outlier", "robustcore._calibration",
-                                    "robustcore._scaling", "robustcore.outlier_map"])
+                                    "robustcore._scaling", "robustcore.outlier_map", "robustcore.methods._pcp"])
 def test_every_robust_spread_reads_the_one_constant(module):
     """No module writes the number again: the ones that use it take it from robustcore._mad."""
     import importlib
