@@ -44,6 +44,11 @@ __all__ = ["RunResult", "Subspace", "Limits", "Outliers", "Selection", "Decompos
 #: How a fit scaled its input (robustcore._scaling): not at all, by mean and standard deviation,
 #: or by median and MAD.
 Scaling = Literal["none", "standard", "robust"]
+#: How a subspace's rank was chosen: given, the scree plot's elbow, ROBPCA's 80 % of the robust
+#: variance, or the rank of robust PCA's L.
+RankRule = Literal["given", "scree elbow", "80 % rule", "rank of L"]
+#: How the training scores moved Gaussian limits (robustcore.limits.control_limits).
+Adjustment = Literal["kept", "raised", "lowered", "uncalibrated", "off"]
 
 
 def _array(a, ndim=None):
@@ -63,7 +68,7 @@ class Subspace:
 
     components: np.ndarray
     mean: np.ndarray
-    rank_rule: str = "given"          # "given" | "scree elbow" | "found by the fit"
+    rank_rule: RankRule = "given"
     source: str = ""                  # what spans it, for axis labels ("PCA", "PCA of L", ...)
     scaling: Scaling = "none"
     scaling_reason: str | None = None     # why, when the fit chose it itself ("image data")
@@ -125,9 +130,8 @@ class Limits:
     spe_method: str = "jackson-mudholkar"
     calibration_rows: int = 0
     calibration: str = "all samples"
-    # How the training scores moved the Gaussian limits (robustcore.limits.control_limits):
-    # "kept", "raised", "lowered", "uncalibrated" or "off"; both were multiplied by ``factor``.
-    adjustment: str = "kept"
+    # How the training scores moved the Gaussian limits; both were multiplied by ``factor``.
+    adjustment: Adjustment = "kept"
     factor: float = 1.0
     data_plane: np.ndarray | None = None          # (2, d), model units
     residual_direction: np.ndarray | None = None  # (d,), model units

@@ -85,6 +85,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
 #: Views that draw several methods' results at once, and how many they need.
 VIEW_MIN_METHODS = {"comparison": 2}
 
+
 def methods_for_view(view: str) -> tuple[str, ...]:
     """The methods whose results feed ``view``, in registry order."""
     return tuple(m.name for m in METHODS.values() if view in m.views)

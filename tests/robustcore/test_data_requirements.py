@@ -2,6 +2,7 @@
 running every method on data in memory and opened out of core, tables and frames; a refusal is
 the registry's one message (robustcore.methods.refusal), whoever asks."""
 import re
+import typing
 
 import numpy as np
 import pytest
@@ -55,6 +56,15 @@ def test_a_method_runs_on_what_it_declares_and_refuses_the_rest_in_one_message(d
         assert res.storage.out_of_core == ds.is_lazy
         if res.outliers is not None:   # every adapter words its rule from the declaration
             assert res.outliers.rule == m.outlier_rule.describe(res.params)
+        # and fills the fields that have a fixed set of values with one of them
+        from robustcore.result import Adjustment, RankRule, Scaling
+        for part in (res.subspace, res.decomposition):
+            if part is not None:
+                assert part.scaling in typing.get_args(Scaling)
+        if res.subspace is not None:
+            assert res.subspace.rank_rule in typing.get_args(RankRule)
+        if res.limits is not None:
+            assert res.limits.adjustment in typing.get_args(Adjustment)
         return
     # the run refuses with the registry's message before it fits anything ...
     with pytest.raises(ValueError, match=f"^{re.escape(why)}$"):
@@ -68,8 +78,6 @@ def test_a_method_runs_on_what_it_declares_and_refuses_the_rest_in_one_message(d
 
 
 def test_the_views_a_method_feeds_are_declared_names():
-    import typing
-
     from robustcore.methods import View
     for m in METHODS.values():
         assert set(m.views) <= set(typing.get_args(View)), m.name
