@@ -21,14 +21,15 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
+# The default memory budget: what one data set may take in memory before the window offers to
+# read it out of core (robustcore.bigdata plans its chunks within the same number): the library's.
+from robustcore.datasets._limits import DEFAULT_MEMORY_BUDGET as DEFAULT_BUDGET
+
 __all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "LazyOffer", "check_budget", "parse_size", "check_scheduler",
            "offer_reason", "method_restrictions", "results_dir", "working_dir", "bigdata_settings", "format_bytes"]
 
 MiB = 1 << 20
 GiB = 1 << 30
-#: The default memory budget: what one data set may take in memory before the window offers to
-#: read it out of core (robustcore.bigdata plans its chunks within the same number): the library's.
-from robustcore.datasets._limits import DEFAULT_MEMORY_BUDGET as DEFAULT_BUDGET  # noqa: E402
 MIN_BUDGET = 1 * MiB
 MAX_BUDGET = 1 << 50
 

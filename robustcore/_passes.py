@@ -32,8 +32,8 @@ import numpy as np
 
 from ._lanes import LaneRunner, lanes
 from ._order_stats import kth_values
-from .datasets._kind import is_lazy_dataset
 from ._progress import Reporter
+from .datasets._kind import is_lazy_dataset
 
 __all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "rowwise", "count_true",
            "indices", "scratch", "gil_free", "SUB_BLOCK_ENTRIES"]

@@ -22,8 +22,18 @@ import importlib
 
 from ._errors import LoadError
 from ._kind import KINDS, DatasetLike, Kind, is_lazy_dataset
-from ._limits import (DEFAULT_MAX_BYTES, DEFAULT_MAX_FEATURES, DEFAULT_MEMORY_BUDGET, bare_name, inside,
-                      open_regular, parse_json, read_stream, regular_file, side_file)
+from ._limits import (
+    DEFAULT_MAX_BYTES,
+    DEFAULT_MAX_FEATURES,
+    DEFAULT_MEMORY_BUDGET,
+    bare_name,
+    inside,
+    open_regular,
+    parse_json,
+    read_stream,
+    regular_file,
+    side_file,
+)
 from ._npz import read_npz
 
 # The loaders' table (and the video loader with it) is imported on first use: the video reader
