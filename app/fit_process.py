@@ -218,7 +218,7 @@ def _run_here(job, progress):
     if isinstance(job, FitJob):
         from robustcore.methods import get_method
         method = get_method(job.spec) if isinstance(job.spec, str) else job.spec
-        if job.bigdata is None or not getattr(job.dataset, "is_lazy", False):
+        if job.bigdata is None or not job.dataset.is_lazy:
             return method.run(job.dataset, job.params, progress)
         from robustcore.bigdata import settings
         with settings(**job.bigdata):

@@ -21,14 +21,15 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 
+# The default memory budget: what one data set may take in memory before the window offers to
+# read it out of core (robustcore.bigdata plans its chunks within the same number): the library's.
+from robustcore.datasets._limits import DEFAULT_MEMORY_BUDGET as DEFAULT_BUDGET
+
 __all__ = ["DEFAULT_BUDGET", "MIN_BUDGET", "LazyOffer", "check_budget", "parse_size", "check_scheduler",
            "offer_reason", "method_restrictions", "results_dir", "working_dir", "bigdata_settings", "format_bytes"]
 
 MiB = 1 << 20
 GiB = 1 << 30
-#: The window's default memory budget: what one data set may take in memory before the window
-#: offers to read it out of core (robustcore.bigdata plans its chunks within the same number).
-DEFAULT_BUDGET = 2 * GiB
 MIN_BUDGET = 1 * MiB
 MAX_BUDGET = 1 << 50
 
@@ -136,23 +137,12 @@ def offer_reason(path: str, budget: int) -> LazyOffer | None:
                         f"and are read a block at a time.", can_load=True)
 
 
-# Methods that take frames (a video) out of core; the other out-of-core methods take tables.
-FRAME_METHODS = ("online-rpca",)
-
-
 def method_restrictions(methods: dict, dataset) -> dict:
-    """name -> why the method cannot run on ``dataset`` opened out of core ({} for data in memory)."""
-    if not getattr(dataset, "is_lazy", False):
-        return {}
-    out = {}
-    for name, m in methods.items():
-        if not m.out_of_core:
-            out[name] = (f"{m.title} needs the data in memory, and '{dataset.name}' is opened out of core "
-                         f"(it stays on disk)")
-        elif (name in FRAME_METHODS) != (dataset.kind == "frames"):
-            out[name] = (f"{m.title} takes " + ("video frames" if name in FRAME_METHODS else "a table")
-                         + f" out of core; '{dataset.name}' is " + ("a video" if dataset.kind == "frames" else "a table"))
-    return out
+    """name -> why the method cannot run on ``dataset`` ({} for data in memory): the registry's
+    words (robustcore.methods.refusal)."""
+    from robustcore.methods import refusal
+    why = {name: refusal(m, dataset) for name, m in methods.items()}
+    return {name: w for name, w in why.items() if w is not None}
 
 
 def results_dir(session_path: str | None) -> str:

@@ -17,6 +17,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from robustcore.datasets import is_lazy_dataset
 from robustcore.methods import METHODS
 
 from .fit_process import FitJob, run_job, shared_pool
@@ -209,7 +210,7 @@ class RunController(QObject):
         from .session import pin_seed
         fit_params = pin_seed(method, params)
         bigdata = None
-        if getattr(ds, "is_lazy", False):
+        if is_lazy_dataset(ds):
             bigdata = bigdata_settings(self.settings.memory_budget(), self.settings.scheduler(),
                                        results_dir(self.session_path()))
         if self.isolation == "process":

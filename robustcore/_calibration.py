@@ -62,6 +62,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._mad import Z75 as _Z75
+
 __all__ = ["CORE_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "MIN_EXPECTED_FLAGS", "WIDE_TAIL",
            "order_statistic_positions", "core_cut", "bound_levels", "calibrated_limit", "calibrate",
            "calibrate_scores", "Calibration", "uncalibrated", "rate_caveat", "flag_rate_warning",
@@ -75,7 +77,6 @@ BAND = 1.5
 # The training quantiles that define the core (step 1).
 QUANTILE_LEVELS = (0.5, 0.75)
 # Normal quantile: (q75^(1/3) - q50^(1/3)) / _Z75 is a standard deviation of normal cube roots.
-_Z75 = 0.6744897501960817
 # Fewer calibration rows than this many over alpha: fewer than 10 are expected above the limit,
 # and chance alone moves the share flagged out of [alpha / 3, 3 alpha] (at 3 expected, 1 time
 # in 5); from 10 on, about 1 in 100.

@@ -3,6 +3,7 @@ what the method registry needs at import, without importing scikit-learn (1.7 s 
 window's start-up on a loaded machine). :mod:`robustcore._outlier` re-exports them."""
 from __future__ import annotations
 
+from ._mad import MAD_NORMAL
 from ._params import Param
 
 __all__ = ["CONTAMINATION", "LIMIT_ALPHA", "MAD_NORMAL", "N_MAD", "MAD_RULE", "contamination_rule"]
@@ -15,8 +16,7 @@ CONTAMINATION = Param(
 # (PCA, Coherence Pursuit), and of the registry's SPE/T² flags.
 LIMIT_ALPHA = 0.01
 
-# 1.4826 x MAD estimates the standard deviation of normal scores.
-MAD_NORMAL = 1.4826
+# (MAD_NORMAL x MAD estimates the standard deviation of normal scores: robustcore._mad.)
 # Width of the robust cut median + N_MAD x 1.4826 MAD (scores without a control limit, and the
 # gross outliers left out of a robust fit's calibration rows).
 N_MAD = 3.0

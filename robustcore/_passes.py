@@ -33,6 +33,7 @@ import numpy as np
 from ._lanes import LaneRunner, lanes
 from ._order_stats import kth_values
 from ._progress import Reporter
+from .datasets._kind import is_lazy_dataset
 
 __all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "rowwise", "count_true",
            "indices", "scratch", "gil_free", "SUB_BLOCK_ENTRIES"]
@@ -83,12 +84,16 @@ class _GilFree:
         _LOCAL.gil_free = self.before
 
 
+def _lazy_table(X) -> bool:
+    """Whether X is a robustcore.bigdata.LazyTable (one exists only if its module was imported)."""
+    tables = sys.modules.get("robustcore.bigdata._tables")
+    return tables is not None and isinstance(X, tables.LazyTable)
+
+
 def is_lazy(X) -> bool:
     """Whether X is lazy input (checked without importing Dask: a Dask array exists only if Dask
     was imported)."""
-    if getattr(X, "is_lazy", False):
-        return True
-    if type(X).__name__ == "LazyTable" and type(X).__module__.startswith("robustcore.bigdata"):
+    if is_lazy_dataset(X) or _lazy_table(X):
         return True
     da = sys.modules.get("dask.array")
     return da is not None and isinstance(X, da.Array)
@@ -96,12 +101,12 @@ def is_lazy(X) -> bool:
 
 def lazy_array(X):
     """The Dask array (n, d) of lazy input, one block per run of whole rows."""
-    if getattr(X, "is_lazy", False):
-        if getattr(X, "kind", "table") != "table":
+    if is_lazy_dataset(X):
+        if X.kind != "table":
             raise ValueError(f"'{X.name}' is a video opened out of core; this method takes a table. "
                              f"Run the streaming method (online-rpca) on it, or load the frames into memory")
         X = X.source
-    if type(X).__name__ == "LazyTable":
+    if _lazy_table(X):
         X = X.array
     if X.ndim == 2 and X.numblocks[1] != 1:
         X = X.rechunk({1: -1})

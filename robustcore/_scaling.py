@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._mad import MAD_NORMAL
 from ._params import SCALES, scale_param  # noqa: F401  (declared with the other parameters)
 from ._passes import is_lazy
 from ._validation import MAX_ABS, validate_X
@@ -217,7 +218,7 @@ def robust_scale(mad, iqr, std) -> np.ndarray:
     (numpy in memory, exact order statistics out of core): 1.4826 MAD; where that is 0, the
     interquartile range / 1.349 (``iqr(flat)`` gives q75 - q25 of the columns ``flat``); where
     that is 0 too, the standard deviation (``std(flat)``)."""
-    scale = 1.482602218505602 * np.asarray(mad, dtype=np.float64)
+    scale = MAD_NORMAL * np.asarray(mad, dtype=np.float64)
     flat = scale <= 0
     if flat.any():
         scale[flat] = iqr(flat) / 1.3489795003921634

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from ._mad import MAD_NORMAL
 from ._residual import residual_scores
 
 __all__ = ["outlier_map", "outlier_map_of_scores", "REGIONS"]
@@ -105,7 +106,7 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
         w = od ** (2.0 / 3.0)
         if robust:
             centre = float(np.median(w))
-            spread = 1.4826 * float(np.median(np.abs(w - centre)))
+            spread = MAD_NORMAL * float(np.median(np.abs(w - centre)))
         else:
             centre = float(w.mean())
             spread = float(w.std(ddof=1)) if w.size > 1 else 0.0
@@ -167,7 +168,7 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
                 centre = percentile(w, 50.0, message="outlier map")
                 dev = materialize({"dev": abs(as_dask_rows(w, chunks) - centre)},
                                   message="outlier map", name="outlier_map")["dev"]
-                spread = 1.4826 * percentile(dev, 50.0, message="outlier map")
+                spread = MAD_NORMAL * percentile(dev, 50.0, message="outlier map")
             else:
                 W = as_dask_rows(w, chunks)
                 centre, spread = (float(v) for v in compute(W.mean(), W.std(ddof=1), message="outlier map"))

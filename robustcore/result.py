@@ -32,13 +32,23 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 __all__ = ["RunResult", "Subspace", "Limits", "Outliers", "Selection", "Decomposition", "Stream",
            "OutlierMap", "Evaluation", "Ranking", "Learning", "Storage", "PARTS", "summary_items",
            "summary_lines", "format_value"]
+
+
+#: How a fit scaled its input (robustcore._scaling): not at all, by mean and standard deviation,
+#: or by median and MAD.
+Scaling = Literal["none", "standard", "robust"]
+#: How a subspace's rank was chosen: given, the scree plot's elbow, ROBPCA's 80 % of the robust
+#: variance, or the rank of robust PCA's L.
+RankRule = Literal["given", "scree elbow", "80 % rule", "rank of L"]
+#: How the training scores moved Gaussian limits (robustcore.limits.control_limits).
+Adjustment = Literal["kept", "raised", "lowered", "uncalibrated", "off"]
 
 
 def _array(a, ndim=None):
@@ -58,9 +68,10 @@ class Subspace:
 
     components: np.ndarray
     mean: np.ndarray
-    rank_rule: str = "given"          # "given" | "scree elbow" | "found by the fit"
+    rank_rule: RankRule = "given"
     source: str = ""                  # what spans it, for axis labels ("PCA", "PCA of L", ...)
-    scaling: str = "none"             # "none" | "standard" | "robust"; "(image data)" notes why
+    scaling: Scaling = "none"
+    scaling_reason: str | None = None     # why, when the fit chose it itself ("image data")
     scale_center: np.ndarray | None = None
     scale: np.ndarray | None = None
     variances: np.ndarray | None = None     # spread of the scores along each component (T²)
@@ -119,9 +130,8 @@ class Limits:
     spe_method: str = "jackson-mudholkar"
     calibration_rows: int = 0
     calibration: str = "all samples"
-    # How the training scores moved the Gaussian limits (robustcore.limits.control_limits):
-    # "kept", "raised", "lowered", "uncalibrated" or "off"; both were multiplied by ``factor``.
-    adjustment: str = "kept"
+    # How the training scores moved the Gaussian limits; both were multiplied by ``factor``.
+    adjustment: Adjustment = "kept"
     factor: float = 1.0
     data_plane: np.ndarray | None = None          # (2, d), model units
     residual_direction: np.ndarray | None = None  # (d,), model units
@@ -168,7 +178,8 @@ class Decomposition:
     converged: bool | None = None
     nnz_S: int | None = None
     mu: float | None = None
-    scaling: str = "none"
+    scaling: Scaling = "none"
+    scaling_reason: str | None = None
     # Why the split says nothing (rank 0, L of full rank, S = X), with what to change.
     degenerate: str | None = None
 
@@ -371,6 +382,8 @@ class RunResult:
                 raise ValueError(f"the saved result's '{name}' has unknown field(s) "
                                  f"{', '.join(sorted(unknown))}")
             values = dict(given)
+            if isinstance(values.get("scaling"), str) and values["scaling"] in _OLD_SCALING:
+                values["scaling"], values["scaling_reason"] = _OLD_SCALING[values["scaling"]]
             for attr, file_name in getattr(kind, "ARRAYS", {}).items():
                 values[attr] = arrays.pop(file_name, None)
             try:
@@ -384,6 +397,10 @@ class RunResult:
                    feature_scores=dict(feature_scores or {}), warnings=list(warnings), elapsed=float(elapsed),
                    feature_names=list(feature_names), no_limits=_str_or_none(facts.get("no_limits")),
                    no_outlier_map=_str_or_none(facts.get("no_outlier_map")), **parts)
+
+
+# Sessions saved before the scaling's reason had a field of its own wrote it into the scaling.
+_OLD_SCALING = {"none (image data)": ("none", "image data")}
 
 
 def _str_or_none(v):
@@ -418,6 +435,10 @@ def summary_lines(res: "RunResult", indent: str = "  ") -> list[str]:
     return lines + [f"{indent}warning: {w}" for w in res.warnings]
 
 
+def _scaling_text(part) -> str:
+    return f"{part.scaling} ({part.scaling_reason})" if part.scaling_reason else part.scaling
+
+
 def _rank_text(rank: int, rule: str) -> Any:
     return rank if rule == "given" else f"{rank} ({rule})"
 
@@ -438,7 +459,7 @@ def summary_items(res: RunResult) -> list[tuple[str, Any]]:
         add(("lambda", d.lam))
         if d.mu is not None:
             add(("mu", d.mu))
-        add(("scaling", d.scaling))
+        add(("scaling", _scaling_text(d)))
         if d.degenerate:
             add(("degenerate split", d.degenerate))
     elif res.stream is not None:
@@ -451,7 +472,7 @@ def summary_items(res: RunResult) -> list[tuple[str, Any]]:
         add(("rank", _rank_text(s.rank, s.rank_rule)))
         if s.explained_variance_ratio is not None:
             add(("explained variance ratio", s.explained_variance_ratio))
-        add(("scaling", s.scaling))
+        add(("scaling", _scaling_text(s)))
     if res.selection is not None:
         add(("selected inliers", res.selection.selected))
         add(("degenerate samples", res.selection.degenerate))

@@ -25,6 +25,8 @@ import os
 import sys
 import traceback
 
+from robustcore.datasets import DEFAULT_MEMORY_BUDGET
+
 from ..views.catalog import VIEW_NAMES as VIEWS
 from ._console import Console
 from ._data import budget_of, open_data, out_of_core_settings
@@ -97,7 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="run out-of-core work on this dask.distributed scheduler (e.g. tcp://host:8786) "
                         "instead of this machine's threads")
         sp.add_argument("--memory-budget", metavar="GB", type=parse_budget, default=None,
-                        help="memory the run may use for the data (default 2): a .npy table or a video "
+                        help=f"memory the run may use for the data (default {DEFAULT_MEMORY_BUDGET / 2 ** 30:g}): "
+                        "a .npy table or a video "
                         "whose float64 copy is larger is read out of core, and results larger than it "
                         "stay on disk in Zarr stores")
 
@@ -213,7 +216,7 @@ def _fit_all(con, dataset, runs, args, out: str, saved_params: bool = False) -> 
     run's settings (results too large for the budget go to ``out/.work``, removed by the caller
     once the outputs are written)."""
     results = {}
-    lazy = bool(getattr(dataset, "is_lazy", False))
+    lazy = dataset.is_lazy
     with out_of_core_settings(args, out, WORK) if lazy else contextlib.nullcontext():
         if lazy and args.scheduler:
             con.note(f"out-of-core work runs on the Dask scheduler at {args.scheduler}")
@@ -248,7 +251,7 @@ def _cmd_run(args) -> int:
     dataset = open_data(args, methods, con)
     out = None
     try:
-        lazy = bool(getattr(dataset, "is_lazy", False))
+        lazy = dataset.is_lazy
         check_video(args.video, names, dataset)
         check_figures(args.figure, methods, dataset)
         out = check_out(args.out, planned_names(names, args.figure, lazy, args.video), args.force)

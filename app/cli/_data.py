@@ -2,7 +2,7 @@
 
 One decision, the window's (:func:`app.out_of_core.offer_reason`): HDF5 and Zarr tables are
 always read out of core; a ``.npy`` table or a video is read out of core when its float64 copy
-would exceed the memory budget (``--memory-budget``, the window's default otherwise); a video
+would exceed the memory budget (``--memory-budget``, the library's default otherwise); a video
 streamed by ``online-rpca`` is read a batch of frames at a time; ``--lazy`` and ``--scheduler``
 ask for it. The command line says so in one line, and a method that needs the data in memory is
 refused with the reason and the way out before anything is read.
@@ -33,7 +33,7 @@ def _first_sentence(text: str) -> str:
 
 def out_of_core_reason(args, methods) -> str | None:
     """Why ``args.data`` is to be read out of core (one line), or None to load it into memory."""
-    from app.out_of_core import FRAME_METHODS, format_bytes, offer_reason
+    from app.out_of_core import format_bytes, offer_reason
     if args.demo is not None:
         if args.lazy:
             raise UsageError("--lazy applies to --data files, not to the bundled demos")
@@ -53,27 +53,23 @@ def out_of_core_reason(args, methods) -> str | None:
         if offer.can_load:
             why += f" (--memory-budget, now {format_bytes(budget_of(args))}, decides)"
         return why
-    streaming = [m.name for m in methods if m.name in FRAME_METHODS]
+    streaming = [m.name for m in methods if "frames" in m.lazy_kinds]
     if streaming and _is_video(path):
         return f"{streaming[0]} streams the video, a batch of frames at a time"
     return None
 
 
-def check_out_of_core(methods, reason: str, dataset=None) -> None:
-    """Every method can run out of core (on this kind of data, once it is open), or a
-    UsageError says which cannot, why the data are out of core, and what to do."""
-    from app.out_of_core import FRAME_METHODS
-    from robustcore.methods import METHODS
-    able = [m.name for m in METHODS.values() if m.out_of_core]
+def check_out_of_core(methods, reason: str, path: str) -> None:
+    """Every method can run on ``path`` read out of core (a video's frames, or a table), or a
+    UsageError says which cannot (the registry's words), why the data are out of core, and what
+    to do; before anything is read."""
+    from robustcore.methods import refusal
+    kind = "frames" if _is_video(path) else "table"
     for m in methods:
-        if not m.out_of_core:
+        why = refusal(m, kind=kind, subject=f"'{os.path.basename(os.path.normpath(path))}'")
+        if why is not None:
             more = ", or raise --memory-budget to load it into memory" if "memory budget" in reason else ""
-            raise UsageError(f"{m.name} needs the data in memory, and the data are read out of core ({reason}); "
-                             f"methods that run out of core: {', '.join(able)}{more}")
-        if dataset is not None and (m.name in FRAME_METHODS) != (dataset.kind == "frames"):
-            wants = "video frames" if m.name in FRAME_METHODS else "a table"
-            is_ = "a video" if dataset.kind == "frames" else "a table"
-            raise UsageError(f"{m.name} takes {wants} out of core; {dataset.name} is {is_}")
+            raise UsageError(f"{why} ({reason}){more}")
 
 
 def open_lazy_data(args):
@@ -129,18 +125,12 @@ def open_data(args, methods, con):
         ds = load_data(args)
         con.dataset(ds)
         return ds
-    check_out_of_core(methods, reason)
+    check_out_of_core(methods, reason, args.data)
     con.note(f"out of core: {reason}")
     try:
-        ds = open_lazy_data(args)
+        return open_lazy_data(args)   # a video opens as frames, anything else as a table
     except ImportError as exc:   # an extra that is not installed: its message says which
         raise UsageError(str(exc)) from None
-    try:
-        check_out_of_core(methods, reason, ds)
-    except UsageError:
-        ds.close()
-        raise
-    return ds
 
 
 def out_of_core_settings(args, out: str, work: str):

@@ -32,7 +32,7 @@ def check_figures(figures: list[str], methods: list, dataset=None) -> None:
     ``dataset`` opened, a view that cannot draw data read out of core is refused before the fits."""
     from robustcore.methods import methods_for_view, view_requirement
     names = [m.name for m in methods]
-    if dataset is not None and getattr(dataset, "is_lazy", False) and figures:
+    if dataset is not None and dataset.is_lazy and figures:
         from app.views.catalog import view_class
         state = None
         for v in figures:

@@ -30,6 +30,8 @@ import shutil
 
 import numpy as np
 
+from robustcore.datasets import is_lazy_dataset
+
 from ._figures import SHARED_VIEWS, figure_stem, render, views_of
 from ._parse import UsageError
 
@@ -94,7 +96,7 @@ def check_video(video: str | None, method_names: list[str], dataset=None) -> Non
     if video == "mp4" and not has_mp4():
         raise UsageError("--video mp4 needs PyAV: pip install 'robust-subspace-studio[video]', or use "
                          "--video gif or --video png; nothing was written")
-    if dataset is not None and getattr(dataset, "is_lazy", False):
+    if dataset is not None and dataset.is_lazy:
         raise UsageError("--video needs the data in memory; this data set is read out of core; nothing was "
                          "written")
     if dataset is not None and not dataset.is_image:
@@ -118,7 +120,7 @@ def split_rows(res, n: int) -> tuple[dict, dict]:
 def npz_fields(res, dataset) -> dict:
     """name -> array of what ``METHOD-arrays.npz`` holds for ``res`` (without its metadata): out
     of core the arrays that are not per row, in memory everything (app.export's naming)."""
-    if getattr(dataset, "is_lazy", False):
+    if is_lazy_dataset(dataset):
         return split_rows(res, dataset.n_samples)[1]
     out = dict(res.all_arrays())
     for prefix, group in (("score_", res.sample_scores), ("flag_", res.flags), ("feature_", res.feature_scores)):
@@ -222,7 +224,7 @@ def write_result(res, dataset, out: str, force: bool) -> tuple[list[str], dict]:
     from app.export import atomic_write_bytes, export_results, provenance_header
     from app.session.stores import store_manifest
     header = provenance_header(res, dataset)
-    lazy = bool(getattr(dataset, "is_lazy", False))
+    lazy = is_lazy_dataset(dataset)
     npz = os.path.join(out, f"{res.method}-arrays.npz")
     if lazy:
         written = [_write_store(res, dataset, out, force, header)]
@@ -262,7 +264,7 @@ def write_outputs(con, args, session, dataset, results: dict, out: str) -> list[
     from app import session as S
     from app.writing import writing_set
     create_out(out)
-    lazy = bool(getattr(dataset, "is_lazy", False))
+    lazy = is_lazy_dataset(dataset)
     # One set: until run.json is written the folder says the run's files are incomplete (a run
     # killed between two methods' files, or during its video, leaves that said).
     with writing_set(out, "run", f"the files of a run of {', '.join(results)}"):

@@ -15,6 +15,7 @@ import math
 import sys
 from dataclasses import dataclass, field
 
+from robustcore.datasets import is_lazy_dataset
 
 __all__ = ["Saved", "saved_numbers", "differences", "verdict", "EXIT_OK", "EXIT_FAILED"]
 
@@ -84,7 +85,7 @@ def saved_numbers(session, dataset, con) -> dict:
     for rec in session.runs:
         saved = Saved()
         skipped: list[str] = []
-        if not getattr(dataset, "is_lazy", False):
+        if not is_lazy_dataset(dataset):
             saved.result = S.stored_result(session, rec, dataset, skipped)
         saved.unreadable += [s.split(": ", 1)[-1].replace("; the run is fitted again", "") for s in skipped]
         for read in (_exported, _store):

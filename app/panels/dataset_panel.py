@@ -6,6 +6,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QComboBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QMenu, QProgressBar,
                                QPushButton, QSizePolicy, QTableView, QToolButton, QVBoxLayout, QWidget)
 
+from robustcore.datasets import is_lazy_dataset
+
 __all__ = ["DatasetPanel", "PreviewModel"]
 
 MAX_PREVIEW_ROWS = 5000
@@ -29,7 +31,7 @@ class PreviewModel(QAbstractTableModel):
         self.dataset = ds
         self._extra = []
         self._head = None
-        if getattr(ds, "is_lazy", False):
+        if is_lazy_dataset(ds):
             self._head = _lazy_head(ds)
             self._rows, self._cols = self._head.shape
         elif ds is not None:
@@ -242,7 +244,7 @@ class DatasetPanel(QWidget):
         """The settings out-of-core work uses (shown with data opened out of core)."""
         self.out_of_core = {"memory_budget": budget, "scheduler": scheduler, "results_to": results_dir}
         ds = self.model.dataset
-        if getattr(ds, "is_lazy", False):
+        if is_lazy_dataset(ds):
             self.set_dataset(ds)
 
     # Columns sized per turn of the event loop: 200 columns took 15-25 ms of the turn the data
@@ -287,7 +289,7 @@ class DatasetPanel(QWidget):
             self.options_button.setVisible(False)
             self._fill_truth(None)
             return
-        lazy = getattr(ds, "is_lazy", False)
+        lazy = is_lazy_dataset(ds)
         self.options_button.setVisible(bool(ds.provenance.path) and not ds.provenance.demo and not lazy)
         self.ooc_button.setVisible(lazy)
         self._fill_truth(None if lazy else ds)   # no reload into memory from a table out of core

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from robustcore.datasets import LoadError, open_regular
+from robustcore.datasets import LoadError, is_lazy_dataset, open_regular
 
 __all__ = ["EDGE_BYTES", "CHANGED", "data_identity", "describe_identity", "describe_check", "arm",
            "check_content", "reopen_options"]
@@ -98,7 +98,7 @@ def arm(ref, dataset, where: str) -> None:
     now; a table's is compared by the first pass that reads it whole (the fit's, or
     :func:`check_content`'s). Raises DataMismatchError."""
     from robustcore.bigdata._digest import DataChangedError, expect_digest
-    if not ref.digest or not getattr(dataset, "is_lazy", False):
+    if not ref.digest or not is_lazy_dataset(dataset):
         return
     try:
         expect_digest(dataset, ref.digest, "the session was saved")
@@ -119,7 +119,7 @@ def check_content(ref, dataset, progress=None, where: str | None = None) -> str 
     """
     from robustcore.bigdata import content_digest
     from robustcore.bigdata._digest import DataChangedError, describe_digest
-    if ref is None or not ref.digest or not getattr(dataset, "is_lazy", False):
+    if ref is None or not ref.digest or not is_lazy_dataset(dataset):
         return None
     where = where or (dataset.provenance.path or dataset.name)
     try:

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, read_npz
+from robustcore.datasets import DEFAULT_MAX_BYTES, LoadError, inside, is_lazy_dataset, read_npz
 
 from .files import load_session, load_snapshot, read_side, session_dir, side_path
 from .identity import CHANGED, arm, check_content, data_identity, describe_identity, reopen_options
@@ -73,7 +73,7 @@ def _same_content(ref: DatasetRef | None, dataset) -> bool | None:
     nothing to check. The digest itself is compared by :func:`.identity.arm` (a video: at once)
     and by the pass that reads the table (:func:`.identity.check_content`), so a session that
     recorded only a digest is taken as the same data here, provisionally."""
-    if ref is None or not ref.lazy or not (ref.identity or ref.digest) or not getattr(dataset, "is_lazy", False):
+    if ref is None or not ref.lazy or not (ref.identity or ref.digest) or not is_lazy_dataset(dataset):
         return None
     if not ref.identity:
         return True
@@ -372,7 +372,7 @@ def rerun(session: Session, dataset, progress=None, *, use_stored: bool = True) 
     from robustcore.bigdata._digest import DataChangedError
     rep = Reporter(progress)
     results, notes = Reopened(), []
-    verify = bool(session.dataset and session.dataset.digest and getattr(dataset, "is_lazy", False))
+    verify = bool(session.dataset and session.dataset.digest and is_lazy_dataset(dataset))
     now = library_versions()
     changed = [f"{k} {v} -> {now.get(k)}" for k, v in session.versions.items()
                if k in ("robustcore", "numpy", "scipy") and now.get(k) != v]
@@ -468,7 +468,7 @@ def reopen_job(path, progress=None, *, data_path: str | None = None, search_dirs
     except (DataMissingError, DataMismatchError) as exc:
         return NeedsData(session, exc)
     try:
-        if bigdata and getattr(dataset, "is_lazy", False):
+        if bigdata and is_lazy_dataset(dataset):
             from robustcore.bigdata import settings
             with settings(**bigdata):
                 results, notes = rerun(session, dataset, progress, use_stored=use_stored)

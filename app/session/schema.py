@@ -39,7 +39,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from robustcore.datasets import bare_name, parse_json
+from robustcore.datasets import bare_name, is_lazy_dataset, parse_json
 
 from .errors import DataMismatchError, DataMissingError, DataNeedsConfirmation, SessionError
 
@@ -147,7 +147,7 @@ class DatasetRef:
                 rel = os.path.relpath(path, base_dir)
             except ValueError:  # another drive on Windows
                 rel = None
-        lazy = bool(getattr(dataset, "is_lazy", False))
+        lazy = is_lazy_dataset(dataset)
         identity = digest = None
         if lazy and path:
             from .identity import data_identity

@@ -73,8 +73,8 @@ def common_units(results) -> tuple[np.ndarray | None, np.ndarray | None, str]:
                np.allclose(s.scale_center, first.scale_center, rtol=1e-9, atol=1e-300) for s in scaled[1:])
     if not same:
         return None, None, "data units"
-    kind = first.scaling.split(" ")[0]
-    name = {"standard": "standardised units", "robust": "robustly scaled units"}.get(kind, f"{kind}-scaled units")
+    name = {"standard": "standardised units", "robust": "robustly scaled units"}.get(first.scaling,
+                                                                                   f"{first.scaling}-scaled units")
     return first.scale_center, first.scale, name
 
 

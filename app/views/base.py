@@ -87,7 +87,7 @@ class BaseView(QWidget):
         result of ``method``."""
         if state.dataset is None:
             return "no data set is loaded"
-        if cls.out_of_core is not None and getattr(state.dataset, "is_lazy", False):
+        if cls.out_of_core is not None and state.dataset.is_lazy:
             return f"not available for data opened out of core: {cls.out_of_core}"
         if method is not None:
             if method not in cls.methods:

@@ -181,7 +181,7 @@ class DecompositionView(BaseView):
 
     def _frame_stack(self, ds):
         """The original frames: in memory, or read one at a time from a source on disk."""
-        if getattr(ds, "is_lazy", False):
+        if ds.is_lazy:
             from ._lazy_frames import FrameRows
             return FrameRows(ds.source.frame, ds.n_samples)
         return ds.dense()
@@ -191,7 +191,7 @@ class DecompositionView(BaseView):
         if res is None or ds is None:
             return
         self._res = res
-        if getattr(ds, "is_lazy", False) and ds.is_image:   # frames on disk, results maybe in a Zarr store
+        if ds.is_lazy and ds.is_image:   # frames on disk, results maybe in a Zarr store
             from ._lazy_frames import lazy_stacks
             self.X, self.L, self.S, probe = lazy_stacks(ds, res)
             X, L, S = (np.stack([a[i] for i in probe]) for a in (self.X, self.L, self.S))
@@ -200,7 +200,7 @@ class DecompositionView(BaseView):
             # grey scale of all and drew the rest nearly black. Each column is shown on its own
             # range, S in units of that range (what the titles say). The heatmaps are binned
             # from these (see _bin_region), never copied whole.
-            X, L, S = self.tables.load(ds.source.array if getattr(ds, "is_lazy", False) else ds.dense(),
+            X, L, S = self.tables.load(ds.source.array if ds.is_lazy else ds.dense(),
                                        res.arrays["low_rank"], res.arrays["sparse"])
             self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
         else:

@@ -12,8 +12,9 @@ import numpy as np
 __all__ = ["run_online_rpca"]
 
 
-def run_online_rpca(est, dataset, values, rep):
-    """Stream the frames (a video opened out of core, or an image stack in memory) through OR-PCA.
+def run_online_rpca(est, dataset, values, rep, rule):
+    """Stream the frames (a video opened out of core, or an image stack in memory) through OR-PCA,
+    flagged by the registry's ``rule`` (robustcore.methods.SPARSE_RULE: median + n_mad MAD).
 
     L, S and the mask go to memory when they fit the results' share of the memory budget beside
     the results already held, else to a Zarr store in the settings' ``store_dir`` (a temporary
@@ -30,7 +31,7 @@ def run_online_rpca(est, dataset, values, rep):
     from ._frames import as_frame_source
     from ._rows import fits_in_memory, hold
     from ._sink import FrameSink
-    if getattr(dataset, "is_lazy", False):
+    if dataset.is_lazy:
         if dataset.kind != "frames":
             raise ValueError(f"'{dataset.name}' is a table; the streaming method takes frames (a video or "
                              f"an image stack)")
@@ -57,7 +58,7 @@ def run_online_rpca(est, dataset, values, rep):
     sink.close()
     from ..result import Outliers, Storage, Stream, Subspace
     score = est.sample_scores_
-    cut = robust_threshold(score)
+    cut = robust_threshold(score, rule.n_mad)
     h = est.history_
     arrays = {"low_rank": sink.array("low_rank"), "sparse": sink.array("sparse"), "mask": sink.array("mask"),
               "foreground_fraction": est.foreground_fraction_,
@@ -71,9 +72,9 @@ def run_online_rpca(est, dataset, values, rep):
     C = np.atleast_2d(est.components_)
     subspace = Subspace(components=C, mean=np.zeros(C.shape[1]), rank_rule="given", source="OR-PCA basis")
     flagged = flags_above(score, cut)
-    outliers = Outliers(rule="sparse-part score above median + 3 MAD", score="sparse_score",
+    outliers = Outliers(rule=rule.describe(values), score="sparse_score",
                         n_flagged=int(np.count_nonzero(flagged)), n_samples=int(source.n_frames))
-    storage = Storage(out_of_core=bool(getattr(dataset, "is_lazy", False)),
+    storage = Storage(out_of_core=dataset.is_lazy,
                       results_in="memory" if sink.in_memory else str(sink.path))
     return dict(sample_scores={"sparse_score": score}, flags={"outlier": flagged}, arrays=arrays,
                 subspace=subspace, stream=stream, outliers=outliers, storage=storage)

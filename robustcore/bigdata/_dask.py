@@ -17,13 +17,11 @@ import time
 from dataclasses import dataclass, replace
 
 from .._progress import Cancelled, Reporter
+from ..datasets._limits import DEFAULT_MEMORY_BUDGET  # (chunks in flight, gathered values, results kept)
 
 __all__ = ["Settings", "settings", "get_settings", "compute", "require_dask", "check_address", "content_digest",
            "DEFAULT_MEMORY_BUDGET"]
 
-#: Memory the out-of-core path plans to stay within (chunks in flight, gathered values, results
-#: kept in memory rather than written to a store).
-DEFAULT_MEMORY_BUDGET = 1 << 30
 
 
 def require_dask():

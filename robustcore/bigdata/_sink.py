@@ -32,10 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
+# Results larger than this (uncompressed) go to a Zarr store unless told otherwise: the budget.
+from ..datasets._limits import DEFAULT_MEMORY_BUDGET as DEFAULT_RESULT_MEMORY
+
 __all__ = ["FrameSink", "open_frame_store", "DEFAULT_RESULT_MEMORY"]
 
-#: Results larger than this (uncompressed) go to a Zarr store unless told otherwise.
-DEFAULT_RESULT_MEMORY = 1 << 30
 _PARTIAL = ".partial"
 # Frames per Zarr chunk: one frame read from a viewer decompresses one chunk; fewer, larger
 # chunks cost less per frame to write (Zarr spends a few milliseconds of CPU per chunk).

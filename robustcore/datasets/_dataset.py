@@ -4,11 +4,12 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, ClassVar, Sequence
 
 import numpy as np
 import scipy.sparse as sp
 
+from ._kind import Kind
 from ._limits import DEFAULT_MAX_BYTES, check_memory, numbered, open_regular
 
 __all__ = ["Dataset", "Provenance", "file_sha256"]
@@ -75,7 +76,11 @@ class Dataset:
     frame_order : (n,) int, the time order of frames for video, else None.
     warnings : what the loader could not take in as it was (pages of another size, a labels
         array of the wrong length...): shown in the Data panel and by the command line.
+
+    A :class:`~robustcore.datasets.DatasetLike` with its rows in memory (``is_lazy`` False).
     """
+
+    is_lazy: ClassVar[bool] = False
 
     X: Any
     name: str = "data"
@@ -138,6 +143,10 @@ class Dataset:
     @property
     def is_image(self) -> bool:
         return self.image_shape is not None
+
+    @property
+    def kind(self) -> Kind:
+        return "frames" if self.is_image else "table"
 
     def dense(self, max_bytes: int | None = None) -> np.ndarray:
         """X as a dense array.

@@ -97,7 +97,8 @@ from ._errors import LoadError, shown
 # refusal of one of them names first.
 OUT_OF_CORE_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v", ".mov", ".avi", ".mkv", ".webm")
 
-__all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
+__all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "DEFAULT_MEMORY_BUDGET",
+           "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
            "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "JSON_PARSE_BUDGET", "JSON_PER_VALUE", "json_parse_cost", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
            "check_memory", "check_features", "check_samples", "charge", "regular_file", "open_regular",
@@ -106,6 +107,15 @@ __all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "MAX_BYTES_CEILING", "DEFAUL
 GiB = 1024 ** 3
 
 DEFAULT_MAX_BYTES = 4 * GiB
+#: The memory budget: what data may take in memory before they are better read out of core (the
+#: window and the command line offer it above this), and what out-of-core work plans to hold at
+#: once (chunks in flight, per-row results kept in memory). One number for the library, the
+#: window and the command line; robustcore.bigdata.settings(memory_budget=...), the window's
+#: setting and --memory-budget override it. 1 GiB: the in-memory fits hold 5 to 10 copies of
+#: their rows at their peak (robustcore.methods.Method.dense_copies, as measured), so a table
+#: loaded whole up to this size peaks under about 10 GiB, what a 16 GB machine can give; at
+#: 2 GiB it would not.
+DEFAULT_MEMORY_BUDGET = 1 * GiB
 MAX_BYTES_CEILING = 2 ** 50
 DEFAULT_MAX_FEATURES = 2 ** 24
 MAX_SAMPLES = 2 ** 31 - 1

@@ -48,7 +48,7 @@ class _Paced:
 
 
 def _paced_adapter(est, dataset, values, rep):
-    from robustcore.bigdata._adapters import run_online_rpca
+    from robustcore.methods._streaming import run_online_rpca
     return run_online_rpca(est, dataset, values, Reporter(_Paced(rep)))
 
 

@@ -109,7 +109,7 @@ def test_small_npy_loads_in_memory_without_offer(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.datasetLoaded, timeout=60_000):
         window.open_path(str(path))
     assert window.lazy_offer is None
-    assert not getattr(window.state.dataset, "is_lazy", False)
+    assert not window.state.dataset.is_lazy
 
 
 def test_cancel_lazy_fit(qtbot, window, tmp_path):

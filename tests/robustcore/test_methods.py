@@ -117,7 +117,26 @@ def test_image_data_keep_their_pixels_under_scale_auto(method):
     as_images = get_method(method).run(images, params)
     assert as_table.estimator.scaling_ == "standard"
     assert as_images.estimator.scaling_ == "none" and as_images.params["scale"] == "auto"
+    # the reason is a field of its own; only the summary puts it into words
+    part = as_images.decomposition or as_images.subspace
+    assert (part.scaling, part.scaling_reason) == ("none", "image data")
     assert as_images.summary["scaling"] == "none (image data)"
+    assert (as_table.decomposition or as_table.subspace).scaling_reason is None
+
+
+def test_a_session_saved_with_the_reason_in_the_scaling_reads_it_into_its_field():
+    """Sessions written before the reason had a field said "none (image data)" in the scaling."""
+    from robustcore.result import RunResult
+    X = np.random.default_rng(1).normal(size=(30, 4))
+    res = get_method("pca").run(Dataset(X=X), {"n_components": 2, "scale": "none"})
+    facts = res.facts()
+    assert facts["subspace"]["scaling"] == "none" and facts["subspace"]["scaling_reason"] is None
+    facts["subspace"]["scaling"] = "none (image data)"
+    del facts["subspace"]["scaling_reason"]
+    back = RunResult.restore(method="pca", params=res.params, data_fingerprint=res.data_fingerprint, facts=facts,
+                             arrays=res.all_arrays())
+    assert (back.subspace.scaling, back.subspace.scaling_reason) == ("none", "image data")
+    assert back.summary["scaling"] == "none (image data)"
 
 
 def test_a_result_names_features_on_demand_when_its_data_do():

@@ -82,7 +82,9 @@ def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
 
 
 @pytest.mark.parametrize("extra,match", [
-    (["--method", "pcp"], "pcp needs the data in memory, and the data are read out of core (Zarr tables"),
+    (["--method", "pcp"], "Robust PCA (PCP) needs the data in memory, and 't.zarr' is opened out of core; "
+                          "methods that run out of core on a table: pca, coherence-pursuit, robpca, residual (Zarr "
+                          "tables"),
     (["--method", "pca", "--scheduler", "tcp://127.0.0.1:9"], "cannot reach a Dask scheduler"),
     (["--method", "pca", "--figure", "detail"], "--figure detail cannot be drawn for pca: not available for data "
                                                 "opened out of core: it reconstructs"),

@@ -59,7 +59,7 @@ def test_data_larger_than_the_budget_go_out_of_core_by_themselves(tmp_path, caps
 def test_a_memory_method_on_data_over_the_budget_is_refused_with_the_way_out(tmp_path, capsys, table):
     code, _, err = run_cli(capsys, "run", "--data", table, "--method", "pcp", "--memory-budget", "0.0001",
                            "--out", tmp_path / "o")
-    assert code == 2 and "pcp needs the data in memory" in err and "raise --memory-budget" in err
+    assert code == 2 and "Robust PCA (PCP) needs the data in memory" in err and "raise --memory-budget" in err
     assert not (tmp_path / "o").exists()
 
 

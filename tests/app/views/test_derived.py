@@ -4,7 +4,7 @@ import pytest
 
 from robustcore.datasets import Dataset
 from robustcore.methods import get_method
-from tests.robustcore.test_methods import planted_subspace_with_outliers
+from tests.planted import subspace_with_outliers as planted_subspace_with_outliers
 
 
 @pytest.mark.parametrize("method", ["pca", "coherence-pursuit", "residual"])
@@ -12,7 +12,7 @@ def test_views_reconstruct_scaled_runs_in_original_units(method):
     """With scale set, the views' helpers map the data into the result's scaled units and
     reconstructions back out of them."""
     from app.views import _derived
-    X, _ = planted_subspace_with_outliers(n_in=300, n_out=10, d=6, seed=5)
+    X, _, _ = planted_subspace_with_outliers(n_in=300, n_out=10, d=6, seed=5)
     X = X * np.geomspace(1, 1e3, 6) + 3.0
     ds = Dataset(X=X, feature_names=[f"f{j}" for j in range(6)])
     res = get_method(method).run(ds, {"n_components": 2, "scale": "standard"})
