@@ -14,19 +14,38 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "validate_params", "check_range"]
+__all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "param_message", "validate_params",
+           "check_range"]
 
 
 def _fmt(value: Any) -> str:
+    """A bound or an option as a message writes it."""
     if isinstance(value, float):
         return f"{value:g}"
-    # what a message echoes is cut (a 100 KB option value from a file stays a one-line error)
+    return _got(value)
+
+
+def _got(value: Any) -> str:
+    """The refused value as a message echoes it: its repr (scikit-learn's messages echo the
+    same), cut so that a 100 KB option value from a file stays a one-line error."""
     return f"{value!r:.80}"
 
 
+def param_message(name: str, allowed: str, value: Any, owner: str | None = None) -> str:
+    """The one error style for a parameter's value (scikit-learn's, which its estimator checks
+    expect): what was wrong, what is allowed (how to fix it), what was received."""
+    of = f" of {owner}" if owner else ""
+    return f"The {name!r} parameter{of} must be {allowed}. Got {_got(value)} instead."
+
+
 def param_error(name: str, allowed: str, value: Any) -> ValueError:
-    """The one error style: what is wrong, what is allowed, what was received."""
+    """What is wrong, what is allowed, what was received (the checks outside ``fit``'s)."""
     return ValueError(f"{name} must be {allowed}; got {_fmt(value)}")
+
+
+def _join(parts: Sequence[str]) -> str:
+    """Alternatives as scikit-learn lists them in its messages: "a", "a or b", "a, b or c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
 def _interval(low, high, low_inclusive, high_inclusive) -> str:
@@ -104,22 +123,35 @@ class Param:
     extra: Mapping[str, Any] = field(default_factory=dict)
     doc: str = ""
 
-    def allowed(self) -> str:
-        """Human description of the allowed values, used in errors and help."""
+    def parts(self) -> list[tuple[str, str]]:
+        """What the parameter takes, as ``(kind, wording)`` pairs; ``kind`` is "special",
+        "choices", "bool", "number", "instance" or "none". :meth:`allowed` joins the wordings;
+        :meth:`constraints` makes one scikit-learn constraint of each, with the same wording
+        and the same test as :meth:`_check`, so the two validators cannot disagree."""
+        out = []
+        if self.special:
+            out.append(("special", ", ".join(repr(s) for s in self.special)))
         if self.choices is not None:
-            text = "one of " + ", ".join(_fmt(c) for c in self.choices)
+            out.append(("choices", "one of " + ", ".join(_fmt(c) for c in self.choices)))
         elif self.kind is bool:
-            text = "True or False"
+            out.append(("bool", "True or False"))
         elif self.kind in (int, float):
             kind = "an integer" if self.kind is int else "a number"
-            text = f"{kind} {_interval(self.low, self.high, self.low_inclusive, self.high_inclusive)}".strip()
+            out.append(("number", f"{kind} {_interval(self.low, self.high, self.low_inclusive, self.high_inclusive)}".strip()))
         else:
-            text = f"a {self.kind.__name__}"
-        if self.special:
-            text = " or ".join(repr(s) for s in self.special) + ", or " + text
+            out.append(("instance", f"a {self.kind.__name__}"))
         if self.allow_none:
-            text += f", or None ({self.none_label})"
-        return text
+            out.append(("none", f"None ({self.none_label})"))
+        return out
+
+    def allowed(self) -> str:
+        """Human description of the allowed values, used in errors and help."""
+        return _join([text for _, text in self.parts()])
+
+    def _number(self, value: Any):
+        """``value`` as this parameter's number (int or float), or None."""
+        return _number_in_range(value, self.low, self.high, self.low_inclusive, self.high_inclusive,
+                                self.kind is int)
 
     def _check(self, value: Any) -> Any:
         """The value in canonical type, or ``_INVALID``."""
@@ -128,16 +160,11 @@ class Param:
         if isinstance(value, str) and value in self.special:
             return value
         if self.choices is not None:
-            for c in self.choices:
-                # 1 == True in Python; a parameter keeps bools and numbers apart
-                if isinstance(value, (bool, np.bool_)) == isinstance(c, bool) and _equal(value, c):
-                    return c
-            return _INVALID
+            return _match_choice(value, self.choices)
         if self.kind is bool:
             return bool(value) if isinstance(value, (bool, np.bool_)) else _INVALID
         if self.kind in (int, float):
-            out = _number_in_range(value, self.low, self.high, self.low_inclusive,
-                                   self.high_inclusive, self.kind is int)
+            out = self._number(value)
             return _INVALID if out is None else out
         return value if isinstance(value, self.kind) else _INVALID
 
@@ -178,37 +205,11 @@ class Param:
         return self.validate(raw)
 
     def constraints(self) -> list:
-        """The same declaration in scikit-learn's ``_parameter_constraints`` vocabulary."""
-        from numbers import Integral, Real
-
-        from sklearn.utils._param_validation import Interval, Options, StrOptions
-        out: list = []
-        if self.special:
-            out.append(StrOptions(set(self.special)))
-        if self.choices is not None:
-            if all(isinstance(c, str) for c in self.choices):
-                out.append(StrOptions(set(self.choices)))
-            else:
-                out.append(Options(self.kind, set(self.choices)))
-        elif self.kind is bool:
-            out.append("boolean")
-        elif self.kind in (int, float):
-            if self.low is None and self.high is None:
-                closed = "neither"
-            elif self.low is None:
-                closed = "right" if self.high_inclusive else "neither"
-            elif self.high is None:
-                closed = "left" if self.low_inclusive else "neither"
-            else:
-                closed = {(True, True): "both", (True, False): "left", (False, True): "right",
-                          (False, False): "neither"}[(self.low_inclusive, self.high_inclusive)]
-            out.append(Interval(Integral if self.kind is int else Real, self.low, self.high,
-                                closed=closed))
-        else:
-            out.append(self.kind)
-        if self.allow_none:
-            out.append(None)
-        return out
+        """The same declaration in scikit-learn's ``_parameter_constraints`` vocabulary: one
+        constraint per part (:meth:`parts`), each refusing what :meth:`_check` refuses
+        (robustcore._constraints; tests/robustcore/test_param_constraints.py runs both)."""
+        from ._constraints import constraint_of
+        return [constraint_of(self, kind, text) for kind, text in self.parts()]
 
 
 class _Invalid:
@@ -223,6 +224,15 @@ def _equal(a, b) -> bool:
         return bool(a == b)
     except Exception:       # noqa: BLE001 - e.g. an array compared with a number
         return False
+
+
+def _match_choice(value: Any, choices: Sequence[Any]) -> Any:
+    """The choice ``value`` equals, or ``_INVALID``; 1 == True in Python, but a parameter keeps
+    bools and numbers apart."""
+    for c in choices:
+        if isinstance(value, (bool, np.bool_)) == isinstance(c, bool) and _equal(value, c):
+            return c
+    return _INVALID
 
 
 class SeedParam(Param):
@@ -243,7 +253,9 @@ class SeedParam(Param):
         return super()._check(value)
 
     def constraints(self) -> list:
-        return ["random_state", np.random.Generator]
+        # scripts may pass a Generator or a RandomState; forms and messages do not offer them
+        from ._constraints import instances
+        return super().constraints() + [instances((np.random.Generator, np.random.RandomState))]
 
 
 def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:

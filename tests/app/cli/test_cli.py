@@ -190,7 +190,7 @@ def test_run_on_a_data_file_with_options_replay_moved_and_changed(tmp_path, caps
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components=0"],
-     "n_components must be an integer >= 1, or None (elbow of the scree plot); got 0"),
+     "n_components must be an integer >= 1 or None (elbow of the scree plot); got 0"),
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components=9"],
      "n_components must be an integer in [1, 4]"),
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components"], "--param must be KEY=VALUE"),
