@@ -43,6 +43,11 @@ class Reporter:
         self._lo = lo
         self._hi = hi
 
+    @classmethod
+    def of(cls, progress) -> "Reporter":
+        """``progress`` as a Reporter: itself when it is one (its span kept), else a new one."""
+        return progress if isinstance(progress, Reporter) else cls(progress)
+
     def report(self, fraction: float, message: str = "") -> None:
         if self._cb is None:
             return

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import inspect
 
 from robustcore import Cancelled, NotFittedError
-from robustcore._base import Estimator, fit_method
+from robustcore._base import Estimator, fit_protocol
 from robustcore._params import Param, check_range, param_error, validate_params
 from robustcore._progress import Reporter
 from robustcore._validation import check_random_state, validate_X
@@ -49,7 +49,7 @@ def test_param_validate_numbers():
             p.validate(bad)
     q = Param("k", int, 2, "count", low=1, allow_none=True, none_label="half")
     assert q.validate(None) is None and q.validate(3.0) == 3 and isinstance(q.validate(np.int64(4)), int)
-    with pytest.raises(ValueError, match=r"k must be an integer >= 1, or None \(half\); got 2.5"):
+    with pytest.raises(ValueError, match=r"k must be an integer >= 1 or None \(half\); got 2.5"):
         q.validate(2.5)
 
 
@@ -93,7 +93,7 @@ def test_param_special_strings_and_sklearn_constraints():
               special=("auto",))
     assert c.validate("auto") == "auto" and c.validate(0.1) == 0.1 and c.parse(" auto ") == "auto"
     assert c.parse("0.25") == 0.25
-    with pytest.raises(ValueError, match=r"contamination must be 'auto', or a number in \(0, 0.5\]; got 0.7"):
+    with pytest.raises(ValueError, match=r"contamination must be 'auto' or a number in \(0, 0.5\]; got 0.7"):
         c.validate(0.7)
     with pytest.raises(ValueError, match="contamination"):
         c.validate("automatic")
@@ -101,8 +101,9 @@ def test_param_special_strings_and_sklearn_constraints():
     assert isinstance(strs, StrOptions) and strs.options == {"auto"}
     assert isinstance(interval, Interval) and interval.closed == "right"
     q = Param("k", int, 2, "count", low=1, allow_none=True)
-    assert q.constraints()[1] is None and q.constraints()[0].closed == "left"
-    assert Param("f", bool, True, "").constraints() == ["boolean"]
+    assert q.constraints()[1].is_satisfied_by(None) and q.constraints()[0].closed == "left"
+    (b,) = Param("f", bool, True, "").constraints()
+    assert b.is_satisfied_by(np.bool_(True)) and not b.is_satisfied_by(1) and str(b) == "True or False"
 
 
 def _registered_classes():
@@ -136,13 +137,19 @@ class Toy(Estimator):
     def __init__(self, k=1):
         self.k = k
 
-    @fit_method()
-    def fit(self, X, progress=None):
-        p = self._start_fit()
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, p):
         X = validate_X(self, X, reset=True)
-        rep = Reporter(progress)
-        rep(0.5, "half")
+        progress(0.5, "half")
         self._set_fitted(k_=p["k"], total_=float(np.sum(X)))
+        return self
+
+    @fit_protocol(partial=True)
+    def partial_fit(self, X, y=None, progress=None, *, p):
+        total = getattr(self, "total_", 0.0)
+        progress(0.5, "half")
+        X = validate_X(self, X, reset=not hasattr(self, "total_"))
+        self._set_fitted(k_=p["k"], total_=total + float(np.sum(X)))
         return self
 
 
@@ -173,6 +180,48 @@ def test_base_fit_lifecycle():
     with pytest.raises(AssertionError):
         t._set_fitted(bad=1)
     assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+
+
+def test_fit_protocol_hands_the_body_its_parameters_and_a_reporter():
+    """The body gets the validated parameters and a Reporter whether progress comes by keyword
+    or by position; callers see the public signature (no ``p``)."""
+    assert list(inspect.signature(Toy.fit).parameters) == ["self", "X", "y", "progress"]
+    assert list(inspect.signature(Toy().fit).parameters) == ["X", "y", "progress"]
+    seen = []
+    t = Toy(k=2.0).fit(np.ones((3, 2)), None, lambda f, m: seen.append((f, m)))
+    assert t.k_ == 2 and isinstance(t.k_, int) and seen == [(0.5, "half")]
+    Toy().fit(np.ones((3, 2)), progress=lambda f, m: seen.append(m))
+    assert seen[-1] == "half"
+    with pytest.raises(ValueError, match="progress must be a callable"):
+        t.fit(np.ones((3, 2)), progress=42)
+    assert not t.__sklearn_is_fitted__()
+
+
+def test_partial_fit_keeps_what_it_learned_when_a_call_fails():
+    t = Toy().partial_fit(np.ones((3, 2)))
+    t.partial_fit(np.ones((1, 2)))
+    assert t.total_ == 8.0
+    with pytest.raises(Cancelled):
+        t.partial_fit(np.ones((1, 2)), progress=lambda f, m: False)
+    assert t.total_ == 8.0 and t.n_features_in_ == 2
+    t.k = 0     # parameters are validated on every call
+    with pytest.raises(ValueError, match="The 'k' parameter of Toy must be an integer >= 1"):
+        t.partial_fit(np.ones((1, 2)))
+    assert t.total_ == 8.0
+
+
+@pytest.mark.parametrize("cls", _registered_classes(), ids=lambda c: c.__name__)
+def test_every_fit_follows_the_protocol(cls):
+    """Every fit of every registered estimator is decorated (no hand-written first lines) and
+    shows scikit-learn its public signature."""
+    for name in ("fit", "partial_fit", "fit_subspace"):
+        fn = getattr(cls, name, None)
+        if fn is None:
+            continue
+        assert hasattr(fn, "__wrapped__"), f"{cls.__name__}.{name} is not decorated with fit_protocol"
+        src = inspect.getsource(fn.__wrapped__)
+        assert "_start_fit()" not in src and "Reporter(progress)" not in src
+        assert "p" not in inspect.signature(fn).parameters
 
 
 # -- validate_X ----------------------------------------------------------------------------
