@@ -31,16 +31,19 @@ def _got(value: Any) -> str:
     return f"{value!r:.80}"
 
 
-def param_message(name: str, allowed: str, value: Any, owner: str | None = None) -> str:
+def param_message(name: str, allowed: str, value: Any, owner: str | None = None, *,
+                  got: str | None = None) -> str:
     """The one error style for a parameter's value (scikit-learn's, which its estimator checks
-    expect): what was wrong, what is allowed (how to fix it), what was received."""
+    expect): what was wrong, what is allowed (how to fix it), what was received (``got``: words
+    for a value that is better described than echoed, e.g. "an empty field")."""
     of = f" of {owner}" if owner else ""
-    return f"The {name!r} parameter{of} must be {allowed}. Got {_got(value)} instead."
+    return f"The {name!r} parameter{of} must be {allowed}. Got {got or _got(value)} instead."
 
 
-def param_error(name: str, allowed: str, value: Any) -> ValueError:
-    """What is wrong, what is allowed, what was received (the checks outside ``fit``'s)."""
-    return ValueError(f"{name} must be {allowed}; got {_fmt(value)}")
+def param_error(name: str, allowed: str, value: Any, owner: str | None = None) -> ValueError:
+    """:func:`param_message` as a ``ValueError``: every refusal of a parameter's or an option's
+    value, declared or bound by the data, reads the same."""
+    return ValueError(param_message(name, allowed, value, owner))
 
 
 def _join(parts: Sequence[str]) -> str:
@@ -76,16 +79,17 @@ def _number_in_range(value, low, high, low_inclusive, high_inclusive, integer):
 
 
 def check_range(name: str, value, low=None, high=None, *, low_inclusive=True,
-                high_inclusive=True, integer=False, hint: str = ""):
+                high_inclusive=True, integer=False, hint: str = "", owner: str | None = None):
     """Check a number against bounds that may depend on the data (e.g. rank < min(n, d)).
 
-    ``hint`` is appended to the message to say how to fix the problem.
+    ``hint`` is appended to the allowed values to say how to fix the problem; ``owner`` names
+    the estimator or function the parameter belongs to.
     """
     out = _number_in_range(value, low, high, low_inclusive, high_inclusive, integer)
     if out is None:
         kind = "an integer" if integer else "a number"
         allowed = f"{kind} {_interval(low, high, low_inclusive, high_inclusive)}".strip()
-        raise param_error(name, f"{allowed} ({hint})" if hint else allowed, value)
+        raise param_error(name, f"{allowed} ({hint})" if hint else allowed, value, owner)
     return out
 
 

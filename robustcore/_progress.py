@@ -38,7 +38,8 @@ class Reporter:
 
     def __init__(self, callback: ProgressCallback | None, lo: float = 0.0, hi: float = 1.0):
         if callback is not None and not callable(callback):
-            raise ValueError(f"progress must be a callable progress(fraction, message) or None; got {callback!r}")
+            from ._params import param_error
+            raise param_error("progress", "a callable progress(fraction, message) or None", callback)
         self._cb = callback
         self._lo = lo
         self._hi = hi
