@@ -17,6 +17,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import InvalidParameterError
 
 from ._blas_policy import fit_blas_threads
+from ._constraints import constraints
 from ._docstring import with_parameters
 from ._params import _INVALID, Param, param_message
 from ._progress import Reporter
@@ -93,7 +94,7 @@ class Estimator(BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._parameter_constraints = {p.name: p.constraints() for p in cls._params}
+        cls._parameter_constraints = {p.name: constraints(p) for p in cls._params}
         # The Parameters section is rendered from the declarations (robustcore._docstring), so
         # each parameter's help is written once, in its Param.
         if isinstance(cls.__dict__.get("__doc__"), str):

@@ -9,7 +9,8 @@ whose test is the declaration's own and whose wording is the declaration's: both
 accept the same values and refuse them with the same message
 (tests/robustcore/test_param_constraints.py).
 
-This module imports scikit-learn: ``Param.constraints`` imports it only when a class is built.
+This module imports scikit-learn; ``robustcore._params`` does not (the registry reads the
+declarations without it), so the estimator base builds the constraints when a class is defined.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions
 
 from ._params import _INVALID, _match_choice
 
-__all__ = ["constraint_of", "instances"]
+__all__ = ["constraints", "constraint_of"]
 
 
 class _Worded:
@@ -80,9 +81,15 @@ class _Instances(_Worded, Options):
         return isinstance(val, self.types)
 
 
-def instances(types, text: str = "", *, hidden: bool = True):
-    """A constraint taking instances of ``types``; hidden (left out of messages) by default."""
-    return _Instances(types, text, hidden=hidden)
+def constraints(param) -> list:
+    """``param``'s declaration in scikit-learn's ``_parameter_constraints`` vocabulary: one
+    constraint per part (``Param.parts``), each refusing what ``Param._check`` refuses, and the
+    values a script may pass unlisted (``unlisted``: a seed's Generator) hidden from messages."""
+    out = [constraint_of(param, kind, text) for kind, text in param.parts()]
+    unlisted = getattr(param, "unlisted", ())
+    if unlisted:
+        out.append(_Instances(unlisted, "", hidden=True))
+    return out
 
 
 def constraint_of(param, kind: str, text: str):

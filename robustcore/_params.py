@@ -2,7 +2,7 @@
 
 The same :class:`Param` objects validate arguments in ``fit`` (one error style for the whole
 library), describe the methods on the command line, build the window's parameter forms, and give
-scikit-learn its ``_parameter_constraints`` (:meth:`Param.constraints`), so none of these can
+scikit-learn its ``_parameter_constraints`` (:mod:`robustcore._constraints`), so none of these can
 drift from the others.
 """
 from __future__ import annotations
@@ -130,7 +130,7 @@ class Param:
     def parts(self) -> list[tuple[str, str]]:
         """What the parameter takes, as ``(kind, wording)`` pairs; ``kind`` is "special",
         "choices", "bool", "number", "instance" or "none". :meth:`allowed` joins the wordings;
-        :meth:`constraints` makes one scikit-learn constraint of each, with the same wording
+        robustcore._constraints makes one scikit-learn constraint of each, with the same wording
         and the same test as :meth:`_check`, so the two validators cannot disagree."""
         out = []
         if self.special:
@@ -208,13 +208,6 @@ class Param:
             raise param_error(self.name, self.allowed(), raw)
         return self.validate(raw)
 
-    def constraints(self) -> list:
-        """The same declaration in scikit-learn's ``_parameter_constraints`` vocabulary: one
-        constraint per part (:meth:`parts`), each refusing what :meth:`_check` refuses
-        (robustcore._constraints; tests/robustcore/test_param_constraints.py runs both)."""
-        from ._constraints import constraint_of
-        return [constraint_of(self, kind, text) for kind, text in self.parts()]
-
 
 class _Invalid:
     pass
@@ -251,15 +244,13 @@ class SeedParam(Param):
         kw.setdefault("none_label", "0 in the window and CLI; fresh randomness in scripts")
         super().__init__(name, int, None, help, low=0, allow_none=True, **kw)
 
+    # what scripts may pass besides the declared values; forms and messages do not offer them
+    unlisted = (np.random.Generator, np.random.RandomState)
+
     def _check(self, value: Any) -> Any:
-        if isinstance(value, (np.random.Generator, np.random.RandomState)):
+        if isinstance(value, self.unlisted):
             return value
         return super()._check(value)
-
-    def constraints(self) -> list:
-        # scripts may pass a Generator or a RandomState; forms and messages do not offer them
-        from ._constraints import instances
-        return super().constraints() + [instances((np.random.Generator, np.random.RandomState))]
 
 
 def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:

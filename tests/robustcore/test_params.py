@@ -99,12 +99,13 @@ def test_param_special_strings_and_sklearn_constraints():
         c.validate(0.7)
     with pytest.raises(ValueError, match="contamination"):
         c.validate("automatic")
-    strs, interval = c.constraints()
+    from robustcore._constraints import constraints
+    strs, interval = constraints(c)
     assert isinstance(strs, StrOptions) and strs.options == {"auto"}
     assert isinstance(interval, Interval) and interval.closed == "right"
     q = Param("k", int, 2, "count", low=1, allow_none=True)
-    assert q.constraints()[1].is_satisfied_by(None) and q.constraints()[0].closed == "left"
-    (b,) = Param("f", bool, True, "").constraints()
+    assert constraints(q)[1].is_satisfied_by(None) and constraints(q)[0].closed == "left"
+    (b,) = constraints(Param("f", bool, True, ""))
     assert b.is_satisfied_by(np.bool_(True)) and not b.is_satisfied_by(1) and str(b) == "True or False"
 
 
