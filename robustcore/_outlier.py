@@ -26,11 +26,10 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import OutlierMixin
 
-from ._params import param_error
-
 # The constants and the rule's wording live in a module without scikit-learn: the registry
 # (robustcore.methods) needs them at import, and the window imports the registry to open.
 from ._contamination import CONTAMINATION, LIMIT_ALPHA, MAD_NORMAL, N_MAD, contamination_rule  # noqa: F401
+from ._params import param_error
 
 __all__ = ["CONTAMINATION", "LIMIT_ALPHA", "OutlierScores", "OUTPUTS", "outlier_output", "robust_threshold",
            "median_mad_cut",

@@ -141,7 +141,8 @@ class Param:
             out.append(("bool", "True or False"))
         elif self.kind in (int, float):
             kind = "an integer" if self.kind is int else "a number"
-            out.append(("number", f"{kind} {_interval(self.low, self.high, self.low_inclusive, self.high_inclusive)}".strip()))
+            bounds = _interval(self.low, self.high, self.low_inclusive, self.high_inclusive)
+            out.append(("number", f"{kind} {bounds}".strip()))
         else:
             out.append(("instance", f"a {self.kind.__name__}"))
         if self.allow_none:

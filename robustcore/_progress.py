@@ -16,11 +16,11 @@ a viewer can show them while the fit goes on.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 __all__ = ["Cancelled", "Reporter", "ProgressCallback"]
 
-ProgressCallback = Callable[[float, str], Optional[bool]]
+ProgressCallback = Callable[[float, str], bool | None]
 
 
 class Cancelled(Exception):
@@ -45,7 +45,7 @@ class Reporter:
         self._hi = hi
 
     @classmethod
-    def of(cls, progress) -> "Reporter":
+    def of(cls, progress) -> Reporter:
         """``progress`` as a Reporter: itself when it is one (its span kept), else a new one."""
         return progress if isinstance(progress, Reporter) else cls(progress)
 
@@ -64,6 +64,6 @@ class Reporter:
         cb = self._cb
         return cb.hook(name) if isinstance(cb, Reporter) else getattr(cb, name, None)
 
-    def span(self, lo: float, hi: float) -> "Reporter":
+    def span(self, lo: float, hi: float) -> Reporter:
         width = self._hi - self._lo
         return Reporter(self._cb, self._lo + width * lo, self._lo + width * hi)

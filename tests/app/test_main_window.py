@@ -458,7 +458,9 @@ def test_unreadable_or_no_longer_valid_values_are_reported_not_wiped(qtbot, sett
     qtbot.addWidget(w)
     msg = w.statusBar().currentMessage()
     assert "files/recent" in msg
-    assert "The 'n_components' parameter must be an integer >= 1 or None (elbow of the scree plot). Got -4 instead." in msg and "'gone'" in msg
+    assert ("The 'n_components' parameter must be an integer >= 1 or None (elbow of the scree plot). "
+            "Got -4 instead.") in msg
+    assert "'gone'" in msg
     assert w.method_panel.form("pca").values()["n_components"] is None  # the declared default
     assert Settings(settings_path).qs.value("files/recent") == "{not json"
     w.close()

@@ -24,14 +24,16 @@ from robustcore.subspace.pca import PCA
 def test_param_error_style():
     e = param_error("n_components", "an integer in [1, 5] (hint)", 9)
     assert str(e) == "The 'n_components' parameter must be an integer in [1, 5] (hint). Got 9 instead."
-    assert str(param_error("x", "a number", 0.25, "PCA")) == "The 'x' parameter of PCA must be a number. Got 0.25 instead."
+    e = param_error("x", "a number", 0.25, "PCA")
+    assert str(e) == "The 'x' parameter of PCA must be a number. Got 0.25 instead."
     # the refused value is echoed as its repr, cut: a huge option value stays a one-line error
     assert len(str(param_error("x", "a number", "y" * 10 ** 5))) < 150
 
 
 def test_check_range():
     assert check_range("k", 3, 1, 5, integer=True) == 3 and isinstance(check_range("k", 3.0, 1, 5, integer=True), int)
-    with pytest.raises(ValueError, match=r"^The 'k' parameter must be an integer in \[1, 5\] \(at most the rank\)\. Got 9 instead\.$"):
+    with pytest.raises(ValueError, match=r"^The 'k' parameter must be an integer in \[1, 5\] "
+                                         r"\(at most the rank\)\. Got 9 instead\.$"):
         check_range("k", 9, 1, 5, integer=True, hint="at most the rank")
     with pytest.raises(ValueError, match=r"'a' parameter must be a number in \(0, 1\)\. Got 1\.0 instead"):
         check_range("a", 1.0, 0, 1, low_inclusive=False, high_inclusive=False)
@@ -95,7 +97,8 @@ def test_param_special_strings_and_sklearn_constraints():
               special=("auto",))
     assert c.validate("auto") == "auto" and c.validate(0.1) == 0.1 and c.parse(" auto ") == "auto"
     assert c.parse("0.25") == 0.25
-    with pytest.raises(ValueError, match=r"'contamination' parameter must be 'auto' or a number in \(0, 0.5\]\. Got 0.7 instead"):
+    with pytest.raises(ValueError, match=r"'contamination' parameter must be 'auto' or a number in \(0, 0.5\]\. "
+                                         r"Got 0.7 instead"):
         c.validate(0.7)
     with pytest.raises(ValueError, match="contamination"):
         c.validate("automatic")
