@@ -1,6 +1,6 @@
 """How many BLAS threads robustcore's numerics use: the one module that decides it.
 
-**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_method``), and in
+**The rule.** Inside every ``fit`` and ``partial_fit`` (``robustcore._base.fit_protocol``), and in
 the scoring pass of a fitted subspace model (``transform``, ``score_samples``, ``predict``...:
 ``SubspaceModel._row_pass``), BLAS runs on ONE thread, unless the user chose a thread count
 for the process through one of :data:`USER_THREAD_VARIABLES` (``OPENBLAS_NUM_THREADS``,

@@ -13,8 +13,13 @@ derived from it, the same way for every class:
   the training scores (so a share ``c`` of the training samples is flagged, as in
   scikit-learn's IsolationForest);
 * ``decision_function(X) = score_samples(X) - offset_ = threshold - raw``: negative for outliers;
-* ``predict(X)``: -1 for outliers (decision < 0), +1 otherwise; ``fit_predict`` from
-  ``OutlierMixin`` is ``fit(X).predict(X)``.
+* ``predict(X)``: -1 for outliers (raw > threshold, i.e. decision < 0), +1 otherwise;
+  ``fit_predict`` from ``OutlierMixin`` is ``fit(X).predict(X)``.
+
+These three are defined once, in :class:`OutlierScores` (the mixin of every outlier estimator),
+from :func:`outlier_output`; a class changes only where the raw scores come from (``_scored``:
+the subspace models score every row in one blocked pass, robustcore.subspace._base, with the
+same :func:`outlier_output` per block).
 """
 from __future__ import annotations
 
@@ -24,8 +29,10 @@ from sklearn.base import OutlierMixin
 # The constants and the rule's wording live in a module without scikit-learn: the registry
 # (robustcore.methods) needs them at import, and the window imports the registry to open.
 from ._contamination import CONTAMINATION, LIMIT_ALPHA, MAD_NORMAL, N_MAD, contamination_rule  # noqa: F401
+from ._params import param_error
 
-__all__ = ["CONTAMINATION", "LIMIT_ALPHA", "OutlierScores", "robust_threshold", "median_mad_cut",
+__all__ = ["CONTAMINATION", "LIMIT_ALPHA", "OutlierScores", "OUTPUTS", "outlier_output", "robust_threshold",
+           "median_mad_cut",
            "flags_above", "calibration_rows", "calibration_cut", "residual_limit", "contamination_rule",
            "N_MAD", "MAD_NORMAL"]
 
@@ -93,6 +100,22 @@ def residual_limit(sq, alpha: float) -> float:
     return float(median_mad_cut(med, mad, stats.norm.ppf(1.0 - alpha)) ** 3)
 
 
+# scikit-learn's outputs of an outlier detector, by the names _scored takes
+OUTPUTS = ("score_samples", "decision", "predict")
+
+
+def outlier_output(raw, what: str, threshold=None):
+    """scikit-learn's output ``what`` (one of :data:`OUTPUTS`) from raw outlier scores (larger =
+    more abnormal) and the raw-score ``threshold`` (``-offset_``; not needed for score_samples)."""
+    if what == "score_samples":
+        return -raw
+    if what == "decision":
+        return threshold - raw
+    if what == "predict":
+        return np.where(raw > threshold, -1, 1)
+    raise param_error("what", "one of " + ", ".join(OUTPUTS), what)
+
+
 class OutlierScores(OutlierMixin):
     """Mixin: ``score_samples``, ``decision_function``, ``predict`` and ``offset_`` from the
     class's ``_outlier_score`` (see the module doc). Requires ``_input`` (scaling and checks)."""
@@ -107,22 +130,29 @@ class OutlierScores(OutlierMixin):
 
     def _offset(self, contamination, training_scores) -> dict:
         """``{"offset_": ...}`` for the end of fit; ``training_scores`` is a callable (computed
-        only if the rule needs the scores)."""
+        only if the rule needs the scores; numpy or stored per-row arrays)."""
         if contamination == "auto":
             threshold = self._auto_threshold(training_scores)
         else:
-            threshold = np.percentile(training_scores(), 100.0 * (1.0 - contamination))
+            from ._passes import percentile
+            threshold = percentile(training_scores(), 100.0 * (1.0 - contamination))
         return {"offset_": -float(threshold)}
+
+    def _scored(self, X, what: str):
+        """:func:`outlier_output` ``what`` of the rows of X; a class whose scores come another
+        way (one pass over lazy rows) overrides this, never the three methods below."""
+        raw = self._outlier_score(self._input(X))
+        return outlier_output(raw, what, None if what == "score_samples" else -self.offset_)
 
     def score_samples(self, X):
         """Normality of each sample (n_samples,): HIGHER = MORE NORMAL (scikit-learn's
         convention); minus the class's raw outlier score."""
-        return -self._outlier_score(self._input(X))
+        return self._scored(X, "score_samples")
 
     def decision_function(self, X):
         """``score_samples(X) - offset_`` (n_samples,): negative for outliers."""
-        return self.score_samples(X) - self.offset_
+        return self._scored(X, "decision")
 
     def predict(self, X):
         """-1 for outliers, +1 for inliers (n_samples,)."""
-        return np.where(self.decision_function(X) < 0, -1, 1)
+        return self._scored(X, "predict")

@@ -2,7 +2,7 @@
 
 The same :class:`Param` objects validate arguments in ``fit`` (one error style for the whole
 library), describe the methods on the command line, build the window's parameter forms, and give
-scikit-learn its ``_parameter_constraints`` (:meth:`Param.constraints`), so none of these can
+scikit-learn its ``_parameter_constraints`` (:mod:`robustcore._constraints`), so none of these can
 drift from the others.
 """
 from __future__ import annotations
@@ -14,19 +14,41 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "validate_params", "check_range"]
+__all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "param_message", "validate_params",
+           "check_range"]
 
 
 def _fmt(value: Any) -> str:
+    """A bound or an option as a message writes it."""
     if isinstance(value, float):
         return f"{value:g}"
-    # what a message echoes is cut (a 100 KB option value from a file stays a one-line error)
+    return _got(value)
+
+
+def _got(value: Any) -> str:
+    """The refused value as a message echoes it: its repr (scikit-learn's messages echo the
+    same), cut so that a 100 KB option value from a file stays a one-line error."""
     return f"{value!r:.80}"
 
 
-def param_error(name: str, allowed: str, value: Any) -> ValueError:
-    """The one error style: what is wrong, what is allowed, what was received."""
-    return ValueError(f"{name} must be {allowed}; got {_fmt(value)}")
+def param_message(name: str, allowed: str, value: Any, owner: str | None = None, *,
+                  got: str | None = None) -> str:
+    """The one error style for a parameter's value (scikit-learn's, which its estimator checks
+    expect): what was wrong, what is allowed (how to fix it), what was received (``got``: words
+    for a value that is better described than echoed, e.g. "an empty field")."""
+    of = f" of {owner}" if owner else ""
+    return f"The {name!r} parameter{of} must be {allowed}. Got {got or _got(value)} instead."
+
+
+def param_error(name: str, allowed: str, value: Any, owner: str | None = None) -> ValueError:
+    """:func:`param_message` as a ``ValueError``: every refusal of a parameter's or an option's
+    value, declared or bound by the data, reads the same."""
+    return ValueError(param_message(name, allowed, value, owner))
+
+
+def _join(parts: Sequence[str]) -> str:
+    """Alternatives as scikit-learn lists them in its messages: "a", "a or b", "a, b or c"."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " or " + parts[-1]
 
 
 def _interval(low, high, low_inclusive, high_inclusive) -> str:
@@ -57,16 +79,17 @@ def _number_in_range(value, low, high, low_inclusive, high_inclusive, integer):
 
 
 def check_range(name: str, value, low=None, high=None, *, low_inclusive=True,
-                high_inclusive=True, integer=False, hint: str = ""):
+                high_inclusive=True, integer=False, hint: str = "", owner: str | None = None):
     """Check a number against bounds that may depend on the data (e.g. rank < min(n, d)).
 
-    ``hint`` is appended to the message to say how to fix the problem.
+    ``hint`` is appended to the allowed values to say how to fix the problem; ``owner`` names
+    the estimator or function the parameter belongs to.
     """
     out = _number_in_range(value, low, high, low_inclusive, high_inclusive, integer)
     if out is None:
         kind = "an integer" if integer else "a number"
         allowed = f"{kind} {_interval(low, high, low_inclusive, high_inclusive)}".strip()
-        raise param_error(name, f"{allowed} ({hint})" if hint else allowed, value)
+        raise param_error(name, f"{allowed} ({hint})" if hint else allowed, value, owner)
     return out
 
 
@@ -104,22 +127,36 @@ class Param:
     extra: Mapping[str, Any] = field(default_factory=dict)
     doc: str = ""
 
-    def allowed(self) -> str:
-        """Human description of the allowed values, used in errors and help."""
+    def parts(self) -> list[tuple[str, str]]:
+        """What the parameter takes, as ``(kind, wording)`` pairs; ``kind`` is "special",
+        "choices", "bool", "number", "instance" or "none". :meth:`allowed` joins the wordings;
+        robustcore._constraints makes one scikit-learn constraint of each, with the same wording
+        and the same test as :meth:`_check`, so the two validators cannot disagree."""
+        out = []
+        if self.special:
+            out.append(("special", ", ".join(repr(s) for s in self.special)))
         if self.choices is not None:
-            text = "one of " + ", ".join(_fmt(c) for c in self.choices)
+            out.append(("choices", "one of " + ", ".join(_fmt(c) for c in self.choices)))
         elif self.kind is bool:
-            text = "True or False"
+            out.append(("bool", "True or False"))
         elif self.kind in (int, float):
             kind = "an integer" if self.kind is int else "a number"
-            text = f"{kind} {_interval(self.low, self.high, self.low_inclusive, self.high_inclusive)}".strip()
+            bounds = _interval(self.low, self.high, self.low_inclusive, self.high_inclusive)
+            out.append(("number", f"{kind} {bounds}".strip()))
         else:
-            text = f"a {self.kind.__name__}"
-        if self.special:
-            text = " or ".join(repr(s) for s in self.special) + ", or " + text
+            out.append(("instance", f"a {self.kind.__name__}"))
         if self.allow_none:
-            text += f", or None ({self.none_label})"
-        return text
+            out.append(("none", f"None ({self.none_label})"))
+        return out
+
+    def allowed(self) -> str:
+        """Human description of the allowed values, used in errors and help."""
+        return _join([text for _, text in self.parts()])
+
+    def _number(self, value: Any):
+        """``value`` as this parameter's number (int or float), or None."""
+        return _number_in_range(value, self.low, self.high, self.low_inclusive, self.high_inclusive,
+                                self.kind is int)
 
     def _check(self, value: Any) -> Any:
         """The value in canonical type, or ``_INVALID``."""
@@ -128,16 +165,11 @@ class Param:
         if isinstance(value, str) and value in self.special:
             return value
         if self.choices is not None:
-            for c in self.choices:
-                # 1 == True in Python; a parameter keeps bools and numbers apart
-                if isinstance(value, (bool, np.bool_)) == isinstance(c, bool) and _equal(value, c):
-                    return c
-            return _INVALID
+            return _match_choice(value, self.choices)
         if self.kind is bool:
             return bool(value) if isinstance(value, (bool, np.bool_)) else _INVALID
         if self.kind in (int, float):
-            out = _number_in_range(value, self.low, self.high, self.low_inclusive,
-                                   self.high_inclusive, self.kind is int)
+            out = self._number(value)
             return _INVALID if out is None else out
         return value if isinstance(value, self.kind) else _INVALID
 
@@ -177,39 +209,6 @@ class Param:
             raise param_error(self.name, self.allowed(), raw)
         return self.validate(raw)
 
-    def constraints(self) -> list:
-        """The same declaration in scikit-learn's ``_parameter_constraints`` vocabulary."""
-        from numbers import Integral, Real
-
-        from sklearn.utils._param_validation import Interval, Options, StrOptions
-        out: list = []
-        if self.special:
-            out.append(StrOptions(set(self.special)))
-        if self.choices is not None:
-            if all(isinstance(c, str) for c in self.choices):
-                out.append(StrOptions(set(self.choices)))
-            else:
-                out.append(Options(self.kind, set(self.choices)))
-        elif self.kind is bool:
-            out.append("boolean")
-        elif self.kind in (int, float):
-            if self.low is None and self.high is None:
-                closed = "neither"
-            elif self.low is None:
-                closed = "right" if self.high_inclusive else "neither"
-            elif self.high is None:
-                closed = "left" if self.low_inclusive else "neither"
-            else:
-                closed = {(True, True): "both", (True, False): "left", (False, True): "right",
-                          (False, False): "neither"}[(self.low_inclusive, self.high_inclusive)]
-            out.append(Interval(Integral if self.kind is int else Real, self.low, self.high,
-                                closed=closed))
-        else:
-            out.append(self.kind)
-        if self.allow_none:
-            out.append(None)
-        return out
-
 
 class _Invalid:
     pass
@@ -225,6 +224,15 @@ def _equal(a, b) -> bool:
         return False
 
 
+def _match_choice(value: Any, choices: Sequence[Any]) -> Any:
+    """The choice ``value`` equals, or ``_INVALID``; 1 == True in Python, but a parameter keeps
+    bools and numbers apart."""
+    for c in choices:
+        if isinstance(value, (bool, np.bool_)) == isinstance(c, bool) and _equal(value, c):
+            return c
+    return _INVALID
+
+
 class SeedParam(Param):
     """``random_state``: None, a non-negative int seed, or, from scripts, a
     ``numpy.random.Generator`` or ``RandomState`` (which forms and the command line cannot
@@ -237,13 +245,13 @@ class SeedParam(Param):
         kw.setdefault("none_label", "0 in the window and CLI; fresh randomness in scripts")
         super().__init__(name, int, None, help, low=0, allow_none=True, **kw)
 
+    # what scripts may pass besides the declared values; forms and messages do not offer them
+    unlisted = (np.random.Generator, np.random.RandomState)
+
     def _check(self, value: Any) -> Any:
-        if isinstance(value, (np.random.Generator, np.random.RandomState)):
+        if isinstance(value, self.unlisted):
             return value
         return super()._check(value)
-
-    def constraints(self) -> list:
-        return ["random_state", np.random.Generator]
 
 
 def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:

@@ -16,11 +16,11 @@ a viewer can show them while the fit goes on.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 __all__ = ["Cancelled", "Reporter", "ProgressCallback"]
 
-ProgressCallback = Callable[[float, str], Optional[bool]]
+ProgressCallback = Callable[[float, str], bool | None]
 
 
 class Cancelled(Exception):
@@ -38,10 +38,16 @@ class Reporter:
 
     def __init__(self, callback: ProgressCallback | None, lo: float = 0.0, hi: float = 1.0):
         if callback is not None and not callable(callback):
-            raise ValueError(f"progress must be a callable progress(fraction, message) or None; got {callback!r}")
+            from ._params import param_error
+            raise param_error("progress", "a callable progress(fraction, message) or None", callback)
         self._cb = callback
         self._lo = lo
         self._hi = hi
+
+    @classmethod
+    def of(cls, progress) -> Reporter:
+        """``progress`` as a Reporter: itself when it is one (its span kept), else a new one."""
+        return progress if isinstance(progress, Reporter) else cls(progress)
 
     def report(self, fraction: float, message: str = "") -> None:
         if self._cb is None:
@@ -58,6 +64,6 @@ class Reporter:
         cb = self._cb
         return cb.hook(name) if isinstance(cb, Reporter) else getattr(cb, name, None)
 
-    def span(self, lo: float, hi: float) -> "Reporter":
+    def span(self, lo: float, hi: float) -> Reporter:
         width = self._hi - self._lo
         return Reporter(self._cb, self._lo + width * lo, self._lo + width * hi)

@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import validate_data
 
+from ._params import param_error
+
 __all__ = ["validate_X", "validate_lazy", "check_finite", "check_magnitude", "check_random_state", "MAX_ABS",
            "OVERFLOW_FIX", "nonfinite_error", "magnitude_error"]
 
@@ -138,6 +140,6 @@ def check_random_state(random_state) -> np.random.Generator:
         return np.random.default_rng()
     if isinstance(random_state, (bool, np.bool_)) or not isinstance(random_state, (int, np.integer)) \
             or random_state < 0:
-        raise ValueError("random_state must be None, a non-negative integer seed, a "
-                         f"numpy.random.Generator or a RandomState; got {random_state!r}")
+        raise param_error("random_state", "None, a non-negative integer seed, a numpy.random.Generator "
+                          "or a RandomState", random_state)
     return np.random.default_rng(int(random_state))

@@ -12,10 +12,9 @@ import functools
 import numpy as np
 from sklearn.utils.validation import check_array, check_is_fitted
 
-from ._base import Estimator, fit_method
+from ._base import Estimator, fit_protocol
 from ._outlier import OutlierScores
 from ._params import check_range
-from ._progress import Reporter
 # The limit formulas live in robustcore.limits; their names stay importable from here.
 from .limits import (box_limit, jackson_mudholkar_limit, spe_limit, t2_limit_new,  # noqa: F401
                      t2_limit_training)
@@ -94,18 +93,16 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         self.contamination = contamination
 
     # -- fitting --------------------------------------------------------------------------
-    @fit_method()
-    def fit(self, X, y=None, progress=None):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, p):
         """PCA subspace of X (n_samples, n_features) and limits calibrated on X, in memory or
         lazy (robustcore.subspace._base). Returns self."""
-        p = self._start_fit()
-        rep = Reporter(progress)
         # the inner PCA checks the values (finiteness and magnitude) and scales, see PCA._fit_rows
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
         n, d = rows.n, rows.d
         # every component (the eigh or SVD computes them all anyway); the rank is checked after
         # the values, as before the checks moved into the PCA
-        pca = _inner_pca(rows, min(n, d), p, rep.span(0.0, 0.9))
+        pca = _inner_pca(rows, min(n, d), p, progress.span(0.0, 0.9))
         if p["n_components"] is None:
             k = min(scree_elbow(pca.all_variances_, rank_cap(n, d)), min(n, d) - 1)
         else:
@@ -117,14 +114,14 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         fitted = self._limits(p, n, d, comps, pca.mean_, pca.all_variances_[:k].copy(),
                               pca.all_variances_[k:].copy(), plane,
                               self._training_provider(rows, scaling, comps, pca.mean_))
-        rep(1.0, "done")
+        progress(1.0, "done")
         self._set_fitted(**scaling, **fitted)
         self._set_fitted(**self._training_offset(p["contamination"], rows))
         self._keep_rows(rows=rows)
         return self
 
-    @fit_method()
-    def fit_subspace(self, X, components, mean, progress=None):
+    @fit_protocol
+    def fit_subspace(self, X, components, mean, progress=None, *, p):
         """Use a subspace fitted elsewhere; calibrate variances and limits on training data X.
 
         Parameters
@@ -141,11 +138,9 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         those of X about ``mean`` (sums of squares divided by n - 1). Two passes over X: the
         column moments (scaling, checks, the principal plane) and the calibration spectrum.
         """
-        p = self._start_fit()
-        rep = Reporter(progress)
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
         n, d = rows.n, rows.d
-        sc = scan(rows, p["scale"], method="ResidualScorer", scatter=True, progress=rep.span(0.0, 0.4))
+        sc = scan(rows, p["scale"], method="ResidualScorer", scatter=True, progress=progress.span(0.0, 0.4))
         C = check_array(components, dtype=np.float64, input_name="components")
         if p["n_components"] is None:
             p = {**p, "n_components": C.shape[0]}
@@ -159,15 +154,15 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
         m = np.asarray(mean, dtype=np.float64)
         if m.shape != (d,) or not np.all(np.isfinite(m)):
             raise ValueError(f"mean must be a finite array of shape ({d},); got shape {m.shape}")
-        rep(0.4, "calibration spectrum")
+        progress(0.4, "calibration spectrum")
         scale = None if sc.identity else (sc.center, sc.scale)
-        acc = rows.reduce(functools.partial(Calibration, C, m, scale), progress=rep.span(0.4, 1.0),
+        acc = rows.reduce(functools.partial(Calibration, C, m, scale), progress=progress.span(0.4, 1.0),
                           message="calibration spectrum")
         _, var, lam = acc.spectrum(k)
         plane = _principal_plane(sc)
         fitted = self._limits(p, n, d, C.copy(), m.copy(), var, lam, plane,
                               self._training_provider(rows, sc.scaling, C, m))
-        rep(1.0, "done")
+        progress(1.0, "done")
         self._set_fitted(**sc.scaling, **fitted)
         self._set_fitted(**self._training_offset(p["contamination"], rows))
         return self

@@ -14,6 +14,8 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
+from robustcore._params import param_message
+
 __all__ = ["ParamForm", "format_value", "pretty_name"]
 
 _INVALID_STYLE = "QLineEdit { border: 1px solid #c0392b; border-radius: 2px; background: #fdecea; }"
@@ -91,7 +93,7 @@ class _Field:
             return self.p.validate(w.currentData())
         text = w.text()
         if not text.strip() and not self.p.allow_none and self.p.kind in (int, float):
-            raise ValueError(f"{self.p.name} must be {self.p.allowed()}; got an empty field")
+            raise ValueError(param_message(self.p.name, self.p.allowed(), None, got="an empty field"))
         return self.p.parse(text)
 
     def mark(self, error: str | None) -> None:

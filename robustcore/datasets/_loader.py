@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from .._params import Param, validate_params
+from .._params import Param, param_message, validate_params
 from ._dataset import Dataset, Provenance, file_sha256
 from ._errors import LoadError
 from ._limits import (DEFAULT_MAX_BYTES, MAX_BYTES, MAX_FEATURES, OUT_OF_CORE_SUFFIXES, Cost, charge, check_memory,
@@ -257,7 +257,7 @@ class Loader:
             raise LoadError(f"{exc} (an option of the {self.label} loader)") from None
         except (OverflowError, TypeError) as exc:  # e.g. 10**400 for an int option
             bad = next((p for p in self.options if p.name in options and _overflows(p, options[p.name])), None)
-            what = f"{bad.name} must be {bad.allowed()}; got a value out of range" if bad else str(exc)
+            what = param_message(bad.name, bad.allowed(), None, got="a value out of range") if bad else str(exc)
             raise LoadError(f"{what} (an option of the {self.label} loader)") from None
 
     # Options that name another file (read beside the data file); a session may give only a bare name.

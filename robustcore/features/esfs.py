@@ -11,9 +11,8 @@ import scipy.sparse as sp
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import ConvergenceWarning, Estimator, fit_method
+from .._base import ConvergenceWarning, Estimator, fit_protocol
 from .._params import check_range
-from .._progress import Reporter
 from .._scaling import ScaledInput
 from .._validation import check_magnitude, check_random_state, validate_X
 from . import _graph, _spectral
@@ -142,16 +141,14 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         self.n_features_to_select = n_features_to_select
         self.random_state = random_state
 
-    @fit_method()
-    def fit(self, X, y=None, progress=None):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, p):
         """Score and rank the features of X (n_samples, n_features). ``y`` is ignored.
 
         ``progress(fraction, message)`` is called during the graph, eigensolver and derivative
         steps; returning False (or raising Cancelled) cancels and leaves the estimator unfitted.
         Returns self.
         """
-        p = self._start_fit()
-        rep = Reporter(progress)
         X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
         n, d = X.shape
         k = p["n_eigenpairs"]
@@ -171,11 +168,11 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
             check_range("n_neighbors", p["n_neighbors"], 1, n - 1, integer=True,
                         hint=f"fewer than n_samples = {n}")
 
-        rep(0.0, "preparing data")
+        progress(0.0, "preparing data")
         Xc, constant, scaling = self._prepared(X, p["scale"])
-        g = self._graph(Xc, graph, p, rep.span(0.0, 0.35))
-        lam, Q, B, vec_support, chosen, n_comp, converged = self._eigenpairs(g, k, p, rep.span(0.35, 0.8))
-        der_rep = rep.span(0.8, 1.0)
+        g = self._graph(Xc, graph, p, progress.span(0.0, 0.35))
+        lam, Q, B, vec_support, chosen, n_comp, converged = self._eigenpairs(g, k, p, progress.span(0.35, 0.8))
+        der_rep = progress.span(0.8, 1.0)
         der_rep(0.0, "derivatives")
         if g.kind == "dense":
             deriv = _spectral.derivatives_dense(Xc, g.S, lam[chosen], Q[:, chosen], g.sigma)

@@ -16,9 +16,8 @@ from sklearn.utils._available_if import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from .._base import Estimator, fit_method
+from .._base import Estimator, fit_protocol
 from .._params import param_error
-from .._progress import Reporter
 from .._validation import check_magnitude, check_random_state, validate_X
 from ._order import tie_broken_predictions
 from ._scw_model import History, learn, new_state, state_of, watch_order
@@ -162,14 +161,10 @@ class SCW(ClassifierMixin, Estimator):
         return tags
 
     # -- parameters and input checks -----------------------------------------------------
-    def _validated_params(self) -> dict:
-        p = self._validate_params()
+    def _validate_params(self) -> dict:
+        p = super()._validate_params()
         p["eta"] = DEFAULT_ETA[p["variant"]] if p["eta"] is None else p["eta"]
         return p
-
-    def _start_fit(self) -> dict:
-        self._clear_fit()
-        return self._validated_params()
 
     def _check_X(self, X, *, reset, min_samples):
         # after the first fit the width check says more than a minimum of 2 features would
@@ -202,8 +197,8 @@ class SCW(ClassifierMixin, Estimator):
         return y
 
     # -- fitting -----------------------------------------------------------------------------
-    @fit_method()
-    def fit(self, X, y, progress=None):
+    @fit_protocol
+    def fit(self, X, y, progress=None, *, p):
         """Learn from the rows of X in one pass (in order, or shuffled), starting afresh.
 
         Parameters
@@ -216,8 +211,6 @@ class SCW(ClassifierMixin, Estimator):
         -------
         self
         """
-        p = self._start_fit()
-        rep = Reporter(progress)
         X = self._check_X(X, reset=True, min_samples=2)
         y = self._check_y(y, X.shape[0])
         classes = np.unique(y)
@@ -231,17 +224,17 @@ class SCW(ClassifierMixin, Estimator):
             X = X[order]
             y = y[order]
         state = new_state(p, classes, X)
-        fitted, (mistake, updates, loss) = learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
+        fitted, (mistake, updates, loss) = learn(state, X, y, p, progress, n_done=0, n_total=X.shape[0])
         self._label_order = watch_order(state, (0, None, False), "passed to fit")
-        rep(1.0, "done")
+        progress(1.0, "done")
         hist = History()
         hist.append(mistake, updates, loss)
         self._history = hist
         self._set_fitted(history_=hist.views(), order_=order, n_samples_seen_=X.shape[0], **fitted)
         return self
 
-    @fit_method(clear_on_error=False)
-    def partial_fit(self, X, y, classes=None, progress=None):
+    @fit_protocol(partial=True)
+    def partial_fit(self, X, y, classes=None, progress=None, *, p):
         """Continue learning from the rows of X, in order.
 
         The first call needs ``classes`` (every label that will ever appear); later calls may
@@ -252,8 +245,6 @@ class SCW(ClassifierMixin, Estimator):
         self
         """
         fitted = hasattr(self, "mean_")
-        p = self._validated_params()
-        rep = Reporter(progress)
         if not fitted:
             if classes is None:
                 raise param_error("classes", "the array of all labels on the first partial_fit call "
@@ -284,7 +275,7 @@ class SCW(ClassifierMixin, Estimator):
             state = state_of(self)
         else:
             state = new_state(p, classes, X)
-        out, (mistake, updates, loss) = learn(state, X, y, p, rep, n_done=0, n_total=X.shape[0])
+        out, (mistake, updates, loss) = learn(state, X, y, p, progress, n_done=0, n_total=X.shape[0])
         self._label_order = watch_order(
             state, self._label_order if fitted else (0, None, False), "passed to partial_fit")
         if fitted:

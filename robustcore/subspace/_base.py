@@ -38,7 +38,8 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from .._blas_policy import fit_blas_threads
 from .._fit_memory import check_fit_memory
-from .._passes import Rows, percentile, scratch
+from .._outlier import OUTPUTS, outlier_output
+from .._passes import Rows, scratch
 from .._order_stats import kth_values
 from .._progress import Reporter
 from .._residual import ResidualKernel, residual_sq
@@ -162,21 +163,17 @@ class _RowKernel:
                 out[w] = spe > self.spe_limit
             elif w == "outside_t2":
                 out[w] = t2 > self.t2_limit
-        if any(w in ("outlier_score", "outlier", "score_samples", "decision", "predict") for w in self.want):
+        if any(w in ("outlier_score", "outlier", *OUTPUTS) for w in self.want):
             score = np.maximum(spe / self.spe_limit, t2 / self.t2_limit)
             if self.root:
                 np.sqrt(score, out=score)
             for w in self.want:
                 if w == "outlier_score":
                     out[w] = score
-                elif w == "score_samples":
-                    out[w] = -score
-                elif w == "decision":
-                    out[w] = self.threshold - score
                 elif w == "outlier":
                     out[w] = score > self.threshold
-                elif w == "predict":
-                    out[w] = np.where(score > self.threshold, -1, 1)
+                elif w in OUTPUTS:
+                    out[w] = outlier_output(score, w, self.threshold)
         return out
 
 
@@ -319,18 +316,10 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         """Coordinates (n_samples, r) of X in the subspace: ``(scaled X - mean_) @ components_.T``."""
         return self._one(X, "projection")
 
-    def score_samples(self, X):
-        """Normality of each sample (n_samples,): HIGHER = MORE NORMAL (scikit-learn's
-        convention); minus the outlier score ``max(SPE / spe_limit_, T² / t2_limit_)``."""
-        return self._one(X, "score_samples")
-
-    def decision_function(self, X):
-        """``score_samples(X) - offset_`` (n_samples,): negative for outliers."""
-        return self._one(X, "decision")
-
-    def predict(self, X):
-        """-1 for outliers, +1 for inliers (n_samples,)."""
-        return self._one(X, "predict")
+    def _scored(self, X, what):
+        """robustcore._outlier's ``score_samples``, ``decision_function`` and ``predict`` (defined
+        there, once) from one row pass over X: in memory or out of core alike."""
+        return self._one(X, what)
 
     def row_results(self, X, progress=None) -> RowResults:
         """SPE, T², outlier score, projection and flags of every row of X in ONE pass over X
@@ -474,17 +463,16 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
             self._training_t2 = (np.array(variances, dtype=np.float64), t2)
 
     def _training_offset(self, contamination, rows: Rows, kept=None) -> dict:
-        """``offset_`` at the end of a fit on ``rows``: "auto" needs no pass (the limits are the
-        rule); a fraction takes the exact percentile of the training outlier scores (numpy's,
-        in memory and out of core)."""
-        if contamination == "auto":
-            return {"offset_": -float(self._auto_threshold(None))}
+        """``offset_`` at the end of a fit on ``rows`` (robustcore._outlier's rule): "auto"
+        needs no pass (the limits are the rule); a fraction takes the exact percentile of the
+        training outlier scores, from the fit's kept SPE and projections or one row pass."""
         kept = kept if kept is not None else getattr(self, "_training_rows", None)
-        if kept is not None:
-            score = self._derive(kept["spe"], kept["projection"], threshold=np.inf)["outlier_score"]
-        else:
-            score = self._row_pass(rows, ("outlier_score",), message="training scores")["outlier_score"]
-        return {"offset_": -percentile(score, 100.0 * (1.0 - contamination))}
+
+        def training_scores():
+            if kept is not None:
+                return self._derive(kept["spe"], kept["projection"], threshold=np.inf)["outlier_score"]
+            return self._row_pass(rows, ("outlier_score",), message="training scores")["outlier_score"]
+        return self._offset(contamination, training_scores)
 
 
 def _as_lazy(values):

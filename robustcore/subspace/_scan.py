@@ -134,7 +134,7 @@ def scan(rows: Rows, how: str, *, method: str, scatter: bool = True, gram: bool 
     keep every ``sample_stride``-th row (``Scan.sample``, raw values: a view in memory, a copy
     out of core)."""
     from .._progress import Reporter
-    rep = progress if isinstance(progress, Reporter) else Reporter(progress)
+    rep = Reporter.of(progress)
     if how not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {how!r}")
     sketch = rows.lazy and (how == "robust" or want_sketch)

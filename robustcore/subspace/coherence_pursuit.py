@@ -8,11 +8,10 @@ over the whole space are nearly orthogonal to everything, so ranking samples by 
 """
 from __future__ import annotations
 
-from .._base import Estimator, fit_method
+from .._base import Estimator, fit_protocol
 # (calibration_rows and residual_limit live in robustcore._outlier; their names stay here)
 from .._outlier import OutlierScores, calibration_rows, residual_limit  # noqa: F401
 from .._params import check_range, param_error
-from .._progress import Reporter
 from .._scaling import auto_scaling, frames_input
 from ._base import SubspaceModel
 from ._cop_memory import RankDeficientWarning, coherence_scores
@@ -127,8 +126,8 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         self.contamination = contamination
 
     # -- fitting --------------------------------------------------------------------------
-    @fit_method()
-    def fit(self, X, y=None, progress=None, *, _selection_band_in_memory=False):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, _selection_band_in_memory=False, p):
         """Recover the subspace from X (n_samples, n_features), in memory or lazy. Returns self.
 
         ``progress(fraction, message)`` is called once per block of the coherence computation;
@@ -142,8 +141,6 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         ``_selection_band_in_memory`` (tests): sum the selected rows in the coherence pass in
         memory too, as out of core.
         """
-        p = self._start_fit()
-        rep = Reporter(progress)
         X, frames = frames_input(X, out_of_core=True)
         rows = input_rows(self, X, reset=True, min_samples=2, min_features=2)
         # (frames and pixel ranges resolved here: the passes' scan sees only column moments)
@@ -153,13 +150,13 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         if p["chunk_size"] is not None:
             rows.block_rows = int(p["chunk_size"])
         self.__dict__.pop("_coherence_maker", None)
-        fit, kept, rows = fit_cop(self, rows, p, rep, selection_band_in_memory=_selection_band_in_memory)
+        fit, kept, rows = fit_cop(self, rows, p, progress, selection_band_in_memory=_selection_band_in_memory)
         if callable(fit["coherence_"]):
             self._coherence_maker = fit.pop("coherence_")
         self._set_fitted(**fit)
         self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept))
         self._keep_rows(rows=rows, **kept)
-        rep(1.0, "done")
+        progress(1.0, "done")
         return self
 
     def __getattr__(self, name):

@@ -37,8 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
-from .._base import Estimator, fit_method
-from .._progress import Reporter
+from .._base import Estimator, fit_protocol
 from .._validation import check_finite, validate_X
 from .pca import fix_signs
 from ._online_rpca_params import PARAMS
@@ -254,8 +253,8 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         # A fixed random subset (seeded: fits repeat), sorted for cache-friendly gathers.
         self._pixels = None if m >= d else np.sort(np.random.default_rng(0).choice(d, m, replace=False))
 
-    @fit_method()
-    def fit(self, X, y=None, progress=None, sink=None, store=None, on_frames=None):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, sink=None, store=None, on_frames=None, *, p):
         """Stream all frames of X through the estimator, writing L, S and the mask per frame.
 
         Parameters
@@ -286,10 +285,9 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         from ..bigdata._frames import FrameSource, as_frame_source
         from ..bigdata._sink import DEFAULT_RESULT_MEMORY, FrameSink
 
-        self._p = self._start_fit()
-        rep = Reporter(progress)
+        self._p = p
         if on_frames is None:
-            on_frames = rep.hook("frames")
+            on_frames = progress.hook("frames")
         if on_frames is not None and not callable(on_frames):
             raise ValueError(f"on_frames must be a callable on_frames(start, stop, sink) or None; got {on_frames!r}")
         if not isinstance(X, FrameSource) and not hasattr(X, "image_shape"):
@@ -343,7 +341,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
                                  ("foreground", float(count.sum() / (count.size * d))),
                                  ("time", time.perf_counter() - t0)):
                     hist[key].append(val)
-                rep(stop / n, f"frame {stop} of {n}")
+                progress(stop / n, f"frame {stop} of {n}")
             sink.set_attrs(method="OnlineRPCA", params=self.get_params(), scale=self._scale,
                            lambda1=self._lam1, lambda2=self._lam2, mask_threshold=self._mask_t)
             announce()   # set_attrs waited for the writer: the last frames are in the store
@@ -365,8 +363,8 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
                          sample_scores_=scores, foreground_fraction_=fg, history_=hist, sink_=sink,
                          stats_=(self._A.copy(), self._B.copy()), pixels_=self._pixels, n_features_in_=d)
 
-    @fit_method(clear_on_error=False)
-    def partial_fit(self, X, y=None):
+    @fit_protocol(partial=True)
+    def partial_fit(self, X, y=None, *, p):
         """Update the basis with one batch of frames X (n, d); no outputs are stored.
 
         The first call fixes the data scale (``data_scale`` or the batch's max - min) and starts
@@ -374,7 +372,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         """
         fitted = hasattr(self, "basis_")
         if not fitted:
-            self._p = self._start_fit()
+            self._p = p
         X = validate_X(self, X, reset=not fitted, min_features=1 if fitted else 2)
         if not fitted:
             self._prepare(X.shape[1], None, X)

@@ -5,10 +5,9 @@ import functools
 
 import numpy as np
 
-from .._base import Estimator, fit_method
+from .._base import Estimator, fit_protocol
 from .._outlier import LIMIT_ALPHA, OutlierScores
 from .._params import check_range
-from .._progress import Reporter
 from .._row_stats import RFactor, symmetric
 from .._scaling import varies
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
@@ -137,13 +136,12 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         self.scale = scale
         self.contamination = contamination
 
-    @fit_method()
-    def fit(self, X, y=None, progress=None):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, p):
         """Fit on X (n_samples, n_features), in memory or lazy (module doc of
         robustcore.subspace._base). Returns self."""
-        p = self._start_fit()
         rows = input_rows(self, X, reset=True, min_samples=2)
-        return self._fit_rows(rows, p, Reporter(progress))
+        return self._fit_rows(rows, p, progress)
 
     def _fit_rows(self, rows, p, rep, method="PCA", calibrate=True):
         """The fit on validated ``rows`` (robustcore._passes.Rows, values not yet checked)

@@ -62,9 +62,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from sklearn.base import OneToOneFeatureMixin, TransformerMixin
 
-from .._base import ConvergenceWarning, DegenerateFitWarning, Estimator, fit_method
+from .._base import ConvergenceWarning, DegenerateFitWarning, Estimator, fit_protocol
 from .._outlier import OutlierScores
-from .._progress import Reporter
 from .._centering import column_location
 from .._scaling import ScaledInput, frames_input, max_abs, pow2_factor
 from .._blas_policy import blas_is_threaded
@@ -212,12 +211,10 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         self.contamination = contamination
 
     # ------------------------------------------------------------------------------------
-    @fit_method()
-    def fit(self, X, y=None, progress=None, *, _sweep=None):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, _sweep=None, p):
         """Decompose X (n_samples, n_features) into ``low_rank_ + sparse_``. Returns self.
         ``_sweep`` (tests): the sweep's speed-ups (``_pcp_sweep.SweepOptions``), all on when None."""
-        p = self._start_fit()
-        rep = Reporter(progress)
         X, frames = frames_input(X)
         X = validate_X(self, X, reset=True, min_samples=2)
         Z, scaling = self._fit_scaled(X, p["scale"], frames)
@@ -250,7 +247,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
             else float(np.linalg.norm(M))
         hist = {"residual": [], "rank": [], "nnz": [], "mu": [], "time": []}
         if norm_fro == 0.0:
-            rep(1.0, "X is all zeros: L = S = 0")
+            progress(1.0, "X is all zeros: L = S = 0")
             mu0 = float(p["mu"] or 1.0)
             self._publish(np.zeros((n, d)), np.zeros((n, d)), np.zeros((0, d)), np.zeros(0), p,
                           train_rows=train_rows,
@@ -263,7 +260,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         # BLAS: its threads then have the cores; the rule is robustcore._blas_policy's)
         if p["n_jobs"] is None and (M.size < _THREADS_MIN_SIZE or blas_is_threaded()):
             jobs = 1
-        rep(0.0, "estimating ||X||_2")
+        progress(0.0, "estimating ||X||_2")
         norm2 = spectral_norm(M, random_state=rng, top=top)
         mu = p["mu"] if p["mu"] is not None else 1.25 / norm2
         mu0 = mu
@@ -319,7 +316,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
                     frac = 1.0
                 elif res < res0:
                     frac = max(frac, min(1.0, math.log(res0 / res) / math.log(res0 / tol)))
-                rep(frac, f"iter {it}: residual {res:.1e}, rank {svp}")
+                progress(frac, f"iter {it}: residual {res:.1e}, rank {svp}")
                 if converged:
                     break
                 solver.advance()

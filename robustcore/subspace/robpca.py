@@ -29,10 +29,9 @@ import numpy as np
 from scipy import stats
 from sklearn.utils import check_random_state
 
-from .._base import Estimator, fit_method
+from .._base import Estimator, fit_protocol
 from .._outlier import OutlierScores
 from .._params import check_range
-from .._progress import Reporter
 from .._residual import residual_scores
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..linalg import fix_signs
@@ -115,33 +114,31 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         self.scale = scale
         self.contamination = contamination
 
-    @fit_method()
-    def fit(self, X, y=None, progress=None):
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, p):
         """Fit on X (n_samples, n_features). Returns self. ``progress(fraction, message)``
         may cancel (robustcore._progress)."""
-        p = self._start_fit()
-        rep = Reporter(progress)
         rows = input_rows(self, X, reset=True, min_samples=2)
         rng = check_random_state(p["random_state"])
         rng = np.random.default_rng(rng.randint(2 ** 31))
         if rows.lazy and rows.n > SAMPLE_ROWS:
             # out of core: the robust stages on a random sample, the rows scored later in one
             # pass (fit_row_results, row_results); module doc of _robpca_sample
-            Z, scaling = sampled_rows(rows, p["scale"], rng, rep.span(0.0, 0.3))
-            rep = rep.span(0.3, 1.0)
+            Z, scaling = sampled_rows(rows, p["scale"], rng, progress.span(0.0, 0.3))
+            progress = progress.span(0.3, 1.0)
         else:
             X = load_rows(rows, "ROBPCA", "needs every row for its outlyingness")
             check_finite(X)
             Z, scaling = self._fit_scaled(X, p["scale"])
             check_magnitude(Z, method="ROBPCA", fix=OVERFLOW_FIX)
-        fitted, kept = _stages(Z, p, rng, rep, rows.n)
+        fitted, kept = _stages(Z, p, rng, progress, rows.n)
         self._set_fitted(**scaling, **fitted, n_samples_fit_=rows.n, n_samples_robust_=int(Z.shape[0]))
         # the SPE and projection of every training row, when Z holds them all: the row results
         # and a contamination's offset derive from them (fit_row_results makes no second pass)
         kept = kept if Z.shape[0] == rows.n else {}
         self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept or None))
         self._keep_rows(rows=rows, **kept)
-        rep(1.0, "done")
+        progress(1.0, "done")
         return self
 
     def _outlier_score(self, Z):

@@ -186,7 +186,7 @@ def test_invalid_parameter_refuses_run_with_reason(qtbot, window):
     window.method_panel.set_method("pca")
     form = window.method_panel.form()
     form.set_text("n_components", "0")
-    reason = "n_components must be an integer >= 1, or None (elbow of the scree plot); got 0"
+    reason = "The 'n_components' parameter must be an integer >= 1 or None (elbow of the scree plot). Got 0 instead."
     assert not window.method_panel.run_button.isEnabled()
     assert window.method_panel.run_block_reason() == reason
     assert reason in form.error_label.text()
@@ -458,7 +458,9 @@ def test_unreadable_or_no_longer_valid_values_are_reported_not_wiped(qtbot, sett
     qtbot.addWidget(w)
     msg = w.statusBar().currentMessage()
     assert "files/recent" in msg
-    assert "n_components must be an integer >= 1, or None (elbow of the scree plot); got -4" in msg and "'gone'" in msg
+    assert ("The 'n_components' parameter must be an integer >= 1 or None (elbow of the scree plot). "
+            "Got -4 instead.") in msg
+    assert "'gone'" in msg
     assert w.method_panel.form("pca").values()["n_components"] is None  # the declared default
     assert Settings(settings_path).qs.value("files/recent") == "{not json"
     w.close()

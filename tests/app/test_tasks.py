@@ -238,7 +238,7 @@ def test_process_fit_gives_the_same_numbers_as_in_process(pool):
 
 
 def test_process_errors_keep_their_kind_and_traceback(pool):
-    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 5\]"):
+    with pytest.raises(ValueError, match=r"'n_components' parameter must be an integer in \[1, 5\]"):
         pool.run("pca", _data(), {"n_components": 9}, lambda f, m: True)
     with pytest.raises(RemoteError, match="KeyError: 'missing key'") as info:
         pool.run(KEY, _data(), {}, lambda f, m: True)

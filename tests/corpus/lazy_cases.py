@@ -179,8 +179,10 @@ def make(folder) -> list[dict]:
     case("rows-2-40.zarr (2**40 rows, no chunks)", z, "refused", r"chunk 0\.0 .* is missing")
     # Found by the fuzzer: policy options of the wrong type reached int() (TypeError, ValueError).
     for value in ("", [], {"a": 1}):
-        case(f"honest.npy, max_bytes={value!r}", f / "honest.npy", "refused", "max_bytes must be", max_bytes=value)
-    case("honest.npy, max_features=[]", f / "honest.npy", "refused", "max_features must be", max_features=[])
+        case(f"honest.npy, max_bytes={value!r}", f / "honest.npy", "refused", "'max_bytes' parameter must be",
+             max_bytes=value)
+    case("honest.npy, max_features=[]", f / "honest.npy", "refused", "'max_features' parameter must be",
+         max_features=[])
     np.save(f / "two-million.npy", np.zeros((2_000_000, 1), np.uint8))
     case("two-million.npy, chunk_rows=1", f / "two-million.npy", "refused", "pass chunk_rows=489 or more",
          chunk_rows=1)

@@ -68,8 +68,9 @@ def text_cases() -> None:
     case("libsvm-inf-label.svm", "load", "refused", match="not a finite number")
     write("libsvm-small.svm", b"1 1:1 3:2\n-1 2:2\n")
     case("libsvm-small.svm", "load", "refused", options={"n_features": 10 ** 12}, match="max_features")
-    case("libsvm-small.svm", "load", "refused", options={"max_bytes": 10 ** 30}, match="max_bytes must be")
-    case("libsvm-small.svm", "load", "refused", options={"n_features": 10 ** 400}, match="n_features must be")
+    case("libsvm-small.svm", "load", "refused", options={"max_bytes": 10 ** 30}, match="'max_bytes' parameter must be")
+    case("libsvm-small.svm", "load", "refused", options={"n_features": 10 ** 400},
+         match="'n_features' parameter must be")
     write("libsvm-index-1e8.svm", b"1 100000000:1\n-1 1:2\n")
     case("libsvm-index-1e8.svm", "load", "refused", options={"dense": True}, match="max_features")
     case("libsvm-index-1e8.svm", "load", "refused", options={"dense": True, "max_features": 10 ** 9},

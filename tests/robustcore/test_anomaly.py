@@ -249,9 +249,9 @@ def test_alpha_outside_open_interval(alpha):
 
 def test_rank_width_and_nan_errors():
     _, X, _ = fitted()
-    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 9\].*got 10"):
+    with pytest.raises(ValueError, match=r"'n_components' parameter must be an integer in \[1, 9\].*Got 10"):
         ResidualScorer(n_components=10).fit(X)
-    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 4\]"):
+    with pytest.raises(ValueError, match=r"'n_components' parameter must be an integer in \[1, 4\]"):
         ResidualScorer(n_components=5).fit(X[:5])
     sc = ResidualScorer(n_components=2).fit(X)
     with pytest.raises(ValueError, match="10"):

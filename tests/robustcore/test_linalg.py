@@ -117,9 +117,9 @@ def test_spectral_norm_hard_spectra(top):
 
 def test_bad_arguments():
     A = np.ones((5, 4))
-    with pytest.raises(ValueError, match="k must be an integer in \\[1, 4\\]"):
+    with pytest.raises(ValueError, match="'k' parameter must be an integer in \\[1, 4\\]"):
         partial_svd(A, 5)
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(ValueError, match="'k' parameter must be"):
         randomized_svd(A, 0)
     with pytest.raises(ValueError, match="method must be one of"):
         partial_svd(A, 2, method="lanczos")

@@ -9,7 +9,7 @@ import scipy.sparse as sp
 import inspect
 
 from robustcore import Cancelled, NotFittedError
-from robustcore._base import Estimator, fit_method
+from robustcore._base import Estimator, fit_protocol
 from robustcore._params import Param, check_range, param_error, validate_params
 from robustcore._progress import Reporter
 from robustcore._validation import check_random_state, validate_X
@@ -23,18 +23,22 @@ from robustcore.subspace.pca import PCA
 
 def test_param_error_style():
     e = param_error("n_components", "an integer in [1, 5] (hint)", 9)
-    assert str(e) == "n_components must be an integer in [1, 5] (hint); got 9"
-    assert str(param_error("x", "a number", 0.25)) == "x must be a number; got 0.25"
+    assert str(e) == "The 'n_components' parameter must be an integer in [1, 5] (hint). Got 9 instead."
+    e = param_error("x", "a number", 0.25, "PCA")
+    assert str(e) == "The 'x' parameter of PCA must be a number. Got 0.25 instead."
+    # the refused value is echoed as its repr, cut: a huge option value stays a one-line error
+    assert len(str(param_error("x", "a number", "y" * 10 ** 5))) < 150
 
 
 def test_check_range():
     assert check_range("k", 3, 1, 5, integer=True) == 3 and isinstance(check_range("k", 3.0, 1, 5, integer=True), int)
-    with pytest.raises(ValueError, match=r"^k must be an integer in \[1, 5\] \(at most the rank\); got 9$"):
+    with pytest.raises(ValueError, match=r"^The 'k' parameter must be an integer in \[1, 5\] "
+                                         r"\(at most the rank\)\. Got 9 instead\.$"):
         check_range("k", 9, 1, 5, integer=True, hint="at most the rank")
-    with pytest.raises(ValueError, match=r"a must be a number in \(0, 1\); got 1"):
+    with pytest.raises(ValueError, match=r"'a' parameter must be a number in \(0, 1\)\. Got 1\.0 instead"):
         check_range("a", 1.0, 0, 1, low_inclusive=False, high_inclusive=False)
     for bad in (2.5, True, "3", float("nan"), float("inf"), None):
-        with pytest.raises(ValueError, match="^k must be"):
+        with pytest.raises(ValueError, match="^The 'k' parameter must be"):
             check_range("k", bad, 1, 5, integer=True)
     assert check_range("x", -1e9, high=0) == -1e9
     with pytest.raises(ValueError, match=">= 0"):
@@ -45,25 +49,25 @@ def test_param_validate_numbers():
     p = Param("alpha", float, 0.01, "rate", low=0, high=1, low_inclusive=False, high_inclusive=False)
     assert p.validate(0.5) == 0.5 and isinstance(p.validate(np.float32(0.5)), float)
     for bad in (0, 1, -0.1, float("nan"), "0.1", None, True):
-        with pytest.raises(ValueError, match=r"^alpha must be a number in \(0, 1\); got"):
+        with pytest.raises(ValueError, match=r"^The 'alpha' parameter must be a number in \(0, 1\)\. Got"):
             p.validate(bad)
     q = Param("k", int, 2, "count", low=1, allow_none=True, none_label="half")
     assert q.validate(None) is None and q.validate(3.0) == 3 and isinstance(q.validate(np.int64(4)), int)
-    with pytest.raises(ValueError, match=r"k must be an integer >= 1, or None \(half\); got 2.5"):
+    with pytest.raises(ValueError, match=r"'k' parameter must be an integer >= 1 or None \(half\)\. Got 2.5 instead"):
         q.validate(2.5)
 
 
 def test_param_validate_choices_and_bool():
     c = Param("mode", str, "a", "m", choices=("a", "b"))
     assert c.validate("b") == "b"
-    with pytest.raises(ValueError, match="mode must be one of 'a', 'b'; got 'c'"):
+    with pytest.raises(ValueError, match="'mode' parameter must be one of 'a', 'b'. Got 'c' instead"):
         c.validate("c")
     n = Param("norm", int, 2, "n", choices=(2, 1))
     with pytest.raises(ValueError, match="norm"):
         n.validate(True)  # True == 1 but is not a norm
     b = Param("flag", bool, False, "f")
     assert b.validate(True) is True and b.validate(np.bool_(False)) is False
-    with pytest.raises(ValueError, match="flag must be True or False"):
+    with pytest.raises(ValueError, match="'flag' parameter must be True or False"):
         b.validate(1)
 
 
@@ -74,9 +78,9 @@ def test_param_parse_text():
     assert Param("f", bool, False, "").parse("yes") is True
     assert Param("f", bool, False, "").parse("off") is False
     assert Param("norm", int, 2, "", choices=(2, 1)).parse("1") == 1
-    with pytest.raises(ValueError, match="k must be"):
+    with pytest.raises(ValueError, match="'k' parameter must be"):
         Param("k", int, 2, "", low=1).parse("two")
-    with pytest.raises(ValueError, match="f must be True or False"):
+    with pytest.raises(ValueError, match="'f' parameter must be True or False"):
         Param("f", bool, False, "").parse("maybe")
 
 
@@ -93,16 +97,19 @@ def test_param_special_strings_and_sklearn_constraints():
               special=("auto",))
     assert c.validate("auto") == "auto" and c.validate(0.1) == 0.1 and c.parse(" auto ") == "auto"
     assert c.parse("0.25") == 0.25
-    with pytest.raises(ValueError, match=r"contamination must be 'auto', or a number in \(0, 0.5\]; got 0.7"):
+    with pytest.raises(ValueError, match=r"'contamination' parameter must be 'auto' or a number in \(0, 0.5\]\. "
+                                         r"Got 0.7 instead"):
         c.validate(0.7)
     with pytest.raises(ValueError, match="contamination"):
         c.validate("automatic")
-    strs, interval = c.constraints()
+    from robustcore._constraints import constraints
+    strs, interval = constraints(c)
     assert isinstance(strs, StrOptions) and strs.options == {"auto"}
     assert isinstance(interval, Interval) and interval.closed == "right"
     q = Param("k", int, 2, "count", low=1, allow_none=True)
-    assert q.constraints()[1] is None and q.constraints()[0].closed == "left"
-    assert Param("f", bool, True, "").constraints() == ["boolean"]
+    assert constraints(q)[1].is_satisfied_by(None) and constraints(q)[0].closed == "left"
+    (b,) = constraints(Param("f", bool, True, ""))
+    assert b.is_satisfied_by(np.bool_(True)) and not b.is_satisfied_by(1) and str(b) == "True or False"
 
 
 def _registered_classes():
@@ -136,13 +143,19 @@ class Toy(Estimator):
     def __init__(self, k=1):
         self.k = k
 
-    @fit_method()
-    def fit(self, X, progress=None):
-        p = self._start_fit()
+    @fit_protocol
+    def fit(self, X, y=None, progress=None, *, p):
         X = validate_X(self, X, reset=True)
-        rep = Reporter(progress)
-        rep(0.5, "half")
+        progress(0.5, "half")
         self._set_fitted(k_=p["k"], total_=float(np.sum(X)))
+        return self
+
+    @fit_protocol(partial=True)
+    def partial_fit(self, X, y=None, progress=None, *, p):
+        total = getattr(self, "total_", 0.0)
+        progress(0.5, "half")
+        X = validate_X(self, X, reset=not hasattr(self, "total_"))
+        self._set_fitted(k_=p["k"], total_=total + float(np.sum(X)))
         return self
 
 
@@ -173,6 +186,48 @@ def test_base_fit_lifecycle():
     with pytest.raises(AssertionError):
         t._set_fitted(bad=1)
     assert issubclass(NotFittedError, ValueError) and issubclass(NotFittedError, AttributeError)
+
+
+def test_fit_protocol_hands_the_body_its_parameters_and_a_reporter():
+    """The body gets the validated parameters and a Reporter whether progress comes by keyword
+    or by position; callers see the public signature (no ``p``)."""
+    assert list(inspect.signature(Toy.fit).parameters) == ["self", "X", "y", "progress"]
+    assert list(inspect.signature(Toy().fit).parameters) == ["X", "y", "progress"]
+    seen = []
+    t = Toy(k=2.0).fit(np.ones((3, 2)), None, lambda f, m: seen.append((f, m)))
+    assert t.k_ == 2 and isinstance(t.k_, int) and seen == [(0.5, "half")]
+    Toy().fit(np.ones((3, 2)), progress=lambda f, m: seen.append(m))
+    assert seen[-1] == "half"
+    with pytest.raises(ValueError, match="'progress' parameter must be a callable"):
+        t.fit(np.ones((3, 2)), progress=42)
+    assert not t.__sklearn_is_fitted__()
+
+
+def test_partial_fit_keeps_what_it_learned_when_a_call_fails():
+    t = Toy().partial_fit(np.ones((3, 2)))
+    t.partial_fit(np.ones((1, 2)))
+    assert t.total_ == 8.0
+    with pytest.raises(Cancelled):
+        t.partial_fit(np.ones((1, 2)), progress=lambda f, m: False)
+    assert t.total_ == 8.0 and t.n_features_in_ == 2
+    t.k = 0     # parameters are validated on every call
+    with pytest.raises(ValueError, match="The 'k' parameter of Toy must be an integer >= 1"):
+        t.partial_fit(np.ones((1, 2)))
+    assert t.total_ == 8.0
+
+
+@pytest.mark.parametrize("cls", _registered_classes(), ids=lambda c: c.__name__)
+def test_every_fit_follows_the_protocol(cls):
+    """Every fit of every registered estimator is decorated (no hand-written first lines) and
+    shows scikit-learn its public signature."""
+    for name in ("fit", "partial_fit", "fit_subspace"):
+        fn = getattr(cls, name, None)
+        if fn is None:
+            continue
+        assert hasattr(fn, "__wrapped__"), f"{cls.__name__}.{name} is not decorated with fit_protocol"
+        src = inspect.getsource(fn.__wrapped__)
+        assert "_start_fit()" not in src and "Reporter(progress)" not in src
+        assert "p" not in inspect.signature(fn).parameters
 
 
 # -- validate_X ----------------------------------------------------------------------------
@@ -219,7 +274,7 @@ def test_check_random_state_is_the_one_conversion():
     a = check_random_state(np.random.RandomState(3)).random()
     assert a == check_random_state(np.random.RandomState(3)).random()
     for bad in (-1, 1.5, "x", True):
-        with pytest.raises(ValueError, match="random_state must be"):
+        with pytest.raises(ValueError, match="'random_state' parameter must be"):
             check_random_state(bad)
 
 
@@ -242,7 +297,7 @@ def test_reporter_maps_spans_and_cancels():
         raise Cancelled("user")
     with pytest.raises(Cancelled, match="user"):
         Reporter(raiser).span(0, 0.5)(0.2)
-    with pytest.raises(ValueError, match="progress must be a callable"):
+    with pytest.raises(ValueError, match="'progress' parameter must be a callable"):
         Reporter(42)
 
 
@@ -327,7 +382,7 @@ def test_seed_param_takes_none_int_or_generator_and_nothing_else():
     gen = np.random.default_rng(3)
     assert p.validate(None) is None and p.validate(7) == 7 and p.validate(gen) is gen
     assert p.parse("auto") is None and p.parse("12") == 12
-    with pytest.raises(ValueError, match=r"random_state must be an integer >= 0.*got -1"):
+    with pytest.raises(ValueError, match=r"'random_state' parameter must be an integer >= 0.*Got -1"):
         p.validate(-1)
     with pytest.raises(ValueError, match="random_state"):
         p.validate("seed")

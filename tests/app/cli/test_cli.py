@@ -190,12 +190,12 @@ def test_run_on_a_data_file_with_options_replay_moved_and_changed(tmp_path, caps
 
 @pytest.mark.parametrize("argv, message", [
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components=0"],
-     "n_components must be an integer >= 1, or None (elbow of the scree plot); got 0"),
+     "The 'n_components' parameter must be an integer >= 1 or None (elbow of the scree plot). Got 0 instead."),
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components=9"],
-     "n_components must be an integer in [1, 4]"),
+     "'n_components' parameter must be an integer in [1, 4]"),
     (["run", "--demo", "iris", "--method", "pca", "--param", "n_components"], "--param must be KEY=VALUE"),
     (["run", "--demo", "iris", "--method", "pca", "--param", "lam=0.1"], "unknown parameter 'lam'"),
-    (["run", "--demo", "iris", "--method", "pcp", "--param", "svd=fast"], "svd must be one of"),
+    (["run", "--demo", "iris", "--method", "pcp", "--param", "svd=fast"], "'svd' parameter must be one of"),
     (["run", "--demo", "iris", "--method", "robust"], "unknown method 'robust'"),
     (["run", "--demo", "nope", "--method", "pca"], "unknown demo 'nope'"),
     (["run", "--data", "/no/such/file.csv", "--method", "pca"], "/no/such/file.csv does not exist"),
@@ -323,5 +323,5 @@ def test_subprocess_run(tmp_path):
     p = subprocess.run([sys.executable, "-m", module, "run", "--demo", "iris", "--method", "pca",
                         "--param", "center=maybe", "--out", str(tmp_path / "x")], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=120)
-    assert p.returncode == 2 and "center must be True or False; got 'maybe'" in p.stderr
+    assert p.returncode == 2 and "The 'center' parameter must be True or False. Got 'maybe' instead." in p.stderr
     assert "Traceback" not in p.stderr

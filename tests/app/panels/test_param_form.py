@@ -54,7 +54,7 @@ def test_invalid_value_is_marked_with_the_library_message(form, qtbot):
     assert blocker.args == [False]
     expected = str(pytest.raises(ValueError, SPECS[0].parse, "0").value)
     assert form.errors() == {"n_components": expected}
-    assert expected == "n_components must be an integer in [1, 50]; got 0"
+    assert expected == "The 'n_components' parameter must be an integer in [1, 50]. Got 0 instead."
     assert form.error_label.isVisibleTo(form) and expected in form.error_label.text()
     assert "border" in form.editor("n_components").styleSheet()
     with pytest.raises(ValueError, match="n_components"):

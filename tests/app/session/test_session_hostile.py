@@ -148,7 +148,8 @@ def test_out_of_range_loader_option_is_the_loaders_message(tmp_path):
     path, _ = saved(tmp_path)
     edit(path, lambda d: d["dataset"]["options"].update(max_features=0))
     need = S.reopen_job(path)
-    assert isinstance(need.error, S.DataMismatchError) and "max_features must be an integer in [1, " in str(need.error)
+    assert isinstance(need.error, S.DataMismatchError)
+    assert "'max_features' parameter must be an integer in [1, " in str(need.error)
 
 
 def test_an_out_of_range_limit_is_lowered_to_the_users_not_used(tmp_path):

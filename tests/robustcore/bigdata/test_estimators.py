@@ -134,7 +134,7 @@ def test_coherence_pursuit_degenerate_rows_and_ties():
 def test_coherence_pursuit_options_that_need_random_access_are_refused_out_of_core(data, params, name):
     """ℓ1 coherence, adaptive sampling and the refinement pick rows anywhere in the table: out
     of core they are refused, saying to load the data into memory (where they run)."""
-    with pytest.raises(ValueError, match=f"^{name} must be .*load the data into memory"):
+    with pytest.raises(ValueError, match=f"^The '{name}' parameter must be .*load the data into memory"):
         CoherencePursuit(**params).fit(chunked(data))
     CoherencePursuit(**params).fit(data[:1500])
 

@@ -107,7 +107,7 @@ def test_label_column_that_does_not_exist(tmp_path):
 
 def test_bad_options_are_load_errors_in_param_style(tmp_path):
     p = write(tmp_path, "o.csv", "1,2\n")
-    with pytest.raises(LoadError, match="missing must be one of"):
+    with pytest.raises(LoadError, match="'missing' parameter must be one of"):
         load(p, missing="guess")
     with pytest.raises(LoadError, match="unknown option 'sep'"):
         load(p, sep=",")

@@ -76,9 +76,9 @@ def test_options_that_imply_huge_sizes_are_refused_before_allocation(tmp_path):
     p.write_text("1 1:1 3:2\n-1 2:2\n")
     with pytest.raises(LoadError, match="implies 1,000,000,000,000 features"):
         load(p, n_features=10 ** 12)
-    with pytest.raises(LoadError, match=r"max_bytes must be an integer in \[1, "):
+    with pytest.raises(LoadError, match=r"'max_bytes' parameter must be an integer in \[1, "):
         load(p, max_bytes=10 ** 30)
-    with pytest.raises(LoadError, match="n_features must be .*out of range"):
+    with pytest.raises(LoadError, match="'n_features' parameter must be .*out of range"):
         load(p, n_features=10 ** 400)
     q = tmp_path / "far.svm"
     q.write_text("1 100000000:1\n-1 1:2\n")

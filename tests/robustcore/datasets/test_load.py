@@ -102,7 +102,7 @@ def test_memory_estimate_and_refusal(tmp_path):
     csv = tmp_path / "t.csv"
     csv.write_text("1,2,3\n" * 1000)
     assert estimate_memory(csv) >= 3000 * 8
-    with pytest.raises(LoadError, match=r"max_bytes must be an integer in \[1, "):
+    with pytest.raises(LoadError, match=r"'max_bytes' parameter must be an integer in \[1, "):
         estimate_memory(csv, max_bytes=0)
 
 

@@ -219,11 +219,11 @@ def test_duplicate_rows_never_are_their_own_neighbours():
     ({"sigma": 0.0}, (10, 3), r"'sigma' parameter of \w+ must be a number > 0.*Got 0"),
     ({"sigma": -1.0}, (10, 3), r"'sigma' parameter of \w+ must be .*Got -1"),
     ({"n_eigenpairs": 0}, (10, 3), r"'n_eigenpairs' parameter of \w+ must be an integer >= 1.*Got 0"),
-    ({"n_eigenpairs": 10}, (10, 3), r"n_eigenpairs must be an integer in \[1, 9\].*got 10"),
+    ({"n_eigenpairs": 10}, (10, 3), r"'n_eigenpairs' parameter must be an integer in \[1, 9\].*Got 10"),
     ({"n_neighbors": 0, "graph": "knn"}, (10, 3), r"'n_neighbors' parameter of \w+ must be .*Got 0"),
-    ({"n_neighbors": 10, "graph": "knn"}, (10, 3), r"n_neighbors must be an integer in \[1, 9\].*got 10"),
+    ({"n_neighbors": 10, "graph": "knn"}, (10, 3), r"'n_neighbors' parameter must be an integer in \[1, 9\].*Got 10"),
     ({"graph": "full"}, (10, 3), r"'graph' parameter of \w+ must be one of 'auto', 'dense', 'knn'\. Got 'full'"),
-    ({"n_features_to_select": 4}, (10, 3), r"n_features_to_select must be an integer in \[1, 3\].*got 4"),
+    ({"n_features_to_select": 4}, (10, 3), r"'n_features_to_select' parameter must be an integer in \[1, 3\].*Got 4"),
     ({"random_state": "x"}, (10, 3), "random_state"),
 ])
 def test_bad_input_names_parameter_range_and_value(kwargs, X_shape, match):

@@ -689,9 +689,9 @@ def test_bad_data():
         SCW(covariance="diagonal").fit(sp.csr_matrix(Xn), y)
     with pytest.raises(ValueError, match="one label per sample"):
         SCW().fit(X, y[:5])
-    with pytest.raises(ValueError, match="classes must be"):
+    with pytest.raises(ValueError, match="'classes' parameter must be"):
         SCW().partial_fit(X, y)
-    with pytest.raises(ValueError, match="classes must be at least 2"):
+    with pytest.raises(ValueError, match="'classes' parameter must be at least 2"):
         SCW().partial_fit(X, y, classes=[1])
     est = SCW().partial_fit(X, y, classes=[0, 1])
     with pytest.raises(ValueError, match=r"not among the classes.*7"):
@@ -700,7 +700,7 @@ def test_bad_data():
         est.partial_fit(np.ones((2, 4)), [0, 1])
     with pytest.raises(ValueError, match="X has 2 features, but SCW is expecting 3"):
         est.predict(np.ones((2, 2)))
-    with pytest.raises(ValueError, match="classes must be the classes of the first call"):
+    with pytest.raises(ValueError, match="'classes' parameter must be the classes of the first call"):
         est.partial_fit(X[:2], [0, 1], classes=[0, 1, 2])
     with pytest.raises(NotFittedError):
         SCW().decision_function(X)
@@ -739,13 +739,13 @@ def test_partial_fit_refuses_a_changed_model_kind():
     X, y = _stream(rng, 50, 4, 3)
     est = SCW().fit(X, y)
     est.set_params(covariance="diagonal")
-    with pytest.raises(ValueError, match="covariance must be 'full', as when this model started"):
+    with pytest.raises(ValueError, match="'covariance' parameter must be 'full', as when this model started"):
         est.partial_fit(X, y)
     est.set_params(covariance="full", multiclass="ovr")
-    with pytest.raises(ValueError, match="multiclass must be 'shared'"):
+    with pytest.raises(ValueError, match="'multiclass' parameter must be 'shared'"):
         est.partial_fit(X, y)
     est.set_params(multiclass="shared", fit_intercept=False)
-    with pytest.raises(ValueError, match="fit_intercept must be True, as when this model started"):
+    with pytest.raises(ValueError, match="'fit_intercept' parameter must be True, as when this model started"):
         est.partial_fit(X, y)
     est = SCW().fit(X, np.array(["a", "b", "c"])[y])
     with pytest.raises(ValueError, match="not among the classes"):

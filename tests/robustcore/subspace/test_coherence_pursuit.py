@@ -261,9 +261,9 @@ def test_rank_deficient_selection_warns():
 
 def test_n_inliers_out_of_range_names_the_range():
     X = np.random.default_rng(0).standard_normal((50, 10))
-    with pytest.raises(ValueError, match=r"n_inliers must be an integer in \[3, 50\].*got 51"):
+    with pytest.raises(ValueError, match=r"'n_inliers' parameter must be an integer in \[3, 50\].*Got 51"):
         CoherencePursuit(n_components=3, n_inliers=51).fit(X)
-    with pytest.raises(ValueError, match=r"n_inliers must be an integer in \[3, 50\].*got 2"):
+    with pytest.raises(ValueError, match=r"'n_inliers' parameter must be an integer in \[3, 50\].*Got 2"):
         CoherencePursuit(n_components=3, n_inliers=2).fit(X)
     with pytest.raises(ValueError, match="n_inliers"):
         CoherencePursuit(n_components=3, n_inliers=0).fit(X)
@@ -271,7 +271,7 @@ def test_n_inliers_out_of_range_names_the_range():
 
 def test_rank_must_be_below_min_n_d():
     X = np.random.default_rng(0).standard_normal((50, 6))
-    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 5\].*got 6"):
+    with pytest.raises(ValueError, match=r"'n_components' parameter must be an integer in \[1, 5\].*Got 6"):
         CoherencePursuit(n_components=6).fit(X)
     with pytest.raises(ValueError, match="n_components"):
         CoherencePursuit(n_components=4).fit(X[:4])
@@ -303,7 +303,7 @@ def test_bad_parameters(kw, name):
 
 def test_fraction_leaving_too_few_samples():
     X = np.random.default_rng(0).standard_normal((20, 5))
-    with pytest.raises(ValueError, match=r"outlier_fraction must be a number in \[0, 0.85\]"):
+    with pytest.raises(ValueError, match=r"'outlier_fraction' parameter must be a number in \[0, 0.85\]"):
         CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.9).fit(X)
 
 
@@ -394,7 +394,7 @@ def test_rank_estimate_ignores_the_rounding_cliff_in_the_tail():
 
 def test_unknown_rank_needs_a_selection_that_does_not_use_it():
     X, _ = planted(np.random.default_rng(0), d=20, r=2, n1=30, ratio=2)
-    with pytest.raises(ValueError, match="n_components must be an integer >= 1 with selection='adaptive'"):
+    with pytest.raises(ValueError, match="'n_components' parameter must be an integer >= 1 with selection='adaptive'"):
         CoherencePursuit(n_components=None, selection="adaptive").fit(X)
     # noise-free data: the estimate is the rank of the selected samples, so the 60 outliers
     # must all be dropped (a share 2/3) for it to be the inliers' 2

@@ -108,7 +108,7 @@ def test_bad_n_components(k):
 
 
 def test_rank_above_min_n_d_names_the_range():
-    with pytest.raises(ValueError, match=r"n_components must be an integer in \[1, 4\].*got 5"):
+    with pytest.raises(ValueError, match=r"'n_components' parameter must be an integer in \[1, 4\].*Got 5"):
         PCA(n_components=5).fit(data(n=4))
 
 
