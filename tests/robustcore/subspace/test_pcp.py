@@ -325,16 +325,16 @@ def sweep_threads():
 
 
 @pytest.mark.parametrize("svd", ["gram", "randomized"])
-def test_threads_give_the_serial_iterates(small_blocks, svd, monkeypatch):
+def test_threads_give_the_serial_iterates(small_blocks, svd):
     """Each thread sweeps its own rows and its share of the Gram matrix; the sums are only
     split differently, so the iterates match the one-thread solve to rounding (double
     rounding: the single-precision range finder is switched off here, its own rounding is
     larger; see the next test)."""
-    import robustcore.subspace._pcp_sweep as sweep
-    monkeypatch.setattr(sweep, "_SKETCH32", False)
+    from robustcore.subspace._pcp_sweep import SweepOptions
+    double = SweepOptions(sketch32=False)
     L0, S0 = low_rank_plus_sparse(600, 120, 6, 0.05, seed=21)
-    one = PCP(center="none", svd=svd, random_state=0, n_jobs=1).fit(L0 + S0)
-    three = PCP(center="none", svd=svd, random_state=0, n_jobs=3).fit(L0 + S0)
+    one = PCP(center="none", svd=svd, random_state=0, n_jobs=1).fit(L0 + S0, _sweep=double)
+    three = PCP(center="none", svd=svd, random_state=0, n_jobs=3).fit(L0 + S0, _sweep=double)
     check_exact_recovery(three, L0, S0, max_iter=40)
     assert three.n_iter_ == one.n_iter_
     assert three.history_["rank"] == one.history_["rank"]
