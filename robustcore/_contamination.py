@@ -1,6 +1,6 @@
 """The contamination parameter, the limits' false-alarm rate and the robust cut's constants:
-what the method registry needs at import, without importing scikit-learn (1.7 s of the
-window's start-up on a loaded machine). :mod:`robustcore._outlier` re-exports them."""
+what the method registry needs at import, without importing scikit-learn (which would weigh on
+the window's start-up). :mod:`robustcore._outlier` re-exports them."""
 from __future__ import annotations
 
 from ._mad import MAD_NORMAL

@@ -8,11 +8,11 @@ each chunk's decoding) costs in proportion to it. So the plan is charged before 
 - **one chunk**: it is decoded whole, then copied into its block of rows, so one chunk is
   charged twice its decoded bytes (:func:`check_chunk`) against the memory budget, before any
   chunk is inflated (the block itself, as float64, is held to a quarter of the budget);
-- **blocks**: at most :data:`MAX_BLOCKS` per table (a pass over the table costs about 1.5 ms and
-  15 KB of scheduling per block, measured: 65,536 blocks took 95 CPU-s and 1 GB for one sum).
+- **blocks**: at most :data:`MAX_BLOCKS` per table (every block of a pass costs scheduling time
+  and memory of its own, whatever its size).
   Default blocks grow (up to a quarter of the memory budget) to stay under it; a ``chunk_rows``
   making more is refused with the smallest that would do (:func:`block_rows`);
-- **chunks**: each chunk read costs a file open or an index lookup (about 0.1 ms for HDF5) besides
+- **chunks**: each chunk read costs a file open or an index lookup besides
   its bytes, so a table read in more than :data:`FEW_CHUNK_READS` chunk reads a pass must have
   chunks of at least :data:`MIN_CHUNK_BYTES`, and blocks that cut across chunks may not decode
   the table more than :data:`MAX_REREADS` times over in one pass (:func:`check_chunk_reads`).

@@ -1,6 +1,5 @@
 """CoherencePursuit's parameter declarations, in a module of their own so that the registry, the window's
-forms and the command line can read them without importing the estimator (and scikit-learn,
-about 1 s on a cold start)."""
+forms and the command line can read them without importing the estimator or scikit-learn."""
 from __future__ import annotations
 
 from dataclasses import replace

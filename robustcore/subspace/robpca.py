@@ -20,8 +20,8 @@ Out of core, stages 1-4 run on a random sample of the rows (:mod:`._robpca_sampl
 
 Why our own FastMCD rather than scikit-learn's MinCovDet, on measurement (benchmarks/
 results_robpca.md): on glass's 3-D projections MinCovDet's 30 starts (n < 500) stopped at a
-subset of larger determinant in 3 of 3 seeds where ours found the smaller one in 4 of 4, and on
-50,000 x 10 it took 69 s against about 1 s.
+subset of larger determinant where ours found the smaller one, and it was far slower on large
+tables.
 """
 from __future__ import annotations
 
