@@ -272,7 +272,7 @@ def _abs_dev(centre, v):
 
 def _calibration_mask(log_spe, degenerate, n_use, r):
     """The calibration rows (``_cop_calibration.calibration_cut``): usable rows whose log SPE
-    (``log_residual`` of it, made in the residual pass: a log of 30M values alone took 1 s) is
+    (``log_residual`` of it, made in the residual pass: a log of every row is not free) is
     at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer),
     and the rows whose scores bound the limits (``bounds_cut``).
     Returns (mask, count, the cut on log SPE or None when all usable rows are taken, bounds mask)."""
