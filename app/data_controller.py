@@ -14,7 +14,7 @@ The file dialogs that lead here are the File menu's callbacks (:mod:`app.actions
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 

@@ -30,7 +30,8 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 import numpy as np
 
@@ -366,7 +367,7 @@ class _Worker:
             self.conn.close()
 
 
-def _died(w: "_Worker") -> str:
+def _died(w: _Worker) -> str:
     return (f"the worker process ended unexpectedly (exit code {w.proc.exitcode}); if the data is "
             f"large, it may have run out of memory")
 

@@ -4,7 +4,7 @@ session names (either is verified by its sha256 before use)."""
 from __future__ import annotations
 
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 

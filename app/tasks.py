@@ -32,7 +32,8 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
+from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal
 
@@ -44,7 +45,7 @@ __all__ = ["Job", "TaskRunner", "describe_error"]
 
 _SEQ = itertools.count(1)
 # Every QThread started here, until its run() has returned (see module docstring).
-_LIVE: set["_JobThread"] = set()
+_LIVE: set[_JobThread] = set()
 _LIVE_LOCK = threading.Lock()
 
 
@@ -87,7 +88,7 @@ class _Progress:
     relays a streaming fit's :class:`~app.fit_process.FramesSoFar` to the GUI (FitPool calls it);
     ``frames`` is the hook such a fit calls when it runs in this process (robustcore._progress)."""
 
-    def __init__(self, thread: "_JobThread"):
+    def __init__(self, thread: _JobThread):
         self._thread = thread
         self.frames = FrameAnnouncer(self.partial)
 

@@ -24,7 +24,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 from robustcore._progress import Cancelled
 

@@ -180,7 +180,9 @@ def worker_stream(path, store, batch, k, lam2):
         m = sink.read("mask", s, e)
         _, truth = sc.frames(s, e)
         truth = truth.reshape(e - s, -1)
-        tp += int((m & truth).sum()); npred += int(m.sum()); ntrue += int(truth.sum())
+        tp += int((m & truth).sum())
+        npred += int(m.sum())
+        ntrue += int(truth.sum())
     h = est.history_
     return {"step": "stream", "frames": sink.n_frames, "seconds": fit_s, "cpu_s": fit_cpu, "peak_mb": peak,
             "frames_per_s": sink.n_frames / fit_s, "f_vs_truth": fmeasure(tp, npred, ntrue),

@@ -148,7 +148,7 @@ def collect(protocol, seeds, quick=False, only=None):
 def _mean_over_seeds(records, key):
     """{task: {detector: mean over seeds of row[det][key]}} and the task order."""
     acc = collections.OrderedDict()
-    for seed, name, fam, coll, n, k, row in records:
+    for _seed, name, fam, coll, n, k, row in records:
         t = acc.setdefault(name, {"family": fam, "collection": coll, "n": n, "k": k, "vals": collections.defaultdict(list)})
         for d, v in row.items():
             if key in v:
@@ -208,7 +208,7 @@ def report(records, command):
     print("|---|" + "---|" * len(cols))
     rates = collections.defaultdict(list)
     tasks = collections.OrderedDict()
-    for seed, name, *_rest in records:
+    for _seed, name, *_rest in records:
         tasks.setdefault(name, []).append(_rest[-1])
     for t, rows in tasks.items():
         cells = []
@@ -230,7 +230,7 @@ def report(records, command):
     from robustcore._calibration import flag_rate_warning
     warned = collections.Counter()
     runs = 0
-    for *_x, n, k, row in records:
+    for *_x, _n, k, row in records:
         runs += 1
         for d, key, lab in cols:
             f = row[d][key]

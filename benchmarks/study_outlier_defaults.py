@@ -430,10 +430,10 @@ def report_calibration(res, alpha=0.01):
                      max(cnt[("target", m)] for m in ("PCA", "CoP", "PCP")), k[14:], cnt, usps))
     if not rows:
         return
-    print(f"\n### Calibration rules: tasks outside [α/3, 3α] (21 target tasks; 6 checks)\n")
+    print("\n### Calibration rules: tasks outside [α/3, 3α] (21 target tasks; 6 checks)\n")
     print("| rule | PCA | CoP | PCP | checks PCA/CoP/PCP | usps-1-vs-8 (CoP): eights caught, ones flagged |")
     print("|---|---|---|---|---|---|")
-    for bad, tot, worst, name, cnt, usps in sorted(rows, key=lambda r: r[:3])[:25]:
+    for bad, _tot, _worst, name, cnt, usps in sorted(rows, key=lambda r: r[:3])[:25]:
         print(f"| {name} | {cnt[('target', 'PCA')]} | {cnt[('target', 'CoP')]} | {cnt[('target', 'PCP')]} | "
               f"{cnt[('check', 'PCA')]}/{cnt[('check', 'CoP')]}/{cnt[('check', 'PCP')]} | "
               f"{usps[0]} of 50, {100 * usps[1]:.1f} %{' (fails a guard)' if bad else ''} |")

@@ -306,7 +306,7 @@ class Moments:
             M2 = M2 + M2b + delta * delta * (self.n * nb / tot)
         self.S, self.M2, self.n, self.e = S + Sb, M2, tot, E
 
-    def merge(self, other: "Moments") -> "Moments":
+    def merge(self, other: Moments) -> Moments:
         self._merge(other.n, other.e, other.S, other.M2)
         np.minimum(self.lo, other.lo, out=self.lo)
         np.maximum(self.hi, other.hi, out=self.hi)
@@ -363,7 +363,7 @@ class RFactor:
         Z -= self.mean
         self.R = np.linalg.qr(np.vstack([self.R, Z]), mode="r")
 
-    def merge(self, other: "RFactor") -> "RFactor":
+    def merge(self, other: RFactor) -> RFactor:
         self.R = np.linalg.qr(np.vstack([self.R, other.R]), mode="r")
         return self
 
@@ -382,7 +382,7 @@ class Sampled:
         if idx.size:
             self.parts.append(B[idx])        # fancy indexing: a copy
 
-    def merge(self, other: "Sampled") -> "Sampled":
+    def merge(self, other: Sampled) -> Sampled:
         self.inner = self.inner.merge(other.inner)
         self.parts += other.parts
         return self
@@ -405,7 +405,7 @@ class RowGram:
         self.count += Y.shape[0]
         self.G = gram_add(Y, self.G)
 
-    def merge(self, other: "RowGram") -> "RowGram":
+    def merge(self, other: RowGram) -> RowGram:
         self.G = self.G + other.G
         self.count += other.count
         return self

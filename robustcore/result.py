@@ -365,7 +365,7 @@ class RunResult:
     @classmethod
     def restore(cls, *, method: str, params: dict, data_fingerprint: str, facts: dict, arrays: dict,
                 sample_scores=None, flags=None, feature_scores=None, warnings=(), elapsed: float = 0.0,
-                feature_names=()) -> "RunResult":
+                feature_names=()) -> RunResult:
         """The result that :meth:`facts` and :meth:`all_arrays` describe (a saved run, reopened).
         Raises ``ValueError`` naming what does not fit."""
         arrays = dict(arrays)
@@ -428,7 +428,7 @@ def format_value(v) -> str:
     return str(v)
 
 
-def summary_lines(res: "RunResult", indent: str = "  ") -> list[str]:
+def summary_lines(res: RunResult, indent: str = "  ") -> list[str]:
     """The summary as text lines, ``label: value``, then the warnings: what the Summary tab and
     the command line print."""
     lines = [f"{indent}{k}: {format_value(v)}" for k, v in summary_items(res)]

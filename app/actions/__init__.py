@@ -10,7 +10,7 @@ itself (recent files, demos, dock toggles, examples).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from PySide6.QtGui import QAction, QKeySequence
 

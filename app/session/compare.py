@@ -1,7 +1,7 @@
 """Comparing two runs' numbers: what a replay checks before it says it reproduced a session."""
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

@@ -3,7 +3,7 @@ raises (the format, its files, the checks of its data), in a module of their own
 part can raise them without importing the others."""
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 __all__ = ["SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError"]
 
@@ -18,7 +18,7 @@ class DataMissingError(SessionError):
     ``ref`` is the :class:`DatasetRef`; ``searched`` the paths that were tried.
     """
 
-    def __init__(self, message: str, ref: "object" = None, searched: Iterable[str] = ()):
+    def __init__(self, message: str, ref: object = None, searched: Iterable[str] = ()):
         super().__init__(message)
         self.ref = ref
         self.searched = list(searched)
@@ -31,7 +31,7 @@ class DataNeedsConfirmation(DataMissingError):
     ``path`` is the file the session names; pass it back as ``data_path`` to confirm it.
     """
 
-    def __init__(self, message: str, ref: "object" = None, path: str | None = None):
+    def __init__(self, message: str, ref: object = None, path: str | None = None):
         super().__init__(message, ref=ref, searched=[path] if path else [])
         self.path = path
 
@@ -42,7 +42,7 @@ class DataMismatchError(SessionError):
     ``path`` is the file that was checked, ``expected`` and ``actual`` the two fingerprints.
     """
 
-    def __init__(self, message: str, ref: "object" = None, path: str | None = None,
+    def __init__(self, message: str, ref: object = None, path: str | None = None,
                  expected: str | None = None, actual: str | None = None):
         super().__init__(message)
         self.ref = ref

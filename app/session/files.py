@@ -13,7 +13,7 @@ import hashlib
 import io
 import json
 import os
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 

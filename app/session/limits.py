@@ -12,7 +12,7 @@ a lower one is kept (it only asks for less).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from robustcore.datasets._limits import LIMIT_OPTIONS, format_bytes
 

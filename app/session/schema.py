@@ -35,7 +35,8 @@ import math
 import os
 import platform
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 
@@ -138,7 +139,7 @@ class DatasetRef:
     digest: str | None = None
 
     @classmethod
-    def from_dataset(cls, dataset, base_dir: str | None = None) -> "DatasetRef":
+    def from_dataset(cls, dataset, base_dir: str | None = None) -> DatasetRef:
         p = dataset.provenance
         path = os.path.abspath(p.path) if p.path else None
         rel = None

@@ -53,7 +53,7 @@ class Settings:
 
 
 _CURRENT: contextvars.ContextVar[Settings] = contextvars.ContextVar("robustcore_bigdata_settings",
-                                                                  default=Settings())
+                                                                  default=Settings())  # noqa: B039 - frozen
 
 
 def get_settings() -> Settings:
@@ -177,7 +177,7 @@ def _probe(address: str) -> None:
         raise ValueError(f"cannot reach a Dask scheduler at {address}: nothing is listening at {where} (connection "
                          f"refused); start one there (dask scheduler, then dask worker {address}) or check the "
                          f"address") from None
-    except (socket.timeout, TimeoutError):
+    except TimeoutError:
         raise ValueError(f"cannot reach a Dask scheduler at {address}: no answer from {where} within "
                          f"{_PROBE_TIMEOUT} s (an unroutable address, a firewall, or the machine is down); check "
                          f"the address") from None
@@ -201,7 +201,7 @@ def _probe(address: str) -> None:
                 if not piece:
                     break
                 head += piece
-        except (socket.timeout, TimeoutError, OSError):
+        except (TimeoutError, OSError):
             pass
         total, frames = struct.unpack("<QQ", head) if len(head) == 16 else (0, 0)
         if not (16 <= total + 8 <= 1 << 20 and 1 <= frames <= 64):

@@ -36,7 +36,7 @@ from ..datasets._errors import LoadError
 __all__ = ["DataChangedError", "describe_digest", "expect_digest", "digest_rows",
            "ReadTask", "read_task", "register", "plan", "finish", "block_digest"]
 
-_PENDING: "weakref.WeakSet" = weakref.WeakSet()
+_PENDING: weakref.WeakSet = weakref.WeakSet()
 _LOCK = threading.Lock()
 _TABLE = re.compile(r"^sha256-blocks:(\d+):(\d+)x(\d+):([<>|=]?[a-z]\d+):([0-9a-f]{64})$")
 _VIDEO = re.compile(r"^sha256-packets:(\d+):([0-9a-f]{64})$")

@@ -17,7 +17,7 @@ Sources hold open files: use them in a ``with`` block or call ``close()``.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 

@@ -143,7 +143,7 @@ class H5Reader:
         return len(self.shape)
 
     def _check_filters(self):
-        for code, _flags, cd in self.filters:
+        for code, _flags, _cd in self.filters:
             if code not in (_DEFLATE, _SHUFFLE, _FLETCHER):
                 name = _FILTER_NAMES.get(code, f"filter {code}")
                 raise LoadError(f"{self.label} is encoded with HDF5's {name} filter, which cannot be bounded; "

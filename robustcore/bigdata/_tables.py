@@ -126,7 +126,7 @@ class ReadAhead:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="table read-ahead", daemon=True)
 
-    def start(self) -> "ReadAhead":
+    def start(self) -> ReadAhead:
         if self.advise is not None and self.length > 0:
             self._thread.start()
         return self

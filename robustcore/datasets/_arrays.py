@@ -3,7 +3,7 @@ the arrays a file holds, and for recognising a 0/1 labels array as known outlier
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

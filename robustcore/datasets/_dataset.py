@@ -4,7 +4,8 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar
+from collections.abc import Sequence
 
 import numpy as np
 import scipy.sparse as sp
@@ -51,7 +52,7 @@ class Provenance:
                 "size": self.size, "sha256": self.sha256, "demo": self.demo, "details": dict(self.details)}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Provenance":
+    def from_dict(cls, d: dict) -> Provenance:
         return cls(loader=d["loader"], options=dict(d.get("options") or {}), path=d.get("path"),
                    size=d.get("size"), sha256=d.get("sha256"), demo=d.get("demo"),
                    details=dict(d.get("details") or {}))
@@ -197,7 +198,7 @@ class Dataset:
         h.update(str(self.X.shape).encode())
         return h.hexdigest()
 
-    def select_features(self, idx: Sequence[int]) -> "Dataset":
+    def select_features(self, idx: Sequence[int]) -> Dataset:
         idx = list(idx)
         X = self.X[:, idx]
         return Dataset(X=X, name=self.name, labels=self.labels, class_names=self.class_names,

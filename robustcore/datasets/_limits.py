@@ -86,7 +86,8 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

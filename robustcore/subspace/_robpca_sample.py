@@ -41,7 +41,7 @@ class _Picked:
         if hi > lo:
             self.parts.append((start, B[self.idx[lo:hi] - start]))     # fancy indexing: a copy
 
-    def merge(self, other: "_Picked") -> "_Picked":
+    def merge(self, other: _Picked) -> _Picked:
         self.parts += other.parts
         return self
 

@@ -152,7 +152,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         R = np.linalg.solve(Us.T @ Us + eye, Us.T @ Zs.T).T
         W = np.empty_like(Zs)
         it = 0
-        for it in range(1, self._p["max_inner"] + 1):
+        for it in range(1, self._p["max_inner"] + 1):  # noqa: B007 - the count is read after the loop
             np.matmul(R, Us.T, out=W)
             np.subtract(Zs, W, out=W)                     # residual z - U r
             np.abs(W, out=W)

@@ -179,7 +179,6 @@ def test_shutdown_joins_running_threads(qtbot):
 
 import os  # noqa: E402
 
-import numpy as np  # noqa: E402
 
 from app.fit_process import FitPool, RemoteError, WorkerDied  # noqa: E402
 from robustcore._progress import Cancelled  # noqa: E402

@@ -106,7 +106,7 @@ def test_chunk_rows_of_one_on_two_million_rows_is_refused_with_the_least_that_wo
     err, peak = peak_of(lambda: open_lazy(tmp_path / "t.npy", chunk_rows=1))
     assert isinstance(err, LoadError)
     least = -(-2_000_000 // MAX_BLOCKS)
-    assert f"into 2,000,000 blocks" in str(err) and f"pass chunk_rows={least:,} or more" in str(err)
+    assert "into 2,000,000 blocks" in str(err) and f"pass chunk_rows={least:,} or more" in str(err)
     assert peak < 4 * MiB       # old: 2M read tasks, killed at 183 s
     t = open_table(tmp_path / "t.npy", chunk_rows=least)
     assert t.array.numblocks[0] <= MAX_BLOCKS

@@ -1,6 +1,5 @@
 """ESFS against ground truth: finite differences of the eigenvalues, the dense vs edge-list forms on
 one graph, a planted informative feature, and the error/cancel contracts."""
-import warnings
 
 import numpy as np
 import pytest

@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pytest
 
 import robustcore as rc
 from robustcore._base import DegenerateFitWarning
