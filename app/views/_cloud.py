@@ -23,6 +23,7 @@ from . import _geometry as geo
 from . import _style as st
 from ._binned import Binned, Source
 from ._density import Density
+from ._map_fill import finish_all as finish_maps
 from ._turns import next_turn
 
 TOOLS = ("rect", "lasso", "pan")
@@ -48,9 +49,10 @@ _BINNED: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
 
 def finish_pending_drawings() -> None:
     """Draw now every part of every cloud still waiting for its turn, and every binned picture
-    still to come (before an export)."""
+    still to come, and every SPE / T² map's picture (before an export)."""
     for cloud in {*_DRAWING, *_BINNED}:
         cloud.finish_drawing()
+    finish_maps()
 
 
 def mode_for(modifiers) -> str:
