@@ -71,8 +71,11 @@ class SelectViewBox(pg.ViewBox):
     sigRegion = Signal(str, object, str)   # kind ("rect", "lasso"), (m, 2) data points, mode
     sigPick = Signal(object, str)          # QPointF in data coordinates, mode
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args, enableMenu=True, **kwargs):
+        # The context menu is made when first opened: pyqtgraph builds it with every ViewBox
+        # (about a third of a plot's construction, which a view's first show pays per plot).
+        super().__init__(*args, enableMenu=False, **kwargs)
+        self.state["enableMenu"] = enableMenu
         self.tool = "rect"
         self._trace: list[QPointF] = []
         self._outline = QGraphicsPathItem()
@@ -80,6 +83,15 @@ class SelectViewBox(pg.ViewBox):
         self._outline.setZValue(1e6)
         self._outline.setVisible(False)  # an empty path breaks pyqtgraph's SVG export
         self.addItem(self._outline, ignoreBounds=True)
+
+    def getMenu(self, ev):
+        if self.menu is None and self.menuEnabled():
+            from pyqtgraph.graphicsItems.ViewBox.ViewBoxMenu import ViewBoxMenu
+            self.menu = ViewBoxMenu(self)
+        return self.menu
+
+    def getContextMenus(self, event):
+        return self.getMenu(event).actions() if self.menuEnabled() else []
 
     def set_tool(self, tool: str) -> None:
         if tool not in TOOLS:
