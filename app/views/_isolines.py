@@ -64,8 +64,9 @@ def segments(z: np.ndarray, xs: np.ndarray, ys: np.ndarray, level: float) -> tup
     joined = centre_up == up[0][four]
     sx, sy = px[four], py[four]
     # fencing b: bottom-right, d: top-left; fencing a: bottom-left, c: top-right
-    first = np.where(joined[:, None], sx[:, [0, 1]], sx[:, [0, 3]]), np.where(joined[:, None], sy[:, [0, 1]], sy[:, [0, 3]])
-    second = np.where(joined[:, None], sx[:, [2, 3]], sx[:, [2, 1]]), np.where(joined[:, None], sy[:, [2, 3]], sy[:, [2, 1]])
+    j = joined[:, None]
+    first = np.where(j, sx[:, [0, 1]], sx[:, [0, 3]]), np.where(j, sy[:, [0, 1]], sy[:, [0, 3]])
+    second = np.where(j, sx[:, [2, 3]], sx[:, [2, 1]]), np.where(j, sy[:, [2, 3]], sy[:, [2, 1]])
     x = np.concatenate([ex.ravel(), first[0].ravel(), second[0].ravel()])
     y = np.concatenate([ey.ravel(), first[1].ravel(), second[1].ravel()])
     return x, y

@@ -26,7 +26,7 @@ GRID = 161
 BANDS = np.array([1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16])
 
 # Maps with a picture still to come: an export draws them first (finish_all).
-_PENDING: "weakref.WeakSet[MapFill]" = weakref.WeakSet()
+_PENDING: weakref.WeakSet[MapFill] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,7 @@ class MapPicture:
 
 def map_picture(model: dict, plane: np.ndarray, limits: dict, key: str, rng) -> MapPicture:
     """The picture of map ``key`` ("spe" or "t2") over ``rng`` (no Qt: run on a worker)."""
-    from robustcore import compare   # here: the window's first draws need none of scikit-learn's imports
+    from robustcore import compare  # here: the window's first draws need none of scikit-learn's imports
     x0, x1, y0, y1 = rng
     xs, ys = np.linspace(x0, x1, GRID), np.linspace(y0, y1, GRID)
     spe_g, t2_g = compare.spe_t2_grid(model["components"], model["mean"], model["variances"], plane, xs, ys)

@@ -4,9 +4,9 @@ import numpy as np
 
 from app.views._aggregate import PER_SPOT
 from app.views._binned import FLAG_POINTS, TOP_FLAGGED
+from app.views._density import DENSITY_POINTS
 
 from .test_aggregate import spread_by_loop
-from app.views._density import DENSITY_POINTS
 
 
 def _planted(n=1_000_000, k=8, seed=3):
