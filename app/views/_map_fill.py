@@ -118,6 +118,11 @@ class MapFill(QObject):
 
 
 def finish_all() -> None:
-    """Draw every map picture still to come (before an export)."""
+    """Draw every map picture still to come (before an export); maps whose view was deleted
+    meanwhile are dropped."""
+    from shiboken6 import isValid
     for fill in list(_PENDING):
-        fill.finish()
+        if isValid(fill):
+            fill.finish()
+        else:
+            _PENDING.discard(fill)

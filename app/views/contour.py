@@ -272,6 +272,9 @@ class ContourView(BaseView):
 
     def _draw_map(self, kname: str, pic) -> None:
         """Put a map's finished picture on screen: the bands and the isolines' vertices."""
+        from shiboken6 import isValid
+        if not isValid(self.images[kname]):
+            return   # the view was closed while its picture was made
         x0, x1, y0, y1 = pic.rng
         # Each image pixel centred on its grid point, as the isolines' vertices are placed.
         dx, dy = (x1 - x0) / (GRID - 1), (y1 - y0) / (GRID - 1)

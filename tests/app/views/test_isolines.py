@@ -101,3 +101,21 @@ def test_the_maps_slot_draws_isolines_made_off_the_gui_thread(views_for, qtbot, 
         np.testing.assert_allclose(drawn, ref, rtol=1e-9, atol=1e-12)
     (x0, x1), (y0, y1) = v.plots["spe"].getViewBox().viewRange()
     assert pic.rng == pytest.approx((x0, x1, y0, y1))
+
+
+def test_an_export_after_a_map_view_was_closed_draws_the_others(qtbot):
+    """A map still to come whose view was closed is dropped (an export of another view once
+    raised 'Internal C++ object already deleted')."""
+    from shiboken6 import delete
+
+    from app.views._cloud import finish_pending_drawings
+    from app.views import ResultViews
+    state = make_state("gaussian-2d", ("residual", {"n_components": 1}))
+    views = ResultViews(state)   # not qtbot's: this test deletes it
+    views.resize(1100, 720)
+    views.show()
+    v = views.show_view("contour")
+    v.fills["spe"].request(v.model, v.plane, v.limits, (-1.0, 1.0, -1.0, 1.0))
+    delete(views)
+    finish_pending_drawings()   # nothing left to draw into, and no error
+    assert not _map_fill._PENDING
