@@ -108,8 +108,8 @@ def test_an_export_after_a_map_view_was_closed_draws_the_others(qtbot):
     raised 'Internal C++ object already deleted')."""
     from shiboken6 import delete
 
-    from app.views._cloud import finish_pending_drawings
     from app.views import ResultViews
+    from app.views._cloud import finish_pending_drawings
     state = make_state("gaussian-2d", ("residual", {"n_components": 1}))
     views = ResultViews(state)   # not qtbot's: this test deletes it
     views.resize(1100, 720)
