@@ -170,6 +170,7 @@ class Binned(QObject):
             if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
                 # without flags the highest scores are the points worth drawing; without scores, none
                 keep = 0 if pic.flagged_layer is None and cols.get("score") is None else TOP_FLAGGED
+                pic = agg.spread(pic, keep) if keep else pic
                 pic.points = {k: None if v is None else v[:keep] for k, v in pic.points.items()}
             return pic, columns.levels(progress), full
 
@@ -272,7 +273,8 @@ def flag_entries(pic, rule: str) -> list:
         return [("flag points", f"ringed: {rule} ({total:,} in view)")]
     if k >= pic.n_candidates:
         return [("flag points", f"drawn: {rule} ({total:,} in view)")]
-    return [("flag layer", f"{rule}: {total:,} in view, binned"), ("flag points", f"drawn: the {k:,} highest")]
+    best = f"{k:,} of the highest, at most {agg.PER_SPOT} per spot" if pic.spread else f"the {k:,} highest"
+    return [("flag layer", f"{rule}: {total:,} in view, binned"), ("flag points", f"drawn: {best}")]
 
 
 def add_flag_entries(legend, cloud, pic, rule: str) -> list:

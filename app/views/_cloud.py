@@ -23,6 +23,7 @@ from . import _geometry as geo
 from . import _style as st
 from ._binned import Binned, Source
 from ._density import Density
+from ._map_fill import finish_all as finish_maps
 from ._turns import next_turn
 
 TOOLS = ("rect", "lasso", "pan")
@@ -48,9 +49,10 @@ _BINNED: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
 
 def finish_pending_drawings() -> None:
     """Draw now every part of every cloud still waiting for its turn, and every binned picture
-    still to come (before an export)."""
+    still to come, and every SPE / T² map's picture (before an export)."""
     for cloud in {*_DRAWING, *_BINNED}:
         cloud.finish_drawing()
+    finish_maps()
 
 
 def mode_for(modifiers) -> str:
@@ -69,8 +71,11 @@ class SelectViewBox(pg.ViewBox):
     sigRegion = Signal(str, object, str)   # kind ("rect", "lasso"), (m, 2) data points, mode
     sigPick = Signal(object, str)          # QPointF in data coordinates, mode
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, *args, enableMenu=True, **kwargs):
+        # The context menu is made when first opened: pyqtgraph builds it with every ViewBox
+        # (about a third of a plot's construction, which a view's first show pays per plot).
+        super().__init__(*args, enableMenu=False, **kwargs)
+        self.state["enableMenu"] = enableMenu
         self.tool = "rect"
         self._trace: list[QPointF] = []
         self._outline = QGraphicsPathItem()
@@ -78,6 +83,15 @@ class SelectViewBox(pg.ViewBox):
         self._outline.setZValue(1e6)
         self._outline.setVisible(False)  # an empty path breaks pyqtgraph's SVG export
         self.addItem(self._outline, ignoreBounds=True)
+
+    def getMenu(self, ev):
+        if self.menu is None and self.menuEnabled():
+            from pyqtgraph.graphicsItems.ViewBox.ViewBoxMenu import ViewBoxMenu
+            self.menu = ViewBoxMenu(self)
+        return self.menu
+
+    def getContextMenus(self, event):
+        return self.getMenu(event).actions() if self.menuEnabled() else []
 
     def set_tool(self, tool: str) -> None:
         if tool not in TOOLS:

@@ -90,6 +90,10 @@ class PictureGrid:
             self.panels[key], self.images[key], self.zoomed[key], self.extents[key] = p, img, zoom, extent
         # The scale of S, beside the pictures.
         self.s_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="S")
+        # A table's X and L are grey on each column's range of L: their key, beside S's (frames
+        # of images need none: their grey is the picture's own).
+        self.gray_bar = st.colorbar((0, 1), pg.ColorMap([0.0, 1.0], [(0, 0, 0), (255, 255, 255)]),
+                                    label="X, L ÷ column range of L")
         self.grid = None
         self.image = True
 
@@ -97,13 +101,16 @@ class PictureGrid:
         """Put the four pictures in ``rows`` x ``cols`` cells and the S colour bar after them."""
         if self.grid == (rows, cols):
             return
-        for p in (*self.panels.values(), self.s_bar):
+        for p in (*self.panels.values(), self.s_bar, self.gray_bar):
             if p in self.layout.items:
                 self.layout.removeItem(p)
         for k, p in enumerate(self.panels.values()):
             self.layout.addItem(p, row=k // cols, col=k % cols)
-        self.layout.addItem(self.s_bar, row=0, col=cols, rowspan=rows)
-        for c in range(len(PANELS) + 1):
+        if not self.image:
+            self.layout.addItem(self.gray_bar, row=0, col=cols, rowspan=rows)
+        self.gray_bar.setVisible(not self.image)
+        self.layout.addItem(self.s_bar, row=0, col=cols + (not self.image), rowspan=rows)
+        for c in range(len(PANELS) + 2):
             self.layout.layout.setColumnStretchFactor(c, 1 if c < cols else 0)
         for r in range(len(PANELS)):
             self.layout.layout.setRowStretchFactor(r, 1 if r < rows else 0)
@@ -151,6 +158,8 @@ class PictureGrid:
 
     def set_mode(self, image: bool) -> None:
         """Pictures (aspect kept, no axes) or heatmaps of a table (shared axes, see _share_axes)."""
+        if image != self.image:
+            self.grid = None   # the grey key comes or goes: arrange again
         self.image = image
         first = self.panels[PANELS[0][0]]
         for p in self.panels.values():
@@ -209,6 +218,7 @@ class PictureGrid:
         # Bins placed where their samples are; the last bin is drawn full size (under a pixel
         # past the table's end when zoomed out, exact when every row is its own bin).
         rect = QRectF(cols.start, rows.start, cols.count * cols.size, rows.count * rows.size)
+        self.gray_bar.setLevels(tuple(float(v) for v in gray_levels))
         for key, data, lev in (("original", tiles["X"], gray_levels), ("low_rank", tiles["L"], gray_levels),
                                ("sparse", tiles["S"], s_levels)):
             items[key].setImage(data, levels=lev, lut=palette.diverging_lut() if key == "sparse" else None)

@@ -9,8 +9,9 @@ from PySide6.QtCore import QObject
 
 from ._binning import bin_array, block_rows, blocks, column_extremes
 from ._common import describe_sample, fmt
+from ._latest import cancel_test, runner
 from ._pictures import BIN_RULE
-from ._zoom_bins import ZoomBins
+from ._zoom_bins import SYNC_VALUES, ZoomBins
 
 __all__ = ["column_units", "ColumnScaled", "Above", "probe_rows", "TableHeatmaps", "EXACT_SHARE"]
 
@@ -87,6 +88,9 @@ class TableHeatmaps(QObject):
         self.levels = ((0.0, 1.0), (-1.0, 1.0))
         self._share = None
         self._t = 0.0   # the threshold, read on the GUI thread for the pool's binning
+        # A new threshold's masks and share, counted on a worker when the table is large
+        # (the spin box recounted up to 50 million entries on the GUI thread).
+        self._counts = runner(self, self._counted)
 
     def load(self, X, L, S):
         """A new table (arrays of any kind, see :func:`._binning.bin_array`); returns the rows of
@@ -111,7 +115,11 @@ class TableHeatmaps(QObject):
         thread). The overview already drawn is reused when the whole table is asked for again."""
         kept = self.pictures.tiles.get("whole")
         if kept is not None and kept[0] == region:
-            return kept[1]
+            if kept[1].get("t") == self._t:
+                return kept[1]
+            tiles = dict(kept[1])   # the overview, its mask counted again here (off the GUI thread)
+            self.count_mask(region, tiles, self._t, cancelled)
+            return tiles
         tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
                  "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
                  "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
@@ -135,33 +143,82 @@ class TableHeatmaps(QObject):
             return
         n, d = self.S.shape
         whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
-        if tiles.get("t") != self.threshold():   # the overview kept from before a new threshold
-            self.count_mask(region, tiles, self.threshold())
-        self.pictures.draw_tables(region, tiles, *self.levels, self.threshold(), whole)
+        t = self.threshold()
+        stale = tiles.get("t") != t   # binned before the threshold changed
+        if stale and region.values <= SYNC_VALUES:
+            self.count_mask(region, tiles, t)
+            stale = False
+        self.pictures.draw_tables(region, tiles, *self.levels, t, whole)
+        if stale:
+            self.count_later(t, [(region, tiles)])
         self.on_drawn()
 
     def redraw_masks(self) -> None:
-        """The masks of what is drawn, at the threshold now set."""
+        """The masks of what is drawn, at the threshold now set: counted here when that is
+        cheap, else on a worker (the masks drawn stay until the new ones are counted)."""
         t = self._t = self.threshold()
-        for region, tiles in self.pictures.tiles.values():
-            if tiles.get("t") != t:
+        stale = [(region, tiles) for region, tiles in self.pictures.tiles.values() if tiles.get("t") != t]
+        if sum(r.values for r, _ in stale) + self._share_cost(t) <= SYNC_VALUES:
+            for region, tiles in stale:
                 self.count_mask(region, tiles, t)
-        self.pictures.redraw_masks(self.levels[0], t)
+            self.pictures.redraw_masks(self.levels[0], t)
+            return
+        self.count_later(t, stale)
 
-    def mask_share(self) -> tuple[float, bool]:
-        """(share of the table's entries in the mask, exact): counted over all entries of a
-        table up to EXACT_SHARE of them, else over the rows that set the scales."""
-        S, t = self.S, self.threshold()
+    def count_later(self, t: float, stale=()) -> None:
+        """Count on a worker the masks of ``stale`` (region, tiles) and the share at ``t``."""
+        count_mask, count_share = self.count_mask, self._count_share
+
+        def work(progress):
+            cancelled = cancel_test(progress, "counting the mask")
+            masks = []
+            for region, tiles in stale:
+                new = {"S": tiles["S"]}
+                count_mask(region, new, t, cancelled)
+                masks.append((tiles, new["M"]))
+            return t, masks, count_share(t, cancelled)
+
+        self._counts.submit(work, tag="mask")
+
+    def _counted(self, job, result) -> None:
+        t, masks, share = result
+        if self.S is None or t != self.threshold():
+            return   # a newer threshold's count is on its way
+        for tiles, m in masks:
+            tiles["M"], tiles["t"] = m, t
+        self._share = (t, share)
+        if masks:
+            self.pictures.redraw_masks(self.levels[0], t)
+        self.on_drawn()
+
+    def _share_cost(self, t: float) -> int:
+        """Entries read to count the share at ``t`` (0 when known)."""
         if self._share is not None and self._share[0] == t:
-            return self._share[1]
+            return 0
+        n, d = self.S.shape
+        return self._probe.size * d if n * d > EXACT_SHARE else n * d
+
+    def _count_share(self, t: float, cancelled=None) -> tuple[float, bool]:
+        """(share of the table's entries with |S| above ``t``, exact): over all entries of a
+        table up to EXACT_SHARE of them, else over the rows that set the scales (no Qt)."""
+        S = self.S
         n, d = S.shape
         if n * d > EXACT_SHARE:
-            share = float(np.mean(np.abs(S[self._probe]) > t)), False
-        else:
-            hits = sum(int(np.count_nonzero(np.abs(S[a:b]) > t)) for a, b in blocks(0, n, block_rows(S, d)))
-            share = hits / max(n * d, 1), True
-        self._share = (t, share)
-        return share
+            return float(np.mean(np.abs(S[self._probe]) > t)), False
+        hits = sum(int(np.count_nonzero(np.abs(S[a:b]) > t)) for a, b in blocks(0, n, block_rows(S, d), cancelled))
+        return hits / max(n * d, 1), True
+
+    def mask_share(self) -> tuple[float, bool] | None:
+        """(share of the table's entries in the mask, exact), or None while a worker counts it."""
+        t = self.threshold()
+        if self._share is not None and self._share[0] == t:
+            return self._share[1]
+        if self._share_cost(t) > SYNC_VALUES:
+            if not self._counts.is_busy():
+                self.count_later(t)
+            return None
+        self._share = (t, self._count_share(t))
+        return self._share[1]
 
     def status(self) -> str:
         """What is shown, how it is binned, and the mask's share ("" before a table is drawn)."""
@@ -169,13 +226,15 @@ class TableHeatmaps(QObject):
         if region is None or self.S is None:
             return ""
         n, d = self.S.shape
-        frac, exact = self.mask_share()
+        share = self.mask_share()
         binned = region.rows.binned or region.cols.binned
         shown = (f"{region.rows.describe('samples')} × {region.cols.describe('features')}"
                  + ("" if region.rows.length == n and region.cols.length == d else
                     f" shown (rows {region.rows.start:,}–{region.rows.stop - 1:,} of {n:,})"))
         how = f" · {BIN_RULE}; zoom in to see single samples" if binned else ""
-        return (f"{shown}{how} · mask: {'' if exact else 'about '}{100 * frac:.1f}% of entries · click a "
+        mask = ("counting…" if share is None else
+                f"{'' if share[1] else 'about '}{100 * share[0]:.1f}% of entries")
+        return (f"{shown}{how} · mask: {mask} · click a "
                 f"row to select its sample{'s' if region.rows.binned else ''} (Shift adds, Ctrl subtracts)")
 
     def bin_at(self, pos):

@@ -28,12 +28,9 @@ from ._binned import Source
 from ._binning import block_rows, blocks
 from ._cloud import POINTS_MAX, PointCloud, new_plot
 from ._common import Choice, describe_sample, fmt, labelled, title_of
+from ._map_fill import BANDS, GRID, MapFill
 from .base import BaseView
 
-# Band edges in multiples of the control limit: the limit itself is an edge, so the colour
-# changes exactly where the isoline is drawn.
-BANDS = np.array([1 / 16, 1 / 8, 1 / 4, 1 / 2, 1, 2, 4, 8, 16])
-GRID = 161
 RULE_FLAGS = {"spe": "outside_spe", "t2": "outside_t2", "either": "outlier"}
 RULE_NAMES = {"spe": "SPE", "t2": "T²", "either": "SPE or T²"}
 
@@ -68,7 +65,8 @@ class ContourView(BaseView):
         self._framed = False
         self.plots = {}
         self.images = {}
-        self.isolines = {}      # (map, limit name) -> IsocurveItem
+        self.isolines = {}      # (map, limit name) -> the limit's isoline: segments (connect="pairs")
+        self.fills = {}         # map -> its MapFill (grids and isolines made on a worker)
         self.clouds = {}
         self.axis_lines = {}
         self.flat_notes = {}
@@ -81,11 +79,12 @@ class ContourView(BaseView):
             self.plots[key], self.images[key] = p, img
             for lim in ("spe", "t2"):
                 own = lim == key
-                iso = pg.IsocurveItem(level=0.0, pen=st.pen(st.LIMIT_COLOR, 2.2 if own else 1.4,
-                                                           None if own else Qt.PenStyle.DashLine))
-                iso.setParentItem(img)
-                iso.setZValue(2)
+                iso = pg.PlotCurveItem(connect="pairs", pen=st.pen(st.LIMIT_COLOR, 2.2 if own else 1.4,
+                                                                   None if own else Qt.PenStyle.DashLine))
+                iso.setZValue(-5)   # over the bands, under the samples
+                p.addItem(iso, ignoreBounds=True)
                 self.isolines[(key, lim)] = iso
+            self.fills[key] = MapFill(key, lambda pic, k=key: self._draw_map(k, pic), self)
             line = pg.InfiniteLine(angle=0, pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))
             p.addItem(line, ignoreBounds=True)
             self.axis_lines[key] = line
@@ -146,12 +145,14 @@ class ContourView(BaseView):
 
     def _show_nothing(self, res, why):
         self.model, self.drawn, self.limits, self._binned_xy = None, res, {}, None
+        for fill in self.fills.values():
+            fill.cancel()
         for img in self.images.values():
             img.clear()
         for cloud in self.clouds.values():
             cloud.clear()
         for iso in self.isolines.values():
-            iso.setData(None)
+            iso.setData([], [])
         self.legend.clear()
         self.set_status(f"{title_of(res.method)}: no SPE/T² map: {why}. Choose a smaller rank "
                         f"(n_components) so that a residual is left.")
@@ -259,37 +260,47 @@ class ContourView(BaseView):
             cloud.set_source(Source(make=make, n=n, colors=["#333333"]))
 
     def _fill(self, kname: str) -> None:
-        """Evaluate the map over the plot's visible range (no white margins, whatever the shape
-        of the plot, after any zoom or pan)."""
+        """Ask for the map over the plot's visible range (no white margins, whatever the shape
+        of the plot, after any zoom or pan); it is made on a worker (:mod:`._map_fill`) and
+        drawn by :meth:`_draw_map`."""
         if self.model is None or self.plane is None:
             return
-        vb = self.plots[kname].getViewBox()
-        (x0, x1), (y0, y1) = vb.viewRange()
+        (x0, x1), (y0, y1) = self.plots[kname].getViewBox().viewRange()
         if not (x1 > x0 and y1 > y0):
             return
-        xs, ys = np.linspace(x0, x1, GRID), np.linspace(y0, y1, GRID)
-        m = self.model
-        spe_g, t2_g = compare.spe_t2_grid(m["components"], m["mean"], m["variances"], self.plane, xs, ys)
-        grids = {"spe": spe_g, "t2": t2_g}
-        g, lim = grids[kname], self.limits[kname]
-        # log2 of the value in units of the limit, clipped to the band edges -> discrete bands.
-        with np.errstate(divide="ignore"):
-            z = np.log2(np.maximum(g, lim * BANDS[0] / 2) / lim)
+        self.fills[kname].request(self.model, self.plane, self.limits, (x0, x1, y0, y1))
+
+    def _draw_map(self, kname: str, pic) -> None:
+        """Put a map's finished picture on screen: the bands and the isolines' vertices."""
+        from shiboken6 import isValid
+        if not isValid(self.images[kname]):
+            return   # the view was closed while its picture was made
+        x0, x1, y0, y1 = pic.rng
+        # Each image pixel centred on its grid point, as the isolines' vertices are placed.
+        dx, dy = (x1 - x0) / (GRID - 1), (y1 - y0) / (GRID - 1)
         img = self.images[kname]
         # Row-major images (app._qt): the (ys, xs) grid is drawn as it is.
-        img.setImage(np.clip(z, np.log2(BANDS[0]), np.log2(BANDS[-1])), levels=(-5, 5), lut=_band_lut(5, 5))
-        img.setRect(QRectF(x0, y0, x1 - x0, y1 - y0))
+        img.setImage(pic.image, levels=(-5, 5), lut=_band_lut(5, 5))
+        img.setRect(QRectF(x0 - dx / 2, y0 - dy / 2, x1 - x0 + dx, y1 - y0 + dy))
         for lname in ("spe", "t2"):
-            self.isolines[(kname, lname)].setData(grids[lname], level=self.limits[lname])
-        flat = kname == "spe" and float(spe_g.max()) <= 1e-12 * lim
+            self.isolines[(kname, lname)].setData(*pic.lines[lname])
+        lim = self.limits.get(kname)
+        flat = kname == "spe" and lim is not None and float(pic.grids["spe"].max()) <= 1e-12 * lim
         note = self.flat_notes[kname]
         note.setVisible(flat)
         if flat:
             note.setText("SPE is 0 on this whole plane:\nthe plane lies inside the fitted subspace.\n"
                          "Choose a plane with the largest residual direction.")
             note.setPos((x0 + x1) / 2, (y0 + y1) / 2)
-        self.grids = grids
-        self.grid_axes = (xs, ys)
+        self.grids = pic.grids
+        self.grid_axes = (pic.xs, pic.ys)
+
+    def finish_drawing(self) -> None:
+        """Make and draw now what is still to come (the maps, the binned clouds): an export, a test."""
+        for cloud in self.clouds.values():
+            cloud.finish_drawing()   # first: a binned cloud's first picture frames the maps
+        for fill in self.fills.values():
+            fill.finish()
 
     def _apply_rule(self, *_):
         res = self.drawn

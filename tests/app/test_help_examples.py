@@ -71,7 +71,8 @@ def test_pca_on_a_two_feature_demo_gets_a_rank_that_leaves_a_residual(qtbot, win
     assert "SPE limit" in blocker.args[0].summary
     assert blocker.args[0].estimator.n_components_ == 1
     contour = window.views.show_view("contour")
-    assert contour.limits and contour.images["spe"].image is not None
+    assert contour.limits
+    qtbot.waitUntil(lambda: contour.images["spe"].image is not None, timeout=10000)   # made on a worker
     # A value the user chose is kept, whatever the data.
     form.set_values({"n_components": 2})
     window.method_panel.set_method("coherence-pursuit")

@@ -218,3 +218,47 @@ def test_mean_score_per_bin_equals_numpy():
         c, _, _ = np.histogram2d(x[m], y[m], bins=(9, 7), range=r)
         with np.errstate(invalid="ignore"):
             np.testing.assert_allclose(pic.mean[k], s / c, rtol=1e-12, equal_nan=True)
+
+
+def spread_by_loop(x, y, extent, k):
+    """Positions (into x, y: given best first) of the points :func:`agg.spread` keeps, chosen one
+    at a time: rounds that let each spot take PER_SPOT more, best first within a round."""
+    x0, x1, y0, y1 = extent
+    spots = [(min(int((a - x0) / (x1 - x0) * agg.SPOTS), agg.SPOTS - 1),
+              min(int((b - y0) / (y1 - y0) * agg.SPOTS), agg.SPOTS - 1)) for a, b in zip(x, y)]
+    taken, used, cap = [], {}, agg.PER_SPOT
+    while len(taken) < min(k, len(x)):
+        for i, s in enumerate(spots):
+            if i not in taken and used.get(s, 0) < cap and len(taken) < k:
+                taken.append(i)
+                used[s] = used.get(s, 0) + 1
+        cap += agg.PER_SPOT
+    return np.sort(np.array(taken, dtype=np.int64))
+
+
+def test_the_points_kept_are_spread_over_the_picture_best_first():
+    """A 15M-row scatter's 500 highest scores sat in one place: a blob of rings. The points kept
+    take at most PER_SPOT per spot until every spot had its turn."""
+    rng = np.random.default_rng(4)
+    n = 200_000
+    x, y = rng.normal(size=n), rng.normal(size=n)
+    score = rng.random(n)
+    blob = rng.choice(n, 3_000, replace=False)
+    x[blob], y[blob] = 2.5 + 0.01 * rng.normal(size=blob.size), 2.5 + 0.01 * rng.normal(size=blob.size)
+    score[blob] += 10.0   # the highest scores all in one spot
+    flags = score > 0.95
+    pic = agg.aggregate(x, y, bins=(300, 300), flags=flags, score=score, top_k=2_000, max_points=100)
+    assert pic.points["index"].size == 2_000 and np.all(np.isin(pic.points["index"][:2_000], blob))
+    flags[:] = score > 0.5
+    pic = agg.aggregate(x, y, bins=(300, 300), flags=flags, score=score, top_k=5_000, max_points=100)
+    kept = agg.spread(pic, 500)
+    ref = spread_by_loop(pic.points["x"], pic.points["y"], pic.extent, 500)
+    np.testing.assert_array_equal(kept.points["index"], pic.points["index"][ref])
+    assert kept.spread and kept.points["index"].size == 500
+    # the blob (in at most four spots: it may straddle a corner) keeps its best few, the rest of
+    # the picture gets the others
+    inside = np.isin(kept.points["index"], blob)
+    assert 0 < inside.sum() <= 4 * agg.PER_SPOT and kept.points["index"][0] == pic.points["index"][0]
+    assert np.all(np.diff(kept.points["score"]) <= 0)   # still best first
+    assert "500 highest, at most 2 per spot, drawn as points" in agg.describe(kept)
+    assert agg.spread(kept, 500) is kept or agg.spread(kept, 600).points["index"].size == 500

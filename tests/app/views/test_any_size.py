@@ -133,6 +133,12 @@ def test_the_L_S_heatmaps_are_binned_and_say_so(n, views_for, qtbot):
     assert f"{n:,} samples in {region.rows.count:,} bins of {region.rows.size:,}" in v.status.text()
     assert "bins of" in v.panels["original"].getAxis("left").labelText
     assert "means" in v.panels["original"].titleLabel.text
+    # X and L have a key of their grey, as S has of its colours
+    bar = v.pictures.gray_bar
+    assert bar.isVisible() and bar.scene() is v.figure.scene()
+    assert bar.levels() == pytest.approx(tuple(v.gray_levels))
+    assert bar.getAxis("right").labelText == "X, L ÷ column range of L"
+    assert bar.sceneBoundingRect().right() <= v.figure.viewport().width()
     assert_tiles_match(v, n)
     # The mask: each bin coloured by the share of its entries above the threshold.
     assert "share per bin" in v.panels["mask"].titleLabel.text

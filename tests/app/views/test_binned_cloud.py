@@ -13,6 +13,8 @@ from app.views import _geometry as geo
 from app.views._binned import FLAG_POINTS, POINTS_IN_VIEW
 from app.views._density import DENSITY_POINTS
 
+from .test_aggregate import spread_by_loop
+
 
 def _state(X, **kw):
     from app.state import AppState
@@ -77,11 +79,13 @@ def test_a_million_rows_are_binned_on_a_worker_while_the_window_keeps_ticking(vi
     pic = cloud.binned.picture
     flagged = np.asarray(res.flags["outlier"])
     assert pic.layer_totals[pic.flagged_layer] == flagged.sum() > FLAG_POINTS
-    # the flagged samples' own layer is drawn, and the highest-scoring of them as points
+    # the flagged samples' own layer is drawn, and the highest-scoring of them as points, spread
+    # over the picture (at most PER_SPOT a spot until each spot had its turn)
     score = np.asarray(res.sample_scores[res.primary_score])
-    top = np.flatnonzero(flagged)[np.lexsort((np.flatnonzero(flagged), -score[flagged]))][:cloud.sample_index.size]
+    best = np.flatnonzero(flagged)[np.lexsort((np.flatnonzero(flagged), -score[flagged]))][:FLAG_POINTS]
+    top = best[spread_by_loop(proj[best, 0], proj[best, 1], pic.extent, cloud.sample_index.size)]
     np.testing.assert_array_equal(np.sort(cloud.sample_index), np.sort(top))
-    assert f"{X.shape[0]:,} samples in" in v.status.text() and "highest drawn as points" in v.status.text()
+    assert f"{X.shape[0]:,} samples in" in v.status.text() and "per spot, drawn as points" in v.status.text()
 
 
 def test_zooming_into_a_small_region_shows_exactly_the_samples_there(views_for, qtbot):

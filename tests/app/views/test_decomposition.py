@@ -33,6 +33,11 @@ def test_panels_show_the_frame_its_L_S_and_mask(video):
     assert (lo, hi) == v.s_levels and lo == -hi
 
 
+def test_frames_of_a_video_have_no_grey_key(video):
+    _, v = video
+    assert not v.pictures.gray_bar.isVisible() and v.pictures.s_bar.isVisible()
+
+
 def test_colour_scales_are_fixed_over_the_stack(video):
     state, v = video
     v.set_frame(0)

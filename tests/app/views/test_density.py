@@ -2,8 +2,11 @@
 samples a layer of their own on top and their highest scores as points (none subsampled away)."""
 import numpy as np
 
+from app.views._aggregate import PER_SPOT
 from app.views._binned import FLAG_POINTS, TOP_FLAGGED
 from app.views._density import DENSITY_POINTS
+
+from .test_aggregate import spread_by_loop
 
 
 def _planted(n=1_000_000, k=8, seed=3):
@@ -41,9 +44,11 @@ def test_a_million_points_draw_as_density_with_the_highest_flagged_as_points(vie
     assert flagged.sum() > FLAG_POINTS and fx.size == TOP_FLAGGED
     score = np.asarray(res.sample_scores[res.primary_score])
     cand = np.flatnonzero(flagged)
-    top = cand[np.lexsort((cand, -score[cand]))][:TOP_FLAGGED]
+    best = cand[np.lexsort((cand, -score[cand]))][:FLAG_POINTS]   # the candidates, best first
+    x0, x1, y0, y1 = v.cloud.density.extent
+    top = spread_by_loop(proj[best, 0], proj[best, 1], (x0, x1, y0, y1), TOP_FLAGGED)
     got = set(zip(np.round(fx, 9), np.round(fy, 9)))
-    assert got == set(zip(np.round(proj[top, 0], 9), np.round(proj[top, 1], 9)))
+    assert got == set(zip(np.round(proj[best[top], 0], 9), np.round(proj[best[top], 1], 9)))
     assert all((round(proj[i, 0], 9), round(proj[i, 1], 9)) in got for i in planted)
     assert any(t.endswith(f"{int(flagged.sum()):,} in view, binned") for t in v.legend_texts())
     # The image holds every sample on screen: the view is framed on them all, with a margin,
@@ -56,7 +61,7 @@ def test_a_million_points_draw_as_density_with_the_highest_flagged_as_points(vie
     ref, _, _ = np.histogram2d(proj[:, 0], proj[:, 1], bins=v.cloud.density.counts.shape, range=[[x0, x1], [y0, y1]])
     np.testing.assert_array_equal(v.cloud.density.counts, ref)
     assert v.colorbar is not None and "log10" in v.colorbar.getAxis("right").labelText
-    assert f"drawn: the {TOP_FLAGGED} highest" in v.legend_texts()
+    assert f"drawn: {TOP_FLAGGED} of the highest, at most {PER_SPOT} per spot" in v.legend_texts()
     assert "1,000,000 samples in" in v.status.text() and " bins" in v.status.text()
     # Sizes cannot show in a density: the chooser says so instead of doing nothing.
     assert not v.size_box.isEnabled() and "binned" in v.size_box.toolTip()

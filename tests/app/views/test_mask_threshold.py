@@ -38,3 +38,35 @@ def test_a_batch_fit_keeps_the_percentile_of_its_own_s():
     res = fit("escalator-24", "pcp")
     S = res.arrays["sparse"]
     assert mask_threshold(S, res) == pytest.approx(np.quantile(np.abs(S), 0.9))
+
+
+def test_a_large_tables_new_threshold_is_counted_off_the_gui_thread(views_for, qtbot, monkeypatch):
+    """The threshold spin box recounted every bin's share (up to 50 million entries) on the GUI
+    thread. Above SYNC_VALUES entries the masks and the share are counted on a worker; what
+    is drawn then is the exact share per bin at the new threshold."""
+    import threading
+
+    from app.views import _table_heatmaps as th
+
+    from .test_any_size import reference, scaled, shown, state_of
+    n = 33_000
+    v = shown(views_for, state_of(n, ("pcp",)), "decomposition", qtbot)
+    monkeypatch.setattr(th, "SYNC_VALUES", 1_000)   # this table counts as large
+    counted_on = []
+    original = th.TableHeatmaps._count_share
+
+    def spy(self, t, cancelled=None):
+        counted_on.append(threading.current_thread() is threading.main_thread())
+        return original(self, t, cancelled)
+
+    monkeypatch.setattr(th.TableHeatmaps, "_count_share", spy)
+    v.set_threshold(1.7 * v.threshold())
+    t = v.threshold()   # as the spin box holds it (3 decimals)
+    region, tiles = v.pictures.tiles["whole"]
+    assert tiles["t"] != t   # not counted in the spin box's slot
+    qtbot.waitUntil(lambda: v.pictures.tiles["whole"][1]["t"] == t, timeout=30_000)
+    S = np.abs(scaled(n)[2])
+    np.testing.assert_allclose(v.pictures.tiles["whole"][1]["M"],
+                               reference(S > t, region.rows, region.cols, "mean"), rtol=1e-12)
+    assert counted_on and not any(counted_on)
+    assert f"mask: {100 * np.mean(S > t):.1f}% of entries" in v.status.text()
