@@ -43,8 +43,8 @@ CHUNK_ITEMS = 16
 POINTS_MAX = 200_000
 # Clouds with parts still to draw, and binned clouds: an export draws them first
 # (finish_pending_drawings).
-_DRAWING: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
-_BINNED: "weakref.WeakSet[PointCloud]" = weakref.WeakSet()
+_DRAWING: weakref.WeakSet[PointCloud] = weakref.WeakSet()
+_BINNED: weakref.WeakSet[PointCloud] = weakref.WeakSet()
 
 
 def finish_pending_drawings() -> None:

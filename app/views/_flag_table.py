@@ -5,7 +5,7 @@ item per cell took over 300 s at a million rows, issue 33)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QItemSelection, QModelIndex, Qt

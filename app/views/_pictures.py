@@ -259,7 +259,7 @@ class PictureGrid:
     def redraw_masks(self, gray_levels, threshold) -> None:
         """The mask panels of the drawn tables (their tiles' "M" already counted at
         ``threshold``, see :func:`binned_mask`)."""
-        for which, (region, tiles) in self.tiles.items():
+        for which, (_region, tiles) in self.tiles.items():
             item = (self.images if which == "whole" else self.zoomed)["mask"]
             item.setImage(binned_mask(tiles, gray_levels, threshold), levels=None, lut=None)
         self.table_titles(threshold)

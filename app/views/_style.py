@@ -7,7 +7,7 @@ are made once and shared: a 100,000-point scatter then holds references, not 100
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pyqtgraph as pg
@@ -31,14 +31,14 @@ def category_color(i: int) -> str:
     return CATEGORY_COLORS[i % len(CATEGORY_COLORS)]
 
 
-@lru_cache(maxsize=None)
+@cache
 def brush(color: str, alpha: int = 220):
     c = QColor(color)
     c.setAlpha(alpha)
     return pg.mkBrush(c)
 
 
-@lru_cache(maxsize=None)
+@cache
 def pen(color: str, width: float = 1.0, style=None):
     p = pg.mkPen(color, width=width)
     if style is not None:
@@ -46,12 +46,12 @@ def pen(color: str, width: float = 1.0, style=None):
     return p
 
 
-@lru_cache(maxsize=None)
+@cache
 def colormap(name: str = SEQUENTIAL):
     return pg.colormap.get(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def level_brushes(name: str = SEQUENTIAL, n: int = N_LEVELS, alpha: int = 230) -> tuple:
     """``n`` shared brushes sampling a colour map from its low to its high end."""
     cols = colormap(name).map(np.linspace(0.0, 1.0, n), mode="qcolor")

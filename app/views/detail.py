@@ -48,7 +48,7 @@ class DetailView(BaseView):
         self.current_sample = -1
         self.panels = {}
         self.images = {}
-        for col, key in enumerate(("original", "reconstruction", "part", "residual")):
+        for _col, key in enumerate(("original", "reconstruction", "part", "residual")):
             p = pg.PlotItem()
             st.style_plot(p)
             p.invertY(True)

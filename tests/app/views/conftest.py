@@ -6,7 +6,7 @@ frames or rows of the demo: still real data, fitted by the real estimators.
 from __future__ import annotations
 
 import os
-from functools import lru_cache
+from functools import cache
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -27,7 +27,7 @@ def head(ds: Dataset, n: int) -> Dataset:
                    provenance=Provenance(loader="subset", options={"demo": ds.name, "rows": n}))
 
 
-@lru_cache(maxsize=None)
+@cache
 def data(name: str) -> Dataset:
     if name == "usps-small":  # 1s and 8s interleaved so both classes are present
         full = demo("usps-1-vs-8")
@@ -43,7 +43,7 @@ def data(name: str) -> Dataset:
     return demo(name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def fit(dataset: str, method: str, **params):
     return get_method(method).run(data(dataset), dict(params))
 

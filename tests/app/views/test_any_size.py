@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pyqtgraph as pg
@@ -40,7 +40,7 @@ def test_every_view_of_the_catalog_is_covered():
     assert set(VIEW_METHODS) == set(VIEW_NAMES)
 
 
-@lru_cache(maxsize=None)
+@cache
 def table(n: int, d: int = D) -> Dataset:
     """Rank 2 plus noise, 1 % of the rows gross outliers (labelled: the evaluation and the
     learning curve use them)."""
@@ -53,7 +53,7 @@ def table(n: int, d: int = D) -> Dataset:
                    class_names=["inlier", "outlier"], outliers=out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def fit(n: int, method: str, d: int = D, **params):
     return get_method(method).run(table(n, d), dict(params))
 
