@@ -39,7 +39,7 @@ from robustcore._progress import Cancelled
 
 from . import bulk_pipe
 from .out_of_core import LazyOffer
-from .warm_up import for_window, warm_steps, window_ready
+from .warm_up import for_window, warm_steps, window_ready, window_warming
 
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
            "run_job", "FitJob", "LoadJob", "Loaded", "FramesSoFar", "FrameAnnouncer",
@@ -412,8 +412,10 @@ class FitPool:
                 w = _Worker(self._ctx)
                 self._busy.add(w)
             # Keep a spare warming while this one works: a load followed by a fit, or a Restart
-            # during a fit, then waits for no worker process to start.
-            if not self._idle:
+            # during a fit, then waits for no worker process to start. Not while the window's
+            # warm-up imports: on two cores a second starting process took a core from it, and
+            # the first Open waited on both. The spare then starts when this worker is released.
+            if not self._idle and not window_warming():
                 self._idle.append(_Worker(self._ctx))
             return w
 

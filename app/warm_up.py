@@ -92,6 +92,10 @@ class _Gate:
                 self._warming -= 1
                 self._cond.notify_all()
 
+    def is_closed(self) -> bool:
+        with self._cond:
+            return self._warming > 0
+
     def wait(self, should_stop: Callable[[], bool], poll: float = 0.05) -> None:
         with self._cond:
             while self._warming:
@@ -108,6 +112,11 @@ def window_ready(should_stop: Callable[[], bool] = lambda: False) -> None:
     that is about to hand a load's or a fit's result to the GUI thread (Cancelled if
     ``should_stop()`` turns true first). At once in a process with no window warming."""
     _GATE.wait(should_stop)
+
+
+def window_warming() -> bool:
+    """True while a window's warm-up imports its modules (work that can wait should)."""
+    return _GATE.is_closed()
 
 
 def for_window(value, progress):

@@ -265,3 +265,19 @@ def test_worker_death_is_reported_and_the_pool_recovers(pool):
     with pytest.raises(WorkerDied, match="exit code 3"):
         pool.run(DIE, _data(), {}, lambda f, m: True)
     assert pool.run("pca", _data(), {}, lambda f, m: True).method == "pca"
+
+
+def test_no_spare_worker_starts_while_the_window_warms_up(pool):
+    """The first Open's worker gets no warming twin while the window's own warm-up imports:
+    both would compete with it for the cores; the spare comes once the worker is released."""
+    from app import warm_up
+    with warm_up._GATE.closed():
+        assert warm_up.window_warming()
+        w = pool._acquire()
+        assert pool._idle == []
+    assert not warm_up.window_warming()
+    pool._release(w, True)
+    assert len(pool._idle) == 1
+    w2 = pool._acquire()             # outside a warm-up, a spare starts beside the worker taken
+    assert len(pool._idle) == 1 and pool._idle[0] is not w2
+    pool._release(w2, True)
