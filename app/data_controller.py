@@ -131,7 +131,8 @@ class DataController(QObject):
             self.lazy_offer.close()
         load = (lambda: self._start_load(LoadJob(path=offer.path, options=dict(offer.options)), job.tag)) \
             if offer.can_load else None
-        self.lazy_offer = offer_out_of_core(self.window, offer, lambda: self.open_out_of_core(offer.path, **offer.options),
+        self.lazy_offer = offer_out_of_core(self.window, offer,
+                                            lambda: self.open_out_of_core(offer.path, **offer.options),
                                             load, self.settings.memory_budget())
         self.status(f"{job.tag.what}: open it out of core?", 8000)
         self.offered.emit(offer)

@@ -238,7 +238,8 @@ class MainWindow(QMainWindow):
 
     def _size_docks(self) -> None:
         """Side panels take about a fifth of the width each at most, the log a sixth of the
-        height (an eighth when the window is short). In a narrow window (a small screen, or 200 % scaling: 1920 x 1080 is 960 x 540)
+        height (an eighth when the window is short). In a narrow window (a small screen, or 200 % scaling:
+        1920 x 1080 is 960 x 540)
         the Data and Method panels share one column as tabs, so the views keep room to be read;
         in a window both narrow and short the run log is a third tab there."""
         w, h = max(self.width(), 640), max(self.height(), 480)

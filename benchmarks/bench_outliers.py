@@ -149,7 +149,8 @@ def _mean_over_seeds(records, key):
     """{task: {detector: mean over seeds of row[det][key]}} and the task order."""
     acc = collections.OrderedDict()
     for _seed, name, fam, coll, n, k, row in records:
-        t = acc.setdefault(name, {"family": fam, "collection": coll, "n": n, "k": k, "vals": collections.defaultdict(list)})
+        t = acc.setdefault(name, {"family": fam, "collection": coll, "n": n, "k": k,
+                                  "vals": collections.defaultdict(list)})
         for d, v in row.items():
             if key in v:
                 t["vals"][d].append(v[key])

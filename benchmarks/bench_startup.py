@@ -34,7 +34,8 @@ PROBE = os.path.join(ROOT, "tests", "app", "first_open_probe.py")
 def probe(reference: bool, demo: str, run: str | None) -> dict:
     env = {**os.environ, "PYTHONPATH": ROOT}
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
-    argv = [sys.executable, PROBE, "--demo", demo] + (["--run", run] if run else []) + (["--reference"] if reference else [])
+    argv = ([sys.executable, PROBE, "--demo", demo] + (["--run", run] if run else [])
+            + (["--reference"] if reference else []))
     out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])

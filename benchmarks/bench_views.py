@@ -366,7 +366,8 @@ def arrival(big: bool = False):
         if base is None:
             base = (gap, r["rss_mb"])
         results.append((name, r))
-        print(f"| {name} | {r['gap_arrival_s'] * 1000:.0f} ms | {r['gap_tour_s'] * 1000:.0f} ms | {gap * 1000:.0f} ms | "
+        print(f"| {name} | {r['gap_arrival_s'] * 1000:.0f} ms | {r['gap_tour_s'] * 1000:.0f} ms | "
+              f"{gap * 1000:.0f} ms | "
               f"{gap / base[0]:.2f}x | {r['rss_mb']:.0f} / {r['hwm_mb']:.0f} MB | {r['rss_mb'] - base[1]:+.0f} MB | "
               f"{r['run_s']:.1f} | {', '.join(r['views'])} |", flush=True)
     print(f"\nload average at the end: {_bench.load_average()}")

@@ -54,7 +54,8 @@ def _estimators(seconds: float) -> int:
     """Each estimator probe in its own child; the number that failed (NaN, crash, time-out)."""
     from benchmarks._estimator_probes import PROBES
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    print("\n## estimators\n\n| probe | outcome | s | peak growth MiB | RuntimeWarnings | message |\n|---|---|---|---|---|---|")
+    print("\n## estimators\n\n| probe | outcome | s | peak growth MiB | RuntimeWarnings | message |\n"
+          "|---|---|---|---|---|---|")
     failed = 0
     for name in PROBES:
         t = time.perf_counter()
@@ -68,7 +69,8 @@ def _estimators(seconds: float) -> int:
         failed += line["outcome"] not in ("refused", "fitted")
         msg = (line.get("message") or "").replace("|", "/").replace("\n", " ")
         print(f"| {name} | {line['outcome']} | {line.get('seconds', '')} | "
-              f"{line.get('peak_growth', 0) / 2 ** 20:.0f} | {line.get('runtime_warnings', '')} | {msg[:160]} |", flush=True)
+              f"{line.get('peak_growth', 0) / 2 ** 20:.0f} | {line.get('runtime_warnings', '')} | {msg[:160]} |",
+              flush=True)
     return failed
 
 

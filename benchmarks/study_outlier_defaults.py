@@ -396,7 +396,8 @@ def study_calibration(tables, alpha=0.01):
         print(f"  calibration: {name}", file=sys.stderr, flush=True)
     out = {}
     rules = {"robustcore._calibration (shipped)": lambda s, nom: calibrate_scores(s, nom, alpha).limit}
-    rules.update({k: (lambda kw: lambda s, nom: candidate_limit(s, nom, alpha, **kw))(kw) for k, kw in CANDIDATES.items()})
+    rules.update({k: (lambda kw: lambda s, nom: candidate_limit(s, nom, alpha, **kw))(kw)
+                  for k, kw in CANDIDATES.items()})
     for rname, rule in rules.items():
         res = {}
         for name, fam, label, out_, s, nom, rows in fits:
@@ -480,14 +481,17 @@ def study_rank_average(tables):
     return out
 
 
-STUDIES = {"flags": study_flags, "rank-average": study_rank_average, "calibration": study_calibration, "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale, "pcp": study_pcp, "joint": study_joint,
+STUDIES = {"flags": study_flags, "rank-average": study_rank_average, "calibration": study_calibration,
+           "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
+           "pcp": study_pcp, "joint": study_joint,
            "local": study_local}
 # The defaults before this study (issue 23), what every candidate is compared with.
 CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
            "CoP-centre": "CoP | center=none, scale=auto", "PCA-scale": "PCA | scale=auto",
            "PCP": "PCP | lam=1/sqrt(max(n,d)), scale=auto, l1",
            "CoP-joint": "CoP joint | center=none, elbow (current), scale=auto",
-           "PCA-joint": "PCA joint | scale=auto", "local": "local | Coherence Pursuit's score", "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto",
+           "PCA-joint": "PCA joint | scale=auto", "local": "local | Coherence Pursuit's score",
+           "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto",
            "PCP-centre": "PCP centre | center=none",
            "rankavg": "rankavg | Coherence Pursuit (best single default)"}
 

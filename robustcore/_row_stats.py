@@ -238,7 +238,8 @@ class Moments:
         :data:`_ORDINARY_CANCEL` x the scatter, checked per column) and, by Cauchy-Schwarz, no
         entry off it cancels more. It saves the exact path's extremes and its centring at the
         block's own mean: the first pass over 5M x 50 rows took 5.6-6.2 CPU s in that path and
-        3.1 s in this one (1 BLAS thread, a loaded machine). ``lo`` and ``hi`` get shift -/+ sqrt(Σy²) (widened by a rounding margin)."""
+        3.1 s in this one (1 BLAS thread, a loaded machine). ``lo`` and ``hi`` get shift -/+ sqrt(Σy²)
+        (widened by a rounding margin)."""
         ones = _ones(b)
         with np.errstate(over="ignore", invalid="ignore", under="ignore"):
             Y = np.subtract(B, self.K, out=scratch(b, self.d, 1))

@@ -350,11 +350,13 @@ class DatasetPanel(QWidget):
         if ds.outliers is None:
             current = 0
         elif opts.get("outlier_label") is not None:
-            current = next((i for i, (_, o) in enumerate(items) if o.get("outlier_label") == str(opts["outlier_label"])), -1)
+            current = next((i for i, (_, o) in enumerate(items)
+                            if o.get("outlier_label") == str(opts["outlier_label"])), -1)
         else:
             current = 1 if "known_outliers" in names else -1
         if current < 0:   # set some other way (a demo's own truth): say so, offer the rest
-            items.insert(0, ("as in the demo" if prov.demo else f"as loaded ({getattr(ds, 'outliers_from', None) or 'from the data set'})", None))
+            items.insert(0, ("as in the demo" if prov.demo
+                             else f"as loaded ({getattr(ds, 'outliers_from', None) or 'from the data set'})", None))
             current = 0
         for text, o in items:
             self.truth_box.addItem(text)

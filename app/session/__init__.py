@@ -37,16 +37,19 @@ from .compare import compare_arrays, compare_facts, compare_results
 from .files import load_session, load_snapshot, read_side, save_session, session_dir, side_name, side_path
 from .reopen import NeedsData, Reopened, apply_to_state, reopen_job, rerun, resolve_dataset, stored_result
 from .schema import (DATA_SUFFIX, DEFAULT_SEED, FORMAT_NAME, RESULTS_SUFFIX, SCHEMA_VERSION, SEED_PARAM,
-                     SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DataMissingError, DataNeedsConfirmation, DatasetRef, RunRecord,
+                     SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DataMissingError, DataNeedsConfirmation,
+                     DatasetRef, RunRecord,
                      Session, SessionError, library_versions, pin_seed, run_record, seed_param, session_from_json,
                      session_from_results, session_from_state, session_to_json)
 
 __all__ = [
-    "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX", "FORMAT_NAME", "SEED_PARAM", "DEFAULT_SEED",
+    "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX", "FORMAT_NAME",
+    "SEED_PARAM", "DEFAULT_SEED",
     "SessionError", "DataMissingError", "DataNeedsConfirmation", "DataMismatchError",
     "DatasetRef", "RunRecord", "Session",
     "library_versions", "seed_param", "pin_seed", "run_record", "session_from_results",
     "session_from_state", "save_session", "load_session", "load_snapshot", "session_to_json", "session_from_json",
-    "session_dir", "side_name", "side_path", "read_side", "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "Reopened", "rerun",
+    "session_dir", "side_name", "side_path", "read_side",
+    "resolve_dataset", "stored_result", "reopen_job", "NeedsData", "Reopened", "rerun",
     "apply_to_state", "compare_results", "compare_arrays", "compare_facts",
 ]

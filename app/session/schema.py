@@ -46,7 +46,8 @@ from .errors import DataMismatchError, DataMissingError, DataNeedsConfirmation, 
 
 __all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", "DATA_SUFFIX", "STORES_SUFFIX",
            "SEED_PARAM", "DEFAULT_SEED", "SessionError", "DataMissingError", "DataNeedsConfirmation",
-           "DataMismatchError", "DatasetRef", "RunRecord", "Session", "library_versions", "seed_param", "pin_seed", "run_record",
+           "DataMismatchError", "DatasetRef", "RunRecord", "Session", "library_versions", "seed_param", "pin_seed",
+           "run_record",
            "session_from_results", "session_from_state", "session_to_json", "session_from_json"]
 
 FORMAT_NAME = "robust-subspace-studio session"

@@ -26,7 +26,8 @@ from . import _aggregate as agg
 from ._density import bins_for
 from ._latest import runner, settle_timer
 
-__all__ = ["Source", "Binned", "layer_entries", "flag_entries", "add_flag_entries", "POINTS_IN_VIEW", "FLAG_POINTS", "TOP_FLAGGED", "SELECT_CAP"]
+__all__ = ["Source", "Binned", "layer_entries", "flag_entries", "add_flag_entries", "POINTS_IN_VIEW", "FLAG_POINTS",
+           "TOP_FLAGGED", "SELECT_CAP"]
 
 #: At most this many samples in view: every one is drawn as a point (the point path draws
 #: 20,000 in one turn of the event loop, 44 ms of GUI time measured).

@@ -29,7 +29,8 @@ from ._turns import next_turn
 TOOLS = ("rect", "lasso", "pan")
 
 # Above this many points (or with more colour groups than CHUNK_ITEMS) a cloud is drawn in
-# parts, one part per turn of the event loop, starting on the turn after set_points: handing 50,000 points to pyqtgraph at once
+# parts, one part per turn of the event loop, starting on the turn after set_points: handing 50,000
+# points to pyqtgraph at once
 # held the window 50-60 ms (its per-point record array), and with the paint that followed made
 # most of the freeze when a result arrived (issue 25, benchmarks/bench_views.py gaps).
 PROGRESSIVE_POINTS = 20_000

@@ -140,6 +140,7 @@ def _lut(color, cmap, veil: bool = False) -> np.ndarray:
         lut = np.empty((256, 4), dtype=np.uint8)
         lut[:, :3] = (q.red(), q.green(), q.blue())
         # Even a one-sample bin is clearly there; the fullest is opaque.
-        lut[:, 3] = np.linspace(110, 255, 256).astype(np.uint8) if not veil else np.linspace(60, 170, 256).astype(np.uint8)
+        lut[:, 3] = (np.linspace(110, 255, 256).astype(np.uint8) if not veil
+                     else np.linspace(60, 170, 256).astype(np.uint8))
     lut[0, 3] = 0
     return lut

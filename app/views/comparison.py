@@ -235,8 +235,10 @@ class ComparisonView(BaseView):
         txt = [self.rank_note(ms)]
         if self.auc:
             txt.append(f"against the {int(ds.outliers.sum())} known outliers (ROC-AUC): "
-                       + " > ".join(f"{short[m]} {self.auc[m]:.3f}" for m in sorted(self.auc, key=lambda m: -self.auc[m])))
-        txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°" for (a, b), ang in self.angles.items())]
+                       + " > ".join(f"{short[m]} {self.auc[m]:.3f}"
+                                    for m in sorted(self.auc, key=lambda m: -self.auc[m])))
+        txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°"
+                                             for (a, b), ang in self.angles.items())]
         txt += ["each flags by its own rule (hover the counts)"]
         txt.append(f"angles and errors in {self.unit}")
         self.set_status(" · ".join(txt))

@@ -186,7 +186,8 @@ class RankingView(BaseView):
                                                                   f"{ds.feature_names[fb]} {fmt(X[i, fb])}"
         self.cloud.set_points(X[:, fa], X[:, fb], brushes=brushes)
         st.style_plot(self.pair_plot, title=f"rank {rank + 1} vs rank {other + 1}",
-                      bottom=f"{ds.feature_names[fa]} (rank {rank + 1})", left=f"{ds.feature_names[fb]} (rank {other + 1})")
+                      bottom=f"{ds.feature_names[fa]} (rank {rank + 1})",
+                      left=f"{ds.feature_names[fb]} (rank {other + 1})")
         self.pair_plot.enableAutoRange()
         self._color_bars()
         self.set_status(f"{self.ranking.size} features ranked · top: " +

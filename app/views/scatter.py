@@ -237,7 +237,8 @@ class ScatterView(BaseView):
             return st.category_brushes(codes, len(names)), [(st.category_color(i), nm) for i, nm in enumerate(names)]
         if kind == "truth":
             codes = ds.outliers.astype(np.int64)
-            return st.category_brushes(codes, 2), [(st.category_color(0), "inlier"), (st.category_color(1), "known outlier")]
+            return st.category_brushes(codes, 2), [(st.category_color(0), "inlier"),
+                                                   (st.category_color(1), "known outlier")]
         if kind == "score":
             levels, (lo, hi) = st.value_levels(res.sample_scores[k])
             table = np.array(st.level_brushes(), dtype=object)

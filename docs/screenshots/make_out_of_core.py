@@ -95,7 +95,8 @@ def main() -> None:
     wait_for(w.idle, 600_000)
     timer.stop()
     print(f"PCA out of core on {n:,} x 6: {time.perf_counter() - t0:.1f} s; 10 ms timer in the window: "
-          f"longest gap {1000 * max(gaps):.0f} ms, median {1000 * float(np.median(gaps)):.1f} ms over {len(gaps)} ticks")
+          f"longest gap {1000 * max(gaps):.0f} ms, median {1000 * float(np.median(gaps)):.1f} ms "
+          f"over {len(gaps)} ticks")
     w.views.show_view("scatter")
     wait(500)
     save(w, out, "density-scatter.png")

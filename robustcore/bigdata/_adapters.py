@@ -2,7 +2,8 @@
 core, or an image stack in memory, through OR-PCA a batch at a time, with L, S and the mask in
 memory when they fit the results' share of the memory budget of
 :func:`robustcore.bigdata.settings` (the rule of the tables' per-row results,
-:func:`robustcore.bigdata._rows.fits_in_memory`) and in a Zarr store otherwise. (The table methods need no adapter of their own out of core: one estimator
+:func:`robustcore.bigdata._rows.fits_in_memory`) and in a Zarr store otherwise.
+(The table methods need no adapter of their own out of core: one estimator
 fits numpy and lazy input, robustcore.methods.)
 """
 from __future__ import annotations
@@ -62,7 +63,8 @@ def run_online_rpca(est, dataset, values, rep, rule):
     h = est.history_
     arrays = {"low_rank": sink.array("low_rank"), "sparse": sink.array("sparse"), "mask": sink.array("mask"),
               "foreground_fraction": est.foreground_fraction_,
-              "history_residual": np.asarray(h["residual"]), "history_rank": np.full(len(h["residual"]), est.n_components),
+              "history_residual": np.asarray(h["residual"]),
+              "history_rank": np.full(len(h["residual"]), est.n_components),
               "history_basis_change": np.asarray(h["basis_change"]), "history_frames": np.asarray(h["frames"])}
     stream = Stream(frames=int(source.n_frames), batches=len(h["frames"]), rank_of_L=int(est.n_components),
                     lambda1=float(est.lambda1_), lambda2=float(est.lambda2_), data_scale=float(est.scale_),

@@ -30,7 +30,8 @@ def require_dask():
         import dask.array  # noqa: F401
     except ImportError:
         raise ImportError("out-of-core data needs Dask, which is not installed; install the extra: "
-                          "pip install -e \".[big]\"   (or: pip install \"dask[array]\" distributed zarr h5py)") from None
+                          "pip install -e \".[big]\"   "
+                          "(or: pip install \"dask[array]\" distributed zarr h5py)") from None
     return dask
 
 

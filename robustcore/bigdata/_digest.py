@@ -16,7 +16,8 @@ counts its frames reads every packet of the video stream, and the digest hashes 
 compressed packets rather than decoded frames keeps the digest independent of the FFmpeg
 version and of the colour/scale options, and costs nothing more than the probe.
 
-:func:`robustcore.bigdata.content_digest` (in :mod:`._dask`, which runs passes) returns a data set's digest (taking one pass of its own only when no
+:func:`robustcore.bigdata.content_digest` (in :mod:`._dask`, which runs passes) returns a data set's digest
+(taking one pass of its own only when no
 computation has read it whole yet), :func:`describe_digest` says what a digest covers, and
 :func:`expect_digest` arms a table so that the pass that computes its digest fails at once with
 :class:`DataChangedError` when the digest is not the expected one (a replay then stops after its

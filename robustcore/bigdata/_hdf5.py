@@ -284,7 +284,8 @@ def open_h5(path, dataset: str | None, pick) -> H5Reader:
             if not isinstance(ds, h5py.Dataset):
                 raise LoadError(f"{p.name}:{shown(name)} is a group, not a dataset; it has: {listing(found)}")
             if len(ds.shape or ()) != 2:
-                raise LoadError(f"{p.name}:{shown(name)} has shape {ds.shape}; a table must be 2-D (samples x features)")
+                raise LoadError(f"{p.name}:{shown(name)} has shape {ds.shape}; "
+                                "a table must be 2-D (samples x features)")
             return H5Reader(str(p), real.lstrip("/"), ds)
     except LoadError:
         raise

@@ -372,7 +372,8 @@ def open_table(path, dataset: str | None = None, chunk_rows: int | None = None,
                 raise _err(f"{p.name} is a single array; it has no array {shown(dataset)} inside")
             component = None
         else:
-            shapes = {k: (tuple(m["shape"]) if isinstance(m.get("shape"), list) else (),) for k, (m, _) in found.items()}
+            shapes = {k: (tuple(m["shape"]) if isinstance(m.get("shape"), list) else (),)
+                      for k, (m, _) in found.items()}
             component = dataset if dataset is not None else _pick(shapes, "array", p.name)
             if component not in found:
                 raise _err(f"{p.name} has no array {shown(component)}; it has: {listing(found)}")

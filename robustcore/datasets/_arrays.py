@@ -37,7 +37,8 @@ def pick_arrays(file: str, shapes: dict, *, data: str | None, labels: str | None
     ``data_ok(name)`` says whether an array can be the data, ``labels_ok`` the labels;
     ``samples(shape)`` gives the number of samples of a data array of that shape (-1: unknown).
     Guessing takes the first of :data:`DATA_NAMES`, else the only matrix (2-D or 3-D, no side
-    of 1), else the only usable array; the labels are the first of :data:`LABEL_NAMES` holding one entry per sample. A labels
+    of 1), else the only usable array; the labels are the first of :data:`LABEL_NAMES` holding one
+    entry per sample. A labels
     array that is there but has the wrong length is not dropped silently: it becomes a warning.
     """
     data_opt, labels_opt = options

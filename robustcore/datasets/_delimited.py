@@ -130,7 +130,8 @@ class DelimitedLoader(Loader):
     def _detect_delimiter(text: str, comment: str | None, path: Path) -> str:
         if path.name.lower().split(".")[-1] == "tsv" or ".tsv." in path.name.lower():
             return "\t"
-        lines = [ln for ln in split_lines(text) if ln.strip() and not (comment and ln.lstrip().startswith(comment))][:50]
+        lines = [ln for ln in split_lines(text)
+                 if ln.strip() and not (comment and ln.lstrip().startswith(comment))][:50]
         if not lines:
             return ","
         best = None

@@ -186,7 +186,8 @@ class ImageFolderLoader(Loader):
         ids = [str(f.relative_to(root)) for f in files]
         return Dataset(X=X, labels=np.array(labels) if labels else None, image_shape=(h, w),
                        frame_order=np.arange(len(files)), sample_ids=ids, feature_names=numbered("p", h * w),
-                       warnings=notes[:20] + ([f"... and {len(notes) - 20} more such files"] if len(notes) > 20 else []))
+                       warnings=notes[:20] + ([f"... and {len(notes) - 20} more such files"]
+                                              if len(notes) > 20 else []))
 
     def load(self, path, **options) -> Dataset:
         ds = super().load(path, **options)
@@ -320,7 +321,8 @@ class TiffStackLoader(Loader):
                     if "S" in axes:
                         order.append(axes.index("S"))
                     _, h, w = self._frames_shape(shape, axes, path.name)
-                    arr = np.transpose(arr, order).reshape((n, h, w) + ((shape[axes.index("S")],) if "S" in axes else ()))
+                    arr = np.transpose(arr, order).reshape((n, h, w)
+                                                           + ((shape[axes.index("S")],) if "S" in axes else ()))
                     if X is None:
                         X = np.empty((m, h * w))
                     for k in range(min(n, m - row)):

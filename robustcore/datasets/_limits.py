@@ -101,7 +101,8 @@ OUT_OF_CORE_SUFFIXES = (".zarr", ".h5", ".hdf5", ".he5", ".npy", ".mp4", ".m4v",
 __all__ = ["OUT_OF_CORE_HINT", "DEFAULT_MAX_BYTES", "DEFAULT_MEMORY_BUDGET",
            "MAX_BYTES_CEILING", "DEFAULT_MAX_FEATURES", "MAX_SAMPLES", "READ_CHUNK",
            "TEXT_COPIES", "PER_CELL", "PER_ENTRY", "PER_SAMPLE", "SESSION_MAX_BYTES",
-           "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "JSON_PARSE_BUDGET", "JSON_PER_VALUE", "json_parse_cost", "MAX_BYTES", "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
+           "JSON_MAX_DEPTH", "JSON_MAX_DIGITS", "JSON_PARSE_BUDGET", "JSON_PER_VALUE", "json_parse_cost", "MAX_BYTES",
+           "MAX_FEATURES", "LIMIT_OPTIONS", "Cost", "format_bytes",
            "check_memory", "check_features", "check_samples", "charge", "regular_file", "open_regular",
            "read_stream", "read_confined", "numbered", "parse_json", "inside", "side_file", "bare_name"]
 
@@ -212,8 +213,8 @@ def charge(cost: Cost | int, opts: dict, what: str, hint: str = "", out_of_core:
 
 # -- what may be opened ---------------------------------------------------------------------------
 
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"))
 
 
 def _kind(mode: int) -> str:

@@ -13,7 +13,8 @@ from ._arrays import known_outliers, pick_arrays
 from ._dataset import Dataset
 from ._errors import LoadError, listing
 from ._limits import LIMIT_OPTIONS, Cost, check_memory
-from ._loader import KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing, parse_image_shape, parse_labels
+from ._loader import (KNOWN_OUTLIERS, MISSING_OPTION, OUTLIER_LABEL, Loader, handle_missing, parse_image_shape,
+                      parse_labels)
 from ._matv5 import check_mat5
 
 __all__ = ["MatLoader"]

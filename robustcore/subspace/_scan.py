@@ -2,7 +2,8 @@
 
 One pass over the rows (``robustcore._row_stats.Moments``) gives the column means and spreads
 ("standard" and "auto" scaling), the scatter matrix (PCA), the column minima and maxima (the
-magnitude guard, as on the scaled values; bounds for blocks of ordinary values), and the non-finite entries (the first one
+magnitude guard, as on the scaled values; bounds for blocks of ordinary values), and the non-finite entries
+(the first one
 named, as ``check_finite`` names it). "robust" scaling needs the columns' medians and MADs:
 ``np.median`` in memory; out of core, exact order statistics in three more passes (a sorted
 sketch of every column rides on this pass; one pass gathers the medians and quartiles; a sketch

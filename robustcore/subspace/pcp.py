@@ -43,7 +43,8 @@ Speed comes from doing only the work the answer needs:
 * the sweep, the Gram product and the randomized route's products run on ``n_jobs`` threads,
   each over its own range of rows (numpy releases the GIL in products and elementwise loops),
   while BLAS runs on one thread (robustcore's rule inside every fit; when the user chose more
-  BLAS threads, ``n_jobs=None`` runs one thread of its own instead: ``_blas_policy``). Only the small eigenproblem stays on one core (scipy's
+  BLAS threads, ``n_jobs=None`` runs one thread of its own instead: ``_blas_policy``).
+  Only the small eigenproblem stays on one core (scipy's
   LAPACK wrappers hold the GIL). With ``n_jobs=None`` a governor (``_threads.Governor``)
   decides pass by pass: threads only while they receive the CPU time of more than one core
   (another job on the machine, or a scheduler sharing the cores between users, makes two

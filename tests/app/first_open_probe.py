@@ -159,7 +159,8 @@ def main() -> None:
         "longest_gaps": [[round(g, 3), round(t, 3)] for g, t in gaps[:3]],   # [length, start after Open]
         "open_to_loaded": round(marks.get("loaded", float("nan")) - marks["open"], 3),
         "open_to_end": round(marks["end"] - marks["open"], 3),
-        "loads": loads, "waits": waits, "stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:8], "problems": problems,
+        "loads": loads, "waits": waits, "stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:8],
+        "problems": problems,
         "load_average": os.getloadavg()[0]}), flush=True)
     close_down(w)   # as robust-studio ends
 

@@ -79,7 +79,8 @@ def _watch(window, seen):
         v = window.views.view("decomposition")
         i = v.current_sample
         seen.append(dict(frames=frames, live=v.live, label=v.live_label.text(), shown=v.live_label.isVisible(),
-                         status=v.status.text(), frame_label=v.frame_label.text(), slider_max=v.frame_slider.maximum(), sample=i,
+                         status=v.status.text(), frame_label=v.frame_label.text(), slider_max=v.frame_slider.maximum(),
+                         sample=i,
                          current=window.views.current_view_name(),
                          L=v.images["low_rank"].image.copy(), S=v.images["sparse"].image.copy(),
                          mask_title=v.panels["mask"].titleLabel.text, drawn=v.drawn))

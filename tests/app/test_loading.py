@@ -20,7 +20,8 @@ def _libsvm(path, n=5000, d=400, per_row=25, seed=0):
     # Distinct, sorted columns per row: a random start and a fixed stride, wrapped around.
     cols = np.sort((rng.integers(0, d, (n, 1)) + 16 * np.arange(per_row)) % d, axis=1) + 1
     vals = rng.standard_normal((n, per_row))
-    lines = [f"{i % 2} " + " ".join(f"{c}:{v:.5f}" for c, v in zip(cr, vr)) for i, (cr, vr) in enumerate(zip(cols, vals))]
+    lines = [f"{i % 2} " + " ".join(f"{c}:{v:.5f}" for c, v in zip(cr, vr))
+             for i, (cr, vr) in enumerate(zip(cols, vals))]
     path.write_text("\n".join(lines) + "\n")
     return path
 

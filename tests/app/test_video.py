@@ -52,7 +52,8 @@ def test_a_frame_shows_original_low_rank_sparse_and_mask(video):
     np.testing.assert_array_equal(low[..., 1], palette.to_gray(res.arrays["low_rank"][i], sc.gray).reshape(12, 16))
     np.testing.assert_array_equal(sparse, palette.to_diverging(res.arrays["sparse"][i], sc.s_limit).reshape(12, 16, 3))
     fg = np.abs(res.arrays["sparse"][i]).reshape(12, 16) > sc.threshold
-    assert fg.any() and np.all(mask[fg] == palette.MASK_RGB) and not np.any(np.all(mask[~fg] == palette.MASK_RGB, axis=-1))
+    assert (fg.any() and np.all(mask[fg] == palette.MASK_RGB)
+            and not np.any(np.all(mask[~fg] == palette.MASK_RGB, axis=-1)))
 
 
 @pytest.mark.parametrize("kind", ["mp4", "gif", "png"])

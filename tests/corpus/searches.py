@@ -160,7 +160,8 @@ def _valid_files(work: Path) -> list[Path]:
         sio.savemat(buf, {"X": X, "y": (np.arange(6) % 2).reshape(-1, 1)}, do_compression=compress)
         (work / name).write_bytes(buf.getvalue())
     images = X.astype(np.uint8).reshape(6, 2, 2)
-    (work / "t-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3]) + b"".join(int(v).to_bytes(4, "big") for v in images.shape)
+    (work / "t-images-idx3-ubyte").write_bytes(bytes([0, 0, 8, 3])
+                                               + b"".join(int(v).to_bytes(4, "big") for v in images.shape)
                                                + images.tobytes())
     import tifffile
     tifffile.imwrite(work / "t.tif", X.astype(np.uint16).reshape(6, 2, 2), photometric="minisblack")

@@ -273,7 +273,8 @@ def test_help_exits_zero(capsys):
 
 def test_figures_are_written_offscreen(tmp_path, capsys, qapp):
     code, out, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--method", "coherence-pursuit",
-                             "--param", "pca:n_components=2", "--figure", "scatter", "--figure", "comparison", "--select", "0,5-7",
+                             "--param", "pca:n_components=2", "--figure", "scatter", "--figure", "comparison",
+                             "--select", "0,5-7",
                              "--out", tmp_path / "o", "--size", "400x300")
     assert code == 0, err
     names = sorted(os.listdir(tmp_path / "o"))

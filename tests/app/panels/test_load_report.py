@@ -42,7 +42,8 @@ def test_cli_marks_a_label_value_as_the_outlier_truth(tmp_path, capsys):
     assert code == 0, err
     assert "2 known outliers (from label = odd)" in err
     code, _, err = run_cli(capsys, "run", "--data", p, "--option", "label_column=kind", "--option",
-                           "outlier_label=odd", "--outliers-from-label", "odd", "--method", "pca", "--out", tmp_path / "x")
+                           "outlier_label=odd", "--outliers-from-label", "odd", "--method", "pca",
+                           "--out", tmp_path / "x")
     assert code == 2 and "say the same thing" in err
     code, _, err = run_cli(capsys, "run", "--demo", "iris", "--outliers-from-label", "1", "--method", "pca",
                            "--out", tmp_path / "y")

@@ -37,7 +37,8 @@ def data(name: str) -> Dataset:
                        class_names=full.class_names, outliers=full.outliers[keep],
                        feature_names=full.feature_names, sample_ids=[full.sample_ids[i] for i in keep],
                        image_shape=full.image_shape,
-                       provenance=Provenance(loader="subset", options={"demo": full.name, "rows": "100 ones, 40 eights"}))
+                       provenance=Provenance(loader="subset",
+                                             options={"demo": full.name, "rows": "100 ones, 40 eights"}))
     if name == "escalator-24":
         return head(demo("escalator"), 24)
     return demo(name)

@@ -189,7 +189,7 @@ def test_rows_on_disk_are_binned_without_being_read_whole_on_the_gui_thread(view
     from robustcore.methods import get_method
     import app.views.scatter as scatter
     import app.views._binned as binned
-    monkeypatch.setattr(scatter, "DENSITY_POINTS", 5_000)   # an out-of-core fit of 50,000 rows under a tiny budget: 20 s
+    monkeypatch.setattr(scatter, "DENSITY_POINTS", 5_000)  # an out-of-core fit of 50,000 rows under a tiny budget: 20 s
     monkeypatch.setattr(binned, "POINTS_IN_VIEW", 1_000)
     X, _ = _planted(8_000, seed=5)
     path = tmp_path / "t.npy"

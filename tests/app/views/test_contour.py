@@ -146,7 +146,8 @@ def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
     v.plane_box.set_key("data")
     v.finish_drawing()
     assert v.grids["spe"].max() < 1e-9 * res.summary["SPE limit"]
-    assert v.flat_notes["spe"].isVisible() and "lies inside the fitted subspace" in v.flat_notes["spe"].textItem.toPlainText()
+    assert (v.flat_notes["spe"].isVisible()
+            and "lies inside the fitted subspace" in v.flat_notes["spe"].textItem.toPlainText())
 
 
 def test_a_result_without_limits_says_why_instead_of_drawing(views_for):

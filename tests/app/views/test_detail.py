@@ -92,4 +92,5 @@ def test_sparse_data_densify_only_the_sample_shown(views_for, monkeypatch):
     np.testing.assert_array_equal(v.parts["original"], x)
     C, m = res.subspace.components, res.subspace.mean
     np.testing.assert_allclose(v.parts["reconstruction"], m + C.T @ (C @ (x - m)), atol=1e-10)
-    np.testing.assert_allclose(v.bars.opts["height"], compare.residual_contributions(x, C, m)[0], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(v.bars.opts["height"], compare.residual_contributions(x, C, m)[0],
+                               rtol=1e-10, atol=1e-12)

@@ -65,7 +65,8 @@ def test_known_outliers_coloured_and_selection_shared(state_views, qtbot):
     x, _ = v.cloud.points()
     picked = v.cloud.select_rect(x.min() - 1, v.cut_lines["od"].value(), x.max() + 1, y.max() + 1)
     np.testing.assert_array_equal(state.selection, np.sort(picked))
-    assert set(np.flatnonzero(truth)) - set(state.selection.tolist()) == set(np.flatnonzero(truth & (y <= v.cut_lines["od"].value())))
+    assert (set(np.flatnonzero(truth)) - set(state.selection.tolist())
+            == set(np.flatnonzero(truth & (y <= v.cut_lines["od"].value()))))
 
 
 def test_a_full_rank_subspace_maps_along_it_only(views_for):

@@ -20,7 +20,8 @@ def test_round_trip_with_labels_and_outlier_label(tmp_path):
 
 def test_transpose_sparse_and_char_labels(tmp_path):
     D = np.arange(12.0).reshape(3, 4)  # 4 samples in columns
-    sio.savemat(tmp_path / "t.mat", {"D": D, "S": sp.csc_matrix(np.eye(4)), "names": np.array(["ab", "cd", "ab", "ef"])})
+    sio.savemat(tmp_path / "t.mat", {"D": D, "S": sp.csc_matrix(np.eye(4)),
+                                     "names": np.array(["ab", "cd", "ab", "ef"])})
     ds = load(tmp_path / "t.mat", variable="D", transpose=True, labels_variable="names")
     assert np.array_equal(ds.X, D.T) and ds.labels.tolist() == ["ab", "cd", "ab", "ef"]
     s = load(tmp_path / "t.mat", variable="S", labels_variable="none")
