@@ -140,8 +140,10 @@ def offer_reason(path: str, budget: int) -> LazyOffer | None:
 
 def method_restrictions(methods: dict, dataset) -> dict:
     """name -> why the method cannot run on ``dataset`` ({} for data in memory): the registry's
-    words (robustcore.methods.refusal)."""
+    words (robustcore.methods.refusal). No data set yet: nothing is refused."""
     from robustcore.methods import refusal
+    if dataset is None:
+        return {}
     why = {name: refusal(m, dataset) for name, m in methods.items()}
     return {name: w for name, w in why.items() if w is not None}
 

@@ -307,7 +307,7 @@ def test_saved_parameters_that_no_longer_fit_give_the_library_message(tmp_path):
     ds = planted()
     s = S.session_from_results(ds, [run(ds)])
     s.runs[0].params["n_components"] = 99
-    with pytest.raises(ValueError, match="pca: the saved parameters do not fit this data: n_components"):
+    with pytest.raises(ValueError, match="pca: the saved parameters do not fit this data: The 'n_components' parameter"):
         S.rerun(s, ds)
 
 
