@@ -32,6 +32,7 @@ def _classes():
     return _definitions(ast.ClassDef)
 
 
+@pytest.mark.slow
 def test_no_class_is_over_400_lines():
     """A class that long does more than one thing (issue 26: MainWindow was 823 lines)."""
     classes = dict(_classes())
@@ -40,6 +41,7 @@ def test_no_class_is_over_400_lines():
     assert big == {}, f"classes over {MAX_CLASS_LINES} lines: {big}"
 
 
+@pytest.mark.slow
 def test_no_function_is_over_150_lines():
     """A function that long mixes steps that deserve names of their own."""
     functions = dict(_definitions((ast.FunctionDef, ast.AsyncFunctionDef)))
@@ -48,6 +50,7 @@ def test_no_function_is_over_150_lines():
     assert long == {}, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_circles(package):
     found = {tuple(c): describe(ROOT, package, c) for c in import_cycles(ROOT, package)}

@@ -13,6 +13,7 @@ from tests.timing import budget
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.timing
 def test_a_hung_test_ends_the_run_with_every_threads_stack(tmp_path):
     (tmp_path / "test_hangs.py").write_text(

@@ -128,6 +128,7 @@ def test_samples_csv_reads_back_exactly_with_provenance(tmp_path, iris_pca):
     assert [r[2] for r in rows] == list(ds.labels)
 
 
+@pytest.mark.slow
 def test_a_tall_samples_csv_reads_back_exactly_across_its_blocks(tmp_path):
     """The table is written a block of 65,536 rows at a time: 70,001 rows cross a block's end."""
     from robustcore.datasets import Dataset

@@ -47,6 +47,7 @@ def test_examples_cover_every_demo_and_every_view():
             METHODS[m].validate(params)
 
 
+@pytest.mark.slow
 def test_an_example_opens_its_demo_runs_and_shows_its_view(qtbot, window):
     ex = next(e for e in EXAMPLES if e.key == "blind-spot")
     with qtbot.waitSignal(window.runFinished, timeout=60000):
@@ -58,6 +59,7 @@ def test_an_example_opens_its_demo_runs_and_shows_its_view(qtbot, window):
     assert ex.blurb[:40] in window.statusBar().currentMessage()
 
 
+@pytest.mark.slow
 def test_pca_on_a_two_feature_demo_gets_a_rank_that_leaves_a_residual(qtbot, window):
     """PCA's old default of 2 components on 2-D data left nothing off the subspace: no SPE limit,
     an empty SPE/T² map. The automatic rank (the scree elbow, at most half of min(n, d)) is 1."""

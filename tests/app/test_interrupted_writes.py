@@ -91,6 +91,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 @posix
 def test_sigterm_during_a_png_export_leaves_a_folder_that_says_it_is_incomplete(tmp_path):
     out, ready = tmp_path / "frames", tmp_path / "ready"
@@ -103,6 +104,7 @@ def test_sigterm_during_a_png_export_leaves_a_folder_that_says_it_is_incomplete(
     assert temporaries(tmp_path) == []
 
 
+@pytest.mark.slow
 @posix
 def test_sigterm_during_an_mp4_export_removes_its_temporary(tmp_path):
     pytest.importorskip("av")
@@ -151,6 +153,7 @@ def table(tmp_path):
     return p
 
 
+@pytest.mark.slow
 @posix
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["kill-9", "SIGTERM"])
 def test_a_run_killed_between_two_methods_says_it_is_incomplete(tmp_path, table, sig):
@@ -164,6 +167,7 @@ def test_a_run_killed_between_two_methods_says_it_is_incomplete(tmp_path, table,
     assert temporaries(out) == []
 
 
+@pytest.mark.slow
 @posix
 def test_sigterm_inside_a_results_export_leaves_samples_without_arrays_said_incomplete(tmp_path, table):
     out, ready = tmp_path / "out", tmp_path / "ready"

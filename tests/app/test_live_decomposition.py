@@ -95,6 +95,7 @@ def _start(window, **values):
 
 # -- the window -----------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_provisional_frames_while_running_then_the_final_result(qtbot, window):
     window.set_dataset(_clip())
     seen = []
@@ -129,6 +130,7 @@ def test_provisional_frames_while_running_then_the_final_result(qtbot, window):
     np.testing.assert_array_equal(v.images["sparse"].image, S[17].reshape(H, W))
 
 
+@pytest.mark.slow
 def test_the_user_looks_back_while_frames_arrive(qtbot, window):
     window.set_dataset(_clip())
     with qtbot.waitSignal(window.runner.partial, timeout=60_000):
@@ -145,6 +147,7 @@ def test_the_user_looks_back_while_frames_arrive(qtbot, window):
         np.testing.assert_array_equal(s["S"], S[3].reshape(H, W))
 
 
+@pytest.mark.slow
 def test_cancel_leaves_no_view_claiming_a_result(qtbot, window):
     window.set_dataset(_clip())
     with qtbot.waitSignal(window.runner.partial, timeout=60_000):
@@ -160,6 +163,7 @@ def test_cancel_leaves_no_view_claiming_a_result(qtbot, window):
     assert all(img.image is None for img in v.images.values())
 
 
+@pytest.mark.slow
 def test_cancel_after_an_earlier_run_shows_that_run_as_it_is(qtbot, window, tmp_path):
     window.set_dataset(_clip())
     with qtbot.waitSignal(window.runFinished, timeout=120_000) as got:
@@ -180,6 +184,7 @@ def test_cancel_after_an_earlier_run_shows_that_run_as_it_is(qtbot, window, tmp_
     np.testing.assert_array_equal(v.images["sparse"].image, np.asarray(first.arrays["sparse"])[100].reshape(H, W))
 
 
+@pytest.mark.slow
 def test_a_run_in_the_window_thread_feeds_the_view_the_same_way(qtbot, tmp_path):
     w = MainWindow(settings=Settings(str(tmp_path / "t.ini")), methods=dict(METHODS, **{"online-rpca": PACED}),
                    isolation="thread")
@@ -200,6 +205,7 @@ def test_a_run_in_the_window_thread_feeds_the_view_the_same_way(qtbot, tmp_path)
         w.close()
 
 
+@pytest.mark.slow
 def test_video_out_of_core_is_fed_from_its_zarr_store(qtbot, window, tmp_path):
     pytest.importorskip("av")
     pytest.importorskip("zarr")

@@ -26,6 +26,7 @@ def _libsvm(path, n=5000, d=400, per_row=25, seed=0):
     return path
 
 
+@pytest.mark.slow
 def test_a_large_file_is_loaded_in_the_worker_process(qtbot, window, tmp_path):
     path = _libsvm(tmp_path / "big.svm")
     ticks = []
@@ -69,6 +70,7 @@ def test_loading_can_be_cancelled_and_the_shown_data_stays(qtbot, window, tmp_pa
     assert window.state.dataset.name == "gaussian-2d"
 
 
+@pytest.mark.slow
 def test_a_bad_file_loaded_in_the_worker_gives_the_loaders_message(qtbot, window, tmp_path):
     bad = tmp_path / "broken.npy"
     bad.write_bytes(b"this is not an npy file")

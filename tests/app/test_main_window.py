@@ -105,6 +105,7 @@ def _run(qtbot, w, method, timeout=60000, **params):
 
 # -- data in ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_demo_from_the_menu_shows_summary_and_preview(qtbot, window):
     assert window.demos_menu.actions(), "the Demos menu lists the bundled demos"
     assert "Fisher" in window.demo_actions["iris"].toolTip()
@@ -121,6 +122,7 @@ def test_demo_from_the_menu_shows_summary_and_preview(qtbot, window):
     assert "iris" in window.windowTitle()
 
 
+@pytest.mark.slow
 def test_image_demo_summary_names_image_shape(qtbot, window):
     _load(qtbot, window, "usps-1-vs-8")
     s = window.dataset_panel.summary_text()
@@ -181,6 +183,7 @@ def test_run_refused_without_data(qtbot, window):
     assert "Load a data set first" in window.statusBar().currentMessage()
 
 
+@pytest.mark.slow
 def test_invalid_parameter_refuses_run_with_reason(qtbot, window):
     _load(qtbot, window)
     window.method_panel.set_method("pca")
@@ -205,6 +208,7 @@ def test_method_needing_labels_is_refused_on_unlabelled_data(qtbot, window):
     assert window.run() is None
 
 
+@pytest.mark.slow
 def test_each_method_runs_on_a_demo(qtbot, window):
     _load(qtbot, window, "iris")
     for method in METHODS:
@@ -235,6 +239,7 @@ def test_data_dependent_error_reaches_user_as_message(qtbot, window):
     assert window.run_log.last().outcome == "failed"
 
 
+@pytest.mark.slow
 def test_worker_exception_shows_message_with_details_and_window_stays_usable(qtbot, window):
     _load(qtbot, window, "iris")
     window.method_panel.set_method("boom")
@@ -251,6 +256,7 @@ def test_worker_exception_shows_message_with_details_and_window_stays_usable(qtb
     assert window.state.result("pca") is res
 
 
+@pytest.mark.slow
 @pytest.mark.timing
 def test_progress_bar_is_fed_and_cancel_goes_idle_within_a_second(qtbot, window):
     window.set_dataset(_random_data(n=400, d=200))
@@ -287,6 +293,7 @@ def _max_gap(qtbot, ms):
     return float(gaps.max()), float(np.median(gaps))
 
 
+@pytest.mark.slow
 def test_event_loop_never_stalls_during_a_fit(qtbot, window):
     """A 10 ms timer keeps firing while PCP runs; its largest gap is the stall (reported in README).
 
@@ -307,6 +314,7 @@ def test_event_loop_never_stalls_during_a_fit(qtbot, window):
     assert fit_max < max(0.5, 2 * idle_max + 0.1)
 
 
+@pytest.mark.slow
 @pytest.mark.timing
 def test_fit_stuck_in_a_gil_holding_call_neither_freezes_nor_resists_cancel(qtbot, window):
     """scipy.linalg.svd holds the GIL for its whole duration: in a thread it would freeze the
@@ -326,6 +334,7 @@ def test_fit_stuck_in_a_gil_holding_call_neither_freezes_nor_resists_cancel(qtbo
     assert fit_max < budget(0.5)
 
 
+@pytest.mark.slow
 def test_new_run_while_one_is_in_flight_replaces_it(qtbot, window):
     _load(qtbot, window, "iris")
     window.method_panel.set_method("slow")
@@ -340,6 +349,7 @@ def test_new_run_while_one_is_in_flight_replaces_it(qtbot, window):
     qtbot.waitUntil(lambda: window.runner.live_threads() == 0, timeout=3000)
 
 
+@pytest.mark.slow
 def test_result_is_dropped_when_parameters_change_during_the_fit(qtbot, window):
     _load(qtbot, window, "iris")
     window.method_panel.set_method("slow")
@@ -353,6 +363,7 @@ def test_result_is_dropped_when_parameters_change_during_the_fit(qtbot, window):
     assert window.run_log.last().outcome == "discarded"
 
 
+@pytest.mark.slow
 def test_result_is_dropped_when_data_changes_during_the_fit(qtbot, window):
     _load(qtbot, window, "iris")
     window.method_panel.set_method("slow")
@@ -418,6 +429,7 @@ def test_closing_during_a_fit_exits_cleanly_in_a_real_process(tmp_path):
 
 # -- settings ---------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_parameters_and_method_persist_between_launches(qtbot, window, settings_path):
     _load(qtbot, window, "iris")
     _run(qtbot, window, "pca", n_components=3)
@@ -522,6 +534,7 @@ def test_open_with_loader_options_reads_the_label_column(qtbot, window, tmp_path
     assert summary["options"] == "delimiter = ',' · header = yes · label column = kind"
 
 
+@pytest.mark.slow
 def test_export_refuses_without_result_then_writes_files(qtbot, window, tmp_path):
     _load(qtbot, window, "iris")
     window.method_panel.set_method("pca")
@@ -541,6 +554,7 @@ def test_export_refuses_without_result_then_writes_files(qtbot, window, tmp_path
     assert res.method == "pca"
 
 
+@pytest.mark.slow
 def test_session_saved_and_reopened_in_a_new_window(qtbot, window, tmp_path, settings_path):
     import app.session as S
     _load(qtbot, window, "iris")
@@ -559,6 +573,7 @@ def test_session_saved_and_reopened_in_a_new_window(qtbot, window, tmp_path, set
     w2.close()
 
 
+@pytest.mark.slow
 def test_session_with_moved_data_offers_to_locate_it(qtbot, window, tmp_path, settings_path):
     import app.session as S
     data = tmp_path / "d.npy"
@@ -582,6 +597,7 @@ def test_session_with_moved_data_offers_to_locate_it(qtbot, window, tmp_path, se
     assert window.state.result("pca") is not None
 
 
+@pytest.mark.slow
 def test_save_as_then_save_and_reopen_at_start(qtbot, window, tmp_path, settings_path, monkeypatch):
     """File > Save session as… asks for a name once; Save then writes there without asking; the
     selection comes back; "Reopen last session at start" makes the next launch open it."""

@@ -2,6 +2,7 @@
 turns of the event loop, and the signals a user (or a script) waits for come when the picture
 is there. No timing here: what is checked is the order of what happens and what is drawn."""
 import numpy as np
+import pytest
 
 
 def _load_demo(qtbot, w, name):
@@ -9,6 +10,7 @@ def _load_demo(qtbot, w, name):
         w.demo_actions[name].trigger()
 
 
+@pytest.mark.slow
 def test_a_result_is_drawn_on_a_later_turn_and_run_finished_waits_for_the_picture(qtbot, small_window):
     from app.views.scatter import ScatterView
 
@@ -36,6 +38,7 @@ def test_a_result_is_drawn_on_a_later_turn_and_run_finished_waits_for_the_pictur
     assert shown.cloud.drawn_count() == w.state.dataset.n_samples
 
 
+@pytest.mark.slow
 def test_the_view_a_result_goes_to_is_built_before_the_result_comes(qtbot, small_window):
     from app.views.scatter import ScatterView
 
@@ -80,6 +83,7 @@ def _shown_points(cloud):
     return out
 
 
+@pytest.mark.slow
 def test_a_large_cloud_is_drawn_on_the_turns_after_it_is_set_and_never_mixes_old_and_new(qtbot):
     from app.views import _style as st
     from app.views._cloud import PROGRESSIVE_POINTS
@@ -126,6 +130,7 @@ def test_a_small_cloud_with_many_colours_is_drawn_in_parts_too(qtbot):
     assert sum(it.isVisible() for it in cloud.groups) == len(set(levels.tolist())) > CHUNK_ITEMS
 
 
+@pytest.mark.slow
 def test_every_column_of_a_wide_table_is_sized_to_its_name_and_first_cells(qtbot, small_window, tmp_path):
     from PySide6.QtCore import Qt
 
@@ -150,6 +155,7 @@ def test_every_column_of_a_wide_table_is_sized_to_its_name_and_first_cells(qtbot
         assert need <= header.sectionSize(c) <= need + 40, (c, need, header.sectionSize(c))
 
 
+@pytest.mark.slow
 def test_a_tab_chosen_for_the_first_time_is_built_then_drawn_on_the_next_turn(qtbot, small_window):
     from PySide6.QtCore import Qt
 

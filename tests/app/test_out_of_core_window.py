@@ -54,6 +54,7 @@ def _run(qtbot, window, method="pca", **values):
     return got.args[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["npy", "h5", "zarr"])
 def test_open_out_of_core_then_pca_equals_in_memory(qtbot, window, tmp_path, kind):
     from robustcore.datasets import Dataset
@@ -95,6 +96,7 @@ def test_open_out_of_core_then_pca_equals_in_memory(qtbot, window, tmp_path, kin
     assert window.views.current_view_name()   # a view shows the result
 
 
+@pytest.mark.slow
 def test_in_memory_methods_refused_on_lazy_data(qtbot, window, tmp_path):
     path = _write("npy", tmp_path / "t.npy", _table())
     window.settings.set_memory_budget(1 << 20)
@@ -112,6 +114,7 @@ def test_small_npy_loads_in_memory_without_offer(qtbot, window, tmp_path):
     assert not window.state.dataset.is_lazy
 
 
+@pytest.mark.slow
 def test_cancel_lazy_fit(qtbot, window, tmp_path):
     path = _write("npy", tmp_path / "c.npy", _table(400_000, 10))
     window.settings.set_memory_budget(1 << 20)
@@ -184,6 +187,7 @@ def test_session_reopens_out_of_core(qtbot, window, tmp_path):
     assert window.dataset_panel.summary_text()["out of core"].startswith("yes")
 
 
+@pytest.mark.slow
 def test_long_video_out_of_core_results_in_zarr_read_back_by_the_view(qtbot, window, tmp_path):
     av = pytest.importorskip("av")
     n, h, w = 120, 48, 64

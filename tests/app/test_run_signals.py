@@ -36,6 +36,7 @@ def _start(qtbot, w, steps=400):
     return job
 
 
+@pytest.mark.slow
 def test_the_discard_warning_stays_in_sight_while_progress_goes_on(qtbot, window):
     w, panel = window, window.method_panel
     _start(qtbot, w)

@@ -43,6 +43,7 @@ def _shown(qtbot, w, name):
     return v
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(960, 540), (1280, 800)])
 def test_table_heatmaps_share_the_feature_axis_and_keep_equal_readable_heights(qtbot, tmp_path, table_fits, size):
     w = _window(qtbot, tmp_path, table_fits, size)
@@ -64,6 +65,7 @@ def test_table_heatmaps_share_the_feature_axis_and_keep_equal_readable_heights(q
         assert np.allclose([x0, x1, y0, y1], [5, 15, 100, 300], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_esfs_eigenvalue_plot_stays_readable_at_200_percent(qtbot, tmp_path, table_fits):
     w = _window(qtbot, tmp_path, table_fits, (960, 540))
     v = _shown(qtbot, w, "ranking")
@@ -73,6 +75,7 @@ def test_esfs_eigenvalue_plot_stays_readable_at_200_percent(qtbot, tmp_path, tab
         assert r.width() >= MIN_PLOT[0] and r.height() >= MIN_PLOT[1], (plot.titleLabel.text, r)
 
 
+@pytest.mark.slow
 def test_learning_curve_titles_stay_on_one_line_at_200_percent(qtbot, tmp_path, table_fits):
     tour = table_fits[0]
     ds = tour.datasets(str(tmp_path))["libsvm"]
@@ -92,6 +95,7 @@ def test_learning_curve_titles_stay_on_one_line_at_200_percent(qtbot, tmp_path, 
     assert max(heights.values()) <= min(heights.values()) + 1, heights
 
 
+@pytest.mark.slow
 def test_opening_a_file_does_not_widen_the_side_panels_at_200_percent(qtbot, tmp_path, table_fits):
     """The Data panel's "Load options…" button sat beside the known-outliers chooser: opening a
     file (not a demo) widened the docks by 110 px and took that from the views."""

@@ -42,6 +42,7 @@ def test_runs_off_the_gui_thread_and_returns_result(qtbot, runner):
     assert not runner.is_busy()
 
 
+@pytest.mark.slow
 def test_progress_is_throttled(qtbot, runner):
     reports = []
     runner.progress.connect(lambda j, f, m: reports.append((time.monotonic(), f, m)))
@@ -236,6 +237,7 @@ def test_process_fit_gives_the_same_numbers_as_in_process(pool):
     assert reports and all(0 <= f <= 1 for f in reports)
 
 
+@pytest.mark.slow
 def test_process_errors_keep_their_kind_and_traceback(pool):
     with pytest.raises(ValueError, match=r"'n_components' parameter must be an integer in \[1, 5\]"):
         pool.run("pca", _data(), {"n_components": 9}, lambda f, m: True)
@@ -246,6 +248,7 @@ def test_process_errors_keep_their_kind_and_traceback(pool):
     assert pool.run("pca", _data(), {}, lambda f, m: True).method == "pca"
 
 
+@pytest.mark.slow
 @pytest.mark.timing
 def test_process_fit_in_a_gil_holding_call_is_cancelled_within_a_second(pool):
     state = {"t_cancel": None}

@@ -34,6 +34,7 @@ def test_the_tours_data_are_what_it_says(tmp_path):
     assert len(np.unique(svm.labels)) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,views", [("table", ("scatter", "decomposition", "evaluation")),
                                         ("libsvm", ("learning-curve", "detail"))])
 def test_tour_subset_is_legible_at_1280x800(qtbot, tmp_path, kind, views):

@@ -52,6 +52,7 @@ def make_window(qtbot, tmp_path):
         w.close()
 
 
+@pytest.mark.slow
 def test_discarded_run_leaves_no_finished_message_and_new_data_clears_it(qtbot, make_window):
     w = make_window()
     w.set_dataset(_table("first"))

@@ -98,6 +98,7 @@ def test_what_an_export_needs_is_checked_before_writing(video, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["keep.gif"]
 
 
+@pytest.mark.slow
 def test_cli_writes_the_video_and_refuses_what_it_cannot(tmp_path, capsys):
     out = tmp_path / "o"
     code = cli_main(["run", "--demo", "escalator", "--method", "pca", "--video", "gif", "--out", str(out), "-q"])
@@ -114,6 +115,7 @@ def test_cli_writes_the_video_and_refuses_what_it_cannot(tmp_path, capsys):
         assert c.streams.video[0].frames == 314
 
 
+@pytest.mark.slow
 def test_window_exports_the_video_with_the_views_threshold(qtbot, tmp_path, video):
     from app.main_window import MainWindow
     from app.settings import Settings

@@ -5,6 +5,7 @@ panel switched, views switched; after every step each view's drawn result, resul
 title and legend are checked against the result object in the state.
 """
 import numpy as np
+import pytest
 
 from robustcore.methods import METHODS
 
@@ -51,6 +52,7 @@ def assert_names_what_it_draws(v, res):
     assert v.figure_results() == [res]  # what an exported figure records as its source
 
 
+@pytest.mark.slow
 def test_every_view_follows_the_latest_result_of_the_method_being_looked_at(qtbot, window):
     """PCA, then Coherence Pursuit, PCP and SPE/T² on usps-1-vs-8 with the scatter showing: the
     scatter used to keep "PCA — usps-1-vs-8" and PCA's rings while the Method panel said
@@ -97,6 +99,7 @@ def test_every_view_follows_the_latest_result_of_the_method_being_looked_at(qtbo
     assert_names_what_it_draws(scatter, results["pcp"])
 
 
+@pytest.mark.slow
 def test_a_new_run_replaces_what_a_hidden_view_draws(qtbot, window):
     """On an outlier table: run SPE/T², look at the scatter, run Coherence Pursuit while the
     summary tab shows; the scatter must draw Coherence Pursuit's rings when shown again."""

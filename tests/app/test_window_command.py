@@ -31,6 +31,7 @@ def moved_session(qtbot, tmp_path):
     return path, str(tmp_path / "moved" / "renamed.npy")
 
 
+@pytest.mark.slow
 def test_session_with_moved_data_opens_with_data_on_the_command_line(qtbot, tmp_path, moved_session):
     session, data = moved_session
     args = build_parser().parse_args(["--session", session, "--data", data])

@@ -1,4 +1,5 @@
 """The window at 1280 x 800 as a user sees it: every view that exists is in sight (issue 25)."""
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
@@ -10,6 +11,7 @@ def _run(qtbot, w, method):
         assert w.run() is not None
 
 
+@pytest.mark.slow
 def test_every_view_name_is_in_sight_at_1280x800(qtbot, small_window):
     w = small_window
     with qtbot.waitSignal(w.datasetLoaded, timeout=30000):
@@ -39,6 +41,7 @@ def test_every_view_name_is_in_sight_at_1280x800(qtbot, small_window):
     assert views.rect().contains(top_left) and views.rect().contains(bottom_right)
 
 
+@pytest.mark.slow
 def test_first_result_builds_only_the_view_shown_and_a_click_builds_another(qtbot, small_window):
     """Building six views when the first result arrived froze the window (issue 25): the view
     shown is built, the others have a tab and are built when first chosen."""

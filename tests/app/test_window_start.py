@@ -101,6 +101,7 @@ w.close()
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1280, 800), (1024, 600)])
 def test_the_window_fits_a_small_screen_with_run_and_cancel_on_it(tmp_path, size):
     """On a 1280 x 800 screen the window opened at 1360 x 860 and Cancel was past its right edge."""
@@ -131,6 +132,7 @@ def test_a_large_screen_keeps_the_default_size(qtbot, tmp_path):
     assert room.contains(w.frameGeometry())
 
 
+@pytest.mark.slow
 def test_a_window_in_a_plain_qapplication_draws_table_heatmaps_the_right_way_round(qtbot, tmp_path, monkeypatch):
     """A script's own QApplication, not app._qt.ensure_app: pyqtgraph still has its column-major
     default. PCP's L + S of a 40 x 6 table must draw 40 sample rows and 6 feature columns, each

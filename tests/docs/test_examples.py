@@ -50,6 +50,7 @@ def test_every_example_has_a_check():
     assert {p.stem for p in SCRIPTS} == set(CHECKS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=[p.stem for p in SCRIPTS])
 def test_example_runs_and_finds_its_answer(script, tmp_path, monkeypatch):
     if script.stem == "plot_out_of_core_pca":

@@ -52,6 +52,7 @@ def _planted(seed=23):
     return L + S
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fit", [
     lambda cb: PCA(2).fit(np.random.default_rng(0).standard_normal((50, 5)), progress=cb),
     lambda cb: SCW().partial_fit(np.eye(4), [0, 1, 0, 1], classes=[0, 1], progress=cb),
@@ -66,6 +67,7 @@ def test_fits_hold_blas_to_one_thread_unless_the_user_chose(monkeypatch, no_user
         assert _threads_seen_by(fit) == {2}        # the user's choice is left alone
 
 
+@pytest.mark.slow
 def test_pcp_running_its_own_threads_leaves_the_users_blas_count_alone(monkeypatch, no_user_choice,
                                                                       small_blocks):
     """The user set OPENBLAS_NUM_THREADS and asked for two threads of PCP's own: both are used as
@@ -160,6 +162,7 @@ def test_one_cached_controller():
     assert blas_controller() is blas_controller() is not None
 
 
+@pytest.mark.slow
 def test_only_the_policy_module_touches_blas_threads():
     """One module, one rule: no other module of robustcore or app imports threadpoolctl."""
     offenders = []

@@ -306,6 +306,7 @@ def test_limits_with_no_residual_spread_stay_as_they_are():
     assert np.isfinite(est.spe_limit_) and np.all(np.isfinite(est.score_samples(X)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["ResidualScorer", "PCA", "CoherencePursuit"])
 def test_out_of_core_calibration_gives_the_same_limits(name):
     """The calibration's order statistics and count over stored scores (two passes, exact)

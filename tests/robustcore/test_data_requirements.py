@@ -43,6 +43,7 @@ def test_every_method_declares_kinds_of_data():
     assert lazy_methods("frames") == ("online-rpca",)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(METHODS))
 @pytest.mark.parametrize("where", ["table in memory", "frames in memory", "table out of core", "frames out of core"])
 def test_a_method_runs_on_what_it_declares_and_refuses_the_rest_in_one_message(data, name, where):

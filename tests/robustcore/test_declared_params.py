@@ -16,6 +16,7 @@ def test_declared_parameters_are_the_estimators_own(name):
     assert m.declared() is m.estimator_class.param_specs()
 
 
+@pytest.mark.slow
 def test_reading_every_form_imports_no_scikit_learn():
     code = ("import sys; from robustcore.methods import METHODS\n"
             "for m in METHODS.values(): m.params(); m.defaults(); m.data_defaults(10, 3)\n"

@@ -54,6 +54,7 @@ def test_every_method_that_densifies_charges_before_the_copy(wide, no_dense, mon
         m.run(wide, values)
 
 
+@pytest.mark.slow
 def test_sparse_input_taken_as_it_is_is_not_charged(wide, monkeypatch):
     monkeypatch.setenv(ENV, "1M")
     m = METHODS["scw"]

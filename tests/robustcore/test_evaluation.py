@@ -55,6 +55,7 @@ def test_perfect_reversed_and_constant_scores():
     assert flat["precision_at_k"] == pytest.approx(2 / 5)
 
 
+@pytest.mark.slow
 def test_precision_at_k_shares_ties_out_like_a_random_tie_break():
     y = np.array([1, 0, 1, 0, 0, 1])
     s = np.array([5.0, 3.0, 3.0, 3.0, 1.0, 0.0])

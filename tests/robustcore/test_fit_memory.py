@@ -64,6 +64,7 @@ def test_wide_calibration_spectrum_equals_the_covariance_one():
     np.testing.assert_allclose(lam, lam_ref, rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_coherence_pursuit_on_a_wide_table_fits():
     # 10 x 200,000: the d x d residual covariance would be 298 GiB; the n x n side is used.
     rng = np.random.default_rng(2)

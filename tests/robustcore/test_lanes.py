@@ -182,6 +182,7 @@ def _child_pass(q):
     q.put((float(acc.s.sum()), any(t.startswith("robustcore-lane") for t in acc.threads)))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork here")
 def test_a_forked_child_runs_its_lanes_on_threads_of_its_own():
     """The parent's pool exists (a pass ran); a child forked after it must not wait for the

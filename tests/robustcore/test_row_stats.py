@@ -31,6 +31,7 @@ def _exact_mean_var(col):
     return float(m), float(sum((v - m) ** 2 for v in fr) / len(fr))
 
 
+@pytest.mark.slow
 def test_moments_keep_the_digits_of_columns_far_from_zero_and_drifting():
     """A column at 1e6 +- 1e-3 and one drifting far from the shift (the first rows' mean) from
     block to block: means and spreads to 1e-12 of their exact values."""
@@ -56,6 +57,7 @@ def _moments(X, block=4096):
     return mom
 
 
+@pytest.mark.slow
 def test_ordinary_blocks_take_one_sweep_with_the_two_pass_digits():
     """Columns near zero in one unit: every block on the one-sweep path, means and spreads to
     1e-12 of their exact values, and lo / hi bounds on the true extremes."""
@@ -72,6 +74,7 @@ def test_ordinary_blocks_take_one_sweep_with_the_two_pass_digits():
     assert np.all(mom.lo <= X.min(axis=0)) and np.all(mom.hi >= X.max(axis=0))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("column", ["far from zero", "constant", "tiny squares", "huge", "nan"])
 def test_blocks_that_are_not_ordinary_take_the_exact_path(column):
     rng = np.random.default_rng(5)

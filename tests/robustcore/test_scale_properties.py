@@ -63,6 +63,7 @@ ESTIMATORS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ESTIMATORS))
 @PROPS
 @given(X=scaled_tables())

@@ -41,6 +41,7 @@ def _expected_failures(est):
     return EXPECTED_FAILURES.get(type(est).__name__, {})
 
 
+@pytest.mark.slow
 @parametrize_with_checks(_estimators(), expected_failed_checks=_expected_failures)
 def test_sklearn_check(estimator, check):
     check(estimator)

@@ -51,6 +51,7 @@ def test_every_method_has_a_case():
     assert {c[0] for c in CASES} == set(METHODS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, demo, params", CASES, ids=[c[0] for c in CASES])
 def test_run_each_method_on_a_demo_writes_valid_files(tmp_path, capsys, method, demo, params):
     out = tmp_path / "out"
@@ -271,6 +272,7 @@ def test_help_exits_zero(capsys):
     assert code == 0 and "--param" in out and "run.json" in out
 
 
+@pytest.mark.slow
 def test_figures_are_written_offscreen(tmp_path, capsys, qapp):
     code, out, err = run_cli(capsys, "run", "--demo", "iris", "--method", "pca", "--method", "coherence-pursuit",
                              "--param", "pca:n_components=2", "--figure", "scatter", "--figure", "comparison",

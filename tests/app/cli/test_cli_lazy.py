@@ -30,6 +30,7 @@ def table(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys, table):
     code, out, err = run_cli(capsys, "run", "--data", table / "t.zarr", "--method", "coherence-pursuit",
                              "--method", "pca", "--param", "n_components=3", "--memory-budget", "0.0001",
@@ -63,6 +64,7 @@ def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys
     assert ref["lazy"] and ref["identity"].startswith("tree-sha256:")   # a Zarr folder: names, sizes, metadata
 
 
+@pytest.mark.slow
 def test_same_numbers_on_a_cluster_given_by_address(tmp_path, capsys, table):
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tcp://",
@@ -150,6 +152,7 @@ def _png(path):
         return np.asarray(im.convert("RGB"), dtype=np.int16), json.loads(im.text["Comment"])
 
 
+@pytest.mark.slow
 def test_lazy_run_writes_run_json_and_replay_repeats_it_out_of_core(tmp_path, capsys, table):
     from app import session as S
     from app.session.stores import store_manifest
@@ -200,6 +203,7 @@ def test_lazy_run_writes_run_json_and_replay_repeats_it_out_of_core(tmp_path, ca
     assert "is damaged or changed" in err
 
 
+@pytest.mark.slow
 def test_hostile_run_json_store_name_is_refused(tmp_path, capsys, table):
     code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--lazy", "--method", "pca",
                            "--out", tmp_path / "a")
@@ -228,6 +232,7 @@ def test_lazy_scatter_figure_is_the_in_memory_figure(tmp_path, capsys, table, qa
     assert np.mean(np.abs(lazy - mem).max(axis=2) > 8) < 0.002   # the same picture
 
 
+@pytest.mark.slow
 def test_lazy_decomposition_figure_draws_frames_from_the_stores(tmp_path, capsys, qapp):
     path, _ = _clip(tmp_path / "clip.mkv")
     common = ["--method", "online-rpca", "--param", "batch_size=20", "--figure", "decomposition",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from app import session as S
 from app.cli import main
@@ -18,6 +19,7 @@ def run_cli(capsys, *argv):
     return code, out, err
 
 
+@pytest.mark.slow
 def test_a_figure_that_cannot_be_drawn_is_skipped_and_every_result_written(tmp_path, capsys, qapp):
     # A full-rank subspace has no SPE limit, so no contour map; that is known only after the fit.
     out = tmp_path / "o"
@@ -41,6 +43,7 @@ def test_a_figure_that_cannot_be_drawn_is_skipped_and_every_result_written(tmp_p
     assert not (out / "pca-contour.png").exists() and not (out / "pca-contour.svg").exists()
 
 
+@pytest.mark.slow
 def test_replay_writes_its_results_and_says_which_figure_it_skipped(tmp_path, capsys, qapp):
     out = tmp_path / "o"
     code, _, err = run_cli(capsys, "run", "--demo", "gaussian-2d", "--method", "pca", "--param", "n_components=2",

@@ -27,6 +27,7 @@ def table(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_data_larger_than_the_budget_go_out_of_core_by_themselves(tmp_path, capsys, table):
     """3000 x 6 doubles = 144 KB: under a 0.1 MB budget the run reads it out of core without
     --lazy, says so in one line, and gives the in-memory numbers."""
@@ -63,6 +64,7 @@ def test_a_memory_method_on_data_over_the_budget_is_refused_with_the_way_out(tmp
     assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_every_view_of_the_window_is_a_figure_name(tmp_path, capsys, qapp):
     """The names come from one table (app.views.catalog); the window's tabs are the same
     views. outlier-map and evaluation were once refused by the command line."""
@@ -126,6 +128,7 @@ def test_online_rpca_streams_a_video_without_being_told(tmp_path, capsys):
     assert f > 0.9
 
 
+@pytest.mark.slow
 def test_replay_out_of_core_sees_data_changed_in_the_middle(tmp_path, capsys):
     """A table of 2.5 MB changed in one value in the middle, same size: the cheap identity (size,
     first and last MiB) cannot see it; the digest taken in the fit's first pass does, and the

@@ -65,6 +65,7 @@ def test_cli_prints_load_warnings_even_when_quiet(tmp_path, capsys):
     assert code == 2 and "does not apply to TIFF stack files" in err
 
 
+@pytest.mark.slow
 def test_data_panel_shows_where_known_outliers_come_from_and_the_warnings(tmp_path, qtbot):
     from app.main_window import MainWindow
     from app.settings import Settings
@@ -84,6 +85,7 @@ def test_data_panel_shows_where_known_outliers_come_from_and_the_warnings(tmp_pa
     w.close()
 
 
+@pytest.mark.slow
 def test_data_panel_switches_the_known_outliers_and_runs_are_evaluated_against_them(tmp_path, qtbot):
     """The Known outliers box: the file's 0/1 y, none, or the samples with one label value. Each
     choice reloads the file with the loader option that says so; a run then reports ROC-AUC

@@ -116,6 +116,7 @@ def test_every_registry_method_gets_a_form_showing_its_defaults(qtbot, name):
     assert set(f.names()) == {p.name for p in m.params()}
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(x=st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=32),
                    st.integers(-10**6, 10**6)))

@@ -45,6 +45,7 @@ def _measured_by_one_more(qtbot, log, i):
     return counter.rows
 
 
+@pytest.mark.slow
 def test_a_new_line_measures_no_earlier_row(qtbot, log):
     for i in range(60):
         log.add(_entry(i))
@@ -66,6 +67,7 @@ def test_a_new_line_widens_its_column_to_its_own_text(qtbot, log):
     assert log.columnWidth(2) >= log.fontMetrics().horizontalAdvance(long_name) > before
 
 
+@pytest.mark.slow
 def test_the_log_keeps_the_latest_runs_and_says_how_many_it_dropped(qtbot, log):
     MAX_RUNS = run_log.MAX_RUNS
     for i in range(MAX_RUNS + 12):

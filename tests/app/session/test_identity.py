@@ -57,6 +57,7 @@ def reads(monkeypatch):
     return count
 
 
+@pytest.mark.slow
 def test_the_digest_is_recorded_and_described(tmp_path):
     path, X = _save(tmp_path, stored=True)
     ref = S.load_session(path).dataset
@@ -66,6 +67,7 @@ def test_the_digest_is_recorded_and_described(tmp_path):
                                    "read it")
 
 
+@pytest.mark.slow
 def test_a_change_in_the_middle_is_found_when_the_results_are_reloaded(tmp_path, reads):
     path, X = _save(tmp_path, stored=True)
     reads["n"] = 0

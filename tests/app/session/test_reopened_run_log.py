@@ -44,6 +44,7 @@ def _reopen(qtbot, tmp_path, path):
     return w
 
 
+@pytest.mark.slow
 def test_the_reloaded_runs_are_listed_with_their_parameters(qtbot, tmp_path, saved):
     path, runs = saved
     w = _reopen(qtbot, tmp_path, path)
@@ -61,6 +62,7 @@ def test_the_reloaded_runs_are_listed_with_their_parameters(qtbot, tmp_path, sav
     w.close()
 
 
+@pytest.mark.slow
 def test_runs_fitted_again_are_listed_as_re_run(qtbot, tmp_path, saved):
     path, runs = saved
     for f in os.listdir(tmp_path):

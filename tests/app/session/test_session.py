@@ -307,7 +307,8 @@ def test_saved_parameters_that_no_longer_fit_give_the_library_message(tmp_path):
     ds = planted()
     s = S.session_from_results(ds, [run(ds)])
     s.runs[0].params["n_components"] = 99
-    with pytest.raises(ValueError, match="pca: the saved parameters do not fit this data: The 'n_components' parameter"):
+    with pytest.raises(ValueError,
+                       match="pca: the saved parameters do not fit this data: The 'n_components' parameter"):
         S.rerun(s, ds)
 
 
@@ -361,6 +362,7 @@ def test_cancelled_reopening_leaves_the_state_alone(tmp_path, qapp):
     assert state.dataset is other and state.results == {} and state.selection.size == 0
 
 
+@pytest.mark.slow
 def test_window_session_saved_closed_and_reopened_in_a_fresh_window(tmp_path, qtbot):
     """Through the real window: Save (session API as the File menu calls it), close, open the
     session in a new window; results, parameters, current method and selection come back."""

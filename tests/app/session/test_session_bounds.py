@@ -40,6 +40,7 @@ def test_replay_check_fails_when_the_named_arrays_file_is_gone(run_folder, tmp_p
     assert "no arrays were saved to compare" not in err
 
 
+@pytest.mark.slow
 def test_a_session_with_thousands_of_runs_or_a_repeated_method_is_refused(run_folder):
     doc = json.loads((run_folder / "run.json").read_text())
     run = doc["runs"][0]

@@ -19,6 +19,7 @@ from tests.corpus.harness import corpus, problems, run_child
 linux = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux (/proc, rlimit)")
 
 
+@pytest.mark.slow
 @linux
 def test_corpus_sessions_are_refused_noted_or_asked_about():
     cases, budget = corpus("reopen")

@@ -51,6 +51,7 @@ def test_a_larger_limit_is_lowered_with_a_note_and_a_smaller_one_kept():
         user_limits({"delimiter": ";"})
 
 
+@pytest.mark.slow
 def test_replay_refuses_a_session_that_lifts_max_bytes_as_the_default_policy_does(tmp_path, capsys):
     # 16 Mi lines of "1,2\r\n": 80 MB of text that the default policy refuses ("needs about 4 GB")
     data = gzip.compress(b"1,2\r\n" * (16 * 1024 * 1024), 6)

@@ -63,6 +63,7 @@ def saved(tmp_path):
     return project, path, work, before, res, written
 
 
+@pytest.mark.slow
 def test_saved_then_reopened_without_the_working_folder_and_without_a_fit(saved, monkeypatch):
     project, path, work, before, res, written = saved
     folder = project / "work.lazy"
@@ -90,6 +91,7 @@ def test_saved_then_reopened_without_the_working_folder_and_without_a_fit(saved,
         np.testing.assert_array_equal(after[k], before[k], err_msg=k)
 
 
+@pytest.mark.slow
 def test_session_folder_copied_elsewhere_reopens_the_same(saved, tmp_path, monkeypatch):
     project, path, work, before, _, _ = saved
     moved = tmp_path / "other-machine" / "project"
@@ -106,6 +108,7 @@ def test_session_folder_copied_elsewhere_reopens_the_same(saved, tmp_path, monke
         np.testing.assert_array_equal(v, before[k], err_msg=k)
 
 
+@pytest.mark.slow
 def test_data_changed_under_the_same_size_and_time_is_refused(saved):
     project, path, _, _, _, _ = saved
     data = project / "t.npy"
@@ -119,6 +122,7 @@ def test_data_changed_under_the_same_size_and_time_is_refused(saved):
     assert "its size and its first and last 1 MiB (the file is not hashed whole) differ" in str(job.error)
 
 
+@pytest.mark.slow
 def test_saving_again_keeps_the_stores_and_save_as_copies_them(saved, tmp_path):
     project, path, _, before, res, _ = saved
     folder = project / "work.lazy"
@@ -145,6 +149,7 @@ def _store_dir(project):
     return folder / store
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage,said", [
     ("missing", "is missing"),
     ("chunk", "is damaged or changed"),
@@ -172,6 +177,7 @@ def test_missing_or_damaged_store_falls_back_to_a_fit_with_a_note(saved, damage,
                                rtol=1e-10)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("field,value,said", [
     ("folder", "../../etc", "not a plain file name"),
     ("folder", "/etc", "not a plain file name"),
@@ -200,6 +206,7 @@ def test_hostile_store_names_refuse_the_session(saved, field, value, said):
     assert said in str(err.value)
 
 
+@pytest.mark.slow
 def test_stores_folder_linked_outside_is_refused(saved, tmp_path):
     project, path, _, _, _, _ = saved
     outside = tmp_path / "outside"
@@ -210,6 +217,7 @@ def test_stores_folder_linked_outside_is_refused(saved, tmp_path):
     assert "not a folder inside the session's folder" in note and "pca: re-run" in " ".join(notes)
 
 
+@pytest.mark.slow
 def test_interrupted_copy_leaves_no_store_a_reopen_would_trust(saved, tmp_path, monkeypatch):
     project, path, _, _, res, _ = saved
     target = tmp_path / "target"
@@ -231,6 +239,7 @@ def test_interrupted_copy_leaves_no_store_a_reopen_would_trust(saved, tmp_path, 
     assert os.listdir(target / "t.lazy") == []   # the partial copy was removed
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit,said", [
     ({"data_type": "string"}, "data type 'string'"),
     ({"codecs": [{"name": "bytes"}, {"name": "numcodecs.pickle"}]}, "numcodecs.pickle"),
@@ -258,6 +267,7 @@ def test_zarr_2_filters_and_object_dtypes_are_refused(tmp_path):
         stores.open_store(str(tmp_path), "s.zarr", info)
 
 
+@pytest.mark.slow
 def test_saving_again_after_a_new_fit_removes_only_the_replaced_store(saved, tmp_path):
     project, path, _, _, _, _ = saved
     first = set(os.listdir(project / "work.lazy"))
@@ -273,6 +283,7 @@ def test_saving_again_after_a_new_fit_removes_only_the_replaced_store(saved, tmp
                                   np.asarray(new.sample_scores["spe"][:]))
 
 
+@pytest.mark.slow
 def test_a_reader_that_does_not_know_stores_fits_again(saved):
     """"complete" is false for a run with stores: a version that does not read them (and ignores
     the fields it does not know) fits the run again instead of showing it without them."""
@@ -286,6 +297,7 @@ def test_a_reader_that_does_not_know_stores_fits_again(saved):
     assert "pca: reloaded the saved results" not in notes and "pca: re-run" in " ".join(notes)
 
 
+@pytest.mark.slow
 def test_store_whose_chunk_would_take_terabytes_is_refused(saved):
     project, path, _, _, _, _ = saved
     # A few bytes of zstd could ask for this much memory when one frame is read.
@@ -310,6 +322,7 @@ def _edit_spe(project, path, **meta):
     path.write_text(json.dumps(sess))
 
 
+@pytest.mark.slow
 def test_per_sample_results_of_another_length_are_refused(saved):
     project, path, _, _, _, _ = saved
     _edit_spe(project, path, shape=[10], chunk_grid={"name": "regular", "configuration": {"chunk_shape": [10]}})
@@ -319,6 +332,7 @@ def test_per_sample_results_of_another_length_are_refused(saved):
     assert results["pca"].sample_scores["spe"].shape == (3000,)
 
 
+@pytest.mark.slow
 def test_a_run_fitted_again_out_of_core_writes_beside_the_session(saved):
     """The window passes its memory budget and the session's stores folder: a run fitted again
     (its store was lost) keeps its large results beside the session, where Save finds them."""

@@ -111,7 +111,8 @@ def assert_tiles_match(v, n, d=D, **params) -> None:
         np.testing.assert_array_equal(items["sparse"].image, tiles["S"])
 
 
-@pytest.mark.parametrize("n", HEIGHTS)
+# the quick pass (-m "not slow") keeps the first height past Qt's limit; the full run all three
+@pytest.mark.parametrize("n", [h if h == 32_768 else pytest.param(h, marks=pytest.mark.slow) for h in HEIGHTS])
 @pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW_VIEWS else v
                                   for v in VIEW_METHODS])
 def test_every_view_draws_and_exports_at_the_qt_limit(n, view, views_for, qtbot, tmp_path):
@@ -124,6 +125,7 @@ def test_every_view_draws_and_exports_at_the_qt_limit(n, view, views_for, qtbot,
     assert os.path.getsize(path) > 1000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", HEIGHTS)
 def test_the_L_S_heatmaps_are_binned_and_say_so(n, views_for, qtbot):
     v = shown(views_for, state_of(n, ("pcp",)), "decomposition", qtbot)
@@ -164,6 +166,7 @@ def zoom_to(v, qtbot, rows, cols=(0, D)):
     qtbot.waitUntil(lambda: v.zoom.region is not None and v.zoom.region == v.zoom.wanted(), timeout=30_000)
 
 
+@pytest.mark.slow
 def test_zooming_in_shows_the_real_rows(views_for, qtbot):
     n = 33_000
     state = state_of(n, ("pcp",))
@@ -191,6 +194,7 @@ def test_zooming_in_shows_the_real_rows(views_for, qtbot):
     assert not v.pictures.zoomed["original"].isVisible() and "zoomed" not in v.pictures.tiles
 
 
+@pytest.mark.slow
 def test_a_click_on_a_bin_selects_its_samples(views_for, qtbot):
     state = state_of(33_000, ("pcp",))
     v = shown(views_for, state, "decomposition", qtbot)
@@ -203,6 +207,7 @@ def test_a_click_on_a_bin_selects_its_samples(views_for, qtbot):
     assert f"samples #{lo:,}–#{hi - 1:,} (a bin of {hi - lo})" in v.status.text()
 
 
+@pytest.mark.slow
 def test_large_regions_are_binned_off_the_gui_thread(views_for, qtbot, monkeypatch):
     """Above SYNC_VALUES a worker thread bins; a newer zoom cancels the older one, and only the
     latest answer is drawn."""
@@ -243,6 +248,7 @@ def test_the_command_line_writes_the_L_S_figure_of_33000_rows(tmp_path):
 WIDE = [(20, 40_000), pytest.param(60, 100_000, marks=pytest.mark.slow)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, d", WIDE)
 def test_wide_tables_bin_their_features(n, d, views_for, qtbot):
     state = state_of(n, ("pcp",), d, max_iter=3)
@@ -260,6 +266,7 @@ def test_wide_tables_bin_their_features(n, d, views_for, qtbot):
     assert_tiles_match(v, n, d, max_iter=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n, d", WIDE)
 def test_the_detail_of_a_wide_sample_bins_its_bars(n, d, views_for, qtbot):
     state = state_of(n, ("pcp",), d, max_iter=3)
@@ -308,6 +315,7 @@ def test_a_million_rows(view, views_for, qtbot, tmp_path):
     assert os.path.getsize(path) > 1000
 
 
+@pytest.mark.slow
 def test_a_table_on_disk_is_binned_in_blocks(views_for, qtbot, tmp_path):
     """Out of core the L + S view's table is a Dask array and L and S are Zarr stores: binned a
     block at a time, never read whole, to the same values."""

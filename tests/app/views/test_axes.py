@@ -54,6 +54,7 @@ def test_score_axis_after_a_component_axis_shows_the_scores(views_for, small_sca
     assert left.autoSIPrefixScale == 1.0 and "x0" not in left.labelString()
 
 
+@pytest.mark.slow
 def test_no_axis_of_any_view_scales_its_numbers(views_for, small_scale_state, qtbot):
     state = small_scale_state
     views = views_for(state)

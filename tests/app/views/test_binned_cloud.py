@@ -88,6 +88,7 @@ def test_a_million_rows_are_binned_on_a_worker_while_the_window_keeps_ticking(vi
     assert f"{X.shape[0]:,} samples in" in v.status.text() and "per spot, drawn as points" in v.status.text()
 
 
+@pytest.mark.slow
 def test_zooming_into_a_small_region_shows_exactly_the_samples_there(views_for, qtbot):
     X, known = _planted(DENSITY_POINTS + 20_000, seed=1)
     state, res = _state(X, outliers=known)
@@ -113,6 +114,7 @@ def test_zooming_into_a_small_region_shows_exactly_the_samples_there(views_for, 
     assert v.cloud.index_at(proj[i, 0], proj[i, 1], radius=0.5) == i
 
 
+@pytest.mark.slow
 def test_a_rectangle_and_a_lasso_on_the_density_select_exactly_the_samples_inside(views_for, qtbot):
     X, known = _planted(DENSITY_POINTS + 10_000, seed=2)
     state, res = _state(X, outliers=known)
@@ -135,6 +137,7 @@ def test_a_rectangle_and_a_lasso_on_the_density_select_exactly_the_samples_insid
     np.testing.assert_array_equal(state.selection, np.union1d(want, geo.in_polygon(proj[:, 0], proj[:, 1], poly)))
 
 
+@pytest.mark.slow
 def test_flagged_samples_and_rare_classes_are_drawn_above_common_ones(views_for, qtbot):
     X, known = _planted(DENSITY_POINTS + 10_000, seed=3, rare=0.1)
     labels = np.where(np.random.default_rng(0).random(X.shape[0]) < 0.05, "rare", "common")
@@ -183,6 +186,7 @@ def test_the_outlier_map_bins_a_large_result_and_frames_its_cut_offs(views_for, 
     assert "bins" in v.status.text()
 
 
+@pytest.mark.slow
 def test_rows_on_disk_are_binned_without_being_read_whole_on_the_gui_thread(views_for, qtbot, tmp_path, monkeypatch):
     from app.state import AppState
     from robustcore.bigdata import StoredRows, open_lazy, settings

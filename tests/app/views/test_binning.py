@@ -175,6 +175,7 @@ def test_a_million_rows(d):
         np.testing.assert_allclose(bin_array(a, rows, cols, how), reference(a, rows, cols, how), rtol=1e-9)
 
 
+@pytest.mark.slow
 def test_a_hundred_thousand_columns():
     a = np.random.default_rng(8).normal(size=(200, 100_000))
     rows, cols = bins_for(0, 200), bins_for(0, 100_000)

@@ -24,6 +24,7 @@ def _angles_by_svd(A, B):
     return np.sort(np.degrees(np.arccos(s)))
 
 
+@pytest.mark.slow
 def test_principal_angles_between_the_subspaces(comparison):
     state, v = comparison
     pca, cop = state.result("pca"), state.result("coherence-pursuit")
@@ -40,6 +41,7 @@ def _spe(X, C, m):
     return np.sum((Z - (Z @ C.T) @ C) ** 2, axis=1)
 
 
+@pytest.mark.slow
 def test_errors_compare_like_with_like(views_for):
     """Median SPE at one rank, on one set of samples: a rank-5 PCA and PCP's L (rank in the
     tens) would otherwise reconstruct better than a rank-2 Coherence Pursuit by construction."""

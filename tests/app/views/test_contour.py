@@ -61,6 +61,7 @@ def test_band_colour_changes_at_the_limit(contour):
     assert img[inside].max() <= 0 < img[outside].min()
 
 
+@pytest.mark.slow
 def test_rule_switch_rings_the_right_points(contour):
     state, v = contour
     est = state.result("residual").estimator
@@ -75,6 +76,7 @@ def test_rule_switch_rings_the_right_points(contour):
         v.set_rule("both")
 
 
+@pytest.mark.slow
 def test_training_points_are_drawn_and_selectable(contour):
     state, v = contour
     x, y = v.clouds["t2"].points()
@@ -86,6 +88,7 @@ def test_training_points_are_drawn_and_selectable(contour):
     assert sx.size == expect.size
 
 
+@pytest.mark.slow
 def test_a_scaled_fit_is_drawn_in_its_own_units(views_for):
     """With scale="standard" the subspace lives in scaled units: the map's points, grids and
     flags are the estimator's own, not those of the raw data against scaled components."""
@@ -103,6 +106,7 @@ def test_a_scaled_fit_is_drawn_in_its_own_units(views_for):
     np.testing.assert_allclose(np.c_[x, y], Z @ v.plane.T, rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_the_maps_fill_the_plots_whatever_their_shape(contour, qtbot):
     """The filled map used to leave white margins where the square grid did not reach."""
     state, v = contour
@@ -118,6 +122,7 @@ def test_the_maps_fill_the_plots_whatever_their_shape(contour, qtbot):
             assert r.top() <= y0 + 1e-9 and r.bottom() >= y1 - 1e-9
 
 
+@pytest.mark.slow
 def test_the_colour_key_reads_in_multiples_of_the_limit(contour):
     state, v = contour
     ax = v.key.getAxis("right")
@@ -126,6 +131,7 @@ def test_the_colour_key_reads_in_multiples_of_the_limit(contour):
     assert v.key.isVisible() and v.key.sceneBoundingRect().right() <= v.figure.viewport().width()
 
 
+@pytest.mark.slow
 def test_on_images_the_default_plane_is_one_where_spe_varies(views_for):
     """PCA of the 256-pixel USPS digits with rank 2: the principal plane of the data lies in the
     subspace, so SPE was one flat colour there. The default plane now holds component 1 and the

@@ -13,6 +13,7 @@ def video(views_for):
     return state, views.show_view("decomposition")
 
 
+@pytest.mark.slow
 def test_panels_show_the_frame_its_L_S_and_mask(video):
     state, v = video
     res, ds = state.result("pcp"), data("escalator-24")
@@ -33,11 +34,13 @@ def test_panels_show_the_frame_its_L_S_and_mask(video):
     assert (lo, hi) == v.s_levels and lo == -hi
 
 
+@pytest.mark.slow
 def test_frames_of_a_video_have_no_grey_key(video):
     _, v = video
     assert not v.pictures.gray_bar.isVisible() and v.pictures.s_bar.isVisible()
 
 
+@pytest.mark.slow
 def test_colour_scales_are_fixed_over_the_stack(video):
     state, v = video
     v.set_frame(0)
@@ -51,6 +54,7 @@ def test_colour_scales_are_fixed_over_the_stack(video):
     assert lo == -hi  # S: symmetric about zero
 
 
+@pytest.mark.slow
 def test_slider_play_and_selection(video, qtbot):
     state, v = video
     assert v.frame_slider.maximum() == 23
@@ -69,6 +73,7 @@ def test_slider_play_and_selection(video, qtbot):
     np.testing.assert_array_equal(state.selection, [9, 17])
 
 
+@pytest.mark.slow
 def test_convergence_plot_has_one_point_per_iteration(video):
     state, v = video
     res = state.result("pcp")
@@ -81,6 +86,7 @@ def test_convergence_plot_has_one_point_per_iteration(video):
     np.testing.assert_array_equal(r, res.arrays["history_rank"])
 
 
+@pytest.mark.slow
 def test_tables_show_heatmaps_and_mark_the_selection(views_for):
     state = make_state("iris", "pcp")
     v = views_for(state).show_view("decomposition")
@@ -99,6 +105,7 @@ def test_tables_show_heatmaps_and_mark_the_selection(views_for):
     np.testing.assert_array_equal(y, [42.5])
 
 
+@pytest.mark.slow
 def test_the_four_pictures_are_drawn_the_same_size(video, qtbot):
     """The convergence plots below have different axis widths; they must not make one picture
     column wider than another (the pictures are compared side by side)."""
@@ -112,6 +119,7 @@ def test_the_four_pictures_are_drawn_the_same_size(video, qtbot):
     assert max(widths) - min(widths) < 1.0, widths
 
 
+@pytest.mark.slow
 def test_pictures_use_the_space_of_the_view(video, qtbot):
     """Frames were about 170 px wide with empty bands around them: the pictures are laid out
     in the grid that shows them largest, and take a good share of the figure."""
@@ -136,6 +144,7 @@ def test_s_has_its_colour_scale_beside_the_pictures(video):
     assert v.s_bar.levels() == v.s_levels
 
 
+@pytest.mark.slow
 def test_frame_controls_are_for_frames_only(video, views_for):
     """A table's L + S is drawn whole: no frame slider, Play or frame name beside it (they
     were shown, disabled, with a "Frame" caption); a video has them."""
@@ -147,6 +156,7 @@ def test_frame_controls_are_for_frames_only(video, views_for):
     assert all(w.isHidden() for w in (t.play_button, t.frame_caption, t.frame_slider, t.frame_label))
 
 
+@pytest.mark.slow
 def test_frame_controls_follow_the_data_from_a_table_to_a_video_and_back(views_for):
     from .conftest import fit
     state = make_state("iris", "pcp")

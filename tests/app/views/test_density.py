@@ -1,6 +1,7 @@
 """The scatter of many samples: a density image whose counts hold every sample, with the flagged
 samples a layer of their own on top and their highest scores as points (none subsampled away)."""
 import numpy as np
+import pytest
 
 from app.views._aggregate import PER_SPOT
 from app.views._binned import FLAG_POINTS, TOP_FLAGGED
@@ -18,6 +19,7 @@ def _planted(n=1_000_000, k=8, seed=3):
     return X, planted
 
 
+@pytest.mark.slow
 def test_a_million_points_draw_as_density_with_the_highest_flagged_as_points(views_for):
     from app.state import AppState
     from robustcore.datasets import Dataset

@@ -53,6 +53,7 @@ def test_few_points_are_vectors_where_the_screen_draws_them(plot):
     assert not any(_tag(el) == "image" for el in root.iter())
 
 
+@pytest.mark.slow
 def test_a_dense_cloud_is_one_embedded_image_and_its_flagged_points_stay_vectors(plot):
     rng = np.random.default_rng(1)
     n = P.VECTOR_POINTS + 30_000

@@ -44,6 +44,7 @@ def _reference_xy(X, res, v):
     return (X - v.model["mean"]) @ v.plane.T
 
 
+@pytest.mark.slow
 def test_the_maps_samples_are_placed_and_binned_off_the_gui_thread(big_map):
     X, res, v, planes, bins = big_map
     # on a worker, by blocks, once for both maps
@@ -64,6 +65,7 @@ def test_the_maps_samples_are_placed_and_binned_off_the_gui_thread(big_map):
     assert f"of {X.shape[0]} flagged" in v.status.text()
 
 
+@pytest.mark.slow
 def test_a_new_rule_rebins_with_its_flags_without_placing_the_samples_again(big_map, qtbot):
     X, res, v, planes, bins = big_map
     before, placed = v.plots["spe"].getViewBox().viewRange(), len(planes)

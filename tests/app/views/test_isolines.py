@@ -70,6 +70,7 @@ def test_no_line_where_the_grid_does_not_reach_the_level_or_is_not_finite():
         segments(np.zeros((4, 5)), xs, ys, 0.0)
 
 
+@pytest.mark.slow
 def test_the_maps_slot_draws_isolines_made_off_the_gui_thread(views_for, qtbot, monkeypatch):
     made_on = []
     original = _map_fill.map_picture

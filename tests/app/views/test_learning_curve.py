@@ -1,11 +1,13 @@
 """SCW learning curves on iris: SCW-I and SCW-II overlaid, one point per sample seen."""
 import numpy as np
+import pytest
 
 from robustcore.methods import get_method
 
 from .conftest import data, make_state
 
 
+@pytest.mark.slow
 def test_both_variants_are_overlaid(views_for):
     state = make_state("iris")
     views = views_for(state)  # the views watch the runs as they arrive, as in the window

@@ -17,6 +17,7 @@ def online(views_for):
     return state, views_for(state).show_view("decomposition")
 
 
+@pytest.mark.slow
 def test_the_view_figure_and_video_use_the_threshold_the_summary_reports(online):
     state, v = online
     res, ds = state.result("online-rpca"), data("escalator-24")
@@ -40,6 +41,7 @@ def test_a_batch_fit_keeps_the_percentile_of_its_own_s():
     assert mask_threshold(S, res) == pytest.approx(np.quantile(np.abs(S), 0.9))
 
 
+@pytest.mark.slow
 def test_a_large_tables_new_threshold_is_counted_off_the_gui_thread(views_for, qtbot, monkeypatch):
     """The threshold spin box recounted every bin's share (up to 50 million entries) on the GUI
     thread. Above SYNC_VALUES entries the masks and the share are counted on a worker; what

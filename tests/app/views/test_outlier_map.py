@@ -15,6 +15,7 @@ def state_views(views_for):
     return state, views_for(state)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["pca", "coherence-pursuit"])
 def test_distances_are_the_models_spe_and_t2(state_views, method):
     state, views = state_views

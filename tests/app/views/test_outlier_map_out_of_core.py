@@ -47,6 +47,7 @@ def _show(views_for, ds, res, method="pca"):
     return v
 
 
+@pytest.mark.slow
 def test_a_lazy_tables_map_is_the_in_memory_tables_map(views_for, tmp_path):
     ds, mem, lazy = _fits(_table(tmp_path, 3_000, seed=1), tmp_path)
     v = _show(views_for, ds, lazy)
@@ -62,6 +63,7 @@ def test_a_lazy_tables_map_is_the_in_memory_tables_map(views_for, tmp_path):
     assert mem.outlier_map.counts["orthogonal outlier"] + mem.outlier_map.counts["bad leverage"] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["pca", "coherence-pursuit"])
 def test_a_large_lazy_map_is_binned_from_the_stored_distances_off_the_gui_thread(views_for, qtbot, tmp_path,
                                                                                  monkeypatch, method):

@@ -45,6 +45,7 @@ def _check_comparison(v, where):
     assert len(drawn_ticks(v.angle_plot.getAxis("bottom"))) >= 2, where
 
 
+@pytest.mark.slow
 def test_no_text_collides_in_the_window_at_1280x800(qtbot, small_window):
     w = small_window
     _usps_runs(w.state)
@@ -60,6 +61,7 @@ def test_no_text_collides_in_the_window_at_1280x800(qtbot, small_window):
     _check_comparison(cmp_, "comparison at 1280 x 800")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1000, 700), (640, 480)])
 def test_no_text_collides_in_exported_figures(views_for, tmp_path, size):
     state = make_state("usps-small", ("pca", {"n_components": 10}), ("coherence-pursuit", {"n_components": 12}), "pcp")

@@ -32,6 +32,7 @@ def test_views_shown_match_the_results(usps_views):
     assert views.current_view_name() == "contour"
 
 
+@pytest.mark.slow
 def test_selection_in_one_view_appears_in_the_others(usps_views):
     state, views = usps_views
     scatter = views.show_view("scatter")
@@ -56,6 +57,7 @@ def test_selection_in_one_view_appears_in_the_others(usps_views):
     assert sx.size == 1 and sx[0] == pytest.approx(x[target])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [1, 3])
 def test_png_export_decodes_at_the_asked_size(usps_views, tmp_path, scale):
     state, views = usps_views
@@ -68,6 +70,7 @@ def test_png_export_decodes_at_the_asked_size(usps_views, tmp_path, scale):
     assert QImage(str(path)).pixelColor(2, 2).name() == "#ffffff"  # white background
 
 
+@pytest.mark.slow
 def test_png_text_and_markers_scale(usps_views, tmp_path):
     state, views = usps_views
     views.show_view("scatter")
@@ -112,6 +115,7 @@ def test_export_refuses_bad_scale_and_format(usps_views, tmp_path):
     assert (tmp_path / "keep.png").read_bytes() == b"mine"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,dataset,fits", [
     ("scatter", "usps-small", ["pcp"]),
     ("detail", "usps-small", ["pcp"]),
@@ -138,6 +142,7 @@ def test_every_view_renders_offscreen_to_png_and_svg(qtbot, tmp_path, name, data
     assert any("".join(t.itertext()).strip() for t in root.iter(SVG + "text"))
 
 
+@pytest.mark.slow
 def test_figures_record_what_produced_them(usps_views, tmp_path):
     import json
 

@@ -3,6 +3,7 @@ that do not run together, region names apart, the fitted selection highlighted, 
 "curve" through one point, legends that scale with the figure, and a view exported without ever
 being shown laid out as it would be on screen."""
 import numpy as np
+import pytest
 from PySide6.QtGui import QImage
 
 from robustcore.datasets import Dataset
@@ -29,6 +30,7 @@ def _wide_table():
     return Dataset(X=X, name="wide30", feature_names=[f"sensor_{j}" for j in range(30)])
 
 
+@pytest.mark.slow
 def test_sample_detail_feature_names_do_not_run_together_and_the_title_names_method_and_data(qtbot, small_window):
     window = small_window
     ds = _wide_table()
@@ -74,6 +76,7 @@ def test_outlier_map_region_names_do_not_overlap_in_a_narrow_view(views_for, qtb
         assert (r.top() >= od_y - 1) if name in ("regular", "good leverage") else (r.bottom() <= od_y + 1), name
 
 
+@pytest.mark.slow
 def test_esfs_highlights_the_fitted_selection_on_a_plot_of_usable_width(qtbot, small_window):
     window = small_window
     ds = data("usps-small")
@@ -86,6 +89,7 @@ def test_esfs_highlights_the_fitted_selection_on_a_plot_of_usable_width(qtbot, s
     assert v.spec_plot.getViewBox().sceneBoundingRect().width() >= 250
 
 
+@pytest.mark.slow
 def test_online_rpca_with_one_batch_draws_no_curve_over_a_wide_range(qtbot, small_window):
     window = small_window
     ds = data("escalator-24")
@@ -111,6 +115,7 @@ def _legend_text_height(path, rect, scale):
     return rows.max() - rows.min() + 1
 
 
+@pytest.mark.slow
 def test_exported_legend_text_scales_with_the_figure(views_for, tmp_path):
     import pyqtgraph as pg
     state = make_state("usps-small", "pca")
@@ -123,6 +128,7 @@ def test_exported_legend_text_scales_with_the_figure(views_for, tmp_path):
     assert two >= 1.7 * one, (one, two)
 
 
+@pytest.mark.slow
 def test_export_of_a_view_never_shown_matches_the_shown_one(views_for, tmp_path, qtbot):
     state = make_state("usps-small", "pca", "pcp")
     views = views_for(state, size=(900, 600))
@@ -140,6 +146,7 @@ def test_export_of_a_view_never_shown_matches_the_shown_one(views_for, tmp_path,
 
 # -- each view states its scope --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_spe_t2_map_says_its_lines_are_for_the_plane_and_the_flags_for_the_full_space(qtbot, small_window):
     window = small_window
     ds = data("usps-small")
@@ -150,6 +157,7 @@ def test_spe_t2_map_says_its_lines_are_for_the_plane_and_the_flags_for_the_full_
     assert "limits on the plane shown" in v.status.text()
 
 
+@pytest.mark.slow
 def test_spe_t2_map_of_two_dimensional_data_claims_no_plane_scope(qtbot, small_window):
     window = small_window
     rng = np.random.default_rng(0)
@@ -167,6 +175,7 @@ def _mixed_units():
     return Dataset(X=X, name="mixed")
 
 
+@pytest.mark.slow
 def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative_to_s(qtbot, small_window):
     window = small_window
     ds = _mixed_units()
@@ -193,6 +202,7 @@ def test_l_plus_s_of_a_mixed_unit_table_is_shown_per_column_with_a_mask_relative
 
 # -- what the screenshots at 1280 x 800 showed ------------------------------------------------
 
+@pytest.mark.slow
 def test_comparison_method_names_do_not_run_together(qtbot, small_window):
     window = small_window
     from PySide6.QtGui import QFont, QFontMetrics
@@ -209,6 +219,7 @@ def test_comparison_method_names_do_not_run_together(qtbot, small_window):
             assert px >= (a + b) / 2 + 4, (px, widths)
 
 
+@pytest.mark.slow
 def test_picture_detail_names_method_and_data(qtbot, small_window):
     window = small_window
     ds = data("usps-small")
@@ -217,6 +228,7 @@ def test_picture_detail_names_method_and_data(qtbot, small_window):
     assert "PCP" in title and ds.name in title
 
 
+@pytest.mark.slow
 def test_a_never_painted_view_is_laid_out_before_its_export_renders(views_for, tmp_path, monkeypatch):
     # An axis learns its labels' width when painted (30 px until then); a tab never shown must
     # not be rendered with that default, or its plot sits ~20 px right of the screen's.

@@ -82,6 +82,7 @@ def _outcome(cls, X):
                 "scale_": est.scale_, "limits": np.array([est.spe_limit_, est.t2_limit_])}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("table", list(TABLES))
 @pytest.mark.parametrize("method", list(METHODS))
 def test_in_memory_and_out_of_core_give_the_same_answer(method, table):

@@ -101,6 +101,7 @@ def test_hdf5_dataset_of_2_to_the_50_rows_never_written(tmp_path):
     assert peak < 4 * MiB
 
 
+@pytest.mark.slow
 def test_chunk_rows_of_one_on_two_million_rows_is_refused_with_the_least_that_would_do(tmp_path):
     np.save(tmp_path / "t.npy", np.zeros((2_000_000, 1), np.uint8))
     err, peak = peak_of(lambda: open_lazy(tmp_path / "t.npy", chunk_rows=1))
@@ -124,6 +125,7 @@ def test_default_blocks_grow_to_stay_within_the_block_limit(tmp_path):
 
 # -- chunks charged per chunk and per byte --------------------------------------------------------
 
+@pytest.mark.slow
 def test_one_by_one_hdf5_chunks_are_refused_before_80000_chunk_reads(tmp_path):
     h5py = pytest.importorskip("h5py")
     p = tmp_path / "t.h5"
@@ -232,6 +234,7 @@ def test_malformed_zarr2_metadata_is_a_one_line_error_naming_the_field(tmp_path,
     assert "\n" not in str(err.value) and len(str(err.value)) < 600
 
 
+@pytest.mark.slow
 def test_a_store_nesting_folders_1200_deep_is_refused_without_recursion(tmp_path):
     z = zarr_v2(tmp_path / "t.zarr", (10, 4), (10, 4))
     (z / "0.0").write_bytes(np.zeros((10, 4)).tobytes())
@@ -315,6 +318,7 @@ def test_listing_and_shown_cut_what_they_echo():
     assert len(shown("x" * 100_000)) <= 80 and len(shown(list(range(10 ** 6)))) <= 80
 
 
+@pytest.mark.slow
 def test_an_hdf5_file_of_many_datasets_gets_a_short_listing(tmp_path):
     h5py = pytest.importorskip("h5py")
     p = tmp_path / "many.h5"

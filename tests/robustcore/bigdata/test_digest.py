@@ -48,6 +48,7 @@ def independent_digest(X, rows):
     return f"sha256-blocks:{rows}:{X.shape[0]}x{X.shape[1]}:{X.dtype.str}:{h.hexdigest()}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method, params", [("pca", {"n_components": 3}), ("residual", {"n_components": 3}),
                                             ("coherence-pursuit", {"n_components": 3})])
 def test_the_fit_hashes_every_block_in_a_read_it_makes_anyway(npy, counting, method, params):
@@ -145,6 +146,7 @@ def test_every_format_is_digested_in_its_own_dtype(tmp_path, npy, fmt):
     assert t.content_digest == independent_digest(X32, ROWS)
 
 
+@pytest.mark.slow
 def test_same_digest_on_a_cluster(npy):
     distributed = pytest.importorskip("distributed")
     p, X = npy

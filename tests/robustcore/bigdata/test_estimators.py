@@ -94,6 +94,7 @@ def test_residual_fit_subspace_matches_in_memory(data):
     assert b.spe_limit_ == pytest.approx(a.spe_limit_, rel=TOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [{"n_components": 3}, {"n_components": None},
                                     {"n_components": 3, "center": "mean"},
                                     {"n_components": 3, "center": "none", "selection": "fraction",
@@ -139,6 +140,7 @@ def test_coherence_pursuit_options_that_need_random_access_are_refused_out_of_co
     CoherencePursuit(**params).fit(data[:1500])
 
 
+@pytest.mark.slow
 def test_per_row_results_go_to_zarr_beyond_the_memory_budget(data, tmp_path):
     pytest.importorskip("zarr")
     from robustcore.bigdata import StoredRows
@@ -161,6 +163,7 @@ def test_per_row_results_go_to_zarr_beyond_the_memory_budget(data, tmp_path):
     np.testing.assert_array_equal(c.calibration_indices_, a.calibration_indices_)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(6))
 def test_order_statistics_are_exact(seed):
     rng = np.random.default_rng(seed)
@@ -264,6 +267,7 @@ def test_unreachable_scheduler_is_a_clear_error(monkeypatch):
             pass
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [PCA, ResidualScorer, CoherencePursuit])
 @pytest.mark.parametrize("contamination", ["auto", 0.1])
 def test_outlier_api_matches_in_memory(data, cls, contamination):
@@ -276,6 +280,7 @@ def test_outlier_api_matches_in_memory(data, cls, contamination):
     np.testing.assert_array_equal(b.predict(data), a.predict(data))     # numpy input: the in-memory path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", ["none", "standard", "robust", "auto"])
 @pytest.mark.parametrize("cls", [PCA, ResidualScorer, CoherencePursuit])
 def test_every_scaling_works_out_of_core(data, cls, scale):
@@ -291,6 +296,7 @@ def test_every_scaling_works_out_of_core(data, cls, scale):
     close(b.score_samples(chunked(X)), a.score_samples(X))
 
 
+@pytest.mark.slow
 def test_killed_worker_gives_the_same_result(data, files):
     """A dask.distributed worker dies in the middle of a fit: its tasks are recomputed on the
     others and the fit ends with the same numbers."""

@@ -14,6 +14,7 @@ pytest.importorskip("h5py")
 SEARCHES = ["zarr-stores", "hdf5-layouts", "text-files", "table-options"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux (/proc, rlimit)")
 def test_fuzzed_tables_give_load_errors_or_what_was_written():
     lines = run_child({"hypothesis": SEARCHES, "examples": 10, "seconds": 20})

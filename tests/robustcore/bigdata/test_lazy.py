@@ -52,6 +52,7 @@ def test_lazy_dataset_has_no_x_but_describes_itself(table):
         ds.dense(max_bytes=100)
 
 
+@pytest.mark.slow
 def test_online_rpca_on_a_video_out_of_core_equals_in_memory(tmp_path):
     av = pytest.importorskip("av")
     from robustcore.bigdata.synthetic import MovingObjects

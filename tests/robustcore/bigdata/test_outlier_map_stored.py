@@ -32,6 +32,7 @@ def _close(a, b, tol=1e-9):
     assert np.abs(a - b).max() <= tol * max(np.abs(b).max(), 1.0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["pca", "residual", "coherence-pursuit"])
 def test_out_of_core_map_equals_in_memory_map(npy, method, tmp_path):
     m = get_method(method)
@@ -55,6 +56,7 @@ def test_out_of_core_map_equals_in_memory_map(npy, method, tmp_path):
     assert mem.outlier_map.counts["orthogonal outlier"] + mem.outlier_map.counts["bad leverage"] >= 50
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("robust", [False, True])
 def test_stored_scores_give_the_map_computed_from_the_rows(robust, tmp_path):
     """Against ground truth computed another way: outlier_map's own pass over X (residual_scores

@@ -22,6 +22,7 @@ def read_all(path, **options):
     return np.asarray(compute(t.array)[0]), t
 
 
+@pytest.mark.slow
 @linux
 def test_hostile_sources_are_refused_within_budget_and_time(tmp_path):
     pytest.importorskip("h5py")
@@ -54,6 +55,7 @@ def X():
     return rng.standard_normal((1003, 10)) * 1e3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", [None, "zlib", "gzip", "bz2", "lzma", "zstd", "blosc", "lz4"])
 def test_zarr2_codecs_read_exactly(tmp_path, X, codec):
     zarr = pytest.importorskip("zarr")
@@ -67,6 +69,7 @@ def test_zarr2_codecs_read_exactly(tmp_path, X, codec):
     assert t.reader.codec == codec and t.array.numblocks == (4, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codec", ["none", "zstd", "gzip", "blosc"])
 @pytest.mark.parametrize("dtype", ["<f4", ">i8", "|u1"])
 def test_zarr3_codecs_and_dtypes_read_exactly(tmp_path, X, codec, dtype):

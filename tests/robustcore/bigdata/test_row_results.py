@@ -45,6 +45,7 @@ PASSES = {PCA: 2, ResidualScorer: 2, CoherencePursuit: 4}
 LAZY_PASSES = {**PASSES, CoherencePursuit: 3}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls", [PCA, ResidualScorer, CoherencePursuit])
 def test_row_results_on_disk_equal_those_in_memory(X, cls, tmp_path):
     mem = cls().fit_row_results(X)
@@ -77,6 +78,7 @@ def test_row_results_on_disk_equal_those_in_memory(X, cls, tmp_path):
         _same(getattr(res, k), getattr(mem, k)[:1000])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["pca", "residual", "coherence-pursuit"])
 def test_registry_runs_with_results_on_disk(npy, method, tmp_path):
     """The command line's out-of-core run, results beyond the budget: the residual method
@@ -95,6 +97,7 @@ def test_registry_runs_with_results_on_disk(npy, method, tmp_path):
     assert lazy.summary["flagged"] == mem.summary["flagged"]
 
 
+@pytest.mark.slow
 def test_stored_rows_behave_like_numpy(tmp_path):
     from robustcore.bigdata import materialize
     a = np.arange(10_000, dtype=np.float64) % 7
@@ -186,6 +189,7 @@ def test_fill_rows_keeps_what_fits_and_stores_the_rest(tmp_path):
     assert not list(tmp_path.glob("*.partial"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lazy", [False, True])
 @pytest.mark.parametrize("cls", [PCA, CoherencePursuit])
 def test_limits_can_read_exact_order_statistics_of_the_training_scores(X, cls, lazy, monkeypatch):

@@ -108,26 +108,31 @@ def one_line(code, lines, err):
     return lines[0]
 
 
+@pytest.mark.slow
 def test_nothing_listening(tmp_path):
     msg = one_line(*connect(f"tcp://127.0.0.1:{closed_port()}"))
     assert "nothing is listening at 127.0.0.1" in msg and "connection refused" in msg
 
 
+@pytest.mark.slow
 def test_no_answer_at_all(black_hole):
     msg = one_line(*connect(f"tcp://127.0.0.1:{black_hole}"))
     assert "no answer from 127.0.0.1" in msg or "is not a Dask scheduler" in msg
 
 
+@pytest.mark.slow
 def test_a_web_server(web_server):
     msg = one_line(*connect(f"127.0.0.1:{web_server}"))
     assert f"127.0.0.1:{web_server} accepts connections but is not a Dask scheduler" in msg
 
 
+@pytest.mark.slow
 def test_a_server_that_says_nothing(silent_server):
     msg = one_line(*connect(f"tcp://127.0.0.1:{silent_server}"))
     assert "is not a Dask scheduler (it said nothing within 5 s" in msg
 
 
+@pytest.mark.slow
 def test_a_wrong_scheme():
     msg = one_line(*connect("http://127.0.0.1:8787"))
     assert "scheme http://" in msg and "dashboard" in msg and "tcp://HOST:PORT" in msg
@@ -137,6 +142,7 @@ def test_a_wrong_scheme():
     assert check_address("10.0.0.5:8786") == "tcp://10.0.0.5:8786"
 
 
+@pytest.mark.slow
 def test_a_client_that_fails_to_connect_closes_without_tracebacks():
     # Past the probe (switched off here), distributed's Client itself fails; closing it used to
     # print two tracebacks (Client.close timing out in __del__).
@@ -158,6 +164,7 @@ def slow_reads():
     _tables._read_block = read
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_run_gives_the_same_result(tmp_path):
     import cloudpickle
     import distributed

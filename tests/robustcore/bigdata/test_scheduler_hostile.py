@@ -40,6 +40,7 @@ def trickler():
     t.join(5)
 
 
+@pytest.mark.slow
 def test_a_trickling_peer_is_judged_within_one_deadline(trickler, monkeypatch):
     port, sent = trickler
     monkeypatch.setattr(_dask, "_PROBE_TIMEOUT", 1.0)

@@ -34,6 +34,7 @@ def _need():
     return FrameSink.estimate_bytes(FRAMES, H * W, OnlineRPCA.FIELDS)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lazy", [True, False], ids=["out of core", "in memory"])
 def test_results_beyond_the_share_go_to_a_store_either_way(clip, tmp_path, lazy):
     """A budget the results fit under, but not under its share for results: stored, with the

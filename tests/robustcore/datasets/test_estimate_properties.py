@@ -4,6 +4,7 @@ For a generated table written in every in-memory format, ``estimate_memory`` (wh
 charged before it allocates) is never less than the float64 array the load returns: a charge
 below what is built would let a file through that the budget should stop.
 """
+import pytest
 import io
 
 import numpy as np
@@ -35,6 +36,7 @@ def _write(path, fmt, X, end):
     return path
 
 
+@pytest.mark.slow
 @PROPS
 @given(fmt=st.sampled_from(["csv", "tsv", "libsvm", "npy", "npz", "mat"]), n=st.integers(1, 60),
        d=st.integers(1, 12), end=st.sampled_from(["\n", "\r\n", "\r"]), seed=st.integers(0, 1000))

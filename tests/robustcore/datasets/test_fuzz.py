@@ -60,6 +60,7 @@ def mutate(data: st.DataObject, raw: bytes) -> bytes:
 CSV_CHARS = st.sampled_from(list("0123456789,;\t|\n\r .-+eE\"#nNaAifx?") + ["\u00e9", "\0", "inf", "NA", ""])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=st.lists(CSV_CHARS, max_size=120).map("".join),
        header=st.sampled_from([None, True, False]), missing=st.sampled_from(["error", "drop", "median"]),
@@ -70,6 +71,7 @@ def test_fuzz_csv(workdir, text, header, missing, label, delimiter):
     check(p, header=header, missing=missing, label_column=label, delimiter=delimiter)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(raw=st.binary(max_size=200))
 def test_fuzz_csv_random_bytes(workdir, raw):
@@ -81,6 +83,7 @@ def test_fuzz_csv_random_bytes(workdir, raw):
 LIBSVM_CHARS = st.sampled_from(list("0123456789: \n.-+#e") + ["qid:", "1:", " 2:0.5", "nan", "\t"])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(text=st.lists(LIBSVM_CHARS, max_size=100).map("".join), zero_based=st.sampled_from([None, True, False]),
        dense=st.booleans(), n_features=st.sampled_from([None, 1, 3, 1000]))
@@ -101,6 +104,7 @@ NPY_SEEDS = [_npy_bytes(np.arange(12, dtype=np.float64).reshape(3, 4)),
              _npy_bytes(np.array([[1, 2]], dtype=">i4"))]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), seed=st.sampled_from(range(len(NPY_SEEDS))))
 def test_fuzz_npy(workdir, data, seed):
@@ -118,6 +122,7 @@ def _npz_bytes():
 NPZ_SEED = _npz_bytes()
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=200)
 @given(data=st.data())
 def test_fuzz_npz(workdir, data):
@@ -134,6 +139,7 @@ IDX_SEEDS = [_idx_bytes(np.arange(60, dtype=np.uint8).reshape(3, 4, 5), 0x08),
              _idx_bytes(np.arange(6, dtype=">f4").reshape(2, 3), 0x0D)]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), seed=st.sampled_from([0, 1]), gz=st.booleans())
 def test_fuzz_idx(workdir, data, seed, gz):
@@ -156,6 +162,7 @@ def _mat_bytes(compress):
 MAT_SEEDS = [_mat_bytes(False), _mat_bytes(True)]
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data(), seed=st.sampled_from([0, 1]))
 def test_fuzz_mat(workdir, data, seed):
@@ -188,6 +195,7 @@ def tif_seed():
     return _tif_bytes()
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=200)
 @given(data=st.data())
 def test_fuzz_image_folder(workdir, png_seed, data):
@@ -198,6 +206,7 @@ def test_fuzz_image_folder(workdir, png_seed, data):
     check(folder)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=200)
 @given(data=st.data())
 def test_fuzz_tiff(workdir, tif_seed, data):
@@ -206,6 +215,7 @@ def test_fuzz_tiff(workdir, tif_seed, data):
     check(p, format="tiff")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(raw=st.binary(min_size=1, max_size=300),
        name=st.sampled_from(["x.csv", "x.npy", "x.npz", "x.mat", "x.svm", "x-ubyte", "x.tif", "x.png",
@@ -216,6 +226,7 @@ def test_fuzz_dispatch_on_random_bytes(workdir, raw, name):
     check(p)
 
 
+@pytest.mark.slow
 @settings(FUZZ, max_examples=150)
 @given(X=st.lists(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=3, max_size=3),
                   min_size=1, max_size=8),

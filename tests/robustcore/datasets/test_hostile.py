@@ -14,6 +14,7 @@ from tests.timing import budget
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux (/proc, rlimit)")
 
 
+@pytest.mark.slow
 def test_corpus_loads_within_budget_and_time():
     cases, budget = corpus("load")
     lines = run_child({"cases": cases})
@@ -23,6 +24,7 @@ def test_corpus_loads_within_budget_and_time():
     assert bombs and all(ln["peak"] < 1.25 * budget + 4 * 2 ** 20 for ln in bombs)
 
 
+@pytest.mark.slow
 @pytest.mark.timing
 def test_special_files_are_refused_without_reading_or_waiting(tmp_path):
     limit = budget(5)        # a refusal reads nothing: it takes no time on an idle machine

@@ -54,6 +54,7 @@ def test_lone_cr_bomb_is_refused_by_the_budget(tmp_path):
         load(q, max_bytes=100 * 1024 ** 2)
 
 
+@pytest.mark.slow
 def test_lone_cr_libsvm_bomb_is_refused(tmp_path):
     p = tmp_path / "bomb.svm.bz2"
     p.write_bytes(bz2.compress(b"1\r" * 2_000_000))

@@ -6,6 +6,7 @@ charges every line, whatever ends it; and a character that str.splitlines() woul
 inside a line is an error naming that line, never an extra row.
 """
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ def _write(path, rows, ends, last):
     return path
 
 
+@pytest.mark.slow
 @PROPS
 @given(table=tables(), quoted=st.booleans(), delim=st.sampled_from([",", ";", " "]))
 def test_any_line_ends_load_the_table(tmp_path_factory, table, quoted, delim):
@@ -50,6 +52,7 @@ def test_any_line_ends_load_the_table(tmp_path_factory, table, quoted, delim):
     assert estimate_memory(p, header=True) >= TEXT_COPIES * size + PER_SAMPLE * (X.shape[0] + 1)
 
 
+@pytest.mark.slow
 @PROPS
 @given(table=tables())
 def test_any_line_ends_load_a_libsvm_file(tmp_path_factory, table):
@@ -62,6 +65,7 @@ def test_any_line_ends_load_a_libsvm_file(tmp_path_factory, table):
     assert estimate_memory(p) >= TEXT_COPIES * size + PER_SAMPLE * (X.shape[0] - (not last))   # every line end
 
 
+@pytest.mark.slow
 @PROPS
 @given(table=tables(min_rows=3, max_rows=260), data=st.data(), ch=st.sampled_from(list(INLINE_BREAKS)),
        fmt=st.sampled_from(["csv", "csv-quoted", "whitespace", "libsvm"]))

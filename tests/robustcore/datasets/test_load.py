@@ -111,6 +111,7 @@ def test_dataset_dense_guard_and_plain_arrays():
     assert ds.dense() is ds.X
 
 
+@pytest.mark.slow
 def test_imaging_libraries_are_imported_only_when_images_are_loaded():
     import subprocess
     import sys

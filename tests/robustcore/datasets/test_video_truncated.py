@@ -25,6 +25,7 @@ def faststart_clip(path, n=40):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("keep", [0.7, 0.95])
 def test_a_truncated_video_loads_the_frames_present_and_says_it_ends_early(tmp_path, keep):
     whole = faststart_clip(tmp_path / "whole.mp4")

@@ -117,6 +117,7 @@ def test_dense_and_edge_forms_agree_on_the_same_knn_graph():
     np.testing.assert_allclose(est.scores_, np.abs(est.derivatives_).sum(0))
 
 
+@pytest.mark.slow
 def test_informative_feature_ranks_first_for_20_seeds():
     # methods.md §4.5 acceptance: standardised data, sigma pinned at 0.5 x median pairwise
     # distance, k = 1 and k = 2. The k = 1 scores are the first row of the k = 2 derivatives
@@ -429,6 +430,7 @@ def test_localised_spectrum_falls_back_with_a_warning():
     assert list(est.selected_eigenpairs_) == [1, 2]     # the smallest non-trivial pairs
 
 
+@pytest.mark.slow
 def test_sparse_eigensolver_reports_its_budget_and_stops_at_it(monkeypatch):
     """Issue 24: on a tall table of few features (200,000 x 3) the eigensolver ran past 60 s
     with a progress fraction stuck near its end. The fraction is the share of a product budget

@@ -133,6 +133,7 @@ def _regime_C(step, mus0, S0, x, sign, phi, regime):
     return 0.3 * alpha_cw if regime == "clipped" else 3.0 * alpha_cw + 0.5
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("d", [2, 3])
 @pytest.mark.parametrize("variant", ["I", "II"])
@@ -147,6 +148,7 @@ def test_binary_step_is_the_exact_minimiser(seed, d, variant, regime):
         assert (alpha == C) == (regime == "clipped")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("d", [2, 3])
 @pytest.mark.parametrize("variant", ["I", "II"])
@@ -198,6 +200,7 @@ def _augmented(x, est):
     return np.append(x, 1.0) if est.fit_intercept else x
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_estimator_transitions_are_exact_minimisers(fit_intercept, backend):
     # End to end: each partial_fit on one example moves (weights, covariance_) to the minimiser;
@@ -225,6 +228,7 @@ def test_estimator_transitions_are_exact_minimisers(fit_intercept, backend):
             np.testing.assert_allclose(est.decision_function(X[i:i + 1]), mus_n[0] @ x, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_multiclass_estimator_transition_is_exact_minimiser(fit_intercept, backend):
     rng = np.random.default_rng(5)
@@ -322,6 +326,7 @@ def _stream(rng, n, d, k, zero_rows=()):
     return X, codes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
 @pytest.mark.parametrize("k", [2, 4])
 @pytest.mark.parametrize("variant", ["I", "II"])
@@ -354,6 +359,7 @@ def test_fast_engine_equals_sequential_loop(covariance, k, variant, intercept, b
     assert 0.05 < ref_upd.mean() < 0.95     # a mix of updated and skipped rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [2, 3])
 def test_csr_equals_dense_for_diagonal(k, backend):
     rng = np.random.default_rng(9)
@@ -385,6 +391,7 @@ def test_sparse_waves_respect_every_shared_column():
         assert wave[r] == (max(wave[q] for q in deps) + 1 if deps else 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", ["I", "II"])
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_sparse_high_dimensional_stream_equals_sequential_loop(variant, fit_intercept, backend):
@@ -627,6 +634,7 @@ def _pa1_mistake_rate(X, y, C=1.0):
     return mistakes / len(y)
 
 
+@pytest.mark.slow
 def test_scw1_makes_fewer_online_mistakes_than_cw_and_pa1(backend):
     from robustcore._progress import Reporter
     rates = {"scw": [], "cw": [], "pa": []}
@@ -752,6 +760,7 @@ def test_partial_fit_refuses_a_changed_model_kind():
         est.partial_fit(X[:2], [1, 2])
 
 
+@pytest.mark.slow
 def test_registry_runs_scw_dense_and_sparse():
     from robustcore.datasets import Dataset
     from robustcore.methods import get_method
@@ -798,6 +807,7 @@ def _web_like_stream(seed, n=4000, d=30, pos=0.03, zero=0.085):
     return X, y, zero_rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("covariance", ["full", "diagonal"])
 def test_all_zero_rows_get_the_learned_bias_not_the_positive_class(covariance, backend):
     majority_online = []
@@ -877,6 +887,7 @@ def test_expected_label_changes_of_a_random_order():
     assert np.mean(sims) == pytest.approx(expected, rel=0.01)
 
 
+@pytest.mark.slow
 def test_labels_sorted_by_class_warn_once_and_shuffled_ones_never():
     rng = np.random.default_rng(43)
     X = rng.normal(size=(150, 4))

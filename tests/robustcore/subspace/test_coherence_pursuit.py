@@ -361,6 +361,7 @@ def test_refinement_pass_limit_warns_and_still_fits(monkeypatch):
 
 # -- rank estimation (n_components=None) -----------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("r, noise", [(2, 0.0), (5, 0.0), (8, 0.0), (5, 0.01), (3, 0.05)])
 def test_unknown_rank_is_estimated_and_the_subspace_recovered(r, noise):
     """Planted r-dim subspaces with 5x as many outliers on the sphere: the estimate is r in

@@ -68,6 +68,7 @@ def clip():
     return frames.reshape(400, -1).astype(float), masks.reshape(400, -1)
 
 
+@pytest.mark.slow
 def test_foreground_agrees_with_batch_pcp(clip):
     """On a clip that fits in memory the streaming masks agree with batch PCP's: F >= 0.9
     (measured 0.98), and each finds the planted objects (F >= 0.9 against the truth)."""

@@ -226,6 +226,7 @@ def _outcome(make, X):
     return est.scaling_, est.scale_center_, est.scale_, est.components_, est.mean_ * est.scale_ + est.scale_center_
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make", [lambda s: PCA(2, scale=s),
                                   lambda s: __import__("robustcore").ResidualScorer(2, scale=s)],
                          ids=["PCA", "ResidualScorer"])

@@ -41,6 +41,7 @@ def fits_with(X, option, values, record=None, **params):
     return fits
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frac", [0.05, 0.10])
 def test_table1_n500(frac):
     L0, S0 = low_rank_plus_sparse(500, 500, 25, frac, seed=1)
@@ -48,12 +49,14 @@ def test_table1_n500(frac):
     check_exact_recovery(est, L0, S0)
 
 
+@pytest.mark.slow
 def test_table1_n1000():
     L0, S0 = low_rank_plus_sparse(1000, 1000, 50, 0.05, seed=2)
     est = PCP(center="none", random_state=0).fit(L0 + S0)
     check_exact_recovery(est, L0, S0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("svd", ["gram", "randomized", "full"])
 def test_every_svd_route_recovers(svd):
     L0, S0 = low_rank_plus_sparse(300, 300, 10, 0.05, seed=3)
@@ -324,6 +327,7 @@ def sweep_threads():
     return [t for t in threading.enumerate() if t.name.startswith("pcp-sweep")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("svd", ["gram", "randomized"])
 def test_threads_give_the_serial_iterates(small_blocks, svd):
     """Each thread sweeps its own rows and its share of the Gram matrix; the sums are only
@@ -381,6 +385,7 @@ def test_compiled_sweep_gives_the_numpy_iterates(monkeypatch):
     np.testing.assert_allclose(jit.low_rank_, plain.low_rank_, atol=1e-11)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(500, 500), (700, 300)])
 def test_single_precision_range_finder_changes_rounding_only(shape, monkeypatch):
     """While the residual is large the randomized route finds its subspace with float32
@@ -407,6 +412,7 @@ def test_auto_threads_on_a_busy_machine_give_the_one_thread_fit(small_blocks, mo
     np.testing.assert_allclose(auto.low_rank_, one.low_rank_, atol=1e-9)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape,rank,frac", [((600, 600), 30, 0.05), ((800, 500), 40, 0.10)])
 def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape, rank, frac, monkeypatch):
     """After the rank of L stayed the same for an iteration (or the last SVD saw no value
@@ -442,6 +448,7 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
     assert abs(objective(fast) - objective(slow)) < 1e-7 * objective(slow)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("svd,shape,rank", [("gram", (1200, 200), 8), ("randomized", (600, 500), 10)])
 def test_single_precision_low_rank_products_change_rounding_only(svd, shape, rank, monkeypatch):
     """While the residual is large the sweep forms L from float32 copies of its factors (and
@@ -489,6 +496,7 @@ def test_small_data_is_fitted_on_one_thread_unless_threads_are_asked_for(monkeyp
     assert jobs == [1, 2, 2]
 
 
+@pytest.mark.slow
 def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monkeypatch):
     """When the randomized route's last Ritz value lies below 0.6 tau, the next iteration's
     size comes from the values it knows, not from the last step's growth: after the rank of
