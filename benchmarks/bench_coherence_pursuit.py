@@ -176,9 +176,16 @@ TALL_REF = TALL_CONTENDERS[0][0]
 FLOOR = "floor: the BLAS products alone of an exact fit + score_samples (module doc)"
 
 
-def tall_contenders(floor: bool):
+def tall_contenders(floor: bool, baseline=None):
+    """The race's contenders; ``baseline``: a directory holding another version's robustcore/,
+    whose fit + score_samples runs as one more contender (before/after in the same race)."""
     cs = [_bench.Contender(name, call, _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more))
           for name, imports, call, more in TALL_CONTENDERS]
+    if baseline:
+        _, imports, call, more = TALL_CONTENDERS[1]
+        cs.append(_bench.Contender(f"the same, robustcore of {baseline}", call,
+                                   f"import sys\nsys.path.insert(0, {baseline!r})\n" +
+                                   _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more)))
     if floor:     # its loop runs on one core: a floor for the one-thread runs only
         cs.append(_bench.Contender(FLOOR, "dt = B.products_floor(X, 5)", _TALL_SETUP.format(imports=""),
                                    "report.update(floor_cpu=dt)"))
@@ -199,7 +206,7 @@ def tall(a):
     import statistics
     for mode in _bench.blas_modes(a.blas):
         print(f"\n## {_bench.blas_label(mode)}\n")
-        cs = tall_contenders(floor=mode == "1")
+        cs = tall_contenders(floor=mode == "1", baseline=a.baseline_tree)
         runs = _bench.race(cs, a.repeat, mode, timeout=1800)
         floor_runs = runs.pop(FLOOR, None)
         print(f"load over the runs: {_bench.load_span(runs)} (1-minute average before each run)\n")
@@ -221,7 +228,7 @@ def tall(a):
         print(f"\n\nthe table: 1,000,000 x 50 float64 = 381 MB (400 MB); load after: {_bench.load_average()}",
               flush=True)
     print("\n### The calls\n")
-    print("\n".join(_bench.race_calls(tall_contenders(floor=True))))
+    print("\n".join(_bench.race_calls(tall_contenders(floor=True, baseline=a.baseline_tree))))
 
 
 def run(n, d, r, kind, norm, blas, repeat):
@@ -245,6 +252,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--blas", default="1,default")
     ap.add_argument("--tall", action="store_true")
+    ap.add_argument("--baseline-tree", default=None,
+                    help="--tall: also race the fit + score_samples of the robustcore/ in this directory")
     a = ap.parse_args()
     if a.tall:
         print("# bench_coherence_pursuit --tall\n")
