@@ -17,8 +17,9 @@ the timed call's wall and CPU and the whole process's CPU quoted as median (rang
 by round. Contenders: scikit-learn's ``PCA(n_components=5).fit(X)`` then ``.transform(X)`` (the
 reference); Coherence Pursuit with its defaults and n_components=5, ``fit(X)`` then
 ``score_samples(X)`` (the scikit-learn style: the scores are a second pass over X), and
-``fit_row_results(X)`` (every per-row result from the fit's own passes); and, with one BLAS
-thread, "floor": the BLAS products alone that the fit + score_samples makes (C = Σ ŷŷᵀ, the
+``fit_row_results(X)`` (every per-row result from the fit's own passes); with one BLAS thread,
+what each output costs (``fit(X)`` alone; ``fit(X)`` then ``coherence_``, made when first read),
+and "floor": the BLAS products alone that the fit + score_samples makes (C = Σ ŷŷᵀ, the
 coherence bounds' thin product (m = 5 directions here; the exact form of the few rows near the
 cut is left out), the selected rows' Gram, the residual pass's two thin products, the calibration
 rows' EᵀE, the score pass's one thin product), each by the fastest kernel here, with the block
@@ -173,6 +174,15 @@ TALL_CONTENDERS = (
      "cop = CoherencePursuit(n_components=5)\nscore = cop.fit_row_results(X).outlier_score", _OURS_AFTER),
 )
 TALL_REF = TALL_CONTENDERS[0][0]
+# What each output costs (one BLAS thread only): the fit alone, and the fit + coherence_ (made
+# when first read).
+_FIT_AFTER = ", err=B.subspace_error(U, cop.components_)"
+TALL_COSTS = (
+    ("ours: CoherencePursuit(5).fit(X) alone", "from robustcore import CoherencePursuit",
+     "cop = CoherencePursuit(n_components=5).fit(X)", _FIT_AFTER),
+    ("ours: fit(X), then coherence_", "from robustcore import CoherencePursuit",
+     "cop = CoherencePursuit(n_components=5).fit(X)\ncoh = cop.coherence_", _FIT_AFTER),
+)
 FLOOR = "floor: the BLAS products alone of an exact fit + score_samples (module doc)"
 
 
@@ -186,7 +196,9 @@ def tall_contenders(floor: bool, baseline=None):
         cs.append(_bench.Contender(f"the same, robustcore of {baseline}", call,
                                    f"import sys\nsys.path.insert(0, {baseline!r})\n" +
                                    _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more)))
-    if floor:     # its loop runs on one core: a floor for the one-thread runs only
+    if floor:     # the floor's loop runs on one core: it and the costs for the one-thread runs only
+        cs += [_bench.Contender(name, call, _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more))
+               for name, imports, call, more in TALL_COSTS]
         cs.append(_bench.Contender(FLOOR, "dt = B.products_floor(X, 5)", _TALL_SETUP.format(imports=""),
                                    "report.update(floor_cpu=dt)"))
     return cs
