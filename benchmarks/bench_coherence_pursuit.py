@@ -164,7 +164,8 @@ _TALL_SETUP = ("import numpy as np\nimport bench_coherence_pursuit as B\nX, U = 
 _TALL_AFTER = "report.update(extra_mb=B._bench.peak_rss_mb() - base{more})"
 _OURS_AFTER = (", err=B.subspace_error(U, cop.components_), flagged=int(np.count_nonzero(score > 1.0)), "
                "spe_limit=float(cop.spe_limit_), t2_limit=float(cop.t2_limit_), "
-               "score_sum=float(np.sum(score)), selected=int(cop.selected_indices_.sum())")
+               "score_sum=float(np.sum(score)), selected=int(cop.selected_indices_.sum()), "
+               "robustcore=__import__('robustcore').__file__")
 TALL_CONTENDERS = (
     ("scikit-learn PCA(5) fit + transform", "from sklearn.decomposition import PCA",
      "T = PCA(n_components=5).fit(X).transform(X)", ""),
@@ -237,6 +238,8 @@ def tall(a):
                 spread = (max(vals) - min(vals)) / max(abs(statistics.median(vals)), 1e-300)
                 print(f"\n{key}: {statistics.median(vals):.12g}, relative spread across our runs {spread:.1e}",
                       end="")
+        where = sorted({f"{name}: {r['robustcore']}" for name, rs in runs.items() for r in rs if "robustcore" in r})
+        print("\n\nrobustcore imported by our runs: " + "; ".join(where), end="")
         print(f"\n\nthe table: 1,000,000 x 50 float64 = 381 MB (400 MB); load after: {_bench.load_average()}",
               flush=True)
     print("\n### The calls\n")
