@@ -28,6 +28,10 @@ selection): a lower bound of the fit + score_samples CPU on one core, timed by i
 Extra memory = the process's peak minus its memory once the data exist (the peak is reset there
 through /proc/self/clear_refs where Linux allows it). Our runs' limits, score sum and selection
 are printed with their spread across runs and contenders (the same numbers every time).
+--baseline-tree DIR adds the fit + score_samples of the robustcore/ in DIR (another version) to
+the race. --stages: the CPU of each step of one fit (marked by its progress messages), of
+score_samples, of coherence_'s first read and of PCA's fit and transform, one BLAS thread,
+--repeat fresh processes.
 """
 from __future__ import annotations
 
@@ -214,6 +218,44 @@ def _floor_cells(runs):
     return _bench.span(list(fl.values())), _bench.span(ratios, "x")
 
 
+# --stages: one fit's CPU by step (the fit's progress messages mark the steps), in a fresh process
+STAGES_CALL = """\
+import time
+steps, last = [], [time.process_time(), "validation and scaling"]
+def progress(fraction, message=""):
+    now = time.process_time()
+    if message and message != last[1]:
+        steps.append((last[1], now - last[0]))
+        last[:] = [now, message]
+    return True
+t0 = time.process_time()
+cop = CoherencePursuit(n_components=5).fit(X, progress=progress)
+steps.append((last[1] + " (and the limits)", time.process_time() - last[0]))
+t1 = time.process_time(); score = cop.score_samples(X); t2 = time.process_time()
+coh = cop.coherence_; t3 = time.process_time()
+pca = PCA(n_components=5).fit(X); t4 = time.process_time(); T = pca.transform(X); t5 = time.process_time()
+steps += [("score_samples(X)", t2 - t1), ("coherence_ (first read)", t3 - t2),
+          ("PCA(5).fit(X)", t4 - t3), ("PCA .transform(X)", t5 - t4)]
+"""
+
+
+def stages(a):
+    """CPU seconds of each step of one fit, score_samples and coherence_, and of PCA's fit and
+    transform, median (range) over --repeat fresh processes with one BLAS thread."""
+    c = _bench.Contender("stages", STAGES_CALL, _TALL_SETUP.format(
+        imports="from robustcore import CoherencePursuit\nfrom sklearn.decomposition import PCA"),
+        "report.update(steps=steps)")
+    runs = _bench.race([c], a.repeat, "1", timeout=1800)["stages"]
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        raise SystemExit(runs[-1].get("error"))
+    print(f"\n## CPU by step, one BLAS thread ({len(ok)} fresh processes, load {_bench.load_span({'s': runs})})\n")
+    print("| step | CPU, median (range) |\n|---|--:|")
+    for i, (name, _) in enumerate(ok[0]["steps"]):
+        vals = [r["steps"][i][1] for r in ok if len(r["steps"]) == len(ok[0]["steps"])]
+        print(f"| {name} | {_bench.span(vals)} |")
+
+
 def tall(a):
     """The --tall case (module doc) in the race harness (benchmarks/_bench.py)."""
     import statistics
@@ -267,9 +309,16 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--blas", default="1,default")
     ap.add_argument("--tall", action="store_true")
+    ap.add_argument("--stages", action="store_true",
+                    help="the --tall table: CPU of each step of one fit, score_samples, coherence_ and PCA")
     ap.add_argument("--baseline-tree", default=None,
                     help="--tall: also race the fit + score_samples of the robustcore/ in this directory")
     a = ap.parse_args()
+    if a.stages:
+        print("# bench_coherence_pursuit --stages\n")
+        print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
+        stages(a)
+        return
     if a.tall:
         print("# bench_coherence_pursuit --tall\n")
         print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
