@@ -226,6 +226,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                    reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
     out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
+    rep(0.88, "limits")
     keep, n_keep, cut_spe, bounds = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
     spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
     n_c, var, lam = spectrum or _spectrum(rows, keep, n_keep, comps, fit.mean, scale, rep)
