@@ -230,7 +230,7 @@ def progress(fraction, message=""):
     return True
 t0 = time.process_time()
 cop = CoherencePursuit(n_components=5).fit(X, progress=progress)
-steps.append((last[1] + " (and the limits)", time.process_time() - last[0]))
+steps.append((last[1] + " (the rest of fit)", time.process_time() - last[0]))
 t1 = time.process_time(); score = cop.score_samples(X); t2 = time.process_time()
 coh = cop.coherence_; t3 = time.process_time()
 pca = PCA(n_components=5).fit(X); t4 = time.process_time(); T = pca.transform(X); t5 = time.process_time()
