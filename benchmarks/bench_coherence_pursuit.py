@@ -9,20 +9,29 @@ Options: --quick (smaller sizes), --l1-big (add the l1 run at n = 100,000: ~10 m
 --repeat R (runs per measurement, each its own process; best and median reported),
 --blas 1,default (one BLAS thread for both contenders, then the library's default).
 
---tall (issue 27): instead, the tall table 1,000,000 x 50 (400 MB), 80 % of the rows near a
-5-dim subspace (noise 0.01), the rest Gaussian outliers; Coherence Pursuit with its defaults
-and n_components=5 against scikit-learn's PCA(n_components=5), interleaved run by run (--repeat,
-at least 5), each run a fresh process timing ONE call after the data are made: "fit +
-score_samples" (the scikit-learn style: scores are a second pass over X), "fit_row_results"
-(fit and every per-row result in one call: the scores come from the fit's own passes) and
-PCA "fit + transform"; and "floor": the BLAS products alone that the fit + score_samples
-makes (C = Σ ŷŷᵀ, the coherence bounds' thin product (m = 5 directions here; the exact form
-of the few rows near the cut is left out), the selected rows' Gram, the residual pass's two
-thin products, the calibration rows' EᵀE, the score pass's one thin product), each by the fastest
-kernel here, with the block copies the in-place ones work on and no other sweep over memory
-(norms, normalising, logs, selection): a lower bound of the fit + score_samples time on one
-core (measured with --blas 1 only). Extra memory = the process's peak minus its memory once the data exist
-(the peak is reset there through /proc/self/clear_refs where Linux allows it).
+--tall (issues 27, 36): instead, the tall table 1,000,000 x 50 (400 MB), 80 % of the rows near a
+5-dim subspace (noise 0.01), the rest Gaussian outliers, in the race harness of benchmarks/_bench.py:
+each contender is the code a user writes (printed at the end), run in a fresh process per run,
+the contenders interleaved round by round (--repeat rounds), the load recorded before each run,
+the timed call's wall and CPU and the whole process's CPU quoted as median (range), ratios paired
+by round. Contenders: scikit-learn's ``PCA(n_components=5).fit(X)`` then ``.transform(X)`` (the
+reference); Coherence Pursuit with its defaults and n_components=5, ``fit(X)`` then
+``score_samples(X)`` (the scikit-learn style: the scores are a second pass over X), and
+``fit_row_results(X)`` (every per-row result from the fit's own passes); with one BLAS thread,
+what each output costs (``fit(X)`` alone; ``fit(X)`` then ``coherence_``, made when first read),
+and "floor": the BLAS products alone that the fit + score_samples makes (C = Σ ŷŷᵀ, the
+coherence bounds' thin product (m = 5 directions here; the exact form of the few rows near the
+cut is left out), the selected rows' Gram, the residual pass's two thin products, the calibration
+rows' EᵀE, the score pass's one thin product), each by the fastest kernel here, with the block
+copies the in-place ones work on and no other sweep over memory (norms, normalising, logs,
+selection): a lower bound of the fit + score_samples CPU on one core, timed by its own clock.
+Extra memory = the process's peak minus its memory once the data exist (the peak is reset there
+through /proc/self/clear_refs where Linux allows it). Our runs' limits, score sum and selection
+are printed with their spread across runs and contenders (the same numbers every time).
+--baseline-tree DIR adds the fit + score_samples of the robustcore/ in DIR (another version) to
+the race. --stages: the CPU of each step of one fit (marked by its progress messages), of
+score_samples, of coherence_'s first read and of PCA's fit and transform, one BLAS thread,
+--repeat fresh processes.
 """
 from __future__ import annotations
 
@@ -69,132 +78,214 @@ CHILD = textwrap.dedent("""
 """)
 
 
-TALL_CHILD = textwrap.dedent("""
-    import sys, time
+TALL_N, TALL_D, TALL_R = 1_000_000, 50, 5
+
+
+def tall_table():
+    """(X, U): the --tall table (module doc) and its planted basis (d, r), made in slices (no
+    n x d temporary besides X)."""
     import numpy as np
-    sys.path.insert(0, {root!r})
-    sys.path.insert(0, {here!r})
-    import _bench
-    from sklearn.decomposition import PCA
-    from robustcore.subspace.coherence_pursuit import CoherencePursuit
-    n, d, r, kind = 1_000_000, 50, 5, {kind!r}
-
-    def products_floor(X, r):
-        # Seconds of the BLAS products alone that an exact fit + score_samples must make (the
-        # fastest kernel here for each, with the block copies the in-place ones work on), on the
-        # row counts the fit reports; no other sweep over memory is timed.
-        from scipy.linalg.blas import dgemm
-        cop = CoherencePursuit(n_components=r).fit(X)          # for the row counts only
-        k, n_c = cop.selected_indices_.size, cop.calibration_indices_.size
-        C = np.ascontiguousarray(cop.components_)
-        Cf, CT = np.asfortranarray(C), C.T
-        b = 262_144 // d
-        W = np.empty((b, d))
-
-        def gram(rows):                  # numpy's syrk: faster here than scipy's
-            for s in range(0, rows, b):
-                B = X[s:min(s + b, rows)]
-                B.T @ B
-
-        def thin(rows):                  # T = Y Cᵀ and E = Y - T C, E made in place
-            for s in range(0, rows, b):
-                B = X[s:min(s + b, rows)]
-                m = B.shape[0]
-                W[:m] = B
-                T = dgemm(1.0, Cf, W[:m].T).T
-                dgemm(-1.0, CT, T.T, beta=1.0, c=W[:m].T, overwrite_c=1)
-
-        def coords(rows):                # T = Y Cᵀ alone (SPE from |y|² - |t|²)
-            for s in range(0, rows, b):
-                dgemm(1.0, Cf, X[s:min(s + b, rows)].T)
-
-        t0 = time.perf_counter()
-        gram(n)                          # C = Σ ŷŷᵀ over every row
-        coords(n)                        # bounds on the coherence: r = m = 5 products per row
-        gram(k)                          # the selected rows' Σ ŷŷᵀ
-        thin(n)                          # the residual pass
-        gram(n_c)                        # the calibration rows' EᵀE
-        coords(n)                        # score_samples
-        return time.perf_counter() - t0
+    n, d, r = TALL_N, TALL_D, TALL_R
     rng = np.random.default_rng(0)
     n1 = int(0.8 * n)
     U = np.linalg.qr(rng.standard_normal((d, r)))[0]
     X = np.empty((n, d))
-    for s in range(0, n, 100_000):     # made in slices: no n x d temporary before the timing
+    for s in range(0, n, 100_000):
         e = min(s + 100_000, n)
         if e <= n1:
             X[s:e] = rng.standard_normal((e - s, r)) @ U.T + 0.01 * rng.standard_normal((e - s, d))
         else:
             X[s:e] = rng.standard_normal((e - s, d))
+    return X, U
+
+
+def reset_peak():
+    """The process's memory now (MB), with the peak (VmHWM) made to start again from here where
+    Linux allows it: extra memory = peak after the call - this."""
     try:
         with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")              # the peak (VmHWM) starts again from here
+            fh.write("5")
     except OSError:
         pass
-    base = _bench.peak_rss_mb()
-    t0 = time.perf_counter()
-    if kind == "pca":
-        T = PCA(n_components=r).fit(X).transform(X)
-        V = None
-    elif kind == "fit_score":
-        cop = CoherencePursuit(n_components=r).fit(X)
-        score = -cop.score_samples(X)     # score_samples is minus the outlier score
-        V = cop.components_.T
-    elif kind == "floor":
-        dt = products_floor(X, r)
-        V = None
-    else:
-        cop = CoherencePursuit(n_components=r)
-        res = cop.fit_row_results(X)
-        score = res.outlier_score
-        V = cop.components_.T
-    dt = time.perf_counter() - t0 if kind != "floor" else dt
-    peak = _bench.peak_rss_mb()
-    err = float(np.linalg.norm(U - V @ (V.T @ U)) / np.linalg.norm(U)) if V is not None else 0.0
-    flagged = int(np.count_nonzero(np.asarray(score) > 1.0)) if V is not None else 0
-    _bench.child_result(seconds=dt, peak_mb=peak, data_mb=base, err=err, flagged=flagged)
-""")
+    return _bench.peak_rss_mb()
 
-TALL_KINDS = (("fit_score", "Coherence Pursuit fit + score_samples"),
-              ("row_results", "Coherence Pursuit fit_row_results"),
-              ("pca", "scikit-learn PCA(5) fit + transform"),
-              ("floor", "floor: the BLAS products alone of the fit + score_samples (module doc)"))
+
+def subspace_error(U, components):
+    """|U - V Vᵀ U| / |U| for the planted basis U and the fitted components' rows V."""
+    import numpy as np
+    V = np.asarray(components).T
+    return float(np.linalg.norm(U - V @ (V.T @ U)) / np.linalg.norm(U))
+
+
+def products_floor(X, r):
+    """Seconds of the BLAS products alone that an exact fit + score_samples must make (the
+    fastest kernel here for each, with the block copies the in-place ones work on), on the row
+    counts the fit reports; no other sweep over memory is timed."""
+    import time
+
+    import numpy as np
+    from scipy.linalg.blas import dgemm
+
+    from robustcore.subspace.coherence_pursuit import CoherencePursuit
+    cop = CoherencePursuit(n_components=r).fit(X)          # for the row counts only
+    k, n_c, n = cop.selected_indices_.size, cop.calibration_indices_.size, X.shape[0]
+    C = np.ascontiguousarray(cop.components_)
+    Cf, CT = np.asfortranarray(C), C.T
+    d = X.shape[1]
+    b = 262_144 // d
+    W = np.empty((b, d))
+
+    def gram(rows):                  # numpy's syrk: faster here than scipy's
+        for s in range(0, rows, b):
+            B = X[s:min(s + b, rows)]
+            B.T @ B
+
+    def thin(rows):                  # T = Y Cᵀ and E = Y - T C, E made in place
+        for s in range(0, rows, b):
+            B = X[s:min(s + b, rows)]
+            m = B.shape[0]
+            W[:m] = B
+            T = dgemm(1.0, Cf, W[:m].T).T
+            dgemm(-1.0, CT, T.T, beta=1.0, c=W[:m].T, overwrite_c=1)
+
+    def coords(rows):                # T = Y Cᵀ alone (SPE from |y|² - |t|²)
+        for s in range(0, rows, b):
+            dgemm(1.0, Cf, X[s:min(s + b, rows)].T)
+
+    t0 = time.process_time()
+    gram(n)                          # C = Σ ŷŷᵀ over every row
+    coords(n)                        # bounds on the coherence: m = 5 products per row
+    gram(k)                          # the selected rows' Σ ŷŷᵀ
+    thin(n)                          # the residual pass
+    gram(n_c)                        # the calibration rows' EᵀE
+    coords(n)                        # score_samples
+    return time.process_time() - t0
+
+
+# The contenders, as a user's script calls them (setup untimed; the call timed; checks after).
+_TALL_SETUP = ("import numpy as np\nimport bench_coherence_pursuit as B\nX, U = B.tall_table()\n"
+               "{imports}\nbase = B.reset_peak()")
+_TALL_AFTER = "report.update(extra_mb=B._bench.peak_rss_mb() - base{more})"
+_OURS_AFTER = (", err=B.subspace_error(U, cop.components_), flagged=int(np.count_nonzero(score > 1.0)), "
+               "spe_limit=float(cop.spe_limit_), t2_limit=float(cop.t2_limit_), "
+               "score_sum=float(np.sum(score)), selected=int(cop.selected_indices_.sum()), "
+               "robustcore=__import__('robustcore').__file__")
+TALL_CONTENDERS = (
+    ("scikit-learn PCA(5) fit + transform", "from sklearn.decomposition import PCA",
+     "T = PCA(n_components=5).fit(X).transform(X)", ""),
+    ("ours: CoherencePursuit(5).fit(X), then score_samples(X)", "from robustcore import CoherencePursuit",
+     "cop = CoherencePursuit(n_components=5).fit(X)\nscore = -cop.score_samples(X)", _OURS_AFTER),
+    ("ours: CoherencePursuit(5).fit_row_results(X)", "from robustcore import CoherencePursuit",
+     "cop = CoherencePursuit(n_components=5)\nscore = cop.fit_row_results(X).outlier_score", _OURS_AFTER),
+)
+TALL_REF = TALL_CONTENDERS[0][0]
+# What each output costs (one BLAS thread only): the fit alone, and the fit + coherence_ (made
+# when first read).
+_FIT_AFTER = ", err=B.subspace_error(U, cop.components_)"
+TALL_COSTS = (
+    ("ours: CoherencePursuit(5).fit(X) alone", "from robustcore import CoherencePursuit",
+     "cop = CoherencePursuit(n_components=5).fit(X)", _FIT_AFTER),
+    ("ours: fit(X), then coherence_", "from robustcore import CoherencePursuit",
+     "cop = CoherencePursuit(n_components=5).fit(X)\ncoh = cop.coherence_", _FIT_AFTER),
+)
+FLOOR = "floor: the BLAS products alone of an exact fit + score_samples (module doc)"
+
+
+def tall_contenders(floor: bool, baseline=None):
+    """The race's contenders; ``baseline``: a directory holding another version's robustcore/,
+    whose fit + score_samples runs as one more contender (before/after in the same race)."""
+    cs = [_bench.Contender(name, call, _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more))
+          for name, imports, call, more in TALL_CONTENDERS]
+    if baseline:
+        _, imports, call, more = TALL_CONTENDERS[1]
+        cs.append(_bench.Contender(f"the same, robustcore of {baseline}", call,
+                                   f"import sys\nsys.path.insert(0, {baseline!r})\n" +
+                                   _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more)))
+    if floor:     # the floor's loop runs on one core: it and the costs for the one-thread runs only
+        cs += [_bench.Contender(name, call, _TALL_SETUP.format(imports=imports), _TALL_AFTER.format(more=more))
+               for name, imports, call, more in TALL_COSTS]
+        cs.append(_bench.Contender(FLOOR, "dt = B.products_floor(X, 5)", _TALL_SETUP.format(imports=""),
+                                   "report.update(floor_cpu=dt)"))
+    return cs
+
+
+def _floor_cells(runs):
+    """The floor's CPU seconds (its own clock: the fit it counts rows from is not timed) and
+    their paired ratios to PCA's call CPU."""
+    fl = {r["round"]: r["floor_cpu"] for r in runs.get(FLOOR, []) if "error" not in r}
+    ref = {r["round"]: r["cpu"] for r in runs.get(TALL_REF, []) if "error" not in r}
+    ratios = [fl[k] / ref[k] for k in sorted(fl.keys() & ref.keys()) if ref[k] > 0]
+    return _bench.span(list(fl.values())), _bench.span(ratios, "x")
+
+
+# --stages: one fit's CPU by step (the fit's progress messages mark the steps), in a fresh process
+STAGES_CALL = """\
+import time
+steps, last = [], [time.process_time(), "validation and scaling"]
+def progress(fraction, message=""):
+    now = time.process_time()
+    if message and message != last[1]:
+        steps.append((last[1], now - last[0]))
+        last[:] = [now, message]
+    return True
+t0 = time.process_time()
+cop = CoherencePursuit(n_components=5).fit(X, progress=progress)
+steps.append((last[1] + " (the rest of fit)", time.process_time() - last[0]))
+t1 = time.process_time(); score = cop.score_samples(X); t2 = time.process_time()
+coh = cop.coherence_; t3 = time.process_time()
+pca = PCA(n_components=5).fit(X); t4 = time.process_time(); T = pca.transform(X); t5 = time.process_time()
+steps += [("score_samples(X)", t2 - t1), ("coherence_ (first read)", t3 - t2),
+          ("PCA(5).fit(X)", t4 - t3), ("PCA .transform(X)", t5 - t4)]
+"""
+
+
+def stages(a):
+    """CPU seconds of each step of one fit, score_samples and coherence_, and of PCA's fit and
+    transform, median (range) over --repeat fresh processes with one BLAS thread."""
+    c = _bench.Contender("stages", STAGES_CALL, _TALL_SETUP.format(
+        imports="from robustcore import CoherencePursuit\nfrom sklearn.decomposition import PCA"),
+        "report.update(steps=steps)")
+    runs = _bench.race([c], a.repeat, "1", timeout=1800)["stages"]
+    ok = [r for r in runs if "error" not in r]
+    if not ok:
+        raise SystemExit(runs[-1].get("error"))
+    print(f"\n## CPU by step, one BLAS thread ({len(ok)} fresh processes, load {_bench.load_span({'s': runs})})\n")
+    print("| step | CPU, median (range) |\n|---|--:|")
+    for i, (name, _) in enumerate(ok[0]["steps"]):
+        vals = [r["steps"][i][1] for r in ok if len(r["steps"]) == len(ok[0]["steps"])]
+        print(f"| {name} | {_bench.span(vals)} |")
 
 
 def tall(a):
-    """The --tall case (module doc): every contender once per round, rounds repeated."""
-    repeat = max(a.repeat, 5)
+    """The --tall case (module doc) in the race harness (benchmarks/_bench.py)."""
+    import statistics
     for mode in _bench.blas_modes(a.blas):
         print(f"\n## {_bench.blas_label(mode)}\n")
-        print(f"load before: {_bench.load_average()}\n")
-        # the floor's loop runs on one core: a floor for the one-thread runs only
-        kinds = [(k, label) for k, label in TALL_KINDS if k != "floor" or mode == "1"]
-        times = {k: _bench.Timing() for k, _ in kinds}
-        last = {}
-        for _ in range(repeat):
-            for kind, _label in kinds:
-                code = TALL_CHILD.format(root=ROOT, here=HERE, kind=kind)
-                out = _bench.run_child(["-c", code], blas=mode, timeout=1800)
-                if "error" in out:
-                    raise SystemExit(f"{kind}: {out['error']}")
-                times[kind].runs.append(out["seconds"])
-                last.setdefault(kind, []).append(out)
-        ref = times["pca"]
-        print("| contender | best / median (runs) | time / PCA's, best (median) | peak RSS | "
-              "extra memory (peak - after data) | subspace error | rows with score > 1 |")
-        print("|---|--:|--:|--:|--:|--:|--:|")
-        for kind, label in kinds:
-            t, outs = times[kind], last[kind]
-            peak = max(o["peak_mb"] for o in outs)
-            extra = max(o["peak_mb"] - o["data_mb"] for o in outs)
-            rel = f"{t.best / ref.best:.2f}x ({t.median / ref.median:.2f}x)"
-            err = f"{outs[0]['err']:.1e}" if kind not in ("pca", "floor") else "–"
-            flagged = f"{outs[0]['flagged']:,}" if kind not in ("pca", "floor") else "–"
-            mem = (f"{peak:.0f} MB | {extra:.0f} MB" if kind != "floor" else "– | –")
-            print(f"| {label} | {t} ({len(t.runs)}) | {rel} | {mem} | "
-                  f"{err} | {flagged} |", flush=True)
-        print(f"\nthe table: 1,000,000 x 50 float64 = 381 MB (400 MB); load after: {_bench.load_average()}; "
-              f"BLAS in the children: {last['pca'][0]['blas']}", flush=True)
+        cs = tall_contenders(floor=mode == "1", baseline=a.baseline_tree)
+        runs = _bench.race(cs, a.repeat, mode, timeout=1800)
+        floor_runs = runs.pop(FLOOR, None)
+        print(f"load over the runs: {_bench.load_span(runs)} (1-minute average before each run)\n")
+        mem = ("extra memory (peak - after data)", lambda r: f"{r['extra_mb']:.0f} MB")
+        err = ("subspace error", lambda r: f"{r['err']:.1e}" if "err" in r else "–")
+        flag = ("rows with score > 1", lambda r: f"{r['flagged']:,}" if "flagged" in r else "–")
+        print("\n".join(_bench.race_table(runs, TALL_REF, extra=(mem, err, flag))))
+        if floor_runs is not None:
+            runs[FLOOR] = floor_runs
+            cpu, ratio = _floor_cells(runs)
+            print(f"\n{FLOOR}: {cpu} CPU, **{ratio}** PCA's call CPU (paired by round)")
+        # the contenders of ours give the same numbers in every run
+        for key in ("spe_limit", "t2_limit", "score_sum", "selected"):
+            vals = [r[key] for name, rs in runs.items() for r in rs if key in r]
+            if vals:
+                spread = (max(vals) - min(vals)) / max(abs(statistics.median(vals)), 1e-300)
+                print(f"\n{key}: {statistics.median(vals):.12g}, relative spread across our runs {spread:.1e}",
+                      end="")
+        where = sorted({f"{name}: {r['robustcore']}" for name, rs in runs.items() for r in rs if "robustcore" in r})
+        print("\n\nrobustcore imported by our runs: " + "; ".join(where), end="")
+        print(f"\n\nthe table: 1,000,000 x 50 float64 = 381 MB (400 MB); load after: {_bench.load_average()}",
+              flush=True)
+    print("\n### The calls\n")
+    print("\n".join(_bench.race_calls(tall_contenders(floor=True, baseline=a.baseline_tree))))
 
 
 def run(n, d, r, kind, norm, blas, repeat):
@@ -218,7 +309,16 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--blas", default="1,default")
     ap.add_argument("--tall", action="store_true")
+    ap.add_argument("--stages", action="store_true",
+                    help="the --tall table: CPU of each step of one fit, score_samples, coherence_ and PCA")
+    ap.add_argument("--baseline-tree", default=None,
+                    help="--tall: also race the fit + score_samples of the robustcore/ in this directory")
     a = ap.parse_args()
+    if a.stages:
+        print("# bench_coherence_pursuit --stages\n")
+        print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))
+        stages(a)
+        return
     if a.tall:
         print("# bench_coherence_pursuit --tall\n")
         print(_bench.conditions([f"command: {' '.join(sys.argv)}"]))

@@ -75,12 +75,14 @@ class ResidualKernel:
         T = self._coordinates(Y)
         return T, self.spe(Y, T)
 
-    def spe(self, Y, T, E=None):
+    def spe(self, Y, T, E=None, s=None):
         """SPE of centred rows Y with coordinates T: |y|² - |t|², and |e|² in the rows where
         that difference may have lost digits (module doc); ``E``: their explicit residuals when
-        made already (else made here for those rows, by the same update as ``residuals``)."""
+        made already (else made here for those rows, by the same update as ``residuals``);
+        ``s``: the rows' |y|² when made already (the same numbers: not made again)."""
         with np.errstate(invalid="ignore", over="ignore"):
-            s = np.einsum("ij,ij->i", Y, Y)
+            if s is None:
+                s = np.einsum("ij,ij->i", Y, Y)
             spe = s - np.einsum("ij,ij->i", T, T)
             # (non-finite rows too: the explicit residual gives them what it always gave)
             exact = ~(spe > self.guard * s) | ~np.isfinite(spe)

@@ -139,7 +139,10 @@ PIXEL_RANGES = ((0.0, 1.0, False), (0.0, 255.0, True))
 def one_range(X) -> bool:
     """Whether every value of ``X`` (dense or sparse, non-empty) lies in one of the pixel ranges
     :data:`PIXEL_RANGES` (module doc, "auto")."""
-    lo, hi = float(X.min()), float(X.max())
+    lo = float(X.min())
+    if not lo >= min(low for low, _, _ in PIXEL_RANGES):
+        return False        # (below every range, or NaN: no second sweep for the maximum)
+    hi = float(X.max())
     for low, high, whole in PIXEL_RANGES:
         if low <= lo and hi <= high:
             data = X.data if hasattr(X, "tocsr") else X

@@ -57,8 +57,9 @@ class CoherenceBounds:
 
 
 def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
-    """Lower and upper bounds on q of a block's rows and which rows are degenerate (the same
-    rule as the coherence pass: length at most ``cut``; their bounds mean nothing)."""
+    """Lower and upper bounds on q of a block's rows, which rows are degenerate (the same rule
+    as the coherence pass: length at most ``cut``; their bounds mean nothing), and every row's
+    |y|² ("sq": the subspace and residual passes that follow read it instead of making it)."""
     Y = prep(B)
     s = np.einsum("ij,ij->i", Y, Y)
     valid = np.sqrt(s) > cut
@@ -74,7 +75,7 @@ def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
     rho = np.clip(1.0 - w[:, 1] * inv, 0.0, 1.0)
     lo = top + (bounds.tail_lo * rho - bounds.margin)
     hi = top + (bounds.tail_hi * rho + bounds.margin)
-    return {"q_lo": lo, "q_hi": hi, "degenerate": ~valid}
+    return {"q_lo": lo, "q_hi": hi, "degenerate": ~valid, "sq": s}
 
 
 def decide(lo, hi, valid, k: int):

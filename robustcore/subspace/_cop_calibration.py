@@ -27,7 +27,8 @@ from .._row_stats import syrk_lower
 from ._base import Calibration
 
 __all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "BAND_SAMPLE_ROWS", "sample_stride", "thinned",
-           "calibration_cut", "bounds_cut", "calibration_band", "CalibrationBand", "residual_block"]
+           "calibration_cut", "bounds_cut", "calibration_band", "CalibrationBand", "residual_block",
+           "residual_block_sq"]
 
 # Rows the subspace pass samples for the band (at most about this many: every n // SAMPLE_ROWS-th).
 SAMPLE_ROWS = 100_000
@@ -153,16 +154,23 @@ class CalibrationBand(Calibration):
         return self.spectrum(k)
 
 
-def residual_block(B, start, degenerate, prep, kern, acc=None):
+def residual_block(B, start, degenerate, prep, kern, acc=None, sq=None):
     """SPE, its log (what the calibration rows are chosen by) and coordinates of a block's rows
-    (and, given ``acc``, its calibration sums)."""
+    (and, given ``acc``, its calibration sums); ``sq``: the rows' |y|² when a pass before made
+    them (:func:`residual_block_sq`)."""
     Y = prep(B)
     b = Y.shape[0]
     buf = scratch(b, Y.shape[1], 4)
     # explicit residuals: the calibration sums need e itself
     T, E = kern.residuals(Y, buf)
-    spe = kern.spe(Y, T, E)          # as every score pass makes it (robustcore._residual)
+    spe = kern.spe(Y, T, E, s=sq)    # as every score pass makes it (robustcore._residual)
     log_spe = log_residual(spe)
     if acc is not None:
         acc.feed(E, T, log_spe, ~np.asarray(degenerate, bool))
     return {"spe": spe, "projection": T, "log_spe": log_spe}
+
+
+def residual_block_sq(B, start, degenerate, sq, prep, kern, acc=None):
+    """:func:`residual_block` with the rows' |y|² read from the bounds pass (an extra per-row
+    array of ``Rows.map``: one sweep of the block fewer)."""
+    return residual_block(B, start, degenerate, prep, kern, acc, sq)

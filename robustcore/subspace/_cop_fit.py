@@ -23,7 +23,8 @@ from .._row_stats import RowGram, symmetric
 from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, rank_rule
 from ._base import Calibration, calibration_spectrum
-from ._cop_calibration import CalibrationBand, calibration_band, residual_block, sample_stride, thinned
+from ._cop_calibration import (CalibrationBand, calibration_band, residual_block, residual_block_sq,
+                               sample_stride, thinned)
 from ._cop_passes import (_calibration_mask, _coherence_block, _CoherenceForm, _Prep, _sampled, _Selected,
                           _SelectedR, _select_top, _selection_band, _take, _UnitGram, selection_count,
                           warn_rank_deficient)
@@ -131,7 +132,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     centre = _centre(rows, sc, how, n)
     prep = _Prep(scale, centre)
     Xn = None            # ŷ of every row, when a random-access step needs them
-    sel_band = band_acc = decided = None
+    sel_band = band_acc = decided = sq = None     # sq: every row's |y|² when the bounds pass made them
     if pairs:
         rep(0.2, "coherence scores")
         Xn, valid, cut = _unit_rows(rows.X, prep)
@@ -168,7 +169,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         if not (rows.lazy or with_band or adaptive or hasattr(est, "_kept_rows")):
             decided = _select_by_bounds(rows, prep, form, symmetric(G), cut, p, r, how, rep.span(0.35, 0.6))
         if decided is not None:
-            degenerate, n_valid, k, selected = decided
+            degenerate, n_valid, k, selected, sq = decided
             coh = _LazyCoherence(exact)
         else:
             out = exact(progress=rep.span(0.35, 0.6), reduce=(
@@ -199,7 +200,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         s, vt = svd_rows(Xn[selected])
         del Xn
     else:
-        s, vt = _subspace(rows, prep, cut, selected, k, d, band_acc.gram_at(tau, k) if band_acc else None, rep)
+        s, vt = _subspace(rows, prep, cut, selected, k, d, band_acc.gram_at(tau, k) if band_acc else None, rep, sq)
     if estimate:
         r = min(rank_rule(how)(s * s, rank_cap(n, d)), min(n, d) - 1)
     warn_rank_deficient(s, r, k)
@@ -212,18 +213,20 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         if fit.mean is not centre:
             prep = _Prep(scale, fit.mean)
             sample = _sampled(thinned(sc.sample), prep, 0.0)
+            sq = None       # |y|² about the former centre
     comps = fix_signs(fit.components)
     rep(0.75, "residuals")
     # the calibration sums ride on the residual pass when the sample gives a band (_cop_calibration)
     # (not on a wide table: its EᵀE, d x d, may not fit; the n x n side is taken below)
     band = calibration_band(sample, comps) if n >= d else None
-    out = rows.map(residual_block, {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,)),
-                                    "log_spe": (np.dtype("f8"), ())},
-                   prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,),
+    out = rows.map(residual_block if sq is None else residual_block_sq,
+                   {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,)), "log_spe": (np.dtype("f8"), ())},
+                   prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,) if sq is None else (degenerate, sq),
                    progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
                    reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
     out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
+    rep(0.88, "limits")
     keep, n_keep, cut_spe, bounds = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
     spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
     n_c, var, lam = spectrum or _spectrum(rows, keep, n_keep, comps, fit.mean, scale, rep)
@@ -278,14 +281,15 @@ class _LazyCoherence:
 
 
 def _select_by_bounds(rows, prep, form, C, cut, p, r, how, rep):
-    """(degenerate, usable count, k, selected) from bounds on the coherence (``_cop_bounds``),
-    or None when the bounds would decide too little (the exact pass then decides)."""
+    """(degenerate, usable count, k, selected, every row's |y|²) from bounds on the coherence
+    (``_cop_bounds``), or None when the bounds would decide too little (the exact pass then
+    decides)."""
     from ._cop_bounds import MAX_UNDECIDED, CoherenceBounds, bounds_block, decide
     bnd = CoherenceBounds(C)
     if not bnd.useful():
         return None
     out = rows.map(bounds_block, {"q_lo": (np.dtype("f8"), ()), "q_hi": (np.dtype("f8"), ()),
-                                  "degenerate": (np.dtype(bool), ())},
+                                  "degenerate": (np.dtype(bool), ()), "sq": (np.dtype("f8"), ())},
                    prep, bnd, cut, progress=rep, message="coherence bounds", name="coherence")
     degenerate = out["degenerate"]
     valid = ~degenerate
@@ -304,7 +308,7 @@ def _select_by_bounds(rows, prep, form, C, cut, p, r, how, rep):
     selected = sure
     # the most coherent of the undecided rows, ties in index order (idx is sorted)
     selected[idx[np.argsort(-coh, kind="stable")[:need]]] = True
-    return degenerate, n_valid, k, selected
+    return degenerate, n_valid, k, selected, out["sq"]
 
 
 def _mask(idx, n):
@@ -318,13 +322,15 @@ def _random_state(p):
     return check_random_state(p["random_state"])
 
 
-def _subspace(rows, prep, cut, selected, k, d, G_sel, rep):
+def _subspace(rows, prep, cut, selected, k, d, G_sel, rep, sq=None):
     """(singular values, right singular vectors) of the selected rows' ŷ, from their Σ ŷŷᵀ
-    (``G_sel`` when the coherence pass made it, else a pass of its own), or from an R factor
-    of them when squaring lost the small singular values."""
+    (``G_sel`` when the coherence pass made it, else a pass of its own, which reads every row's
+    |y|² from ``sq`` when given), or from an R factor of them when squaring lost the small
+    singular values."""
     if G_sel is None:
         rep(0.6, "subspace")
-        G_sel = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)), extra=(selected,),
+        G_sel = rows.reduce(functools.partial(RowGram, d, _Selected(prep, cut)),
+                            extra=(selected,) if sq is None else (selected, sq),
                             progress=rep.span(0.6, 0.75), message="subspace").G
     w, V = np.linalg.eigh(symmetric(G_sel))
     m = min(k, d)

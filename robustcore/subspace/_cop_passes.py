@@ -94,9 +94,10 @@ class _Prep:
         return Y
 
 
-def _normalised(Y, cut, slot=4):
-    """(ŷ rows of Y whose norm exceeds ``cut``, in a scratch buffer; which rows those are)."""
-    nrm = np.sqrt(np.einsum("ij,ij->i", Y, Y))
+def _normalised(Y, cut, slot=4, sq=None):
+    """(ŷ rows of Y whose norm exceeds ``cut``, in a scratch buffer; which rows those are; the
+    norms). ``sq``: the rows' |y|² when a pass before made them (the same numbers)."""
+    nrm = np.sqrt(np.einsum("ij,ij->i", Y, Y) if sq is None else sq)
     valid = nrm > cut
     inv = np.zeros(nrm.size)
     inv[valid] = 1.0 / nrm[valid]
@@ -184,15 +185,17 @@ def _sampled(sample, prep, cut):
 
 
 class _Selected:
-    """ŷ of the selected rows of a block (RowGram's transform)."""
+    """ŷ of the selected rows of a block (RowGram's transform); ``sq``: every row's |y|² when
+    the bounds pass made them (``_cop_bounds.bounds_block``), not made again."""
 
     def __init__(self, prep, cut):
         self.prep, self.cut = prep, cut
 
-    def __call__(self, B, start, selected):
+    def __call__(self, B, start, selected, sq=None):
         # the selected rows first (about half of them), then only those are scaled and normalised
-        Bs = np.compress(np.asarray(selected, bool), B, axis=0)
-        Xn, valid, _ = _normalised(self.prep(Bs), self.cut)
+        sel = np.asarray(selected, bool)
+        Bs = np.compress(sel, B, axis=0)
+        Xn, valid, _ = _normalised(self.prep(Bs), self.cut, sq=None if sq is None else np.compress(sel, sq))
         return Xn if valid.all() else Xn[valid]
 
 

@@ -166,3 +166,86 @@ def test_coherence_made_when_first_read_survives_copies_and_refits(monkeypatch):
     # fit_row_results holds every row's coherence (made in the fit, not later)
     res = CoherencePursuit(n_components=4, scale="none").fit_row_results(X)
     np.testing.assert_array_equal(res.extra["coherence"], twin.coherence_)
+
+
+# -- the fused passes (issue 36): |y|² made once, blocks that do not divide the table ----------
+
+def _same(a, b, rtol=1e-10):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    scale = np.maximum(np.abs(a), np.abs(b))
+    assert np.all(np.abs(a - b) <= rtol * scale), float(np.max(np.abs(a - b) / np.maximum(scale, 1e-300)))
+
+
+def _assert_fits_agree(fast, exact, X, rtol=1e-10):
+    """Same selection; subspace, limits, spectrum and every row's score to ``rtol`` relative."""
+    np.testing.assert_array_equal(fast.selected_indices_, exact.selected_indices_)
+    np.testing.assert_array_equal(fast.calibration_indices_, exact.calibration_indices_)
+    _same(fast.components_, exact.components_, rtol)
+    for name in ("spe_limit_", "t2_limit_", "residual_eigenvalues_", "variances_", "singular_values_"):
+        _same(getattr(fast, name), getattr(exact, name), rtol)
+    _same(fast.score_samples(X), exact.score_samples(X), rtol)
+
+
+@pytest.mark.parametrize("chunk", [997, None])
+def test_fused_passes_across_block_boundaries_equal_the_exact_route(monkeypatch, chunk):
+    """Blocks of 997 rows (6,007 rows: the last block short) and the default blocks: the fit
+    from bounds, with |y|² handed from the bounds pass to the subspace and residual passes,
+    gives the exact route's selection and numbers, and the same as other block sizes."""
+    from robustcore.subspace import _cop_calibration
+    X = _planted(seed=5, n=6007, d=24, r=4)
+    kw = dict(n_components=4, scale="none", chunk_size=chunk)
+    handed = []
+    block = _cop_calibration.residual_block_sq
+
+    def spy(B, start, degenerate, sq, *a, **k):
+        handed.append(B.shape[0])
+        return block(B, start, degenerate, sq, *a, **k)
+    monkeypatch.setattr(_cop_calibration, "residual_block_sq", spy)
+    from robustcore.subspace import _cop_fit
+    monkeypatch.setattr(_cop_fit, "residual_block_sq", spy)
+    fast = CoherencePursuit(**kw).fit(X)
+    assert "_coherence_maker" in fast.__dict__                    # selected from bounds
+    assert sum(handed) == X.shape[0]                              # every row read its |y|²
+    if chunk:
+        assert len(handed) == 7 and handed[-1] == 6007 - 6 * 997
+    exact = _exact_fit(monkeypatch, X, **kw)
+    _assert_fits_agree(fast, exact, X)
+    other = CoherencePursuit(n_components=4, scale="none", chunk_size=1500).fit(X)
+    _assert_fits_agree(fast, other, X)
+    # the training rows' results of fit_row_results (no bounds: every row's exact coherence)
+    res = CoherencePursuit(**kw).fit_row_results(X)
+    _same(res.outlier_score, -fast.score_samples(X))
+    np.testing.assert_array_equal(res.extra["coherence"], fast.coherence_)
+
+
+def test_fused_passes_keep_the_explicit_residual_where_the_difference_cancels(monkeypatch):
+    """Inliers 1e4 from the origin with residuals of 1e-3 (|e|² / |y|² about 1e-13: |y|² - |t|²
+    keeps about 3 digits), blocks of 777 rows: the fast route's SPE of every training row is the
+    explicit residual's, to SPE_RTOL, and its selection and limits are the exact route's."""
+    rng = np.random.default_rng(6)
+    d, r = 20, 3
+    B = np.linalg.qr(rng.standard_normal((d, r)))[0]
+    X = np.vstack([1e4 * rng.standard_normal((3000, r)) @ B.T + 1e-3 * rng.standard_normal((3000, d)),
+                   1e4 * rng.standard_normal((1001, d))])
+    kw = dict(n_components=r, scale="none", chunk_size=777)
+    fast = CoherencePursuit(**kw).fit(X)
+    assert "_coherence_maker" in fast.__dict__
+    exact = _exact_fit(monkeypatch, X, **kw)
+    _assert_fits_agree(fast, exact, X, rtol=1e-9)
+    C = fast.components_
+    ref = _explicit_long(X, C).astype(np.float64)
+    s = np.einsum("ij,ij->i", X, X)
+    naive = s - np.einsum("ij,ij->i", X @ C.T, X @ C.T)
+    # the difference loses far more than SPE_RTOL here: only the explicit residual keeps it
+    assert np.median(np.abs(naive[:3000] - ref[:3000]) / ref[:3000]) > 1e4 * SPE_RTOL
+    floor = 8 * d * U * np.sqrt(s) * np.sqrt(ref)
+    # (fit_row_results makes every row's exact coherence, not the bounds: its subspace agrees to
+    # about 1e-13, which moves these SPE by 1e-5; each is checked against its own subspace)
+    est = CoherencePursuit(**kw)
+    res = est.fit_row_results(X)
+    ref_res = _explicit_long(X, est.components_).astype(np.float64)
+    assert np.all(np.abs(res.spe - ref_res) <= SPE_RTOL * ref_res + floor)
+    t = X @ C.T
+    want = np.maximum(ref / fast.spe_limit_, np.einsum("ij,ij,j->i", t, t, 1.0 / fast.variances_) / fast.t2_limit_)
+    got = -fast.score_samples(X)
+    assert np.all(np.abs(got - want) <= 1e-9 * want + floor / fast.spe_limit_)
