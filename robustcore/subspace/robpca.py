@@ -188,10 +188,11 @@ def _stages(Z, p, rng, rep, n_total):
         m1, G1 = _rescatter(X0, H0, mh, G0, keep)
         ev1, V1 = _spectrum(G1, int(keep.sum()))
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
-    X2 = X0 @ V1[:, :k]
-    X2 -= m1 @ V1[:, :k]
+    # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns)
+    X2T = V1[:, :k].T @ X0.T
+    X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
-    loc2, cov2, _ = mcd_subspace(X2, ev1, h, rng)
+    loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
     lam, P = np.linalg.eigh(cov2)
     lam, P = lam[::-1], P[:, ::-1]
     if not lam[-1] > 0:
