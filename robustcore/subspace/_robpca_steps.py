@@ -214,13 +214,15 @@ def od_cutoff(od, h: int) -> float:
     return float(max(loc + scale * stats.norm.ppf(CRIT), 0.0) ** 1.5)
 
 
-def choose_k(eigenvalues, kmax: int, share: float = 0.8, ratio: float = 1e-3) -> int:
+def choose_k(eigenvalues, kmax: int, share: float = 0.8, ratio: float = 1e-3, total=None) -> int:
     """The paper's rule for k from the eigenvalues (descending) of the h least outlying points:
     the smallest k whose components explain at least ``share`` of their total variance, among
-    those whose eigenvalue is at least ``ratio`` times the first; at most ``kmax``."""
+    those whose eigenvalue is at least ``ratio`` times the first; at most ``kmax``. ``total``:
+    the sum of all the eigenvalues (the covariance's trace) when only the leading ones (at
+    least ``kmax``) are given."""
     ev = np.asarray(eigenvalues, dtype=np.float64)
     usable = max(1, int(np.sum(ev >= ratio * ev[0])))
     cap = max(1, min(kmax, usable))
-    cum = np.cumsum(ev[:cap]) / ev.sum()
+    cum = np.cumsum(ev[:cap]) / (ev.sum() if total is None else total)
     reach = np.flatnonzero(cum >= share)
     return int(reach[0] + 1) if reach.size else cap
