@@ -54,42 +54,55 @@ def _columns(X):
 
 
 def _nearest(d2, h):
-    """Sorted indices of the h smallest entries of d2 (a selection of the h-th value and one
-    comparison; the argpartition only when ties at the cut make the set ambiguous)."""
-    kth = np.partition(d2, h - 1)[h - 1]
-    idx = np.flatnonzero(d2 <= kth)
-    if idx.size != h:
-        idx = np.sort(np.argpartition(d2, h - 1)[:h])
-    return idx
+    """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n): one selection
+    of each row's h-th value and a comparison; an argpartition only for a row whose ties at
+    the cut make the set ambiguous."""
+    kth = np.partition(d2, h - 1, axis=1)[:, h - 1]
+    M = d2 <= kth[:, None]
+    for b in np.flatnonzero(np.count_nonzero(M, axis=1) != h):
+        M[b] = False
+        M[b, np.argpartition(d2[b], h - 1)[:h]] = True
+    return np.nonzero(M)[1].reshape(d2.shape[0], h)
 
 
 def _converge(XT, subsets, max_iter: int = 100):
-    """:func:`c_steps` from each row of ``subsets`` (b, h), on the points XT (k, n) as columns:
-    [(subset, log det)]."""
-    h = subsets.shape[1]
-    out = []
-    for sub in subsets:
-        idx = np.sort(sub)
-        best = np.inf
-        res = None
-        for _ in range(max_iter):
-            loc, cov = _mean_cov_t(XT[:, idx])
-            sign, ld = np.linalg.slogdet(cov)
-            ld = ld if sign > 0 else -np.inf
-            if not ld < best - 1e-12 * max(1.0, abs(ld)):
-                res = (idx, min(ld, best))
-                break
-            w, V = np.linalg.eigh(cov)
-            if not w[0] > 1e-14 * max(w[-1], 1e-300):
-                res = (idx, -np.inf)
-                break
-            best = ld
-            new = _nearest(_whitened_d2(XT, loc, w, V), h)
-            if np.array_equal(new, idx):
-                res = (idx, best)
-                break
-            idx = new
-        out.append(res if res is not None else (idx, best))
+    """:func:`c_steps` from each row of ``subsets`` (b, h), all at once, on the points XT
+    (k, n) as columns: [(subset, log det)]."""
+    b, h = subsets.shape
+    idx = np.sort(subsets, axis=1)
+    best = np.full(b, np.inf)
+    out = [None] * b
+    live = np.arange(b)
+    for _ in range(max_iter):
+        G = np.take(XT, idx[live], axis=1)                  # (k, a, h)
+        loc = G.mean(axis=2)
+        G -= loc[:, :, None]
+        G = G.transpose(1, 0, 2)                            # (a, k, h)
+        cov = np.matmul(G, G.transpose(0, 2, 1)) / h
+        loc = loc.T
+        sign, ld = np.linalg.slogdet(cov)
+        ld = np.where(sign > 0, ld, -np.inf)
+        w, V = np.linalg.eigh(cov)
+        still = np.ones(live.size, bool)
+        for j, c in enumerate(live):
+            if not ld[j] < best[c] - 1e-12 * max(1.0, abs(ld[j])):
+                out[c], still[j] = (idx[c].copy(), min(ld[j], best[c])), False
+            elif not w[j, 0] > 1e-14 * max(w[j, -1], 1e-300):
+                out[c], still[j] = (idx[c].copy(), -np.inf), False
+        best[live] = ld
+        live, loc, w, V = live[still], loc[still], w[still], V[still]
+        if live.size == 0:
+            return out
+        new = _nearest(_whitened_d2(XT, loc, w, V), h)
+        moved = ~(new == idx[live]).all(axis=1)
+        for c in live[~moved]:
+            out[c] = (idx[c].copy(), best[c])
+        idx[live] = new
+        live = live[moved]
+        if live.size == 0:
+            return out
+    for c in live:
+        out[c] = (idx[c].copy(), best[c])
     return out
 
 
@@ -101,10 +114,13 @@ def _mean_cov_t(G):
 
 
 def _whitened_d2(XT, loc, w, V):
-    """Squared Mahalanobis distances of the columns of XT to (loc, V diag(w) V')."""
-    T = (V / np.sqrt(w)).T @ XT
-    T -= ((V / np.sqrt(w)).T @ loc)[:, None]
-    return np.einsum("kn,kn->n", T, T)
+    """Squared Mahalanobis distances of the columns of XT (k, n) to (loc, V diag(w) V') (one
+    pair: loc (k,), w (k,), V (k, k)), or to each of b pairs (loc (b, k), ...): (n,) or (b, n)."""
+    Wt = np.swapaxes(V / np.sqrt(w)[..., None, :], -1, -2)     # whitening rows
+    T = np.matmul(Wt, XT)
+    T -= np.matmul(Wt, loc[..., None])
+    np.square(T, out=T)
+    return T.sum(axis=-2)
 
 
 def reweighted(X, subset):
