@@ -53,16 +53,21 @@ def _columns(X):
     return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
 
 
-def _nearest(d2, h):
-    """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n): one selection
-    of each row's h-th value and a comparison; an argpartition only for a row whose ties at
-    the cut make the set ambiguous."""
+def _nearest_mask(d2, h):
+    """Masks (b, n) of the h smallest entries of each row of d2 (b, n): one selection of each
+    row's h-th value and a comparison; an argpartition only for a row whose ties at the cut
+    make the set ambiguous."""
     kth = np.partition(d2, h - 1, axis=1)[:, h - 1]
     M = d2 <= kth[:, None]
     for b in np.flatnonzero(np.count_nonzero(M, axis=1) != h):
         M[b] = False
         M[b, np.argpartition(d2[b], h - 1)[:h]] = True
-    return np.nonzero(M)[1].reshape(d2.shape[0], h)
+    return M
+
+
+def _nearest(d2, h):
+    """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n)."""
+    return np.nonzero(_nearest_mask(d2, h))[1].reshape(d2.shape[0], h)
 
 
 def _converge(XT, subsets, max_iter: int = 100):
@@ -178,8 +183,7 @@ def _random_starts(S0, count, rng):
     # k + 1 distinct rows per start: the first k + 1 of a random order (all starts at once)
     starts = np.argpartition(rng.random((count, m)), k, axis=1)[:, :k + 1]
     loc, cov = _batch_mean_cov(S0[starts])
-    w = np.linalg.eigvalsh(cov)
-    flat = ~(w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300))
+    flat = ~_regular(cov)[1]
     for b in np.flatnonzero(flat):
         st = _start(S0, starts[b], rng)
         if st is not None:
@@ -205,9 +209,9 @@ class _Features:
         self.pos[self.iu, self.ju] = self.pos[self.ju, self.iu] = np.arange(q)
         self.twice = np.where(self.iu == self.ju, 1.0, 2.0)
 
-    def d2(self, loc, cov):
-        """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs."""
-        A = np.linalg.inv(cov)
+    def d2(self, loc, A):
+        """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs, given the
+        inverses A (b, k, k) of the covariances."""
         Al = np.matmul(A, loc[:, :, None])[:, :, 0]
         W = np.concatenate([A[:, self.iu, self.ju] * self.twice, -2.0 * Al,
                             np.einsum("bk,bk->b", Al, loc)[:, None]], axis=1)
@@ -222,30 +226,42 @@ class _Features:
         return loc, mom[:, self.pos] - loc[:, :, None] * loc[:, None, :]
 
 
-def _closest(d2, size):
-    """Masks (b, m) of 0.0 / 1.0 marking the ``size`` smallest entries of each row of d2."""
-    kth = np.partition(d2, size - 1, axis=1)[:, size - 1]
-    M = d2 <= kth[:, None]
-    for b in np.flatnonzero(np.count_nonzero(M, axis=1) != size):      # ties at the cut
-        M[b] = False
-        M[b, np.argpartition(d2[b], size - 1)[:size]] = True
-    return M.astype(np.float64)
-
-
 def _two_csteps(feat, loc, cov, hs):
     """Two C-steps of every (loc, cov) pair on the points of ``feat``, all at once: (loc, cov,
     log det, masks of the subsets), candidates whose h-subset is singular (an exact fit on
     these points) dropped."""
-    M = None
+    M, A, ld = None, np.linalg.inv(cov), None
     for _ in range(2):
-        M = _closest(feat.d2(loc, cov), hs)
+        M = _nearest_mask(feat.d2(loc, A), hs).astype(np.float64)
         loc, cov = feat.moments(M, hs)
-        w = np.linalg.eigvalsh(cov)
-        keep = w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300)
-        loc, cov, M, w = loc[keep], cov[keep], M[keep], w[keep]
+        ld, keep, A = _regular(cov)
+        loc, cov, M, ld, A = loc[keep], cov[keep], M[keep], ld[keep], A[keep]
         if loc.shape[0] == 0:
             break
-    return loc, cov, np.log(w).sum(axis=1), M
+    return loc, cov, ld, M
+
+
+def _regular(cov):
+    """For covariances (b, k, k): their log determinants, whether each is regular (smallest
+    eigenvalue above 1e-12 times the largest) and their inverses. The eigenvalues (the cost
+    of this step in batches of small matrices) only where the inverse cannot tell: the
+    smallest eigenvalue is at least 1 / |inverse|_F and the largest at most the trace."""
+    sign, ld = np.linalg.slogdet(cov)
+    keep = sign > 0
+    A = np.zeros_like(cov)
+    try:
+        A[keep] = np.linalg.inv(cov[keep])
+    except np.linalg.LinAlgError:
+        keep[:] = False
+    unsure = ~keep | ~(1.0 / np.sqrt(np.einsum("bij,bij->b", A, A)) > 1e-12 * np.einsum("bii->b", cov))
+    if unsure.any():
+        w = np.linalg.eigvalsh(cov[unsure])
+        keep[unsure] = w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300)
+        redo = np.flatnonzero(unsure)[keep[unsure]]
+        if redo.size:
+            A[redo] = np.linalg.inv(cov[redo])
+            ld[redo] = np.log(w[keep[unsure]]).sum(axis=1)
+    return ld, keep, A
 
 
 def fast_mcd(X, h: int, rng, **settings):

@@ -165,14 +165,20 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     direction's MCD scale is below ``_SINGLE_FLOOR`` of the largest projection, where
     float32 cannot tell a tiny spread from none, the whole computation is redone in float64,
     and rows whose largest |entry| is outside ``_SINGLE_RANGE`` are float64 throughout."""
-    size = abs_max(X)
+    # the largest |entry| from the float32 copy when there is one (half the bytes to read;
+    # an entry beyond float32's range becomes inf or 0 there, and fails the range test)
+    X32 = X.astype(np.float32) if single else None
+    size = abs_max(X32) if single else 0.0
+    single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
+    if not single:
+        size, X32 = abs_max(X), None
     A = pair_directions(X, rng, size=size)
     if A.shape[0] == 0:
         return np.zeros(X.shape[0])
     # |projection| <= |row| <= size sqrt(r)
     big = max(size * np.sqrt(X.shape[1]), 1e-300)
-    if single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]:
-        out = _outlyingness(X.astype(np.float32), A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
+    if single:
+        out = _outlyingness(X32, A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
