@@ -67,7 +67,9 @@ def _nearest_mask(d2, h):
 
 def _nearest(d2, h):
     """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n)."""
-    return np.nonzero(_nearest_mask(d2, h))[1].reshape(d2.shape[0], h)
+    b, n = d2.shape
+    # (flat indices: np.nonzero of a 2-D mask took 9x as long, making both index arrays)
+    return np.flatnonzero(_nearest_mask(d2, h)).reshape(b, h) - (np.arange(b) * n)[:, None]
 
 
 def _converge(XT, subsets, max_iter: int = 100):
