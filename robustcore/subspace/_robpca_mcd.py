@@ -195,37 +195,40 @@ def _random_starts(S0, count, rng):
 
 
 class _Features:
-    """The quadratic features (x_i x_j for i <= j, x_i, 1) of m points (m, k), for the
-    distances of many (loc, cov) pairs and the moments of many subsets, each one product."""
+    """The quadratic features (x_i x_j for i <= j, x_i, 1) of m points (m, k), or of g groups
+    of m points (g, m, k), for the distances of many (loc, cov) pairs and the moments of many
+    subsets, each one product (per group)."""
 
     def __init__(self, P):
-        m, k = P.shape
+        k = P.shape[-1]
         self.k = k
         self.iu, self.ju = np.triu_indices(k)
         q = self.iu.size
-        self.F = np.empty((m, q + k + 1))
-        np.multiply(P[:, self.iu], P[:, self.ju], out=self.F[:, :q])
-        self.F[:, q:q + k] = P
-        self.F[:, -1] = 1.0
+        self.F = np.empty((*P.shape[:-1], q + k + 1))
+        np.multiply(P[..., self.iu], P[..., self.ju], out=self.F[..., :q])
+        self.F[..., q:q + k] = P
+        self.F[..., -1] = 1.0
         self.pos = np.empty((k, k), dtype=np.intp)           # (i, j) -> its column
         self.pos[self.iu, self.ju] = self.pos[self.ju, self.iu] = np.arange(q)
         self.twice = np.where(self.iu == self.ju, 1.0, 2.0)
 
     def d2(self, loc, A):
         """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs, given the
-        inverses A (b, k, k) of the covariances."""
-        Al = np.matmul(A, loc[:, :, None])[:, :, 0]
-        W = np.concatenate([A[:, self.iu, self.ju] * self.twice, -2.0 * Al,
-                            np.einsum("bk,bk->b", Al, loc)[:, None]], axis=1)
-        return W @ self.F.T
+        inverses A (b, k, k) of the covariances ((g, b, m) from (g, b, k) and (g, b, k, k)
+        for groups)."""
+        Al = np.matmul(A, loc[..., None])[..., 0]
+        W = np.concatenate([A[..., self.iu, self.ju] * self.twice, -2.0 * Al,
+                            np.einsum("...k,...k->...", Al, loc)[..., None]], axis=-1)
+        return W @ np.swapaxes(self.F, -1, -2)
 
     def moments(self, M, size):
-        """Means (b, k) and ML covariances (b, k, k) of the subsets marked 1.0 in M (b, m)."""
+        """Means (b, k) and ML covariances (b, k, k) of the subsets marked 1.0 in M (b, m)
+        (with a leading group axis for groups)."""
         mom = M @ self.F
         mom /= size
         q = self.iu.size
-        loc = mom[:, q:q + self.k]
-        return loc, mom[:, self.pos] - loc[:, :, None] * loc[:, None, :]
+        loc = mom[..., q:q + self.k]
+        return loc, mom[..., self.pos] - loc[..., :, None] * loc[..., None, :]
 
 
 def _two_csteps(feat, loc, cov, hs):
@@ -241,6 +244,33 @@ def _two_csteps(feat, loc, cov, hs):
         if loc.shape[0] == 0:
             break
     return loc, cov, ld, M
+
+
+def _two_csteps_parts(P0, starts, hp):
+    """:func:`_two_csteps` of each part's starts on its own points, the g parts (g, m, k) of
+    one size at once (one product per step for all: the parts' many small arrays cost more
+    in calls than in arithmetic): [(loc, cov, log det)] per part, singular ones dropped."""
+    g, _, k = P0.shape
+    counts = [st[0].shape[0] for st in starts]
+    c = max(counts)
+    if c == 0:
+        return [(st[0], st[1], np.zeros(0)) for st in starts]
+    loc = np.zeros((g, c, k))
+    cov = np.broadcast_to(np.eye(k), (g, c, k, k)).copy()
+    valid = np.zeros((g, c), bool)
+    for p, (lp, cp) in enumerate(starts):
+        loc[p, :counts[p]], cov[p, :counts[p]], valid[p, :counts[p]] = lp, cp, True
+    feat = _Features(P0)
+    A = np.linalg.inv(cov)
+    ld = None
+    for _ in range(2):
+        d2 = feat.d2(loc, A).reshape(g * c, -1)
+        M = _nearest_mask(d2, hp).astype(np.float64).reshape(g, c, -1)
+        loc, cov = feat.moments(M, hp)
+        ld, keep, A = _regular(cov.reshape(g * c, k, k))
+        valid &= keep.reshape(g, c)
+        ld, A = ld.reshape(g, c), A.reshape(g, c, k, k)
+    return [(loc[p][valid[p]], cov[p][valid[p]], ld[p][valid[p]]) for p in range(g)]
 
 
 def _regular(cov):
@@ -293,13 +323,21 @@ def _search(XT, h, rng, n_starts, n_best, sample, part):
     if groups == 1:
         loc, cov, ld, M = _two_csteps(feat, *_random_starts(S0, n_starts, rng), hs)
     else:
+        parts = np.array_split(rng.permutation(m), groups)
+        # (every part's starts drawn first, in the parts' order: the C-steps draw nothing)
+        starts = [_random_starts(S0[rows], n_starts // groups, rng) for rows in parts]
         cands = []
-        for rows in np.array_split(rng.permutation(m), groups):
-            P0 = S0[rows]
-            hp = min(rows.size, max(k + 1, int(np.ceil(h * rows.size / n))))
-            lp, cp, ldp, _ = _two_csteps(_Features(P0), *_random_starts(P0, n_starts // groups, rng), hp)
-            top = np.argsort(ldp)[:n_best]
-            cands.append((lp[top], cp[top]))
+        if len({rows.size for rows in parts}) == 1:
+            hp = min(parts[0].size, max(k + 1, int(np.ceil(h * parts[0].size / n))))
+            for lp, cp, ldp in _two_csteps_parts(S0[np.stack(parts)], starts, hp):
+                top = np.argsort(ldp)[:n_best]
+                cands.append((lp[top], cp[top]))
+        else:
+            for rows, (l0, c0) in zip(parts, starts):
+                hp = min(rows.size, max(k + 1, int(np.ceil(h * rows.size / n))))
+                lp, cp, ldp, _ = _two_csteps(_Features(S0[rows]), l0, c0, hp)
+                top = np.argsort(ldp)[:n_best]
+                cands.append((lp[top], cp[top]))
         loc = np.concatenate([c[0] for c in cands])
         if loc.shape[0] == 0:
             return True, None, np.inf
