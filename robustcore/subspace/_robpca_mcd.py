@@ -285,7 +285,7 @@ def _regular(cov):
         A[keep] = np.linalg.inv(cov[keep])
     except np.linalg.LinAlgError:
         keep[:] = False
-    unsure = ~keep | ~(1.0 / np.sqrt(np.einsum("bij,bij->b", A, A)) > 1e-12 * np.einsum("bii->b", cov))
+    unsure = ~keep | ~(1e-12 * np.einsum("bii->b", cov) * np.sqrt(np.einsum("bij,bij->b", A, A)) < 1.0)
     if unsure.any():
         w = np.linalg.eigvalsh(cov[unsure])
         keep[unsure] = w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300)

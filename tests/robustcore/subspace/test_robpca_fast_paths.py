@@ -105,3 +105,33 @@ def test_raw_window_from_its_sums_keeps_its_digits_far_from_zero_and_beside_huge
         want_scale = np.sqrt(kept.var() * steps.trim_factor(kept.size / z.size, 1))
         assert loc == pytest.approx(kept.mean(), rel=1e-12, abs=1e-9)
         assert scale == pytest.approx(want_scale, rel=1e-9)
+
+
+def test_two_c_steps_of_all_parts_at_once_are_each_parts_own():
+    rng = np.random.default_rng(8)
+    P0 = rng.standard_normal((4, 60, 3)) * [2.0, 1.0, 0.5]
+    P0[:, :8] += 6.0
+    P0[2, :, 2] = np.round(P0[2, :, 2])          # ties in one coordinate
+    starts = [mcd._random_starts(P0[p], 25, rng) for p in range(4)]
+    starts[3] = (starts[3][0][:0], starts[3][1][:0])      # a part left with no start
+    got = mcd._two_csteps_parts(P0, starts, 40)
+    for p in range(4):
+        loc, cov, ld, _ = mcd._two_csteps(mcd._Features(P0[p]), *starts[p], 40)
+        np.testing.assert_allclose(got[p][0], loc, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(got[p][1], cov, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(got[p][2], ld, rtol=1e-12, atol=1e-13)
+
+
+def test_regularity_from_the_inverse_is_the_eigenvalue_rule():
+    rng = np.random.default_rng(9)
+    Q = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    conds = [1.0, 1e6, 1e11, 2e11, 5e11, 1e13, 1e16, np.inf]
+    cov = np.stack([(Q * np.r_[1.0 / c if np.isfinite(c) else 0.0, 0.5, 0.7, 1.0]) @ Q.T for c in conds])
+    ld, keep, A = mcd._regular(cov)
+    w = np.linalg.eigvalsh(cov)
+    np.testing.assert_array_equal(keep, w[:, 0] > 1e-12 * w[:, -1])
+    # the log determinants: the matrices' own (eigenvalues of 1e-11 hold about 5 digits after
+    # rounding the entries, so both ways agree to about 1e-5 there)
+    exact = np.array([np.log(0.35 / c) if np.isfinite(c) else -np.inf for c in conds])
+    np.testing.assert_allclose(ld[keep], exact[keep], atol=1e-4)
+    np.testing.assert_allclose(A[keep], np.linalg.inv(cov[keep]), rtol=1e-6)
