@@ -29,13 +29,12 @@ def _mean_cov(X):
     return m, Xc.T @ Xc / X.shape[0]
 
 
-def _mahalanobis(X, loc, cov):
-    """Squared Mahalanobis distances of the rows of X (None where cov is singular)."""
+def _mahalanobis(XT, loc, cov):
+    """Squared Mahalanobis distances of the columns of XT (k, n) (None where cov is singular)."""
     w, V = np.linalg.eigh(cov)
     if not w[0] > 1e-14 * max(w[-1], 1e-300):
         return None
-    T = (X - loc) @ V
-    return np.einsum("ij,ij,j->i", T, T, 1.0 / w)
+    return _whitened_d2(XT, loc, w, V)
 
 
 def c_steps(X, subset, max_iter: int = 100):
@@ -43,49 +42,92 @@ def c_steps(X, subset, max_iter: int = 100):
     (indices, size h) of X (n, k): the h rows closest in Mahalanobis distance to the subset's
     mean and covariance, until the determinant stops falling. Returns (subset, log det); a
     singular subset is returned as it is (its log det -inf: an exact fit)."""
-    (idx, ld), = _converge(X, np.asarray(subset)[None, :], max_iter)
+    (idx, ld), = _converge(_columns(X), np.asarray(subset)[None, :], max_iter)
     return idx, ld
 
 
-def _converge(X, subsets, max_iter: int = 100):
-    """:func:`c_steps` from each row of ``subsets`` (b, h), all at once: [(subset, log det)]."""
+def _columns(X):
+    """The points as columns (k, n), contiguous: with k of a few, every operation on the rows
+    of an (n, k) array runs a loop of k per point (at 10,000 x 5 a centring took 5x the time
+    of the same arithmetic over rows of n)."""
+    return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
+
+
+def _nearest_mask(d2, h):
+    """Masks (b, n) of the h smallest entries of each row of d2 (b, n): one selection of each
+    row's h-th value and a comparison; an argpartition only for a row whose ties at the cut
+    make the set ambiguous."""
+    kth = np.partition(d2, h - 1, axis=1)[:, h - 1]
+    M = d2 <= kth[:, None]
+    for b in np.flatnonzero(np.count_nonzero(M, axis=1) != h):
+        M[b] = False
+        M[b, np.argpartition(d2[b], h - 1)[:h]] = True
+    return M
+
+
+def _nearest(d2, h):
+    """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n)."""
+    b, n = d2.shape
+    # (flat indices: np.nonzero of a 2-D mask took 9x as long, making both index arrays)
+    return np.flatnonzero(_nearest_mask(d2, h)).reshape(b, h) - (np.arange(b) * n)[:, None]
+
+
+def _converge(XT, subsets, max_iter: int = 100):
+    """:func:`c_steps` from each row of ``subsets`` (b, h), all at once, on the points XT
+    (k, n) as columns: [(subset, log det)]."""
     b, h = subsets.shape
     idx = np.sort(subsets, axis=1)
     best = np.full(b, np.inf)
     out = [None] * b
     live = np.arange(b)
     for _ in range(max_iter):
-        G = X[idx[live]]                                    # (a, h, k)
-        loc = G.mean(axis=1)
-        D = G - loc[:, None, :]
-        cov = np.matmul(D.transpose(0, 2, 1), D) / h
+        G = np.take(XT, idx[live], axis=1)                  # (k, a, h)
+        loc = G.mean(axis=2)
+        G -= loc[:, :, None]
+        G = G.transpose(1, 0, 2)                            # (a, k, h)
+        cov = np.matmul(G, G.transpose(0, 2, 1)) / h
+        loc = loc.T
         sign, ld = np.linalg.slogdet(cov)
         ld = np.where(sign > 0, ld, -np.inf)
         w, V = np.linalg.eigh(cov)
         still = np.ones(live.size, bool)
         for j, c in enumerate(live):
             if not ld[j] < best[c] - 1e-12 * max(1.0, abs(ld[j])):
-                out[c], still[j] = (idx[c], min(ld[j], best[c])), False
+                out[c], still[j] = (idx[c].copy(), min(ld[j], best[c])), False
             elif not w[j, 0] > 1e-14 * max(w[j, -1], 1e-300):
-                out[c], still[j] = (idx[c], -np.inf), False
+                out[c], still[j] = (idx[c].copy(), -np.inf), False
         best[live] = ld
         live, loc, w, V = live[still], loc[still], w[still], V[still]
         if live.size == 0:
             return out
-        T = np.matmul(X[None] - loc[:, None, :], V)             # (a, n, k)
-        d2 = np.einsum("ank,ank,ak->an", T, T, 1.0 / w)
-        new = np.sort(np.argpartition(d2, h - 1, axis=1)[:, :h], axis=1)
-        moved = np.ones(live.size, bool)
-        for j, c in enumerate(live):
-            if np.array_equal(new[j], idx[c]):
-                out[c], moved[j] = (idx[c], best[c]), False
-            idx[c] = new[j]
+        new = _nearest(_whitened_d2(XT, loc, w, V), h)
+        moved = ~(new == idx[live]).all(axis=1)
+        for c in live[~moved]:
+            out[c] = (idx[c].copy(), best[c])
+        idx[live] = new
         live = live[moved]
         if live.size == 0:
             return out
     for c in live:
-        out[c] = (idx[c], best[c])
+        out[c] = (idx[c].copy(), best[c])
     return out
+
+
+def _mean_cov_t(G):
+    """Mean (k,) and ML covariance (k, k) of the columns of G (k, m), a copy given away."""
+    loc = G.mean(axis=1)
+    G -= loc[:, None]
+    return loc, (G @ G.T) / G.shape[1]
+
+
+def _whitened_d2(XT, loc, w, V):
+    """Squared Mahalanobis distances of the columns of XT (k, n) to (loc, V diag(w) V') (one
+    pair: loc (k,), w (k,), V (k, k)), or to each of b pairs (loc (b, k), ...): (n,) or (b, n)."""
+    Wt = np.swapaxes(V / np.sqrt(w)[..., None, :], -1, -2)     # whitening rows
+    T = np.matmul(Wt, XT)
+    T -= np.matmul(Wt, loc[..., None])
+    np.square(T, out=T)
+    return T.sum(axis=-2)
 
 
 def reweighted(X, subset):
@@ -95,15 +137,20 @@ def reweighted(X, subset):
     over chi2_k(0.5) (as scikit-learn's MinCovDet and rrcov); the points with squared distance
     below chi2_k(0.975) are kept, and their covariance is scaled by delta / P(chi2_(k+2) <=
     chi2_k(delta)), delta their share (Croux & Haesbroeck 1999)."""
-    n, k = X.shape
-    loc, cov = _mean_cov(X[subset])
-    d2 = _mahalanobis(X, loc, cov)
+    return _reweighted(_columns(X), subset)
+
+
+def _reweighted(XT, subset):
+    """:func:`reweighted` of the points XT (k, n) as columns."""
+    k, n = XT.shape
+    loc, cov = _mean_cov_t(XT[:, subset])
+    d2 = _mahalanobis(XT, loc, cov)
     if d2 is None:           # exact fit: the subset's own estimate
         return loc, cov, np.isin(np.arange(n), subset)
-    cov = cov * (np.median(d2) / chi2_ppf(0.5, k))
-    d2 = _mahalanobis(X, loc, cov)
+    # the consistency factor scales every squared distance alike
+    d2 *= chi2_ppf(0.5, k) / np.median(d2)
     keep = d2 < chi2_ppf(CRIT, k)
-    loc, cov = _mean_cov(X[keep])
+    loc, cov = _mean_cov_t(XT[:, keep])
     return loc, cov * trim_factor(keep.sum() / n, k), keep
 
 
@@ -138,8 +185,7 @@ def _random_starts(S0, count, rng):
     # k + 1 distinct rows per start: the first k + 1 of a random order (all starts at once)
     starts = np.argpartition(rng.random((count, m)), k, axis=1)[:, :k + 1]
     loc, cov = _batch_mean_cov(S0[starts])
-    w = np.linalg.eigvalsh(cov)
-    flat = ~(w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300))
+    flat = ~_regular(cov)[1]
     for b in np.flatnonzero(flat):
         st = _start(S0, starts[b], rng)
         if st is not None:
@@ -149,63 +195,105 @@ def _random_starts(S0, count, rng):
 
 
 class _Features:
-    """The quadratic features (x_i x_j for i <= j, x_i, 1) of m points (m, k), for the
-    distances of many (loc, cov) pairs and the moments of many subsets, each one product."""
+    """The quadratic features (x_i x_j for i <= j, x_i, 1) of m points (m, k), or of g groups
+    of m points (g, m, k), for the distances of many (loc, cov) pairs and the moments of many
+    subsets, each one product (per group)."""
 
     def __init__(self, P):
-        m, k = P.shape
+        k = P.shape[-1]
         self.k = k
         self.iu, self.ju = np.triu_indices(k)
         q = self.iu.size
-        self.F = np.empty((m, q + k + 1))
-        np.multiply(P[:, self.iu], P[:, self.ju], out=self.F[:, :q])
-        self.F[:, q:q + k] = P
-        self.F[:, -1] = 1.0
+        self.F = np.empty((*P.shape[:-1], q + k + 1))
+        np.multiply(P[..., self.iu], P[..., self.ju], out=self.F[..., :q])
+        self.F[..., q:q + k] = P
+        self.F[..., -1] = 1.0
         self.pos = np.empty((k, k), dtype=np.intp)           # (i, j) -> its column
         self.pos[self.iu, self.ju] = self.pos[self.ju, self.iu] = np.arange(q)
         self.twice = np.where(self.iu == self.ju, 1.0, 2.0)
 
-    def d2(self, loc, cov):
-        """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs."""
-        A = np.linalg.inv(cov)
-        Al = np.matmul(A, loc[:, :, None])[:, :, 0]
-        W = np.concatenate([A[:, self.iu, self.ju] * self.twice, -2.0 * Al,
-                            np.einsum("bk,bk->b", Al, loc)[:, None]], axis=1)
-        return W @ self.F.T
+    def d2(self, loc, A):
+        """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs, given the
+        inverses A (b, k, k) of the covariances ((g, b, m) from (g, b, k) and (g, b, k, k)
+        for groups)."""
+        Al = np.matmul(A, loc[..., None])[..., 0]
+        W = np.concatenate([A[..., self.iu, self.ju] * self.twice, -2.0 * Al,
+                            np.einsum("...k,...k->...", Al, loc)[..., None]], axis=-1)
+        return W @ np.swapaxes(self.F, -1, -2)
 
     def moments(self, M, size):
-        """Means (b, k) and ML covariances (b, k, k) of the subsets marked 1.0 in M (b, m)."""
+        """Means (b, k) and ML covariances (b, k, k) of the subsets marked 1.0 in M (b, m)
+        (with a leading group axis for groups)."""
         mom = M @ self.F
         mom /= size
         q = self.iu.size
-        loc = mom[:, q:q + self.k]
-        return loc, mom[:, self.pos] - loc[:, :, None] * loc[:, None, :]
-
-
-def _closest(d2, size):
-    """Masks (b, m) of 0.0 / 1.0 marking the ``size`` smallest entries of each row of d2."""
-    kth = np.partition(d2, size - 1, axis=1)[:, size - 1]
-    M = d2 <= kth[:, None]
-    for b in np.flatnonzero(np.count_nonzero(M, axis=1) != size):      # ties at the cut
-        M[b] = False
-        M[b, np.argpartition(d2[b], size - 1)[:size]] = True
-    return M.astype(np.float64)
+        loc = mom[..., q:q + self.k]
+        return loc, mom[..., self.pos] - loc[..., :, None] * loc[..., None, :]
 
 
 def _two_csteps(feat, loc, cov, hs):
     """Two C-steps of every (loc, cov) pair on the points of ``feat``, all at once: (loc, cov,
     log det, masks of the subsets), candidates whose h-subset is singular (an exact fit on
     these points) dropped."""
-    M = None
+    M, A, ld = None, np.linalg.inv(cov), None
     for _ in range(2):
-        M = _closest(feat.d2(loc, cov), hs)
+        M = _nearest_mask(feat.d2(loc, A), hs).astype(np.float64)
         loc, cov = feat.moments(M, hs)
-        w = np.linalg.eigvalsh(cov)
-        keep = w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300)
-        loc, cov, M, w = loc[keep], cov[keep], M[keep], w[keep]
+        ld, keep, A = _regular(cov)
+        loc, cov, M, ld, A = loc[keep], cov[keep], M[keep], ld[keep], A[keep]
         if loc.shape[0] == 0:
             break
-    return loc, cov, np.log(w).sum(axis=1), M
+    return loc, cov, ld, M
+
+
+def _two_csteps_parts(P0, starts, hp):
+    """:func:`_two_csteps` of each part's starts on its own points, the g parts (g, m, k) of
+    one size at once (one product per step for all: the parts' many small arrays cost more
+    in calls than in arithmetic): [(loc, cov, log det)] per part, singular ones dropped."""
+    g, _, k = P0.shape
+    counts = [st[0].shape[0] for st in starts]
+    c = max(counts)
+    if c == 0:
+        return [(st[0], st[1], np.zeros(0)) for st in starts]
+    loc = np.zeros((g, c, k))
+    cov = np.broadcast_to(np.eye(k), (g, c, k, k)).copy()
+    valid = np.zeros((g, c), bool)
+    for p, (lp, cp) in enumerate(starts):
+        loc[p, :counts[p]], cov[p, :counts[p]], valid[p, :counts[p]] = lp, cp, True
+    feat = _Features(P0)
+    A = np.linalg.inv(cov)
+    ld = None
+    for _ in range(2):
+        d2 = feat.d2(loc, A).reshape(g * c, -1)
+        M = _nearest_mask(d2, hp).astype(np.float64).reshape(g, c, -1)
+        loc, cov = feat.moments(M, hp)
+        ld, keep, A = _regular(cov.reshape(g * c, k, k))
+        valid &= keep.reshape(g, c)
+        ld, A = ld.reshape(g, c), A.reshape(g, c, k, k)
+    return [(loc[p][valid[p]], cov[p][valid[p]], ld[p][valid[p]]) for p in range(g)]
+
+
+def _regular(cov):
+    """For covariances (b, k, k): their log determinants, whether each is regular (smallest
+    eigenvalue above 1e-12 times the largest) and their inverses. The eigenvalues (the cost
+    of this step in batches of small matrices) only where the inverse cannot tell: the
+    smallest eigenvalue is at least 1 / |inverse|_F and the largest at most the trace."""
+    sign, ld = np.linalg.slogdet(cov)
+    keep = sign > 0
+    A = np.zeros_like(cov)
+    try:
+        A[keep] = np.linalg.inv(cov[keep])
+    except np.linalg.LinAlgError:
+        keep[:] = False
+    unsure = ~keep | ~(1e-12 * np.einsum("bii->b", cov) * np.sqrt(np.einsum("bij,bij->b", A, A)) < 1.0)
+    if unsure.any():
+        w = np.linalg.eigvalsh(cov[unsure])
+        keep[unsure] = w[:, 0] > 1e-12 * np.maximum(w[:, -1], 1e-300)
+        redo = np.flatnonzero(unsure)[keep[unsure]]
+        if redo.size:
+            A[redo] = np.linalg.inv(cov[redo])
+            ld[redo] = np.log(w[keep[unsure]]).sum(axis=1)
+    return ld, keep, A
 
 
 def fast_mcd(X, h: int, rng, **settings):
@@ -216,15 +304,17 @@ def fast_mcd(X, h: int, rng, **settings):
     two C-steps on the whole sample (the paper's nested scheme), and only the best subset of the
     sample is carried to all rows (``settings`` replace those of ``_FAST``). Returns (subset,
     log det), or (None, inf) when no start gives a subset with a positive determinant."""
-    done, a, b = _search(X, h, rng, **{**_FAST, **settings})
-    return (a, b) if done else c_steps(X, a)
+    XT = _columns(X)
+    done, a, b = _search(XT, h, rng, **{**_FAST, **settings})
+    return (a, b) if done else _converge(XT, a[None, :])[0]
 
 
-def _search(X, h, rng, n_starts, n_best, sample, part):
-    """fast_mcd up to its last stage: (True, subset, log det) when that is the answer, or
-    (False, the h rows of X to concentrate from, None)."""
-    n, k = X.shape
-    S = X if n <= sample else X[rng.choice(n, sample, replace=False)]
+def _search(XT, h, rng, n_starts, n_best, sample, part):
+    """fast_mcd up to its last stage on the points XT (k, n) as columns: (True, subset, log
+    det) when that is the answer, or (False, the h points to concentrate from, None)."""
+    k, n = XT.shape
+    ST = XT if n <= sample else XT[:, rng.choice(n, sample, replace=False)]
+    S = ST.T
     m = S.shape[0]
     S0 = S - np.median(S, axis=0)
     hs = min(m, max(k + 1, int(np.ceil(h * m / n))))
@@ -233,13 +323,21 @@ def _search(X, h, rng, n_starts, n_best, sample, part):
     if groups == 1:
         loc, cov, ld, M = _two_csteps(feat, *_random_starts(S0, n_starts, rng), hs)
     else:
+        parts = np.array_split(rng.permutation(m), groups)
+        # (every part's starts drawn first, in the parts' order: the C-steps draw nothing)
+        starts = [_random_starts(S0[rows], n_starts // groups, rng) for rows in parts]
         cands = []
-        for rows in np.array_split(rng.permutation(m), groups):
-            P0 = S0[rows]
-            hp = min(rows.size, max(k + 1, int(np.ceil(h * rows.size / n))))
-            lp, cp, ldp, _ = _two_csteps(_Features(P0), *_random_starts(P0, n_starts // groups, rng), hp)
-            top = np.argsort(ldp)[:n_best]
-            cands.append((lp[top], cp[top]))
+        if len({rows.size for rows in parts}) == 1:
+            hp = min(parts[0].size, max(k + 1, int(np.ceil(h * parts[0].size / n))))
+            for lp, cp, ldp in _two_csteps_parts(S0[np.stack(parts)], starts, hp):
+                top = np.argsort(ldp)[:n_best]
+                cands.append((lp[top], cp[top]))
+        else:
+            for rows, (l0, c0) in zip(parts, starts):
+                hp = min(rows.size, max(k + 1, int(np.ceil(h * rows.size / n))))
+                lp, cp, ldp, _ = _two_csteps(_Features(S0[rows]), l0, c0, hp)
+                top = np.argsort(ldp)[:n_best]
+                cands.append((lp[top], cp[top]))
         loc = np.concatenate([c[0] for c in cands])
         if loc.shape[0] == 0:
             return True, None, np.inf
@@ -250,38 +348,38 @@ def _search(X, h, rng, n_starts, n_best, sample, part):
     top = np.argsort(ld)[:n_best]
     subsets = np.stack([np.flatnonzero(M[b]) for b in top])
     best, best_ld = None, np.inf
-    for sub_b, ld_b in _converge(S, subsets):
+    for sub_b, ld_b in _converge(np.ascontiguousarray(ST), subsets):
         if ld_b < best_ld:
             best, best_ld = sub_b, ld_b
-    if S is X or best is None:
+    if ST is XT or best is None:
         return True, best, best_ld
     # only the best subset of the sample is carried to all rows (FastMCD's last stage)
-    d2 = _mahalanobis(X, *_mean_cov(S[best]))
+    d2 = _mahalanobis(XT, *_mean_cov_t(ST[:, best]))
     if d2 is None:
         return True, None, np.inf
     return False, np.argpartition(d2, h - 1)[:h], None
 
 
-def mcd_subspace(X2, eigenvalues, h: int, rng, search: bool = True):
-    """The MCD stage of ROBPCA on the projected points X2 (n, k), centred on the reweighted
-    centre and rotated to the eigenvectors of the reweighted covariance (its ``eigenvalues``):
-    C-steps from the h points nearest in that metric (the paper's start), and, with
-    ``search``, FastMCD from random subsets (:func:`fast_mcd`); the subset of smaller determinant
-    is reweighted (:func:`reweighted`). Returns (location, covariance, weights).
-
-    The paper's start and FastMCD's subset carried from its sample to all rows are
-    concentrated together (one array per C-step for both)."""
-    n, k = X2.shape
+def mcd_subspace(X2T, eigenvalues, h: int, rng, search: bool = True):
+    """The MCD stage of ROBPCA on the projected points X2T (k, n) (as columns, see
+    :func:`_columns`), centred on the reweighted centre and rotated to the eigenvectors of the
+    reweighted covariance (its ``eigenvalues``): C-steps from the h points nearest in that
+    metric (the paper's start), and, with ``search``, FastMCD from random subsets
+    (:func:`fast_mcd`); the subset of smaller determinant is reweighted (:func:`reweighted`).
+    Returns (location, covariance, weights)."""
+    k, n = X2T.shape
     ev = np.maximum(np.asarray(eigenvalues[:k], dtype=np.float64), 1e-300)
-    start = np.argpartition(np.einsum("ij,ij,j->i", X2, X2, 1.0 / ev), h - 1)[:h]
+    W = X2T / np.sqrt(ev)[:, None]
+    start = np.argpartition(np.einsum("kn,kn->n", W, W), h - 1)[:h]
+    del W
     if not (search and h < n):
-        return reweighted(X2, c_steps(X2, start)[0])
-    done, other, ld_other = _search(X2, h, rng, **_FAST)
+        return _reweighted(X2T, _converge(X2T, start[None, :])[0][0])
+    done, other, ld_other = _search(X2T, h, rng, **_FAST)
     if done:
-        (subset, ld), = _converge(X2, start[None, :])
+        (subset, ld), = _converge(X2T, start[None, :])
     else:
-        (subset, ld), (other, ld_other) = _converge(X2, np.stack([start, other]))
+        (subset, ld), (other, ld_other) = _converge(X2T, np.stack([start, other]))
     # (FastMCD's subset is not wanted when the paper's start ends in an exact fit)
     if other is not None and np.isfinite(ld) and ld_other < ld:
         subset = other
-    return reweighted(X2, subset)
+    return _reweighted(X2T, subset)

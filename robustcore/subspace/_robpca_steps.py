@@ -85,9 +85,10 @@ def unimcd_rows(R, h: int):
     t = n - h
     # (one sort of each row measured faster than numpy's partition at the two ranks plus
     # sorts of the two tails: 122 against 188 ms for 40 x 50,000)
-    S = np.sort(R, axis=1).astype(np.float64, copy=False)
-    centre = S[:, n // 2].copy()
-    S -= centre[:, None]
+    Q = np.sort(R, axis=1)
+    centre = Q[:, n // 2].astype(np.float64)
+    S = np.subtract(Q, centre[:, None], out=Q if Q.dtype == np.float64 else None, dtype=np.float64)
+    del Q
     low, high = S[:, :t], S[:, h:]
     # s1[:, i]: sum of window i = S[:, i:i + h]; s2[:, i]: its sum of squares less window 0's
     s1 = np.empty((m, t + 1))
@@ -100,31 +101,28 @@ def unimcd_rows(R, h: int):
     step *= np.add(high, low)                       # high² - low²
     np.cumsum(step, axis=1, out=s2[:, 1:])
     # h x the window's variance, less window 0's sum of squares
-    s1 = np.square(s1, out=s1)
-    s1 /= -h
-    s1 += s2
-    best = np.argmin(s1, axis=1)
-    raw_factor = trim_factor(h / n, 1)
-    loc = np.empty(m)
+    crit = np.square(s1)
+    crit /= -h
+    crit += s2
+    best = np.argmin(crit, axis=1)
+    rows = np.arange(m)
+    # the raw estimate from the best window's sums (values about the median: the window holds
+    # it, so its mean is within its spread and the difference keeps its digits)
+    loc = s1[rows, best] / h
+    raw_var = (np.einsum("ij,ij->i", S[:, :h], S[:, :h]) + s2[rows, best]) / h - loc * loc
+    raw_var *= trim_factor(h / n, 1)
     var = np.zeros(m)
     cnt = np.zeros(m)
-    for i in range(m):
+    cut = np.sqrt(_CHI2_1_CRIT * np.maximum(raw_var, 0.0))
+    for i in np.flatnonzero(raw_var > 0.0):         # h equal values: an exact fit, scale 0
         row = S[i]
-        w = row[best[i]:best[i] + h]
-        mu = w.sum() / h
-        dev = w - mu
-        raw_var = (dev @ dev) / h * raw_factor
-        loc[i] = mu
-        if not raw_var > 0:
-            continue            # h equal values: an exact fit, scale 0
-        cut = np.sqrt(_CHI2_1_CRIT * raw_var)
         # the reweighting keeps the values strictly inside (mu - cut, mu + cut)
-        kept = row[np.searchsorted(row, mu - cut, "right"):np.searchsorted(row, mu + cut, "left")]
+        kept = row[np.searchsorted(row, loc[i] - cut[i], "right"):np.searchsorted(row, loc[i] + cut[i], "left")]
         if kept.size < 2:
             continue
-        loc[i] = kept.sum() / kept.size
-        dev = kept - loc[i]
-        var[i] = (dev @ dev) / kept.size
+        mu = kept.sum() / kept.size
+        loc[i] = mu
+        var[i] = max(kept @ kept / kept.size - mu * mu, 0.0)
         cnt[i] = kept.size
     scale = np.where(cnt > 0, np.sqrt(var * trim_factor(cnt / n, 1)), 0.0)
     loc += centre
@@ -167,14 +165,20 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     direction's MCD scale is below ``_SINGLE_FLOOR`` of the largest projection, where
     float32 cannot tell a tiny spread from none, the whole computation is redone in float64,
     and rows whose largest |entry| is outside ``_SINGLE_RANGE`` are float64 throughout."""
-    size = abs_max(X)
+    # the largest |entry| from the float32 copy when there is one (half the bytes to read;
+    # an entry beyond float32's range becomes inf or 0 there, and fails the range test)
+    X32 = X.astype(np.float32) if single else None
+    size = abs_max(X32) if single else 0.0
+    single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
+    if not single:
+        size, X32 = abs_max(X), None
     A = pair_directions(X, rng, size=size)
     if A.shape[0] == 0:
         return np.zeros(X.shape[0])
     # |projection| <= |row| <= size sqrt(r)
     big = max(size * np.sqrt(X.shape[1]), 1e-300)
-    if single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]:
-        out = _outlyingness(X.astype(np.float32), A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
+    if single:
+        out = _outlyingness(X32, A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
@@ -216,13 +220,15 @@ def od_cutoff(od, h: int) -> float:
     return float(max(loc + scale * stats.norm.ppf(CRIT), 0.0) ** 1.5)
 
 
-def choose_k(eigenvalues, kmax: int, share: float = 0.8, ratio: float = 1e-3) -> int:
+def choose_k(eigenvalues, kmax: int, share: float = 0.8, ratio: float = 1e-3, total=None) -> int:
     """The paper's rule for k from the eigenvalues (descending) of the h least outlying points:
     the smallest k whose components explain at least ``share`` of their total variance, among
-    those whose eigenvalue is at least ``ratio`` times the first; at most ``kmax``."""
+    those whose eigenvalue is at least ``ratio`` times the first; at most ``kmax``. ``total``:
+    the sum of all the eigenvalues (the covariance's trace) when only the leading ones (at
+    least ``kmax``) are given."""
     ev = np.asarray(eigenvalues, dtype=np.float64)
     usable = max(1, int(np.sum(ev >= ratio * ev[0])))
     cap = max(1, min(kmax, usable))
-    cum = np.cumsum(ev[:cap]) / ev.sum()
+    cum = np.cumsum(ev[:cap]) / (ev.sum() if total is None else total)
     reach = np.flatnonzero(cum >= share)
     return int(reach[0] + 1) if reach.size else cap

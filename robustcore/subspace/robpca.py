@@ -26,7 +26,7 @@ tables.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import linalg, stats
 from sklearn.utils import check_random_state
 
 from .._base import Estimator, fit_protocol
@@ -176,9 +176,10 @@ def _stages(Z, p, rng, rep, n_total):
     H0 = np.zeros(n, bool)
     H0[np.argpartition(out, h - 1)[:h]] = True
     mh, G0 = _scatter(X0[H0])
-    ev, V = _spectrum(G0, h)
+    # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
+    ev, V = _spectrum(G0, h, top=k if k is not None else kmax)
     if k is None:
-        k = choose_k(ev, kmax)
+        k = choose_k(ev, kmax, total=np.trace(G0) / max(h - 1, 1))
     k = min(k, int(np.sum(ev > ev[0] * 1e-12)))
     rep(0.7, "reweighting")
     m1, ev1, V1 = mh, ev, V
@@ -188,10 +189,11 @@ def _stages(Z, p, rng, rep, n_total):
         m1, G1 = _rescatter(X0, H0, mh, G0, keep)
         ev1, V1 = _spectrum(G1, int(keep.sum()))
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
-    X2 = X0 @ V1[:, :k]
-    X2 -= m1 @ V1[:, :k]
+    # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns)
+    X2T = V1[:, :k].T @ X0.T
+    X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
-    loc2, cov2, _ = mcd_subspace(X2, ev1, h, rng)
+    loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
     lam, P = np.linalg.eigh(cov2)
     lam, P = lam[::-1], P[:, ::-1]
     if not lam[-1] > 0:
@@ -242,7 +244,7 @@ def _affine_span(Z, n):
         step = min(5, n // (4 * d))
         if step > 1:
             part = Zc[::step]
-            if np.linalg.eigvalsh(part.T @ part)[0] > 1e-8 * np.einsum("ij,ij->", Zc, Zc):
+            if _above(part.T @ part, 1e-8 * np.einsum("ij,ij->", Zc, Zc)):
                 return mean, np.eye(d), Zc
         w = np.linalg.eigvalsh(Zc.T @ Zc)
         if w[0] > 1e-8 * w[-1]:
@@ -254,6 +256,18 @@ def _affine_span(Z, n):
     r = int(np.sum(s > s[0] * max(Zc.shape) * np.finfo(float).eps)) if s.size and s[0] > 0 else 0
     rot = vt[:r]
     return mean, rot, Zc @ rot.T
+
+
+def _above(G, floor):
+    """Whether the smallest eigenvalue of the symmetric G is above ``floor``: G - floor I is
+    positive definite exactly when its Cholesky factorisation exists (a fifth of the
+    eigenvalues' cost at 200 x 200)."""
+    G = G - floor * np.eye(G.shape[0])
+    try:
+        np.linalg.cholesky(G)
+    except np.linalg.LinAlgError:
+        return False
+    return True
 
 
 def _scatter(X):
@@ -279,10 +293,17 @@ def _rescatter(X, old, centre, G, new):
     return centre + shift, G
 
 
-def _spectrum(G, count):
+def _spectrum(G, count, top=None):
     """Eigenvalues (descending, clipped at 0) and eigenvectors of the covariance (divided by
-    count - 1) with scatter matrix G."""
-    w, V = np.linalg.eigh(G / max(count - 1, 1))
+    count - 1) with scatter matrix G; with ``top``, only the ``top`` largest (LAPACK's
+    relatively robust representations: a third of the full decomposition's time at 200 x 200
+    for a few)."""
+    C = G / max(count - 1, 1)
+    d = C.shape[0]
+    if top is None or top >= d:
+        w, V = np.linalg.eigh(C)
+    else:
+        w, V = linalg.eigh(C, subset_by_index=[d - top, d - 1], driver="evr", check_finite=False)
     return np.maximum(w[::-1], 0.0), V[:, ::-1]
 
 

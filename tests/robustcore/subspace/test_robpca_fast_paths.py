@@ -1,0 +1,137 @@
+"""ROBPCA's fast paths against the plain computations they replace: C-steps of many candidates
+at once on the points as columns, the leading eigenpairs only, the Cholesky test of the
+smallest eigenvalue, and the univariate MCD's raw estimate from its window sums."""
+import numpy as np
+import pytest
+
+from robustcore.subspace import _robpca_mcd as mcd
+from robustcore.subspace import _robpca_steps as steps
+from robustcore.subspace.robpca import _above, _spectrum
+
+
+def _plain_c_steps(X, subset, max_iter=100):
+    """Concentration steps written out: rows as rows, the h nearest by argpartition."""
+    h = len(subset)
+    idx = np.sort(subset)
+    best = np.inf
+    for _ in range(max_iter):
+        loc = X[idx].mean(axis=0)
+        cov = np.cov(X[idx].T, bias=True)
+        sign, ld = np.linalg.slogdet(cov)
+        ld = ld if sign > 0 else -np.inf
+        if not ld < best - 1e-12 * max(1.0, abs(ld)):
+            return idx, min(ld, best)
+        best = ld
+        d2 = np.einsum("ij,ij->i", (X - loc) @ np.linalg.inv(cov), X - loc)
+        new = np.sort(np.argpartition(d2, h - 1)[:h])
+        if np.array_equal(new, idx):
+            return idx, best
+        idx = new
+    return idx, best
+
+
+def test_c_steps_of_many_candidates_at_once_are_each_ones_plain_c_steps():
+    rng = np.random.default_rng(7)
+    X = np.r_[rng.standard_normal((300, 3)) * [3.0, 1.0, 0.3], rng.normal(5.0, 0.5, (100, 3))]
+    h = 260
+    subsets = np.stack([rng.choice(400, h, replace=False) for _ in range(6)])
+    got = mcd._converge(mcd._columns(X), subsets)
+    for sub, (idx, ld) in zip(subsets, got):
+        want_idx, want_ld = _plain_c_steps(X, sub)
+        np.testing.assert_array_equal(idx, want_idx)
+        assert ld == pytest.approx(want_ld, rel=1e-12, abs=1e-12)
+    # one at a time, the same as all at once
+    for sub, (idx, ld) in zip(subsets, got):
+        one, ld1 = mcd.c_steps(X, sub)
+        np.testing.assert_array_equal(one, idx)
+        assert ld1 == ld
+
+
+def test_nearest_breaks_ties_at_the_cut_to_exactly_h():
+    d2 = np.array([[0.5, 1.0, 1.0, 1.0, 3.0, 0.1], [4.0, 3.0, 2.0, 1.0, 0.0, 5.0]])
+    idx = mcd._nearest(d2, 3)
+    assert idx.shape == (2, 3)
+    assert {0, 5} < set(idx[0]) and len(set(idx[0]) & {1, 2, 3}) == 1 and np.all(np.diff(idx[0]) > 0)
+    np.testing.assert_array_equal(idx[1], [2, 3, 4])
+
+
+def test_leading_eigenpairs_are_those_of_the_full_decomposition():
+    rng = np.random.default_rng(3)
+    B = rng.standard_normal((200, 30)) * np.linspace(5.0, 0.1, 30)
+    G = B.T @ B
+    full_ev, full_V = _spectrum(G, 200)
+    for top in (1, 4, 10):
+        ev, V = _spectrum(G, 200, top=top)
+        np.testing.assert_allclose(ev, full_ev[:top], rtol=1e-12)
+        np.testing.assert_allclose(np.abs(np.sum(V * full_V[:, :top], axis=0)), 1.0, atol=1e-10)
+    # the rule for k from the leading kmax eigenvalues and the trace: as from all of them
+    total = np.trace(G) / 199
+    for kmax in (2, 5, 10):
+        assert steps.choose_k(_spectrum(G, 200, top=kmax)[0], kmax, total=total) == steps.choose_k(full_ev, kmax)
+
+
+def test_cholesky_test_of_the_smallest_eigenvalue():
+    rng = np.random.default_rng(4)
+    Q = np.linalg.qr(rng.standard_normal((12, 12)))[0]
+    for smallest, floor, want in ((1.0, 0.999, True), (1.0, 1.001, False), (0.0, 1e-12, False),
+                                  (-1e-3, 0.0, False), (1e-6, 0.0, True)):
+        w = np.r_[smallest, np.linspace(2.0, 50.0, 11)]
+        G = (Q * w) @ Q.T
+        assert _above(G, floor) is want
+        assert want == (np.linalg.eigvalsh(G)[0] > floor)
+
+
+def _window_brute(y, h):
+    """The raw univariate MCD: the h consecutive order statistics of least variance."""
+    s = np.sort(y)
+    var = [s[i:i + h].var() for i in range(len(s) - h + 1)]
+    i = int(np.argmin(var))
+    return s[i:i + h].mean(), var[i]
+
+
+def test_raw_window_from_its_sums_keeps_its_digits_far_from_zero_and_beside_huge_tails():
+    """The raw estimate from the window search's running sums (values about the median)
+    against the window's own mean and variance, with the data 1e8 from zero and tails of 1e12:
+    the reweighted location and scale (what the rest uses) to 1e-9."""
+    rng = np.random.default_rng(6)
+    y = np.r_[rng.standard_normal(300), 1e12 * rng.standard_normal(40), -1e12 * np.abs(rng.standard_normal(20))]
+    for shift in (0.0, 1e8):
+        z = y + shift
+        h = 270
+        mu, var = _window_brute(z, h)
+        loc, scale = steps.unimcd(z, h)
+        cut = np.sqrt(steps._CHI2_1_CRIT * var * steps.trim_factor(h / z.size, 1))
+        kept = z[(z > mu - cut) & (z < mu + cut)]
+        want_scale = np.sqrt(kept.var() * steps.trim_factor(kept.size / z.size, 1))
+        assert loc == pytest.approx(kept.mean(), rel=1e-12, abs=1e-9)
+        assert scale == pytest.approx(want_scale, rel=1e-9)
+
+
+def test_two_c_steps_of_all_parts_at_once_are_each_parts_own():
+    rng = np.random.default_rng(8)
+    P0 = rng.standard_normal((4, 60, 3)) * [2.0, 1.0, 0.5]
+    P0[:, :8] += 6.0
+    P0[2, :, 2] = np.round(P0[2, :, 2])          # ties in one coordinate
+    starts = [mcd._random_starts(P0[p], 25, rng) for p in range(4)]
+    starts[3] = (starts[3][0][:0], starts[3][1][:0])      # a part left with no start
+    got = mcd._two_csteps_parts(P0, starts, 40)
+    for p in range(4):
+        loc, cov, ld, _ = mcd._two_csteps(mcd._Features(P0[p]), *starts[p], 40)
+        np.testing.assert_allclose(got[p][0], loc, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(got[p][1], cov, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(got[p][2], ld, rtol=1e-12, atol=1e-13)
+
+
+def test_regularity_from_the_inverse_is_the_eigenvalue_rule():
+    rng = np.random.default_rng(9)
+    Q = np.linalg.qr(rng.standard_normal((4, 4)))[0]
+    conds = [1.0, 1e6, 1e11, 2e11, 5e11, 1e13, 1e16, np.inf]
+    cov = np.stack([(Q * np.r_[1.0 / c if np.isfinite(c) else 0.0, 0.5, 0.7, 1.0]) @ Q.T for c in conds])
+    ld, keep, A = mcd._regular(cov)
+    w = np.linalg.eigvalsh(cov)
+    np.testing.assert_array_equal(keep, w[:, 0] > 1e-12 * w[:, -1])
+    # the log determinants: the matrices' own (eigenvalues of 1e-11 hold about 5 digits after
+    # rounding the entries, so both ways agree to about 1e-5 there)
+    exact = np.array([np.log(0.35 / c) if np.isfinite(c) else -np.inf for c in conds])
+    np.testing.assert_allclose(ld[keep], exact[keep], atol=1e-4)
+    np.testing.assert_allclose(A[keep], np.linalg.inv(cov[keep]), rtol=1e-6)
