@@ -325,7 +325,8 @@ def _training_scores(X, y, label):
     score max(SPE / Q, T² / T) before calibration, nominal limit 1; PCP's raw score, no nominal
     limit) and the rows allowed to bound the limit (Coherence Pursuit's bounding rows)."""
     import robustcore as rc
-    from robustcore.subspace._cop_calibration import calibration_rows_in_memory
+    from robustcore._outlier import log_residual
+    from robustcore.subspace._cop_calibration import bounds_cut
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = {"PCA": rc.PCA, "CoP": rc.CoherencePursuit, "PCP": lambda: rc.PCP(random_state=0)}[label]()
@@ -336,9 +337,49 @@ def _training_scores(X, y, label):
         return s, None, rows
     if label == "CoP":
         spe = est._spe_t2(est._input(X))[0]
-        rows[:] = False
-        rows[calibration_rows_in_memory(spe, ~np.asarray(est.degenerate_, bool))[1]] = True
+        # the bounding rows of robustcore.subspace._cop_passes._calibration_mask
+        usable = ~np.asarray(est.degenerate_, bool)
+        log_spe = log_residual(spe)
+        med = float(np.median(log_spe[usable]))
+        rows = usable & (log_spe <= bounds_cut(med, float(np.median(np.abs(log_spe[usable] - med)))))
     return s * est.limit_calibration_["factor"], 1.0, rows
+
+
+def _robpca_scores(X):
+    """ROBPCA's score max(SD / sd_cutoff_, OD / od_cutoff_) (its own limit is 1, each cut-off
+    at 1 - CRIT): not calibrated by robustcore._calibration, reported beside the others."""
+    import robustcore as rc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = rc.ROBPCA(random_state=0).fit(X)
+        return -est.score_samples(X), est.predict(X) == -1
+
+
+def cache_scores(path, tasks):
+    """The training scores of every task and method (``_training_scores``; ROBPCA's own score)
+    and what each method's ``predict`` flags today, saved to ``path`` (npz): candidate rules are
+    then scored in seconds (``--scores``)."""
+    import robustcore as rc
+    arrays = {}
+    for name, fam, X, y in tasks:
+        X, y = _subsample(X, y)
+        key = f"{name}|{fam}"
+        arrays[f"{key}|y"] = y
+        for label in ("PCA", "CoP", "PCP"):
+            s, nom, rows = _training_scores(X, y, label)
+            arrays[f"{key}|{label}|s"], arrays[f"{key}|{label}|rows"] = s, rows
+            arrays[f"{key}|{label}|nom"] = np.array(np.nan if nom is None else nom)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = {"PCA": rc.PCA, "CoP": rc.CoherencePursuit,
+                       "PCP": lambda: rc.PCP(random_state=0)}[label]().fit(X)
+                arrays[f"{key}|{label}|predict"] = est.predict(X) == -1
+        try:
+            arrays[f"{key}|ROBPCA|s"], arrays[f"{key}|ROBPCA|predict"] = _robpca_scores(X)
+        except Exception as e:  # noqa: BLE001 - a study: say it and go on
+            print(f"  ROBPCA failed on {name}: {e}", file=sys.stderr)
+        print(f"  scores: {name}", file=sys.stderr, flush=True)
+        np.savez(path, **arrays)
 
 
 _Z75 = 0.6744897501960817

@@ -51,8 +51,14 @@ def _check_flag_rate(method, res: RunResult, values: dict, truth, score) -> None
             or not isinstance(flagged, np.ndarray) or not isinstance(score, np.ndarray):
         return
     from .._calibration import flag_rate_warning
-    msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score,
-                            method=f"{method.title}'s {rule.limits}")
+    who = f"{method.title}'s {rule.limits}"
+    msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score, method=who)
+    # with known outliers the share is measured, not foreseen: the fit's own caveat (why the
+    # limits cannot promise alpha) is said beside it, as the runs without them say it
+    caveat = (getattr(res.estimator, "limit_calibration_", None) or {}).get("caveat", "")
+    if truth is not None and caveat:
+        note = f"{who} cannot promise the stated alpha = {100 * alpha:g} %: {caveat}"
+        msg = f"{msg}. {note}" if msg else note
     if msg:
         res.outliers.flag_rate_warning = msg
         res.warnings.append(msg)

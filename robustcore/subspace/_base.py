@@ -550,13 +550,15 @@ class TrainingScores:
 
             def count_le(cut):
                 return int(np.count_nonzero(combined <= cut))
+        # rows left out by the caller are its gross outliers: the rest are trimmed (core_cut)
+        trim = {} if self.exclude is None else {"trimmed": True, "left_out": int(combined.shape[0]) - n}
         if not lazy:
             def kth(ks):
                 # combined is this call's own array: reordered in place if need be
                 return kth_values(combined, ks, own=True)
-            return calibrate(kth, count_le, n, 1.0, alpha)
+            return calibrate(kth, count_le, n, 1.0, alpha, **trim)
         return calibrate(lambda ks: kth_smallest(combined, ks, exclude=self.exclude, message="training scores"),
-                         count_le, n, 1.0, alpha)
+                         count_le, n, 1.0, alpha, **trim)
 
 
 def _as_dask(values):
