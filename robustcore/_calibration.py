@@ -288,13 +288,14 @@ def calibrate(kth, count_le, n: int, nominal, alpha: float, *, trimmed: bool = F
     return dataclasses.replace(cal, caveat=caveat) if caveat else cal
 
 
-def calibrate_scores(scores, nominal, alpha: float) -> Calibration:
-    """The three steps on training scores held in memory (``nominal`` None: see :func:`calibrate`)."""
+def calibrate_scores(scores, nominal, alpha: float, **trim) -> Calibration:
+    """The three steps on training scores held in memory (``nominal`` None, ``trim``
+    (``trimmed``, ``left_out``): see :func:`calibrate`)."""
     s = np.asarray(scores, dtype=np.float64).ravel()
     if s.size and not np.all(np.isfinite(s)):
         raise ValueError("the training scores must be finite")
     return calibrate(lambda ks: np.partition(s, np.unique(ks))[ks], lambda cut: np.count_nonzero(s <= cut),
-                     s.size, nominal, alpha)
+                     s.size, nominal, alpha, **trim)
 
 
 def rate_limit(scores, alpha: float) -> Calibration:
