@@ -544,16 +544,18 @@ def report_calibration(res, alpha=0.01):
             rows.append((bad, sum(tot), max(tot), k.split(" | ", 1)[1], cnt, usps, which))
         n_tasks = len({key.split(" | ")[1] for key in res[keys[0]] if " | check" not in key} - {"usps-1-vs-8"})
         print(f"\n### Calibration rules, {title}: tasks outside [α/3, 3α] of {n_tasks}\n")
-        print("| rule | PCA | CoP | PCP | ROBPCA (own rate 2.5 %) | checks PCA/CoP/PCP | usps-1-vs-8 (CoP): eights caught, ones flagged |")
+        print("| rule | PCA | CoP | PCP | ROBPCA (own rate 2.5 %) | checks PCA/CoP/PCP | "
+              "usps-1-vs-8 (CoP): eights caught, ones flagged |")
         print("|---|---|---|---|---|---|---|")
         for bad, _tot, _worst, name, cnt, usps, _w in sorted(rows, key=lambda r: r[:3])[:25]:
             rob = cnt.get(("target", "ROBPCA"), "-")
             print(f"| {name} | {cnt.get(('target', 'PCA'), 0)} | {cnt.get(('target', 'CoP'), 0)} | "
-                  f"{cnt.get(('target', 'PCP'), 0)} | {rob} | {cnt.get(('check', 'PCA'), 0)}/{cnt.get(('check', 'CoP'), 0)}/"
-                  f"{cnt.get(('check', 'PCP'), 0)} | {usps[0]} of 50, {100 * usps[1]:.1f} %"
+                  f"{cnt.get(('target', 'PCP'), 0)} | {rob} | "
+                  f"{'/'.join(str(cnt.get(('check', m), 0)) for m in ('PCA', 'CoP', 'PCP'))} | "
+                  f"{usps[0]} of 50, {100 * usps[1]:.1f} %"
                   f"{' (fails a guard)' if bad else ''} |")
         print("\nTasks outside the band, per method:\n")
-        for bad, _tot, _worst, name, cnt, usps, which in rows:
+        for *_, name, _cnt, _usps, which in rows:
             if name not in (SHIPPED, PREVIOUS, "predict"):
                 continue
             for (grp, label), ws in sorted(which.items()):

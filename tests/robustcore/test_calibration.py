@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robustcore._calibration import (BAND, CORE_SPREADS, LOWER_SPREADS, MIN_EXPECTED_FLAGS, QUANTILE_LEVELS, believed_clean,
+from robustcore._calibration import (BAND, CORE_SPREADS, LOWER_SPREADS, MIN_EXPECTED_FLAGS, QUANTILE_LEVELS,
+                                     believed_clean,
                                      bound_levels, calibrate_scores, calibrated_limit, core_cut,
                                      flag_rate_warning, order_statistic_positions, rate_caveat,
                                      rate_limit)
