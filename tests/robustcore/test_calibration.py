@@ -383,3 +383,15 @@ def test_a_core_past_the_largest_float_holds_every_score():
         assert cut == math.inf and why == ""
     s = np.array([2.0e307, 2.9e307, 3.8e307, 5.9e307, 1.0e308])
     assert np.isfinite(rate_limit(s, 0.01).limit)
+
+
+def test_rows_the_caller_left_out_count_as_beyond_the_core():
+    """Coherence Pursuit bounds its limits by its bounding rows only; the rows it left out are
+    flagged whatever the limit, so the caveat counts them as beyond the core (a third of the
+    rows left out: said; none: nothing to say), and the limit itself does not change."""
+    rng = np.random.default_rng(9)
+    s = rng.chisquare(4, 20_000)
+    kept = calibrate_scores(s, 1.0, ALPHA, trimmed=True)
+    left = calibrate_scores(s, 1.0, ALPHA, trimmed=True, left_out=10_000)
+    assert kept.caveat == "" and left.limit == kept.limit
+    assert "33 % of the calibration rows lie beyond the robust core" in left.caveat
