@@ -11,6 +11,7 @@ from robustcore._base import DegenerateFitWarning
 from robustcore._contamination import LIMIT_ALPHA
 from robustcore.datasets import Dataset
 from robustcore.methods import get_method
+from robustcore.subspace._robpca_params import CRIT
 
 ALPHA = LIMIT_ALPHA
 
@@ -217,3 +218,75 @@ def test_a_run_with_known_outliers_shows_the_fits_caveat_in_its_summary():
     assert "300 calibration rows" in caveat
     text = "\n".join(summary_lines(res))
     assert caveat in text and "cannot promise the stated alpha = 1 %" in text
+
+
+# -- ROBPCA: the paper's cut-offs, calibrated by the same rule at their own rate -------------------
+
+ROBPCA_ALPHA = 1.0 - CRIT          # each cut-off's false-alarm rate, what "auto" states
+OCTANE_ALCOHOL = np.array([25, 26, 36, 37, 38, 39]) - 1     # the paper's bad leverage points
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gaussian", "two clusters", "t3"])
+def test_robpca_flags_known_inliers_near_its_stated_rate_and_keeps_the_papers_cutoffs(kind):
+    """ROBPCA's "auto": the paper's cut-offs bounded by the training scores' quantiles (one rule,
+    robustcore._calibration) at alpha = 2.5 %: the known inliers flagged within [alpha / 3,
+    3 alpha], every planted outlier caught. The paper's cut-offs ("cutoffs") flag 15-16 % of
+    Student-t(3) inliers; the cut-offs themselves, the distances and the ranking are the same."""
+    X, y = low_rank_with_outliers(7, kind=kind)
+    est = rc.ROBPCA(random_state=0).fit(X)
+    flagged = est.predict(X) == -1
+    share = flagged[~y].mean()
+    assert ROBPCA_ALPHA / 3 <= share <= 3 * ROBPCA_ALPHA, f"{100 * share:.2f} % of known inliers flagged"
+    assert flagged[y].all()
+    np.testing.assert_array_equal(est.decision_function(X) < 0, flagged)
+    cal = est.limit_calibration_
+    # the threshold on the distance score is the root of the calibrated limit of its square
+    assert est.offset_ ** 2 == pytest.approx(cal["factor"], rel=1e-12) and cal["caveat"] == ""
+    paper = rc.ROBPCA(random_state=0, contamination="cutoffs").fit(X)
+    assert paper.offset_ == -1.0 and paper.limit_calibration_ is None
+    assert (paper.sd_cutoff_, paper.od_cutoff_) == (est.sd_cutoff_, est.od_cutoff_)
+    np.testing.assert_array_equal(paper.score_samples(X), est.score_samples(X))
+    if kind == "t3":      # what the calibration is for
+        assert (paper.predict(X) == -1)[~y].mean() > 3 * ROBPCA_ALPHA
+
+
+@pytest.mark.slow
+def test_robpcas_paper_rule_by_name_gives_the_papers_flags_on_octane():
+    """On the paper's octane data (39 samples) "cutoffs" flags exactly the six alcohol samples,
+    as the paper; "auto" flags them and at most one more (2.5 % of 33 inliers is 0.8 expected),
+    says that 39 rows cannot promise the rate, and draws the same outlier map."""
+    from pathlib import Path
+    X = np.load(Path(__file__).parent / "subspace" / "data" / "octane.npz")["X"]
+    runs = {}
+    for c in ("cutoffs", "auto"):
+        runs[c] = get_method("robpca").run(Dataset(X, name="octane", outliers=np.isin(np.arange(39), OCTANE_ALCOHOL)),
+                                           {"n_components": 2, "random_state": 0, "contamination": c})
+    np.testing.assert_array_equal(np.flatnonzero(runs["cutoffs"].flags["outlier"]), OCTANE_ALCOHOL)
+    assert "the paper's rule (contamination='cutoffs')" in runs["cutoffs"].outliers.rule
+    auto = np.flatnonzero(runs["auto"].flags["outlier"])
+    assert set(OCTANE_ALCOHOL) <= set(auto) and auto.size <= OCTANE_ALCOHOL.size + 1
+    assert "only 39 calibration rows" in runs["auto"].estimator.limit_calibration_["caveat"]
+    assert runs["auto"].outlier_map.counts == runs["cutoffs"].outlier_map.counts == {
+        "regular": 33, "good leverage": 0, "orthogonal outlier": 0, "bad leverage": 6}
+
+
+@pytest.mark.slow
+def test_robpcas_calibration_is_the_same_on_stored_scores():
+    """Out of core the training scores may be stored: the same exact order statistics and
+    counts give the same limit as the squares in memory (robustcore._calibration)."""
+    import dask.array as da
+    from robustcore._calibration import calibrate_scores
+    from robustcore.subspace.robpca import _calibrated
+    d = np.sqrt(np.random.default_rng(0).chisquare(3, 5000))
+    d[:300] *= 8.0                                  # a bump of outliers beyond the core
+    want = calibrate_scores(d * d, 1.0, ROBPCA_ALPHA)
+    for scores in (d, da.from_array(d, chunks=700)):
+        got = _calibrated(scores, ROBPCA_ALPHA)
+        assert (got.limit, got.action, got.core_share) == (want.limit, want.action, want.core_share)
+    assert want.action == "raised" and 0.9 < want.core_share < 0.96
+
+
+def test_robpca_refuses_an_unknown_rule_name():
+    with pytest.raises(ValueError, match="cutoffs"):
+        rc.ROBPCA(contamination="paper").fit(np.random.default_rng(0).standard_normal((50, 4)))
