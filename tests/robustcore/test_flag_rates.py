@@ -247,8 +247,10 @@ def test_robpca_flags_known_inliers_near_its_stated_rate_and_keeps_the_papers_cu
     assert paper.offset_ == -1.0 and paper.limit_calibration_ is None
     assert (paper.sd_cutoff_, paper.od_cutoff_) == (est.sd_cutoff_, est.od_cutoff_)
     np.testing.assert_array_equal(paper.score_samples(X), est.score_samples(X))
-    if kind == "t3":      # what the calibration is for
+    if kind == "t3":      # what the calibration is for; the run says so of the paper's rule
         assert (paper.predict(X) == -1)[~y].mean() > 3 * ROBPCA_ALPHA
+        res = get_method("robpca").run(Dataset(X=X, name="t3", outliers=y), {"random_state": 0, "contamination": "cutoffs"})
+        assert "more than 3x the stated alpha = 2.5 %" in res.outliers.flag_rate_warning
 
 
 @pytest.mark.slow
