@@ -353,9 +353,9 @@ ROBPCA_ALPHA = round(1.0 - CRIT, 12)
 
 
 def cache_scores(tasks, path=None):
-    """For every task (name, family, X, y) and method (PCA, Coherence Pursuit, PCP), the training
-    scores ``_training_scores`` gives a rule, and what ``predict`` flags (ROBPCA too: its score
-    max(SD / sd_cutoff_, OD / od_cutoff_) is not calibrated by robustcore._calibration), as a
+    """For every task (name, family, X, y) and method (PCA, Coherence Pursuit, PCP, ROBPCA), the
+    training scores ``_training_scores`` gives a rule, and what ``predict`` flags (ROBPCA: the
+    square of max(SD / sd_cutoff_, OD / od_cutoff_), nominal 1, at its own rate), as a
     dict of arrays keyed "task|family|method|what" (saved to ``path``, npz, when given: the
     rules are then scored in seconds with ``--scores``)."""
     import robustcore as rc
@@ -449,12 +449,13 @@ def _usps_demo():
 
 
 def study_calibration(tables, alpha=0.01, scores=None):
-    """Every candidate rule on the training scores of PCA, Coherence Pursuit and PCP: tasks
+    """Every candidate rule on the training scores of PCA, Coherence Pursuit, PCP and ROBPCA
+    (ROBPCA at its own rate ROBPCA_ALPHA, reported beside, not in the order of choice): tasks
     outside [alpha / 3, 3 alpha] of known inliers flagged (the 21 target tasks, the 6 check
     tasks), and on the bundled usps-1-vs-8 the eights Coherence Pursuit's flags catch (the
     recall its test guards). Includes the shipped rule through robustcore._calibration itself
-    (and what ``predict`` flags, which it must equal), and ROBPCA's ``predict`` at its own
-    rate (ROBPCA_ALPHA). ``scores``: an npz of cache_scores to read instead of fitting."""
+    (and what ``predict`` flags, which it must equal). ``scores``: an npz of cache_scores to
+    read instead of fitting."""
     if scores and os.path.exists(scores):
         arrays = dict(np.load(scores))
     else:
