@@ -249,7 +249,8 @@ def test_robpca_flags_known_inliers_near_its_stated_rate_and_keeps_the_papers_cu
     np.testing.assert_array_equal(paper.score_samples(X), est.score_samples(X))
     if kind == "t3":      # what the calibration is for; the run says so of the paper's rule
         assert (paper.predict(X) == -1)[~y].mean() > 3 * ROBPCA_ALPHA
-        res = get_method("robpca").run(Dataset(X=X, name="t3", outliers=y), {"random_state": 0, "contamination": "cutoffs"})
+        res = get_method("robpca").run(Dataset(X=X, name="t3", outliers=y),
+                                       {"random_state": 0, "contamination": "cutoffs"})
         assert "more than 3x the stated alpha = 2.5 %" in res.outliers.flag_rate_warning
 
 
@@ -262,8 +263,8 @@ def test_robpcas_paper_rule_by_name_gives_the_papers_flags_on_octane():
     X = np.load(Path(__file__).parent / "subspace" / "data" / "octane.npz")["X"]
     runs = {}
     for c in ("cutoffs", "auto"):
-        runs[c] = get_method("robpca").run(Dataset(X, name="octane", outliers=np.isin(np.arange(39), OCTANE_ALCOHOL)),
-                                           {"n_components": 2, "random_state": 0, "contamination": c})
+        data = Dataset(X, name="octane", outliers=np.isin(np.arange(39), OCTANE_ALCOHOL))
+        runs[c] = get_method("robpca").run(data, {"n_components": 2, "random_state": 0, "contamination": c})
     np.testing.assert_array_equal(np.flatnonzero(runs["cutoffs"].flags["outlier"]), OCTANE_ALCOHOL)
     assert "the paper's rule (contamination='cutoffs')" in runs["cutoffs"].outliers.rule
     auto = np.flatnonzero(runs["auto"].flags["outlier"])
