@@ -10,7 +10,10 @@ Candidates: the rank rule of PCA / ResidualScorer / Coherence Pursuit (robustcor
 the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
 1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``); and (``--study flags``, not a
 ROC-AUC) the share of known inliers each method flags at its stated rate; and
-(``--study calibration``) candidate calibration rules scored on each method's training scores.
+(``--study calibration``) candidate calibration rules scored on each method's training scores,
+and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection.
+
+    python benchmarks/study_outlier_defaults.py --study calibration calibration-heldout --scores /tmp/flag-scores
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ from benchmarks._bench import conditions  # noqa: E402
 from benchmarks._outlier_data import development  # noqa: E402
 from robustcore.evaluation import outlier_metrics  # noqa: E402
 from robustcore.rank import linear_rank, rank_cap, scree_elbow  # noqa: E402
+from robustcore.subspace._robpca_params import CRIT  # noqa: E402
 
 # Chosen only when it beats the current default by this much (protocol).
 MARGIN = 0.005
@@ -320,48 +324,104 @@ def study_flags(tables, alpha=0.01):
 
 # -- the calibration rule (issue 35): candidates scored on each method's training scores ---------
 
-def _training_scores(X, y, label):
-    """What a calibration rule sees for one fit: the scores at the nominal limits (the combined
-    score max(SPE / Q, T² / T) before calibration, nominal limit 1; PCP's raw score, no nominal
-    limit) and the rows allowed to bound the limit (Coherence Pursuit's bounding rows)."""
-    import robustcore as rc
-    from robustcore.subspace._cop_calibration import calibration_rows_in_memory
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est = {"PCA": rc.PCA, "CoP": rc.CoherencePursuit, "PCP": lambda: rc.PCP(random_state=0)}[label]()
-        est.fit(X)
-        s = -est.score_samples(X)
-    rows = np.ones(len(y), bool)
+def _training_scores(est, X, label):
+    """What a calibration rule sees for one fitted ``est``: the scores at the nominal limits (the
+    combined score max(SPE / Q, T² / T) before calibration, nominal limit 1; PCP's raw score, no
+    nominal limit) and the rows allowed to bound the limit (Coherence Pursuit's bounding rows,
+    the rest being its gross outliers: ``trimmed``)."""
+    from robustcore._outlier import log_residual
+    from robustcore.subspace._cop_calibration import bounds_cut
+    s = -est.score_samples(X)
+    rows = np.ones(X.shape[0], bool)
     if label == "PCP":
         return s, None, rows
+    if label == "ROBPCA":
+        # distances in units of the paper's cut-offs: the rule calibrates their squares, nominal 1
+        return s * s, 1.0, rows
     if label == "CoP":
         spe = est._spe_t2(est._input(X))[0]
-        rows[:] = False
-        rows[calibration_rows_in_memory(spe, ~np.asarray(est.degenerate_, bool))[1]] = True
+        # the bounding rows of robustcore.subspace._cop_passes._calibration_mask
+        usable = ~np.asarray(est.degenerate_, bool)
+        log_spe = log_residual(spe)
+        med = float(np.median(log_spe[usable]))
+        rows = usable & (log_spe <= bounds_cut(med, float(np.median(np.abs(log_spe[usable] - med)))))
     return s * est.limit_calibration_["factor"], 1.0, rows
 
 
+# ROBPCA's stated rate: its two cut-offs, each at 1 - CRIT (what its "auto" calibrates to).
+ROBPCA_ALPHA = round(1.0 - CRIT, 12)
+
+
+def cache_scores(tasks, path=None):
+    """For every task (name, family, X, y) and method (PCA, Coherence Pursuit, PCP, ROBPCA), the
+    training scores ``_training_scores`` gives a rule, and what ``predict`` flags (ROBPCA: the
+    square of max(SD / sd_cutoff_, OD / od_cutoff_), nominal 1, at its own rate), as a
+    dict of arrays keyed "task|family|method|what" (saved to ``path``, npz, when given: the
+    rules are then scored in seconds with ``--scores``)."""
+    import robustcore as rc
+    make = {"PCA": rc.PCA, "CoP": rc.CoherencePursuit, "PCP": lambda: rc.PCP(random_state=0),
+            "ROBPCA": lambda: rc.ROBPCA(random_state=0)}
+    arrays = {}
+    for name, fam, X, y in tasks:
+        X, y = _subsample(X, y)
+        key = f"{name}|{fam}"
+        arrays[f"{key}|y"] = np.asarray(y)
+        for label, new in make.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    est = new().fit(X)
+                except Exception as exc:  # noqa: BLE001 - a study: say it and go on
+                    print(f"  {label} failed on {name}: {exc}", file=sys.stderr)
+                    continue
+                arrays[f"{key}|{label}|predict"] = est.predict(X) == -1
+                s, nom, rows = _training_scores(est, X, label)
+            arrays[f"{key}|{label}|s"], arrays[f"{key}|{label}|rows"] = s, rows
+            arrays[f"{key}|{label}|nom"] = np.array(np.nan if nom is None else nom)
+        print(f"  scores: {name}", file=sys.stderr, flush=True)
+        if path:
+            np.savez(path, **arrays)
+    return arrays
+
+
+def _fits(arrays):
+    """cache_scores' arrays as {(task, family): {"y": y, method: {what: array}}}."""
+    tasks = {}
+    for k in arrays:
+        name, fam, *rest = k.split("|")
+        t = tasks.setdefault((name, fam), {})
+        if rest == ["y"]:
+            t["y"] = np.asarray(arrays[k]) == 1
+        else:
+            t.setdefault(rest[0], {})[rest[1]] = np.asarray(arrays[k])
+    return tasks
+
+
 _Z75 = 0.6744897501960817
+_Z90 = 1.2815515655446004
 
 
 def candidate_limit(s, nominal, alpha, *, scale="cbrt", spread="q75", spreads=6.0, band=1.5, widen=1.0):
     """A candidate rule: the core up to ``spreads`` robust spreads of the transformed score
-    (``scale`` "log" or "cbrt") above its median, the spread from the upper quartile ("q75",
-    widened up to ``widen`` times by the 90 % quantile's), the lower one ("q25") or the smaller
-    ("min"); then the nominal limit clipped to the core's quantiles at 1 - band alpha and
-    1 - alpha / band, or with no nominal limit the core's quantile at 1 - alpha. The shipped
-    rule (robustcore._calibration) is the default: scale="cbrt", spread="q75", spreads=6,
-    band=1.5 (the study's row through robustcore itself checks that they agree)."""
-    x = np.cbrt(s) if scale == "cbrt" else np.log(np.maximum(s, 1e-300))
-    q25, q50, q75, q90 = np.quantile(x, [0.25, 0.5, 0.75, 0.9])
+    (``scale`` "log", "cbrt" or "sqrt") above its median, the spread from the upper quartile
+    ("q75", widened up to ``widen`` times by the 90 % quantile's), the lower one ("q25"), the
+    10 % quantile ("q10"), or the smaller of q75 and q25 ("min"); then the nominal limit
+    clipped to the core's quantiles at 1 - band alpha and 1 - alpha / band, or with no nominal
+    limit the core's quantile at 1 - alpha. The shipped rule (robustcore._calibration) is
+    scale="sqrt", spread="q25", spreads=9.5 for every row, and scale="cbrt", spread="q75",
+    spreads=6 for Coherence Pursuit's trimmed rows, band 1.5 (the study's row through
+    robustcore itself checks that they agree)."""
+    x = {"cbrt": np.cbrt, "sqrt": np.sqrt, "log": lambda v: np.log(np.maximum(v, 1e-300))}[scale](s)
+    q10, q25, q50, q75, q90 = np.quantile(x, [0.1, 0.25, 0.5, 0.75, 0.9])
     hi = (q75 - q50) / _Z75
     if widen > 1 and hi > 0:
-        hi = max(hi, min((q90 - q50) / 1.2815515655446004, widen * hi))
-    sp = {"q75": hi, "q25": (q50 - q25) / _Z75, "min": min(hi, (q50 - q25) / _Z75)}[spread]
+        hi = max(hi, min((q90 - q50) / _Z90, widen * hi))
+    sp = {"q75": hi, "q25": (q50 - q25) / _Z75, "q10": (q50 - q10) / _Z90,
+          "min": min(hi, (q50 - q25) / _Z75)}[spread]
     if not sp > 0:
         return float(np.quantile(s, 1 - alpha)) if nominal is None else nominal
     top = q50 + spreads * sp
-    cut = top ** 3 if scale == "cbrt" else np.exp(min(top, 700.0))
+    cut = {"cbrt": lambda t: t ** 3, "sqrt": lambda t: t * t, "log": lambda t: np.exp(min(t, 700.0))}[scale](top)
     f = np.count_nonzero(s <= cut) / s.size
     if nominal is None:
         return float(np.quantile(s, f * (1 - alpha)))
@@ -370,74 +430,141 @@ def candidate_limit(s, nominal, alpha, *, scale="cbrt", spread="q75", spreads=6.
 
 
 CANDIDATES = {}
-for _sc, _sp, _c, _b, _w in [(sc, sp, c, b, w) for sc in ("log", "cbrt") for sp in ("q75", "q25", "min")
-                             for c in (2.5, 3, 3.5, 4, 5, 6) for b in (1.5, 2.0) for w in (1.0, 1.5)]:
+for _sc, _sp, _c, _b, _w in [(sc, sp, c, b, w) for sc in ("log", "cbrt", "sqrt") for sp in ("q75", "q25", "q10", "min")
+                             for c in (2.5, 3, 3.5, 4, 5, 6, 7, 8, 9, 9.5, 10, 10.5, 11, 12) for b in (1.5, 2.0)
+                             for w in (1.0, 1.5)]:
     if _sp != "q75" and _w > 1:
         continue
     CANDIDATES[f"{_sc}, {_sp}{' widened 1.5x by q90' if _w > 1 else ''}, {_c:g} spreads, band {_b:g}"] = dict(
         scale=_sc, spread=_sp, spreads=_c, band=_b, widen=_w)
+# the rule of the last round (one core for every method), reported per task beside the shipped one
+PREVIOUS = "cbrt, q75, 6 spreads, band 1.5"
+SHIPPED = "robustcore._calibration (shipped)"
 
 
-def study_calibration(tables, alpha=0.01):
-    """Every candidate rule on the training scores of PCA, Coherence Pursuit and PCP: tasks
-    outside [alpha / 3, 3 alpha] of known inliers flagged (the 21 target tasks, the 6 check
-    tasks), and on the bundled usps-1-vs-8 the eights Coherence Pursuit's flags catch (the
-    recall its test guards). Includes the shipped rule through robustcore._calibration itself."""
-    from robustcore._calibration import calibrate_scores
+def _usps_demo():
     from robustcore.datasets import demo
     ds = demo("usps-1-vs-8")
-    tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
-    tasks.append(("usps-1-vs-8", "usps", np.asarray(ds.X, float), np.asarray(ds.outliers).astype(int)))
-    fits = []
-    for name, fam, X, y in tasks:
-        X, y = _subsample(X, y)
-        for label in ("PCA", "CoP", "PCP"):
-            fits.append((name, fam, label, y == 1) + _training_scores(X, y, label))
-        print(f"  calibration: {name}", file=sys.stderr, flush=True)
-    out = {}
-    rules = {"robustcore._calibration (shipped)": lambda s, nom: calibrate_scores(s, nom, alpha).limit}
-    rules.update({k: (lambda kw: lambda s, nom: candidate_limit(s, nom, alpha, **kw))(kw)
+    return ("usps-1-vs-8", "usps", np.asarray(ds.X, float), np.asarray(ds.outliers).astype(int))
+
+
+def study_calibration(tables, alpha=0.01, scores=None):
+    """Every candidate rule on the training scores of PCA, Coherence Pursuit, PCP and ROBPCA
+    (ROBPCA at its own rate ROBPCA_ALPHA, reported beside, not in the order of choice): tasks
+    outside [alpha / 3, 3 alpha] of known inliers flagged (the 21 target tasks, the 6 check
+    tasks), and on the bundled usps-1-vs-8 the eights Coherence Pursuit's flags catch (the
+    recall its test guards). Includes the shipped rule through robustcore._calibration itself
+    (and what ``predict`` flags, which it must equal). ``scores``: an npz of cache_scores to
+    read instead of fitting."""
+    if scores and os.path.exists(scores):
+        arrays = dict(np.load(scores))
+    else:
+        tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
+        arrays = cache_scores(tasks + [_usps_demo()], scores)
+    return score_rules(_fits(arrays), alpha, "calibration")
+
+
+def study_calibration_heldout(tables, alpha=0.01, scores=None):
+    """The shipped and the previous rule, and ROBPCA's own, on the held-out collection
+    (benchmarks/_outlier_data.evaluation, seed 0: ODDS cardio and shuttle, a8a both ways, USPS
+    and MNIST one digit against the rest): REPORTED, never chosen on."""
+    from benchmarks._outlier_data import evaluation
+    if scores and os.path.exists(scores):
+        arrays = dict(np.load(scores))
+    else:
+        arrays = cache_scores([(n, f, X, y) for n, f, _c, X, y in evaluation(0)], scores)
+    return score_rules(_fits(arrays), alpha, "held-out", rules=(SHIPPED, PREVIOUS))
+
+
+def score_rules(fits, alpha, tag, rules=None):
+    """{f"{tag} | {rule}": {"method | task | family": (share of known inliers flagged, known
+    outliers caught)}} for every rule, and "predict" (what the estimators flag today, ROBPCA
+    included)."""
+    from robustcore._calibration import calibrate_scores
+
+    def shipped(s, nom, trimmed, a):
+        return calibrate_scores(s, nom, a, trimmed=trimmed).limit
+
+    table = {SHIPPED: shipped}
+    table.update({k: (lambda kw: lambda s, nom, trimmed, a: candidate_limit(s, nom, a, **kw))(kw)
                   for k, kw in CANDIDATES.items()})
-    for rname, rule in rules.items():
+    out = {}
+    for rname in (rules or table):
         res = {}
-        for name, fam, label, out_, s, nom, rows in fits:
-            lim = rule(s[rows], nom)
-            share = float(np.mean(s[~out_] > lim))
-            res[f"{label} | {name} | {fam}"] = (share, int(np.sum(s[out_] > lim)))
-        out[f"calibration | {rname}"] = res
+        for (name, fam), t in fits.items():
+            y = t["y"]
+            for label in ("PCA", "CoP", "PCP", "ROBPCA"):
+                if label not in t or "s" not in t[label]:
+                    continue
+                d = t[label]
+                nom = None if np.isnan(float(d["nom"])) else float(d["nom"])
+                a = ROBPCA_ALPHA if label == "ROBPCA" else alpha
+                lim = table[rname](d["s"][d["rows"]], nom, label == "CoP", a)
+                res[f"{label} | {name} | {fam}"] = (float(np.mean(d["s"][~y] > lim)), int(np.sum(d["s"][y] > lim)))
+        out[f"{tag} | {rname}"] = res
+    res = {}
+    for (name, fam), t in fits.items():
+        for label in ("PCA", "CoP", "PCP", "ROBPCA"):
+            if label in t and "predict" in t[label]:
+                fl = t[label]["predict"]
+                res[f"{label} | {name} | {fam}"] = (float(fl[~t["y"]].mean()), int(fl[t["y"]].sum()))
+    out[f"{tag} | predict"] = res
     return out
 
 
+def _outside(share, label, alpha):
+    a = ROBPCA_ALPHA if label == "ROBPCA" else alpha
+    return not a / 3 <= share <= 3 * a
+
+
 def report_calibration(res, alpha=0.01):
-    rows = []
-    for k, per in res.items():
-        if not k.startswith("calibration | "):
+    """The candidates' counts (best first, by the order of choice fixed before the run), then
+    per method the tasks outside the band for the previous rule, the shipped one and predict."""
+    for tag, title in (("calibration", "development split + synthetic: 21 target tasks; 6 checks"),
+                       ("held-out", "held-out collection, reported only")):
+        keys = [k for k in res if k.startswith(f"{tag} | ")]
+        if not keys:
             continue
-        cnt = {}
-        for key, (share, caught) in per.items():
-            label, name, fam = key.split(" | ")
-            if fam == "usps":
-                if label == "CoP":
-                    usps = (caught, share)
+        rows = []
+        for k in keys:
+            cnt, usps, which = {}, (0, 0.0), {}
+            for key, (share, caught) in res[k].items():
+                label, name, fam = key.split(" | ")
+                if name == "usps-1-vs-8":
+                    if label == "CoP":
+                        usps = (caught, share)
+                    continue
+                grp = "check" if fam == "check" else "target"
+                cnt.setdefault((grp, label), 0)
+                if _outside(share, label, alpha):
+                    cnt[(grp, label)] += 1
+                    which.setdefault((grp, label), []).append(f"{name} {100 * share:.2f} %")
+            # the order of choice (fixed before the run): the usps guard and every check task
+            # held, then the fewest target tasks outside summed over the three methods, then
+            # the worst one
+            bad = tag == "calibration" and (usps[0] < 42 or not alpha / 3 <= usps[1] <= 3 * alpha
+                                            or any(cnt.get(("check", m), 0) for m in ("PCA", "CoP", "PCP")))
+            tot = [cnt.get(("target", m), 0) for m in ("PCA", "CoP", "PCP")]
+            rows.append((bad, sum(tot), max(tot), k.split(" | ", 1)[1], cnt, usps, which))
+        n_tasks = len({key.split(" | ")[1] for key in res[keys[0]] if " | check" not in key} - {"usps-1-vs-8"})
+        print(f"\n### Calibration rules, {title}: tasks outside [α/3, 3α] of {n_tasks}\n")
+        print("| rule | PCA | CoP | PCP | ROBPCA (own rate 2.5 %) | checks PCA/CoP/PCP | "
+              "usps-1-vs-8 (CoP): eights caught, ones flagged |")
+        print("|---|---|---|---|---|---|---|")
+        for bad, _tot, _worst, name, cnt, usps, _w in sorted(rows, key=lambda r: r[:3])[:25]:
+            rob = cnt.get(("target", "ROBPCA"), "-")
+            print(f"| {name} | {cnt.get(('target', 'PCA'), 0)} | {cnt.get(('target', 'CoP'), 0)} | "
+                  f"{cnt.get(('target', 'PCP'), 0)} | {rob} | "
+                  f"{'/'.join(str(cnt.get(('check', m), 0)) for m in ('PCA', 'CoP', 'PCP'))} | "
+                  f"{usps[0]} of 50, {100 * usps[1]:.1f} %"
+                  f"{' (fails a guard)' if bad else ''} |")
+        print("\nTasks outside the band, per method:\n")
+        for *_, name, _cnt, _usps, which in rows:
+            if name not in (SHIPPED, PREVIOUS, "predict"):
                 continue
-            grp = "check" if fam == "check" else "target"
-            cnt.setdefault((grp, label), 0)
-            cnt[(grp, label)] += not (alpha / 3 <= share <= 3 * alpha)
-        # the order of choice (fixed before the run): the usps guard and every check task held,
-        # then the fewest target tasks outside summed over the three methods, then the worst one
-        bad = usps[0] < 40 or not alpha / 3 <= usps[1] <= 3 * alpha or \
-            any(cnt.get(("check", m), 0) for m in ("PCA", "CoP", "PCP"))
-        rows.append((bad, sum(cnt[("target", m)] for m in ("PCA", "CoP", "PCP")),
-                     max(cnt[("target", m)] for m in ("PCA", "CoP", "PCP")), k[14:], cnt, usps))
-    if not rows:
-        return
-    print("\n### Calibration rules: tasks outside [α/3, 3α] (21 target tasks; 6 checks)\n")
-    print("| rule | PCA | CoP | PCP | checks PCA/CoP/PCP | usps-1-vs-8 (CoP): eights caught, ones flagged |")
-    print("|---|---|---|---|---|---|")
-    for bad, _tot, _worst, name, cnt, usps in sorted(rows, key=lambda r: r[:3])[:25]:
-        print(f"| {name} | {cnt[('target', 'PCA')]} | {cnt[('target', 'CoP')]} | {cnt[('target', 'PCP')]} | "
-              f"{cnt[('check', 'PCA')]}/{cnt[('check', 'CoP')]}/{cnt[('check', 'PCP')]} | "
-              f"{usps[0]} of 50, {100 * usps[1]:.1f} %{' (fails a guard)' if bad else ''} |")
+            for (grp, label), ws in sorted(which.items()):
+                if grp == "target":
+                    print(f"- {name}, {label}: {'; '.join(ws)}")
 
 
 def report_flags(res, alpha=0.01):
@@ -482,6 +609,7 @@ def study_rank_average(tables):
 
 
 STUDIES = {"flags": study_flags, "rank-average": study_rank_average, "calibration": study_calibration,
+           "calibration-heldout": study_calibration_heldout,
            "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
            "pcp": study_pcp, "joint": study_joint,
            "local": study_local}
@@ -514,7 +642,7 @@ def report(res):
     report_flags(res)
     groups = {}
     for k in res:
-        if k.startswith(("flags | ", "flags check | ", "calibration | ")):
+        if k.startswith(("flags | ", "flags check | ", "calibration | ", "held-out | ")):
             continue
         head = k.split(" | ")[0]
         groups.setdefault(head + (" rank" if "joint" not in head and any(r in k for r in RANK_RULES) else ""),
@@ -547,6 +675,8 @@ def main(argv=None):
     ap.add_argument("--study", nargs="+", choices=list(STUDIES), default=list(STUDIES))
     ap.add_argument("--save", help="write the raw results (JSON)")
     ap.add_argument("--load", help="report from saved results instead of running")
+    ap.add_argument("--scores", help="a folder for the calibration studies' training scores (dev.npz, "
+                                     "heldout.npz): read when there, else made and written")
     args = ap.parse_args(argv)
     if args.load:
         res = json.load(open(args.load))
@@ -555,7 +685,12 @@ def main(argv=None):
         tables = development()
         res = {}
         for s in args.study:
-            res.update(STUDIES[s](tables))
+            if s.startswith("calibration") and args.scores:
+                os.makedirs(args.scores, exist_ok=True)
+                npz = os.path.join(args.scores, "heldout.npz" if s.endswith("heldout") else "dev.npz")
+                res.update(STUDIES[s](tables, scores=npz))
+            else:
+                res.update(STUDIES[s](tables))
         if args.save:
             json.dump(res, open(args.save, "w"))
     report(res)

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import stats
 
 __all__ = ["jackson_mudholkar_limit", "box_limit", "spe_limit", "t2_limit_new", "t2_limit_training",
-           "thetas", "control_limits", "TINY_VARIANCE"]
+           "thetas", "control_limits", "calibration_record", "TINY_VARIANCE"]
 
 # A component whose training variance is below this fraction of the largest variance (along or
 # off the subspace) has none: T² along it is undefined.
@@ -158,7 +158,7 @@ def control_limits(n, var, lam, *, alpha, limit="jackson-mudholkar", t2_kind="ne
     return dict(variances_=var, residual_eigenvalues_=np.asarray(lam, dtype=np.float64),
                 thetas_=np.array(thetas(lam)), spe_limit_=float(spe_lim),
                 spe_limit_method_=method, t2_limit_=float(t2_lim),
-                limit_calibration_=_calibration_record(cal))
+                limit_calibration_=calibration_record(cal))
 
 
 def _calibration(training, var, spe_lim, t2_lim, alpha):
@@ -172,7 +172,7 @@ def _calibration(training, var, spe_lim, t2_lim, alpha):
     return training(var).calibrate(spe_lim, t2_lim, alpha)
 
 
-def _calibration_record(cal) -> dict:
+def calibration_record(cal) -> dict:
     """``limit_calibration_``: what the calibration did, as plain numbers and words."""
     if cal is None:
         return {"action": "off", "factor": 1.0, "reason": "Gaussian limits as they are (calibrate=False)",

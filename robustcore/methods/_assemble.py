@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..result import RunResult
+from ..subspace._robpca_params import CUTOFFS
 
 __all__ = ["assemble"]
 
@@ -41,18 +42,25 @@ def _check_flag_rate(method, res: RunResult, values: dict, truth, score) -> None
     """Say so when the share flagged among the samples believed clean (the known inliers, or
     else the robust core of the scores) is far from the rule's stated false-alarm rate
     (robustcore._calibration.flag_rate_warning): a legend that quotes alpha = 0.01 over 29 %
-    of the inliers flagged would mislead. Rules without a rate (a contamination share, the
+    of the inliers flagged would mislead (ROBPCA's paper cut-offs by name state theirs too).
+    Rules without a rate (a contamination share, the
     median + 3 MAD cut) have nothing to check; results on disk beyond the budget are not read
     back for it."""
     rule = method.outlier_rule
     alpha = rule.alpha_for(values) if rule is not None else None
     flagged = res.flags.get("outlier")
-    if alpha is None or values.get("contamination", "auto") != "auto" or res.outliers is None \
+    if alpha is None or values.get("contamination", "auto") not in ("auto", CUTOFFS) or res.outliers is None \
             or not isinstance(flagged, np.ndarray) or not isinstance(score, np.ndarray):
         return
     from .._calibration import flag_rate_warning
-    msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score,
-                            method=f"{method.title}'s {rule.limits}")
+    who = f"{method.title}'s {rule.limits}"
+    msg = flag_rate_warning(flagged, alpha, known_outliers=truth, scores=score, method=who)
+    # with known outliers the share is measured, not foreseen: the fit's own caveat (why the
+    # limits cannot promise alpha) is said beside it, as the runs without them say it
+    caveat = (getattr(res.estimator, "limit_calibration_", None) or {}).get("caveat", "")
+    if truth is not None and caveat:
+        note = f"{who} cannot promise the stated alpha = {100 * alpha:g} %: {caveat}"
+        msg = f"{msg}. {note}" if msg else note
     if msg:
         res.outliers.flag_rate_warning = msg
         res.warnings.append(msg)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._contamination import LIMIT_ALPHA, N_MAD, contamination_rule
-from ..subspace._robpca_params import CRIT as _ROBPCA_CRIT  # (no scikit-learn import)
+from ..subspace._robpca_params import CRIT as _ROBPCA_CRIT, CUTOFFS  # (no scikit-learn import)
 
 __all__ = ["OutlierRule", "Cut", "LIMITS_RULE", "RESIDUAL_RULE", "SPARSE_RULE", "PCP_RULE", "ROBPCA_RULE",
            "SCORE_DIRECTIONS"]
@@ -51,6 +51,8 @@ class OutlierRule:
 
     def describe(self, params: dict | None = None) -> str:
         c = (params or {}).get("contamination", "auto")
+        if c == CUTOFFS and self.cut == "cut-off":   # ROBPCA's cut-offs by name, not calibrated
+            return f"{self.text} at {1.0 - self.alpha:g}, the paper's rule (contamination='{c}')"
         if c != "auto":  # a numeric contamination replaces the method's own rule
             return contamination_rule(c)
         a = self.alpha_for(params)

@@ -469,6 +469,12 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         kept = kept if kept is not None else getattr(self, "_training_rows", None)
 
         def training_scores():
+            if kept is None and hasattr(self, "_kept_rows"):
+                # inside fit_row_results: the SPE and projections of this pass are what the row
+                # results derive from (_keep_rows), so it is the one pass it makes anyway
+                kept_now = self._row_pass(rows, ("spe", "projection"), message="training scores")
+                self._training_rows = kept_now
+                return self._derive(kept_now["spe"], kept_now["projection"], threshold=np.inf)["outlier_score"]
             if kept is not None:
                 return self._derive(kept["spe"], kept["projection"], threshold=np.inf)["outlier_score"]
             return self._row_pass(rows, ("outlier_score",), message="training scores")["outlier_score"]
@@ -550,13 +556,15 @@ class TrainingScores:
 
             def count_le(cut):
                 return int(np.count_nonzero(combined <= cut))
+        # rows left out by the caller are its gross outliers: the rest are trimmed (core_cut)
+        trim = {} if self.exclude is None else {"trimmed": True, "left_out": int(combined.shape[0]) - n}
         if not lazy:
             def kth(ks):
                 # combined is this call's own array: reordered in place if need be
                 return kth_values(combined, ks, own=True)
-            return calibrate(kth, count_le, n, 1.0, alpha)
+            return calibrate(kth, count_le, n, 1.0, alpha, **trim)
         return calibrate(lambda ks: kth_smallest(combined, ks, exclude=self.exclude, message="training scores"),
-                         count_le, n, 1.0, alpha)
+                         count_le, n, 1.0, alpha, **trim)
 
 
 def _as_dask(values):

@@ -34,10 +34,11 @@ from .._outlier import OutlierScores
 from .._params import check_range
 from .._residual import residual_scores
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
+from ..limits import calibration_record
 from ..linalg import fix_signs
 from ._base import SubspaceModel
 from ._robpca_mcd import mcd_subspace
-from ._robpca_params import CRIT, PARAMS
+from ._robpca_params import CRIT, CUTOFFS, PARAMS
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
 from ._robpca_steps import choose_k, h_size, od_cutoff, outlyingness
 from ._scan import constant_error, input_rows, load_rows
@@ -82,7 +83,12 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
     scaling_ : str
         The scaling used ("none", "standard" or "robust"; "auto" resolved).
     offset_ : float
-        ``score_samples - offset_ = decision_function``.
+        ``score_samples - offset_ = decision_function``: minus the outlier score's limit, with
+        ``contamination="auto"`` the cut-offs calibrated at alpha = 1 - 0.975 (``_offset``).
+    limit_calibration_ : dict or None
+        What the calibration of "auto" did (robustcore.limits.calibration_record: "kept",
+        "raised" or "lowered" by ``factor`` on the squared score, and its "caveat"); None for
+        another contamination.
     n_features_in_, n_samples_fit_ : int
         Features and training samples seen by ``fit``.
     n_samples_robust_ : int
@@ -154,6 +160,26 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         out = super()._derive(spe, projection, progress, threshold=limit * limit if limit > 0 else limit, t2=t2)
         out["outlier_score"] = np.sqrt(out["outlier_score"])
         return out
+
+    def _offset(self, contamination, training_scores) -> dict:
+        # "auto": the cut-offs (nominal limit 1) calibrated by the rule of every method's limits,
+        # on the squared score as for the others, at the cut-offs' own rate; CUTOFFS: the
+        # paper's as they are (the outlier map's regions and the distances keep them either way)
+        if contamination == "auto":
+            cal = _calibrated(training_scores(), 1.0 - CRIT)
+            return {"offset_": -float(np.sqrt(cal.limit)), "limit_calibration_": calibration_record(cal)}
+        if contamination == CUTOFFS:
+            return {"offset_": -1.0, "limit_calibration_": None}
+        return {**super()._offset(contamination, training_scores), "limit_calibration_": None}
+
+
+def _calibrated(score, alpha):
+    """robustcore._calibration.calibrate of the squared outlier scores (per-row, numpy or stored:
+    exact order statistics either way; squaring keeps their order)."""
+    from .._calibration import calibrate
+    from .._passes import count_true, kth_smallest, rowwise
+    return calibrate(lambda ks: np.square(kth_smallest(score, ks, message="training scores")),
+                     lambda cut: count_true(rowwise(lambda d: d * d <= cut, score)), int(score.shape[0]), 1.0, alpha)
 
 
 def _stages(Z, p, rng, rep, n_total):

@@ -108,9 +108,17 @@ def test_outlier_api_follows_scikit_learn(name):
     # outliers lie inside the scores' robust core, so the calibration cannot tell them
     # from a heavy tail and flags fewer of them than the Gaussian limits do (it still
     # catches some; the ranking above is the estimator's own)
-    assert (pred[y == 0] == -1).mean() < 0.02
-    # (PCP's limit at alpha catches 3 of the 20 here: its scores' core holds the others)
-    assert (pred[y == 1] == -1).mean() >= (0.15 if name == "PCP" else 0.2)
+    if name == "PCP":
+        # PCP's sparse-part scores keep the outliers out of their core (spread from the lower
+        # half, issue 35): all 20 caught, and 7 of the 200 inliers, the top of a long tail
+        # beyond the core on a table too small to promise 1 % (about 2 expected); the fit
+        # says both (round 2's core, from the upper quartile: 3 of the 20, under 2 %)
+        assert (pred[y == 0] == -1).mean() < 0.04 and (pred[y == 1] == -1).mean() > 0.9
+        caveat = est.limit_calibration_["caveat"]
+        assert "only 220 calibration rows" in caveat and "beyond the robust core" in caveat
+    else:
+        assert (pred[y == 0] == -1).mean() < 0.02
+        assert (pred[y == 1] == -1).mean() >= 0.2
     if name == "PCP":   # the median + 3 MAD rule, by name: most of the outliers
         mad = cls(scale="standard", contamination="mad").fit(X)
         assert (mad.predict(X)[y == 1] == -1).mean() > 0.9

@@ -139,7 +139,8 @@ def test_registry_runs_robpca_on_a_lazy_data_set(tmp_path, bound):
     X, _, truth = planted(4000)
     p = tmp_path / "t.npy"
     np.save(p, X)
-    res = get_method("robpca").run(open_lazy(p, chunk_rows=500), {"random_state": 0})
+    # the paper's cut-offs by name: "auto" calibrates them (tests/robustcore/test_flag_rates.py)
+    res = get_method("robpca").run(open_lazy(p, chunk_rows=500), {"random_state": 0, "contamination": "cutoffs"})
     est = res.estimator
     assert est.n_samples_robust_ == BOUND and res.storage.out_of_core
     np.testing.assert_array_equal(np.asarray(res.flags["outlier"]), est.predict(X) == -1)
