@@ -118,3 +118,30 @@ def test_the_scatter_zooms_through_the_index_once_it_is_built(views_for, qtbot, 
     assert 0 < want.size
     np.testing.assert_array_equal(np.sort(v.cloud.sample_index), want)
     assert f"{want.size:,} of {X.shape[0]:,} samples in view, each drawn as a point" in v.status.text()
+
+
+def test_a_column_chunked_on_disk_reads_each_chunk_once_and_gives_the_same_blocks(tmp_path):
+    """A result's flags are stored in chunks of millions of rows (compressed): read a block of
+    BLOCK rows at a time, each block decompressed the whole chunk again."""
+    zarr = pytest.importorskip("zarr")
+    n = 10_000
+    data = np.random.default_rng(0).standard_normal((n, 2))
+    z = zarr.open_array(str(tmp_path / "c.zarr"), mode="w", shape=data.shape, chunks=(3_000, 2), dtype="f8")
+    z[:] = data
+    reads = []
+
+    class Spy:
+        shape, chunks = z.shape, z.chunks
+
+        def __getitem__(self, key):
+            reads.append(key[0])
+            return z[key]
+
+    import app.views._aggregate as agg_mod
+    col = agg_mod.Column(Spy(), k=1)
+    col._chunk = 3_000   # what a chunk larger than BLOCK sets
+    got = np.concatenate([col.read(a, min(a + 700, n)) for a in range(0, n, 700)])
+    np.testing.assert_array_equal(got, data[:, 1])
+    assert [(s.start, s.stop) for s in reads] == [(0, 3_000), (3_000, 6_000), (6_000, 9_000), (9_000, 10_000)]
+    x0, x1, y0, y1, m = agg.extent(agg_mod.Column(Spy(), k=0), agg_mod.Column(Spy(), k=1), block=700)
+    assert (x0, x1, y0, y1, m) == (data[:, 0].min(), data[:, 0].max(), data[:, 1].min(), data[:, 1].max(), n)
