@@ -328,6 +328,13 @@ def _index_rows() -> int:
     return INDEX_ROWS
 
 
+def _rss_parts_mb() -> dict:
+    """RssAnon (the process's own memory) and RssFile (file pages it has mapped: memory maps,
+    which the system may drop) in MB."""
+    with open("/proc/self/status") as fh:
+        return {ln.split(":")[0]: int(ln.split()[1]) / 1024 for ln in fh if ln.startswith(("RssAnon", "RssFile"))}
+
+
 def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
     """One window: open ``path``, run PCA, then choose every tab the result feeds once."""
     import json
@@ -379,7 +386,9 @@ def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
     out = {"open_s": t_open, "run_s": t_run, "gap_arrival_s": g_arrival, "gap_tour_s": g_tour,
            "tour_s": t_tour, "views": titles, "rss_mb": rss, "hwm_mb": hwm}
     if zoom:
+        out["rss_parts_mb"] = _rss_parts_mb()
         out["zoom"] = {name: zoom_case(views, name, meter) for name in ("scatter", "outlier-map")}
+        out["rss_parts_after_zoom_mb"] = _rss_parts_mb()
         shots = os.environ.get("VIEWS_SHOTS")   # a folder for screenshots, e.g. /work/tmp/shots
         if shots:   # what the user sees: each view whole, then zoomed into the densest spot
             os.makedirs(shots, exist_ok=True)
