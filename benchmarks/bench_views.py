@@ -392,13 +392,14 @@ def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
         shots = os.environ.get("VIEWS_SHOTS")   # a folder for screenshots, e.g. /work/tmp/shots
         if shots:   # what the user sees: each view whole, then zoomed into the densest spot
             os.makedirs(shots, exist_ok=True)
+            rows = f"{w.state.dataset.n_samples // 1_000_000}m"
             for name in ("scatter", "outlier-map"):
                 v = views.show_view(name)
                 b = v.cloud.binned
                 b.request(full=True)
                 _wait_until(lambda: not b.busy())
                 _settle(300)
-                w.grab().save(os.path.join(shots, f"views-big-{name}-30m.png"))
+                w.grab().save(os.path.join(shots, f"views-big-{name}-{rows}.png"))
                 x0, x1, y0, y1 = b.picture.extent
                 total = b.picture.counts.sum(axis=0)
                 cx, cy = np.unravel_index(int(np.argmax(total)), total.shape)
@@ -410,7 +411,7 @@ def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
                     _settle(200)
                     _wait_until(lambda: not b.busy())
                     _settle(300)
-                    w.grab().save(os.path.join(shots, f"views-big-{name}-30m-zoom{frac}.png"))
+                    w.grab().save(os.path.join(shots, f"views-big-{name}-{rows}-zoom{frac}.png"))
     print("RESULT " + json.dumps(out), flush=True)
     w.close()
     return out
