@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from robustcore._progress import Cancelled
 
-__all__ = ["warm_up", "warm_steps", "window_imports", "window_ready", "for_window"]
+__all__ = ["warm_up", "warm_steps", "window_imports", "window_ready", "for_window", "importing"]
 
 _APP = Path(__file__).resolve().parent
 # The window's own imports, which need no warming: Qt and its plot library are imported on the GUI
@@ -105,6 +105,25 @@ class _Gate:
 
 
 _GATE = _Gate()
+_running = [0]   # warm-ups importing now (a list: changed under the lock)
+_running_lock = threading.Lock()
+
+
+@contextmanager
+def _importing():
+    with _running_lock:
+        _running[0] += 1
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running[0] -= 1
+
+
+def importing() -> bool:
+    """True while a warm-up is importing: what it makes is not yet out of the cycle collector's
+    sight, so a full collection now would walk all of it (app._qt.MainThreadGarbage waits)."""
+    return _running[0] > 0
 
 
 def window_ready(should_stop: Callable[[], bool] = lambda: False) -> None:
@@ -157,14 +176,15 @@ def warm_up(should_stop: Callable[[], bool] = lambda: False) -> None:
     (app._qt.MainThreadGarbage) would walk it again: 0.24 s of CPU each with these modules
     loaded, 5 microseconds once frozen. (Cycles that were garbage at that moment are never
     collected: a few kB.)"""
-    with _GATE.closed():
+    with _GATE.closed(), _importing():
         for module, names in window_imports():
             if should_stop():
                 return
             _import_as_written(module, names)
         gc.freeze()
-    for step in warm_steps(jit=False):
-        if should_stop():
-            return
-        step()
-    gc.freeze()
+    with _importing():
+        for step in warm_steps(jit=False):
+            if should_stop():
+                return
+            step()
+        gc.freeze()

@@ -1,6 +1,6 @@
 """The first Open from a cold start (issue 33.4): how long the window stops answering.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/bench_startup.py [repeats] [--demo NAME] [--run METHOD]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_startup.py [repeats] [--demo NAME] [--run METHOD] [--stacks]
 
 Each run is a new Python process (tests/app/first_open_probe.py): the window is shown at
 1280 x 800 and the demo opened at once (then, with ``--run``, that method run on it); a 10 ms
@@ -31,11 +31,11 @@ import _bench  # noqa: E402
 PROBE = os.path.join(ROOT, "tests", "app", "first_open_probe.py")
 
 
-def probe(reference: bool, demo: str, run: str | None) -> dict:
+def probe(reference: bool, demo: str, run: str | None, stacks: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": ROOT}
     env.setdefault("QT_QPA_PLATFORM", "offscreen")
     argv = ([sys.executable, PROBE, "--demo", demo] + (["--run", run] if run else [])
-            + (["--reference"] if reference else []))
+            + (["--reference"] if reference else []) + (["--stacks"] if stacks else []))
     out = subprocess.run(argv, env=env, cwd=ROOT, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
@@ -47,13 +47,19 @@ def main() -> None:
     p.add_argument("repeats", nargs="?", type=int, default=3)
     p.add_argument("--demo", default="gaussian-2d")
     p.add_argument("--run", metavar="METHOD")
+    p.add_argument("--stacks", action="store_true",
+                   help="also print where ours' GUI thread was while the timer was 250 ms late")
     args = p.parse_args()
     print(_bench.conditions())
     runs = {"reference": [], "ours": []}
     for _ in range(args.repeats):
         for name in runs:
-            r = probe(name == "reference", args.demo, args.run)
+            r = probe(name == "reference", args.demo, args.run, stacks=args.stacks and name == "ours")
             runs[name].append(r)
+            for where, count in r.get("stalls", []):
+                print(f"      stalled {count} x 50 ms at {where}")
+            if args.stacks and name == "ours":
+                print(f"      longest gaps [length, start after Open]: {r['longest_gaps']}")
             print(f"  {name:9s} largest gap {_bench.fmt_s(r['max_gap'])}, Open -> drawn "
                   f"{_bench.fmt_s(r['open_to_end'])}, GUI-thread waits {r['waits']}, "
                   f"load {r['load_average']:.1f}", flush=True)

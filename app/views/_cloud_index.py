@@ -1,0 +1,152 @@
+"""The rows of a very large cloud sorted by where they lie, so that a zoom reads only the rows
+near what is on screen (numpy only, no Qt).
+
+A binned cloud (:mod:`app.views._binned`) re-counts the visible range at every zoom. Read whole,
+30,000,000 rows on disk take seconds a pass; zoomed into a small region, almost none of them are
+in view. :class:`CloudIndex` is built once, off the GUI thread, after the cloud's first picture:
+the whole extent cut into :data:`GRID` x :data:`GRID` cells, and every finite sample's columns
+(x, y, colour code, flag, score, sample index) copied in cell order (a counting sort, two
+passes a block at a time) into files beside the window's other results too large for memory.
+A zoom then reads the cells the range touches, a contiguous run of rows per column of cells,
+and :func:`app.views._aggregate.aggregate` counts them exactly as it counts the whole: the
+rows read are put back in sample order first, so ties and the order of the points drawn are the
+same as a full pass's.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import weakref
+from dataclasses import replace
+
+import numpy as np
+
+from robustcore._progress import Reporter
+
+from . import _aggregate as agg
+
+__all__ = ["INDEX_ROWS", "GRID", "CloudIndex"]
+
+#: Clouds of at least this many samples get an index: below, a whole pass takes a few hundred
+#: ms at most (2,000,000 rows: 0.36 s, see _aggregate.BLOCK) and the copy is not worth its disk.
+INDEX_ROWS = 4_000_000
+#: Cells along each axis: at 30,000,000 samples a cell holds about 460 on average.
+GRID = 256
+#: A zoom reads through the index when the cells it touches hold at most this share of the rows;
+#: else one plain pass over them all costs little more.
+WORTH = 0.25
+
+_FIELDS = (("x", np.float64), ("y", np.float64), ("codes", np.int32), ("flags", np.bool_),
+           ("score", np.float64), ("index", np.int64))
+
+
+class CloudIndex:
+    """``cols`` ({"x", "y"[, "codes", "flags", "score"]}, as :class:`app.views._binned.Source`
+    makes them) sorted into the cells of ``extent`` = (x0, x1, y0, y1), which holds every finite
+    sample. ``folder``: where the sorted copy is written (removed with the index); None keeps it
+    in memory."""
+
+    def __init__(self, cols: dict, extent, folder: str | None = None, grid: int = GRID, report=None,
+                 block: int = agg.BLOCK):
+        x, y = agg._col(cols["x"]), agg._col(cols["y"])
+        src = {"codes": agg._col(cols.get("codes"), np.int64), "flags": agg._col(cols.get("flags"), bool),
+               "score": agg._col(cols.get("score"))}
+        self.n = x.n
+        self.grid = int(grid)
+        self.extent = tuple(float(v) for v in extent)
+        self.has = {k: v is not None for k, v in src.items()}
+        rep = Reporter(report)
+        g = self.grid
+        # Pass 1: how many finite samples each cell holds.
+        counts = np.zeros(g * g, dtype=np.int64)
+        for a, b in agg.blocks(0, self.n, block):
+            rep.report(0.5 * a / max(self.n, 1), "indexing the cloud")
+            cell, _ = self._cells(x.read(a, b), y.read(a, b))
+            counts += np.bincount(cell, minlength=g * g)
+        self.offsets = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        self.n_finite = int(self.offsets[-1])
+        self.folder = None
+        if folder is not None:
+            os.makedirs(folder, exist_ok=True)
+            self.folder = tempfile.mkdtemp(prefix="cloud-index-", dir=folder)
+            weakref.finalize(self, shutil.rmtree, self.folder, ignore_errors=True)
+        self.cols = {}
+        for name, dtype in _FIELDS:
+            if name in self.has and not self.has[name]:
+                continue
+            shape = (max(self.n_finite, 1),)
+            self.cols[name] = (np.zeros(shape, dtype) if self.folder is None else
+                               np.lib.format.open_memmap(os.path.join(self.folder, f"{name}.npy"), mode="w+",
+                                                         dtype=dtype, shape=shape))
+        # Pass 2: each block's finite rows written at their cell's next free places.
+        fill = self.offsets[:-1].copy()
+        for a, b in agg.blocks(0, self.n, block):
+            rep.report(0.5 + 0.5 * a / max(self.n, 1), "indexing the cloud")
+            xb, yb = x.read(a, b), y.read(a, b)
+            cell, ok = self._cells(xb, yb)
+            order = np.argsort(cell, kind="stable")
+            cs = cell[order]
+            starts = np.r_[0, np.flatnonzero(np.diff(cs)) + 1]
+            rank = np.arange(cs.size) - np.repeat(starts, np.diff(np.r_[starts, cs.size]))
+            at = fill[cs] + rank
+            fill += np.bincount(cell, minlength=g * g)
+            rows = np.flatnonzero(ok)[order]
+            values = {"x": xb[ok][order], "y": yb[ok][order], "index": rows + a}
+            for name in ("codes", "flags", "score"):
+                if self.has[name]:
+                    values[name] = src[name].read(a, b)[rows]
+            for name, v in values.items():
+                self.cols[name][at] = v
+        if self.folder is not None:
+            # Reopened read-only: the pages written stayed in the window's resident memory while
+            # mapped for writing (+860 MB at 30M rows); read-only, only those a zoom reads are.
+            for name, v in list(self.cols.items()):
+                v.flush()
+                del v
+                self.cols[name] = np.load(os.path.join(self.folder, f"{name}.npy"), mmap_mode="r")
+
+    def _cells(self, xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cell of each finite (x, y) of a block, and which rows are finite."""
+        x0, x1, y0, y1 = self.extent
+        ok = np.isfinite(xb) & np.isfinite(yb)
+        xs, ys = np.clip(xb[ok], x0, x1), np.clip(yb[ok], y0, y1)
+        return agg.bin_index(xs, x0, x1, self.grid) * self.grid + agg.bin_index(ys, y0, y1, self.grid), ok
+
+    def _runs(self, rng) -> list[tuple[int, int]]:
+        """Row runs (a, b) of the sorted copy whose cells the range touches."""
+        x0, x1, y0, y1 = self.extent
+        rx0, rx1, ry0, ry1 = (float(v) for v in rng)
+        rx0, rx1 = min(rx0, rx1), max(rx0, rx1)
+        ry0, ry1 = min(ry0, ry1), max(ry0, ry1)
+        if rx1 < x0 or rx0 > x1 or ry1 < y0 or ry0 > y1 or not np.isfinite([rx0, rx1, ry0, ry1]).all():
+            return []
+        g = self.grid
+        cx = agg.bin_index(np.clip(np.array([rx0, rx1]), x0, x1), x0, x1, g)
+        cy = agg.bin_index(np.clip(np.array([ry0, ry1]), y0, y1), y0, y1, g)
+        # One cell further each way: bin_index's edge rule and the padding of a picture's range
+        # may put a sample on the range's edge in the neighbouring cell.
+        cx0, cx1 = max(int(cx[0]) - 1, 0), min(int(cx[1]) + 1, g - 1)
+        cy0, cy1 = max(int(cy[0]) - 1, 0), min(int(cy[1]) + 1, g - 1)
+        return [(int(self.offsets[i * g + cy0]), int(self.offsets[i * g + cy1 + 1])) for i in range(cx0, cx1 + 1)]
+
+    def rows_for(self, rng) -> int:
+        """How many rows a zoom to ``rng`` would read through the index."""
+        return sum(b - a for a, b in self._runs(rng))
+
+    def worth(self, rng) -> bool:
+        return self.rows_for(rng) <= WORTH * max(self.n, 1)
+
+    def aggregate(self, rng, **kwargs) -> agg.Picture:
+        """:func:`app.views._aggregate.aggregate` of the whole cloud for the range ``rng``
+        (the same keyword arguments but the columns), reading only the cells it touches."""
+        runs = [(a, b) for a, b in self._runs(rng) if b > a]
+        part = {name: (np.concatenate([np.asarray(col[a:b]) for a, b in runs]) if runs else np.zeros(0, col.dtype))
+                for name, col in self.cols.items()}
+        order = np.argsort(part["index"], kind="stable")   # back in sample order
+        part = {name: v[order] for name, v in part.items()}
+        pic = agg.aggregate(part["x"], part["y"], rng=rng, codes=part.get("codes"), flags=part.get("flags"),
+                            score=part.get("score"), **kwargs)
+        pts = dict(pic.points)
+        pts["index"] = part["index"][pts["index"]].astype(np.int64)
+        return replace(pic, points=pts, n=self.n, n_finite=self.n_finite)

@@ -1,0 +1,171 @@
+"""The cell index of a very large cloud: a zoom read through it draws exactly what a pass over
+every row draws, while reading only the rows near the range (small planted clouds, small grids)."""
+import numpy as np
+import pytest
+
+from app.views import _aggregate as agg
+from app.views._cloud_index import CloudIndex
+
+
+class _Counted:
+    """A column that counts the rows read from it."""
+
+    def __init__(self, a):
+        self.a, self.shape, self.dtype, self.read = a, a.shape, a.dtype, 0
+
+    def __getitem__(self, key):
+        out = self.a[key]
+        self.read += np.size(out)
+        return out
+
+
+def _cloud(n=10_000, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n)
+    y = 2.0 * rng.standard_normal(n)
+    x[::997] = np.nan
+    y[5::777] = np.inf
+    x[7::1009] = 0.0   # many samples on one value: on a cell's edge and tied
+    codes = rng.integers(0, 3, n)
+    flags = rng.random(n) < 0.04
+    score = np.round(rng.random(n), 2)   # ties in the score: the smaller index first
+    return x, y, codes, flags, score
+
+
+def _same(a, b):
+    np.testing.assert_array_equal(a.counts, b.counts)
+    for k in a.points:
+        if a.points[k] is None:
+            assert b.points[k] is None
+        else:
+            np.testing.assert_array_equal(a.points[k], b.points[k], err_msg=k)
+    assert (a.n, a.n_finite, a.in_view, a.all_points, a.n_candidates, a.extent) == \
+        (b.n, b.n_finite, b.in_view, b.all_points, b.n_candidates, b.extent)
+    if a.mean is not None:
+        np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12, equal_nan=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_a_zoom_through_the_index_draws_what_a_full_pass_draws(tmp_path, on_disk):
+    x, y, codes, flags, score = _cloud()
+    whole = agg.aggregate(x, y, codes=codes, n_codes=3, flags=flags, score=score)
+    index = CloudIndex({"x": x, "y": y, "codes": codes, "flags": flags, "score": score}, whole.extent,
+                       folder=str(tmp_path) if on_disk else None, grid=16, block=7_000)
+    assert index.n_finite == whole.n_finite
+    cell_edge = whole.extent[0] + 5 * (whole.extent[1] - whole.extent[0]) / 16
+    for rng in [(-0.3, 0.2, -0.5, 0.1), (cell_edge, cell_edge + 0.05, -1, 1), (0.0, 0.001, -0.2, 0.2),
+                (-20, 20, -20, 20), (5, 6, 50, 60), whole.extent, (0.2, -0.3, 0.1, -0.5)]:
+        how = dict(bins=(40, 30), n_codes=3, top_k=150, max_points=300, mean_score=True)
+        want = agg.aggregate(x, y, rng=rng, codes=codes, flags=flags, score=score, **how)
+        _same(want, index.aggregate(rng, **how))
+
+
+def test_without_codes_flags_or_scores_too():
+    x, y, *_ = _cloud(seed=3)
+    whole = agg.aggregate(x, y)
+    index = CloudIndex({"x": x, "y": y}, whole.extent, grid=8)
+    for rng in [(-0.5, 0.5, -0.5, 0.5), (1.0, 1.01, 0.0, 0.1)]:
+        _same(agg.aggregate(x, y, rng=rng, bins=(20, 20), max_points=500),
+              index.aggregate(rng, bins=(20, 20), max_points=500))
+
+
+def test_a_small_zoom_reads_only_the_rows_near_it(tmp_path):
+    x, y, codes, flags, score = _cloud(n=40_000, seed=1)
+    whole = agg.aggregate(x, y)
+    index = CloudIndex({"x": x, "y": y, "score": score}, whole.extent, folder=str(tmp_path), grid=64)
+    index.cols = {k: _Counted(v) for k, v in index.cols.items()}
+    rng = (0.5, 0.6, 1.0, 1.2)
+    assert index.worth(rng)
+    pic = index.aggregate(rng, bins=(10, 10))
+    inside = np.flatnonzero((x >= 0.5) & (x <= 0.6) & (y >= 1.0) & (y <= 1.2))
+    assert pic.in_view == inside.size > 0
+    np.testing.assert_array_equal(np.sort(pic.points["index"]), inside)
+    read = index.cols["x"].read
+    assert inside.size <= read < 0.05 * x.size   # the cells near the range, not the 40,000 rows
+    assert not index.worth(whole.extent)   # the whole cloud: a plain pass
+
+
+@pytest.mark.slow
+def test_the_scatter_zooms_through_the_index_once_it_is_built(views_for, qtbot, monkeypatch, tmp_path):
+    """A cloud past INDEX_ROWS (made small here) is indexed on a worker after its first picture;
+    a zoom into a small region then reads through the index and shows exactly the samples there."""
+    import app.out_of_core as ooc
+    import app.views._cloud_index as ci
+    from app.views import _geometry as geo
+
+    from .test_binned_cloud import _planted, _rest, _scatter, _state
+    from app.views._density import DENSITY_POINTS
+
+    monkeypatch.setattr(ci, "INDEX_ROWS", 1_000)
+    monkeypatch.setattr(ooc, "_working", str(tmp_path))
+    used = []
+    real = ci.CloudIndex.aggregate
+    monkeypatch.setattr(ci.CloudIndex, "aggregate", lambda self, rng, **kw: used.append(rng) or real(self, rng, **kw))
+    X, known = _planted(DENSITY_POINTS + 20_000, seed=2)
+    state, res = _state(X, outliers=known)
+    v = _scatter(views_for, state)
+    _rest(qtbot, v.cloud)
+    b = v.cloud.binned
+    qtbot.waitUntil(lambda: b.columns.index is not None, timeout=60_000)
+    assert list(tmp_path.glob("cloud-index-*/x.npy"))   # the sorted copy is on disk, not in the window
+    vb = v.plot.getViewBox()
+    vb.setRange(xRange=(0.5, 0.9), yRange=(-0.3, 0.1), padding=0)
+    _rest(qtbot, v.cloud)
+    assert used
+    proj = np.asarray(res.arrays["projection"])
+    (x0, x1), (y0, y1) = vb.viewRange()
+    want = geo.in_rect(proj[:, 0], proj[:, 1], x0, y0, x1, y1)
+    assert 0 < want.size
+    np.testing.assert_array_equal(np.sort(v.cloud.sample_index), want)
+    assert f"{want.size:,} of {X.shape[0]:,} samples in view, each drawn as a point" in v.status.text()
+
+
+def test_a_column_chunked_on_disk_reads_each_chunk_once_and_gives_the_same_blocks(tmp_path):
+    """A result's flags are stored in chunks of millions of rows (compressed): read a block of
+    BLOCK rows at a time, each block decompressed the whole chunk again."""
+    zarr = pytest.importorskip("zarr")
+    n = 10_000
+    data = np.random.default_rng(0).standard_normal((n, 2))
+    z = zarr.open_array(str(tmp_path / "c.zarr"), mode="w", shape=data.shape, chunks=(3_000, 2), dtype="f8")
+    z[:] = data
+    reads = []
+
+    class Spy:
+        shape, chunks = z.shape, z.chunks
+
+        def __getitem__(self, key):
+            reads.append(key[0])
+            return z[key]
+
+    import app.views._aggregate as agg_mod
+    col = agg_mod.Column(Spy(), k=1)
+    col._chunk = 3_000   # what a chunk larger than BLOCK sets
+    got = np.concatenate([col.read(a, min(a + 700, n)) for a in range(0, n, 700)])
+    np.testing.assert_array_equal(got, data[:, 1])
+    assert [(s.start, s.stop) for s in reads] == [(0, 3_000), (3_000, 6_000), (6_000, 9_000), (9_000, 10_000)]
+    x0, x1, y0, y1, m = agg.extent(agg_mod.Column(Spy(), k=0), agg_mod.Column(Spy(), k=1), block=700)
+    assert (x0, x1, y0, y1, m) == (data[:, 0].min(), data[:, 0].max(), data[:, 1].min(), data[:, 1].max(), n)
+
+
+@pytest.mark.slow
+def test_a_figure_drawn_offscreen_builds_no_index(qtbot, monkeypatch, tmp_path):
+    """The command line's figures are never zoomed: indexing a 30M-row cloud for one cost its
+    run 27 s of CPU and 650 MB."""
+    import app.views._cloud_index as ci
+    from app.views import render_view
+
+    from .test_binned_cloud import _planted, _state
+    from app.views._density import DENSITY_POINTS
+
+    monkeypatch.setattr(ci, "INDEX_ROWS", 1_000)
+    built = []
+    real = ci.CloudIndex.__init__
+    monkeypatch.setattr(ci.CloudIndex, "__init__", lambda self, *a, **kw: built.append(1) or real(self, *a, **kw))
+    X, known = _planted(DENSITY_POINTS + 5_000, seed=4)
+    state, _ = _state(X, outliers=known)
+    state.set_current_method("pca")
+    render_view("scatter", state, str(tmp_path / "s.png"), size=(640, 480))
+    qtbot.wait(300)
+    assert (tmp_path / "s.png").stat().st_size > 0
+    assert built == []
