@@ -163,14 +163,14 @@ _sh.rmtree({out!r}, ignore_errors=True)
 """
 
 
-def contenders(table: Path, methods, work: Path, extra: list[str]) -> list[_bench.Contender]:
+def contenders(table: Path, methods, work: Path, extra: list[str], temps=("cold", "warm")) -> list[_bench.Contender]:
     t = str(table)
     out = [_bench.Contender("read", READ.format(table=t), setup=COLD.format(table=t)),
            _bench.Contender("floor", FLOOR, setup=FLOOR_SETUP.format(table=t))]
     for m in methods:
         d = str(work / f"out-{m}")
         kw = dict(table=t, method=m, out=d, extra=extra)
-        for temp in ("cold", "warm"):
+        for temp in temps:
             setup = COMMAND_SETUP.format(out=d) + ("\n" + COLD.format(table=t) if temp == "cold" else "")
             out.append(_bench.Contender(f"{m} {temp}", COMMAND.format(**kw), setup=setup,
                                         after=COMMAND_AFTER.format(**kw)))
@@ -257,6 +257,8 @@ def main() -> None:
     ap.add_argument("--blas", default="1", help="'1', 'default' or both, comma-separated (one race each)")
     ap.add_argument("--lazy", action="store_true",
                     help="pass --lazy to the command line (a table that fits the budget, e.g. 5M rows)")
+    ap.add_argument("--temps", nargs="+", default=["cold", "warm"], choices=["cold", "warm"],
+                    help="run each method with the file evicted (cold), cached (warm) or both")
     ap.add_argument("--make-only", action="store_true", help="write the table (if missing) and stop")
     ap.add_argument("--save", help="write the runs (JSON) here, for --merge")
     ap.add_argument("--merge", nargs="+", help="print the tables of runs saved by earlier calls, and stop")
@@ -297,7 +299,7 @@ def main() -> None:
     extra = ["--lazy"] if args.lazy else []
     saved = {"command": command, "conditions": conditions, "size_gb": size_gb, "methods": args.methods, "runs": {}}
     for mode in _bench.blas_modes(args.blas):
-        runs = _bench.race(contenders(table, args.methods, work, extra), repeat=args.repeat, blas=mode,
+        runs = _bench.race(contenders(table, args.methods, work, extra, args.temps), repeat=args.repeat, blas=mode,
                            timeout=1800.0)
         saved["runs"][mode] = runs
         if args.save:
