@@ -217,17 +217,18 @@ def ratios(runs: dict, method: str) -> dict:
 
 def table_lines(runs: dict, methods, size_gb: float) -> list[str]:
     lines = ["| contender | runs | process wall, median (range) | process CPU | timed call CPU | "
-             "cache before (MB) | passes | flagged |", "|---|--:|--:|--:|--:|--:|--:|--:|"]
+             "cache before (MB) | passes | flagged | peak RSS |", "|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for name, rs in runs.items():
         ok = [r for r in rs if "error" not in r]
         if not ok:
-            lines.append(f"| {name} | 0 | {(rs[-1]['error'] if rs else 'not run')} | | | | | |")
+            lines.append(f"| {name} | 0 | {(rs[-1]['error'] if rs else 'not run')} | | | | | | |")
             continue
         cached = [r.get("cached_mb_before") for r in ok if r.get("cached_mb_before") is not None]
         cache = f"{max(cached):.0f}" if cached else "-"
         lines.append(f"| {name} | {len(ok)} | {_bench.span([r['proc_wall'] for r in ok])} | "
                      f"{_bench.span([r['proc_cpu'] for r in ok])} | {_bench.span([r['cpu'] for r in ok])} | "
-                     f"{cache} | {ok[-1].get('passes', '-')} | {ok[-1].get('flagged', '-')} |")
+                     f"{cache} | {ok[-1].get('passes', '-')} | {ok[-1].get('flagged', '-')} | "
+                     f"{max(r['peak_mb'] for r in ok):,.0f} MB |")
     reads = [r["wall"] for r in runs.get("read", []) if "error" not in r]
     if reads:
         lines.append(f"\none cold read of the {size_gb:.2f} GB file: {_bench.span(reads)} "
