@@ -12,6 +12,7 @@ import contextlib
 import contextvars
 import os
 import re
+import sys
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -290,6 +291,10 @@ def compute(*collections, progress=None, message: str = "computing"):
         finally:
             for a in ahead:
                 a.stop()
+            # the blocks' buffers, reused within a pass, are freed between passes
+            tables = sys.modules.get("robustcore.bigdata._tables")
+            if tables is not None:
+                tables._BUFFERS.clear()
     _digest.finish(planned, out[len(collections):])
     return tuple(out[:len(collections)])
 

@@ -1,5 +1,7 @@
 """Per-row results of a fitted subspace model in one pass, kept in memory or, beyond the memory
 budget, stored in Zarr and still combined like numpy arrays (the branch a 30M-row run took)."""
+import os
+
 import numpy as np
 import pytest
 
@@ -112,6 +114,21 @@ def test_stored_rows_behave_like_numpy(tmp_path):
         assert s.sum() == a.sum() and s.max() == 6 and ((s > 5).count_nonzero()) == int((a > 5).sum())
         np.testing.assert_array_equal((s == 0).flatnonzero(), np.flatnonzero(a == 0))
         assert s.store is s.z.store                       # where it lives (sessions save it)
+
+
+def test_a_stored_result_has_every_chunk_even_one_of_zeros(tmp_path):
+    """Chunks holding only the fill value (0, False) are written like the others (no scan for
+    them at write time), and read back as the values computed."""
+    from robustcore.bigdata import materialize
+    a = np.zeros(3000)
+    a[2500:] = np.arange(500) + 1.0
+    with settings(memory_budget=100, store_dir=tmp_path):
+        out = materialize({"a": da.from_array(a, chunks=1000), "f": da.from_array(a > 0, chunks=1000)})
+    for k, want in (("a", a), ("f", a > 0)):
+        assert isinstance(out[k], StoredRows)
+        _same(out[k][:], want)
+        chunk_dir = os.path.join(out[k].store.root, out[k].path, "c")
+        assert len(os.listdir(chunk_dir)) == 3            # two of them hold only the fill value
 
 
 def test_results_held_in_memory_count_together_against_the_budget(tmp_path):
