@@ -18,6 +18,7 @@ from PySide6.QtCore import QRectF, Qt
 from .. import palette
 from . import _style as st
 from ._binning import fit_picture
+from ._cloud import MenuOnDemandViewBox
 from ._common import fmt
 from ._zoom_bins import Extent
 
@@ -70,7 +71,7 @@ class PictureGrid:
         self.sel_markers = {}
         self.tiles = {}      # "whole" / "zoomed" -> (Region, {"X", "L", "S": binned values})
         for key, ttl in PANELS:
-            p = pg.PlotItem()
+            p = pg.PlotItem(viewBox=MenuOnDemandViewBox())
             # Equal columns whatever the title lengths (a long title would widen its column), and
             # rows that share the height by their stretch, not by what their axes take.
             p.setPreferredWidth(10)
