@@ -200,14 +200,31 @@ class DecompositionView(BaseView):
             # grey scale of all and drew the rest nearly black. Each column is shown on its own
             # range, S in units of that range (what the titles say). The heatmaps are binned
             # from these (see _bin_region), never copied whole.
-            X, L, S = self.tables.load(ds.source.array if ds.is_lazy else ds.dense(),
-                                       res.arrays["low_rank"], res.arrays["sparse"])
-            self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
+            table = (ds.source.array if ds.is_lazy else ds.dense(), res.arrays["low_rank"], res.arrays["sparse"])
+            if self.tables.large(table[2].shape):
+                # Units, probe and overview made on a worker; drawn when they come.
+                self.set_status(f"binning {table[2].shape[0]:,} samples × {table[2].shape[1]:,} features…")
+                self.tables.load_later(*table, lambda probes: self._show_result(res, ds, *probes))
+                return
+            X, L, S = self.tables.load(*table)
         else:
             X = ds.dense()
             L = np.asarray(res.arrays["low_rank"])
             S = np.asarray(res.arrays["sparse"])
             self.X, self.L, self.S = X, L, S
+        self._show_result(res, ds, X, L, S)
+
+    def draw_now(self) -> None:
+        """A table's overview still being made on a worker, made now (an export draws it)."""
+        self.tables.finish()
+
+    def _show_result(self, res, ds, X, L, S) -> None:
+        """Draw ``res`` once its frames or table are in (``X, L, S``: the frames, or the rows of
+        a table that set its scales)."""
+        if res is not self.result() or ds is not self.state.dataset:
+            return   # another result or data set came meanwhile
+        if not ds.is_image:
+            self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
         self._set_scales(X, L, S, res if ds.is_image else None)   # a table's S is per column
         self.mode = "image" if ds.is_image else "table"
         if self.mode == "image":
@@ -237,6 +254,7 @@ class DecompositionView(BaseView):
 
     def clear(self):
         self.zoom.cancel()
+        self.tables.cancel()
         self.end_live()
         self.pause()
         self._res = None
