@@ -237,6 +237,7 @@ class DecompositionView(BaseView):
         self.convergence.show(res.arrays["history_residual"], res.arrays["history_rank"], res.params.get("tol"),
                               conv)
         self.pictures.set_mode(self.mode == "image")
+        self.pictures.set_features(None if ds.is_image else ds.feature_names)
         self._show_frame_controls(self.mode == "image")
         self.panels["mask"].setVisible(True)
         self.frame_slider.blockSignals(True)
