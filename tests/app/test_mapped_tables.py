@@ -1,36 +1,33 @@
 """A large loaded table is a read-only mapping of a file of the program's, not a float64 copy in
 the window's memory (issue 33.2's memory budget), and it crosses the worker pipe as its name."""
 import multiprocessing as mp
+import multiprocessing.connection
 import os
-import threading
 
 import numpy as np
 import pytest
 
-from app import bulk_pipe, mapped_tables
+from app import mapped_tables
 from robustcore.datasets import Dataset
 
+from .test_bulk_pipe import _roundtrip
 
-def _roundtrip(obj):
-    a, b = mp.Pipe(duplex=True)
+
+@pytest.fixture
+def sent_bytes(monkeypatch):
+    """Bytes written through any pipe (send and send_bytes both write through _send_bytes)."""
     sent = []
-    orig = a._send_bytes   # what send and send_bytes both write through
+    orig = mp.connection.Connection._send_bytes
 
-    def counting(buf):
+    def counting(self, buf):
         sent.append(memoryview(buf).nbytes)
-        return orig(buf)
+        return orig(self, buf)
 
-    a._send_bytes = counting
-    t = threading.Thread(target=bulk_pipe.send, args=(a, obj))
-    t.start()
-    got = bulk_pipe.recv(b)
-    t.join()
-    a.close()
-    b.close()
-    return got, sum(sent)
+    monkeypatch.setattr(mp.connection.Connection, "_send_bytes", counting)
+    return sent
 
 
-def test_a_spilled_table_is_mapped_read_only_and_travels_as_its_file_name(tmp_path):
+def test_a_spilled_table_is_mapped_read_only_and_travels_as_its_file_name(tmp_path, sent_bytes):
     rng = np.random.default_rng(3)
     X = rng.standard_normal((5000, 40))          # 1.6 MB: out of band if sent as bytes
     ds = mapped_tables.spill(Dataset(X=X.copy(), name="t"), str(tmp_path), min_bytes=1)
@@ -38,13 +35,14 @@ def test_a_spilled_table_is_mapped_read_only_and_travels_as_its_file_name(tmp_pa
     assert path is not None and os.path.dirname(path) == str(tmp_path)
     assert not ds.X.flags.writeable and not ds.X.flags.owndata
     np.testing.assert_array_equal(ds.X, X)
-    got, nbytes = _roundtrip(ds)
-    assert nbytes < 50_000                       # the name, not 1.6 MB of values
+    got = _roundtrip(ds)
+    assert sum(sent_bytes) < 50_000                       # the name, not 1.6 MB of values
     np.testing.assert_array_equal(got.X, X)
     assert mapped_tables.mapped_file(got.X) == path
-    part, nbytes = _roundtrip(ds.X[::2])         # a part of it travels as its values
+    sent_bytes.clear()
+    part = _roundtrip(ds.X[::2])                 # a part of it travels as its values
     np.testing.assert_array_equal(part, X[::2])
-    assert nbytes >= part.nbytes and mapped_tables.mapped_file(part) is None
+    assert sum(sent_bytes) >= part.nbytes and mapped_tables.mapped_file(part) is None
 
 
 def test_small_tables_stay_in_memory_and_a_removed_copy_is_refused_clearly(tmp_path):
