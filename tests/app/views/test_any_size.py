@@ -350,7 +350,7 @@ def test_a_large_tables_L_S_overview_is_made_off_the_gui_thread(views_for, qtbot
 
     from app.views import _table_heatmaps as th
     from app.views._zoom_bins import SYNC_VALUES
-    n, d = SYNC_VALUES // D + 1_000, D
+    n = SYNC_VALUES // D + 1_000
     threads = []
     real_bin, real_units = th.bin_array, th.column_units
     monkeypatch.setattr(th, "bin_array", lambda *a, **k: (threads.append(threading.get_ident()), real_bin(*a, **k))[1])
