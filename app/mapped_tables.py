@@ -18,12 +18,14 @@ when a process has to map it again; mappings already made keep their pages.
 """
 from __future__ import annotations
 
+import mmap
 import os
 import tempfile
+import weakref
 
 import numpy as np
 
-__all__ = ["SPILL_MIN_BYTES", "spill", "mapped_file", "reduce", "forget", "PRIVATE_WRITES"]
+__all__ = ["SPILL_MIN_BYTES", "spill", "mapped_file", "reduce", "forget", "release", "PRIVATE_WRITES"]
 
 # Smaller tables stay in memory: writing and mapping a file is not worth it below this.
 SPILL_MIN_BYTES = 64 << 20
@@ -34,6 +36,7 @@ SPILL_MIN_BYTES = 64 << 20
 PRIVATE_WRITES = False
 
 _MAPPED: set[str] = set()   # files of ours that this process has mapped
+_MAPPINGS: list = []        # weak references to their np.memmap objects
 
 
 def _open(path: str) -> np.ndarray:
@@ -42,7 +45,24 @@ def _open(path: str) -> np.ndarray:
                          f"used any more; open the data file again")
     mm = np.load(path, mmap_mode="c" if PRIVATE_WRITES else "r", allow_pickle=False)
     _MAPPED.add(os.path.abspath(path))
+    _MAPPINGS[:] = [r for r in _MAPPINGS if r() is not None] + [weakref.ref(mm)]
     return np.asarray(mm)
+
+
+def release() -> None:
+    """Give back the pages of our mapped tables that this process has read: a view that reads a
+    whole table once (the SPE / T² map projects every sample) left all of it counted in the
+    window's memory. The values stay where they are (the file, and the system's cache of it);
+    a later read maps them again."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    for ref in list(_MAPPINGS):
+        raw = getattr(ref(), "_mmap", None)
+        if raw is not None:
+            try:
+                raw.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):   # closed, or a platform without it: pages stay
+                pass
 
 
 def _whole_mapping(a: np.ndarray):

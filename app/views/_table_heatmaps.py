@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QObject
 
+from ..mapped_tables import release as release_mapped
 from ._binning import bin_array, block_rows, blocks, column_extremes
 from ._common import describe_sample, fmt
 from ._latest import cancel_test, runner
@@ -158,6 +159,7 @@ class TableHeatmaps(QObject):
         self._load_work = None
         (self.X, self.L, self.S), self._probe, probes, self._overview = result
         self._share = None
+        release_mapped()   # the pages of a mapped table the worker read
         then(probes)
 
     def _load_failed(self, job, message, details) -> None:

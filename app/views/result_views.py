@@ -18,6 +18,7 @@ from robustcore.methods import methods_for_view
 from robustcore.result import summary_lines
 
 from ..export import export_results as _export_results
+from ..mapped_tables import release as release_mapped
 from ..export import provenance_header
 from ._figure import export_widget
 from ._turns import next_turn
@@ -324,6 +325,7 @@ class ResultViews(QTabWidget):
             self.setCurrentWidget(v)
             v.ensure_fresh(strict=False)
         waiting, self._when_drawn = self._when_drawn, []
+        release_mapped()   # pages of a mapped table the drawing read (app.mapped_tables)
         self.viewsReady.emit()
         for fn in waiting:
             fn()

@@ -88,3 +88,20 @@ def test_the_window_holds_a_large_table_as_a_mapping_not_a_float64_copy(qtbot, w
     with qtbot.waitSignal(window.datasetLoaded, timeout=30000):
         window.load_demo("iris")
     assert not os.path.exists(path)
+
+
+def test_pages_read_are_given_back_and_the_values_stay(tmp_path):
+    X = np.arange(4_000_000, dtype=np.float64).reshape(-1, 8)   # 32 MB
+    ds = mapped_tables.spill(Dataset(X=X.copy()), str(tmp_path), min_bytes=1)
+
+    def resident_mb():
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("RssFile:")) / 1024
+
+    before = resident_mb()
+    assert ds.X.sum() == X.sum()            # every page read
+    read = resident_mb()
+    mapped_tables.release()
+    assert read - resident_mb() > 24       # most of the 32 MB no longer counted
+    assert resident_mb() < before + 8
+    np.testing.assert_array_equal(ds.X[::997], X[::997])   # read again from the file
