@@ -115,6 +115,15 @@ class TableHeatmaps(QObject):
         self._share = None
         return tuple(a[self._probe] for a in (self.X, self.L, self.S))
 
+    def open(self, table, then, say) -> None:
+        """Load ``table`` (X, L, S) and call ``then(probes)`` (see :meth:`load`): at once, or
+        once a worker has made them for a large table (``say`` tells the user meanwhile)."""
+        if not self.large(table[2].shape):
+            then(self.load(*table))
+            return
+        say(f"binning {table[2].shape[0]:,} samples × {table[2].shape[1]:,} features…")
+        self.load_later(*table, then)
+
     def load_later(self, X, L, S, then) -> None:
         """:meth:`load` and the binning of the overview for a large table, on a worker: reading
         every entry of a 2,000,000 x 20 table held the GUI thread for seconds (issue 33.2).
