@@ -6,12 +6,16 @@ GUI thread, which needs the GIL to answer, froze at every Run (and, receiving, a
 issue 25, benchmarks/bench_views.py gaps). Here the arrays travel out of band (pickle protocol
 5): a small header first, then each buffer in slices of ``SLICE`` bytes, written and read by
 the OS with the GIL released between slices; the receiver rebuilds the arrays on the buffers it
-read into, without another copy. Small messages go as before.
+read into, without another copy. Small messages go as before. A table mapped from a file of this
+program's (:mod:`app.mapped_tables`) travels as its file name, which the receiver maps.
 """
 from __future__ import annotations
 
+import io
 import pickle
 from dataclasses import dataclass
+
+from . import mapped_tables
 
 __all__ = ["send", "recv", "SLICE", "OUT_OF_BAND_MIN"]
 
@@ -26,12 +30,29 @@ class _Bulk:
     sizes: list
 
 
+class _Pickler(pickle.Pickler):
+    mapped = False   # a mapped table went as its file name
+
+    def reducer_override(self, obj):
+        r = mapped_tables.reduce(obj)
+        self.mapped |= r is not NotImplemented
+        return r
+
+
+def _dumps(obj, buffer_callback=None) -> tuple[bytes, bool]:
+    out = io.BytesIO()
+    p = _Pickler(out, protocol=5, buffer_callback=buffer_callback)
+    p.dump(obj)
+    return out.getvalue(), p.mapped
+
+
 def send(conn, obj) -> None:
     buffers: list = []
-    head = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    head, mapped = _dumps(obj, buffers.append)
     raws = [b.raw() for b in buffers]
     if sum(r.nbytes for r in raws) < OUT_OF_BAND_MIN:
-        conn.send(obj)
+        # In one piece; through our pickler when a mapped table must go as its file name.
+        conn.send(_Bulk(_dumps(obj)[0], []) if mapped else obj)
         return
     conn.send(_Bulk(head, [r.nbytes for r in raws]))
     for raw in raws:

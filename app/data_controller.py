@@ -18,9 +18,10 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from . import mapped_tables
 from .fit_process import LoadJob, run_job, shared_pool
 from .jobs import LoadTag, SessionTag
-from .out_of_core import LazyOffer, bigdata_settings, results_dir
+from .out_of_core import LazyOffer, bigdata_settings, results_dir, working_dir
 from .tasks import Job, TaskRunner
 from .warm_up import for_window
 
@@ -68,8 +69,16 @@ class DataController(QObject):
         than the memory budget) is not loaded: the window offers to open it out of core."""
         path = os.path.abspath(os.fspath(path))
         budget = None if options else self.settings.memory_budget()
-        return self._start_load(LoadJob(path=path, options=dict(options), budget=budget),
+        return self._start_load(LoadJob(path=path, options=dict(options), budget=budget, spill=self._spill()),
                                 LoadTag(what=os.path.basename(path) or path, path=path))
+
+    @staticmethod
+    def _spill() -> tuple | None:
+        """Where a large loaded table goes, to be mapped rather than held (app.mapped_tables)."""
+        try:
+            return working_dir(), mapped_tables.SPILL_MIN_BYTES
+        except OSError:   # no folder can be written: the table stays in memory
+            return None
 
     def open_out_of_core(self, path: str, **options) -> Job:
         """Open a table (HDF5, Zarr, .npy) or a video out of core: only its shape and chunking
@@ -129,7 +138,8 @@ class DataController(QObject):
         from .panels.out_of_core_dialogs import offer_out_of_core
         if self.lazy_offer is not None:
             self.lazy_offer.close()
-        load = (lambda: self._start_load(LoadJob(path=offer.path, options=dict(offer.options)), job.tag)) \
+        load = (lambda: self._start_load(LoadJob(path=offer.path, options=dict(offer.options),
+                                                 spill=self._spill()), job.tag)) \
             if offer.can_load else None
         self.lazy_offer = offer_out_of_core(self.window, offer,
                                             lambda: self.open_out_of_core(offer.path, **offer.options),
@@ -241,5 +251,8 @@ class DataController(QObject):
         """
         self.runs.cancel_for("the data set changed during the fit")
         self.session_path = None
+        old = self.state.dataset
         self.state.set_dataset(ds, fingerprint)
+        if old is not None and old is not ds:
+            mapped_tables.forget(old)   # its file, if its table was mapped
         self.loaded.emit(ds)

@@ -74,12 +74,15 @@ class LoadJob:
 
     ``lazy``: open the file out of core (robustcore.bigdata.open_lazy). ``budget``: bytes; a
     file that should rather be read out of core under it is not loaded, and the job returns an
-    :class:`app.out_of_core.LazyOffer` saying why."""
+    :class:`app.out_of_core.LazyOffer` saying why. ``spill``: (folder, bytes): a dense table of
+    at least that many bytes is moved into a file of that folder and mapped
+    (:func:`app.mapped_tables.spill`)."""
     path: str | None = None
     options: dict = field(default_factory=dict)
     demo: str | None = None
     lazy: bool = False
     budget: int | None = None
+    spill: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -237,13 +240,19 @@ def _run_here(job, progress):
             return LazyOffer(offer.path, offer.reason, dict(job.options), offer.can_load)
     ds = d.demo(job.demo) if job.demo is not None else d.load(job.path, **job.options)
     progress(0.9, "hashing")
-    return Loaded(ds, ds.fingerprint(), os.getpid())
+    fingerprint = ds.fingerprint()
+    if job.spill is not None:
+        from .mapped_tables import spill
+        ds = spill(ds, *job.spill)
+    return Loaded(ds, fingerprint, os.getpid())
 
 
 def _serve(conn) -> None:
     """Child process main loop: say it is ready, import the estimators while no job is waiting
     (one module at a time, so a job sent early, such as the first data load, starts at once),
     then run jobs until told to quit."""
+    from . import mapped_tables
+    mapped_tables.PRIVATE_WRITES = True   # a fit's writes into a mapped table stay its own
     try:
         conn.send(Ready(os.getpid()))
     except (EOFError, OSError):

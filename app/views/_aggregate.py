@@ -447,7 +447,8 @@ def _order_stats(col, ranks, lo, hi, rep, block) -> dict:
     return found
 
 
-#: Spots of a picture (SPOTS x SPOTS) and the points each keeps at most (see :func:`spread`).
+#: Points apart: a point kept has at most PER_SPOT others kept within 1/SPOTS of the picture's
+#: width and height of it (see :func:`spread`).
 SPOTS = 32
 PER_SPOT = 2
 
@@ -458,25 +459,43 @@ def _best(pic: Picture) -> str:
 
 def spread(pic: Picture, k: int) -> Picture:
     """``pic`` with at most ``k`` of its points (given best first), chosen so that they can be
-    read: best first, but at most :data:`PER_SPOT` in each of SPOTS x SPOTS spots of the picture
-    until every spot has had its turn (then PER_SPOT more each, and so on). The highest scores
-    of a 15-million-row scatter all sat in one place: 500 rings made one black blob there and
-    none elsewhere. Unchanged when it holds at most ``k`` points."""
+    read: best first, each kept unless :data:`PER_SPOT` points already kept lie within a spot's
+    reach of it (1/SPOTS of the picture's width and height), until ``k`` are kept or all were
+    seen (then PER_SPOT more each, and so on). The highest scores of a 15-million-row scatter
+    all sat in one place: 500 rings made one black blob there and none elsewhere. Reach, not
+    cells of a grid: where the score grows with y (the outlier map's distances), the best of
+    each grid cell lay on the cell's top edge, and the points drew the grid's rows. Unchanged
+    when it holds at most ``k`` points."""
     p = pic.points
     n = p["index"].size
     if n <= k:
         return pic
     x0, x1, y0, y1 = pic.extent
-    def spot(v, lo, hi):
-        return np.clip(((v - lo) / ((hi - lo) or 1.0) * SPOTS).astype(np.int64), 0, SPOTS - 1)
-    cell = spot(p["x"], x0, x1) * SPOTS + spot(p["y"], y0, y1)
-    order = np.argsort(cell, kind="stable")   # best first within each spot
-    sorted_cells = cell[order]
-    starts = np.r_[0, np.flatnonzero(np.diff(sorted_cells)) + 1]
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-    keep = np.sort(np.lexsort((np.arange(n), rank // PER_SPOT))[:k])
-    pts = {name: None if v is None else v[keep] for name, v in p.items()}
+    u = np.nan_to_num((p["x"] - x0) / ((x1 - x0) or 1.0) * SPOTS)   # in units of the reach
+    v = np.nan_to_num((p["y"] - y0) / ((y1 - y0) or 1.0) * SPOTS)
+    cu, cv = np.floor(u).astype(np.int64).tolist(), np.floor(v).astype(np.int64).tolist()
+    u, v = u.tolist(), v.tolist()
+    taken = [False] * n
+    kept, limit = 0, PER_SPOT
+    near: dict = {}   # grid cell of the reach's size -> points kept in it
+    while kept < k:
+        for i in range(n):
+            if taken[i]:
+                continue
+            close = 0
+            for du in (-1, 0, 1):
+                for dv in (-1, 0, 1):
+                    for j in near.get((cu[i] + du, cv[i] + dv), ()):
+                        close += (u[i] - u[j]) ** 2 + (v[i] - v[j]) ** 2 < 1.0
+            if close < limit:
+                taken[i] = True
+                near.setdefault((cu[i], cv[i]), []).append(i)
+                kept += 1
+                if kept == k:
+                    break
+        limit += PER_SPOT
+    keep = np.flatnonzero(taken)
+    pts = {name: None if a is None else a[keep] for name, a in p.items()}
     return replace(pic, points=pts, spread=True)
 
 

@@ -66,24 +66,13 @@ def mode_for(modifiers) -> str:
     return "replace"
 
 
-class SelectViewBox(pg.ViewBox):
-    """ViewBox whose left-drag selects (rectangle or lasso) instead of panning, unless tool="pan"."""
-
-    sigRegion = Signal(str, object, str)   # kind ("rect", "lasso"), (m, 2) data points, mode
-    sigPick = Signal(object, str)          # QPointF in data coordinates, mode
+class MenuOnDemandViewBox(pg.ViewBox):
+    """A ViewBox whose context menu is made when first opened: pyqtgraph builds it with every
+    ViewBox (about a third of a plot's construction, which a view's first show pays per plot)."""
 
     def __init__(self, *args, enableMenu=True, **kwargs):
-        # The context menu is made when first opened: pyqtgraph builds it with every ViewBox
-        # (about a third of a plot's construction, which a view's first show pays per plot).
         super().__init__(*args, enableMenu=False, **kwargs)
         self.state["enableMenu"] = enableMenu
-        self.tool = "rect"
-        self._trace: list[QPointF] = []
-        self._outline = QGraphicsPathItem()
-        self._outline.setPen(st.pen(st.SELECT_COLOR, 1.5, Qt.PenStyle.DashLine))
-        self._outline.setZValue(1e6)
-        self._outline.setVisible(False)  # an empty path breaks pyqtgraph's SVG export
-        self.addItem(self._outline, ignoreBounds=True)
 
     def getMenu(self, ev):
         if self.menu is None and self.menuEnabled():
@@ -93,6 +82,23 @@ class SelectViewBox(pg.ViewBox):
 
     def getContextMenus(self, event):
         return self.getMenu(event).actions() if self.menuEnabled() else []
+
+
+class SelectViewBox(MenuOnDemandViewBox):
+    """ViewBox whose left-drag selects (rectangle or lasso) instead of panning, unless tool="pan"."""
+
+    sigRegion = Signal(str, object, str)   # kind ("rect", "lasso"), (m, 2) data points, mode
+    sigPick = Signal(object, str)          # QPointF in data coordinates, mode
+
+    def __init__(self, *args, enableMenu=True, **kwargs):
+        super().__init__(*args, enableMenu=enableMenu, **kwargs)
+        self.tool = "rect"
+        self._trace: list[QPointF] = []
+        self._outline = QGraphicsPathItem()
+        self._outline.setPen(st.pen(st.SELECT_COLOR, 1.5, Qt.PenStyle.DashLine))
+        self._outline.setZValue(1e6)
+        self._outline.setVisible(False)  # an empty path breaks pyqtgraph's SVG export
+        self.addItem(self._outline, ignoreBounds=True)
 
     def set_tool(self, tool: str) -> None:
         if tool not in TOOLS:

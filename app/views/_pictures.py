@@ -18,7 +18,9 @@ from PySide6.QtCore import QRectF, Qt
 from .. import palette
 from . import _style as st
 from ._binning import fit_picture
+from ._cloud import MenuOnDemandViewBox
 from ._common import fmt
+from ._feature_axis import FeatureAxis
 from ._zoom_bins import Extent
 
 __all__ = ["PANELS", "PictureGrid"]
@@ -70,7 +72,7 @@ class PictureGrid:
         self.sel_markers = {}
         self.tiles = {}      # "whole" / "zoomed" -> (Region, {"X", "L", "S": binned values})
         for key, ttl in PANELS:
-            p = pg.PlotItem()
+            p = pg.PlotItem(viewBox=MenuOnDemandViewBox(), axisItems={"bottom": FeatureAxis()})
             # Equal columns whatever the title lengths (a long title would widen its column), and
             # rows that share the height by their stretch, not by what their axes take.
             p.setPreferredWidth(10)
@@ -155,6 +157,11 @@ class PictureGrid:
             return
         for r, c in enumerate(chrome):
             lay.setRowPreferredHeight(r, data + c)
+
+    def set_features(self, names) -> None:
+        """The names a table's feature axis shows (None: pictures, numbers)."""
+        for p in self.panels.values():
+            p.getAxis("bottom").set_names(names)
 
     def set_mode(self, image: bool) -> None:
         """Pictures (aspect kept, no axes) or heatmaps of a table (shared axes, see _share_axes)."""

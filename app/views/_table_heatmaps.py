@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QObject
 
+from ..mapped_tables import release as release_mapped
 from ._binning import bin_array, block_rows, blocks, column_extremes
 from ._common import describe_sample, fmt
 from ._latest import cancel_test, runner
@@ -91,10 +92,22 @@ class TableHeatmaps(QObject):
         # A new threshold's masks and share, counted on a worker when the table is large
         # (the spin box recounted up to 50 million entries on the GUI thread).
         self._counts = runner(self, self._counted)
+        # A large table's units, probe and overview, made on a worker (see load_later).
+        self._loads = runner(self, self._loaded, self._load_failed)
+        self._load_work = None   # (work, then) of the table being loaded
+        self._overview = None    # (region, tiles) made with the table, drawn by draw()
+
+    @staticmethod
+    def large(shape) -> bool:
+        """Whether a table of ``shape`` is loaded off the GUI thread (load_later)."""
+        return int(shape[0]) * int(shape[1]) > SYNC_VALUES
 
     def load(self, X, L, S):
-        """A new table (arrays of any kind, see :func:`._binning.bin_array`); returns the rows of
-        X, L and S (in display units) that set the colour scales (:func:`probe_rows`)."""
+        """A new table (arrays of any kind, see :func:`._binning.bin_array`), on this thread
+        (see :meth:`load_later`); returns the rows of X, L and S (in display units) that set the
+        colour scales (:func:`probe_rows`)."""
+        self._loads.cancel()
+        self._load_work = self._overview = None
         lo, span = column_units(X, L)
         self.X, self.L = ColumnScaled(X, lo, span), ColumnScaled(L, lo, span)
         self.S = ColumnScaled(S, lo, span, shift=False)
@@ -102,13 +115,79 @@ class TableHeatmaps(QObject):
         self._share = None
         return tuple(a[self._probe] for a in (self.X, self.L, self.S))
 
+    def open(self, table, then, say) -> None:
+        """Load ``table`` (X, L, S) and call ``then(probes)`` (see :meth:`load`): at once, or
+        once a worker has made them for a large table (``say`` tells the user meanwhile)."""
+        if not self.large(table[2].shape):
+            then(self.load(*table))
+            return
+        say(f"binning {table[2].shape[0]:,} samples × {table[2].shape[1]:,} features…")
+        self.load_later(*table, then)
+
+    def load_later(self, X, L, S, then) -> None:
+        """:meth:`load` and the binning of the overview for a large table, on a worker: reading
+        every entry of a 2,000,000 x 20 table held the GUI thread for seconds (issue 33.2).
+        ``then(probes)`` runs on the GUI thread once they are made (it draws, see :meth:`draw`);
+        :meth:`finish` makes them at once (an export)."""
+        self.zoom.set_table(S.shape)
+        region = self.zoom.whole()
+        self.X = self.L = self.S = None
+
+        def work(progress):
+            cancelled = cancel_test(progress, "binning the table")
+            lo, span = column_units(X, L)
+            scaled = (ColumnScaled(X, lo, span), ColumnScaled(L, lo, span), ColumnScaled(S, lo, span, shift=False))
+            probe = probe_rows(*scaled[2].shape)
+            tiles = {"X": bin_array(scaled[0], region.rows, region.cols, "mean", cancelled),
+                     "L": bin_array(scaled[1], region.rows, region.cols, "mean", cancelled),
+                     "S": bin_array(scaled[2], region.rows, region.cols, "absmax", cancelled)}
+            return scaled, probe, tuple(a[probe] for a in scaled), (region, tiles)
+
+        self._load_work = (work, then)
+        self._loads.submit(work, tag="table")
+
+    def loading(self) -> bool:
+        return self._load_work is not None
+
+    def cancel(self) -> None:
+        """Forget the table being loaded (the view is cleared)."""
+        self._loads.cancel()
+        self._load_work = self._overview = None
+
+    def finish(self) -> None:
+        """Make and draw the table being loaded now, on this thread (an export)."""
+        if self._load_work is None:
+            return
+        self._loads.cancel()
+        self._loaded(None, self._load_work[0](None))
+
+    def _loaded(self, job, result) -> None:
+        if self._load_work is None:
+            return
+        then = self._load_work[1]
+        self._load_work = None
+        (self.X, self.L, self.S), self._probe, probes, self._overview = result
+        self._share = None
+        release_mapped()   # the pages of a mapped table the worker read
+        then(probes)
+
+    def _load_failed(self, job, message, details) -> None:
+        self._load_work = None
+        self.zoom.error = message
+        self.on_drawn()
+
     def draw(self, gray_levels, s_levels) -> None:
         """The overview of the whole table, binned to the panel's size (on this thread: an
-        exported figure is drawn at once); zooming in bins what is on screen (see _zoom_bins)."""
+        exported figure is drawn at once; a large table's was binned with it, see load_later);
+        zooming in bins what is on screen (see _zoom_bins)."""
         self.levels = (gray_levels, s_levels)
         self._t = self.threshold()
+        overview, self._overview = self._overview, None
         self.zoom.set_table(self.S.shape)
-        self.zoom.draw_now(self.zoom.whole())
+        if overview is not None:
+            self.zoom.show(*overview)
+        else:
+            self.zoom.draw_now(self.zoom.whole())
 
     def bin_region(self, region, cancelled):
         """X and L as bin means, S as each bin's entry of largest |S| (no Qt: may run on a pool
@@ -156,6 +235,8 @@ class TableHeatmaps(QObject):
     def redraw_masks(self) -> None:
         """The masks of what is drawn, at the threshold now set: counted here when that is
         cheap, else on a worker (the masks drawn stay until the new ones are counted)."""
+        if self.S is None:
+            return   # a table being loaded: its masks are counted when it is drawn
         t = self._t = self.threshold()
         stale = [(region, tiles) for region, tiles in self.pictures.tiles.values() if tiles.get("t") != t]
         if sum(r.values for r, _ in stale) + self._share_cost(t) <= SYNC_VALUES:

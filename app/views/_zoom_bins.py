@@ -120,6 +120,11 @@ class ZoomBins(QObject):
     def _failed(self, job, message, details) -> None:
         self.error = message
 
+    def show(self, region: Region, payload) -> None:
+        """Draw ``payload`` binned elsewhere for ``region`` (pending work is cancelled)."""
+        self._runner.cancel()
+        self._show(region, payload)
+
     def _show(self, region: Region, payload) -> None:
         self.region = region
         self._draw(region, payload)

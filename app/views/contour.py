@@ -100,13 +100,7 @@ class ContourView(BaseView):
             p.getViewBox().sigRangeChanged.connect(lambda *_a, k=key: self._fill(k))
         self.plots["t2"].setXLink(self.plots["spe"])
         self.plots["t2"].setYLink(self.plots["spe"])
-        # Key of the bands: the value as a multiple of each map's own control limit.
-        self.key = st.colorbar((-4, 4), pg.ColorMap(np.linspace(0, 1, 10), _band_lut(5, 5)),
-                               label="value as a multiple of its limit")
-        ax = self.key.getAxis("right")
-        ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×") for b in BANDS]])
-        self.figure.ci.addItem(self.key, row=0, col=2)
-        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
+        self.key = self.legend = None   # made at the first refresh, see _finish_figure
         self.method_box.currentIndexChanged.connect(self._method_changed)
         self.plane_box.currentIndexChanged.connect(self.redraw)
         self.rule_box.currentIndexChanged.connect(self._apply_rule)
@@ -118,7 +112,22 @@ class ContourView(BaseView):
             return why
         return der.map_model(state.result(method))[1] or None
 
+    def _finish_figure(self):
+        """The key of the bands and the legend, made in the turn of the first drawing rather
+        than with the plots: the view's construction is the largest freeze of its first showing
+        (issue 33.2), and this halves it."""
+        if self.key is not None:
+            return
+        # Key of the bands: the value as a multiple of each map's own control limit.
+        self.key = st.colorbar((-4, 4), pg.ColorMap(np.linspace(0, 1, 10), _band_lut(5, 5)),
+                               label="value as a multiple of its limit")
+        ax = self.key.getAxis("right")
+        ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×") for b in BANDS]])
+        self.figure.ci.addItem(self.key, row=0, col=2)
+        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
+
     def refresh(self):
+        self._finish_figure()
         self.fill_method_box()
         self._method_changed()
 

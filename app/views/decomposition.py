@@ -41,6 +41,18 @@ _ROOMY_PICTURE = 240  # pictures at least this wide leave room for the convergen
 _TITLE = 34           # height of a picture's title line
 
 
+def scales_of(X, L, S, table: bool) -> tuple:
+    """(grey levels of X and L, symmetric levels of S) from the frames given (all, or a probe of
+    a stack on disk, of a run in progress, or of a table's rows in its per-column units of
+    _table_heatmaps.column_units: grey 0 to 1 then). The default mask threshold is the run's own
+    if it has one (``palette.mask_threshold``; frames in data units only)."""
+    lo, hi = (0.0, 1.0) if table else (float(min(X.min(), L.min())), float(max(X.max(), L.max())))
+    smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
+    if smax <= 0:
+        smax = float(np.abs(S).max()) or 1.0
+    return (lo, hi if hi > lo else lo + 1), (-smax, smax)
+
+
 class DecompositionView(BaseView):
     name = "decomposition"
     title = "L + S"
@@ -155,20 +167,11 @@ class DecompositionView(BaseView):
         self._draw_result()
 
     def _set_scales(self, X, L, S, result=None) -> None:
-        """Grey levels of X and L, the symmetric scale of S and the default mask threshold, from
-        the frames given (all, or a probe of a stack on disk or of a run in progress) and the
-        run's own threshold if it has one (``result``: frames in data units only)."""
-        if self.state.dataset is not None and not self.state.dataset.is_image:
-            lo, hi = 0.0, 1.0   # the per-column units of _table_heatmaps.column_units
-        else:
-            lo, hi = float(min(X.min(), L.min())), float(max(X.max(), L.max()))
-        self.gray_levels = (lo, hi if hi > lo else lo + 1)
-        smax = float(np.percentile(np.abs(S), 99.5)) if S.size else 1.0
-        if smax <= 0:
-            smax = float(np.abs(S).max()) or 1.0
-        self.s_levels = (-smax, smax)
+        """The scales of :func:`scales_of` set on the view."""
+        ds = self.state.dataset
+        self.gray_levels, self.s_levels = scales_of(X, L, S, ds is not None and not ds.is_image)
         self.threshold_box.blockSignals(True)
-        self.threshold_box.setSingleStep(smax / 100)
+        self.threshold_box.setSingleStep(self.s_levels[1] / 100)
         self.threshold_box.setValue(palette.mask_threshold(S, result))
         self.threshold_box.blockSignals(False)
         self.s_bar.setLevels(self.s_levels)
@@ -196,18 +199,26 @@ class DecompositionView(BaseView):
             self.X, self.L, self.S, probe = lazy_stacks(ds, res)
             X, L, S = (np.stack([a[i] for i in probe]) for a in (self.X, self.L, self.S))
         elif not ds.is_image:
-            # A table's columns have units of their own: one column with large numbers set the
-            # grey scale of all and drew the rest nearly black. Each column is shown on its own
-            # range, S in units of that range (what the titles say). The heatmaps are binned
-            # from these (see _bin_region), never copied whole.
-            X, L, S = self.tables.load(ds.source.array if ds.is_lazy else ds.dense(),
-                                       res.arrays["low_rank"], res.arrays["sparse"])
-            self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
+            # Each column on its own range, S in units of it (one column of large numbers drew
+            # the rest black); binned from these (see _table_heatmaps), never copied whole.
+            table = (ds.source.array if ds.is_lazy else ds.dense(), res.arrays["low_rank"], res.arrays["sparse"])
+            self.tables.open(table, lambda probes: self._show_result(res, ds, *probes), self.set_status)
+            return
         else:
-            X = ds.dense()
-            L = np.asarray(res.arrays["low_rank"])
-            S = np.asarray(res.arrays["sparse"])
+            X, L, S = ds.dense(), np.asarray(res.arrays["low_rank"]), np.asarray(res.arrays["sparse"])
             self.X, self.L, self.S = X, L, S
+        self._show_result(res, ds, X, L, S)
+
+    def draw_now(self) -> None:
+        """A table's overview still being made on a worker, made now (an export draws it)."""
+        self.tables.finish()
+
+    def _show_result(self, res, ds, X, L, S) -> None:
+        """Draw ``res`` once its frames (or a table's rows that set its scales) are in."""
+        if res is not self.result() or ds is not self.state.dataset:
+            return   # another result or data set came meanwhile
+        if not ds.is_image:
+            self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
         self._set_scales(X, L, S, res if ds.is_image else None)   # a table's S is per column
         self.mode = "image" if ds.is_image else "table"
         if self.mode == "image":
@@ -220,6 +231,7 @@ class DecompositionView(BaseView):
         self.convergence.show(res.arrays["history_residual"], res.arrays["history_rank"], res.params.get("tol"),
                               conv)
         self.pictures.set_mode(self.mode == "image")
+        self.pictures.set_features(None if ds.is_image else ds.feature_names)
         self._show_frame_controls(self.mode == "image")
         self.panels["mask"].setVisible(True)
         self.frame_slider.blockSignals(True)
@@ -237,6 +249,7 @@ class DecompositionView(BaseView):
 
     def clear(self):
         self.zoom.cancel()
+        self.tables.cancel()
         self.end_live()
         self.pause()
         self._res = None

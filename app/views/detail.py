@@ -20,6 +20,7 @@ from .. import palette
 from . import _derived as der
 from . import _style as st
 from ._binning import Bins, bin_vector, bins_for, fit_picture
+from ._cloud import MenuOnDemandViewBox
 from ._common import Choice, describe_sample, fmt, labelled, title_of
 from ._zoom_bins import SETTLE_MS, Extent, bins_limit
 from .base import BaseView
@@ -48,22 +49,10 @@ class DetailView(BaseView):
         self.current_sample = -1
         self.panels = {}
         self.images = {}
-        for _col, key in enumerate(("original", "reconstruction", "part", "residual")):
-            p = pg.PlotItem()
-            st.style_plot(p)
-            p.invertY(True)
-            p.setAspectLocked(True)
-            p.hideAxis("left")
-            p.hideAxis("bottom")
-            img = pg.ImageItem()
-            p.addItem(img)
-            self.panels[key], self.images[key] = p, img
-            # Equal columns whatever the title lengths (a long title would widen its column).
-            p.setPreferredWidth(10)
-            p.titleLabel.setMinimumWidth(10)
-            p.titleLabel.setPreferredWidth(10)
-        self.signed_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="")
-        self.bar_plot = pg.PlotItem()
+        # The picture panels and their colour bar are made the first time an image data set
+        # needs them: five plots cost more than half of this view's first showing (issue 33.2).
+        self.signed_bar = None
+        self.bar_plot = pg.PlotItem(viewBox=MenuOnDemandViewBox())
         st.style_plot(self.bar_plot)
         self.bars = pg.BarGraphItem(x=[], height=[], width=0.8)
         self.bar_plot.addItem(self.bars)
@@ -80,6 +69,25 @@ class DetailView(BaseView):
         self.bar_plot.getViewBox().sigXRangeChanged.connect(lambda *_: self._bar_timer.start())
         self.bar_plot.getViewBox().sigResized.connect(lambda *_: self._bar_timer.start())
 
+    def _make_image_panels(self):
+        if self.signed_bar is not None:
+            return
+        for _col, key in enumerate(("original", "reconstruction", "part", "residual")):
+            p = pg.PlotItem(viewBox=MenuOnDemandViewBox())
+            st.style_plot(p)
+            p.invertY(True)
+            p.setAspectLocked(True)
+            p.hideAxis("left")
+            p.hideAxis("bottom")
+            img = pg.ImageItem()
+            p.addItem(img)
+            self.panels[key], self.images[key] = p, img
+            # Equal columns whatever the title lengths (a long title would widen its column).
+            p.setPreferredWidth(10)
+            p.titleLabel.setMinimumWidth(10)
+            p.titleLabel.setPreferredWidth(10)
+        self.signed_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="")
+
     def _arrange(self, keys):
         """Lay out the shown picture panels (a hidden item would still hold its grid cell) in the
         grid that shows them largest, the colour bar of the signed ones after them; or the bar
@@ -92,7 +100,9 @@ class DetailView(BaseView):
         if (keys, rows, cols) == getattr(self, "_arranged", None):
             return
         lay = self.figure.ci
-        for p in (*self.panels.values(), self.bar_plot, self.signed_bar):
+        if keys:
+            self._make_image_panels()
+        for p in (*self.panels.values(), self.bar_plot, *([self.signed_bar] if self.signed_bar else [])):
             if p in lay.items:
                 lay.removeItem(p)
             p.setVisible(False)

@@ -11,13 +11,14 @@ import sys
 from collections.abc import Mapping
 from contextlib import contextmanager
 
-from PySide6.QtCore import QCoreApplication, QEvent, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QTimer, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
 from robustcore.methods import methods_for_view
 from robustcore.result import summary_lines
 
 from ..export import export_results as _export_results
+from ..mapped_tables import release as release_mapped
 from ..export import provenance_header
 from ._figure import export_widget
 from ._turns import next_turn
@@ -50,6 +51,8 @@ def view_title(name: str) -> str:
 
 # How long after data, a method or Run the view a result would go to is built (see prepare).
 PREPARE_DELAY_MS = 80
+# How long after the latest drawing the pages of a mapped table are given back.
+RELEASE_AFTER_MS = 1000
 
 
 class ResultViews(QTabWidget):
@@ -102,6 +105,11 @@ class ResultViews(QTabWidget):
         # Speculative work: after the turns that show the data or start the fit, and the paint.
         self._prepare_timer.setInterval(PREPARE_DELAY_MS)
         self._when_drawn = []  # callbacks waiting for the pending drawing
+        # The pages of a mapped table (app.mapped_tables) the drawings read, given back once
+        # the window has drawn for a while: not in the turns of a view's first showing, nor
+        # while its workers still read the table.
+        self._release_timer = QTimer(self, singleShot=True, interval=RELEASE_AFTER_MS)
+        self._release_timer.timeout.connect(release_mapped)
         for name in self.EAGER:
             if name in self._classes:
                 self._create(name)
@@ -324,6 +332,7 @@ class ResultViews(QTabWidget):
             self.setCurrentWidget(v)
             v.ensure_fresh(strict=False)
         waiting, self._when_drawn = self._when_drawn, []
+        self._release_timer.start()   # pages of a mapped table the drawing read
         self.viewsReady.emit()
         for fn in waiting:
             fn()

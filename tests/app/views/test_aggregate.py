@@ -222,23 +222,25 @@ def test_mean_score_per_bin_equals_numpy():
 
 def spread_by_loop(x, y, extent, k):
     """Positions (into x, y: given best first) of the points :func:`agg.spread` keeps, chosen one
-    at a time: rounds that let each spot take PER_SPOT more, best first within a round."""
+    at a time against every point kept so far (no grid): rounds that let each point have
+    PER_SPOT more kept within reach (1/SPOTS of the extent), best first within a round."""
     x0, x1, y0, y1 = extent
-    spots = [(min(int((a - x0) / (x1 - x0) * agg.SPOTS), agg.SPOTS - 1),
-              min(int((b - y0) / (y1 - y0) * agg.SPOTS), agg.SPOTS - 1)) for a, b in zip(x, y)]
-    taken, used, cap = [], {}, agg.PER_SPOT
+    u, v = (x - x0) / (x1 - x0) * agg.SPOTS, (y - y0) / (y1 - y0) * agg.SPOTS
+    taken, cap = [], agg.PER_SPOT
     while len(taken) < min(k, len(x)):
-        for i, s in enumerate(spots):
-            if i not in taken and used.get(s, 0) < cap and len(taken) < k:
+        for i in range(len(x)):
+            if i in taken or len(taken) >= k:
+                continue
+            t = np.array(taken, dtype=np.int64)
+            if np.sum((u[t] - u[i]) ** 2 + (v[t] - v[i]) ** 2 < 1.0) < cap:
                 taken.append(i)
-                used[s] = used.get(s, 0) + 1
         cap += agg.PER_SPOT
     return np.sort(np.array(taken, dtype=np.int64))
 
 
 def test_the_points_kept_are_spread_over_the_picture_best_first():
     """A 15M-row scatter's 500 highest scores sat in one place: a blob of rings. The points kept
-    take at most PER_SPOT per spot until every spot had its turn."""
+    take at most PER_SPOT within a spot's reach until every point had its turn."""
     rng = np.random.default_rng(4)
     n = 200_000
     x, y = rng.normal(size=n), rng.normal(size=n)
@@ -255,10 +257,35 @@ def test_the_points_kept_are_spread_over_the_picture_best_first():
     ref = spread_by_loop(pic.points["x"], pic.points["y"], pic.extent, 500)
     np.testing.assert_array_equal(kept.points["index"], pic.points["index"][ref])
     assert kept.spread and kept.points["index"].size == 500
-    # the blob (in at most four spots: it may straddle a corner) keeps its best few, the rest of
-    # the picture gets the others
+    # the blob (far smaller than a spot's reach) keeps its best few, PER_SPOT more a round, the
+    # rest of the picture gets the others
     inside = np.isin(kept.points["index"], blob)
     assert 0 < inside.sum() <= 4 * agg.PER_SPOT and kept.points["index"][0] == pic.points["index"][0]
     assert np.all(np.diff(kept.points["score"]) <= 0)   # still best first
     assert "500 highest, at most 2 per spot, drawn as points" in agg.describe(kept)
     assert agg.spread(kept, 500) is kept or agg.spread(kept, 600).points["index"].size == 500
+
+
+def test_spread_points_follow_the_data_not_the_grid_rows():
+    """On the outlier map the score grows with y: keeping the best of each grid cell put every
+    point on a cell's top edge, and the points drew the grid's rows. Kept by reach instead,
+    their heights within a grid row are as uneven as the data's, none has more than PER_SPOT
+    others within reach, and they stay best first."""
+    rng = np.random.default_rng(4)
+    n, k = 2000, 500
+    x, y = rng.random(n), rng.random(n)
+    order = np.argsort(-y, kind="stable")                   # best first: the highest y
+    pts = {"index": order, "x": x[order], "y": y[order], "code": np.zeros(n, dtype=np.int64),
+           "flag": np.ones(n, dtype=bool), "score": y[order]}
+    pic = agg.Picture(extent=(0.0, 1.0, 0.0, 1.0), counts=np.zeros((1, 4, 4)), layer_totals=np.zeros(1),
+                      n=n, n_finite=n, in_view=n, points=pts, all_points=False, n_candidates=n, flagged_layer=0)
+    out = agg.spread(pic, k).points
+    assert out["index"].size == k and np.all(np.diff(out["score"]) <= 0)   # best first
+    within_row = (out["y"] * agg.SPOTS) % 1.0
+    share, _ = np.histogram(within_row, bins=5, range=(0, 1))
+    assert share.max() / k < 0.4, share                     # the old choice: all in the top fifth
+    u, v = out["x"] * agg.SPOTS, out["y"] * agg.SPOTS
+    d2 = (u[:, None] - u[None, :]) ** 2 + (v[:, None] - v[None, :]) ** 2
+    assert np.array_equal(out["index"], pts["index"][spread_by_loop(pts["x"], pts["y"], pic.extent, k)])
+    close = (d2 < 1.0).sum(axis=1) - 1   # the others kept within reach of each
+    assert close.max() < 4 * agg.PER_SPOT

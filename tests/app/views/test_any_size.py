@@ -84,6 +84,9 @@ def assert_drawable(view) -> None:
 def shown(views_for, state, name, qtbot):
     views = views_for(state)
     v = views.show_view(name)
+    tables = getattr(v, "tables", None)   # a large table's overview is made on a worker
+    if tables is not None:
+        qtbot.waitUntil(lambda: not tables.loading(), timeout=120000)
     qtbot.wait(250)        # resizes settle: the heatmaps are binned again to the panels' size
     v.grab()               # paint it all (the crash was in GraphicsView.paintEvent)
     return v
@@ -336,3 +339,27 @@ def test_a_table_on_disk_is_binned_in_blocks(views_for, qtbot, tmp_path):
     assert region.rows.binned
     for key, a, how in (("X", X, "mean"), ("L", L, "mean"), ("S", S, "absmax")):
         np.testing.assert_allclose(tiles[key], reference(a, region.rows, region.cols, how), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_a_large_tables_L_S_overview_is_made_off_the_gui_thread(views_for, qtbot, monkeypatch):
+    """Issue 33.2: the overview of a table read every entry on the GUI thread (O(n·d)). Above
+    the size binned at once, the units, probe and overview are made by a worker, and the
+    overview drawn is the same binning of the same values."""
+    import threading
+
+    from app.views import _table_heatmaps as th
+    from app.views._zoom_bins import SYNC_VALUES
+    n = SYNC_VALUES // D + 1_000
+    threads = []
+    real_bin, real_units = th.bin_array, th.column_units
+    monkeypatch.setattr(th, "bin_array", lambda *a, **k: (threads.append(threading.get_ident()), real_bin(*a, **k))[1])
+    monkeypatch.setattr(th, "column_units", lambda *a: (threads.append(threading.get_ident()), real_units(*a))[1])
+    views = views_for(state_of(n, ("pcp",), max_iter=3))
+    v = views.show_view("decomposition")
+    assert v.tables.loading() and v.pictures.shown_region() is None   # nothing read yet on this thread
+    assert "binning" in v.status.text()
+    qtbot.waitUntil(lambda: not v.tables.loading(), timeout=120000)
+    assert threads and threading.get_ident() not in threads
+    assert v.drawn is not None and v.pictures.shown_region().rows.binned
+    assert_tiles_match(v, n, max_iter=3)

@@ -169,3 +169,47 @@ def test_frame_controls_follow_the_data_from_a_table_to_a_video_and_back(views_f
         assert views.show_view("decomposition") is v
         assert v.mode == mode
         assert v.frame_slider.isHidden() == (mode == "table") == v.play_button.isHidden()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(980, 560), (620, 560)], ids=["1280x800 window", "narrow"])
+def test_a_tables_feature_labels_name_columns_and_never_touch(views_for, qtbot, size):
+    """With 12 columns at 1280 x 800 the L + S view's feature labels ran together (numbers at
+    the columns' edges). Each label is a feature's name under its column's centre, every k-th
+    when they do not all fit (the columns' numbers when not even two names fit), and no two
+    labels' rectangles overlap."""
+    from PySide6.QtGui import QImage, QPainter
+
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 2)) @ rng.normal(size=(2, 12)) + 0.01 * rng.normal(size=(400, 12))
+    names = [f"sensor_{j:02d}_reading" for j in range(12)]
+    ds = Dataset(X=X, name="t", feature_names=names)
+    state = AppState()
+    state.set_dataset(ds)
+    state.add_result(get_method("pcp").run(ds, {"max_iter": 20}))
+    state.set_current_method("pcp")
+    v = views_for(state, size=size).show_view("decomposition")
+    qtbot.wait(300)
+    v.grab()
+    shown = [p for p in v.panels.values() if p.getAxis("bottom").isVisible()]
+    assert shown
+    img = QImage(10, 10, QImage.Format.Format_ARGB32)
+    painter = QPainter(img)
+    try:
+        for p in shown:
+            ax = p.getAxis("bottom")
+            specs = ax.generateDrawSpecs(painter)
+            assert specs is not None
+            texts = specs[2]
+            assert len(texts) >= 2
+            assert all(t in names for _r, _f, t in texts) or all(t.isdigit() for _r, _f, t in texts)
+            rects = [r for r, _f, _t in texts]
+            for a, b in zip(rects, rects[1:]):
+                assert not a.intersects(b), ([t for _r, _f, t in texts], a, b)
+            ticks = ax.tickValues(*p.getViewBox().viewRange()[0], ax.width())[0][1]
+            assert all(float(t) % 1.0 == 0.5 for t in ticks)   # under the columns' centres
+    finally:
+        painter.end()

@@ -1,0 +1,124 @@
+"""Large loaded tables held as a read-only mapping of a file of this program, not in the window's
+memory.
+
+A 2,000,000 x 20 table is 305 MB of float64. Received whole from the worker process that loaded
+it, it stayed in the window's own memory for as long as it was open, and went back through the
+pipe at every Run (issue 33.2: the window held 526 MB more with such a table than with 20,000
+rows, against a budget of 300 MB). Instead, the worker that loads a table of at least
+:data:`SPILL_MIN_BYTES` writes it once as a plain ``.npy`` into the window's working folder
+(:func:`app.out_of_core.working_dir`, on disk, removed when the window exits) and maps that file;
+between the processes such an array travels as its file name (:func:`reduce`, used by
+:mod:`app.bulk_pipe`). The window maps it read-only: pages the views read are the page cache's,
+which the system can drop and read again, and the ones they never read cost nothing.
+
+The file is a copy of the program's own, never the user's file: the user may rewrite or truncate
+their file while it is open, and a mapping of a truncated file kills the process at the next read
+(SIGBUS). A copy that has disappeared (the working folder was deleted) is refused with a message
+when a process has to map it again; mappings already made keep their pages.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import tempfile
+import weakref
+
+import numpy as np
+
+__all__ = ["SPILL_MIN_BYTES", "spill", "mapped_file", "reduce", "forget", "release", "PRIVATE_WRITES"]
+
+# Smaller tables stay in memory: writing and mapping a file is not worth it below this.
+SPILL_MIN_BYTES = 64 << 20
+
+# True in the worker process (app.fit_process): a fit may write into its input, and a private
+# (copy-on-write) mapping keeps those writes its own. The window maps read-only, so that nothing
+# there can change a table whose file the workers map again.
+PRIVATE_WRITES = False
+
+_MAPPED: set[str] = set()   # files of ours that this process has mapped
+_MAPPINGS: list = []        # weak references to their np.memmap objects
+
+
+def _open(path: str) -> np.ndarray:
+    if not os.path.isfile(path):
+        raise ValueError(f"the program's copy of the table ({path}) has been removed, so it cannot be "
+                         f"used any more; open the data file again")
+    mm = np.load(path, mmap_mode="c" if PRIVATE_WRITES else "r", allow_pickle=False)
+    _MAPPED.add(os.path.abspath(path))
+    _MAPPINGS[:] = [r for r in _MAPPINGS if r() is not None] + [weakref.ref(mm)]
+    return np.asarray(mm)
+
+
+def release() -> None:
+    """Give back the pages of our mapped tables that this process has read: a view that reads a
+    whole table once (the SPE / T² map projects every sample) left all of it counted in the
+    window's memory. The values stay where they are (the file, and the system's cache of it);
+    a later read maps them again."""
+    if not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    for ref in list(_MAPPINGS):
+        raw = getattr(ref(), "_mmap", None)
+        if raw is not None:
+            try:
+                raw.madvise(mmap.MADV_DONTNEED)
+            except (OSError, ValueError):   # closed, or a platform without it: pages stay
+                pass
+
+
+def _whole_mapping(a: np.ndarray):
+    """The np.memmap of one of our files that ``a`` is all of, or None."""
+    base = a.base
+    while base is not None and not isinstance(base, np.memmap):
+        base = getattr(base, "base", None)
+    if base is None or getattr(base, "filename", None) not in _MAPPED:
+        return None
+    same = (a.shape == base.shape and a.strides == base.strides and a.dtype == base.dtype
+            and a.__array_interface__["data"][0] == base.__array_interface__["data"][0])
+    return base if same else None
+
+
+def mapped_file(a) -> str | None:
+    """The file of ours that array ``a`` maps as a whole, or None (an array in memory, or a part)."""
+    if type(a) is not np.ndarray or a.base is None:
+        return None
+    mm = _whole_mapping(a)
+    return None if mm is None else mm.filename
+
+
+def reduce(obj):
+    """A pickle reduction for an array mapping one of our files as a whole (its file name, which
+    the receiving process maps), or NotImplemented (pickled as usual: bytes)."""
+    path = mapped_file(obj)
+    return NotImplemented if path is None else (_open, (path,))
+
+
+def spill(dataset, folder: str, min_bytes: int = SPILL_MIN_BYTES):
+    """``dataset`` with a dense table of at least ``min_bytes`` moved into a file of ``folder``
+    and mapped from there (in place: the in-memory table is released); others as they are."""
+    X = dataset.X
+    if type(X) is not np.ndarray or X.nbytes < min_bytes or mapped_file(X) is not None:
+        return dataset
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix="table-", suffix=".npy.partial")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.lib.format.write_array(fh, np.ascontiguousarray(X), allow_pickle=False)
+        path = tmp[:-len(".partial")]
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    dataset.X = _open(path)
+    return dataset
+
+
+def forget(dataset) -> None:
+    """Remove the file of ``dataset``'s mapped table (when the window lets the data set go):
+    mappings already made keep their pages, and the disk space is returned once they end."""
+    path = mapped_file(getattr(dataset, "X", None))
+    if path is not None:
+        _MAPPED.discard(path)
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
