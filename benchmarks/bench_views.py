@@ -292,7 +292,7 @@ def zoom_case(views, name: str, meter, repeat: int = 3) -> dict:
     times, gaps, views_n = [], [], []
     drawn = []
     b.drawn.connect(lambda p, lv: drawn.append(p))
-    for k in range(repeat):
+    for _ in range(repeat):
         for ax, ay in centres:
             rng = (ax - w / 2, ax + w / 2, ay - h / 2, ay + h / 2)
             drawn.clear()
@@ -483,7 +483,8 @@ def arrival(big: bool = False, big_only: bool = False):
     zooms = [(name, r) for name, r in results if r.get("zoom")]
     if zooms:
         print("\nZoom into 1 % x 1 % of the framed range (3 places x 3 times): from the range change to "
-              "the re-binned picture of it drawn; then back to the first framing, and to 70 % of the width (a pass over every row).\n")
+              "the re-binned picture of it drawn; then back to the first framing, and to 70 % of the width "
+              "(a pass over every row).\n")
         print("| data | view | waited for the index | zoom: best / median / worst | largest gap while zooming | "
               "samples in view | back to the first framing | its gap | 70 % of the width | its gap |")
         print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
