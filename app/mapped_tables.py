@@ -115,7 +115,9 @@ def spill(dataset, folder: str, min_bytes: int = SPILL_MIN_BYTES):
 def forget(dataset) -> None:
     """Remove the file of ``dataset``'s mapped table (when the window lets the data set go):
     mappings already made keep their pages, and the disk space is returned once they end."""
-    path = mapped_file(getattr(dataset, "X", None))
+    if dataset.is_lazy:   # read from its own file; its X refuses to load the whole table
+        return
+    path = mapped_file(dataset.X)
     if path is not None:
         _MAPPED.discard(path)
         try:
