@@ -167,7 +167,8 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     and rows whose largest |entry| is outside ``_SINGLE_RANGE`` are float64 throughout."""
     # the largest |entry| from the float32 copy when there is one (half the bytes to read;
     # an entry beyond float32's range becomes inf or 0 there, and fails the range test)
-    X32 = X.astype(np.float32) if single else None
+    with np.errstate(over="ignore"):    # an overflow is the range test's to catch, not an error
+        X32 = X.astype(np.float32) if single else None
     size = abs_max(X32) if single else 0.0
     single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
     if not single:
