@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from robustcore._calibration import (BAND, CORE_SPREADS, LOWER_SPREADS, MIN_EXPECTED_FLAGS, QUANTILE_LEVELS,
+from robustcore._calibration import (BAND, CORE_SPREADS, MIN_EXPECTED_FLAGS, QUANTILE_LEVELS,
                                      believed_clean,
                                      bound_levels, calibrate_scores, calibrated_limit, core_cut,
                                      flag_rate_warning, order_statistic_positions, rate_caveat,
@@ -30,13 +30,13 @@ def test_order_statistic_positions_give_numpys_quantiles(n):
     np.testing.assert_allclose(xs[lo] + w * (xs[hi] - xs[lo]), np.quantile(x, lv), rtol=0, atol=1e-15)
 
 
-def test_the_core_cut_is_lower_spreads_of_the_square_root_above_the_median():
+def test_the_core_cut_is_core_spreads_of_the_square_roots_lower_half_above_the_median():
     # scores whose square root is normal N(mu, sigma): sqrt q50 - sqrt q25 = 0.6745 sigma, so the
-    # cut is (mu + LOWER_SPREADS sigma)^2 whatever the upper quartile says
+    # cut is (mu + CORE_SPREADS sigma)^2 whatever the upper quartile says
     mu, sigma = 2.0, 0.1
     q = (mu + sigma * stats.norm.ppf(QUANTILE_LEVELS)) ** 2
     cut, why = core_cut(*q)
-    assert why == "" and cut == pytest.approx((mu + LOWER_SPREADS * sigma) ** 2, rel=1e-12)
+    assert why == "" and cut == pytest.approx((mu + CORE_SPREADS * sigma) ** 2, rel=1e-12)
     assert core_cut(q[0], q[1], 1e6 * q[2])[0] == cut
     assert bound_levels(0.9, 0.01) == pytest.approx((0.9 * (1 - BAND * 0.01), 0.9 * (1 - 0.01 / BAND)))
     # chi-square scores: the core holds all but a sliver of them, and gross outliers cannot
