@@ -11,7 +11,10 @@ the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
 1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``); and (``--study flags``, not a
 ROC-AUC) the share of known inliers each method flags at its stated rate; and
 (``--study calibration``) candidate calibration rules scored on each method's training scores,
-and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection.
+and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection;
+(``--study flag-limits``) every number of core spreads per method, a gap candidate, and what a
+limit inside the band would take on each task outside; (``--study robpca-scale``) ROBPCA's flags
+and ROC-AUC per ``scale``.
 
     python benchmarks/study_outlier_defaults.py --study calibration calibration-heldout --scores /tmp/flag-scores
 """
@@ -578,7 +581,8 @@ def report_flags(res, alpha=0.01):
     for k in flags:
         per = res[k]
         v = np.array([a for a, _ in per.values()])
-        bad = [f"{t} {100 * a:.1f} %" for t, (a, _) in per.items() if not alpha / 3 <= a <= 3 * alpha]
+        rate = ROBPCA_ALPHA if "ROBPCA" in k else alpha     # ROBPCA states its cut-offs' rate
+        bad = [f"{t} {100 * a:.1f} %" for t, (a, _) in per.items() if not rate / 3 <= a <= 3 * rate]
         dev = [auc for t, (_, auc) in per.items() if not t.startswith(("t3 ", "clustered"))]
         label = ("check tasks: " if k.startswith("flags check") else "") + k.split(" | ", 1)[1]
         print(f"| {label} | {v.size} | {100 * np.median(v):.2f} % | {100 * v.max():.2f} % | {len(bad)} | "
@@ -711,7 +715,8 @@ def report_flag_limits(res):
     for kind, title in (("spreads", "the shipped rule with another number of core spreads"),
                         ("gap", "the gap candidate (core continued up to a gap in the tail), by factor")):
         print(f"\n### Tasks outside [α/3, 3α] of 21: {title}\n")
-        print("| method | constant | outside | checks outside | usps-1-vs-8: outliers caught, inliers flagged | which |")
+        print("| method | constant | outside | checks outside | usps-1-vs-8: outliers caught, inliers flagged "
+              "| which |")
         print("|---|---|---|---|---|---|")
         for k in keys:
             _, kd, label, c = k.split(" | ")
@@ -732,6 +737,26 @@ def report_flag_limits(res):
         rng = f"{min(ok):g}-{max(ok):g} ({len(ok)} of {len(SPREAD_GRID)})" if ok else "none"
         print(f"| {label} | {name} | {100 * share:.2f} % | {100 * need[0]:.1f}-{100 * need[1]:.1f} % | "
               f"{100 * frac:.0f} % | {rng} | {'yes' if warned else 'no'} |")
+
+
+def study_robpca_scale(tables, alpha=0.01):
+    """ROBPCA's ``scale`` (a model change, not a limit): per scaling, the share of known inliers
+    its ``predict`` flags at its own rate (ROBPCA_ALPHA) on the 21 target tasks and the checks,
+    and the ROC-AUC of its score (development tables subsampled as in study_flags)."""
+    import robustcore as rc
+    out = {}
+    for name, fam, _c, X, y in list(tables) + synthetic_tasks() + check_tasks():
+        X, y = _subsample(X, y)
+        for sc in ("none", "auto", "standard", "robust"):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = rc.ROBPCA(random_state=0, scale=sc).fit(X)
+                flagged = est.predict(X) == -1
+                auc = outlier_metrics(y, -est.score_samples(X))["roc_auc"]
+            key = f"flags | ROBPCA scale={sc}" if fam != "check" else f"flags check | ROBPCA scale={sc}"
+            out.setdefault(key, {})[name] = (float(flagged[y == 0].mean()), float(auc))
+        print(f"  robpca scale: {name}", file=sys.stderr, flush=True)
+    return out
 
 
 def study_rank_average(tables):
@@ -756,7 +781,8 @@ def study_rank_average(tables):
     return out
 
 
-STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "rank-average": study_rank_average, "calibration": study_calibration,
+STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "robpca-scale": study_robpca_scale,
+           "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
            "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
            "pcp": study_pcp, "joint": study_joint,

@@ -19,9 +19,9 @@ that each need only what the step before gave:
    already left the gross outliers out (Coherence Pursuit's bounding rows, ``trimmed``), the
    upper half is an inlier's and more faithful to a long tail of inliers: ``cut = (m +
    CORE_SPREADS * s)^3`` on cube roots (close to normal for a chi-square-like score, Wilson
-   and Hilferty), ``s = (q75^(1/3) - q50^(1/3)) / 0.6745``. One number of spreads for both. Gross outliers beyond the cut
-   cannot widen the limits meant to flag them. The caller counts the share ``f`` of training
-   scores up to the cut (one pass).
+   and Hilferty), ``s = (q75^(1/3) - q50^(1/3)) / 0.6745``. One number of spreads for both.
+   Gross outliers beyond the cut cannot widen the limits meant to flag them. The caller
+   counts the share ``f`` of training scores up to the cut (one pass).
 2. **Bounds, distribution-free** (:func:`bound_levels`). The limit may flag no more than
    ``BAND * alpha`` of the core: ``low`` is the training quantile at level
    ``f * (1 - BAND * alpha)`` (inside the core). And it may not flag less than ``alpha / BAND``
