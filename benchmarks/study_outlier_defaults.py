@@ -310,10 +310,16 @@ def study_flags(tables, alpha=0.01):
     (the 21 target tasks; the check tasks under "check | "). The first element of each entry
     is that share (not a ROC-AUC); the second the ROC-AUC of the score, which the calibration
     must not move."""
+    return _flag_shares(tables, FLAG_METHODS, "flags")
+
+
+def _flag_shares(tables, makers, what):
+    """{"flags | label" or "flags check | label": {task: (share of known inliers flagged by
+    ``predict``, ROC-AUC of the score)}} for every estimator maker, on study_flags' tasks."""
     out = {}
     for name, fam, _c, X, y in list(tables) + synthetic_tasks() + check_tasks():
         X, y = _subsample(X, y)
-        for label, make in FLAG_METHODS.items():
+        for label, make in makers.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est = make().fit(X)
@@ -321,7 +327,7 @@ def study_flags(tables, alpha=0.01):
                 auc = outlier_metrics(y, -est.score_samples(X))["roc_auc"]
             key = f"flags | {label}" if fam != "check" else f"flags check | {label}"
             out.setdefault(key, {})[name] = (float(flagged[y == 0].mean()), float(auc))
-        print(f"  flags: {name}", file=sys.stderr, flush=True)
+        print(f"  {what}: {name}", file=sys.stderr, flush=True)
     return out
 
 
@@ -744,19 +750,9 @@ def study_robpca_scale(tables, alpha=0.01):
     its ``predict`` flags at its own rate (ROBPCA_ALPHA) on the 21 target tasks and the checks,
     and the ROC-AUC of its score (development tables subsampled as in study_flags)."""
     import robustcore as rc
-    out = {}
-    for name, fam, _c, X, y in list(tables) + synthetic_tasks() + check_tasks():
-        X, y = _subsample(X, y)
-        for sc in ("none", "auto", "standard", "robust"):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                est = rc.ROBPCA(random_state=0, scale=sc).fit(X)
-                flagged = est.predict(X) == -1
-                auc = outlier_metrics(y, -est.score_samples(X))["roc_auc"]
-            key = f"flags | ROBPCA scale={sc}" if fam != "check" else f"flags check | ROBPCA scale={sc}"
-            out.setdefault(key, {})[name] = (float(flagged[y == 0].mean()), float(auc))
-        print(f"  robpca scale: {name}", file=sys.stderr, flush=True)
-    return out
+    makers = {f"ROBPCA scale={sc}": (lambda sc=sc: rc.ROBPCA(random_state=0, scale=sc))
+              for sc in ("none", "auto", "standard", "robust")}
+    return _flag_shares(tables, makers, "robpca scale")
 
 
 def study_rank_average(tables):
