@@ -54,8 +54,8 @@ For Coherence Pursuit's trimmed rows it was worse (9 against 8; mammography 11 %
 lower core of the cube root, tried first, failed the Gaussian checks from 7 spreads on.
 
 Why one number of spreads (benchmarks/results_outliers.md, "Flags at their stated rate, round
-4"; ``--study flag-limits``): the trimmed core had kept round 2's 6 spreads. From 7 to 16
-spreads of the cube root it leaves one development task fewer outside for Coherence Pursuit
+4"; ``--study flag-limits``): the trimmed core had kept round 2's 6 spreads. From 7 spreads of
+the cube root on (7-200 scanned) it leaves one development task fewer outside for Coherence Pursuit
 (mammography: 4.3 % flagged at 6 spreads, inside at 7 and more), the check tasks and
 usps-1-vs-8's 42 eights unchanged; 9.5, the lower core's own number, is inside that range.
 The same scan shows no number of spreads, for either core, that brings Coherence Pursuit, PCP
