@@ -658,7 +658,7 @@ def study_flag_limits(tables, alpha=0.01, scores=None):
         arrays = cache_scores(tasks + [_usps_demo()], scores)
     fits = _fits(arrays)
 
-    def run(label, limit_of):
+    def run(label, limit_of, every_row=False):
         a = ROBPCA_ALPHA if label == "ROBPCA" else alpha
         res = {}
         for (name, fam), t in fits.items():
@@ -666,7 +666,7 @@ def study_flag_limits(tables, alpha=0.01, scores=None):
                 continue
             d, y = t[label], t["y"]
             nom = None if np.isnan(float(d["nom"])) else float(d["nom"])
-            lim = limit_of(d["s"][d["rows"]], nom, a)
+            lim = limit_of(d["s"] if every_row else d["s"][d["rows"]], nom, a)
             res[(name, fam)] = (float(np.mean(d["s"][~y] > lim)), int(np.sum(d["s"][y] > lim)), int(y.sum()))
         return a, res
 
@@ -691,6 +691,12 @@ def study_flag_limits(tables, alpha=0.01, scores=None):
             a, res = run(label, lambda s, nom, a, fac=fac: gap_limit(s, nom, a, factor=fac))
             out, checks, usps = summary(label, a, res)
             rows[f"limits | gap | {label} | {fac:g}"] = (len(out), checks, usps, out)
+    # Coherence Pursuit's limit from every row (not its bounding rows), with every row's core
+    for c in SPREAD_GRID:
+        kw = _one_rule("PCA", c)
+        a, res = run("CoP", lambda s, nom, a, kw=kw: candidate_limit(s, nom, a, **kw), every_row=True)
+        out, checks, usps = summary("CoP", a, res)
+        rows[f"limits | spreads | CoP, every row | {c:g}"] = (len(out), checks, usps, out)
     # per task outside at the shipped rule: which constants would do, and what the limit must flag
     for label in LIMIT_METHODS:
         a, res = run(label, lambda s, nom, a, label=label: calibrate_scores_shipped(s, nom, a, label))
