@@ -231,7 +231,6 @@ def _binary_templates(seed, n_in=4000, n_out=200, d=20):
     return X, np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", [7, 8])
 def test_tied_scores_are_flagged_at_the_rate_or_the_run_says_not(seed):
     """Issue 35 point 3, "and the run says when it is not", on binary columns (ties at every
