@@ -11,7 +11,10 @@ the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
 1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``); and (``--study flags``, not a
 ROC-AUC) the share of known inliers each method flags at its stated rate; and
 (``--study calibration``) candidate calibration rules scored on each method's training scores,
-and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection.
+and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection;
+(``--study flag-limits``) every number of core spreads per method, a gap candidate, and what a
+limit inside the band would take on each task outside; (``--study robpca-scale``) ROBPCA's flags
+and ROC-AUC per ``scale``.
 
     python benchmarks/study_outlier_defaults.py --study calibration calibration-heldout --scores /tmp/flag-scores
 """
@@ -307,10 +310,16 @@ def study_flags(tables, alpha=0.01):
     (the 21 target tasks; the check tasks under "check | "). The first element of each entry
     is that share (not a ROC-AUC); the second the ROC-AUC of the score, which the calibration
     must not move."""
+    return _flag_shares(tables, FLAG_METHODS, "flags")
+
+
+def _flag_shares(tables, makers, what):
+    """{"flags | label" or "flags check | label": {task: (share of known inliers flagged by
+    ``predict``, ROC-AUC of the score)}} for every estimator maker, on study_flags' tasks."""
     out = {}
     for name, fam, _c, X, y in list(tables) + synthetic_tasks() + check_tasks():
         X, y = _subsample(X, y)
-        for label, make in FLAG_METHODS.items():
+        for label, make in makers.items():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 est = make().fit(X)
@@ -318,7 +327,7 @@ def study_flags(tables, alpha=0.01):
                 auc = outlier_metrics(y, -est.score_samples(X))["roc_auc"]
             key = f"flags | {label}" if fam != "check" else f"flags check | {label}"
             out.setdefault(key, {})[name] = (float(flagged[y == 0].mean()), float(auc))
-        print(f"  flags: {name}", file=sys.stderr, flush=True)
+        print(f"  {what}: {name}", file=sys.stderr, flush=True)
     return out
 
 
@@ -409,7 +418,7 @@ def candidate_limit(s, nominal, alpha, *, scale="cbrt", spread="q75", spreads=6.
     clipped to the core's quantiles at 1 - band alpha and 1 - alpha / band, or with no nominal
     limit the core's quantile at 1 - alpha. The shipped rule (robustcore._calibration) is
     scale="sqrt", spread="q25", spreads=9.5 for every row, and scale="cbrt", spread="q75",
-    spreads=6 for Coherence Pursuit's trimmed rows, band 1.5 (the study's row through
+    spreads=9.5 for Coherence Pursuit's trimmed rows, band 1.5 (the study's row through
     robustcore itself checks that they agree)."""
     x = {"cbrt": np.cbrt, "sqrt": np.sqrt, "log": lambda v: np.log(np.maximum(v, 1e-300))}[scale](s)
     q10, q25, q50, q75, q90 = np.quantile(x, [0.1, 0.25, 0.5, 0.75, 0.9])
@@ -578,12 +587,178 @@ def report_flags(res, alpha=0.01):
     for k in flags:
         per = res[k]
         v = np.array([a for a, _ in per.values()])
-        bad = [f"{t} {100 * a:.1f} %" for t, (a, _) in per.items() if not alpha / 3 <= a <= 3 * alpha]
+        rate = ROBPCA_ALPHA if "ROBPCA" in k else alpha     # ROBPCA states its cut-offs' rate
+        bad = [f"{t} {100 * a:.1f} %" for t, (a, _) in per.items() if not rate / 3 <= a <= 3 * rate]
         dev = [auc for t, (_, auc) in per.items() if not t.startswith(("t3 ", "clustered"))]
         label = ("check tasks: " if k.startswith("flags check") else "") + k.split(" | ", 1)[1]
         print(f"| {label} | {v.size} | {100 * np.median(v):.2f} % | {100 * v.max():.2f} % | {len(bad)} | "
               f"{', '.join(bad) or '-'} | {np.mean(dev):.4f} |")
     report_calibration(res, alpha)
+
+
+# -- issue 35, round 4: can ANY limit on the scores reach the target? (development only) ---------
+
+# The constants scanned: robust spreads of the core above the median (square root and lower
+# half for every row; cube root and upper half for Coherence Pursuit's trimmed rows).
+SPREAD_GRID = (2.5, 3, 4, 5, 6, 7, 8, 9, 9.5, 10, 11, 12, 14, 16, 20, 25, 30, 40, 50, 70, 100, 150, 200)
+# The methods whose shipped limits leave tasks outside the band, and the one that meets it.
+LIMIT_METHODS = ("PCA", "CoP", "PCP", "ROBPCA")
+
+
+def _one_rule(label, spreads):
+    """The shipped rule of robustcore._calibration with another number of core spreads (the
+    form of ``candidate_limit`` that the calibration study checks against the shipped code)."""
+    if label == "CoP":
+        return dict(scale="cbrt", spread="q75", spreads=spreads)
+    return dict(scale="sqrt", spread="q25", spreads=spreads)
+
+
+def gap_limit(s, nominal, alpha, *, spreads=9.5, factor=8.0, band=1.5):
+    """A candidate that looks at the tail's shape, not only its width: past the core of
+    ``spreads`` lower-half spreads of the square root, the core goes on up the sorted scores
+    until a gap, i.e. a normalised spacing of the log score, k (log x_(i+1) - log x_(i)) with k
+    rows above (Renyi: about exponential and alike along a smooth tail), ``factor`` times the
+    median spacing between the median and the core's end. A long tail of inliers has no such
+    gap and stays in the core; a bump of outliers apart from the inliers starts after one."""
+    x = np.sort(np.sqrt(np.asarray(s, float)))
+    n = x.size
+    q25, m = np.quantile(x, [0.25, 0.5])
+    b = m + spreads * (m - q25) / _Z75
+    i0 = int(np.searchsorted(x, b, side="right"))
+    end = n - 1
+    if 0 < i0 < n:
+        lx = np.log(np.maximum(x, 1e-300))
+        D = (n - 1 - np.arange(n - 1)) * np.diff(lx)
+        im = int(np.searchsorted(x, m))
+        ref = np.median(D[im:i0]) if i0 > im + 5 else np.median(D[im:])
+        big = np.nonzero(D[i0 - 1:] > factor * ref)[0]
+        end = i0 - 1 + int(big[0]) if big.size else n - 1
+    elif i0 == 0:
+        end = 0
+    f = (end + 1) / n
+    if nominal is None:
+        return float(np.quantile(s, f * (1 - alpha)))
+    low, high = np.quantile(s, [f * (1 - band * alpha), f * (1 - alpha / band)])
+    return min(max(nominal, low), high)
+
+
+def study_flag_limits(tables, alpha=0.01, scores=None):
+    """Issue 35, round 4, on the training scores of the calibration study (development +
+    synthetic, checks, usps-1-vs-8; never held-out data): (1) per method, the tasks outside
+    [a / 3, 3 a] for every number of core spreads in SPREAD_GRID, with the guards; (2) per task
+    outside at the shipped rule, the spreads that would put it inside, and the share of ALL rows
+    its limit must flag for that; (3) the gap candidate; (4) whether a run with the known
+    outliers warns (robustcore._calibration.flag_rate_warning on ``predict``'s flags) on each
+    task outside. Returns printable rows under "limits | ..." keys."""
+    from robustcore._calibration import flag_rate_warning
+    if scores and os.path.exists(scores):
+        arrays = dict(np.load(scores))
+    else:
+        tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
+        arrays = cache_scores(tasks + [_usps_demo()], scores)
+    fits = _fits(arrays)
+
+    def run(label, limit_of, every_row=False):
+        a = ROBPCA_ALPHA if label == "ROBPCA" else alpha
+        res = {}
+        for (name, fam), t in fits.items():
+            if label not in t or "s" not in t[label]:
+                continue
+            d, y = t[label], t["y"]
+            nom = None if np.isnan(float(d["nom"])) else float(d["nom"])
+            lim = limit_of(d["s"] if every_row else d["s"][d["rows"]], nom, a)
+            res[(name, fam)] = (float(np.mean(d["s"][~y] > lim)), int(np.sum(d["s"][y] > lim)), int(y.sum()))
+        return a, res
+
+    def summary(label, a, res):
+        tgt = {k: v for k, v in res.items() if k[1] not in ("check", "usps")}
+        out = [f"{k[0]} {100 * v[0]:.2f} %" for k, v in tgt.items() if not a / 3 <= v[0] <= 3 * a]
+        checks = sum(not a / 3 <= v[0] <= 3 * a for k, v in res.items() if k[1] == "check")
+        usps = next((v for k, v in res.items() if k[1] == "usps"), None)
+        return out, checks, usps
+
+    rows = {}
+    inside = {}
+    for label in LIMIT_METHODS:
+        for c in SPREAD_GRID:
+            kw = _one_rule(label, c)
+            a, res = run(label, lambda s, nom, a, kw=kw: candidate_limit(s, nom, a, **kw))
+            out, checks, usps = summary(label, a, res)
+            rows[f"limits | spreads | {label} | {c:g}"] = (len(out), checks, usps, out)
+            for k, v in res.items():
+                inside.setdefault((label, k), []).append((c, a / 3 <= v[0] <= 3 * a))
+        for fac in (3.0, 5.0, 8.0, 12.0, 20.0):
+            a, res = run(label, lambda s, nom, a, fac=fac: gap_limit(s, nom, a, factor=fac))
+            out, checks, usps = summary(label, a, res)
+            rows[f"limits | gap | {label} | {fac:g}"] = (len(out), checks, usps, out)
+    # Coherence Pursuit's limit from every row (not its bounding rows), with every row's core
+    for c in SPREAD_GRID:
+        kw = _one_rule("PCA", c)
+        a, res = run("CoP", lambda s, nom, a, kw=kw: candidate_limit(s, nom, a, **kw), every_row=True)
+        out, checks, usps = summary("CoP", a, res)
+        rows[f"limits | spreads | CoP, every row | {c:g}"] = (len(out), checks, usps, out)
+    # per task outside at the shipped rule: which constants would do, and what the limit must flag
+    for label in LIMIT_METHODS:
+        a, res = run(label, lambda s, nom, a, label=label: calibrate_scores_shipped(s, nom, a, label))
+        for (name, fam), (share, _c, _n) in res.items():
+            if fam in ("check", "usps") or a / 3 <= share <= 3 * a:
+                continue
+            t = fits[(name, fam)]
+            y, s = t["y"], t[label]["s"]
+            hi_lim, lo_lim = np.quantile(s[~y], [1 - a / 3, 1 - 3 * a])
+            need = (float(np.mean(s > hi_lim)), float(np.mean(s > lo_lim)))
+            ok = [c for c, good in inside[(label, (name, fam))] if good]
+            fl = t[label]["predict"]
+            warned = flag_rate_warning(fl, a, known_outliers=y) is not None
+            rows[f"limits | task | {label} | {name}"] = (share, need, ok, float(y.mean()), warned)
+    return rows
+
+
+def calibrate_scores_shipped(s, nominal, alpha, label):
+    """The shipped rule itself (robustcore._calibration), as ``predict`` applies it."""
+    from robustcore._calibration import calibrate_scores
+    return calibrate_scores(s, nominal, alpha, trimmed=label == "CoP").limit
+
+
+def report_flag_limits(res):
+    keys = [k for k in res if k.startswith("limits | ")]
+    if not keys:
+        return
+    for kind, title in (("spreads", "the shipped rule with another number of core spreads"),
+                        ("gap", "the gap candidate (core continued up to a gap in the tail), by factor")):
+        print(f"\n### Tasks outside [α/3, 3α] of 21: {title}\n")
+        print("| method | constant | outside | checks outside | usps-1-vs-8: outliers caught, inliers flagged "
+              "| which |")
+        print("|---|---|---|---|---|---|")
+        for k in keys:
+            _, kd, label, c = k.split(" | ")
+            if kd != kind:
+                continue
+            n_out, checks, usps, which = res[k]
+            u = f"{usps[1]} of {usps[2]}, {100 * usps[0]:.1f} %" if usps else "-"
+            print(f"| {label} | {c} | {n_out} | {checks} | {u} | {', '.join(which) or '-'} |")
+    print("\n### Each task outside at the shipped rule: what a limit would need\n")
+    print("| method | task | share flagged | share of ALL rows a limit in the band flags | outliers in the table "
+          "| spreads that would put it inside | a run with the known outliers warns |")
+    print("|---|---|---|---|---|---|---|")
+    for k in keys:
+        _, kd, label, name = k.split(" | ")
+        if kd != "task":
+            continue
+        share, need, ok, frac, warned = res[k]
+        rng = f"{min(ok):g}-{max(ok):g} ({len(ok)} of {len(SPREAD_GRID)})" if ok else "none"
+        print(f"| {label} | {name} | {100 * share:.2f} % | {100 * need[0]:.1f}-{100 * need[1]:.1f} % | "
+              f"{100 * frac:.0f} % | {rng} | {'yes' if warned else 'no'} |")
+
+
+def study_robpca_scale(tables, alpha=0.01):
+    """ROBPCA's ``scale`` (a model change, not a limit): per scaling, the share of known inliers
+    its ``predict`` flags at its own rate (ROBPCA_ALPHA) on the 21 target tasks and the checks,
+    and the ROC-AUC of its score (development tables subsampled as in study_flags)."""
+    import robustcore as rc
+    makers = {f"ROBPCA scale={sc}": (lambda sc=sc: rc.ROBPCA(random_state=0, scale=sc))
+              for sc in ("none", "auto", "standard", "robust")}
+    return _flag_shares(tables, makers, "robpca scale")
 
 
 def study_rank_average(tables):
@@ -608,7 +783,8 @@ def study_rank_average(tables):
     return out
 
 
-STUDIES = {"flags": study_flags, "rank-average": study_rank_average, "calibration": study_calibration,
+STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "robpca-scale": study_robpca_scale,
+           "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
            "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
            "pcp": study_pcp, "joint": study_joint,
@@ -640,9 +816,10 @@ def loto(res, keys, current):
 
 def report(res):
     report_flags(res)
+    report_flag_limits(res)
     groups = {}
     for k in res:
-        if k.startswith(("flags | ", "flags check | ", "calibration | ", "held-out | ")):
+        if k.startswith(("flags | ", "flags check | ", "calibration | ", "held-out | ", "limits | ")):
             continue
         head = k.split(" | ")[0]
         groups.setdefault(head + (" rank" if "joint" not in head and any(r in k for r in RANK_RULES) else ""),
@@ -685,7 +862,7 @@ def main(argv=None):
         tables = development()
         res = {}
         for s in args.study:
-            if s.startswith("calibration") and args.scores:
+            if (s.startswith("calibration") or s == "flag-limits") and args.scores:
                 os.makedirs(args.scores, exist_ok=True)
                 npz = os.path.join(args.scores, "heldout.npz" if s.endswith("heldout") else "dev.npz")
                 res.update(STUDIES[s](tables, scores=npz))

@@ -13,15 +13,15 @@ that each need only what the step before gave:
 
 1. **The robust core** (:func:`core_cut`, from the training quantiles at QUANTILE_LEVELS).
    Outliers sit at the top of the scores, so the core's spread comes from their LOWER half:
-   the core is every score up to ``cut = (m + LOWER_SPREADS * s)^2``, with ``m`` the median
+   the core is every score up to ``cut = (m + CORE_SPREADS * s)^2``, with ``m`` the median
    of the square roots (the scores are squared distances) and ``s = (q50^(1/2) -
    q25^(1/2)) / 0.6745``; it holds with up to half of the rows outlying. When the caller has
    already left the gross outliers out (Coherence Pursuit's bounding rows, ``trimmed``), the
    upper half is an inlier's and more faithful to a long tail of inliers: ``cut = (m +
    CORE_SPREADS * s)^3`` on cube roots (close to normal for a chi-square-like score, Wilson
-   and Hilferty), ``s = (q75^(1/3) - q50^(1/3)) / 0.6745``. Gross outliers beyond the cut
-   cannot widen the limits meant to flag them. The caller counts the share ``f`` of training
-   scores up to the cut (one pass).
+   and Hilferty), ``s = (q75^(1/3) - q50^(1/3)) / 0.6745``. One number of spreads for both.
+   Gross outliers beyond the cut cannot widen the limits meant to flag them. The caller
+   counts the share ``f`` of training scores up to the cut (one pass).
 2. **Bounds, distribution-free** (:func:`bound_levels`). The limit may flag no more than
    ``BAND * alpha`` of the core: ``low`` is the training quantile at level
    ``f * (1 - BAND * alpha)`` (inside the core). And it may not flag less than ``alpha / BAND``
@@ -53,7 +53,15 @@ spreads (9 and fewer: more tasks; 10.5 and more: it took the Gaussian check task
 For Coherence Pursuit's trimmed rows it was worse (9 against 8; mammography 11 %), and the
 lower core of the cube root, tried first, failed the Gaussian checks from 7 spreads on.
 
-The constants of the trimmed core (benchmarks/results_outliers.md, "One calibration rule": chosen on the 15
+Why one number of spreads (benchmarks/results_outliers.md, "Flags at their stated rate, round
+4"; ``--study flag-limits``): the trimmed core had kept round 2's 6 spreads. From 7 spreads of
+the cube root on (7-200 scanned) it leaves one development task fewer outside for Coherence Pursuit
+(mammography: 4.3 % flagged at 6 spreads, inside at 7 and more), the check tasks and
+usps-1-vs-8's 42 eights unchanged; 9.5, the lower core's own number, is inside that range.
+The same scan shows no number of spreads, for either core, that brings Coherence Pursuit, PCP
+or ROBPCA to 2 tasks outside: the tasks each needs lie on opposite sides.
+
+The form of the trimmed core (benchmarks/results_outliers.md, "One calibration rule": chosen on the 15
 development tables and six synthetic tasks, heavy-tailed and clustered, only; ``python
 benchmarks/study_outlier_defaults.py --study calibration``): among cores of 2.5-6 spreads of
 the log or cube-root score, spreads from the upper quartile, the lower one or the smaller, the
@@ -78,19 +86,18 @@ import numpy as np
 
 from ._mad import Z75 as _Z75
 
-__all__ = ["CORE_SPREADS", "LOWER_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "MIN_EXPECTED_FLAGS", "WIDE_TAIL",
+__all__ = ["CORE_SPREADS", "BAND", "WARN_FACTOR", "QUANTILE_LEVELS", "MIN_EXPECTED_FLAGS", "WIDE_TAIL",
            "order_statistic_positions", "core_cut", "bound_levels", "calibrated_limit", "calibrate",
            "calibrate_scores", "Calibration", "uncalibrated", "rate_caveat", "flag_rate_warning",
            "believed_clean", "rate_limit"]
 
 _CBRT_MAX = float(np.cbrt(np.finfo(np.float64).max))
-# Rows already trimmed of gross outliers (Coherence Pursuit's bounding rows): the core ends this
-# many robust spreads of the cube-root score, from its upper half, above its median.
-CORE_SPREADS = 6.0
-# Every row (PCA, SPE/T², PCP): the core ends this many robust spreads of the square-root score,
-# from its LOWER half, above its median (issue 35: with a third of the rows outlying, the upper
-# quartile is an outlier's and the core took them in).
-LOWER_SPREADS = 9.5
+# The core ends this many robust spreads above the median: of the square-root score with the
+# spread from its LOWER half for every row (PCA, SPE/T², PCP, ROBPCA; issue 35: with a third of
+# the rows outlying, the upper quartile is an outlier's and the core took them in), of the
+# cube-root score with the spread from its upper half for rows already trimmed of gross
+# outliers (Coherence Pursuit's bounding rows).
+CORE_SPREADS = 9.5
 # The calibrated limit flags between alpha / BAND and BAND * alpha of the core.
 BAND = 1.5
 # The training quantiles that define the core (step 1).
@@ -147,7 +154,7 @@ def core_cut(q25: float, q50: float, q75: float, *, trimmed: bool = False) -> tu
         if not spread > 0.0:
             return None, ("the training scores take too few distinct values for a robust spread "
                           "(their 25 % quantile equals the median)")
-        top = a + LOWER_SPREADS * spread
+        top = a + CORE_SPREADS * spread
         return (top * top if top < math.sqrt(np.finfo(np.float64).max) else math.inf), ""
     # From the upper quartile alone: with up to a quarter of the rows outlying it is still an
     # inlier's. (A spread from the lower quartile resists more outliers, but it took low-rank

@@ -220,6 +220,43 @@ def test_a_run_with_known_outliers_shows_the_fits_caveat_in_its_summary():
     assert caveat in text and "cannot promise the stated alpha = 1 %" in text
 
 
+def _binary_templates(seed, n_in=4000, n_out=200, d=20):
+    """Tied scores: 20 binary columns, the inliers copies of three random templates with 3 % of
+    their bits flipped, the outliers random bits. A few hundred distinct scores over 4,200 rows,
+    and three clusters that a low-rank model may not all hold."""
+    rng = np.random.default_rng(seed)
+    templates = rng.random((3, d)) < 0.5
+    inl = templates[rng.integers(0, 3, n_in)] ^ (rng.random((n_in, d)) < 0.03)
+    X = np.vstack([inl, rng.random((n_out, d)) < 0.5]).astype(float)
+    return X, np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_tied_scores_are_flagged_at_the_rate_or_the_run_says_not(seed):
+    """Issue 35 point 3, "and the run says when it is not", on binary columns (ties at every
+    quantile; the development tables InternetAds and SpamBase are of this kind). Each method's
+    share of known inliers flagged lies within [alpha / 3, 3 alpha] of the rate it states, or its
+    run's summary says it does not. On these seeds both happen: PCA flags about 45 % of the
+    inliers (its rank leaves one template off the subspace, as Coherence Pursuit's does on the
+    clustered synthetic tasks) and says so, with its caveat of rows beyond the core; PCP and
+    ROBPCA are within the band on one seed and below it, saying so, on another."""
+    X, y = _binary_templates(seed)
+    ds = Dataset(X=X, name="templates", outliers=y)
+    outside = 0
+    for name, alpha in (("pca", ALPHA), ("coherence-pursuit", ALPHA), ("pcp", ALPHA), ("robpca", ROBPCA_ALPHA)):
+        params = {"random_state": 0} if name in ("pcp", "robpca") else {}
+        res = get_method(name).run(ds, params)
+        share = res.flags["outlier"][~y].mean()
+        if alpha / 3 <= share <= 3 * alpha:
+            continue
+        outside += 1
+        said = res.outliers.flag_rate_warning or ""
+        assert "known inliers" in said and ("far below" in said if share < alpha / 3 else "more than" in said), \
+            (name, share, said)
+        assert said in res.warnings
+    assert outside >= 1     # the planted data do reach the warning (PCA's 45 %)
+
+
 # -- ROBPCA: the paper's cut-offs, calibrated by the same rule at their own rate -------------------
 
 ROBPCA_ALPHA = 1.0 - CRIT          # each cut-off's false-alarm rate, what "auto" states
