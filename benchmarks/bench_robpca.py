@@ -22,10 +22,15 @@ planted inliers each flags. The rank is given (n_components = the planted rank) 
 same model; robpy's rule for k differs from the paper's (no l_k / l_1 test, no kmax).
 
     python benchmarks/bench_robpca.py --robpy /tmp/robpy_venv/bin/python [--repeat 3] [--blas 1,default]
+
+``--threads-check``: ours alone, the one-BLAS-thread mode (every BLAS thread variable set to 1)
+and the default mode interleaved round by round in one race, so that the drift of a shared
+machine between the two modes' races cannot pass for a difference between the modes.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -106,12 +111,29 @@ def section(shape, mode, a, tmp):
     return lines + [""], cs
 
 
+def threads_check(shape, a, tmp):
+    """Markdown lines: ours in both BLAS modes, interleaved (module doc, ``--threads-check``)."""
+    n, d, r = SHAPES[shape]
+    data = os.path.join(tmp, f"{shape}.npy")
+    np.save(data, make(n, d, r)[0])
+    answers = {w: os.path.join(tmp, f"{shape}-{w}.npz") for w in ("ours", "robpy")}
+    ours = contenders(data, answers, r, a.robpy)[1]
+    one = dataclasses.replace(ours, name="ours, BLAS variables 1", env={v: "1" for v in _bench.BLAS_VARS})
+    default = dataclasses.replace(ours, name="ours, default")
+    runs = _bench.race([one, default], a.repeat, "default", timeout=1800)
+    return [f"### {shape}: ours with every BLAS thread variable set to 1 against the library default, "
+            f"interleaved; load {_bench.load_span(runs)} (1 min) before the runs", "",
+            *_bench.race_table(runs, "ours, default"), ""], [one, default]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--robpy", required=True, help="the Python of a virtual environment with robpy")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (fresh processes per contender)")
     ap.add_argument("--blas", default="1,default")
     ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--threads-check", action="store_true",
+                    help="only ours, the two BLAS modes interleaved in one race (module doc)")
     a = ap.parse_args()
     print("# bench_robpca\n")
     print(_bench.conditions([f"command: {' '.join(sys.argv)}"]), "\n", flush=True)
@@ -120,6 +142,10 @@ def main():
         for shape in a.shapes.split(","):
             if shape not in SHAPES:
                 ap.error(f"--shapes takes {', '.join(SHAPES)}; got {shape!r}")
+            if a.threads_check:
+                lines, calls = threads_check(shape, a, tmp)
+                print("\n".join(lines), flush=True)
+                continue
             for mode in _bench.blas_modes(a.blas):
                 lines, calls = section(shape, mode, a, tmp)
                 print("\n".join(lines), flush=True)

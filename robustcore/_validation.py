@@ -91,12 +91,17 @@ def magnitude_error(top: float, method: str, fix: str):
     return None
 
 
-def check_finite(X, name: str = "X") -> None:
-    """Raise ``ValueError`` naming the first NaN or infinite entry of ``X`` (dense or CSR)."""
+def check_finite(X, name: str = "X"):
+    """Raise ``ValueError`` naming the first NaN or infinite entry of ``X`` (dense or CSR).
+    Returns the (min, max) of its stored values that it found ((0.0, 0.0) for none), which
+    ``check_magnitude`` of the same X takes as ``bounds`` instead of two more reductions."""
     data = X.data if sp.issparse(X) else X
+    if data.size == 0:
+        return 0.0, 0.0
     # min and max propagate NaN and show an infinity: two reductions, no n x d mask
-    if data.size == 0 or (np.isfinite(data.min()) and np.isfinite(data.max())):
-        return
+    lo, hi = float(data.min()), float(data.max())
+    if np.isfinite(lo) and np.isfinite(hi):
+        return lo, hi
     if sp.issparse(X):
         coo = X.tocoo()
         bad = ~np.isfinite(coo.data)
@@ -111,11 +116,13 @@ def check_finite(X, name: str = "X") -> None:
     raise nonfinite_error(count, i, j, first, name)
 
 
-def check_magnitude(X, *, method: str, fix: str) -> float:
+def check_magnitude(X, *, method: str, fix: str, bounds=None) -> float:
     """Largest |value| of X; refuse values whose squares overflow (or, all of them, underflow),
-    saying what to do instead."""
-    data = X.data if sp.issparse(X) else X
-    top = float(max(-data.min(initial=0.0), data.max(initial=0.0)))   # |X|'s max, no temporary
+    saying what to do instead. ``bounds``: X's (min, max) when known (``check_finite``'s)."""
+    if bounds is None:
+        data = X.data if sp.issparse(X) else X
+        bounds = (data.min(initial=0.0), data.max(initial=0.0))
+    top = float(max(-bounds[0], bounds[1], 0.0))   # |X|'s max, no temporary
     err = magnitude_error(top, method, fix)
     if err is not None:
         raise err

@@ -56,6 +56,9 @@ class OutlierRule:
         if c != "auto":  # a numeric contamination replaces the method's own rule
             return contamination_rule(c)
         a = self.alpha_for(params)
+        if self.cut == "cut-off":   # "auto" flags beyond the cut-offs as calibrated at their own rate
+            return f"{self.text}s calibrated on the training scores (alpha = {a:g}; the paper's " \
+                   f"uncalibrated cut-offs: contamination='{CUTOFFS}')"
         return f"{self.text} (alpha = {a:g})" if a is not None else self.text
 
 

@@ -12,6 +12,8 @@ cut-off sqrt(chi2_k(0.975)) would flag more than the 2.5 % of clean normal sampl
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import special, stats
 
@@ -50,6 +52,13 @@ def trim_factor(delta, k: int):
     delta = np.asarray(delta, dtype=np.float64)
     inner = special.chdtr(k + 2, chi2_ppf(delta, k))
     return np.divide(delta, inner, out=np.ones_like(delta), where=(delta < 1.0) & (inner > 0.0))
+
+
+@functools.lru_cache(maxsize=64)
+def _trim_factor_1(h: int, n: int) -> float:
+    """trim_factor(h / n, 1), the raw univariate MCD's factor: the same for every direction
+    (its special functions cost more than the rest of a direction's scale)."""
+    return float(trim_factor(h / n, 1))
 
 
 def h_size(n: int, alpha: float, k: int) -> int:
@@ -109,20 +118,24 @@ def unimcd_rows(R, h: int):
     # the raw estimate from the best window's sums (values about the median: the window holds
     # it, so its mean is within its spread and the difference keeps its digits)
     loc = s1[rows, best] / h
-    raw_var = (np.einsum("ij,ij->i", S[:, :h], S[:, :h]) + s2[rows, best]) / h - loc * loc
-    raw_var *= trim_factor(h / n, 1)
+    raw_var = (np.vecdot(S[:, :h], S[:, :h]) + s2[rows, best]) / h - loc * loc
+    raw_var *= _trim_factor_1(h, n)
     var = np.zeros(m)
     cnt = np.zeros(m)
     cut = np.sqrt(_CHI2_1_CRIT * np.maximum(raw_var, 0.0))
-    for i in np.flatnonzero(raw_var > 0.0):         # h equal values: an exact fit, scale 0
+    # (Python floats and the arrays' own methods in the loop: a numpy scalar's arithmetic and
+    # the module functions' dispatch cost more than the sums at 10,000 values)
+    below, above = (loc - cut).tolist(), (loc + cut).tolist()
+    for i in np.flatnonzero(raw_var > 0.0).tolist():         # h equal values: an exact fit, scale 0
         row = S[i]
         # the reweighting keeps the values strictly inside (mu - cut, mu + cut)
-        kept = row[np.searchsorted(row, loc[i] - cut[i], "right"):np.searchsorted(row, loc[i] + cut[i], "left")]
-        if kept.size < 2:
+        lo, hi = row.searchsorted(below[i], "right"), row.searchsorted(above[i], "left")
+        if hi - lo < 2:
             continue
-        mu = kept.sum() / kept.size
+        kept = row[lo:hi]
+        mu = float(kept.sum()) / kept.size
         loc[i] = mu
-        var[i] = max(kept @ kept / kept.size - mu * mu, 0.0)
+        var[i] = max(float(kept @ kept) / kept.size - mu * mu, 0.0)
         cnt[i] = kept.size
     scale = np.where(cnt > 0, np.sqrt(var * trim_factor(cnt / n, 1)), 0.0)
     loc += centre

@@ -385,3 +385,25 @@ def test_registry_run_on_octane_draws_its_own_outlier_map():
     assert res.evaluation.roc_auc == 1.0 and "0.025" in res.outliers.rule
     assert res.params["scale"] == "none" and res.subspace.rank_rule == "given"
 
+
+
+@pytest.mark.parametrize("contamination", ["auto", "cutoffs"])
+def test_the_runs_rule_text_says_which_cut_its_flags_follow(contamination):
+    """The default flags beyond the cut-offs as calibrated on the training scores, and its text
+    says so (not the paper's cut-off at 0.975, which is "cutoffs"); each text matches the cut
+    the flags follow."""
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    X = _load("octane.npz")["X"]
+    res = get_method("robpca").run(Dataset(X, name="octane"), {"n_components": 2, "random_state": 0,
+                                                               "contamination": contamination})
+    est, score = res.estimator, res.sample_scores["outlier_score"]
+    rule = res.outliers.rule
+    if contamination == "auto":
+        assert "calibrated on the training scores (alpha = 0.025" in rule and "at 0.975" not in rule
+        assert est.limit_calibration_ is not None
+        np.testing.assert_array_equal(res.flags["outlier"], score > -est.offset_)
+    else:
+        assert "above its cut-off at 0.975, the paper's rule" in rule and "calibrated" not in rule
+        assert est.limit_calibration_ is None and est.offset_ == -1.0
+        np.testing.assert_array_equal(res.flags["outlier"], score > 1.0)
