@@ -139,9 +139,9 @@ PIXEL_RANGES = ((0.0, 1.0, False), (0.0, 255.0, True))
 def one_range(X) -> bool:
     """Whether every value of ``X`` (dense or sparse, non-empty) lies in one of the pixel ranges
     :data:`PIXEL_RANGES` (module doc, "auto")."""
-    lo = float(X.min())
-    if not lo >= min(low for low, _, _ in PIXEL_RANGES):
-        return False        # (below every range, or NaN: no second sweep for the maximum)
+    lo = _minimum_unless_below(X, min(low for low, _, _ in PIXEL_RANGES))
+    if lo is None:
+        return False        # (below every range, or NaN: no sweep for the maximum)
     hi = float(X.max())
     for low, high, whole in PIXEL_RANGES:
         if low <= lo and hi <= high:
@@ -149,6 +149,28 @@ def one_range(X) -> bool:
             if not whole or bool(np.all(np.mod(data, 1.0) == 0.0)):
                 return True
     return False
+
+
+# Rows of a dense table read per step while looking for a value below every pixel range.
+_RANGE_STEP_ENTRIES = 262_144
+
+
+def _minimum_unless_below(X, floor: float):
+    """The smallest value of ``X``, or None as soon as a value below ``floor`` (or a NaN) is
+    seen. A dense table is read in steps of rows: most tables that are not pixels have a
+    negative value in their first rows, and the whole table's minimum was a sweep of it (48 ms
+    of a 1M x 50 Coherence Pursuit fit's 1.6 s). Sparse input: X.min() (its implicit zeros too)."""
+    if hasattr(X, "tocsr") or getattr(X, "ndim", 0) != 2:
+        lo = float(X.min())
+        return lo if lo >= floor else None
+    step = max(1, _RANGE_STEP_ENTRIES // max(X.shape[1], 1))
+    lo = np.inf
+    for s in range(0, X.shape[0], step):
+        m = float(X[s:s + step].min())
+        if not m >= floor:
+            return None
+        lo = min(lo, m)
+    return lo
 
 
 def auto_scaling(how: str, X=None, *, frames: bool = False) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._order_stats import kth_values
-from .._passes import gil_free
+from .._residual import thin_product
 
 __all__ = ["CoherenceBounds", "bounds_block", "decide", "ROUNDING_MARGIN", "MAX_UNDECIDED"]
 
@@ -44,8 +44,8 @@ class CoherenceBounds:
         m = int(np.count_nonzero(w > w.mean()))
         m = max(1, min(m, max(1, d // 4), d - 1))
         self.m = m
-        self.U = np.ascontiguousarray(V[:, :m])
-        self.Ut = np.asfortranarray(self.U.T)        # (m, d), for scipy's product
+        self.Ut_c = np.ascontiguousarray(V[:, :m].T)     # (m, d), and its view (d, m) (thin_product)
+        self.U_f = self.Ut_c.T
         self.lam = w[:m].copy()
         self.weights = np.column_stack([self.lam, np.ones(m)])
         self.tail_hi, self.tail_lo = float(w[m]), float(w[-1])
@@ -63,11 +63,7 @@ def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
     Y = prep(B)
     s = np.einsum("ij,ij->i", Y, Y)
     valid = np.sqrt(s) > cut
-    if gil_free():
-        T = Y @ bounds.U
-    else:
-        from scipy.linalg.blas import dgemm
-        T = dgemm(1.0, bounds.Ut, Y.T).T             # (Uᵀ Yᵀ)ᵀ: Yᵀ is Y's Fortran-ordered view
+    T = thin_product(Y, bounds.Ut_c, bounds.U_f)    # Y U (rows, m)
     np.square(T, out=T)
     w = T @ bounds.weights                           # Σ λ_j (u_jᵀy)², Σ (u_jᵀy)²
     inv = np.divide(1.0, s, out=np.zeros(s.size), where=valid)

@@ -104,3 +104,27 @@ def test_auto_leaves_frames_and_pixel_ranges_unscaled():
     assert PCP(random_state=0).fit(table).scaling_ == "standard"
     counts = np.c_[rng.integers(0, 3, 300), rng.integers(0, 4, 300), rng.integers(0, 5000, 300)].astype(float)
     assert resolve_scaling(counts, "auto") == "standard"
+
+
+def test_pixel_range_test_read_in_steps_agrees_with_the_whole_table(monkeypatch):
+    """one_range stops at the first step of rows holding a value below every pixel range; its
+    answer is the whole table's, wherever that value (or a NaN, or the largest value) sits."""
+    import scipy.sparse as sp
+
+    from robustcore import _scaling
+
+    def whole(X):        # the rule read off the whole table at once
+        lo, hi = float(np.min(X)), float(np.max(X))
+        return bool(lo >= 0 and (hi <= 1 or (hi <= 255 and np.all(np.mod(X, 1) == 0))))
+    monkeypatch.setattr(_scaling, "_RANGE_STEP_ENTRIES", 12)     # steps of 3 rows of 4
+    base = np.random.default_rng(0).integers(0, 256, size=(10, 4)).astype(float)
+    cases = {"pixels": base, "unit": base / 255.0, "fraction": base / 255.0 + 0.5}
+    for row in (0, 5, 9):            # first step, middle, last (partial) step
+        for value in (-1e-300, np.nan, 256.0):
+            X = base.copy()
+            X[row, 3] = value
+            cases[f"{value} at row {row}"] = X
+    for name, X in cases.items():
+        expect = False if np.isnan(X).any() else whole(X)
+        assert _scaling.one_range(X) is expect, name
+        assert _scaling.one_range(sp.csr_matrix(X)) is expect, name

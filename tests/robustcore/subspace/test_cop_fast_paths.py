@@ -249,3 +249,41 @@ def test_fused_passes_keep_the_explicit_residual_where_the_difference_cancels(mo
     want = np.maximum(ref / fast.spe_limit_, np.einsum("ij,ij,j->i", t, t, 1.0 / fast.variances_) / fast.t2_limit_)
     got = -fast.score_samples(X)
     assert np.all(np.abs(got - want) <= 1e-9 * want + floor / fast.spe_limit_)
+
+
+@pytest.mark.parametrize("released", [False, True])
+def test_thin_products_in_either_orientation_give_the_plain_product(released):
+    """The coordinates and residuals of the kernels (robustcore._residual.thin_product, scipy's
+    product with Y's transpose flag or numpy's C Yᵀ where the GIL is released) equal Y Cᵀ and
+    Y - Y Cᵀ C formed in extended precision, on rows that do and do not cancel, float32 rows
+    too; and the bounds pass's products equal the plain ones."""
+    from robustcore._passes import _GilFree
+    from robustcore._residual import thin_product
+    from robustcore.subspace._cop_bounds import CoherenceBounds, bounds_block
+    from robustcore.subspace._cop_passes import _Prep
+    rng = np.random.default_rng(3)
+    Y, C = _rows_that_cancel(rng)
+    Cl, Yl = C.astype(np.longdouble), Y.astype(np.longdouble)
+    kern = ResidualKernel(C, np.zeros(C.shape[1]))
+    with _GilFree(released):
+        T = thin_product(np.ascontiguousarray(Y), kern.C, kern.CT)
+        T2, E = kern.residuals(Y)
+        T3, spe = kern(Y.astype(np.float32))
+        G = Y.T @ Y
+        bnd = CoherenceBounds(G / np.trace(G))
+        out = bounds_block(Y, 0, _Prep(None, np.zeros(C.shape[1])), bnd, 0.0)
+    exact_T = Yl @ Cl.T
+    scale = np.abs(Yl).sum(axis=1)[:, None] * 64 * U       # a few d u |y| per entry
+    for got in (T, T2):
+        assert got.shape == exact_T.shape
+        assert np.all(np.abs(got - exact_T) <= scale)
+    exact_E = Yl - exact_T @ Cl
+    assert np.all(np.abs(E - exact_E) <= scale)
+    Y32 = Y.astype(np.float32).astype(np.longdouble)
+    assert np.all(np.abs(T3 - Y32 @ Cl.T) <= scale)
+    sq = np.einsum("ij,ij->i", Y, Y)
+    np.testing.assert_array_equal(out["sq"], sq)
+    Yn = Yl / np.sqrt((Yl * Yl).sum(axis=1))[:, None]
+    q = np.einsum("ij,ij->i", Yn @ (G / np.trace(G)).astype(np.longdouble), Yn)
+    assert np.all(out["q_lo"] <= q) and np.all(q <= out["q_hi"])
+    assert np.median(out["q_hi"] - out["q_lo"]) < 0.5 * np.ptp(q)     # bounds that decide something
