@@ -134,8 +134,10 @@ def _od_cutoff(centre: float, spread: float, crit: float) -> float:
 
 def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
     """:func:`outlier_map_of_scores` of per-row results of which some are on disk: the same
-    formulas, applied block by block (one pass over the stored scores for the distances, two
-    per median for the robust OD cut-off)."""
+    formulas, applied block by block, in few passes over the stored scores: one makes both
+    distances and the maxima of the rounding test together; OD^(2/3) and its deviations from
+    their median are recomputed from the SPE inside the order statistics' passes (cheaper than
+    writing them and reading them back); one more makes the regions and counts them."""
     import dask.array as da
 
     from ._passes import _lift, percentile
@@ -147,15 +149,12 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
     P = P.reshape(S.shape[0], -1)
     k = int(P.shape[1])
     # |z|² = SPE + |t|² (the rounding test below); NaN and inf of T² surface in its maximum
-    t2_max, od_max, scale2 = compute(T2.max(), S.max(), (S + (P * P).sum(axis=1)).max(),
-                                     message="outlier map")
+    got, (t2_max, od_max, scale2) = materialize(
+        {"sd": da.sqrt(T2), "od": da.sqrt(S)}, message="outlier map", name="outlier_map",
+        also=(T2.max(), S.max(), (S + (P * P).sum(axis=1)).max()))
     _check(crit, bool(np.isfinite(t2_max)))
-    want = {"sd": da.sqrt(T2), "od": da.sqrt(S)}
-    full_rank = cutoffs is None and np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300)
-    if cutoffs is None and not full_rank:
-        want["w"] = da.cbrt(S)      # OD^(2/3)
-    got = materialize(want, message="outlier map", name="outlier_map")
     sd, od = got["sd"], got["od"]
+    full_rank = cutoffs is None and np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300)
     if cutoffs is not None:
         sd_cut, od_cut = (float(c) for c in cutoffs)
     else:
@@ -163,14 +162,11 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
         if full_rank:
             od_cut = 0.0
         else:
-            w = got.pop("w")
+            W = da.cbrt(S)      # OD^(2/3)
             if robust:
-                centre = percentile(w, 50.0, message="outlier map")
-                dev = materialize({"dev": abs(as_dask_rows(w, chunks) - centre)},
-                                  message="outlier map", name="outlier_map")["dev"]
-                spread = MAD_NORMAL * percentile(dev, 50.0, message="outlier map")
+                centre = percentile(W, 50.0, message="outlier map")
+                spread = MAD_NORMAL * percentile(abs(W - centre), 50.0, message="outlier map")
             else:
-                W = as_dask_rows(w, chunks)
                 centre, spread = (float(v) for v in compute(W.mean(), W.std(ddof=1), message="outlier map"))
                 if int(W.shape[0]) < 2:
                     spread = 0.0
@@ -178,12 +174,11 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
     SD, OD = as_dask_rows(sd, chunks), as_dask_rows(od, chunks)
     far_off = (OD > od_cut) if od_cut > 0 else da.zeros(OD.shape, dtype=bool, chunks=OD.chunks)
     code = (SD > sd_cut).astype(np.int8) + 2 * far_off.astype(np.int8)
-    region = materialize({"region": code}, message="outlier map", name="outlier_map")["region"]
-    n_per = compute(da.bincount(as_dask_rows(region, chunks).astype(np.intp), minlength=len(REGIONS)),
-                    message="outlier map")[0]
+    got, (n_per,) = materialize({"region": code}, message="outlier map", name="outlier_map",
+                                also=(da.bincount(code.astype(np.intp), minlength=len(REGIONS)),))
     counts = {name: int(n_per[i]) for i, name in enumerate(REGIONS)}
     return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut,
-            "od_cutoff": od_cut, "region": region, "counts": counts}
+            "od_cutoff": od_cut, "region": got["region"], "counts": counts}
 
 
 def _regions(sd, od, sd_cut, od_cut, far_off) -> dict:
