@@ -74,7 +74,7 @@ def outlier_map(X, components, mean, variances, *, robust: bool = True, crit: fl
 
 
 def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: float = 0.975,
-                          cutoffs=None) -> dict:
+                          cutoffs=None, variances=None) -> dict:
     """The outlier map from a model's own per-row scores: SD = sqrt(T²) (T² in units of the
     model's score variances), OD = sqrt(SPE), and the coordinates ``projection`` (n, k) in the
     subspace. What :func:`outlier_map` returns, with no second pass over the data. ``cutoffs``:
@@ -83,9 +83,11 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
     The scores may be per-row results on disk (:class:`robustcore.bigdata.StoredRows`, an
     out-of-core fit's): then the distances and regions are per-row results made block by block
     and kept by the memory budget's rule (in memory or stored), the cut-offs come from exact
-    order statistics or block sums of the stored values, and nothing is read whole."""
+    order statistics or block sums of the stored values, and nothing is read whole. There
+    ``variances`` (k,), the score variances T² was computed with, bound |t|² by max(variances) T²:
+    when that bound already fails the rounding test below, the coordinates are not read."""
     if not all(isinstance(a, np.ndarray) for a in (spe, t2, projection)):
-        return _stored_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs)
+        return _stored_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs, variances=variances)
     spe = np.asarray(spe, dtype=np.float64)
     t2 = np.asarray(t2, dtype=np.float64)
     T = np.asarray(projection, dtype=np.float64).reshape(spe.shape[0], -1)
@@ -132,7 +134,12 @@ def _od_cutoff(centre: float, spread: float, crit: float) -> float:
     return float(max(centre + spread * stats.norm.ppf(crit), 0.0) ** 1.5)
 
 
-def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
+def _rounding_only(od_max: float, scale2: float) -> bool:
+    """Whether every OD is at rounding level of the data's size (max |z|² = ``scale2``)."""
+    return bool(np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300))
+
+
+def _stored_map(spe, t2, projection, *, robust, crit, cutoffs, variances=None) -> dict:
     """:func:`outlier_map_of_scores` of per-row results of which some are on disk: the same
     formulas, applied block by block, in few passes over the stored scores: one makes both
     distances and the maxima of the rounding test together; OD^(2/3) and its deviations from
@@ -148,13 +155,20 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
     S, T2, P = (as_dask_rows(a, chunks).astype(np.float64) for a in (spe, t2, projection))
     P = P.reshape(S.shape[0], -1)
     k = int(P.shape[1])
-    # |z|² = SPE + |t|² (the rounding test below); NaN and inf of T² surface in its maximum
-    got, (t2_max, od_max, scale2) = materialize(
-        {"sd": da.sqrt(T2), "od": da.sqrt(S)}, message="outlier map", name="outlier_map",
-        also=(T2.max(), S.max(), (S + (P * P).sum(axis=1)).max()))
+    # NaN and inf of T² surface in its maximum
+    got, (t2_max, od_max) = materialize({"sd": da.sqrt(T2), "od": da.sqrt(S)}, message="outlier map",
+                                        name="outlier_map", also=(T2.max(), S.max()))
     _check(crit, bool(np.isfinite(t2_max)))
     sd, od = got["sd"], got["od"]
-    full_rank = cutoffs is None and np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300)
+    full_rank = False
+    if cutoffs is None:
+        # |z|² = SPE + |t|² <= max SPE + max(variances) max T² (with room for T²'s rounding):
+        # the exact maximum, a pass over the coordinates, only where the bound leaves it open
+        bound = None if variances is None else (
+            od_max + float(np.max(variances)) * t2_max) * (1.0 + 1e-6)
+        if bound is None or not np.isfinite(bound) or _rounding_only(od_max, bound):
+            scale2 = compute((S + (P * P).sum(axis=1)).max(), message="outlier map")[0]
+            full_rank = _rounding_only(od_max, scale2)
     if cutoffs is not None:
         sd_cut, od_cut = (float(c) for c in cutoffs)
     else:
