@@ -210,12 +210,11 @@ class _NewStore:
 
 
 class RawChunks:
-    """Writes whole chunks of an uncompressed Zarr v3 array in a local store as the very files
-    Zarr writes (the chunk's bytes, little-endian, C order, an edge chunk padded with the fill
-    value, under ``c/i/0...``), without Zarr's codec pipeline and event loop: 240 MB of float64
-    results in 1.3 MB chunks took 0.5-0.9 s of CPU through Zarr and 0.14-0.5 s as plain writes.
-    Any other selection is Zarr's own write. (Stores being written only: the store is opened by
-    Zarr again when finished.)"""
+    """Whole chunks of an uncompressed Zarr v3 array in a local store, written and read as the
+    very files Zarr writes (the chunk's bytes, little-endian, C order, an edge chunk padded with
+    the fill value, under ``c/i/0...``), without Zarr's codec pipeline and event loop: 240 MB of
+    float64 results in 1.3 MB chunks took 0.5-0.9 s of CPU to write through Zarr and 0.14-0.5 s
+    as plain writes. Any other selection is Zarr's own read or write."""
 
     def __init__(self, z):
         self.z = z
@@ -275,8 +274,34 @@ class RawChunks:
             with open(path, "wb") as fh:
                 fh.write(np.ascontiguousarray(piece).data)
 
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __dask_tokenize__(self):
+        return ("RawChunks", self.folder, self.shape, self.dtype.str, self.chunks)
+
     def __getitem__(self, key):
-        return self.z[key]
+        """Whole chunks of rows read from their files (0.05 s of CPU for 240 MB, 0.27-0.45 s
+        through Zarr); a chunk without a file reads as the fill value, as in Zarr."""
+        rows = self._rows_of(key)
+        if rows is None:
+            return np.asarray(self.z[key])
+        start, stop = rows
+        c = self.chunks[0]
+        out = np.empty((stop - start,) + self.shape[1:], self.dtype)
+        tail = ("0",) * (len(self.shape) - 1)
+        size = c * int(np.prod(self.shape[1:], dtype=np.int64))
+        for i in range(start // c, -(-stop // c)):
+            part = out[i * c - start:(i + 1) * c - start]
+            try:
+                with open(os.path.join(self.folder, str(i), *tail), "rb") as fh:
+                    chunk = np.fromfile(fh, dtype=self.dtype.newbyteorder("<"), count=size)
+            except FileNotFoundError:
+                part[...] = self.fill
+                continue
+            part[...] = chunk.reshape((c,) + self.shape[1:])[:part.shape[0]]
+        return out
 
 
 def chunks_of(z) -> tuple:
@@ -360,7 +385,8 @@ class StoredRows:
 
     def to_dask(self):
         import dask.array as da
-        return da.from_array(self.z, chunks=(chunks_of(self.z),) + tuple((s,) for s in self.shape[1:]),
+        src = RawChunks(self.z) if RawChunks.takes(self.z) else self.z
+        return da.from_array(src, chunks=(chunks_of(self.z),) + tuple((s,) for s in self.shape[1:]),
                              asarray=True)
 
     # -- element-wise: a new result, by the same budget rule ----------------------------------

@@ -55,3 +55,23 @@ def test_compressed_results_are_not_taken(tmp_path):
     g = zarr.open_group(str(tmp_path / "f.zarr"), mode="w")
     flags = g.create_array("f", shape=(100,), dtype=bool, chunks=(10,), **result_codecs(bool))
     assert not RawChunks.takes(flags)                    # zstd: Zarr writes those
+
+
+def test_stored_results_read_as_zarr_reads_them(tmp_path):
+    """StoredRows read through their chunk files: the values Zarr reads, whole chunks, the edge
+    chunk, a slice inside a chunk (Zarr's read), and a chunk never written (the fill value)."""
+    from robustcore.bigdata import StoredRows
+    from robustcore.bigdata._dask import compute
+    raw, _ = _pair(tmp_path, (1000, 3), "f8", 96)
+    values = np.random.default_rng(1).standard_normal((1000, 3))
+    values[96:192] = 0.0                                   # chunk 1 left unwritten below
+    RawChunks(raw)[0:96] = values[0:96]
+    RawChunks(raw)[192:1000] = values[192:1000]
+    z = zarr.open_group(str(tmp_path / "raw.zarr"), mode="r")["a"]
+    stored = StoredRows(z)
+    np.testing.assert_array_equal(compute(stored.to_dask())[0], z[...])
+    np.testing.assert_array_equal(compute(stored.to_dask())[0], values)
+    r = RawChunks(z)
+    np.testing.assert_array_equal(r[0:192], values[:192])
+    np.testing.assert_array_equal(r[960:1000], values[960:])
+    np.testing.assert_array_equal(r[5:17], values[5:17])
