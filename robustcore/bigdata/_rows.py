@@ -235,7 +235,7 @@ class RawChunks:
                     and (z.dtype.itemsize == 1 or str(getattr(z.serializer.endian, "value", "")) == "little")
                     and type(enc).__name__ == "DefaultChunkKeyEncoding" and enc.separator == "/"
                     and tuple(z.chunks[1:]) == tuple(z.shape[1:]) and len(z.shape) >= 1 and z.shape[0] > 0)
-        except Exception:      # another Zarr: its own writes
+        except (ImportError, AttributeError, TypeError, ValueError):   # another Zarr: its own reads and writes
             return False
 
     def _rows_of(self, key):
