@@ -74,7 +74,7 @@ def outlier_map(X, components, mean, variances, *, robust: bool = True, crit: fl
 
 
 def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: float = 0.975,
-                          cutoffs=None) -> dict:
+                          cutoffs=None, variances=None) -> dict:
     """The outlier map from a model's own per-row scores: SD = sqrt(T²) (T² in units of the
     model's score variances), OD = sqrt(SPE), and the coordinates ``projection`` (n, k) in the
     subspace. What :func:`outlier_map` returns, with no second pass over the data. ``cutoffs``:
@@ -83,9 +83,11 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
     The scores may be per-row results on disk (:class:`robustcore.bigdata.StoredRows`, an
     out-of-core fit's): then the distances and regions are per-row results made block by block
     and kept by the memory budget's rule (in memory or stored), the cut-offs come from exact
-    order statistics or block sums of the stored values, and nothing is read whole."""
+    order statistics or block sums of the stored values, and nothing is read whole. There
+    ``variances`` (k,), the score variances T² was computed with, bound |t|² by max(variances) T²:
+    when that bound already fails the rounding test below, the coordinates are not read."""
     if not all(isinstance(a, np.ndarray) for a in (spe, t2, projection)):
-        return _stored_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs)
+        return _stored_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs, variances=variances)
     spe = np.asarray(spe, dtype=np.float64)
     t2 = np.asarray(t2, dtype=np.float64)
     T = np.asarray(projection, dtype=np.float64).reshape(spe.shape[0], -1)
@@ -132,10 +134,17 @@ def _od_cutoff(centre: float, spread: float, crit: float) -> float:
     return float(max(centre + spread * stats.norm.ppf(crit), 0.0) ** 1.5)
 
 
-def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
+def _rounding_only(od_max: float, scale2: float) -> bool:
+    """Whether every OD is at rounding level of the data's size (max |z|² = ``scale2``)."""
+    return bool(np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300))
+
+
+def _stored_map(spe, t2, projection, *, robust, crit, cutoffs, variances=None) -> dict:
     """:func:`outlier_map_of_scores` of per-row results of which some are on disk: the same
-    formulas, applied block by block (one pass over the stored scores for the distances, two
-    per median for the robust OD cut-off)."""
+    formulas, applied block by block, in few passes over the stored scores: one makes both
+    distances and the maxima of the rounding test together; OD^(2/3) and its deviations from
+    their median are recomputed from the SPE inside the order statistics' passes (cheaper than
+    writing them and reading them back); one more makes the regions and counts them."""
     import dask.array as da
 
     from ._passes import _lift, percentile
@@ -146,16 +155,20 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
     S, T2, P = (as_dask_rows(a, chunks).astype(np.float64) for a in (spe, t2, projection))
     P = P.reshape(S.shape[0], -1)
     k = int(P.shape[1])
-    # |z|² = SPE + |t|² (the rounding test below); NaN and inf of T² surface in its maximum
-    t2_max, od_max, scale2 = compute(T2.max(), S.max(), (S + (P * P).sum(axis=1)).max(),
-                                     message="outlier map")
+    # NaN and inf of T² surface in its maximum
+    got, (t2_max, od_max) = materialize({"sd": da.sqrt(T2), "od": da.sqrt(S)}, message="outlier map",
+                                        name="outlier_map", also=(T2.max(), S.max()))
     _check(crit, bool(np.isfinite(t2_max)))
-    want = {"sd": da.sqrt(T2), "od": da.sqrt(S)}
-    full_rank = cutoffs is None and np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300)
-    if cutoffs is None and not full_rank:
-        want["w"] = da.cbrt(S)      # OD^(2/3)
-    got = materialize(want, message="outlier map", name="outlier_map")
     sd, od = got["sd"], got["od"]
+    full_rank = False
+    if cutoffs is None:
+        # |z|² = SPE + |t|² <= max SPE + max(variances) max T² (with room for T²'s rounding):
+        # the exact maximum, a pass over the coordinates, only where the bound leaves it open
+        bound = None if variances is None else (
+            od_max + float(np.max(variances)) * t2_max) * (1.0 + 1e-6)
+        if bound is None or not np.isfinite(bound) or _rounding_only(od_max, bound):
+            scale2 = compute((S + (P * P).sum(axis=1)).max(), message="outlier map")[0]
+            full_rank = _rounding_only(od_max, scale2)
     if cutoffs is not None:
         sd_cut, od_cut = (float(c) for c in cutoffs)
     else:
@@ -163,14 +176,11 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
         if full_rank:
             od_cut = 0.0
         else:
-            w = got.pop("w")
+            W = da.cbrt(S)      # OD^(2/3)
             if robust:
-                centre = percentile(w, 50.0, message="outlier map")
-                dev = materialize({"dev": abs(as_dask_rows(w, chunks) - centre)},
-                                  message="outlier map", name="outlier_map")["dev"]
-                spread = MAD_NORMAL * percentile(dev, 50.0, message="outlier map")
+                centre = percentile(W, 50.0, message="outlier map")
+                spread = MAD_NORMAL * percentile(abs(W - centre), 50.0, message="outlier map")
             else:
-                W = as_dask_rows(w, chunks)
                 centre, spread = (float(v) for v in compute(W.mean(), W.std(ddof=1), message="outlier map"))
                 if int(W.shape[0]) < 2:
                     spread = 0.0
@@ -178,12 +188,11 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs) -> dict:
     SD, OD = as_dask_rows(sd, chunks), as_dask_rows(od, chunks)
     far_off = (OD > od_cut) if od_cut > 0 else da.zeros(OD.shape, dtype=bool, chunks=OD.chunks)
     code = (SD > sd_cut).astype(np.int8) + 2 * far_off.astype(np.int8)
-    region = materialize({"region": code}, message="outlier map", name="outlier_map")["region"]
-    n_per = compute(da.bincount(as_dask_rows(region, chunks).astype(np.intp), minlength=len(REGIONS)),
-                    message="outlier map")[0]
+    got, (n_per,) = materialize({"region": code}, message="outlier map", name="outlier_map",
+                                also=(da.bincount(code.astype(np.intp), minlength=len(REGIONS)),))
     counts = {name: int(n_per[i]) for i, name in enumerate(REGIONS)}
     return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut,
-            "od_cutoff": od_cut, "region": region, "counts": counts}
+            "od_cutoff": od_cut, "region": got["region"], "counts": counts}
 
 
 def _regions(sd, od, sd_cut, od_cut, far_off) -> dict:

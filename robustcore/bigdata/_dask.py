@@ -33,7 +33,25 @@ def require_dask():
         raise ImportError("out-of-core data needs Dask, which is not installed; install the extra: "
                           "pip install -e \".[big]\"   "
                           "(or: pip install \"dask[array]\" distributed zarr h5py)") from None
+    _local_rechunks(dask)
     return dask
+
+
+# Set by this module (not by the user): the rechunk method of computations on local threads.
+_RECHUNK = "array.rechunk.method"
+_rechunk_set = False
+
+
+def _local_rechunks(dask) -> None:
+    """Name Dask's rechunk method, "tasks", unless the user named one. Unnamed, Dask imports
+    dask.distributed at the first rechunk to ask for a default client (1-2.6 s of CPU of every
+    out-of-core command), and answers "tasks" when there is none. This module computes on local
+    threads unless :func:`settings` names a cluster, and there Dask chooses as it would
+    (:func:`settings` unsets the name while it is connected)."""
+    global _rechunk_set
+    if not _rechunk_set and get_settings().client is None and dask.config.get(_RECHUNK, None) is None:
+        dask.config.set({_RECHUNK: "tasks"})
+        _rechunk_set = True
 
 
 @dataclass(frozen=True)
@@ -78,12 +96,17 @@ def settings(scheduler: str | None = None, store_dir=None, memory_budget: int | 
                   memory_budget=int(memory_budget) if memory_budget is not None else base.memory_budget,
                   num_workers=num_workers if num_workers is not None else base.num_workers)
     client = None
+    chosen = contextlib.nullcontext()
     if scheduler is not None:
         client = _connect(scheduler)
         new = replace(new, client=client)
+        if _rechunk_set:
+            import dask
+            chosen = dask.config.set({_RECHUNK: None})     # Dask's own choice on a cluster
     token = _CURRENT.set(new)
     try:
-        yield new
+        with chosen:
+            yield new
     finally:
         _CURRENT.reset(token)
         if client is not None:

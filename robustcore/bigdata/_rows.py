@@ -195,7 +195,8 @@ class _NewStore:
     def array(self, key, shape, dtype, chunk_rows: int):
         chunks = (int(chunk_rows),) + tuple(shape[1:])
         if hasattr(self.group, "create_array"):
-            return self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks, **result_codecs(dtype))
+            z = self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks, **result_codecs(dtype))
+            return RawChunks(z) if RawChunks.takes(z) else z
         return self.group.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks)   # zarr 2
 
     def abandon(self):
@@ -206,6 +207,101 @@ class _NewStore:
         os.replace(self.partial, self.path)
         group = zarr.open_group(str(self.path), mode="r")
         return {k: StoredRows(group[k]) for k in keys}
+
+
+class RawChunks:
+    """Whole chunks of an uncompressed Zarr v3 array in a local store, written and read as the
+    very files Zarr writes (the chunk's bytes, little-endian, C order, an edge chunk padded with
+    the fill value, under ``c/i/0...``), without Zarr's codec pipeline and event loop: 240 MB of
+    float64 results in 1.3 MB chunks took 0.5-0.9 s of CPU to write through Zarr and 0.14-0.5 s
+    as plain writes. Any other selection is Zarr's own read or write."""
+
+    def __init__(self, z):
+        self.z = z
+        self.shape, self.dtype, self.chunks = tuple(z.shape), np.dtype(z.dtype), tuple(z.chunks)
+        self.folder = os.path.join(str(z.store.root), z.path, "c")
+        self.fill = np.asarray(z.fill_value, dtype=self.dtype)
+
+    @staticmethod
+    def takes(z) -> bool:
+        """Whether ``z`` stores a chunk as its raw bytes in a file of its own (see the class doc)."""
+        try:
+            from zarr.codecs import BytesCodec
+            from zarr.storage import LocalStore
+            md = z.metadata
+            enc = md.chunk_key_encoding
+            return (md.zarr_format == 3 and isinstance(z.store, LocalStore) and not z.compressors
+                    and not z.filters and isinstance(z.serializer, BytesCodec)
+                    and (z.dtype.itemsize == 1 or str(getattr(z.serializer.endian, "value", "")) == "little")
+                    and type(enc).__name__ == "DefaultChunkKeyEncoding" and enc.separator == "/"
+                    and tuple(z.chunks[1:]) == tuple(z.shape[1:]) and len(z.shape) >= 1 and z.shape[0] > 0)
+        except (ImportError, AttributeError, TypeError, ValueError):   # another Zarr: its own reads and writes
+            return False
+
+    def _rows_of(self, key):
+        """(start, stop) of a selection of whole chunks of rows and every trailing entry, or None."""
+        key = key if isinstance(key, tuple) else (key,)
+        sel, rest = key[0], key[1:]
+        if not isinstance(sel, slice) or sel.step not in (None, 1) or len(rest) > len(self.shape) - 1:
+            return None
+        if any(not (isinstance(r, slice) and r.indices(d) == (0, d, 1)) for r, d in zip(rest, self.shape[1:])):
+            return None
+        n, c = self.shape[0], self.chunks[0]
+        start, stop, _ = sel.indices(n)
+        if start % c or stop <= start or (stop % c and stop != n):
+            return None
+        return start, stop
+
+    def __setitem__(self, key, value):
+        rows = self._rows_of(key)
+        value = np.asarray(value)
+        if rows is None or value.shape != (rows[1] - rows[0],) + self.shape[1:]:
+            self.z[key] = value
+            return
+        start, stop = rows
+        c = self.chunks[0]
+        value = value.astype(self.dtype.newbyteorder("<"), copy=False)
+        tail = ("0",) * (len(self.shape) - 1)
+        for i in range(start // c, -(-stop // c)):
+            piece = value[i * c - start:(i + 1) * c - start]
+            if piece.shape[0] < c:
+                full = np.empty((c,) + self.shape[1:], value.dtype)
+                full[:piece.shape[0]] = piece
+                full[piece.shape[0]:] = self.fill
+                piece = full
+            path = os.path.join(self.folder, str(i), *tail)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as fh:
+                fh.write(np.ascontiguousarray(piece).data)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __dask_tokenize__(self):
+        return ("RawChunks", self.folder, self.shape, self.dtype.str, self.chunks)
+
+    def __getitem__(self, key):
+        """Whole chunks of rows read from their files (0.05 s of CPU for 240 MB, 0.27-0.45 s
+        through Zarr); a chunk without a file reads as the fill value, as in Zarr."""
+        rows = self._rows_of(key)
+        if rows is None:
+            return np.asarray(self.z[key])
+        start, stop = rows
+        c = self.chunks[0]
+        out = np.empty((stop - start,) + self.shape[1:], self.dtype)
+        tail = ("0",) * (len(self.shape) - 1)
+        size = c * int(np.prod(self.shape[1:], dtype=np.int64))
+        for i in range(start // c, -(-stop // c)):
+            part = out[i * c - start:(i + 1) * c - start]
+            try:
+                with open(os.path.join(self.folder, str(i), *tail), "rb") as fh:
+                    chunk = np.fromfile(fh, dtype=self.dtype.newbyteorder("<"), count=size)
+            except FileNotFoundError:
+                part[...] = self.fill
+                continue
+            part[...] = chunk.reshape((c,) + self.shape[1:])[:part.shape[0]]
+        return out
 
 
 def chunks_of(z) -> tuple:
@@ -289,7 +385,8 @@ class StoredRows:
 
     def to_dask(self):
         import dask.array as da
-        return da.from_array(self.z, chunks=(chunks_of(self.z),) + tuple((s,) for s in self.shape[1:]),
+        src = RawChunks(self.z) if RawChunks.takes(self.z) else self.z
+        return da.from_array(src, chunks=(chunks_of(self.z),) + tuple((s,) for s in self.shape[1:]),
                              asarray=True)
 
     # -- element-wise: a new result, by the same budget rule ----------------------------------

@@ -95,7 +95,8 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     from ..outlier_map import outlier_map_of_scores
     try:
         om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None,
-                                   cutoffs=(est.sd_cutoff_, est.od_cutoff_) if own_cutoffs else None)
+                                   cutoffs=(est.sd_cutoff_, est.od_cutoff_) if own_cutoffs else None,
+                                   variances=est.variances_)
     except ValueError as exc:   # a flat component: no score distance along it
         fields["no_outlier_map"] = str(exc)
     else:

@@ -113,3 +113,38 @@ def test_stored_scores_with_a_non_finite_t2_say_why(tmp_path):
         stored = materialize({"t2": da.from_array(t2, chunks=100)})
         with pytest.raises(ValueError, match="score variance must be positive and finite"):
             outlier_map_of_scores(np.ones(500), stored["t2"], np.ones((500, 1)))
+
+
+@pytest.mark.parametrize("spe_scale", [1.0, 1e-30])
+def test_the_variance_bound_gives_the_same_map_and_reads_no_coordinates_when_it_decides(tmp_path, spe_scale):
+    """Given the score variances, the rounding test reads the coordinates only when the bound
+    max SPE + max(variances) max T² leaves it open; the map is the one computed without them and
+    the in-memory one. spe_scale 1e-30: ODs at rounding level, where the exact maximum decides."""
+    import dask
+    from robustcore.bigdata import materialize
+    rng = np.random.default_rng(5)
+    var = np.array([4.0, 0.5])
+    T = rng.standard_normal((1200, 2)) * np.sqrt(var)
+    spe = spe_scale * rng.chisquare(3, 1200)
+    t2 = np.sum(T ** 2 / var, axis=1)
+    reads = []
+
+    def coordinates(block):
+        reads.append(block.shape[0])
+        return block
+
+    with settings(memory_budget=300, store_dir=tmp_path):
+        stored = materialize({"spe": da.from_array(spe, chunks=400), "t2": da.from_array(t2, chunks=400)})
+        P = da.from_array(T, chunks=(400, 2)).map_blocks(coordinates, dtype=float)
+        with dask.config.set(scheduler="sync"):
+            got = outlier_map_of_scores(stored["spe"], stored["t2"], P, variances=var)
+        read = sum(reads)
+        plain = outlier_map_of_scores(stored["spe"], stored["t2"], P)
+    want = outlier_map_of_scores(spe, t2, T)
+    assert read == (1200 if spe_scale < 1e-20 else 0)
+    assert (got["od_cutoff"] == 0.0) == (spe_scale < 1e-20) == (want["od_cutoff"] == 0.0)
+    for ref in (plain, want):
+        assert got["sd_cutoff"] == ref["sd_cutoff"] and got["od_cutoff"] == ref["od_cutoff"]
+        np.testing.assert_array_equal(got["region"][:], np.asarray(ref["region"][:]))
+        np.testing.assert_array_equal(got["orthogonal_distance"][:], np.asarray(ref["orthogonal_distance"][:]))
+        assert got["counts"] == ref["counts"]
