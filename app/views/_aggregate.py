@@ -108,19 +108,23 @@ def _rank_key(score: np.ndarray | None, n: int) -> np.ndarray:
 class _Top:
     """The k highest (key, index) pairs of those added, fed block by block. Candidates are
     buffered and cut back to k (O(size), no sort) whenever the buffer passes 2k, so each row
-    costs O(1) whatever k is; :meth:`index` sorts the k once at the end."""
+    costs O(1) whatever k is; :meth:`index` sorts the k once at the end. Columns passed to
+    :meth:`add` by name (the sample's x, y, ...) are kept with their rows (:meth:`kept`)."""
 
     def __init__(self, k: int):
         self.k = int(k)
         self._idx: list = []
         self._key: list = []
+        self._more: dict = {}
         self._size = 0
 
-    def add(self, idx: np.ndarray, key: np.ndarray) -> None:
+    def add(self, idx: np.ndarray, key: np.ndarray, **more) -> None:
         if self.k <= 0 or idx.size == 0:
             return
         self._idx.append(idx)
         self._key.append(key)
+        for name, v in more.items():
+            self._more.setdefault(name, []).append(v)
         self._size += idx.size
         if self._size > max(2 * self.k, 4 * BLOCK // 10):
             self._cut()
@@ -128,6 +132,7 @@ class _Top:
     def _cut(self) -> tuple[np.ndarray, np.ndarray]:
         idx = np.concatenate(self._idx) if self._idx else np.zeros(0, dtype=np.int64)
         key = np.concatenate(self._key) if self._key else np.zeros(0)
+        more = {name: np.concatenate(v) for name, v in self._more.items()}
         k = self.k
         if idx.size > k:
             thr = np.partition(key, idx.size - k)[idx.size - k]   # the k-th largest key
@@ -136,13 +141,21 @@ class _Top:
             ties = ties[np.argsort(idx[ties], kind="stable")][:k - int(keep.sum())]   # smallest indices
             keep[ties] = True
             idx, key = idx[keep], key[keep]
+            more = {name: v[keep] for name, v in more.items()}
         self._idx, self._key, self._size = [idx], [key], idx.size
+        self._more = {name: [v] for name, v in more.items()}
         return idx, key
 
     def index(self) -> np.ndarray:
         """The kept indices, highest key first (ties: smaller index first)."""
         idx, key = self._cut()
         return idx[np.lexsort((idx, -key))].astype(np.int64)
+
+    def kept(self) -> tuple[np.ndarray, dict]:
+        """:meth:`index` and, in the same order, the columns added with them."""
+        idx, key = self._cut()
+        order = np.lexsort((idx, -key))
+        return idx[order].astype(np.int64), {name: v[0][order] for name, v in self._more.items()}
 
 
 def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, float, int]:

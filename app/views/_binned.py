@@ -168,9 +168,9 @@ class Binned(QObject):
             how = dict(bins=bins, n_codes=len(columns.source.colors), top_k=max(FLAG_POINTS, TOP_FLAGGED),
                        max_points=POINTS_IN_VIEW, mean_score=columns.source.by_score, report=progress)
             index = columns.index
-            if rng is not None and index is not None and index.worth(rng):
-                pic = index.aggregate(rng, **how)   # only the rows near the range are read
-            else:
+            # through the index: only the rows near the range, or a wide view's fine counts
+            pic = index.picture(rng, **how) if rng is not None and index is not None else None
+            if pic is None:
                 pic = agg.aggregate(cols["x"], cols["y"], rng=rng, codes=cols.get("codes"), flags=cols.get("flags"),
                                     score=cols.get("score"), **how)
             if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
@@ -233,7 +233,8 @@ class Binned(QObject):
 
         def work(progress):
             from ..out_of_core import working_dir
-            columns.index = ci.CloudIndex(columns.get(), extent, folder=working_dir(), report=progress)
+            columns.index = ci.CloudIndex(columns.get(), extent, folder=working_dir(), report=progress,
+                                          n_codes=len(columns.source.colors), mean_score=columns.source.by_score)
 
         self.indexer.submit(work, tag="index")
 
