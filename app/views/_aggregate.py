@@ -30,7 +30,7 @@ from . import _geometry as geo
 from ._binning import blocks
 
 __all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
-           "bin_index", "describe"]
+           "bin_index", "describe", "Ranks"]
 
 #: Rows per block: 100,000 float64 values are 0.8 MB, and one numpy pass over them takes
 #: 0.05-0.5 ms, so a block's dozen operations keep the GIL for a few ms at most (2,000,000
@@ -158,9 +158,11 @@ class _Top:
         return idx[order].astype(np.int64), {name: v[0][order] for name, v in self._more.items()}
 
 
-def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, float, int]:
-    """(x0, x1, y0, y1, number of samples with finite x and y): the range they span."""
-    x, y = _col(x), _col(y)
+def extent(x, y, report=None, block: int = BLOCK, score=None, ranks: "Ranks | None" = None
+           ) -> tuple[float, float, float, float, int]:
+    """(x0, x1, y0, y1, number of samples with finite x and y): the range they span. With
+    ``ranks``, every block of ``score`` is fed to its first pass on the way."""
+    x, y, score = _col(x), _col(y), _col(score)
     rep = Reporter(report)
     x0 = y0 = np.inf
     x1 = y1 = -np.inf
@@ -168,6 +170,8 @@ def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, 
     for a, b in blocks(0, x.n, block):
         rep.report(a / max(x.n, 1), "measuring the cloud")
         xb, yb = x.read(a, b), y.read(a, b)
+        if ranks is not None:
+            ranks.first(score.read(a, b))
         ok = np.isfinite(xb) & np.isfinite(yb)
         m = int(ok.sum())
         if m:
@@ -217,13 +221,14 @@ class Picture:
 
 def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, flags=None, score=None,
               top_k: int = 1000, max_points: int = 5000, mean_score: bool = False, report=None,
-              block: int = BLOCK) -> Picture:
+              block: int = BLOCK, gather=None) -> Picture:
     """Count the samples in ``rng`` = (x0, x1, y0, y1) (None: all finite ones) into ``bins``.
 
     ``codes`` (int, 0 .. n_codes-1) is each sample's colour layer, ``flags`` (bool) moves a
     sample to a layer of its own (index ``n_codes``), ``score`` orders which samples are drawn
     as points; ``mean_score``: also the mean finite score of each bin (``Picture.mean``, NaN
-    where none). Samples whose x or y is NaN or infinite are in no bin."""
+    where none). Samples whose x or y is NaN or infinite are in no bin. ``gather``: the second
+    pass of a :class:`Ranks` of ``score``, fed every block of it on the way."""
     x, y = _col(x), _col(y)
     codes, flags, score = _col(codes, np.int64), _col(flags, bool), _col(score)
     rep = Reporter(report)
@@ -255,6 +260,10 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
             view = (xb >= x0) & (xb <= x1) & (yb >= y0) & (yb <= y1)
         if n_finite < 0:
             finite += int(np.count_nonzero(np.isfinite(xb) & np.isfinite(yb)))
+        sb = None
+        if gather is not None:
+            sb = score.read(a, b)
+            gather.add(sb)
         where = np.flatnonzero(view)
         if where.size == 0:
             continue
@@ -264,7 +273,7 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
         layer = np.where(fl, n_codes, code) if fl is not None else code
         cell = (layer * bx + bin_index(xs, x0, x1, bx)) * by + bin_index(ys, y0, y1, by)
         counts += np.bincount(cell, minlength=counts.size)
-        sc = score.read(a, b)[where] if score is not None else None
+        sc = (score.read(a, b) if sb is None else sb)[where] if score is not None else None
         if sums is not None:
             ok = np.isfinite(sc)
             sums += np.bincount(cell[ok], weights=sc[ok], minlength=sums.size)
@@ -379,31 +388,141 @@ def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int
 
 def quantiles(col, qs, report=None, block: int = BLOCK) -> np.ndarray:
     """``np.percentile`` of the finite values of ``col`` at ``qs`` (percent), without sorting
-    them: each wanted order statistic is found by histograms of narrower and narrower ranges
-    (a pass over the rows each, usually two or three) and finished with np.partition over the
-    few values left. NaN for every q when no value is finite."""
+    them: two passes of :class:`Ranks` (a histogram of the values' bit patterns, then the few
+    values of the buckets holding the wanted ranks), or more when such a bucket is too crowded
+    to keep. NaN for every q when no value is finite."""
     col = _col(col)
     rep = Reporter(report)
-    qs = np.atleast_1d(np.asarray(qs, dtype=np.float64))
-    lo, hi, m = np.inf, -np.inf, 0
+    ranks = Ranks(qs)
     for a, b in blocks(0, col.n, block):
         rep.report(0.0, "score range")
-        v = col.read(a, b)
+        ranks.first(col.read(a, b))
+    gather = ranks.gather()
+    if gather is not None:
+        for a, b in blocks(0, col.n, block):
+            rep.report(0.5, "score range")
+            gather.add(col.read(a, b))
+    return ranks.result(gather, col, rep, block)
+
+
+#: Buckets of :class:`Ranks`' first pass: the top bits of a float64's order-preserving bit
+#: pattern (sign, exponent, 8 bits of mantissa: 256 buckets per power of two).
+_KEY_BITS = 20
+#: Values of the wanted buckets the second pass keeps; past it, the exact narrowing passes of
+#: :func:`_order_stats` finish those ranks (values all within one power of two, say).
+_Q_KEEP = 1 << 21
+#: Bucket numbers gathered before they are counted (one bincount over the buckets per this many).
+_Q_FLUSH = 1 << 22
+
+
+def _bucket(v: np.ndarray) -> np.ndarray:
+    """Bucket of each finite float64: buckets are in the values' order (a negative number's bits
+    flipped, a positive one's sign bit set, then the top _KEY_BITS bits)."""
+    u = np.ascontiguousarray(v, dtype=np.float64).view(np.uint64)
+    key = np.where(u >> np.uint64(63), ~u, u | np.uint64(1 << 63))
+    return (key >> np.uint64(64 - _KEY_BITS)).astype(np.intp)
+
+
+class Ranks:
+    """``np.percentile`` of a column's finite values at ``qs``, gathered by passes that read the
+    column for something else too: :meth:`first` on every block of one pass, then the
+    :meth:`gather` object's ``add`` on every block of a second, then :meth:`result` (which
+    reads the column again only when a wanted bucket held more than :data:`_Q_KEEP` values)."""
+
+    def __init__(self, qs):
+        self.qs = np.atleast_1d(np.asarray(qs, dtype=np.float64))
+        self.m = 0
+        self.lo, self.hi = np.inf, -np.inf
+        self._hist = np.zeros(1 << _KEY_BITS, dtype=np.int64)
+        self._held: list = []
+        self._size = 0
+
+    def first(self, v: np.ndarray) -> None:
         v = v[np.isfinite(v)]
-        if v.size:
-            m += v.size
-            lo, hi = min(lo, v.min()), max(hi, v.max())
-    if m == 0:
-        return np.full(qs.shape, np.nan)
-    pos = qs / 100.0 * (m - 1)
-    ranks = sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
-    stat = _order_stats(col, ranks, float(lo), float(hi), rep, block)
-    out = np.empty(qs.shape)
-    for i, p in enumerate(pos):
-        f = int(np.floor(p))
-        a, b, t = stat[f], stat[int(np.ceil(p))], p - f
-        out[i] = a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)   # numpy's own lerp
-    return out
+        if not v.size:
+            return
+        self.m += v.size
+        self.lo, self.hi = min(self.lo, v.min()), max(self.hi, v.max())
+        self._held.append(_bucket(v))
+        self._size += v.size
+        if self._size >= _Q_FLUSH:
+            self._count()
+
+    def _count(self) -> None:
+        if self._held:
+            self._hist += np.bincount(np.concatenate(self._held), minlength=self._hist.size)
+        self._held, self._size = [], 0
+
+    def _ranks(self) -> tuple[np.ndarray, list]:
+        pos = self.qs / 100.0 * (self.m - 1)
+        return pos, sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
+
+    def gather(self) -> "_Gather | None":
+        """What the second pass feeds (None: no finite value, nothing to gather)."""
+        self._count()
+        if self.m == 0:
+            return None
+        cum = np.cumsum(self._hist)
+        want = {}
+        for r in self._ranks()[1]:
+            k = int(np.searchsorted(cum, r, side="right"))
+            want.setdefault(k, (int(cum[k - 1]) if k else 0, []))[1].append(r)
+        return _Gather(want)
+
+    def result(self, gather: "_Gather | None", col=None, report=None, block: int = BLOCK) -> np.ndarray:
+        """The percentiles, NaN for every q when no value is finite; ``col`` is read again
+        only for a bucket too crowded to keep (see :data:`_Q_KEEP`)."""
+        if self.m == 0 or gather is None:
+            return np.full(self.qs.shape, np.nan)
+        found = gather.found()
+        rest = [r for r in self._ranks()[1] if r not in found]
+        if rest:
+            found.update(_order_stats(_col(col), rest, float(self.lo), float(self.hi), Reporter(report), block))
+        pos = self._ranks()[0]
+        out = np.empty(self.qs.shape)
+        for i, p in enumerate(pos):
+            f = int(np.floor(p))
+            a, b, t = found[f], found[int(np.ceil(p))], p - f
+            out[i] = a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)   # numpy's own lerp
+        return out
+
+
+class _Gather:
+    """The second pass of :class:`Ranks`: keeps the values of the buckets holding wanted ranks."""
+
+    def __init__(self, want: dict):
+        self.want = want   # bucket -> (finite values in lower buckets, ranks it holds)
+        self.keys = np.array(sorted(want), dtype=np.intp)
+        self.vals = {k: [] for k in want}
+        self.sizes = dict.fromkeys(want, 0)
+
+    def add(self, v: np.ndarray) -> None:
+        v = v[np.isfinite(v)]
+        if not v.size:
+            return
+        b = _bucket(v)
+        hit = np.isin(b, self.keys)
+        if not hit.any():
+            return
+        v, b = v[hit], b[hit]
+        for k in self.keys[np.isin(self.keys, b)].tolist():
+            part = v[b == k]
+            self.sizes[k] += part.size
+            if self.sizes[k] <= _Q_KEEP:
+                self.vals[k].append(part)
+            else:
+                self.vals[k] = []
+
+    def found(self) -> dict:
+        """rank -> value for the ranks whose bucket was kept whole."""
+        out = {}
+        for k, (below, ranks) in self.want.items():
+            if self.sizes[k] > _Q_KEEP:
+                continue
+            v = np.concatenate(self.vals[k])
+            for r in ranks:
+                out[r] = float(np.partition(v, r - below)[r - below])
+        return out
 
 
 def _order_stats(col, ranks, lo, hi, rep, block) -> dict:
