@@ -77,6 +77,10 @@ class Column:
                     chunk.flags.writeable = False   # blocks are views of it: read only
                     self._held = (c0, chunk)
                 parts.append(self._held[1][max(a - c0, 0):b - c0])
+                if b >= min(c0 + self._chunk, self.n):
+                    # Read to its end: a pass is done with it. Held on, a 30M-row result's
+                    # chunks (16.7M rows, 134 MB of float64 each) stayed in the window's memory.
+                    self._held = (-1, None)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

@@ -124,6 +124,7 @@ class _Columns:
                 else:
                     lo, hi = agg.quantiles(cols["score"], LEVELS, report=report)
                 self._levels = (float(lo), float(hi)) if np.isfinite(lo) else (0.0, 1.0)
+                self._ranks = None   # its histogram (8 MB) is done with
             return self._levels
 
 

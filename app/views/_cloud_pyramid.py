@@ -23,7 +23,7 @@ __all__ = ["FINE", "TOP", "Pyramid"]
 
 #: Fine cells along each axis. A view is answered here when it spans at least half as many fine
 #: cells as it asks bins (a screen asks up to 480): at 1024, views wider than about a quarter
-#: of the extent. 4 MB a colour layer (int32), 12 more with the mean score.
+#: of the extent. 4 MB a colour layer (int32 counts), 12 more with the mean score.
 FINE = 1024
 #: The best candidates (flagged samples, or every sample without flags) kept with their
 #: columns; a wide view whose candidates hold fewer than the points it asks for among these is
@@ -99,9 +99,10 @@ class Pyramid:
         """Count what is gathered and shape the grids (layers, fine, fine)."""
         self._flush()
         shape = (self.n_layers, self.fine, self.fine)
-        self.counts = self.counts.reshape(shape)
+        # int32 kept (a cell never holds 2**31 samples; sums over blocks of cells are int64)
+        self.counts = self.counts.astype(np.int32).reshape(shape)
         if self.sums is not None:
-            self.sums, self.sizes = self.sums.reshape(shape), self.sizes.reshape(shape)
+            self.sums, self.sizes = self.sums.reshape(shape), self.sizes.astype(np.int32).reshape(shape)
         self.best, self.best_cols = self._top.kept()
         self._top = None
 
@@ -177,4 +178,5 @@ class Pyramid:
         sub = grid[:, i0:i0 + m * nbx, j0:j0 + mm * nby]
         full = np.zeros((grid.shape[0], m * nbx, mm * nby), dtype=grid.dtype)
         full[:, :sub.shape[1], :sub.shape[2]] = sub
-        return full.reshape(grid.shape[0], nbx, m, nby, mm).sum(axis=(2, 4))
+        return full.reshape(grid.shape[0], nbx, m, nby, mm).sum(axis=(2, 4), dtype=grid.dtype if grid.dtype.kind == "f"
+                                                                else np.int64)

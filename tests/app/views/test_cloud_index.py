@@ -146,6 +146,10 @@ def test_a_column_chunked_on_disk_reads_each_chunk_once_and_gives_the_same_block
     got = np.concatenate([col.read(a, min(a + 700, n)) for a in range(0, n, 700)])
     np.testing.assert_array_equal(got, data[:, 1])
     assert [(s.start, s.stop) for s in reads] == [(0, 3_000), (3_000, 6_000), (6_000, 9_000), (9_000, 10_000)]
+    assert col._held[1] is None   # a chunk read to its end is let go: none stays in memory after a pass
+    reads.clear()
+    np.testing.assert_array_equal(col.read(2_900, 3_100), data[2_900:3_100, 1])   # across two chunks
+    assert [(s.start, s.stop) for s in reads] == [(0, 3_000), (3_000, 6_000)] and col._held[0] == 3_000
     x0, x1, y0, y1, m = agg.extent(agg_mod.Column(Spy(), k=0), agg_mod.Column(Spy(), k=1), block=700)
     assert (x0, x1, y0, y1, m) == (data[:, 0].min(), data[:, 0].max(), data[:, 1].min(), data[:, 1].max(), n)
 
