@@ -121,6 +121,19 @@ def test_the_scatter_zooms_through_the_index_once_it_is_built(views_for, qtbot, 
     assert 0 < want.size
     np.testing.assert_array_equal(np.sort(v.cloud.sample_index), want)
     assert f"{want.size:,} of {X.shape[0]:,} samples in view, each drawn as a point" in v.status.text()
+    # zoomed back out to the whole cloud: drawn from the fine counts, every sample counted once
+    from app.views._cloud_pyramid import Pyramid
+    wide = []
+    real_pic = Pyramid.picture
+    monkeypatch.setattr(Pyramid, "picture", lambda self, rng, **kw: wide.append(rng) or real_pic(self, rng, **kw))
+    ext = b.columns.index.extent
+    vb.setRange(xRange=ext[:2], yRange=ext[2:], padding=0.02)
+    _rest(qtbot, v.cloud)
+    pic = b.picture
+    assert wide and pic.in_view == pic.counts.sum() == np.isfinite(proj[:, :2]).all(axis=1).sum()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    assert pic.extent[0] <= max(x0, ext[0]) and pic.extent[1] >= min(x1, ext[1])   # covers what is on screen
+    assert f"{pic.in_view:,} samples in {pic.bins[0]} x {pic.bins[1]} bins" in v.status.text()
 
 
 def test_a_column_chunked_on_disk_reads_each_chunk_once_and_gives_the_same_blocks(tmp_path):
