@@ -422,6 +422,16 @@ def _bucket(v: np.ndarray) -> np.ndarray:
     return (key >> np.uint64(64 - _KEY_BITS)).astype(np.intp)
 
 
+def _bucket_range(k: int) -> tuple[float, float]:
+    """The smallest and largest float64 in bucket ``k`` (see :func:`_bucket`)."""
+    shift = 64 - _KEY_BITS
+    keys = np.array([k << shift, (k << shift) | ((1 << shift) - 1)], dtype=np.uint64)
+    sign = np.uint64(1 << 63)
+    u = np.where(keys & sign, keys & ~sign, ~keys)
+    lo, hi = u.view(np.float64)
+    return float(lo), float(hi)
+
+
 class Ranks:
     """``np.percentile`` of a column's finite values at ``qs``, gathered by passes that read the
     column for something else too: :meth:`first` on every block of one pass, then the
@@ -494,16 +504,20 @@ class _Gather:
         self.keys = np.array(sorted(want), dtype=np.intp)
         self.vals = {k: [] for k in want}
         self.sizes = dict.fromkeys(want, 0)
+        self.bounds = [_bucket_range(k) for k in self.keys.tolist()]
 
     def add(self, v: np.ndarray) -> None:
-        v = v[np.isfinite(v)]
+        # The buckets' value ranges first (two comparisons each, where bit patterns and np.isin
+        # over every value cost a fifth of a counting pass), then the exact bucket of the few
+        # values inside (-0.0 and 0.0 compare equal but lie in neighbouring buckets).
+        hit = None
+        for lo, hi in self.bounds:
+            inside = (v >= lo) & (v <= hi)
+            hit = inside if hit is None else hit | inside
+        v = v[hit]
         if not v.size:
             return
         b = _bucket(v)
-        hit = np.isin(b, self.keys)
-        if not hit.any():
-            return
-        v, b = v[hit], b[hit]
         for k in self.keys[np.isin(self.keys, b)].tolist():
             part = v[b == k]
             self.sizes[k] += part.size
