@@ -78,8 +78,9 @@ class Column:
                     self._held = (c0, chunk)
                 parts.append(self._held[1][max(a - c0, 0):b - c0])
                 if b >= min(c0 + self._chunk, self.n):
-                    # Read to its end: a pass is done with it. Held on, a 30M-row result's
-                    # chunks (16.7M rows, 134 MB of float64 each) stayed in the window's memory.
+                    # Read to its end: a pass is done with it. Held on, each column of each
+                    # view kept its last chunk for as long as the view lived (chunks of a
+                    # stored result can hold millions of rows).
                     self._held = (-1, None)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
