@@ -61,11 +61,13 @@ _IDS = itertools.count(1)
 @dataclass(frozen=True)
 class FitJob:
     """Fit ``spec`` (registry name or Method) on ``dataset`` with ``params``; ``bigdata``: the
-    keyword arguments of robustcore.bigdata.settings for data opened out of core."""
+    keyword arguments of robustcore.bigdata.settings for data opened out of core; ``spill``: a
+    folder where the result's large arrays go, mapped (:func:`app.mapped_tables.spill_result`)."""
     spec: Any
     dataset: Any
     params: dict
     bigdata: dict | None = None
+    spill: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,10 +225,15 @@ def _run_here(job, progress):
         from robustcore.methods import get_method
         method = get_method(job.spec) if isinstance(job.spec, str) else job.spec
         if job.bigdata is None or not job.dataset.is_lazy:
-            return method.run(job.dataset, job.params, progress)
-        from robustcore.bigdata import settings
-        with settings(**job.bigdata):
-            return method.run(job.dataset, job.params, progress)
+            result = method.run(job.dataset, job.params, progress)
+        else:
+            from robustcore.bigdata import settings
+            with settings(**job.bigdata):
+                result = method.run(job.dataset, job.params, progress)
+        if job.spill is not None:
+            from .mapped_tables import spill_result
+            spill_result(result, job.spill)
+        return result
     import robustcore.datasets as d
     progress(0.0, "reading")
     if job.lazy:

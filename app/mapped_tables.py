@@ -25,10 +25,13 @@ import weakref
 
 import numpy as np
 
-__all__ = ["SPILL_MIN_BYTES", "spill", "mapped_file", "reduce", "forget", "release", "PRIVATE_WRITES"]
+__all__ = ["SPILL_MIN_BYTES", "RESULT_SPILL_MIN_BYTES", "spill", "spill_result", "mapped_file", "reduce", "forget", "release", "PRIVATE_WRITES"]
 
 # Smaller tables stay in memory: writing and mapping a file is not worth it below this.
 SPILL_MIN_BYTES = 64 << 20
+# A result's arrays from this size (2,000,000 float64 values) are mapped too: a run at 30M rows
+# returns several of 30-240 MB.
+RESULT_SPILL_MIN_BYTES = 16 << 20
 
 # True in the worker process (app.fit_process): a fit may write into its input, and a private
 # (copy-on-write) mapping keeps those writes its own. The window maps read-only, so that nothing
@@ -92,24 +95,56 @@ def reduce(obj):
     return NotImplemented if path is None else (_open, (path,))
 
 
-def spill(dataset, folder: str, min_bytes: int = SPILL_MIN_BYTES):
-    """``dataset`` with a dense table of at least ``min_bytes`` moved into a file of ``folder``
-    and mapped from there (in place: the in-memory table is released); others as they are."""
-    X = dataset.X
-    if type(X) is not np.ndarray or X.nbytes < min_bytes or mapped_file(X) is not None:
-        return dataset
+def _spilled(a, folder: str, min_bytes: int, prefix: str):
+    """``a`` written into a file of ``folder`` and mapped from there, when it is a plain numpy
+    array (no objects) of at least ``min_bytes`` not mapped already; else ``a`` itself."""
+    if type(a) is not np.ndarray or a.nbytes < min_bytes or a.dtype.hasobject or mapped_file(a) is not None:
+        return a
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="table-", suffix=".npy.partial")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix, suffix=".npy.partial")
     try:
         with os.fdopen(fd, "wb") as fh:
-            np.lib.format.write_array(fh, np.ascontiguousarray(X), allow_pickle=False)
+            np.lib.format.write_array(fh, np.ascontiguousarray(a), allow_pickle=False)
         path = tmp[:-len(".partial")]
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
-    dataset.X = _open(path)
+    return _open(path)
+
+
+def spill(dataset, folder: str, min_bytes: int = SPILL_MIN_BYTES):
+    """``dataset`` with a dense table of at least ``min_bytes`` moved into a file of ``folder``
+    and mapped from there (in place: the in-memory table is released); others as they are."""
+    dataset.X = _spilled(dataset.X, folder, min_bytes, "table-")
     return dataset
+
+
+def spill_result(result, folder: str, min_bytes: int = RESULT_SPILL_MIN_BYTES):
+    """``result`` (a RunResult) with every per-run array of at least ``min_bytes`` (scores,
+    flags, distances ...) moved into a file of ``folder`` and mapped, in place: in its dicts and
+    in its typed parts, an array shared by both mapped once. Out of core at 30,000,000 rows the
+    window held the ones a fit returns in memory (a score, the flags: 286 MB) for as long as the
+    result was open."""
+    import dataclasses
+    done: dict = {}
+
+    def moved(a):
+        if id(a) not in done:
+            done[id(a)] = (a, _spilled(a, folder, min_bytes, "result-"))   # the original kept: ids stay unique
+        return done[id(a)][1]
+
+    for d in (result.sample_scores, result.flags, result.arrays):
+        for k, v in list(d.items()):
+            d[k] = moved(v)
+    for f in dataclasses.fields(result):
+        part = getattr(result, f.name)
+        if dataclasses.is_dataclass(part) and not isinstance(part, type):
+            for g in dataclasses.fields(part):
+                v = getattr(part, g.name)
+                if type(v) is np.ndarray:
+                    object.__setattr__(part, g.name, moved(v))   # typed parts may be frozen
+    return result
 
 
 def forget(dataset) -> None:

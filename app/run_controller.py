@@ -22,7 +22,7 @@ from robustcore.methods import METHODS
 
 from .fit_process import FitJob, run_job, shared_pool
 from .jobs import FitTag
-from .out_of_core import bigdata_settings, method_restrictions, results_dir
+from .out_of_core import bigdata_settings, method_restrictions, results_dir, working_dir
 from .panels import LogEntry
 from .panels.run_log import format_evaluation
 from .tasks import Job, TaskRunner
@@ -217,7 +217,8 @@ class RunController(QObject):
             # Registry methods travel by name; others (scripts, tests) as the Method itself.
             spec = name if METHODS.get(name) is method else method
             pool = shared_pool()
-            fit = FitJob(spec, ds, fit_params, bigdata)
+            # out of core, the result's large arrays come back mapped from files, not in memory
+            fit = FitJob(spec, ds, fit_params, bigdata, spill=None if bigdata is None else working_dir())
             fn = lambda progress: pool.submit(fit, progress)  # noqa: E731
         else:
             fit = FitJob(method, ds, fit_params, bigdata)

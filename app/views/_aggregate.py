@@ -30,7 +30,7 @@ from . import _geometry as geo
 from ._binning import blocks
 
 __all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
-           "bin_index", "describe"]
+           "bin_index", "describe", "Ranks"]
 
 #: Rows per block: 100,000 float64 values are 0.8 MB, and one numpy pass over them takes
 #: 0.05-0.5 ms, so a block's dozen operations keep the GIL for a few ms at most (2,000,000
@@ -77,6 +77,11 @@ class Column:
                     chunk.flags.writeable = False   # blocks are views of it: read only
                     self._held = (c0, chunk)
                 parts.append(self._held[1][max(a - c0, 0):b - c0])
+                if b >= min(c0 + self._chunk, self.n):
+                    # Read to its end: a pass is done with it. Held on, each column of each
+                    # view kept its last chunk for as long as the view lived (chunks of a
+                    # stored result can hold millions of rows).
+                    self._held = (-1, None)
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
@@ -108,19 +113,23 @@ def _rank_key(score: np.ndarray | None, n: int) -> np.ndarray:
 class _Top:
     """The k highest (key, index) pairs of those added, fed block by block. Candidates are
     buffered and cut back to k (O(size), no sort) whenever the buffer passes 2k, so each row
-    costs O(1) whatever k is; :meth:`index` sorts the k once at the end."""
+    costs O(1) whatever k is; :meth:`index` sorts the k once at the end. Columns passed to
+    :meth:`add` by name (the sample's x, y, ...) are kept with their rows (:meth:`kept`)."""
 
     def __init__(self, k: int):
         self.k = int(k)
         self._idx: list = []
         self._key: list = []
+        self._more: dict = {}
         self._size = 0
 
-    def add(self, idx: np.ndarray, key: np.ndarray) -> None:
+    def add(self, idx: np.ndarray, key: np.ndarray, **more) -> None:
         if self.k <= 0 or idx.size == 0:
             return
         self._idx.append(idx)
         self._key.append(key)
+        for name, v in more.items():
+            self._more.setdefault(name, []).append(v)
         self._size += idx.size
         if self._size > max(2 * self.k, 4 * BLOCK // 10):
             self._cut()
@@ -128,6 +137,7 @@ class _Top:
     def _cut(self) -> tuple[np.ndarray, np.ndarray]:
         idx = np.concatenate(self._idx) if self._idx else np.zeros(0, dtype=np.int64)
         key = np.concatenate(self._key) if self._key else np.zeros(0)
+        more = {name: np.concatenate(v) for name, v in self._more.items()}
         k = self.k
         if idx.size > k:
             thr = np.partition(key, idx.size - k)[idx.size - k]   # the k-th largest key
@@ -136,7 +146,9 @@ class _Top:
             ties = ties[np.argsort(idx[ties], kind="stable")][:k - int(keep.sum())]   # smallest indices
             keep[ties] = True
             idx, key = idx[keep], key[keep]
+            more = {name: v[keep] for name, v in more.items()}
         self._idx, self._key, self._size = [idx], [key], idx.size
+        self._more = {name: [v] for name, v in more.items()}
         return idx, key
 
     def index(self) -> np.ndarray:
@@ -144,10 +156,18 @@ class _Top:
         idx, key = self._cut()
         return idx[np.lexsort((idx, -key))].astype(np.int64)
 
+    def kept(self) -> tuple[np.ndarray, dict]:
+        """:meth:`index` and, in the same order, the columns added with them."""
+        idx, key = self._cut()
+        order = np.lexsort((idx, -key))
+        return idx[order].astype(np.int64), {name: v[0][order] for name, v in self._more.items()}
 
-def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, float, int]:
-    """(x0, x1, y0, y1, number of samples with finite x and y): the range they span."""
-    x, y = _col(x), _col(y)
+
+def extent(x, y, report=None, block: int = BLOCK, score=None, ranks: "Ranks | None" = None
+           ) -> tuple[float, float, float, float, int]:
+    """(x0, x1, y0, y1, number of samples with finite x and y): the range they span. With
+    ``ranks``, every block of ``score`` is fed to its first pass on the way."""
+    x, y, score = _col(x), _col(y), _col(score)
     rep = Reporter(report)
     x0 = y0 = np.inf
     x1 = y1 = -np.inf
@@ -155,6 +175,8 @@ def extent(x, y, report=None, block: int = BLOCK) -> tuple[float, float, float, 
     for a, b in blocks(0, x.n, block):
         rep.report(a / max(x.n, 1), "measuring the cloud")
         xb, yb = x.read(a, b), y.read(a, b)
+        if ranks is not None:
+            ranks.first(score.read(a, b))
         ok = np.isfinite(xb) & np.isfinite(yb)
         m = int(ok.sum())
         if m:
@@ -204,13 +226,14 @@ class Picture:
 
 def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, flags=None, score=None,
               top_k: int = 1000, max_points: int = 5000, mean_score: bool = False, report=None,
-              block: int = BLOCK) -> Picture:
+              block: int = BLOCK, gather=None) -> Picture:
     """Count the samples in ``rng`` = (x0, x1, y0, y1) (None: all finite ones) into ``bins``.
 
     ``codes`` (int, 0 .. n_codes-1) is each sample's colour layer, ``flags`` (bool) moves a
     sample to a layer of its own (index ``n_codes``), ``score`` orders which samples are drawn
     as points; ``mean_score``: also the mean finite score of each bin (``Picture.mean``, NaN
-    where none). Samples whose x or y is NaN or infinite are in no bin."""
+    where none). Samples whose x or y is NaN or infinite are in no bin. ``gather``: the second
+    pass of a :class:`Ranks` of ``score``, fed every block of it on the way."""
     x, y = _col(x), _col(y)
     codes, flags, score = _col(codes, np.int64), _col(flags, bool), _col(score)
     rep = Reporter(report)
@@ -242,6 +265,10 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
             view = (xb >= x0) & (xb <= x1) & (yb >= y0) & (yb <= y1)
         if n_finite < 0:
             finite += int(np.count_nonzero(np.isfinite(xb) & np.isfinite(yb)))
+        sb = None
+        if gather is not None:
+            sb = score.read(a, b)
+            gather.add(sb)
         where = np.flatnonzero(view)
         if where.size == 0:
             continue
@@ -251,7 +278,7 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
         layer = np.where(fl, n_codes, code) if fl is not None else code
         cell = (layer * bx + bin_index(xs, x0, x1, bx)) * by + bin_index(ys, y0, y1, by)
         counts += np.bincount(cell, minlength=counts.size)
-        sc = score.read(a, b)[where] if score is not None else None
+        sc = (score.read(a, b) if sb is None else sb)[where] if score is not None else None
         if sums is not None:
             ok = np.isfinite(sc)
             sums += np.bincount(cell[ok], weights=sc[ok], minlength=sums.size)
@@ -262,10 +289,14 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
                 kept.append((where + a, xs, ys, code, fl if fl is not None else np.zeros(where.size, bool), sc))
             else:
                 kept = None
-        cand = np.flatnonzero(fl) if fl is not None else np.arange(where.size)
-        n_cand += cand.size
-        if cand.size:
-            top.add(where[cand] + a, _rank_key(None if sc is None else sc[cand], cand.size))
+        cand = np.flatnonzero(fl) if fl is not None else slice(None)
+        ci = where[cand]
+        n_cand += ci.size
+        if ci.size:
+            # the candidates' columns kept with them: reading the points back afterwards was
+            # one more pass over every block (2,000 points spread over 30M rows)
+            top.add(ci + a, _rank_key(None if sc is None else sc[cand], ci.size), x=xs[cand], y=ys[cand],
+                    code=code[cand], **({} if sc is None else {"score": sc[cand]}))
     if n_finite < 0:
         n_finite = finite
     counts = counts.reshape(n_layers, bx, by)
@@ -276,7 +307,11 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     if kept is not None:
         points = _concat_points(kept)
     else:
-        points = dict(zip(_POINT_KEYS, _read_points(top.index(), x, y, codes, flags, score, block)))
+        idx, more = top.kept()
+        points = {"index": idx, "x": more.get("x", np.zeros(0)), "y": more.get("y", np.zeros(0)),
+                  "code": more.get("code", np.zeros(0, dtype=np.int64)),
+                  "flag": np.full(idx.size, flags is not None), "score": None if score is None else
+                  more.get("score", np.zeros(0))}
     totals = counts.reshape(n_layers, -1).sum(axis=1)
     return Picture(extent=(x0, x1, y0, y1), counts=counts, layer_totals=totals, n=n, n_finite=n_finite,
                    in_view=int(totals.sum()), points=points, all_points=kept is not None, n_candidates=n_cand,
@@ -296,19 +331,6 @@ def _concat_points(kept: list) -> dict:
         out[nm] = None if parts[0] is None else np.concatenate(parts)
     out["index"] = out["index"].astype(np.int64)
     return out
-
-
-def _read_points(idx, x, y, codes, flags, score, block):
-    order = np.argsort(idx, kind="stable")   # read in row order, hand back best first
-    srt = idx[order]
-    back = np.empty_like(order)
-    back[order] = np.arange(order.size)
-
-    def at(col, default):
-        return take(col, srt, block=block)[back] if col is not None else default
-
-    return (idx, at(x, None), at(y, None), at(codes, np.zeros(idx.size, dtype=np.int64)),
-            at(flags, np.zeros(idx.size, dtype=bool)), at(score, None))
 
 
 def take(col, idx: np.ndarray, block: int = BLOCK) -> np.ndarray:
@@ -366,31 +388,155 @@ def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int
 
 def quantiles(col, qs, report=None, block: int = BLOCK) -> np.ndarray:
     """``np.percentile`` of the finite values of ``col`` at ``qs`` (percent), without sorting
-    them: each wanted order statistic is found by histograms of narrower and narrower ranges
-    (a pass over the rows each, usually two or three) and finished with np.partition over the
-    few values left. NaN for every q when no value is finite."""
+    them: two passes of :class:`Ranks` (a histogram of the values' bit patterns, then the few
+    values of the buckets holding the wanted ranks), or more when such a bucket is too crowded
+    to keep. NaN for every q when no value is finite."""
     col = _col(col)
     rep = Reporter(report)
-    qs = np.atleast_1d(np.asarray(qs, dtype=np.float64))
-    lo, hi, m = np.inf, -np.inf, 0
+    ranks = Ranks(qs)
     for a, b in blocks(0, col.n, block):
         rep.report(0.0, "score range")
-        v = col.read(a, b)
+        ranks.first(col.read(a, b))
+    gather = ranks.gather()
+    if gather is not None:
+        for a, b in blocks(0, col.n, block):
+            rep.report(0.5, "score range")
+            gather.add(col.read(a, b))
+    return ranks.result(gather, col, rep, block)
+
+
+#: Buckets of :class:`Ranks`' first pass: the top bits of a float64's order-preserving bit
+#: pattern (sign, exponent, 8 bits of mantissa: 256 buckets per power of two).
+_KEY_BITS = 20
+#: Values of the wanted buckets the second pass keeps; past it, the exact narrowing passes of
+#: :func:`_order_stats` finish those ranks (values all within one power of two, say).
+_Q_KEEP = 1 << 21
+#: Bucket numbers gathered before they are counted (one bincount over the buckets per this many).
+_Q_FLUSH = 1 << 22
+
+
+def _bucket(v: np.ndarray) -> np.ndarray:
+    """Bucket of each finite float64: buckets are in the values' order (a negative number's bits
+    flipped, a positive one's sign bit set, then the top _KEY_BITS bits)."""
+    u = np.ascontiguousarray(v, dtype=np.float64).view(np.uint64)
+    key = np.where(u >> np.uint64(63), ~u, u | np.uint64(1 << 63))
+    return (key >> np.uint64(64 - _KEY_BITS)).astype(np.intp)
+
+
+def _bucket_range(k: int) -> tuple[float, float]:
+    """The smallest and largest float64 in bucket ``k`` (see :func:`_bucket`)."""
+    shift = 64 - _KEY_BITS
+    keys = np.array([k << shift, (k << shift) | ((1 << shift) - 1)], dtype=np.uint64)
+    sign = np.uint64(1 << 63)
+    u = np.where(keys & sign, keys & ~sign, ~keys)
+    lo, hi = u.view(np.float64)
+    return float(lo), float(hi)
+
+
+class Ranks:
+    """``np.percentile`` of a column's finite values at ``qs``, gathered by passes that read the
+    column for something else too: :meth:`first` on every block of one pass, then the
+    :meth:`gather` object's ``add`` on every block of a second, then :meth:`result` (which
+    reads the column again only when a wanted bucket held more than :data:`_Q_KEEP` values)."""
+
+    def __init__(self, qs):
+        self.qs = np.atleast_1d(np.asarray(qs, dtype=np.float64))
+        self.m = 0
+        self.lo, self.hi = np.inf, -np.inf
+        self._hist = np.zeros(1 << _KEY_BITS, dtype=np.int64)
+        self._held: list = []
+        self._size = 0
+
+    def first(self, v: np.ndarray) -> None:
         v = v[np.isfinite(v)]
-        if v.size:
-            m += v.size
-            lo, hi = min(lo, v.min()), max(hi, v.max())
-    if m == 0:
-        return np.full(qs.shape, np.nan)
-    pos = qs / 100.0 * (m - 1)
-    ranks = sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
-    stat = _order_stats(col, ranks, float(lo), float(hi), rep, block)
-    out = np.empty(qs.shape)
-    for i, p in enumerate(pos):
-        f = int(np.floor(p))
-        a, b, t = stat[f], stat[int(np.ceil(p))], p - f
-        out[i] = a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)   # numpy's own lerp
-    return out
+        if not v.size:
+            return
+        self.m += v.size
+        self.lo, self.hi = min(self.lo, v.min()), max(self.hi, v.max())
+        self._held.append(_bucket(v))
+        self._size += v.size
+        if self._size >= _Q_FLUSH:
+            self._count()
+
+    def _count(self) -> None:
+        if self._held:
+            self._hist += np.bincount(np.concatenate(self._held), minlength=self._hist.size)
+        self._held, self._size = [], 0
+
+    def _ranks(self) -> tuple[np.ndarray, list]:
+        pos = self.qs / 100.0 * (self.m - 1)
+        return pos, sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
+
+    def gather(self) -> "_Gather | None":
+        """What the second pass feeds (None: no finite value, nothing to gather)."""
+        self._count()
+        if self.m == 0:
+            return None
+        cum = np.cumsum(self._hist)
+        want = {}
+        for r in self._ranks()[1]:
+            k = int(np.searchsorted(cum, r, side="right"))
+            want.setdefault(k, (int(cum[k - 1]) if k else 0, []))[1].append(r)
+        return _Gather(want)
+
+    def result(self, gather: "_Gather | None", col=None, report=None, block: int = BLOCK) -> np.ndarray:
+        """The percentiles, NaN for every q when no value is finite; ``col`` is read again
+        only for a bucket too crowded to keep (see :data:`_Q_KEEP`)."""
+        if self.m == 0 or gather is None:
+            return np.full(self.qs.shape, np.nan)
+        found = gather.found()
+        rest = [r for r in self._ranks()[1] if r not in found]
+        if rest:
+            found.update(_order_stats(_col(col), rest, float(self.lo), float(self.hi), Reporter(report), block))
+        pos = self._ranks()[0]
+        out = np.empty(self.qs.shape)
+        for i, p in enumerate(pos):
+            f = int(np.floor(p))
+            a, b, t = found[f], found[int(np.ceil(p))], p - f
+            out[i] = a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t)   # numpy's own lerp
+        return out
+
+
+class _Gather:
+    """The second pass of :class:`Ranks`: keeps the values of the buckets holding wanted ranks."""
+
+    def __init__(self, want: dict):
+        self.want = want   # bucket -> (finite values in lower buckets, ranks it holds)
+        self.keys = np.array(sorted(want), dtype=np.intp)
+        self.vals = {k: [] for k in want}
+        self.sizes = dict.fromkeys(want, 0)
+        self.bounds = [_bucket_range(k) for k in self.keys.tolist()]
+
+    def add(self, v: np.ndarray) -> None:
+        # The buckets' value ranges first (two comparisons each, where bit patterns and np.isin
+        # over every value cost a fifth of a counting pass), then the exact bucket of the few
+        # values inside (-0.0 and 0.0 compare equal but lie in neighbouring buckets).
+        hit = None
+        for lo, hi in self.bounds:
+            inside = (v >= lo) & (v <= hi)
+            hit = inside if hit is None else hit | inside
+        v = v[hit]
+        if not v.size:
+            return
+        b = _bucket(v)
+        for k in self.keys[np.isin(self.keys, b)].tolist():
+            part = v[b == k]
+            self.sizes[k] += part.size
+            if self.sizes[k] <= _Q_KEEP:
+                self.vals[k].append(part)
+            else:
+                self.vals[k] = []
+
+    def found(self) -> dict:
+        """rank -> value for the ranks whose bucket was kept whole."""
+        out = {}
+        for k, (below, ranks) in self.want.items():
+            if self.sizes[k] > _Q_KEEP:
+                continue
+            v = np.concatenate(self.vals[k])
+            for r in ranks:
+                out[r] = float(np.partition(v, r - below)[r - below])
+        return out
 
 
 def _order_stats(col, ranks, lo, hi, rep, block) -> dict:

@@ -40,6 +40,8 @@ FLAG_POINTS = 2_000
 TOP_FLAGGED = 500
 #: A selection holds at most this many samples (the highest-scoring of a larger region).
 SELECT_CAP = 200_000
+#: The percentiles of the score that bound its colour map.
+LEVELS = (1, 99)
 
 
 @dataclass
@@ -60,6 +62,15 @@ class Source:
     flagged: str = "flagged"
 
 
+@dataclass
+class Frame:
+    """Where a cloud lies, measured before its first picture: the view is framed on ``extent``
+    (room for bins, as a picture's), then its first picture counts exactly what is on screen."""
+
+    extent: tuple
+    n_finite: int
+
+
 class _Columns:
     """The source's columns, made once by whichever worker needs them first."""
 
@@ -68,6 +79,7 @@ class _Columns:
         self._lock = threading.Lock()
         self._cols = None
         self._levels = None
+        self._ranks = None  # the score's percentiles, their first pass done while measuring the extent
         self.index = None   # a CloudIndex once built (large clouds, after the first picture)
 
     def get(self) -> dict:
@@ -81,14 +93,38 @@ class _Columns:
         with self._lock:
             return None if self._cols is None else self._cols.get("facts")
 
-    def levels(self, report) -> tuple[float, float] | None:
+    def wants_levels(self) -> bool:
+        return self.source.by_score and self._levels is None and self.get().get("score") is not None
+
+    def measure(self, report) -> Frame:
+        """The extent of the finite samples (and the first pass of the score's percentiles)."""
+        cols = self.get()
+        ranks = agg.Ranks(LEVELS) if self.wants_levels() else None
+        x0, x1, y0, y1, n_finite = agg.extent(cols["x"], cols["y"], report=report, score=cols.get("score"),
+                                              ranks=ranks)
+        if ranks is not None:
+            ranks.gather()   # counted now: later passes only read it
+            self._ranks = ranks
+        return Frame(agg.padded(x0, x1) + agg.padded(y0, y1), n_finite)
+
+    def gather(self):
+        """A second pass of the score's percentiles for a pass over every row, when still wanted."""
+        return self._ranks.gather() if self._ranks is not None and self._levels is None else None
+
+    def levels(self, report, gathered=None) -> tuple[float, float] | None:
+        """The score's colour range (1st to 99th percentile), from a second pass ``gathered``
+        over every row when one was made, else by passes of its own."""
         cols = self.get()
         if not self.source.by_score or cols.get("score") is None:
             return None
         with self._lock:
             if self._levels is None:
-                lo, hi = agg.quantiles(cols["score"], [1, 99], report=report)
+                if gathered is not None:
+                    lo, hi = self._ranks.result(gathered, cols["score"], report)
+                else:
+                    lo, hi = agg.quantiles(cols["score"], LEVELS, report=report)
                 self._levels = (float(lo), float(hi)) if np.isfinite(lo) else (0.0, 1.0)
+                self._ranks = None   # its histogram (8 MB) is done with
             return self._levels
 
 
@@ -164,21 +200,25 @@ class Binned(QObject):
         columns = self.columns
 
         def work(progress):
+            if full:   # first where the cloud lies; the view is framed on it, then counted
+                return columns.measure(progress), None, True
             cols = columns.get()
             how = dict(bins=bins, n_codes=len(columns.source.colors), top_k=max(FLAG_POINTS, TOP_FLAGGED),
                        max_points=POINTS_IN_VIEW, mean_score=columns.source.by_score, report=progress)
             index = columns.index
-            if rng is not None and index is not None and index.worth(rng):
-                pic = index.aggregate(rng, **how)   # only the rows near the range are read
-            else:
+            # through the index: only the rows near the range, or a wide view's fine counts
+            pic = index.picture(rng, **how) if index is not None else None
+            gathered = None
+            if pic is None:
+                gathered = columns.gather()   # the score's percentiles on the way, when still wanted
                 pic = agg.aggregate(cols["x"], cols["y"], rng=rng, codes=cols.get("codes"), flags=cols.get("flags"),
-                                    score=cols.get("score"), **how)
+                                    score=cols.get("score"), gather=gathered, **how)
             if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
                 # without flags the highest scores are the points worth drawing; without scores, none
                 keep = 0 if pic.flagged_layer is None and cols.get("score") is None else TOP_FLAGGED
                 pic = agg.spread(pic, keep) if keep else pic
                 pic.points = {k: None if v is None else v[:keep] for k, v in pic.points.items()}
-            return pic, columns.levels(progress), full
+            return pic, columns.levels(progress, gathered), full
 
         self._pending = work
         self.bins.submit(work, tag="bins")
@@ -204,17 +244,18 @@ class Binned(QObject):
 
     def _draw(self, pic, levels, framed) -> None:
         self._pending = None
-        self.picture, self.levels = pic, levels
-        self.cloud.draw_picture(pic, levels)
-        if framed:
+        if framed:   # a Frame: nothing to draw yet
             self._framing = True
             try:
                 self.cloud.frame(pic)
             finally:
                 self._framing = False
-            # The framed range is wider than the data: bin exactly what is on screen.
+            # One pass counts exactly what is on screen (the framed range is wider than the data).
             self.request()
             self._index(pic)
+            return
+        self.picture, self.levels = pic, levels
+        self.cloud.draw_picture(pic, levels)
         self.drawn.emit(pic, levels)
 
     def _index(self, pic) -> None:
@@ -233,7 +274,8 @@ class Binned(QObject):
 
         def work(progress):
             from ..out_of_core import working_dir
-            columns.index = ci.CloudIndex(columns.get(), extent, folder=working_dir(), report=progress)
+            columns.index = ci.CloudIndex(columns.get(), extent, folder=working_dir(), report=progress,
+                                          n_codes=len(columns.source.colors), mean_score=columns.source.by_score)
 
         self.indexer.submit(work, tag="index")
 

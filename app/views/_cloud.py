@@ -336,7 +336,8 @@ class PointCloud(QObject):
         self._set_flag_points(flags, filled=filled and not groups)
 
     def frame(self, pic) -> None:
-        """Frame the view on a binned cloud's first picture (views may replace this)."""
+        """Frame the view on where a binned cloud lies (``pic.extent``: a picture or a Frame; views
+        may replace this)."""
         x0, x1, y0, y1 = pic.extent
         self.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0.02)
 

@@ -10,7 +10,8 @@ passes a block at a time) into files beside the window's other results too large
 A zoom then reads the cells the range touches, a contiguous run of rows per column of cells,
 and :func:`app.views._aggregate.aggregate` counts them exactly as it counts the whole: the
 rows read are put back in sample order first, so ties and the order of the points drawn are the
-same as a full pass's.
+same as a full pass's. A view touching cells that hold most rows is drawn from the fine counts
+made in the same passes (:mod:`app.views._cloud_pyramid`) instead of reading them all again.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _aggregate as agg
+from ._cloud_pyramid import Pyramid
 
 __all__ = ["INDEX_ROWS", "GRID", "CloudIndex"]
 
@@ -45,10 +47,11 @@ class CloudIndex:
     """``cols`` ({"x", "y"[, "codes", "flags", "score"]}, as :class:`app.views._binned.Source`
     makes them) sorted into the cells of ``extent`` = (x0, x1, y0, y1), which holds every finite
     sample. ``folder``: where the sorted copy is written (removed with the index); None keeps it
-    in memory."""
+    in memory. ``n_codes`` and ``mean_score`` as the cloud's pictures ask them (for the fine
+    counts; ``pyramid``: their keyword arguments, e.g. a smaller grid, or False for none)."""
 
     def __init__(self, cols: dict, extent, folder: str | None = None, grid: int = GRID, report=None,
-                 block: int = agg.BLOCK):
+                 block: int = agg.BLOCK, n_codes: int = 1, mean_score: bool = False, pyramid=None):
         x, y = agg._col(cols["x"]), agg._col(cols["y"])
         src = {"codes": agg._col(cols.get("codes"), np.int64), "flags": agg._col(cols.get("flags"), bool),
                "score": agg._col(cols.get("score"))}
@@ -79,7 +82,11 @@ class CloudIndex:
             self.cols[name] = (np.zeros(shape, dtype) if self.folder is None else
                                np.lib.format.open_memmap(os.path.join(self.folder, f"{name}.npy"), mode="w+",
                                                          dtype=dtype, shape=shape))
-        # Pass 2: each block's finite rows written at their cell's next free places.
+        self.pyramid = None if pyramid is False else Pyramid(
+            self.extent, n_codes=n_codes, flags=self.has["flags"], score=self.has["score"], mean_score=mean_score,
+            **(pyramid or {}))
+        # Pass 2: each block's finite rows written at their cell's next free places (and counted
+        # on the pyramid's fine grid).
         fill = self.offsets[:-1].copy()
         for a, b in agg.blocks(0, self.n, block):
             rep.report(0.5 + 0.5 * a / max(self.n, 1), "indexing the cloud")
@@ -98,6 +105,11 @@ class CloudIndex:
                     values[name] = src[name].read(a, b)[rows]
             for name, v in values.items():
                 self.cols[name][at] = v
+            if self.pyramid is not None:
+                self.pyramid.add(values["x"], values["y"], values["index"], values.get("codes"), values.get("flags"),
+                                 values.get("score"))
+        if self.pyramid is not None:
+            self.pyramid.done()
         if self.folder is not None:
             # Reopened read-only: the pages written stayed in the window's resident memory while
             # mapped for writing (+860 MB at 30M rows); read-only, only those a zoom reads are.
@@ -136,6 +148,19 @@ class CloudIndex:
 
     def worth(self, rng) -> bool:
         return self.rows_for(rng) <= WORTH * max(self.n, 1)
+
+    def picture(self, rng, **kwargs) -> agg.Picture | None:
+        """The picture of the range ``rng`` (keyword arguments as :func:`app.views._aggregate.aggregate`
+        takes them, but the columns; bins, n_codes, top_k, max_points and mean_score given): read from the cells it touches when they hold few rows,
+        else from the fine counts when the view is wide enough for them; None when neither
+        answers (then one pass over every row does)."""
+        if self.worth(rng):
+            return self.aggregate(rng, **kwargs)
+        if self.pyramid is None:
+            return None
+        how = {k: v for k, v in kwargs.items() if k != "report"}
+        return self.pyramid.picture(rng, n=self.n, n_finite=self.n_finite, flags=self.has["flags"],
+                                    score=self.has["score"], **how)
 
     def aggregate(self, rng, **kwargs) -> agg.Picture:
         """:func:`app.views._aggregate.aggregate` of the whole cloud for the range ``rng``

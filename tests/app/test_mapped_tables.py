@@ -105,3 +105,30 @@ def test_pages_read_are_given_back_and_the_values_stay(tmp_path):
     assert read - resident_mb() > 24       # most of the 32 MB no longer counted
     assert resident_mb() < before + 8
     np.testing.assert_array_equal(ds.X[::997], X[::997])   # read again from the file
+
+
+def test_a_results_large_arrays_are_mapped_once_each_and_travel_as_file_names(tmp_path, sent_bytes):
+    """Out of core, a fit's per-row arrays (scores, flags, distances) go back to the window
+    mapped from files, an array the result holds twice in one file, small ones in memory."""
+    from robustcore.methods import get_method
+
+    X = np.random.default_rng(4).standard_normal((20_000, 5))
+    res = get_method("pca").run(Dataset(X=X, name="t"), {})
+    res.arrays["again"] = res.sample_scores["spe"]    # one array held in two places
+    want = {(d, k): np.array(v) for d in ("sample_scores", "flags", "arrays") for k, v in getattr(res, d).items()}
+    large = {id(v) for d in ("sample_scores", "flags", "arrays") for v in getattr(res, d).values() if v.nbytes >= 100_000}
+    mapped_tables.spill_result(res, str(tmp_path), min_bytes=100_000)
+    for (d, k), v in want.items():
+        got = getattr(res, d)[k]
+        np.testing.assert_array_equal(got, v)
+        assert (mapped_tables.mapped_file(got) is not None) == (v.nbytes >= 100_000), (d, k)
+    assert res.arrays["again"] is res.sample_scores["spe"]
+    files = {mapped_tables.mapped_file(a) for d in ("sample_scores", "flags", "arrays")
+             for a in getattr(res, d).values()} - {None}
+    assert len(files) == len(list(tmp_path.glob("result-*.npy"))) == len(large) >= 5
+    sent_bytes.clear()
+    got = _roundtrip(res)
+    assert sum(sent_bytes) < 100_000                 # names, not the 1.3 MB of values
+    for (d, k), v in want.items():
+        np.testing.assert_array_equal(getattr(got, d)[k], v)
+    assert mapped_tables.mapped_file(got.sample_scores["t2"]) is not None

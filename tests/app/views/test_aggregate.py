@@ -141,6 +141,40 @@ def test_quantiles_equal_numpy_percentile_without_reading_whole():
     assert np.isnan(agg.quantiles(np.array([np.nan]), [50])).all()
 
 
+@pytest.mark.parametrize("keep", [1 << 21, 500])
+def test_quantiles_in_two_passes_equal_the_narrowing_passes_and_numpy(monkeypatch, keep):
+    """The two passes of Ranks (bit-pattern buckets, then the wanted buckets' values) give what
+    the narrowing histograms give and np.percentile gives, on values of either sign, tied, in one
+    power of two, or spread over many; with few values kept, a crowded bucket falls back to the
+    narrowing passes and still agrees."""
+    monkeypatch.setattr(agg, "_Q_KEEP", keep)
+    rng = np.random.default_rng(11)
+    cases = {"normal": rng.normal(size=200_000), "one octave": 1.0 + rng.random(200_000),
+             "wide": np.exp(rng.normal(scale=20, size=100_000)) * rng.choice([-1, 1], 100_000),
+             "ties": np.round(rng.normal(size=100_000), 1), "zeros": np.r_[np.zeros(5000), -np.zeros(5000), 1.0]}
+    for name, v in cases.items():
+        v = np.r_[v, [np.nan, np.inf, -np.inf]]
+        qs = [0, 1, 2.5, 50, 99, 100]
+        fin = v[np.isfinite(v)]
+        got = agg.quantiles(Sliced(v), qs, block=30_000)
+        assert (got == np.percentile(fin, qs)).all(), name
+        assert (got == _narrowing(v, qs)).all(), name
+
+
+def _narrowing(v, qs):
+    """The percentiles by the narrowing histograms alone (the route before Ranks)."""
+    fin = v[np.isfinite(v)]
+    pos = np.asarray(qs) / 100.0 * (fin.size - 1)
+    ranks = sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
+    found = agg._order_stats(agg._col(v), ranks, float(fin.min()), float(fin.max()), agg.Reporter(None), 30_000)
+    out = []
+    for p in pos:
+        f = int(np.floor(p))
+        a, b, t = found[f], found[int(np.ceil(p))], p - f
+        out.append(a + (b - a) * t if t < 0.5 else b - (b - a) * (1 - t))
+    return np.array(out)
+
+
 def test_rectangle_and_lasso_select_the_brute_force_sets_from_sliced_stores():
     x, y, _, _, score = _cloud(50_000)
     xs, ys = Sliced(np.c_[x, y]), Sliced(np.c_[x, y])

@@ -121,6 +121,19 @@ def test_the_scatter_zooms_through_the_index_once_it_is_built(views_for, qtbot, 
     assert 0 < want.size
     np.testing.assert_array_equal(np.sort(v.cloud.sample_index), want)
     assert f"{want.size:,} of {X.shape[0]:,} samples in view, each drawn as a point" in v.status.text()
+    # zoomed back out to the whole cloud: drawn from the fine counts, every sample counted once
+    from app.views._cloud_pyramid import Pyramid
+    wide = []
+    real_pic = Pyramid.picture
+    monkeypatch.setattr(Pyramid, "picture", lambda self, rng, **kw: wide.append(rng) or real_pic(self, rng, **kw))
+    ext = b.columns.index.extent
+    vb.setRange(xRange=ext[:2], yRange=ext[2:], padding=0.02)
+    _rest(qtbot, v.cloud)
+    pic = b.picture
+    assert wide and pic.in_view == pic.counts.sum() == np.isfinite(proj[:, :2]).all(axis=1).sum()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    assert pic.extent[0] <= max(x0, ext[0]) and pic.extent[1] >= min(x1, ext[1])   # covers what is on screen
+    assert f"{pic.in_view:,} samples in {pic.bins[0]} x {pic.bins[1]} bins" in v.status.text()
 
 
 def test_a_column_chunked_on_disk_reads_each_chunk_once_and_gives_the_same_blocks(tmp_path):
@@ -146,6 +159,10 @@ def test_a_column_chunked_on_disk_reads_each_chunk_once_and_gives_the_same_block
     got = np.concatenate([col.read(a, min(a + 700, n)) for a in range(0, n, 700)])
     np.testing.assert_array_equal(got, data[:, 1])
     assert [(s.start, s.stop) for s in reads] == [(0, 3_000), (3_000, 6_000), (6_000, 9_000), (9_000, 10_000)]
+    assert col._held[1] is None   # a chunk read to its end is let go: none stays in memory after a pass
+    reads.clear()
+    np.testing.assert_array_equal(col.read(2_900, 3_100), data[2_900:3_100, 1])   # across two chunks
+    assert [(s.start, s.stop) for s in reads] == [(0, 3_000), (3_000, 6_000)] and col._held[0] == 3_000
     x0, x1, y0, y1, m = agg.extent(agg_mod.Column(Spy(), k=0), agg_mod.Column(Spy(), k=1), block=700)
     assert (x0, x1, y0, y1, m) == (data[:, 0].min(), data[:, 0].max(), data[:, 1].min(), data[:, 1].max(), n)
 
@@ -171,3 +188,75 @@ def test_a_figure_drawn_offscreen_builds_no_index(qtbot, monkeypatch, tmp_path):
     qtbot.wait(300)
     assert (tmp_path / "s.png").stat().st_size > 0
     assert built == []
+
+
+def _histogram(x, y, edges_x, edges_y, closed_x, closed_y):
+    """np.histogram2d's counts with those edges, the last bin closed only where it ends the grid
+    (past a snapped edge inside the grid, a sample belongs to the next fine cell)."""
+    keep = ((x < edges_x[-1]) | closed_x) & ((y < edges_y[-1]) | closed_y)
+    return np.histogram2d(x[keep], y[keep], bins=[edges_x, edges_y])[0].astype(np.int64)
+
+
+@pytest.mark.parametrize("mean_score", [False, True])
+def test_a_wide_view_is_drawn_from_the_fine_counts_exactly_for_its_own_bins(mean_score):
+    """Zoomed out to most of the cloud, the picture comes from the counts made with the index:
+    every layer's counts equal np.histogram2d over the rows with the snapped edges, and the
+    points, totals and mean scores equal a full pass's over the snapped extent."""
+    x, y, codes, flags, score = _cloud(n=30_000, seed=4)
+    whole = agg.aggregate(x, y, codes=codes, n_codes=3, flags=flags, score=score)
+    index = CloudIndex({"x": x, "y": y, "codes": codes, "flags": flags, "score": score}, whole.extent, grid=16,
+                       block=7_000, n_codes=3, mean_score=mean_score, pyramid={"fine": 96, "top": 400})
+    fine = index.pyramid
+    x0, x1, y0, y1 = whole.extent
+    w = x1 - x0
+    how = dict(bins=(40, 30), n_codes=3, top_k=150, max_points=300, mean_score=mean_score)
+    for rng in [whole.extent, (x0 - 0.3 * w, x1 + 0.2 * w, y0 - 1, y1 + 1), (x0 + 0.1 * w, x0 + 0.8 * w, -3.0, 2.5)]:
+        assert not index.worth(rng)   # most rows: the fine counts answer
+        pic = index.picture(rng, **how)
+        assert pic is not None and pic.n_candidates > how["top_k"]
+        i0, m, nbx, j0, mm, nby = fine.snap(rng, how["bins"])
+        assert pic.bins == (nbx, nby) and m * 40 / 2 <= m * nbx and nbx >= 20 and nby >= 15
+        ex = fine.edge(0, np.arange(i0, i0 + m * nbx + 1, m))
+        ey = fine.edge(1, np.arange(j0, j0 + mm * nby + 1, mm))
+        assert pic.extent == (ex[0], ex[-1], ey[0], ey[-1])
+        # the view lies within the picture, which is at most one of its bins wider each side
+        rx0, rx1, ry0, ry1 = rng
+        assert ex[0] <= max(rx0, x0) and ex[-1] >= min(rx1, x1) and ey[0] <= max(ry0, y0) and ey[-1] >= min(ry1, y1)
+        assert max(rx0, x0) - ex[0] < ex[1] - ex[0] and ex[-1] - min(rx1, x1) < ex[-1] - ex[-2]
+        closed = (i0 + m * nbx >= fine.fine, j0 + mm * nby >= fine.fine)
+        layer = np.where(flags, 3, codes)
+        for k in range(4):
+            np.testing.assert_array_equal(pic.counts[k], _histogram(x[layer == k], y[layer == k], ex, ey, *closed),
+                                          err_msg=f"layer {k}")
+        # a pass over every row with the snapped extent and bins draws the same picture
+        want = agg.aggregate(x, y, rng=pic.extent, codes=codes, flags=flags, score=score,
+                             **dict(how, bins=pic.bins))
+        _same(want, pic)
+        assert pic.n == x.size and pic.n_finite == whole.n_finite
+
+
+def test_views_the_fine_counts_cannot_answer_are_read_from_the_rows():
+    x, y, codes, flags, score = _cloud(n=30_000, seed=5)
+    whole = agg.aggregate(x, y, codes=codes, n_codes=3, flags=flags, score=score)
+    index = CloudIndex({"x": x, "y": y, "codes": codes, "flags": flags, "score": score}, whole.extent, grid=16,
+                       n_codes=3, pyramid={"fine": 64, "top": 100})
+    how = dict(bins=(40, 30), n_codes=3, top_k=150, max_points=300, mean_score=False)
+    # more points asked than the candidates kept: the view's best may not be among them
+    assert index.picture(whole.extent, **how) is None
+    # fewer samples in view than max_points: each is drawn, from the rows
+    assert index.pyramid.picture(whole.extent, n=x.size, n_finite=whole.n_finite, flags=True, score=True,
+                                 **dict(how, top_k=50, max_points=40_000)) is None
+    # other colour layers than were counted
+    assert index.pyramid.picture(whole.extent, n=x.size, n_finite=whole.n_finite, flags=True, score=True,
+                                 **dict(how, top_k=50, n_codes=4)) is None
+    # a narrow view: fewer fine cells than half the bins asked
+    x0, x1, y0, y1 = whole.extent
+    narrow = (x0, x0 + 0.2 * (x1 - x0), y0, y1)
+    assert index.pyramid.snap(narrow, (40, 30)) is None
+    got = index.picture(narrow, **dict(how, top_k=50))
+    _same(agg.aggregate(x, y, rng=narrow, codes=codes, flags=flags, score=score, **dict(how, top_k=50)), got)
+    # codes beyond the layers the index was told of: nothing is answered from the fine counts
+    other = CloudIndex({"x": x, "y": y, "codes": codes, "flags": flags}, whole.extent, grid=16, n_codes=2,
+                       pyramid={"fine": 64})
+    assert not other.pyramid.usable and other.pyramid.picture(whole.extent, n=x.size, n_finite=whole.n_finite,
+                                                              flags=True, score=False, **dict(how, n_codes=2)) is None
