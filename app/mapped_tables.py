@@ -25,7 +25,8 @@ import weakref
 
 import numpy as np
 
-__all__ = ["SPILL_MIN_BYTES", "RESULT_SPILL_MIN_BYTES", "spill", "spill_result", "mapped_file", "reduce", "forget", "release", "PRIVATE_WRITES"]
+__all__ = ["SPILL_MIN_BYTES", "RESULT_SPILL_MIN_BYTES", "spill", "spill_result", "forget_result", "mapped_file",
+           "reduce", "forget", "release", "PRIVATE_WRITES"]
 
 # Smaller tables stay in memory: writing and mapping a file is not worth it below this.
 SPILL_MIN_BYTES = 64 << 20
@@ -120,18 +121,15 @@ def spill(dataset, folder: str, min_bytes: int = SPILL_MIN_BYTES):
     return dataset
 
 
-def spill_result(result, folder: str, min_bytes: int = RESULT_SPILL_MIN_BYTES):
-    """``result`` (a RunResult) with every per-run array of at least ``min_bytes`` (scores,
-    flags, distances ...) moved into a file of ``folder`` and mapped, in place: in its dicts and
-    in its typed parts, an array shared by both mapped once. Out of core at 30,000,000 rows the
-    window held the ones a fit returns in memory (a score, the flags: 286 MB) for as long as the
-    result was open."""
+def _each_array(result, fn) -> None:
+    """``fn`` applied to every array of ``result`` (a RunResult), in place: in its dicts and in
+    its typed parts, an array shared by both given to ``fn`` once."""
     import dataclasses
     done: dict = {}
 
     def moved(a):
         if id(a) not in done:
-            done[id(a)] = (a, _spilled(a, folder, min_bytes, "result-"))   # the original kept: ids stay unique
+            done[id(a)] = (a, fn(a))   # the original kept: ids stay unique
         return done[id(a)][1]
 
     for d in (result.sample_scores, result.flags, result.arrays):
@@ -144,7 +142,36 @@ def spill_result(result, folder: str, min_bytes: int = RESULT_SPILL_MIN_BYTES):
                 v = getattr(part, g.name)
                 if type(v) is np.ndarray:
                     object.__setattr__(part, g.name, moved(v))   # typed parts may be frozen
+
+
+def spill_result(result, folder: str, min_bytes: int = RESULT_SPILL_MIN_BYTES):
+    """``result`` (a RunResult) with every per-run array of at least ``min_bytes`` (scores,
+    flags, distances ...) moved into a file of ``folder`` and mapped, in place. Out of core at
+    30,000,000 rows the window held the ones a fit returns in memory (a score, the flags:
+    286 MB) for as long as the result was open."""
+    _each_array(result, lambda a: _spilled(a, folder, min_bytes, "result-"))
     return result
+
+
+def forget_result(result) -> None:
+    """Remove the files of ``result``'s mapped arrays (when the window drops the result: a new
+    run of its method, or new data). Without it a session of many 30M-row runs kept every
+    run's files (hundreds of MB each) until the window exited. Mappings already made keep
+    their pages."""
+    def gone(a):
+        path = mapped_file(a)
+        if path is not None and os.path.basename(path).startswith("result-"):
+            _unlink(path)
+        return a
+    _each_array(result, gone)
+
+
+def _unlink(path: str) -> None:
+    _MAPPED.discard(path)
+    try:
+        os.unlink(path)
+    except OSError:   # removed already (the working folder went first): nothing left to free
+        pass
 
 
 def forget(dataset) -> None:
@@ -154,8 +181,4 @@ def forget(dataset) -> None:
         return
     path = mapped_file(dataset.X)
     if path is not None:
-        _MAPPED.discard(path)
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _unlink(path)

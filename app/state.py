@@ -46,6 +46,7 @@ class AppState(QObject):
         self._dataset = dataset
         self._fingerprint = fingerprint
         self.data_version += 1
+        self._drop_results(list(self._results.values()))
         self._results.clear()
         self._selection = np.zeros(0, dtype=np.int64)
         self.resultsCleared.emit()
@@ -79,9 +80,19 @@ class AppState(QObject):
         """Store a result if it was computed on the current data; return whether it was kept."""
         if self._dataset is None or result.data_fingerprint != self.data_fingerprint():
             return False
+        old = self._results.get(result.method)
         self._results[result.method] = result
+        if old is not None and old is not result:
+            self._drop_results([old])
         self.resultAdded.emit(result.method)
         return True
+
+    @staticmethod
+    def _drop_results(results) -> None:
+        # the files a large result's arrays were mapped from go with it (mapped_tables)
+        from .mapped_tables import forget_result
+        for r in results:
+            forget_result(r)
 
     # -- method --------------------------------------------------------------------------
     @property

@@ -163,7 +163,7 @@ class _Top:
         return idx[order].astype(np.int64), {name: v[0][order] for name, v in self._more.items()}
 
 
-def extent(x, y, report=None, block: int = BLOCK, score=None, ranks: "Ranks | None" = None
+def extent(x, y, report=None, block: int = BLOCK, score=None, ranks: Ranks | None = None
            ) -> tuple[float, float, float, float, int]:
     """(x0, x1, y0, y1, number of samples with finite x and y): the range they span. With
     ``ranks``, every block of ``score`` is fed to its first pass on the way."""
@@ -467,7 +467,7 @@ class Ranks:
         pos = self.qs / 100.0 * (self.m - 1)
         return pos, sorted({int(np.floor(p)) for p in pos} | {int(np.ceil(p)) for p in pos})
 
-    def gather(self) -> "_Gather | None":
+    def gather(self) -> _Gather | None:
         """What the second pass feeds (None: no finite value, nothing to gather)."""
         self._count()
         if self.m == 0:
@@ -479,7 +479,7 @@ class Ranks:
             want.setdefault(k, (int(cum[k - 1]) if k else 0, []))[1].append(r)
         return _Gather(want)
 
-    def result(self, gather: "_Gather | None", col=None, report=None, block: int = BLOCK) -> np.ndarray:
+    def result(self, gather: _Gather | None, col=None, report=None, block: int = BLOCK) -> np.ndarray:
         """The percentiles, NaN for every q when no value is finite; ``col`` is read again
         only for a bucket too crowded to keep (see :data:`_Q_KEEP`)."""
         if self.m == 0 or gather is None:

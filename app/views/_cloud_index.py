@@ -151,9 +151,9 @@ class CloudIndex:
 
     def picture(self, rng, **kwargs) -> agg.Picture | None:
         """The picture of the range ``rng`` (keyword arguments as :func:`app.views._aggregate.aggregate`
-        takes them, but the columns; bins, n_codes, top_k, max_points and mean_score given): read from the cells it touches when they hold few rows,
-        else from the fine counts when the view is wide enough for them; None when neither
-        answers (then one pass over every row does)."""
+        takes them, but the columns; bins, n_codes, top_k, max_points and mean_score given): read
+        from the cells it touches when they hold few rows, else from the fine counts when the view
+        is wide enough for them; None when neither answers (then one pass over every row does)."""
         if self.worth(rng):
             return self.aggregate(rng, **kwargs)
         if self.pyramid is None:

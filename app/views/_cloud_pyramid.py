@@ -159,7 +159,8 @@ class Pyramid:
                         / self._blocks(self.sizes, i0, m, nbx, j0, mm, nby))
         n_cand = int(totals[self.n_codes]) if flags else in_view
         c = self.best_cols
-        inside = np.flatnonzero((c["fx"] >= i0) & (c["fx"] < i0 + m * nbx) & (c["fy"] >= j0) & (c["fy"] < j0 + mm * nby))
+        inside = np.flatnonzero((c["fx"] >= i0) & (c["fx"] < i0 + m * nbx)
+                                & (c["fy"] >= j0) & (c["fy"] < j0 + mm * nby))
         if inside.size < min(top_k, n_cand) and self.best.size < self.n_candidates:
             return None   # the view's best may lie among the candidates not kept
         pick = inside[:top_k]

@@ -116,7 +116,8 @@ def test_a_results_large_arrays_are_mapped_once_each_and_travel_as_file_names(tm
     res = get_method("pca").run(Dataset(X=X, name="t"), {})
     res.arrays["again"] = res.sample_scores["spe"]    # one array held in two places
     want = {(d, k): np.array(v) for d in ("sample_scores", "flags", "arrays") for k, v in getattr(res, d).items()}
-    large = {id(v) for d in ("sample_scores", "flags", "arrays") for v in getattr(res, d).values() if v.nbytes >= 100_000}
+    large = {id(v) for d in ("sample_scores", "flags", "arrays") for v in getattr(res, d).values()
+             if v.nbytes >= 100_000}
     mapped_tables.spill_result(res, str(tmp_path), min_bytes=100_000)
     for (d, k), v in want.items():
         got = getattr(res, d)[k]
@@ -132,3 +133,38 @@ def test_a_results_large_arrays_are_mapped_once_each_and_travel_as_file_names(tm
     for (d, k), v in want.items():
         np.testing.assert_array_equal(getattr(got, d)[k], v)
     assert mapped_tables.mapped_file(got.sample_scores["t2"]) is not None
+
+
+def test_a_dropped_results_files_are_removed_and_the_kept_ones_stay(qapp, tmp_path):
+    """A result replaced by a new run of its method, or dropped with its data, takes its mapped
+    files with it (a session of 30M-row runs kept every run's files until the window exited);
+    the current results' files and the table's stay, and the values read from a mapping made
+    before keep reading."""
+    from app.state import AppState
+    from robustcore.methods import get_method
+
+    X = np.random.default_rng(5).standard_normal((20_000, 5))
+    ds = Dataset(X=X, name="t")
+    state = AppState()
+    state.set_dataset(ds)
+
+    def run(method):
+        res = get_method(method).run(ds, {})
+        return mapped_tables.spill_result(res, str(tmp_path), min_bytes=100_000)
+
+    def files(res):
+        return {mapped_tables.mapped_file(a) for d in ("sample_scores", "flags", "arrays")
+                for a in getattr(res, d).values()} - {None}
+
+    first, other = run("pca"), run("residual")
+    assert state.add_result(first) and state.add_result(other)
+    spe = first.sample_scores["spe"]
+    want, replaced = np.array(spe), files(first)
+    second = run("pca")
+    assert state.add_result(second)
+    left = set(map(str, tmp_path.glob("result-*.npy")))
+    assert replaced and not replaced & left                   # the replaced run's files are gone
+    assert files(second) | files(other) == left               # the current ones stay
+    np.testing.assert_array_equal(spe, want)                  # an old mapping still reads
+    state.set_dataset(Dataset(X=X[:100], name="u"))
+    assert not list(tmp_path.glob("result-*.npy"))            # new data: every result's files go
