@@ -113,9 +113,9 @@ class ContourView(BaseView):
         return der.map_model(state.result(method))[1] or None
 
     def _finish_figure(self):
-        """The key of the bands and the legend, made in the turn of the first drawing rather
-        than with the plots: the view's construction is the largest freeze of its first showing
-        (issue 33.2), and this halves it."""
+        """The key of the bands and the legend, made in an idle turn after the plots (build_step)
+        or else in the turn of the first drawing, not with the plots: the view's construction
+        was the largest freeze of its first showing (issue 33.2), and this halves it."""
         if self.key is not None:
             return
         # Key of the bands: the value as a multiple of each map's own control limit.
@@ -125,6 +125,12 @@ class ContourView(BaseView):
         ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×") for b in BANDS]])
         self.figure.ci.addItem(self.key, row=0, col=2)
         self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
+
+    def build_step(self) -> bool:
+        if self.key is not None:
+            return False
+        self._finish_figure()
+        return True
 
     def refresh(self):
         self._finish_figure()

@@ -6,6 +6,7 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Mapping
@@ -290,6 +291,9 @@ class ResultViews(QTabWidget):
         self._update_tabs()
         self._pending = ("result", method)
         self._queue_step()
+        from robustcore.methods import METHODS
+        if method in METHODS:   # the views not built yet, in the idle turns after the drawing
+            self.prepare(METHODS[method].views)
 
     # -- drawing a new result over the next turns of the event loop ------------------------
     def _queue_step(self) -> None:
@@ -339,9 +343,11 @@ class ResultViews(QTabWidget):
         return False
 
     def prepare(self, names) -> None:
-        """Build, on a coming turn of the event loop, the view a result feeding views ``names``
-        would be drawn in, so the turn the result arrives in only fills it. Called when data or
-        a method is chosen and at Run: the window is idle then, or waits for the worker."""
+        """Build the views a result feeding views ``names`` would be drawn in, one per idle turn
+        of the event loop (:meth:`_prepare`), so neither the turn a result arrives in nor the
+        click that first shows one of them builds a view (issue 33.2: building the SPE / T²
+        map's plots was the largest freeze of its first showing). Called when data or a method
+        is chosen and at Run: the window is idle then, or waits for the worker."""
         names = [n for n in names if n in self._classes]
         if self._build_views and names:
             self._to_prepare = names
@@ -354,20 +360,36 @@ class ResultViews(QTabWidget):
             self.prepare(m.views)
 
     def _prepare(self) -> None:
-        names = self._to_prepare
-        cur = self.currentWidget()
-        if any(self._views.get(n) is cur for n in names) or names[0] in self._views:
+        """One idle turn's share of :meth:`prepare`: import the module of the next view to build,
+        or build that view, or do one of its own deferred construction steps
+        (``BaseView.build_step``); then the next share, PREPARE_DELAY_MS later."""
+        ds = self.state.dataset
+        if ds is None or not self._build_views:
             return
-        if self.state.dataset is None:
+        from ..warm_up import window_warming
+        for name in self._to_prepare:
+            v = self._views.get(name)
+            if v is not None:
+                if v.build_step():
+                    break
+                continue
+            module = f"app.views.{VIEW_CLASSES[name][0]}"
+            if module not in sys.modules:
+                # Its imports from outside app are the warm-up's first phase: while that runs,
+                # importing here could wait on it (issue 33.4); the next prepare tries again.
+                if window_warming():
+                    return
+                importlib.import_module(module)
+                break
+            if not self._classes[name].could_draw(self.state, self.state.current_method):
+                continue
+            v = self._create(name)
+            self.setTabVisible(self.indexOf(v), v.available())
+            self.tabBar().relayout()
+            break
+        else:
             return
-        # A view module imports scikit-learn (through robustcore.compare): on a cold start that
-        # is a second or more, which this idle turn must not take; the background warm-up
-        # imports it, and until then the view is built when the result comes, as before.
-        if f"app.views.{VIEW_CLASSES[names[0]][0]}" not in sys.modules:
-            return
-        v = self._create(names[0])
-        self.setTabVisible(self.indexOf(v), v.available())
-        self.tabBar().relayout()
+        self._prepare_timer.start()
 
     def flush(self) -> None:
         """Draw the pending result now (all steps in this turn)."""
