@@ -142,6 +142,7 @@ class BaseView(QWidget):
     def ensure_fresh(self, strict: bool = True) -> None:
         """Redraw if invalidated. From signal handlers (``strict=False``) a failure is shown in
         the status line instead of escaping into Qt's event loop (where it would be lost)."""
+        self.finish_building()
         if not (self._dirty and self.available()):
             return
         self._dirty = False
@@ -175,6 +176,11 @@ class BaseView(QWidget):
         done). ResultViews calls it in idle turns after building the view, so neither the
         construction nor the first drawing pays for it."""
         return False
+
+    def finish_building(self) -> None:
+        """Do every deferred piece of the construction left (before drawing or being read)."""
+        while self.build_step():
+            pass
 
     def refresh(self) -> None:  # pragma: no cover - every view overrides it
         raise NotImplementedError

@@ -176,6 +176,7 @@ class ResultViews(QTabWidget):
             v = self._create(name)
             self.setTabVisible(self.indexOf(v), v.available())
             self.tabBar().relayout()
+        v.finish_building()
         return v
 
     def available_views(self) -> list[str]:
