@@ -283,6 +283,7 @@ class ResultViews(QTabWidget):
         cur = self.currentWidget()
         if cur in self._views.values():
             cur.ensure_fresh(strict=False)
+            self._release_timer.start()   # pages of a mapped table the drawing read
 
     def _on_result(self, method: str) -> None:
         self._write_summary()

@@ -77,6 +77,7 @@ def test_views_are_built_in_idle_turns_before_the_result_and_a_click_builds_none
     assert views.currentIndex() == i and views.tabText(i) == "Outlier map"
     assert views._views["outlier-map"].drawn is not None
     assert created == before
+    assert views._release_timer.isActive(), "the pages the drawing read are given back later"
 
 
 def test_data_preview_columns_fit_their_names_and_first_cells(qtbot, small_window):
