@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from PySide6.QtCore import QCoreApplication, QEvent, QTimer, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
-from robustcore.methods import methods_for_view
+from robustcore.methods import METHODS, methods_for_view
 from robustcore.result import summary_lines
 
 from ..export import export_results as _export_results
@@ -293,7 +293,6 @@ class ResultViews(QTabWidget):
         self._update_tabs()
         self._pending = ("result", method)
         self._queue_step()
-        from robustcore.methods import METHODS
         if method in METHODS:   # the views not built yet, in the idle turns after the drawing
             self.prepare(METHODS[method].views)
 
@@ -316,7 +315,6 @@ class ResultViews(QTabWidget):
         name = next((n for n, v in self._views.items() if v is cur), None)
         if name is not None and self._views[name].available():
             return name
-        from robustcore.methods import METHODS
         m = METHODS.get(what)
         if m is None:
             return None
@@ -345,18 +343,15 @@ class ResultViews(QTabWidget):
         return False
 
     def prepare(self, names) -> None:
-        """Build the views a result feeding views ``names`` would be drawn in, one per idle turn
-        of the event loop (:meth:`_prepare`), so neither the turn a result arrives in nor the
-        click that first shows one of them builds a view (issue 33.2: building the SPE / T²
-        map's plots was the largest freeze of its first showing). Called when data or a method
-        is chosen and at Run: the window is idle then, or waits for the worker."""
+        """Build the views ``names`` a result could be drawn in, one per idle turn (:meth:`_prepare`),
+        so neither a result's arrival nor a tab's first click builds one (issue 33.2). Called when
+        data or a method is chosen, at Run and when a result arrives."""
         names = [n for n in names if n in self._classes]
         if self._build_views and names:
             self._to_prepare = names
             self._prepare_timer.start()
 
     def _prepare_current(self, *_):
-        from robustcore.methods import METHODS
         m = METHODS.get(self.state.current_method)
         if m is not None and self.state.dataset is not None:
             self.prepare(m.views)
@@ -377,8 +372,7 @@ class ResultViews(QTabWidget):
                 continue
             module = f"app.views.{VIEW_CLASSES[name][0]}"
             if module not in sys.modules:
-                # Its imports from outside app are the warm-up's first phase: while that runs,
-                # importing here could wait on it (issue 33.4); the next prepare tries again.
+                # While the warm-up imports what it imports, this could wait on it (issue 33.4).
                 if window_warming():
                     return
                 importlib.import_module(module)
