@@ -90,14 +90,13 @@ def fit_to_screen(window) -> None:
         window.move(x, y)
 
 
-def collect_due(thresholds=None, full: bool = True) -> None:
+def collect_due(thresholds=None) -> None:
     """Collect, on the calling thread, the generations automatic collection would have collected
-    by now: each whose count passed its threshold (``gc.get_threshold()``), oldest such one
-    (``full`` False: the oldest generation is left for later)."""
+    by now: each whose count passed its threshold (``gc.get_threshold()``), oldest such one."""
     thresholds = gc.get_threshold() if thresholds is None else thresholds
     counts = gc.get_count()
     generation = -1
-    for g in range(3 if full else 2):
+    for g in range(3):
         if counts[g] <= thresholds[g]:
             break
         generation = g
@@ -148,11 +147,14 @@ class MainThreadGarbage:
         self.timer.start()
 
     def collect(self) -> None:
-        # No full collection while a warm-up imports: each walked every object its imports had
-        # made so far (0.24 s of CPU on the GUI thread with scikit-learn half loaded, the largest
-        # freeze of the first Open); once it ends they are frozen and a full one is cheap.
+        # No collection while a warm-up imports: a full one walked every object its imports had
+        # made so far (0.24 s of CPU on the GUI thread with scikit-learn half loaded), and the
+        # younger ones every object made since the last tick, most of them the imports' own
+        # (40-70 ms each during the first Open, issue 33.4). Those objects live as long as the
+        # process: the warm-up freezes them when it ends, and the collections due run then.
         warm = sys.modules.get("app.warm_up")
-        collect_due(self._thresholds, full=warm is None or not warm.importing())
+        if warm is None or not warm.importing():
+            collect_due(self._thresholds)
 
     def stop(self) -> None:
         """The setting :meth:`start` found again (the last window has closed)."""

@@ -116,6 +116,9 @@ class MainWindow(QMainWindow):
         self.settings = settings or Settings()
         self.methods = dict(METHODS if methods is None else methods)
         self.warmer = TaskRunner(self)
+        # Views the chosen data and method feed could not be built while the warm-up imported
+        # their modules' dependencies (app.views.result_views.ResultViews.prepare): now they can.
+        self.warmer.finished.connect(lambda *_: self.views._prepare_current())
         self.exporter = TaskRunner(self)  # video export: long, cancellable, off the GUI thread
         self.error_box: QMessageBox | None = None
         self.notices: list[str] = []

@@ -114,6 +114,16 @@ class BaseView(QWidget):
         """Whether ``state`` holds anything this kind of view draws (no view needs to exist)."""
         return cls.missing(state) is None
 
+    @classmethod
+    def could_draw(cls, state, method: str) -> bool:
+        """Whether this view will have something to draw once ``method``'s result comes (that
+        result unknown yet): worth building ahead (ResultViews.prepare)."""
+        ds = state.dataset
+        if ds is None or (cls.out_of_core is not None and ds.is_lazy):
+            return False
+        have = {m for m in cls.methods if state.result(m) is not None} | {method}
+        return view_requirement(cls.name, have) is None
+
     def available(self) -> bool:
         return self.available_in(self.state)
 
@@ -132,6 +142,7 @@ class BaseView(QWidget):
     def ensure_fresh(self, strict: bool = True) -> None:
         """Redraw if invalidated. From signal handlers (``strict=False``) a failure is shown in
         the status line instead of escaping into Qt's event loop (where it would be lost)."""
+        self.finish_building()
         if not (self._dirty and self.available()):
             return
         self._dirty = False
@@ -159,6 +170,17 @@ class BaseView(QWidget):
         kept = self.method_box.key()
         target = cur if cur in avail else kept if kept in avail else (avail[0] if avail else None)
         self.method_box.set_items([(title_of(m), m) for m in avail], default=target, keep=False)
+
+    def build_step(self) -> bool:
+        """Do one deferred piece of the view's construction, if any is left (True: one was
+        done). ResultViews calls it in idle turns after building the view, so neither the
+        construction nor the first drawing pays for it."""
+        return False
+
+    def finish_building(self) -> None:
+        """Do every deferred piece of the construction left (before drawing or being read)."""
+        while self.build_step():
+            pass
 
     def refresh(self) -> None:  # pragma: no cover - every view overrides it
         raise NotImplementedError

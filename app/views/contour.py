@@ -70,37 +70,10 @@ class ContourView(BaseView):
         self.clouds = {}
         self.axis_lines = {}
         self.flat_notes = {}
-        for col, key in ((0, "spe"), (1, "t2")):
-            p = new_plot(self.figure.ci, row=0, col=col)
-            p.setAspectLocked(True)
-            img = pg.ImageItem()
-            img.setZValue(-10)
-            p.addItem(img, ignoreBounds=True)
-            self.plots[key], self.images[key] = p, img
-            for lim in ("spe", "t2"):
-                own = lim == key
-                iso = pg.PlotCurveItem(connect="pairs", pen=st.pen(st.LIMIT_COLOR, 2.2 if own else 1.4,
-                                                                   None if own else Qt.PenStyle.DashLine))
-                iso.setZValue(-5)   # over the bands, under the samples
-                p.addItem(iso, ignoreBounds=True)
-                self.isolines[(key, lim)] = iso
-            self.fills[key] = MapFill(key, lambda pic, k=key: self._draw_map(k, pic), self)
-            line = pg.InfiniteLine(angle=0, pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))
-            p.addItem(line, ignoreBounds=True)
-            self.axis_lines[key] = line
-            note = pg.TextItem("", color=st.AXIS_COLOR, anchor=(0.5, 0.5), fill=st.brush("#FFFFFF", 220))
-            note.setZValue(20)
-            p.addItem(note, ignoreBounds=True)
-            note.setVisible(False)
-            self.flat_notes[key] = note
-            cloud = PointCloud(p, state, size=5)
-            cloud.sigHovered.connect(lambda i, c=cloud: self._hover(c))
-            self.clouds[key] = cloud
-            st.style_plot(p)
-            p.getViewBox().sigRangeChanged.connect(lambda *_a, k=key: self._fill(k))
-        self.plots["t2"].setXLink(self.plots["spe"])
-        self.plots["t2"].setYLink(self.plots["spe"])
-        self.key = self.legend = None   # made at the first refresh, see _finish_figure
+        # The SPE map with the view; the T² map, linked to it, and the key in idle turns after
+        # it (build_step): each plot is tens of milliseconds of the GUI thread (issue 33.2).
+        self._add_map(0, "spe")
+        self.key = self.legend = None   # made in build_step or at the first refresh, see _finish_figure
         self.method_box.currentIndexChanged.connect(self._method_changed)
         self.plane_box.currentIndexChanged.connect(self.redraw)
         self.rule_box.currentIndexChanged.connect(self._apply_rule)
@@ -113,9 +86,9 @@ class ContourView(BaseView):
         return der.map_model(state.result(method))[1] or None
 
     def _finish_figure(self):
-        """The key of the bands and the legend, made in the turn of the first drawing rather
-        than with the plots: the view's construction is the largest freeze of its first showing
-        (issue 33.2), and this halves it."""
+        """The key of the bands and the legend, made in an idle turn after the plots (build_step)
+        or else in the turn of the first drawing, not with the plots: the view's construction
+        was the largest freeze of its first showing (issue 33.2), and this halves it."""
         if self.key is not None:
             return
         # Key of the bands: the value as a multiple of each map's own control limit.
@@ -126,8 +99,50 @@ class ContourView(BaseView):
         self.figure.ci.addItem(self.key, row=0, col=2)
         self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
 
-    def refresh(self):
+    def build_step(self) -> bool:
+        if "t2" not in self.plots:
+            self._add_map(1, "t2")
+            self.plots["t2"].setXLink(self.plots["spe"])
+            self.plots["t2"].setYLink(self.plots["spe"])
+            return True
+        if self.key is not None:
+            return False
         self._finish_figure()
+        return True
+
+    def _add_map(self, col: int, key: str) -> None:
+        """The plot of one map (column ``col``): its bands, isolines, axis line, note and samples."""
+        state = self.state
+        p = new_plot(self.figure.ci, row=0, col=col)
+        p.setAspectLocked(True)
+        img = pg.ImageItem()
+        img.setZValue(-10)
+        p.addItem(img, ignoreBounds=True)
+        self.plots[key], self.images[key] = p, img
+        for lim in ("spe", "t2"):
+            own = lim == key
+            iso = pg.PlotCurveItem(connect="pairs", pen=st.pen(st.LIMIT_COLOR, 2.2 if own else 1.4,
+                                                               None if own else Qt.PenStyle.DashLine))
+            iso.setZValue(-5)   # over the bands, under the samples
+            p.addItem(iso, ignoreBounds=True)
+            self.isolines[(key, lim)] = iso
+        self.fills[key] = MapFill(key, lambda pic, k=key: self._draw_map(k, pic), self)
+        line = pg.InfiniteLine(angle=0, pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))
+        p.addItem(line, ignoreBounds=True)
+        self.axis_lines[key] = line
+        note = pg.TextItem("", color=st.AXIS_COLOR, anchor=(0.5, 0.5), fill=st.brush("#FFFFFF", 220))
+        note.setZValue(20)
+        p.addItem(note, ignoreBounds=True)
+        note.setVisible(False)
+        self.flat_notes[key] = note
+        cloud = PointCloud(p, state, size=5)
+        cloud.sigHovered.connect(lambda i, c=cloud: self._hover(c))
+        self.clouds[key] = cloud
+        st.style_plot(p)
+        p.getViewBox().sigRangeChanged.connect(lambda *_a, k=key: self._fill(k))
+
+    def refresh(self):
+        self.finish_building()
         self.fill_method_box()
         self._method_changed()
 

@@ -66,8 +66,15 @@ class DetailView(BaseView):
         self.tick_step = 1
         self._bar_timer = QTimer(self, singleShot=True, interval=SETTLE_MS)
         self._bar_timer.timeout.connect(self._rebin_bars)
-        self.bar_plot.getViewBox().sigXRangeChanged.connect(lambda *_: self._bar_timer.start())
-        self.bar_plot.getViewBox().sigResized.connect(lambda *_: self._bar_timer.start())
+        self.bar_plot.getViewBox().sigXRangeChanged.connect(self._settle_bars)
+        self.bar_plot.getViewBox().sigResized.connect(self._settle_bars)
+
+    def _settle_bars(self, *_):
+        # The plot outlives the view's timer while a window is torn down (views built ahead
+        # are in every window): a resize then must not reach a deleted timer.
+        from shiboken6 import isValid
+        if isValid(self._bar_timer):
+            self._bar_timer.start()
 
     def _make_image_panels(self):
         if self.signed_bar is not None:

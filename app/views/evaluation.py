@@ -44,6 +44,10 @@ class EvaluationView(BaseView):
         self.order = []     # methods, best ROC-AUC first
 
     @classmethod
+    def could_draw(cls, state, method):
+        return state.dataset is not None and state.dataset.outliers is not None and super().could_draw(state, method)
+
+    @classmethod
     def missing(cls, state, method=None):
         if state.dataset is not None and state.dataset.outliers is None:
             return ("the data set has no known outliers (mark a label as the outlier truth in Load "

@@ -54,6 +54,8 @@ class OutlierMapView(BaseView):
         for t in self.region_labels.values():
             t.setZValue(20)   # over the points
             self.plot.addItem(t)
+        self._framing = self._framed_range = None   # (SD, OD) the view was framed to, see _place
+        self.plot.getViewBox().sigResized.connect(self._on_plot_resized)
         self.method_box.currentIndexChanged.connect(self.redraw)
         self.cloud.binned.drawn.connect(self._on_picture)
         self.cloud.sigFailed.connect(lambda why: self.set_status(f"The outlier map could not be binned: {why}"))
@@ -141,15 +143,39 @@ class OutlierMapView(BaseView):
         # The left regions' names start at the left edge, the right regions' end at the right
         # edge: put at the cut-off, a long left name ran under the right one when the SD cut-off
         # lies near the axis ("orthogonal outlier (0" under "bad leverage (0)").
-        at = {"regular": ((0.0, od_cut), (0, 0)), "good leverage": ((x_hi, od_cut), (1, 0)),
-              "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
+        # The lower regions' names hang below OD = 0, in a strip no sample can be in: under the
+        # cut-off they covered the regular samples, a thin band when the flagged spread far
+        # above it ("regular (28,967,478)" over the band at 30M rows).
         for r, t in self.region_labels.items():
             t.setText(f"{r} ({counts[r]:,})")
+        at = {"regular": ((0.0, 0.0), (0, 0)), "good leverage": ((x_hi, 0.0), (1, 0)),
+              "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
+        for r, t in self.region_labels.items():
             pos, anchor = at[r]
             t.setAnchor(anchor)
             t.setPos(*pos)
             t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
-        self.plot.getViewBox().setRange(xRange=(0, x_hi), yRange=(0, y_hi), padding=0.02)
+        self._framing = (x_hi, y_hi)
+        self._frame()
+
+    def _frame(self) -> None:
+        x_hi, y_hi = self._framing
+        vb = self.plot.getViewBox()
+        vb.setRange(xRange=(0, x_hi), yRange=(-self._label_strip(y_hi), y_hi), padding=0.02)
+        self._framed_range = vb.viewRange()
+
+    def _on_plot_resized(self, *_) -> None:
+        # The strip under OD = 0 follows the plot's height, unless the user moved the view.
+        if self._framing is not None and np.allclose(self.plot.getViewBox().viewRange(), self._framed_range):
+            self._frame()
+
+    def _label_strip(self, y_hi: float) -> float:
+        """How far below OD = 0 the view reaches so that a region name fits there, in OD units,
+        for a view showing OD up to ``y_hi`` (at the plot's height now, or a typical one)."""
+        text = max(t.boundingRect().height() for t in self.region_labels.values()) + 2
+        height = self.plot.getViewBox().height()
+        height = height if height > 4 * text else 400.0
+        return y_hi * text / (height - text)
 
     def _redraw_binned(self, res, ds):
         """A large map: columns handed to the cloud unread; known outliers per region counted

@@ -6,6 +6,7 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Mapping
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from PySide6.QtCore import QCoreApplication, QEvent, QTimer, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 
-from robustcore.methods import methods_for_view
+from robustcore.methods import METHODS, methods_for_view
 from robustcore.result import summary_lines
 
 from ..export import export_results as _export_results
@@ -175,6 +176,7 @@ class ResultViews(QTabWidget):
             v = self._create(name)
             self.setTabVisible(self.indexOf(v), v.available())
             self.tabBar().relayout()
+        v.finish_building()
         return v
 
     def available_views(self) -> list[str]:
@@ -281,6 +283,7 @@ class ResultViews(QTabWidget):
         cur = self.currentWidget()
         if cur in self._views.values():
             cur.ensure_fresh(strict=False)
+            self._release_timer.start()   # pages of a mapped table the drawing read
 
     def _on_result(self, method: str) -> None:
         self._write_summary()
@@ -290,6 +293,8 @@ class ResultViews(QTabWidget):
         self._update_tabs()
         self._pending = ("result", method)
         self._queue_step()
+        if method in METHODS:   # the views not built yet, in the idle turns after the drawing
+            self.prepare(METHODS[method].views)
 
     # -- drawing a new result over the next turns of the event loop ------------------------
     def _queue_step(self) -> None:
@@ -310,7 +315,6 @@ class ResultViews(QTabWidget):
         name = next((n for n, v in self._views.items() if v is cur), None)
         if name is not None and self._views[name].available():
             return name
-        from robustcore.methods import METHODS
         m = METHODS.get(what)
         if m is None:
             return None
@@ -339,35 +343,49 @@ class ResultViews(QTabWidget):
         return False
 
     def prepare(self, names) -> None:
-        """Build, on a coming turn of the event loop, the view a result feeding views ``names``
-        would be drawn in, so the turn the result arrives in only fills it. Called when data or
-        a method is chosen and at Run: the window is idle then, or waits for the worker."""
+        """Build the views ``names`` a result could be drawn in, one per idle turn (:meth:`_prepare`),
+        so neither a result's arrival nor a tab's first click builds one (issue 33.2). Called when
+        data or a method is chosen, at Run and when a result arrives."""
         names = [n for n in names if n in self._classes]
         if self._build_views and names:
             self._to_prepare = names
             self._prepare_timer.start()
 
     def _prepare_current(self, *_):
-        from robustcore.methods import METHODS
         m = METHODS.get(self.state.current_method)
         if m is not None and self.state.dataset is not None:
             self.prepare(m.views)
 
     def _prepare(self) -> None:
-        names = self._to_prepare
-        cur = self.currentWidget()
-        if any(self._views.get(n) is cur for n in names) or names[0] in self._views:
+        """One idle turn's share of :meth:`prepare`: import the module of the next view to build,
+        or build that view, or do one of its own deferred construction steps
+        (``BaseView.build_step``); then the next share, PREPARE_DELAY_MS later."""
+        ds = self.state.dataset
+        if ds is None or not self._build_views:
             return
-        if self.state.dataset is None:
+        from ..warm_up import window_warming
+        for name in self._to_prepare:
+            v = self._views.get(name)
+            if v is not None:
+                if v.build_step():
+                    break
+                continue
+            module = f"app.views.{VIEW_CLASSES[name][0]}"
+            if module not in sys.modules:
+                # While the warm-up imports what it imports, this could wait on it (issue 33.4).
+                if window_warming():
+                    return
+                importlib.import_module(module)
+                break
+            if not self._classes[name].could_draw(self.state, self.state.current_method):
+                continue
+            v = self._create(name)
+            self.setTabVisible(self.indexOf(v), v.available())
+            self.tabBar().relayout()
+            break
+        else:
             return
-        # A view module imports scikit-learn (through robustcore.compare): on a cold start that
-        # is a second or more, which this idle turn must not take; the background warm-up
-        # imports it, and until then the view is built when the result comes, as before.
-        if f"app.views.{VIEW_CLASSES[names[0]][0]}" not in sys.modules:
-            return
-        v = self._create(names[0])
-        self.setTabVisible(self.indexOf(v), v.available())
-        self.tabBar().relayout()
+        self._prepare_timer.start()
 
     def flush(self) -> None:
         """Draw the pending result now (all steps in this turn)."""

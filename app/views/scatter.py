@@ -57,9 +57,9 @@ class ScatterView(BaseView):
         self.cloud.binned.chosen.connect(lambda _c: self._update_status())
         self.cloud.sigFailed.connect(lambda why: self.set_status(f"The scatter could not be binned: {why}"))
         self.colorbar = None   # the bar in the figure (None: none shown)
-        # The one bar this view uses, made with the view (10-15 ms, when the window is idle)
-        # rather than in the turn a result is drawn; see _add_colorbar.
-        self._bar = st.colorbar((0.0, 1.0), st.colormap(), label=" ")
+        # The one bar this view uses, made in an idle turn after the view (build_step: 10-15 ms)
+        # rather than with it or in the turn a result is drawn; see _add_colorbar.
+        self._bar = None
         self._legend_samples = []
         self.tool_buttons["rect"].setChecked(True)
         self.method_box.currentIndexChanged.connect(self._method_changed)
@@ -253,9 +253,16 @@ class ScatterView(BaseView):
         lv, _ = st.value_levels(res.sample_scores[k], n=11)
         return 4.0 + lv.astype(float)  # 4 to 14 pixels, 1st to 99th percentile of the score
 
+    def build_step(self) -> bool:
+        if self._bar is not None:
+            return False
+        self._bar = st.colorbar((0.0, 1.0), st.colormap(), label=" ")
+        return True
+
     def _add_colorbar(self, name, lo, hi):
         # One bar, given new levels and a new label: a new ColorBarItem at every redraw cost
         # 10-20 ms of the turn a result is drawn in (issue 25).
+        self.build_step()
         self._bar.setLevels(values=(float(lo), float(hi)))
         self._bar.getAxis("right").setLabel(name, color=st.AXIS_COLOR)
         self.colorbar = self._bar

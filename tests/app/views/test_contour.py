@@ -161,3 +161,28 @@ def test_a_result_without_limits_says_why_instead_of_drawing(views_for):
     v = views_for(state).show_view("contour")
     assert v.images["spe"].image is None
     assert "no SPE/T² map" in v.status.text() and "smaller rank" in v.status.text()
+
+
+def test_the_t2_map_and_the_key_are_built_in_later_turns_and_drawn_the_same(views_for, qtbot):
+    """The view is built with its SPE map only; the T² map and the key are each one later idle
+    turn's work (build_step), so no turn builds all three; drawing finishes whatever is left,
+    and the finished view is the one built at once (same plots, linked, same key)."""
+    from app.views.contour import ContourView
+    state = make_state("gaussian-2d", ("residual", {"n_components": 1}))
+    v = ContourView(state)
+    qtbot.addWidget(v)
+    assert set(v.plots) == {"spe"} and v.key is None
+    assert v.build_step() and set(v.plots) == {"spe", "t2"} and v.key is None
+    assert v.plots["t2"].getViewBox().linkedView(0) is v.plots["spe"].getViewBox()
+    assert v.build_step() and v.key is not None
+    assert not v.build_step()
+    # Left half built, a redraw finishes it first.
+    w = ContourView(state)
+    qtbot.addWidget(w)
+    w.ensure_fresh()
+    assert set(w.plots) == {"spe", "t2"} and w.key is not None and w.drawn is state.result("residual")
+    # The views' own accessor hands out a finished view.
+    views = views_for(state)
+    views._prepare_timer.stop()
+    u = views.view("contour")
+    assert set(u.plots) == {"spe", "t2"} and u.key is not None

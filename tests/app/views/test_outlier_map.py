@@ -81,3 +81,23 @@ def test_a_full_rank_subspace_maps_along_it_only(views_for):
     assert [r for r, t in v.region_labels.items() if t.isVisible()] == ["regular", "good leverage"]
     x, _ = v.cloud.points()
     np.testing.assert_allclose(x ** 2, res.sample_scores["t2"], rtol=1e-8)
+
+
+def test_the_lower_regions_names_cover_no_sample(state_views, qtbot):
+    """The names of the two regions under the OD cut-off hang below OD = 0, where no sample can
+    be: inside them, "regular (N)" covered the regular samples' band (issue 33, at 30M rows)."""
+    state, views = state_views
+    state.set_current_method("pca")
+    v = views.show_view("outlier-map")
+    qtbot.wait(50)
+    v.grab()
+    vb = v.plot.getViewBox()
+    x, y = v.cloud.points()
+    assert y.min() >= 0
+    for name in ("regular", "good leverage"):
+        t = v.region_labels[name]
+        assert t.isVisible()
+        rect = t.sceneBoundingRect()
+        assert vb.sceneBoundingRect().adjusted(-2, -2, 2, 2).contains(rect), name   # in sight
+        top = vb.mapSceneToView(rect.topLeft()).y()
+        assert top <= 1e-9 * max(1.0, float(y.max())), (name, top)   # under OD = 0: over no sample
