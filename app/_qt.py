@@ -48,6 +48,10 @@ def configure_pyqtgraph() -> None:
     _configured = True
 
 
+# seconds a thread may hold the GIL while another waits for it, in the window's process
+GUI_SWITCH_INTERVAL = 0.0005
+
+
 def ensure_app(argv: list[str] | None = None):
     """Return the running QApplication, creating it (high-DPI aware) if there is none."""
     from PySide6.QtCore import QCoreApplication, Qt
@@ -63,8 +67,18 @@ def ensure_app(argv: list[str] | None = None):
         QCoreApplication.setOrganizationName(ORGANIZATION)
         QCoreApplication.setApplicationName(APPLICATION)
         app = QApplication(list(argv) if argv is not None else sys.argv[:1])
-    configure_pyqtgraph()
+    configure_window_process()
     return app
+
+
+def configure_window_process() -> None:
+    """pyqtgraph's options, and a short GIL switch interval: the views bin large results on
+    worker threads, partly in Python (the spread of the points worth drawing). At CPython's
+    default 5 ms the GUI thread, which gives the GIL up at every Qt call, waited up to 5 ms
+    each time to get it back: a 2M-row tour's worst gap was 0.9-1.1 s of wall for under 0.1 s
+    of its own CPU; at 0.5 ms 0.12-0.35 s (benchmarks/results_views.md)."""
+    sys.setswitchinterval(GUI_SWITCH_INTERVAL)
+    configure_pyqtgraph()
 
 
 def fit_to_screen(window) -> None:

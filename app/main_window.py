@@ -43,7 +43,7 @@ from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox
 
 from robustcore.methods import METHODS
 
-from ._qt import configure_pyqtgraph, fit_to_screen, hold_main_thread_garbage, release_main_thread_garbage
+from ._qt import configure_window_process, fit_to_screen, hold_main_thread_garbage, release_main_thread_garbage
 from .actions import build_actions, build_menus
 from .actions import export as export_actions
 from .actions import file as file_actions
@@ -106,7 +106,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         # The views assume pyqtgraph's row-major images: a window embedded in a script's own
         # QApplication (not app._qt.ensure_app) drew table heatmaps transposed without this.
-        configure_pyqtgraph()
+        configure_window_process()
         self.setWindowTitle("Robust Subspace Studio")
         self.setObjectName("main_window")
         # cycles (and the Qt objects in them) are collected on this thread only (app._qt)
