@@ -178,6 +178,7 @@ def test_a_tab_chosen_for_the_first_time_is_built_then_drawn_on_the_next_turn(qt
     assert built.drawn is got.args[0] and not views.drawing()
 
 
+@pytest.mark.slow
 def test_the_gui_thread_gets_the_gil_back_within_half_a_millisecond(qtbot, tmp_path):
     """The views' worker threads bin in Python; at CPython's default 5 ms switch interval the
     GUI thread waited up to 5 ms for the GIL after every Qt call (2M-row tour: 1 s gaps). The
