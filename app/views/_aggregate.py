@@ -619,27 +619,26 @@ def spread(pic: Picture, k: int) -> Picture:
     x0, x1, y0, y1 = pic.extent
     u = np.nan_to_num((p["x"] - x0) / ((x1 - x0) or 1.0) * SPOTS)   # in units of the reach
     v = np.nan_to_num((p["y"] - y0) / ((y1 - y0) or 1.0) * SPOTS)
-    cu, cv = np.floor(u).astype(np.int64).tolist(), np.floor(v).astype(np.int64).tolist()
-    u, v = u.tolist(), v.tolist()
-    taken = [False] * n
+    # One point at a time in Python held the GIL ~0.5 s a picture, and the window's thread, which
+    # gives the GIL up at every Qt call, waited on it. The same choice in whole-array steps:
+    # ``close`` counts the kept points within reach of each point and changes only when one is
+    # kept, so within a round the next point kept is the first one after the last kept whose count
+    # is under the limit; those passed over in between had the same counts when their turn came.
+    taken = np.zeros(n, dtype=bool)
+    close = np.zeros(n, dtype=np.int64)
     kept, limit = 0, PER_SPOT
-    near: dict = {}   # grid cell of the reach's size -> points kept in it
-    while kept < k:
-        for i in range(n):
-            if taken[i]:
-                continue
-            close = 0
-            for du in (-1, 0, 1):
-                for dv in (-1, 0, 1):
-                    for j in near.get((cu[i] + du, cv[i] + dv), ()):
-                        close += (u[i] - u[j]) ** 2 + (v[i] - v[j]) ** 2 < 1.0
-            if close < limit:
-                taken[i] = True
-                near.setdefault((cu[i], cv[i]), []).append(i)
-                kept += 1
-                if kept == k:
+    with np.errstate(over="ignore", invalid="ignore"):   # far-off points: never within reach
+        while kept < k:
+            at = 0
+            while kept < k:
+                free = np.flatnonzero(~taken[at:] & (close[at:] < limit))
+                if free.size == 0:
                     break
-        limit += PER_SPOT
+                i = at + int(free[0])
+                taken[i] = True
+                close += (u - u[i]) ** 2 + (v - v[i]) ** 2 < 1.0
+                kept, at = kept + 1, i + 1
+            limit += PER_SPOT
     keep = np.flatnonzero(taken)
     pts = {name: None if a is None else a[keep] for name, a in p.items()}
     return replace(pic, points=pts, spread=True)

@@ -323,3 +323,27 @@ def test_spread_points_follow_the_data_not_the_grid_rows():
     assert np.array_equal(out["index"], pts["index"][spread_by_loop(pts["x"], pts["y"], pic.extent, k)])
     close = (d2 < 1.0).sum(axis=1) - 1   # the others kept within reach of each
     assert close.max() < 4 * agg.PER_SPOT
+
+
+@pytest.mark.parametrize("case", ["blob", "ties", "heavy tails"])
+def test_spread_in_whole_array_steps_keeps_what_one_at_a_time_keeps(case):
+    """The choice is made with array operations (one at a time in Python it held the GIL half a
+    second, and the window waited): crowded spots that take many rounds, points on the same
+    spot and exactly one reach apart, and points far outside the extent keep the same points,
+    in the same order, as the one-at-a-time reference."""
+    rng = np.random.default_rng(["blob", "ties", "heavy tails"].index(case))
+    n, k = 400, 150
+    if case == "blob":       # nearly all in one spot: a round keeps PER_SPOT there
+        x, y = 1e-3 * rng.normal(size=n), 1e-3 * rng.normal(size=n)
+        x[:40], y[:40] = rng.normal(size=40), rng.normal(size=40)
+    elif case == "ties":     # a lattice of one reach: distance exactly 1 is not within reach
+        x, y = rng.integers(0, 8, n) * 2 / agg.SPOTS, rng.integers(0, 8, n) * 2 / agg.SPOTS
+    else:
+        x, y = rng.standard_t(1, n), rng.standard_t(1, n)
+    pts = {"index": np.arange(n), "x": x, "y": y, "code": np.zeros(n, dtype=np.int64),
+           "flag": np.ones(n, dtype=bool), "score": np.linspace(1.0, 0.0, n)}
+    extent = (-1.0, 1.0, -1.0, 1.0)
+    pic = agg.Picture(extent=extent, counts=np.zeros((1, 4, 4)), layer_totals=np.zeros(1),
+                      n=n, n_finite=n, in_view=n, points=pts, all_points=False, n_candidates=n, flagged_layer=0)
+    out = agg.spread(pic, k).points["index"]
+    np.testing.assert_array_equal(out, spread_by_loop(x, y, extent, k))
