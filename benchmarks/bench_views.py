@@ -142,12 +142,58 @@ class GapMeter:
         self._tick()
         self.ticks, self.cpu_ticks = self.ticks[-1:], self.cpu_ticks[-1:]
         self.timer.start()
+        if os.environ.get("BENCH_STALLS"):   # a file: where the GUI thread was during the worst gap
+            self._sampler = _StallSampler(self.ticks)
 
     def stop(self) -> float:
         self._tick()
         self.timer.stop()
+        if getattr(self, "_sampler", None) is not None:
+            self._sampler.report(os.environ["BENCH_STALLS"])
+            self._sampler = None
         self.cpu = float(np.max(np.diff(self.cpu_ticks))) if len(self.cpu_ticks) > 1 else 0.0
         return float(np.max(np.diff(self.ticks))) if len(self.ticks) > 1 else 0.0
+
+
+class _StallSampler:
+    """Samples the GUI thread's Python stack every 2 ms while its timer is more than 30 ms late,
+    and appends to a file what it was doing in the worst gap (a diagnosis, not a figure: the
+    sampling thread takes the GIL too)."""
+
+    def __init__(self, ticks):
+        import threading
+        self.ticks, self.samples = ticks, []
+        self.main = threading.main_thread().ident
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        import sys
+        import time
+        import traceback
+        while not self.stop.wait(0.002):
+            now = time.perf_counter()
+            if now - self.ticks[-1] > 0.03:
+                frame = sys._current_frames().get(self.main)
+                if frame is not None:
+                    stack = traceback.extract_stack(frame)[-14:]
+                    self.samples.append((now, " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
+                                                          for f in reversed(stack))))
+
+    def report(self, path):
+        from collections import Counter
+        self.stop.set()
+        self.thread.join()
+        t = np.asarray(self.ticks)
+        if t.size < 2:
+            return
+        i = int(np.argmax(np.diff(t)))
+        inside = Counter(s for when, s in self.samples if t[i] <= when <= t[i + 1])
+        with open(path, "a") as f:
+            f.write(f"worst gap {1000 * (t[i + 1] - t[i]):.0f} ms, {sum(inside.values())} samples\n")
+            for stack, c in inside.most_common(8):
+                f.write(f"  {c:4d}  {stack}\n")
 
 
 def _wait(signal, timeout_ms=600_000, settle_ms=150):

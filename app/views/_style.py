@@ -47,7 +47,10 @@ def pen(color: str, width: float = 1.0, style=None):
 
 
 @cache
-def colormap(name: str = SEQUENTIAL):
+@cache
+def colormap(name: str = SEQUENTIAL) -> pg.ColorMap:
+    """The colour map ``name``, shared: read it, do not change it. pyqtgraph reads the map's file
+    and builds it anew at every call (about 20 ms, in a view's construction on the GUI thread)."""
     return pg.colormap.get(name)
 
 

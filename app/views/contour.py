@@ -15,6 +15,7 @@ colours always fill the plots.
 from __future__ import annotations
 
 import threading
+from functools import cache
 
 import numpy as np
 import pyqtgraph as pg
@@ -35,11 +36,15 @@ RULE_FLAGS = {"spe": "outside_spe", "t2": "outside_t2", "either": "outlier"}
 RULE_NAMES = {"spe": "SPE", "t2": "T²", "either": "SPE or T²"}
 
 
+@cache
 def _band_lut(n_inside: int, n_outside: int) -> np.ndarray:
-    """Light blues inside the limit, light-to-deep oranges outside (print- and colour-blind-safe)."""
-    inside = pg.colormap.get("CET-L12").map(np.linspace(0.05, 0.45, n_inside), mode="byte")  # blues
-    outside = pg.colormap.get("CET-L18").map(np.linspace(0.15, 0.6, n_outside), mode="byte")  # oranges
-    return np.vstack([inside[::-1], outside])[:, :4]
+    """Light blues inside the limit, light-to-deep oranges outside (print- and colour-blind-safe);
+    shared, read-only."""
+    inside = st.colormap("CET-L12").map(np.linspace(0.05, 0.45, n_inside), mode="byte")  # blues
+    outside = st.colormap("CET-L18").map(np.linspace(0.15, 0.6, n_outside), mode="byte")  # oranges
+    lut = np.vstack([inside[::-1], outside])[:, :4]
+    lut.flags.writeable = False
+    return lut
 
 
 class ContourView(BaseView):
@@ -85,19 +90,23 @@ class ContourView(BaseView):
             return why
         return der.map_model(state.result(method))[1] or None
 
-    def _finish_figure(self):
-        """The key of the bands and the legend, made in an idle turn after the plots (build_step)
-        or else in the turn of the first drawing, not with the plots: the view's construction
-        was the largest freeze of its first showing (issue 33.2), and this halves it."""
-        if self.key is not None:
-            return
-        # Key of the bands: the value as a multiple of each map's own control limit.
-        self.key = st.colorbar((-4, 4), pg.ColorMap(np.linspace(0, 1, 10), _band_lut(5, 5)),
-                               label="value as a multiple of its limit")
-        ax = self.key.getAxis("right")
-        ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×") for b in BANDS]])
-        self.figure.ci.addItem(self.key, row=0, col=2)
-        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
+    def _finish_figure(self, one_part: bool = False) -> None:
+        """The key of the bands, then the legend (``one_part``: only the next of the two), made in
+        idle turns after the plots (build_step) or else in the turn of the first drawing, not
+        with the plots: the view's construction was the largest freeze of its first showing
+        (issue 33.2), and key and legend together were still the longest idle turn (~90 ms)."""
+        if self.key is None:
+            # Key of the bands: the value as a multiple of each map's own control limit.
+            self.key = st.colorbar((-4, 4), pg.ColorMap(np.linspace(0, 1, 10), _band_lut(5, 5)),
+                                   label="value as a multiple of its limit")
+            ax = self.key.getAxis("right")
+            ax.setTicks([[(np.log2(b), (f"1/{int(round(1 / b))}" if b < 1 else f"{int(b)}") + "×")
+                          for b in BANDS]])
+            self.figure.ci.addItem(self.key, row=0, col=2)
+            if one_part:
+                return
+        if self.legend is None:
+            self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
 
     def build_step(self) -> bool:
         if "t2" not in self.plots:
@@ -105,9 +114,9 @@ class ContourView(BaseView):
             self.plots["t2"].setXLink(self.plots["spe"])
             self.plots["t2"].setYLink(self.plots["spe"])
             return True
-        if self.key is not None:
+        if self.legend is not None:
             return False
-        self._finish_figure()
+        self._finish_figure(one_part=True)
         return True
 
     def _add_map(self, col: int, key: str) -> None:

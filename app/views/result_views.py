@@ -38,6 +38,12 @@ class _ViewClasses(Mapping):
             raise KeyError(name)
         return _view_class(name)
 
+    def __contains__(self, name):
+        # Mapping's own test looks the class up, and so imported the view's module: every Open
+        # imported the scatter's (scikit-learn through robustcore.compare) on the GUI thread
+        # while checking which views to build ahead.
+        return name in VIEW_NAMES
+
     def __iter__(self):
         return iter(VIEW_NAMES)
 

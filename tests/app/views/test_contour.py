@@ -174,7 +174,8 @@ def test_the_t2_map_and_the_key_are_built_in_later_turns_and_drawn_the_same(view
     assert set(v.plots) == {"spe"} and v.key is None
     assert v.build_step() and set(v.plots) == {"spe", "t2"} and v.key is None
     assert v.plots["t2"].getViewBox().linkedView(0) is v.plots["spe"].getViewBox()
-    assert v.build_step() and v.key is not None
+    assert v.build_step() and v.key is not None and v.legend is None   # key and legend: a turn each
+    assert v.build_step() and v.legend is not None
     assert not v.build_step()
     # Left half built, a redraw finishes it first.
     w = ContourView(state)

@@ -157,3 +157,20 @@ def test_figures_record_what_produced_them(usps_views, tmp_path):
     root = ET.parse(svg).getroot()
     (el,) = [e for e in root.iter(SVG + "metadata") if e.get("id") == "robust-studio-provenance"]
     assert json.loads(el.text)["params"] == state.result("coherence-pursuit").params
+
+
+def test_asking_which_views_exist_imports_none_of_them(monkeypatch):
+    """Every Open asked which of the method's views could be built ahead (``name in classes``),
+    and the mapping's membership test imported each view's module, the scatter's bringing
+    scikit-learn, on the GUI thread. Membership is answered from the catalogue alone."""
+    from app.views import result_views
+
+    def no_import(name):
+        raise AssertionError(f"imported the module of view {name!r}")
+
+    monkeypatch.setattr(result_views, "_view_class", no_import)
+    classes = result_views._ViewClasses()
+    assert all(name in classes for name in VIEW_NAMES)
+    assert "no-such-view" not in classes
+    with pytest.raises(AssertionError, match="scatter"):
+        classes["scatter"]
