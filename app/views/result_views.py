@@ -390,8 +390,23 @@ class ResultViews(QTabWidget):
             self.tabBar().relayout()
             break
         else:
-            return
+            if not self._predraw():
+                return
         self._prepare_timer.start()
+
+    def _predraw(self) -> bool:
+        """Draw one view built ahead that is not on screen and has a result it has not drawn
+        (True: one was drawn). A tab's first click then only paints: drawing the SPE/T² map
+        and painting it in the same turn was the longest stop after a result arrived."""
+        if self._pending is not None:   # the view on screen is drawn first
+            return False
+        cur = self.currentWidget()
+        for name in self._to_prepare:
+            v = self._views.get(name)
+            if v is not None and v is not cur and v.is_stale() and v.available():
+                v.ensure_fresh(strict=False)
+                return True
+        return False
 
     def flush(self) -> None:
         """Draw the pending result now (all steps in this turn)."""
