@@ -143,7 +143,7 @@ class GapMeter:
         self.ticks, self.cpu_ticks = self.ticks[-1:], self.cpu_ticks[-1:]
         self.timer.start()
         if os.environ.get("BENCH_STALLS"):   # a file: where the GUI thread was during the worst gap
-            self._sampler = _StallSampler(self.ticks)
+            self._sampler = _StallSampler(self.ticks, self.cpu_ticks)
 
     def stop(self) -> float:
         self._tick()
@@ -160,9 +160,9 @@ class _StallSampler:
     and appends to a file what it was doing in the worst gap (a diagnosis, not a figure: the
     sampling thread takes the GIL too)."""
 
-    def __init__(self, ticks):
+    def __init__(self, ticks, cpu_ticks):
         import threading
-        self.ticks, self.samples = ticks, []
+        self.ticks, self.cpu_ticks, self.samples = ticks, cpu_ticks, []
         self.main = threading.main_thread().ident
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -177,7 +177,7 @@ class _StallSampler:
             if now - self.ticks[-1] > 0.03:
                 frame = sys._current_frames().get(self.main)
                 if frame is not None:
-                    stack = traceback.extract_stack(frame)[-14:]
+                    stack = traceback.extract_stack(frame)[-24:]
                     self.samples.append((now, " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
                                                           for f in reversed(stack))))
 
@@ -185,15 +185,16 @@ class _StallSampler:
         from collections import Counter
         self.stop.set()
         self.thread.join()
-        t = np.asarray(self.ticks)
+        t, c = np.asarray(self.ticks), np.asarray(self.cpu_ticks)
         if t.size < 2:
             return
-        i = int(np.argmax(np.diff(t)))
-        inside = Counter(s for when, s in self.samples if t[i] <= when <= t[i + 1])
         with open(path, "a") as f:
-            f.write(f"worst gap {1000 * (t[i + 1] - t[i]):.0f} ms, {sum(inside.values())} samples\n")
-            for stack, c in inside.most_common(8):
-                f.write(f"  {c:4d}  {stack}\n")
+            for what, i in (("wall", int(np.argmax(np.diff(t)))), ("GUI CPU", int(np.argmax(np.diff(c))))):
+                inside = Counter(s for when, s in self.samples if t[i] <= when <= t[i + 1])
+                f.write(f"worst gap by {what}: {1000 * (t[i + 1] - t[i]):.0f} ms, GUI CPU "
+                        f"{1000 * (c[i + 1] - c[i]):.0f} ms, {sum(inside.values())} samples\n")
+                for stack, n in inside.most_common(8):
+                    f.write(f"  {n:4d}  {stack}\n")
 
 
 def _wait(signal, timeout_ms=600_000, settle_ms=150):
