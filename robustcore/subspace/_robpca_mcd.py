@@ -59,6 +59,10 @@ def _nearest_mask(d2, h):
     make the set ambiguous."""
     kth = np.partition(d2, h - 1, axis=1)[:, h - 1]
     M = d2 <= kth[:, None]
+    # every row marks at least h entries, so a total of b h means exactly h in each (one count
+    # of the whole mask: counting along rows took as long as the comparison)
+    if np.count_nonzero(M) == M.shape[0] * h:
+        return M
     for b in np.flatnonzero(np.count_nonzero(M, axis=1) != h):
         M[b] = False
         M[b, np.argpartition(d2[b], h - 1)[:h]] = True
@@ -194,6 +198,24 @@ def _random_starts(S0, count, rng):
     return loc[~flat], cov[~flat]
 
 
+def _part_starts(S0, parts, count, rng):
+    """[_random_starts(S0[rows], count, rng) for rows in parts], with the same draws and the
+    same bits, in one batch when the parts are of one size and no start is singular (the
+    usual case: then every draw is one uniform matrix per part, in the parts' order, and one
+    matrix of all of them is the same stream); otherwise part by part from the same state."""
+    g, size = len(parts), parts[0].size
+    if g > 1 and all(rows.size == size for rows in parts):
+        state = rng.bit_generator.state
+        k = S0.shape[1]
+        order = np.argpartition(rng.random((g * count, size)), k, axis=1)[:, :k + 1]
+        P = S0[np.stack(parts)]                                    # (g, size, k)
+        loc, cov = _batch_mean_cov(P[np.repeat(np.arange(g), count)[:, None], order])
+        if _regular(cov)[1].all():
+            return list(zip(loc.reshape(g, count, k), cov.reshape(g, count, k, k)))
+        rng.bit_generator.state = state
+    return [_random_starts(S0[rows], count, rng) for rows in parts]
+
+
 class _Features:
     """The quadratic features (x_i x_j for i <= j, x_i, 1) of m points (m, k), or of g groups
     of m points (g, m, k), for the distances of many (loc, cov) pairs and the moments of many
@@ -325,7 +347,7 @@ def _search(XT, h, rng, n_starts, n_best, sample, part):
     else:
         parts = np.array_split(rng.permutation(m), groups)
         # (every part's starts drawn first, in the parts' order: the C-steps draw nothing)
-        starts = [_random_starts(S0[rows], n_starts // groups, rng) for rows in parts]
+        starts = _part_starts(S0, parts, n_starts // groups, rng)
         cands = []
         if len({rows.size for rows in parts}) == 1:
             hp = min(parts[0].size, max(k + 1, int(np.ceil(h * parts[0].size / n))))

@@ -99,16 +99,22 @@ def unimcd_rows(R, h: int):
     S = np.subtract(Q, centre[:, None], out=Q if Q.dtype == np.float64 else None, dtype=np.float64)
     del Q
     low, high = S[:, :t], S[:, h:]
-    # s1[:, i]: sum of window i = S[:, i:i + h]; s2[:, i]: its sum of squares less window 0's
-    s1 = np.empty((m, t + 1))
-    s2 = np.empty((m, t + 1))
+    # s1[:, i]: sum of window i = S[:, i:i + h]; s2[:, i]: its sum of squares less window 0's.
+    # Both running sums in one cumsum, as the real and imaginary parts of complex numbers:
+    # the same additions in the same order (so the same bits), two chains per step (a running
+    # sum waits on its previous value; 0.85 of the time of two cumsums at 13 x 2,500)
+    steps = np.empty((m, t), dtype=np.complex128)
+    pair = steps.view(np.float64).reshape(m, t, 2)
+    np.subtract(high, low, out=pair[:, :, 0])
+    np.add(high, low, out=pair[:, :, 1])
+    pair[:, :, 1] *= pair[:, :, 0]                  # high² - low²
+    sums = np.empty((m, t + 1), dtype=np.complex128)
+    np.cumsum(steps, axis=1, out=sums[:, 1:])
+    both = sums.view(np.float64).reshape(m, t + 1, 2)
+    s1, s2 = both[:, :, 0], both[:, :, 1]
     s1[:, 0] = S[:, :h].sum(axis=1)
     s2[:, 0] = 0.0
-    step = np.subtract(high, low)
-    np.cumsum(step, axis=1, out=s1[:, 1:])
     s1[:, 1:] += s1[:, :1]
-    step *= np.add(high, low)                       # high² - low²
-    np.cumsum(step, axis=1, out=s2[:, 1:])
     # h x the window's variance, less window 0's sum of squares
     crit = np.square(s1)
     crit /= -h

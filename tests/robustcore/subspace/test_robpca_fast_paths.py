@@ -135,3 +135,57 @@ def test_regularity_from_the_inverse_is_the_eigenvalue_rule():
     exact = np.array([np.log(0.35 / c) if np.isfinite(c) else -np.inf for c in conds])
     np.testing.assert_allclose(ld[keep], exact[keep], atol=1e-4)
     np.testing.assert_allclose(A[keep], np.linalg.inv(cov[keep]), rtol=1e-6)
+
+
+def _starts_one_part_at_a_time(S0, parts, count, rng):
+    return [mcd._random_starts(S0[rows], count, rng) for rows in parts]
+
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_every_parts_starts_at_once_are_each_parts_own_with_the_same_draws(singular):
+    """The batch of all parts' random starts against drawing them part by part: the same
+    starts to the bit and the generator left in the same state, also when some (k+1)-subset is
+    singular (then the batch gives way, from the state it began with, to the part-by-part
+    draws that grow the singular starts)."""
+    rng = np.random.default_rng(10)
+    S0 = rng.standard_normal((600, 3)) * [2.0, 1.0, 0.5]
+    if singular:
+        S0[:400] = np.round(S0[:400])          # many repeated rows: some starts are flat
+    parts = np.array_split(rng.permutation(600), 4)
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    got = mcd._part_starts(S0, parts, 30, a)
+    want = _starts_one_part_at_a_time(S0, parts, 30, b)
+    assert len(got) == len(want) == 4
+    for (gl, gc), (wl, wc) in zip(got, want):
+        np.testing.assert_array_equal(gl, wl)
+        np.testing.assert_array_equal(gc, wc)
+    assert a.random() == b.random()
+    # the case each parameter is for did occur: singular starts grown (more draws) or none
+    assert _grown_starts(S0, parts, 30) == singular
+
+
+def _grown_starts(S0, parts, count):
+    """Whether drawing the starts part by part grows some singular start (it draws more)."""
+    a, b = np.random.default_rng(3), np.random.default_rng(3)
+    _starts_one_part_at_a_time(S0, parts, count, a)
+    for rows in parts:
+        b.random((count, rows.size))
+    return a.random() != b.random()
+
+
+def test_window_sums_find_the_window_of_least_variance_of_every_row():
+    """The raw window of the univariate MCD from its running sums, against every window's
+    variance computed on its own, on rows with ties, a far outlying block and a shift."""
+    rng = np.random.default_rng(11)
+    R = rng.standard_normal((5, 400))
+    R[1, :120] = 30.0 + rng.standard_normal(120)         # a clustered outlying block
+    R[2] = np.round(R[2] * 2.0)                          # ties
+    R[3] += 1e6
+    h = 300
+    loc, _ = steps.unimcd_rows(R, h)
+    for i in range(R.shape[0]):
+        z = R[i]
+        mu, var = _window_brute(z, h)
+        cut = np.sqrt(steps._CHI2_1_CRIT * var * steps.trim_factor(h / z.size, 1))
+        kept = z[(z > mu - cut) & (z < mu + cut)]
+        assert loc[i] == pytest.approx(kept.mean(), rel=1e-12, abs=1e-9)
