@@ -29,11 +29,14 @@ PARAMS = (
           "up to n - h outliers. Smaller is more robust and less efficient; 0.5 gives the highest "
           "breakdown point, 0.75 (the paper's default) more precision on clean data."),
     SeedParam("Seed of the directions through pairs of samples and of the MCD's random subsets."),
-    scale_param("none", doc="None by default, as in the paper, rrcov and robpy: ROBPCA is "
-                            "usually run on spectra and measurements in one unit, where "
-                            "standardising inflates the noise of flat channels; use "
-                            '"robust" (median / MAD) for columns in different units. '
-                            "Attributes and scores are in the scaled units."),
+    scale_param("auto", doc='"auto" by default, as for every method: ROBPCA is not scale '
+                            "equivariant, so columns in different units are standardised and "
+                            'data in one unit are left as they are. "none" is the paper\'s, '
+                            "rrcov's and robpy's setting (spectra in one unit, where "
+                            "standardising inflates the noise of flat channels); choose it by "
+                            "name to reproduce them. Chosen on the development tables "
+                            "(benchmarks/results_outliers.md, ROBPCA's scale). Attributes and "
+                            "scores are in the scaled units."),
     replace(CONTAMINATION, special=("auto", CUTOFFS),
             doc=f'"auto" flags samples whose outlier score exceeds a limit at the cut-offs\' '
                 f"false-alarm rate alpha = {1 - CRIT:.3g}: the cut-offs bounded by the training scores' "

@@ -112,7 +112,7 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
     _distance_score = True
 
     def __init__(self, n_components: int | None = None, *, kmax: int = 10, alpha: float = 0.75,
-                 random_state=None, scale: str = "none", contamination="auto"):
+                 random_state=None, scale: str = "auto", contamination="auto"):
         self.n_components = n_components
         self.kmax = kmax
         self.alpha = alpha

@@ -40,7 +40,7 @@ def cosines(A, B):
 def test_octane_flags_the_six_alcohol_samples_and_nothing_else_off_the_subspace(k):
     X = _load("octane.npz")["X"]
     # the paper's rule by name ("auto" calibrates it to alpha: test_flag_rates.py)
-    m = ROBPCA(n_components=k, random_state=0, contamination="cutoffs").fit(X)
+    m = ROBPCA(n_components=k, random_state=0, scale="none", contamination="cutoffs").fit(X)
     sd, od, res = distances(m, X)
     assert X.shape == (39, 226) and m.n_components_ == k
     np.testing.assert_array_equal(np.flatnonzero(od > m.od_cutoff_), ALCOHOL)
@@ -60,8 +60,8 @@ def test_octane_flags_the_six_alcohol_samples_and_nothing_else_off_the_subspace(
 
 def test_octane_rule_picks_few_components_and_seeds_agree():
     X = _load("octane.npz")["X"]
-    a = ROBPCA(random_state=0).fit(X)
-    b = ROBPCA(random_state=5).fit(X)
+    a = ROBPCA(random_state=0, scale="none").fit(X)
+    b = ROBPCA(random_state=5, scale="none").fit(X)
     assert 1 <= a.n_components_ <= 3 and a.h_ == 29       # h = max(0.75 n, (n + kmax + 1) / 2)
     assert np.min(cosines(a.components_, b.components_)) > 0.999
 
@@ -104,7 +104,7 @@ def test_glass_agrees_with_robpy():
     cut-off: the group measured with another detector setting."""
     X = _load("glass.npz")["X"]
     ref = _load("robpca_robpy_reference.npz")
-    m = ROBPCA(random_state=0).fit(X)
+    m = ROBPCA(random_state=0, scale="none").fit(X)       # robpy's (and the paper's) setting
     sd, od, _ = distances(m, X)
     assert m.n_components_ == 3
     ours_off = set(np.flatnonzero(od > m.od_cutoff_))
@@ -134,7 +134,7 @@ def test_planted_set_agrees_with_robpy_and_the_truth():
     of 0.2 in 8 orthogonal directions, whose ODs are about 0.57)."""
     ref = _load("robpca_robpy_reference.npz")
     X, U = ref["planted_X"], ref["planted_U"]
-    m = ROBPCA(random_state=0).fit(X)
+    m = ROBPCA(random_state=0, scale="none").fit(X)
     sd, od, _ = distances(m, X)
     assert m.n_components_ == 2
     assert cosines(m.components_, U.T).min() > 0.999
@@ -375,7 +375,8 @@ def test_registry_run_on_octane_draws_its_own_outlier_map():
     from robustcore.methods import get_method
     X = _load("octane.npz")["X"]
     truth = np.isin(np.arange(39), ALCOHOL)
-    res = get_method("robpca").run(Dataset(X, name="octane", outliers=truth), {"n_components": 2, "random_state": 0})
+    params = {"n_components": 2, "random_state": 0, "scale": "none"}       # the paper's setting
+    res = get_method("robpca").run(Dataset(X, name="octane", outliers=truth), params)
     est = res.estimator
     assert res.outlier_map.sd_cutoff == est.sd_cutoff_ and res.outlier_map.od_cutoff == est.od_cutoff_
     assert res.outlier_map.counts == {"regular": 33, "good leverage": 0, "orthogonal outlier": 0, "bad leverage": 6}
@@ -384,6 +385,30 @@ def test_registry_run_on_octane_draws_its_own_outlier_map():
     np.testing.assert_allclose(res.sample_scores["outlier_score"], -est.score_samples(X), rtol=1e-12)
     assert res.evaluation.roc_auc == 1.0 and "0.025" in res.outliers.rule
     assert res.params["scale"] == "none" and res.subspace.rank_rule == "given"
+
+
+def test_default_scale_standardises_columns_in_different_units_and_leaves_one_unit_alone():
+    """The default ("auto", every method's rule): a table whose columns are in different units
+    (one column in thousands) is standardised, so its loadings are those of scale="standard"
+    and not pulled to the large column; the octane spectra (one unit) are fitted as the paper
+    fits them, scale="none", to the bit."""
+    rng = np.random.default_rng(12)
+    X = rng.standard_normal((400, 3)) @ rng.standard_normal((3, 6)) + 0.05 * rng.standard_normal((400, 6))
+    X[:, 0] *= 1000.0
+    X[:20] += 8.0 * rng.standard_normal((20, 6)) * X.std(axis=0)
+    auto = ROBPCA(n_components=2, random_state=0).fit(X)
+    std = ROBPCA(n_components=2, random_state=0, scale="standard").fit(X)
+    raw = ROBPCA(n_components=2, random_state=0, scale="none").fit(X)
+    assert auto.scaling_ == "standard" and raw.scaling_ == "none"
+    np.testing.assert_array_equal(auto.components_, std.components_)
+    np.testing.assert_array_equal(auto.predict(X), std.predict(X))
+    assert abs(raw.components_[0, 0]) > 0.99            # unscaled: the first axis is the large column
+    octane = _load("octane.npz")["X"]
+    a = ROBPCA(n_components=2, random_state=0).fit(octane)
+    b = ROBPCA(n_components=2, random_state=0, scale="none").fit(octane)
+    assert a.scaling_ == "none"
+    np.testing.assert_array_equal(a.components_, b.components_)
+    np.testing.assert_array_equal(a.score_samples(octane), b.score_samples(octane))
 
 
 
