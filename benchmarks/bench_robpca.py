@@ -18,10 +18,10 @@ robpy is not a dependency: it lives in a virtual environment of its own, given w
 
 "Same answers": the cosines of the principal angles between the two fitted subspaces (of the
 last round), the share of the planted outliers each flags beyond a cut-off, and the share of the
-planted inliers each flags. The rank is given (n_components = the planted rank) and ours has scale="none" so both fit the
-same model; robpy's rule for k differs from the paper's (no l_k / l_1 test, no kmax), and robpy
-does not rescale (our default "auto" resolves to "none" on both tables, after a column check of
-about 10-12 ms of CPU, 2026-11-29).
+planted inliers each flags. The rank is given (n_components = the planted rank) and ours has
+scale="none" so both fit the same model; robpy's rule for k differs from the paper's (no l_k /
+l_1 test, no kmax), and robpy does not rescale (our default "auto" resolves to "none" on both
+tables, after a column check of about 10-12 ms of CPU, 2026-11-29).
 
     python benchmarks/bench_robpca.py --robpy /tmp/robpy_venv/bin/python [--repeat 3] [--blas 1,default]
 

@@ -18,6 +18,7 @@ import numpy as np
 from scipy import special, stats
 
 from ._robpca_params import CRIT
+from ._robpca_rows import dense
 
 __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_directions", "chi2_ppf",
            "trim_factor"]
@@ -172,7 +173,8 @@ def pair_directions(X, rng, max_directions: int = MAX_DIRECTIONS, size=None) -> 
 
 
 def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
-    """Stahel-Donoho outlyingness of every row of ``X`` (n, r): the largest, over directions
+    """Stahel-Donoho outlyingness of every row of ``X`` (n, r; an array or
+    robustcore.subspace._robpca_rows.CentredRows): the largest, over directions
     through pairs of points, of |projection - univariate MCD location| / MCD scale.
     Directions along which h points project onto one value (scale 0) are skipped: they say
     nothing about spread. ``rep`` (a robustcore._progress.Reporter) hears of every block.
@@ -191,6 +193,7 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     size = abs_max(X32) if single else 0.0
     single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
     if not single:
+        X = dense(X)
         size, X32 = abs_max(X), None
     A = pair_directions(X, rng, size=size)
     if A.shape[0] == 0:
@@ -202,7 +205,7 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
-    return _outlyingness(X, A, h, 1e-12 * big, rep)
+    return _outlyingness(dense(X), A, h, 1e-12 * big, rep)
 
 
 def _outlyingness(X, A, h: int, tiny: float, rep):

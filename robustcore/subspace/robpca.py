@@ -32,13 +32,14 @@ from sklearn.utils import check_random_state
 from .._base import Estimator, fit_protocol
 from .._outlier import OutlierScores
 from .._params import check_range
-from .._residual import residual_scores
+from .._residual import ResidualKernel, residual_scores
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..limits import calibration_record
 from ..linalg import fix_signs
 from ._base import SubspaceModel
 from ._robpca_mcd import mcd_subspace
 from ._robpca_params import CRIT, CUTOFFS, PARAMS
+from ._robpca_rows import CentredRows
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
 from ._robpca_steps import choose_k, h_size, od_cutoff, outlyingness
 from ._scan import constant_error, input_rows, load_rows
@@ -217,7 +218,7 @@ def _stages(Z, p, rng, rep, n_total):
         ev1, V1 = _spectrum(G1, int(keep.sum()), top=k, every_value=True)
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
     # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns)
-    X2T = V1[:, :k].T @ X0.T
+    X2T = X0.project(V1[:, :k])
     X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
     loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
@@ -257,9 +258,9 @@ def _stages(Z, p, rng, rep, n_total):
 
 
 def _affine_span(Z, n):
-    """(mean, rot (r, d) orthonormal rows spanning the centred rows, coordinates (n, r))."""
+    """(mean, rot (r, d) orthonormal rows spanning the centred rows, their coordinates (n, r)
+    as CentredRows: Z - mean itself, not stored, when they span every direction)."""
     mean = Z.mean(axis=0)
-    Zc = Z - mean
     d = Z.shape[1]
     if n > 2 * d:
         # Tall rows span every direction unless a column depends on others: then the rows are
@@ -270,19 +271,22 @@ def _affine_span(Z, n):
         # already pass, the full Gram matrix (3/4 of this stage at 10,000 x 200) is not needed.
         step = min(5, n // (4 * d))
         if step > 1:
-            part = Zc[::step]
-            if _above(part.T @ part, 1e-8 * np.einsum("ij,ij->", Zc, Zc)):
-                return mean, np.eye(d), Zc
+            rows = CentredRows(Z, mean)
+            part = rows[np.arange(0, n, step)]
+            if _above(part.T @ part, 1e-8 * rows.sq_sum()):
+                return mean, np.eye(d), rows
+        Zc = Z - mean
         w = np.linalg.eigvalsh(Zc.T @ Zc)
         if w[0] > 1e-8 * w[-1]:
-            return mean, np.eye(d), Zc
+            return mean, np.eye(d), CentredRows(Zc)
         # the R factor has the same right singular vectors, and its SVD is d x d
         _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r"), full_matrices=False)
     else:
+        Zc = Z - mean
         _, s, vt = np.linalg.svd(Zc, full_matrices=False)
     r = int(np.sum(s > s[0] * max(Zc.shape) * np.finfo(float).eps)) if s.size and s[0] > 0 else 0
     rot = vt[:r]
-    return mean, rot, Zc @ rot.T
+    return mean, rot, CentredRows(Zc @ rot.T)
 
 
 def _above(G, floor):
@@ -339,6 +343,13 @@ def _spectrum(G, count, top=None, every_value=False):
 
 
 def _orthogonal(X, V, centre):
-    """Distances of the rows of X to ``centre + span(V)`` (V's columns orthonormal), in blocks
-    of rows (robustcore._residual)."""
-    return np.sqrt(residual_scores(X, V.T, centre, want_t2=False)[0])
+    """Distances of the rows of X (CentredRows) to ``centre + span(V)`` (V's columns
+    orthonormal), in blocks of rows (robustcore._residual's kernel, as residual_scores)."""
+    kern = ResidualKernel(V.T, centre)
+    n = X.shape[0]
+    b = kern.rows_per_block()
+    spe = np.empty(n)
+    buf = np.empty((min(b, n), X.shape[1]))
+    for s, B in X.blocks(b):
+        spe[s:s + B.shape[0]] = kern(B, buf)[1]
+    return np.sqrt(spe)
