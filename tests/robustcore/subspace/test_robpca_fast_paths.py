@@ -189,3 +189,30 @@ def test_window_sums_find_the_window_of_least_variance_of_every_row():
         cut = np.sqrt(steps._CHI2_1_CRIT * var * steps.trim_factor(h / z.size, 1))
         kept = z[(z > mu - cut) & (z < mu + cut)]
         assert loc[i] == pytest.approx(kept.mean(), rel=1e-12, abs=1e-9)
+
+
+def test_centred_rows_read_as_the_stored_copy_would():
+    """CentredRows (Z - mean made where it is read) against the stored copy, over several
+    blocks: rows by index and by mask, the float32 copy and the blocks to the bit, the sum of
+    squares and the projections to rounding; with no shift, Z itself."""
+    from robustcore.subspace._robpca_rows import CentredRows, dense
+    rng = np.random.default_rng(13)
+    Z = 1e3 + rng.standard_normal((2000, 300)) * np.linspace(0.1, 10.0, 300)
+    mean = Z.mean(axis=0)
+    Zc = Z - mean
+    rows = CentredRows(Z, mean)
+    assert rows.rows_per_block() < 1000                  # three blocks or more
+    idx = rng.choice(2000, 700, replace=False)
+    mask = rng.random(2000) < 0.6
+    np.testing.assert_array_equal(rows[idx], Zc[idx])
+    np.testing.assert_array_equal(rows[mask], Zc[mask])
+    assert np.array_equal(rows[mask][0], Zc[mask][0]) and Z[0, 0] > 900.0    # Z left as it was
+    np.testing.assert_array_equal(rows.astype(np.float32), Zc.astype(np.float32))
+    np.testing.assert_array_equal(np.vstack([B.copy() for _, B in rows.blocks()]), Zc)
+    np.testing.assert_array_equal(dense(rows), Zc)
+    assert rows.sq_sum() == pytest.approx(np.einsum("ij,ij->", Zc, Zc), rel=1e-12)
+    V = np.linalg.qr(rng.standard_normal((300, 4)))[0]
+    np.testing.assert_allclose(rows.project(V), V.T @ Zc.T, rtol=1e-12, atol=1e-9)
+    plain = CentredRows(Zc)
+    np.testing.assert_array_equal(plain.project(V), V.T @ Zc.T)
+    assert dense(plain) is Zc and plain.astype(np.float32).dtype == np.float32
