@@ -29,20 +29,26 @@ BITS = 20
 _SHIFT = 64 - BITS
 _NAN_BUCKET = (1 << BITS) - 1           # above +inf's bucket: NaN sorts last, as np.sort puts it
 _SIGN = np.uint64(1 << 63)
+_HALF = 1 << (BITS - 1)                 # the bucket of +0.0
+_TOP = (0x7FF << (52 - _SHIFT)) + _HALF     # +inf's bucket: NaN and inf alone at and above it
 # Neighbours gathered on each side of a bucket the approximate run asked about.
 MARGIN = 4
 
 
-def _keys(v: np.ndarray) -> np.ndarray:
-    """An unsigned key per float64 value, ordered as the values (-0.0 keyed as 0.0)."""
-    u = (np.asarray(v, dtype=np.float64) + 0.0).view(np.uint64)     # + 0.0: -0.0 becomes 0.0
-    return np.where(u & _SIGN, ~u, u | _SIGN)
-
-
 def bucket_of(v) -> np.ndarray:
-    """The bucket (int64) of each value: buckets are ordered as the values; NaN in the last."""
+    """The bucket (int64) of each value: buckets are ordered as the values; NaN in the last.
+
+    The bucket is the top BITS bits of an order-preserving key of the float64 bits (sign
+    flipped for numbers >= 0, all bits flipped for negative ones; -0.0 keyed as 0.0): for
+    scores >= 0, the usual case, the bits shifted plus a constant."""
     v = np.asarray(v, dtype=np.float64)
-    b = (_keys(v) >> np.uint64(_SHIFT)).astype(np.int64)
+    b = v.view(np.int64) >> _SHIFT
+    if b.size and b.min() >= 0 and b.max() < _TOP - _HALF:
+        b += _HALF                          # finite numbers >= 0 (+0.0 included)
+        return b
+    neg = b < 0
+    b = np.where(neg, ~b, b + _HALF)        # negative numbers: flipped bits, below every other
+    b[v == 0.0] = _HALF                     # -0.0 with 0.0
     b[np.isnan(v)] = _NAN_BUCKET
     return b
 
@@ -86,11 +92,11 @@ def merge_histograms(*parts):
 
 
 def gather_block(v, wanted, exclude=None):
-    """The kept values of one block whose buckets are in ``wanted`` (sorted int64)."""
+    """The kept values of one block whose buckets are in ``wanted`` (int64)."""
     v = _kept(v, exclude)
-    b = bucket_of(v)
-    at = np.minimum(np.searchsorted(wanted, b), wanted.size - 1)
-    return v[wanted[at] == b]
+    table = np.zeros(1 << BITS, dtype=bool)
+    table[wanted] = True
+    return v[table[bucket_of(v)]]
 
 
 def concat(*parts):

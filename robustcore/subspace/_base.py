@@ -551,7 +551,6 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
     and counts from a histogram of its float bits and one gather of the buckets the calibration
     asks about (robustcore.bigdata._selection): two passes over the stored scores, the same
     numbers as in memory."""
-    import dask.array as da
     from dask import delayed
 
     from .._calibration import calibrate
@@ -559,11 +558,12 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
     from ..bigdata._dask import compute
     from ..bigdata._reductions import tree_reduce
     from ..bigdata._rows import as_dask_rows
-    spe, t2 = _as_dask(spe), _as_dask(t2)
-    combined = da.maximum(spe / spe_limit, t2 / t2_limit)
-    blocks = list(combined.to_delayed().ravel())
-    ex = [None] * len(blocks) if exclude is None else \
-        list(as_dask_rows(exclude, combined.chunks[0]).to_delayed().ravel())
+    # blocks of the stored one (a score held in memory is cut to match)
+    rows = _as_dask(t2 if not isinstance(t2, np.ndarray) else spe).chunks[0]
+    pairs = zip(as_dask_rows(_as_dask(spe), rows).to_delayed().ravel(),
+                as_dask_rows(_as_dask(t2), rows).to_delayed().ravel())
+    blocks = [delayed(_combined_block)(s, t, spe_limit, t2_limit) for s, t in pairs]
+    ex = [None] * len(blocks) if exclude is None else list(as_dask_rows(exclude, rows).to_delayed().ravel())
 
     def histogram():
         parts = [delayed(sel.histogram_block)(b, e) for b, e in zip(blocks, ex)]
@@ -573,9 +573,16 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
         parts = [delayed(sel.gather_block)(b, wanted, e) for b, e in zip(blocks, ex)]
         return compute(tree_reduce(parts, sel.concat), message="training scores")[0]
     scores = sel.ScoreSelection(histogram, gather)
-    left_out = int(combined.shape[0]) - scores.n
+    left_out = int(sum(rows)) - scores.n
     trim = {"trimmed": True, "left_out": left_out} if trimmed else {}
     return scores.run(lambda kth, count_le, n: calibrate(kth, count_le, n, 1.0, alpha, **trim))
+
+
+def _combined_block(spe, t2, spe_limit, t2_limit):
+    """The combined score of a block, as TrainingScores.calibrate makes it in memory."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.divide(spe, spe_limit)
+        return np.maximum(out, np.divide(t2, t2_limit), out=out)
 
 
 def _as_dask(values):

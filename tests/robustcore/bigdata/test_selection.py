@@ -23,8 +23,9 @@ def _selection(values, exclude=None, chunk=97):
 
 def _awkward(rng, n=3000):
     """Values with ties, both zeros, infinities, negatives, subnormals and NaN."""
-    v = np.concatenate([rng.chisquare(3, n), np.full(200, 2.5), rng.standard_normal(300),
-                        [0.0, -0.0, -0.0, np.inf, -np.inf, 5e-324, -5e-324, np.nan, np.nan], -np.abs(rng.standard_normal(50))])
+    odd = [0.0, -0.0, -0.0, np.inf, -np.inf, 5e-324, -5e-324, np.nan, -np.nan, np.nan]
+    v = np.concatenate([rng.chisquare(3, n), np.full(200, 2.5), rng.standard_normal(300), odd,
+                        -np.abs(rng.standard_normal(50))])
     return rng.permutation(v)
 
 
@@ -35,6 +36,9 @@ def test_buckets_are_ordered_as_the_values_and_nan_comes_last():
     assert np.all(np.diff(b) >= 0)
     assert sel.bucket_of(np.array([-0.0]))[0] == sel.bucket_of(np.array([0.0]))[0]
     assert b[-1] == (1 << sel.BITS) - 1 and sel.bucket_of(np.array([np.inf]))[0] < b[-1]
+    # scores >= 0 take a shortcut: the same buckets as the general rule's
+    pos = np.abs(v[np.isfinite(v)])
+    np.testing.assert_array_equal(sel.bucket_of(pos), sel.bucket_of(np.append(pos, -1.0))[:-1])
 
 
 @pytest.mark.parametrize("excluded", [False, True])
