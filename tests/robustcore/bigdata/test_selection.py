@@ -60,19 +60,19 @@ def test_every_rank_and_count_is_numpys(excluded):
 def test_a_question_outside_the_gathered_buckets_is_gathered_by_another_pass():
     rng = np.random.default_rng(2)
     v = rng.lognormal(size=5000)
+    ref = np.sort(v)
     s = _selection(v)
     k = [10, 2500, 4990]
-    # no approximate run foresaw these ranks: one gather for all three
-    assert s.run(lambda kth, count_le, n: kth(k)).tolist() == np.sort(v)[k].tolist()
+    # the approximate run foresees these ranks: one gather for all three
+    assert s.run(lambda kth, count_le, n: kth(k)).tolist() == ref[k].tolist()
     assert s.passes == 2
-    cut = float(np.sort(v)[4000])
-    # a count whose cut is found only from the exact answers: one more pass
-    got = s.run(lambda kth, count_le, n: count_le(kth([4000])[0]) if kth(k)[0] else 0)
-    assert got == 4001 and s.passes == 3 and count_le_np(v, cut) == got
 
-
-def count_le_np(v, cut):
-    return int(np.count_nonzero(v <= cut))
+    def asks_more_when_exact(kth, count_le, n):
+        # only the exact smallest value leads to rank 4500, which no run before asked about
+        exact = kth([0])[0] == ref[0]
+        return kth([4500 if exact else 11])[0], count_le(ref[4600])
+    assert s.run(asks_more_when_exact) == (ref[4500], 4601)
+    assert s.passes == 4          # the approximate run's gather (ranks 0, 11, the cut), then rank 4500's
 
 
 def _in_memory(spe, t2, exclude, limits, alpha):
