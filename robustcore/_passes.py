@@ -122,13 +122,21 @@ def _as_float(B):
     return B if B.dtype == np.float64 else np.asarray(B, dtype=np.float64)
 
 
+def _block_for(acc, B):
+    """B as ``acc.add`` takes it: float64, or float32 as it is to an accumulator that converts
+    it in its own first sweep (``converts_float32``: the same bits, one sweep less)."""
+    if B.dtype == np.float32 and getattr(acc, "converts_float32", False):
+        return B
+    return _as_float(B)
+
+
 def _feed(acc, B, start, extra, block_rows=None):
     """The in-memory loop: feed ``acc`` the cache-sized blocks of B (float64) and of ``extra``."""
     B = np.asarray(B)
     extra = [np.asarray(e) for e in extra]
     starts, step = _sub_blocks(B.shape[0], B.shape[1], block_rows)
     for s in starts:
-        acc.add(_as_float(B[s:s + step]), start + s, *[e[s:s + step] for e in extra])
+        acc.add(_block_for(acc, B[s:s + step]), start + s, *[e[s:s + step] for e in extra])
     return acc
 
 
@@ -234,7 +242,7 @@ class Rows:
                 acc = make()
                 for s in range(lo, hi, step):
                     e = min(s + step, hi)
-                    acc.add(_as_float(self.X[s:e]), s, *[x[s:e] for x in extra])
+                    acc.add(_block_for(acc, self.X[s:e]), s, *[x[s:e] for x in extra])
                     tick()
                 return acc
             acc = _merge(*self._over_lanes(feed, rep, message))

@@ -158,11 +158,18 @@ class Moments:
         self.fast_blocks = 0
 
     # -- one block --------------------------------------------------------------------------
+    # B may come as float32 (robustcore._passes): the one-sweep path converts it as it shifts it
+    converts_float32 = True
+
     def add(self, B, start):
         b, d = B.shape
         if b == 0:
             return
-        if self._add_ordinary_scatter(B, b) if self.scatter else self._add_ordinary(B, b):
+        if self.scatter and self._add_ordinary_scatter(B, b):
+            self.fast_blocks += 1
+            return
+        B = np.asarray(B, dtype=np.float64)
+        if not self.scatter and self._add_ordinary(B, b):
             self.fast_blocks += 1
             return
         lo, hi = column_min_max(B)
@@ -255,7 +262,7 @@ class Moments:
         np.minimum(self.lo, self.K - bound, out=self.lo)
         np.maximum(self.hi, self.K + bound, out=self.hi)
         if self.gram:
-            self._add_gram(B, 0)
+            self._add_gram(np.asarray(B, dtype=np.float64), 0)
         return True
 
     def _add_gram(self, B, eg):

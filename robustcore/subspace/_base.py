@@ -515,56 +515,74 @@ class TrainingScores:
         t2_limit) (nominal limit 1) of the calibration rows: exact order statistics and one
         count, in memory or over the stored scores alike."""
         from .._calibration import calibrate
-        from .._passes import kth_smallest
         v = self._get()
         spe, t2 = v["spe"], v["t2"]
-        lazy = not (isinstance(spe, np.ndarray) and isinstance(t2, np.ndarray))
-        if lazy:
-            import dask.array as da
-            spe, t2 = _as_dask(spe), _as_dask(t2)
-            combined = da.maximum(spe / spe_limit, t2 / t2_limit)
-        else:
-            # one array of n scores at a time beside the inputs (30M rows: the temporaries of
-            # the plain expression and the copies of kth_smallest made the run's memory peak)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                combined = np.divide(spe, spe_limit)
-                step = 1 << 20
-                for s in range(0, combined.size, step):
-                    np.maximum(combined[s:s + step], np.divide(t2[s:s + step], t2_limit), out=combined[s:s + step])
-        if lazy:
-            from ..bigdata._dask import compute
-            from ..bigdata._rows import as_dask_rows
-            if self.exclude is not None:
-                ex = as_dask_rows(self.exclude, combined.chunks[0])
-                n = int(compute(da.count_nonzero(~ex), message="training scores")[0])
-            else:
-                ex, n = None, combined.shape[0]
+        trimmed = self.exclude is not None
+        if not (isinstance(spe, np.ndarray) and isinstance(t2, np.ndarray)):
+            return _calibrate_stored(spe, t2, self.exclude, spe_limit, t2_limit, alpha, trimmed)
+        # one array of n scores at a time beside the inputs (30M rows: the temporaries of
+        # the plain expression and the copies of kth_smallest made the run's memory peak)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            combined = np.divide(spe, spe_limit)
+            step = 1 << 20
+            for s in range(0, combined.size, step):
+                np.maximum(combined[s:s + step], np.divide(t2[s:s + step], t2_limit), out=combined[s:s + step])
+        n = combined.size
+        if trimmed:
+            # the rows left out become +inf in place (no second array of n scores): below
+            # n kept rows, the ks-th smallest and the counts under a finite cut are theirs
+            left_out = np.asarray(self.exclude, dtype=bool)
+            combined[left_out] = np.inf
+            n -= int(np.count_nonzero(left_out))
 
-            def count_le(cut):
-                hit = combined <= cut
-                if ex is not None:
-                    hit = hit & ~ex
-                return int(compute(da.count_nonzero(hit), message="training scores")[0])
-        else:
-            n = combined.size
-            if self.exclude is not None:
-                # the rows left out become +inf in place (no second array of n scores): below
-                # n kept rows, the ks-th smallest and the counts under a finite cut are theirs
-                left_out = np.asarray(self.exclude, dtype=bool)
-                combined[left_out] = np.inf
-                n -= int(np.count_nonzero(left_out))
+        def count_le(cut):
+            return int(np.count_nonzero(combined <= cut))
 
-            def count_le(cut):
-                return int(np.count_nonzero(combined <= cut))
+        def kth(ks):
+            # combined is this call's own array: reordered in place if need be
+            return kth_values(combined, ks, own=True)
         # rows left out by the caller are its gross outliers: the rest are trimmed (core_cut)
-        trim = {} if self.exclude is None else {"trimmed": True, "left_out": int(combined.shape[0]) - n}
-        if not lazy:
-            def kth(ks):
-                # combined is this call's own array: reordered in place if need be
-                return kth_values(combined, ks, own=True)
-            return calibrate(kth, count_le, n, 1.0, alpha, **trim)
-        return calibrate(lambda ks: kth_smallest(combined, ks, exclude=self.exclude, message="training scores"),
-                         count_le, n, 1.0, alpha, **trim)
+        trim = {"trimmed": True, "left_out": int(combined.shape[0]) - n} if trimmed else {}
+        return calibrate(kth, count_le, n, 1.0, alpha, **trim)
+
+
+def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
+    """TrainingScores.calibrate over stored scores: the combined score's exact order statistics
+    and counts from a histogram of its float bits and one gather of the buckets the calibration
+    asks about (robustcore.bigdata._selection): two passes over the stored scores, the same
+    numbers as in memory."""
+    from dask import delayed
+
+    from .._calibration import calibrate
+    from ..bigdata import _selection as sel
+    from ..bigdata._dask import compute
+    from ..bigdata._reductions import tree_reduce
+    from ..bigdata._rows import as_dask_rows
+    # blocks of the stored one (a score held in memory is cut to match)
+    rows = _as_dask(t2 if not isinstance(t2, np.ndarray) else spe).chunks[0]
+    pairs = zip(as_dask_rows(_as_dask(spe), rows).to_delayed().ravel(),
+                as_dask_rows(_as_dask(t2), rows).to_delayed().ravel())
+    blocks = [delayed(_combined_block)(s, t, spe_limit, t2_limit) for s, t in pairs]
+    ex = [None] * len(blocks) if exclude is None else list(as_dask_rows(exclude, rows).to_delayed().ravel())
+
+    def histogram():
+        parts = [delayed(sel.histogram_block)(b, e) for b, e in zip(blocks, ex)]
+        return compute(tree_reduce(parts, sel.merge_histograms), message="training scores")[0]
+
+    def gather(wanted):
+        parts = [delayed(sel.gather_block)(b, wanted, e) for b, e in zip(blocks, ex)]
+        return compute(tree_reduce(parts, sel.concat), message="training scores")[0]
+    scores = sel.ScoreSelection(histogram, gather)
+    left_out = int(sum(rows)) - scores.n
+    trim = {"trimmed": True, "left_out": left_out} if trimmed else {}
+    return scores.run(lambda kth, count_le, n: calibrate(kth, count_le, n, 1.0, alpha, **trim))
+
+
+def _combined_block(spe, t2, spe_limit, t2_limit):
+    """The combined score of a block, as TrainingScores.calibrate makes it in memory."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.divide(spe, spe_limit)
+        return np.maximum(out, np.divide(t2, t2_limit), out=out)
 
 
 def _as_dask(values):
