@@ -101,7 +101,8 @@ def _normalised(Y, cut, slot=4, sq=None):
     valid = nrm > cut
     inv = np.zeros(nrm.size)
     inv[valid] = 1.0 / nrm[valid]
-    return np.multiply(Y, inv[:, None], out=scratch(Y.shape[0], Y.shape[1], slot)), valid, nrm
+    # (einsum scales the rows faster than a broadcast multiply, the same products)
+    return np.einsum("ij,i->ij", Y, inv, out=scratch(Y.shape[0], Y.shape[1], slot)), valid, nrm
 
 
 class _UnitGram:
