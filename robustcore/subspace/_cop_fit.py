@@ -124,13 +124,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         loaded = Rows(X, block_rows=rows.block_rows)
         loaded.passes = rows.passes
         rows = loaded
-    # pass 1 also forms C when neither scaling nor centring can come first
-    fused = how == "none" and p["scale"] in ("none", "auto") and not pairs
-    stride = sample_stride(n)
-    # every row's |x|² from the first pass, for the bounds pass (in memory, when it forms C)
-    row_sq = np.empty(n) if fused and not rows.lazy else None
-    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused, sample_stride=stride,
-              want_sketch=how == "median", row_sq=row_sq, progress=rep.span(0.0, 0.2))
+    sc, fused, first_sq = _first_pass(rows, p, how, pairs, rep.span(0.0, 0.2))
     scale = None if sc.identity else (sc.center, sc.scale)
     centre = _centre(rows, sc, how, n)
     prep = _Prep(scale, centre)
@@ -170,7 +164,6 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         # results hold every row's coherence
         decided = None
         if not (rows.lazy or with_band or adaptive or hasattr(est, "_kept_rows")):
-            first_sq = row_sq if fused and sc.identity and sc.mom.row_sq_ok else None
             decided = _select_by_bounds(rows, prep, form, symmetric(G), cut, p, r, how, rep.span(0.35, 0.6),
                                         first_sq)
         if decided is not None:
@@ -255,6 +248,18 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
                n_samples_fit_=n)
     return out, kept, rows
+
+
+def _first_pass(rows, p, how, pairs, rep):
+    """(the scan, whether it formed C, every row's |y|² from it or None). The first pass also
+    forms C when neither scaling nor centring can come first, and then, in memory, keeps every
+    row's |x|² for the bounds pass (not when a block was rescaled first: ``Moments``)."""
+    fused = how == "none" and p["scale"] in ("none", "auto") and not pairs
+    row_sq = np.empty(rows.n) if fused and not rows.lazy else None
+    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused,
+              sample_stride=sample_stride(rows.n), want_sketch=how == "median", row_sq=row_sq, progress=rep)
+    usable = fused and sc.identity and sc.mom.row_sq_ok
+    return sc, fused, row_sq if usable else None
 
 
 def _spectrum(rows, keep, n_keep, comps, mean, scale, rep):
