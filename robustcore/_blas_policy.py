@@ -46,7 +46,7 @@ import os
 import sys
 
 __all__ = ["USER_THREAD_VARIABLES", "blas_controller", "blas_is_threaded", "blas_threads",
-           "default_to_one_thread", "fit_blas_threads", "user_chose_blas_threads"]
+           "default_to_one_thread", "fit_blas_threads", "fits_on_one_blas_thread", "user_chose_blas_threads"]
 
 #: The environment variables through which a user chooses BLAS's thread count.
 USER_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
@@ -62,6 +62,14 @@ def user_chose_blas_threads(environ=None) -> bool:
     """True when the environment sets a BLAS thread count (the user's choice wins)."""
     env = os.environ if environ is None else environ
     return any(str(env.get(v, "")).strip() for v in USER_THREAD_VARIABLES)
+
+
+def fits_on_one_blas_thread(environ=None) -> bool:
+    """Whether BLAS runs on one thread inside fits (the rule: unless the user chose a count, or
+    every count chosen is 1), told from the environment alone: no library is inspected (the
+    first inspection costs milliseconds). False whenever a variable asks for more."""
+    env = os.environ if environ is None else environ
+    return all(str(env.get(v, "")).strip() in ("", "1") for v in USER_THREAD_VARIABLES)
 
 
 def default_to_one_thread(environ=None) -> bool:

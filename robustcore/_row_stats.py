@@ -133,7 +133,9 @@ class Moments:
     average, is rounded once (Chan's merges of the means themselves lost 1e-6 of such a column's
     spread). ``scatter``: the full scatter matrix (else only its diagonal); ``gram``: also Σ x̂x̂ᵀ
     over the rows of nonzero length x (unshifted), with their largest and smallest lengths
-    (``top_norm``, ``low_norm``, in true units).
+    (``top_norm``, ``low_norm``, in true units); ``row_sq`` (n,), with ``gram`` in memory: every
+    row's |x|², as ``np.einsum("ij,ij->i", B, B)`` makes it, written there for a later pass
+    (``row_sq_ok`` False when a block was rescaled first: then the array is not to be read).
 
     Results: ``n``, ``S`` = Σ (x - shift) and ``M2`` (scatter about the mean), column j in units
     of 2^e_j (``e`` (d,) the columns' exponents: entry (j, k) of M2 in units of 2^(e_j + e_k)),
@@ -143,8 +145,9 @@ class Moments:
     ``bad`` (number of NaN or infinite entries) and ``first_bad`` ((row, column, value) of the
     first of them)."""
 
-    def __init__(self, d: int, shift, scatter: bool = True, gram: bool = False):
+    def __init__(self, d: int, shift, scatter: bool = True, gram: bool = False, row_sq=None):
         self.d, self.scatter, self.gram = d, scatter, gram
+        self.row_sq, self.row_sq_ok, self._start = row_sq, row_sq is not None, 0
         self.K = np.asarray(shift, dtype=np.float64)
         self.n, self.e = 0, np.zeros(d, dtype=np.int64)
         self.S = np.zeros(d)
@@ -165,6 +168,7 @@ class Moments:
         b, d = B.shape
         if b == 0:
             return
+        self._start = start
         if self.scatter and self._add_ordinary_scatter(B, b):
             self.fast_blocks += 1
             return
@@ -270,12 +274,17 @@ class Moments:
         scaled by first (0: none)."""
         b, d = B.shape
         Bg = B if not eg else np.ldexp(B, -eg, out=scratch(b, d, 1))
-        nrm = np.sqrt(np.einsum("ij,ij->i", Bg, Bg))
+        sq = np.einsum("ij,ij->i", Bg, Bg)
+        if self.row_sq is not None:
+            self.row_sq[self._start:self._start + b] = sq
+            self.row_sq_ok = self.row_sq_ok and not eg
+        nrm = np.sqrt(sq)
         live = nrm > 0
         if live.any():
             inv = np.zeros(b)
             inv[live] = 1.0 / nrm[live]
-            Xn = np.multiply(Bg, inv[:, None], out=scratch(b, d, 2))
+            # (einsum scales the rows faster than a broadcast multiply, the same products)
+            Xn = np.einsum("ij,i->ij", Bg, inv, out=scratch(b, d, 2))
             self.G = gram_add(Xn, self.G)
             self.top_norm = max(self.top_norm, _ldexp(float(nrm.max()), eg))
             self.low_norm = min(self.low_norm, _ldexp(float(nrm[live].min()), eg))
@@ -323,6 +332,7 @@ class Moments:
             self.first_bad = other.first_bad
         if self.gram:
             self.G = self.G + other.G
+            self.row_sq_ok = self.row_sq_ok and other.row_sq_ok
             self.top_norm = max(self.top_norm, other.top_norm)
             self.low_norm = min(self.low_norm, other.low_norm)
         return self

@@ -25,7 +25,7 @@ import numpy as np
 from .._order_stats import kth_values
 from .._residual import thin_product
 
-__all__ = ["CoherenceBounds", "bounds_block", "decide", "ROUNDING_MARGIN", "MAX_UNDECIDED"]
+__all__ = ["CoherenceBounds", "bounds_block", "bounds_block_sq", "decide", "ROUNDING_MARGIN", "MAX_UNDECIDED"]
 
 # Half-width added to both bounds, relative to C's largest eigenvalue (module doc).
 ROUNDING_MARGIN = 1e-11
@@ -56,12 +56,13 @@ class CoherenceBounds:
         return self.tail_hi - self.tail_lo < 0.5 * (self.lam[0] - self.tail_lo)
 
 
-def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
+def bounds_block(B, start, prep, bounds: CoherenceBounds, cut, sq=None):
     """Lower and upper bounds on q of a block's rows, which rows are degenerate (the same rule
     as the coherence pass: length at most ``cut``; their bounds mean nothing), and every row's
-    |y|² ("sq": the subspace and residual passes that follow read it instead of making it)."""
+    |y|² ("sq": the subspace and residual passes that follow read it instead of making it);
+    ``sq``: the rows' |y|² when the first pass made them (:func:`bounds_block_sq`)."""
     Y = prep(B)
-    s = np.einsum("ij,ij->i", Y, Y)
+    s = np.einsum("ij,ij->i", Y, Y) if sq is None else sq
     valid = np.sqrt(s) > cut
     T = thin_product(Y, bounds.Ut_c, bounds.U_f)    # Y U (rows, m)
     np.square(T, out=T)
@@ -71,7 +72,16 @@ def bounds_block(B, start, prep, bounds: CoherenceBounds, cut):
     rho = np.clip(1.0 - w[:, 1] * inv, 0.0, 1.0)
     lo = top + (bounds.tail_lo * rho - bounds.margin)
     hi = top + (bounds.tail_hi * rho + bounds.margin)
-    return {"q_lo": lo, "q_hi": hi, "degenerate": ~valid, "sq": s}
+    out = {"q_lo": lo, "q_hi": hi, "degenerate": ~valid}
+    if sq is None:
+        out["sq"] = s
+    return out
+
+
+def bounds_block_sq(B, start, sq, prep, bounds: CoherenceBounds, cut):
+    """:func:`bounds_block` with the rows' |y|² read from the first pass (``Moments``' ``row_sq``:
+    the same numbers), as an extra per-row array of ``Rows.map``."""
+    return bounds_block(B, start, prep, bounds, cut, sq)
 
 
 def decide(lo, hi, valid, k: int):

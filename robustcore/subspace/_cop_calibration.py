@@ -23,7 +23,7 @@ import numpy as np
 from .._outlier import MAD_NORMAL, log_residual, median_mad_cut
 from .._passes import scratch
 from .._residual import residual_scores
-from .._row_stats import syrk_lower
+from .._row_stats import gram_add, syrk_lower
 from ._base import Calibration
 
 __all__ = ["SAMPLE_ROWS", "BAND_SIGMAS", "BAND_MAX_ROWS", "BAND_SAMPLE_ROWS", "sample_stride", "thinned",
@@ -97,11 +97,15 @@ class CalibrationBand(Calibration):
     """Calibration's sums over the usable rows whose log SPE is at most ``low``, plus the rows in
     (low, high] kept aside (module doc); fed by :func:`residual_block`."""
 
-    def __init__(self, components, mean, band, max_rows=None):
+    def __init__(self, components, mean, band, max_rows=None, numpy_syrk=False):
         super().__init__(components, mean)
         self.low, self.high = band
         self.max_rows = BAND_MAX_ROWS if max_rows is None else max_rows
         self.kept, self.n_kept, self.overflow = [], 0, False
+        # EᵀE by numpy's syrk, not scipy's in place: 0.12 s against 0.18 s for 0.8M x 50 rows
+        # on one thread here; only where BLAS runs on one thread (``one_blas_thread``), since a
+        # loop alternating between the two libraries' thread pools stalls when each has several
+        self.numpy_syrk = numpy_syrk
 
     def feed(self, E, T, log_spe, usable):
         """A block's explicit residuals E (a scratch buffer: overwritten), coordinates T, log
@@ -123,7 +127,9 @@ class CalibrationBand(Calibration):
                 # nothing) rather than copying the rows that count
                 E[~low] = 0.0
                 every = True
-            self.EE = syrk_lower(E if every else np.compress(low, E, axis=0), self.EE)
+            Ek = E if every else np.compress(low, E, axis=0)
+            # (either way only the lower triangle of EE is read)
+            self.EE = gram_add(Ek, self.EE) if self.numpy_syrk else syrk_lower(Ek, self.EE)
             Tl = T if b == low.size else np.compress(low, T, axis=0)
             self.tt += np.einsum("ij,ij->j", Tl, Tl)
             self.n += b

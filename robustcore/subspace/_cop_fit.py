@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from .._blas_policy import fits_on_one_blas_thread
 from .._outlier import LIMIT_ALPHA
 from .._passes import count_true, indices, rowwise
 from .._residual import ResidualKernel
@@ -123,11 +124,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         loaded = Rows(X, block_rows=rows.block_rows)
         loaded.passes = rows.passes
         rows = loaded
-    # pass 1 also forms C when neither scaling nor centring can come first
-    fused = how == "none" and p["scale"] in ("none", "auto") and not pairs
-    stride = sample_stride(n)
-    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused, sample_stride=stride,
-              want_sketch=how == "median", progress=rep.span(0.0, 0.2))
+    sc, fused, first_sq = _first_pass(rows, p, how, pairs, rep.span(0.0, 0.2))
     scale = None if sc.identity else (sc.center, sc.scale)
     centre = _centre(rows, sc, how, n)
     prep = _Prep(scale, centre)
@@ -167,7 +164,8 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         # results hold every row's coherence
         decided = None
         if not (rows.lazy or with_band or adaptive or hasattr(est, "_kept_rows")):
-            decided = _select_by_bounds(rows, prep, form, symmetric(G), cut, p, r, how, rep.span(0.35, 0.6))
+            decided = _select_by_bounds(rows, prep, form, symmetric(G), cut, p, r, how, rep.span(0.35, 0.6),
+                                        first_sq)
         if decided is not None:
             degenerate, n_valid, k, selected, sq = decided
             coh = _LazyCoherence(exact)
@@ -223,7 +221,8 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                    {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,)), "log_spe": (np.dtype("f8"), ())},
                    prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,) if sq is None else (degenerate, sq),
                    progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
-                   reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band) if band else None)
+                   reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band,
+                                            numpy_syrk=fits_on_one_blas_thread()) if band else None)
     out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
     rep(0.88, "limits")
@@ -249,6 +248,18 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
                n_samples_fit_=n)
     return out, kept, rows
+
+
+def _first_pass(rows, p, how, pairs, rep):
+    """(the scan, whether it formed C, every row's |y|² from it or None). The first pass also
+    forms C when neither scaling nor centring can come first, and then, in memory, keeps every
+    row's |x|² for the bounds pass (not when a block was rescaled first: ``Moments``)."""
+    fused = how == "none" and p["scale"] in ("none", "auto") and not pairs
+    row_sq = np.empty(rows.n) if fused and not rows.lazy else None
+    sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused,
+              sample_stride=sample_stride(rows.n), want_sketch=how == "median", row_sq=row_sq, progress=rep)
+    usable = fused and sc.identity and sc.mom.row_sq_ok
+    return sc, fused, row_sq if usable else None
 
 
 def _spectrum(rows, keep, n_keep, comps, mean, scale, rep):
@@ -280,17 +291,22 @@ class _LazyCoherence:
         return self.make()["coherence"]
 
 
-def _select_by_bounds(rows, prep, form, C, cut, p, r, how, rep):
+def _select_by_bounds(rows, prep, form, C, cut, p, r, how, rep, sq=None):
     """(degenerate, usable count, k, selected, every row's |y|²) from bounds on the coherence
     (``_cop_bounds``), or None when the bounds would decide too little (the exact pass then
-    decides)."""
-    from ._cop_bounds import MAX_UNDECIDED, CoherenceBounds, bounds_block, decide
+    decides). ``sq``: every row's |y|² when the first pass made them (not made again)."""
+    from ._cop_bounds import MAX_UNDECIDED, CoherenceBounds, bounds_block, bounds_block_sq, decide
     bnd = CoherenceBounds(C)
     if not bnd.useful():
         return None
-    out = rows.map(bounds_block, {"q_lo": (np.dtype("f8"), ()), "q_hi": (np.dtype("f8"), ()),
-                                  "degenerate": (np.dtype(bool), ()), "sq": (np.dtype("f8"), ())},
-                   prep, bnd, cut, progress=rep, message="coherence bounds", name="coherence")
+    spec = {"q_lo": (np.dtype("f8"), ()), "q_hi": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())}
+    if sq is None:
+        out = rows.map(bounds_block, {**spec, "sq": (np.dtype("f8"), ())}, prep, bnd, cut, progress=rep,
+                       message="coherence bounds", name="coherence")
+    else:
+        out = rows.map(bounds_block_sq, spec, prep, bnd, cut, extra=(sq,), progress=rep,
+                       message="coherence bounds", name="coherence")
+        out["sq"] = sq
     degenerate = out["degenerate"]
     valid = ~degenerate
     n_valid = int(np.count_nonzero(valid))

@@ -5,7 +5,8 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
 |y| <= 1e-12 max |y|, are left out):
 
 1. column moments, finiteness and magnitude checks, the scaling (``_scan``); with no scaling and
-   no centring (the defaults, on data in one unit) the same pass also forms C = Σ ŷŷᵀ;
+   no centring (the defaults, on data in one unit) the same pass also forms C = Σ ŷŷᵀ and, in
+   memory, keeps every row's |y|² for the bounds pass (``_cop_fit._first_pass``);
 2. C = Σ ŷŷᵀ (d x d), the largest and smallest |y| (skipped when pass 1 made it);
 3. coherence p_i = sqrt(ŷ_iᵀ C ŷ_i - 1) and the degenerate flags, per row (one d x d product
    per row, triangular, |Lᵀŷ|² with C = LLᵀ, when C is positive definite): kept in memory or,
@@ -101,7 +102,8 @@ def _normalised(Y, cut, slot=4, sq=None):
     valid = nrm > cut
     inv = np.zeros(nrm.size)
     inv[valid] = 1.0 / nrm[valid]
-    return np.multiply(Y, inv[:, None], out=scratch(Y.shape[0], Y.shape[1], slot)), valid, nrm
+    # (einsum scales the rows faster than a broadcast multiply, the same products)
+    return np.einsum("ij,i->ij", Y, inv, out=scratch(Y.shape[0], Y.shape[1], slot)), valid, nrm
 
 
 class _UnitGram:

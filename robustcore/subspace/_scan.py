@@ -127,19 +127,20 @@ def _sketch_pass(A, rep):
 
 
 def scan(rows: Rows, how: str, *, method: str, scatter: bool = True, gram: bool = False,
-         want_sketch: bool = False, sample_stride: int | None = None, progress=None) -> Scan:
+         want_sketch: bool = False, sample_stride: int | None = None, row_sq=None, progress=None) -> Scan:
     """The first pass over ``rows``, the finiteness and magnitude checks, and the scaling
     ``how`` resolved (see the module doc). ``gram``: also Σ x̂x̂ᵀ of the unscaled rows of unit
     length (Coherence Pursuit's matrix, usable when no scaling results). ``want_sketch``: out
     of core, sketch every column in the same pass (for a later median). ``sample_stride``: also
     keep every ``sample_stride``-th row (``Scan.sample``, raw values: a view in memory, a copy
-    out of core)."""
+    out of core). ``row_sq`` (in memory, with ``gram``): every row's |x|² written there
+    (``Moments``)."""
     from .._progress import Reporter
     rep = Reporter.of(progress)
     if how not in SCALES:
         raise ValueError(f"scale must be one of {', '.join(SCALES)}; got {how!r}")
     sketch = rows.lazy and (how == "robust" or want_sketch)
-    make = functools.partial(Moments, rows.d, rows.shift(), scatter, gram)
+    make = functools.partial(Moments, rows.d, rows.shift(), scatter, gram, row_sq)
     # in memory the sample is a view of every stride-th row; out of core its rows are copied
     # in the pass (a fresh 40 MB copy cost 90 ms on first touch here: host-backed pages)
     copy_sample = bool(sample_stride) and rows.lazy
