@@ -43,19 +43,25 @@ class _DistanceAxis(pg.AxisItem):
                 for spacing, values in super().tickValues(minVal, maxVal, size)]
 
 
-def flag_limits(result, sd: np.ndarray, od: np.ndarray, flags: np.ndarray | None) -> dict[str, float]:
+def flag_limits(result, sd, od, flags, block: int = 1 << 20) -> dict[str, float]:
     """Where the flags' own boundary lies on the map: {"sd": √(T² limit), "od": √(SPE limit)}
     (one or both) when the flags are exactly the samples beyond those lines (SD² = T², OD² =
-    SPE); {} when they follow another rule (a contamination share, a score of another kind)."""
+    SPE); {} when they follow another rule (a contamination share, a score of another kind).
+    The columns may be stored (a mapped or chunked array): read ``block`` rows at a time."""
     lim = getattr(result, "limits", None)
     if lim is None or flags is None:
         return {}
-    at = {"sd": float(np.sqrt(lim.t2)), "od": float(np.sqrt(lim.spe))}
-    beyond = {"sd": sd ** 2 > lim.t2, "od": od ** 2 > lim.spe}
-    for keys in (("od", "sd"), ("od",), ("sd",)):
-        if np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), flags):
-            return {k: at[k] for k in keys}
-    return {}
+    rules = {("od", "sd"): True, ("od",): True, ("sd",): True}
+    for i in range(0, len(flags), block):
+        f = np.asarray(flags[i:i + block], dtype=bool)
+        beyond = {"sd": np.asarray(sd[i:i + block], dtype=float) ** 2 > lim.t2,
+                  "od": np.asarray(od[i:i + block], dtype=float) ** 2 > lim.spe}
+        for keys, holds in rules.items():
+            rules[keys] = holds and np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), f)
+        if not any(rules.values()):
+            return {}
+    keys = next(k for k, holds in rules.items() if holds)
+    return {k: float(np.sqrt(lim.t2 if k == "sd" else lim.spe)) for k in keys}
 
 
 class OutlierMapView(BaseView):
@@ -251,10 +257,10 @@ class OutlierMapView(BaseView):
         truth = ds.outliers
 
         def make():
-            facts = None
+            facts = {"known": None, "limits": flag_limits(res, a["score_distance"], a["orthogonal_distance"], flags)}
             if truth is not None:
                 k = np.asarray(truth, dtype=bool)
-                facts = np.bincount(np.asarray(a["map_region"])[k], minlength=len(REGIONS))
+                facts["known"] = np.bincount(np.asarray(a["map_region"])[k], minlength=len(REGIONS))
             return {"x": a["score_distance"], "y": a["orthogonal_distance"],
                     "codes": None if truth is None else np.asarray(truth, dtype=np.int64),
                     "flags": flags, "score": score, "facts": facts}
@@ -263,7 +269,8 @@ class OutlierMapView(BaseView):
             colors, self._names = [st.category_color(0), st.category_color(1)], ["inlier", "known outlier"]
         else:
             colors, self._names = ["#333333"], ["samples"]
-        self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts))
+        self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts),
+                                                   self._facts()["limits"])
         region = np.array(REGIONS)
         sd, od = a["score_distance"], a["orthogonal_distance"]
         self.cloud.describe = (lambda i: describe_sample(ds, i, None)
@@ -287,14 +294,22 @@ class OutlierMapView(BaseView):
         for color, text in layer_entries(pic, b.source.colors, self._names):
             self._swatches.append(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None))
             self.legend.addItem(self._swatches[-1], text)
-        self._swatches += add_flag_entries(self.legend, self.cloud, pic, self._rule or "flagged")
+        facts = self._facts()
+        rule = (self._rule + self._where(res.outlier_map, facts["limits"])) if self._rule else "flagged"
+        self._swatches += add_flag_entries(self.legend, self.cloud, pic, rule)
         self._add_cut_entry()
         self.fit_layout()
-        known = b.columns.facts() if b.columns is not None else None
+        known = facts["known"]
         truth = ("" if known is None else " · known outliers by region: "
                  + ", ".join(f"{r} {int(known[i]):,}" for i, r in enumerate(REGIONS)))
         self.set_status(f"{title_of(res.method)}: {agg.describe(pic, 'samples', self._rule or 'flagged')} · "
                         f"SD² = T², OD² = SPE; {self._binned_text}{truth}")
+
+    def _facts(self) -> dict:
+        """What the binned map's columns told besides the points (see _redraw_binned's make)."""
+        b = self.cloud.binned
+        facts = b.columns.facts() if b.columns is not None else None
+        return facts or {"known": None, "limits": {}}
 
     def clear(self):
         self.cloud.clear()
