@@ -53,6 +53,7 @@ class DataController(QObject):
         self.session_path: str | None = None
         self.last_load = None    # the latest fit_process.Loaded (which process loaded it)
         self.lazy_offer = None   # the "Open out of core" offer being shown
+        self._handing_over = False   # a load's result is being made current (see busy)
         self.loader = TaskRunner(window)
         ld = self.loader
         ld.finished.connect(self._on_finished)
@@ -117,6 +118,11 @@ class DataController(QObject):
         job = self.loader.cancel()
         if job is not None:
             self.status(f"Cancelled loading {job.tag.what}", 5000)
+
+    def busy(self) -> bool:
+        """Whether a load runs or its result is being made current (any thread may ask: the
+        window's warm-up steps aside meanwhile, app.warm_up)."""
+        return self.loader.is_busy() or self._handing_over
 
     def _on_busy(self, busy: bool) -> None:
         if not busy:
@@ -224,6 +230,13 @@ class DataController(QObject):
 
     # -- the answer -------------------------------------------------------------------------
     def _on_finished(self, job: Job, payload) -> None:
+        self._handing_over = True
+        try:
+            self._hand_over(job, payload)
+        finally:
+            self._handing_over = False
+
+    def _hand_over(self, job: Job, payload) -> None:
         if isinstance(job.tag, SessionTag):
             self._apply_session(job, payload)
             return

@@ -441,7 +441,9 @@ class MainWindow(QMainWindow):
             fit_to_screen(self)
             if self.settings.window_state() is None:
                 self._size_docks()
-            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
+            # its imports after the first Open's step aside while a load runs or views are drawn
+            busy = lambda: self.data.busy() or self.views.busy()  # noqa: E731
+            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False, busy))
             if self.runs.isolation == "process":
                 try:
                     shared_pool().warm()

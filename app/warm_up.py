@@ -10,8 +10,12 @@ to finish that import, 3-5 s at load 8 (issue 33).
 So the window's warm-up (:func:`warm_up`) first imports what the window's own modules import from
 outside app, Qt and the standard library (:func:`window_imports`, read from their source), and
 while it does, every load or fit that ends waits in its own thread before its result reaches the
-GUI thread (:func:`window_ready`). Then, with nothing left that the window needs, it imports the
-estimators (:func:`warm_steps`), which only the threads receiving results use. The worker
+GUI thread (:func:`window_ready`). Only the modules a first Open's drawing needs are waited for:
+those the window imports for what a user asks for later by name (:data:`LATER`) come after, with
+the estimators (:func:`warm_steps`), which only the threads receiving results use. That second
+part steps aside while the window is busy (a load in flight, views being drawn): an import holds
+the GIL, and the GUI thread, which gives it up at every Qt call, waited for it each time (the
+first Open's worst gap was 0.25-0.45 s quiet for 0.11 s of the GUI thread's own work). The worker
 processes run :func:`warm_steps` too, with numba's start.
 """
 from __future__ import annotations
@@ -22,6 +26,7 @@ import importlib
 import re
 import sys
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Callable
@@ -34,6 +39,16 @@ _APP = Path(__file__).resolve().parent
 # The window's own imports, which need no warming: Qt and its plot library are imported on the GUI
 # thread before the window shows (and must be), numpy by everything before that.
 _ALREADY_THERE = {"app", "PySide6", "shiboken6", "pyqtgraph", "numpy", "__future__"}
+
+# Imported by the window only for what a user asks for by name after the first Open: a session
+# or a live frame store (zarr, the data's digest), a video export (av, PIL). About 0.7 s of
+# CPU that a first Open's data no longer waits for (tests/app/test_window_start.py: an Open and
+# a Run from a new process load none of them).
+LATER = ("zarr", "av", "PIL", "robustcore.bigdata._digest")
+
+# The warm-up's second part waits until the window has not been busy for this long: one look
+# could fall between a load's end and the drawing it starts, when neither says busy.
+QUIET_FOR = 0.2
 
 
 # ``from a.b import c, d as e`` or ``import a.b`` at the start of a line (``from .x``, the app's
@@ -164,27 +179,57 @@ def warm_steps(loaders: bool = True, jit: bool = True) -> list:
     return steps + [lambda: importlib.import_module("robustcore._jit").preload()]
 
 
-def warm_up(should_stop: Callable[[], bool] = lambda: False) -> None:
-    """The window process's warm-up, on a thread of its own: the window's imports (results wait
-    for them: :func:`window_ready`), then every registry estimator and the data loaders, so the
-    first form, load and Run are quick. numba is left alone here: the window's fits run in
-    worker processes, and numba compiling on a thread beside Qt's ended one CI run in a
-    segmentation fault.
+def _later(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in LATER)
 
-    What these imports made lives as long as the process: each phase ends by moving it out of the
-    cycle collector's sight (``gc.freeze``), or every full collection on the GUI thread
-    (app._qt.MainThreadGarbage) would walk it again: 0.24 s of CPU each with these modules
-    loaded, 5 microseconds once frozen. (Cycles that were garbage at that moment are never
-    collected: a few kB.)"""
+
+class _Quiet:
+    """Whether the window has been seen not busy for :data:`QUIET_FOR` seconds, looking every
+    ``poll`` seconds (a step of the warm-up between two looks counts as quiet if both were)."""
+
+    def __init__(self, busy: Callable[[], bool], poll: float = 0.05):
+        self.busy, self.poll, self.since = busy, poll, None
+
+    def wait(self, should_stop: Callable[[], bool]) -> bool:
+        """Return True once quiet, False if ``should_stop()`` turns true first."""
+        while not should_stop():
+            now = time.monotonic()
+            if self.busy():
+                self.since = None
+            elif self.since is None:
+                self.since = now
+            elif now - self.since >= QUIET_FOR:
+                return True
+            time.sleep(self.poll)
+        return False
+
+
+def warm_up(should_stop: Callable[[], bool] = lambda: False, busy: Callable[[], bool] = lambda: False) -> None:
+    """The window process's warm-up, on a thread of its own: the window's imports a first Open
+    draws with (results wait for them: :func:`window_ready`); then, one at a time and only while
+    the window is not busy (``busy()`` false for a while: :class:`_Quiet`), the rest of the window's imports
+    (:data:`LATER`), every registry estimator and the data loaders, so the first form, load and
+    Run are quick. numba is left alone here: the window's fits run in worker processes, and numba
+    compiling on a thread beside Qt's ended one CI run in a segmentation fault.
+
+    What these imports made lives as long as the process: it is moved out of the cycle
+    collector's sight (``gc.freeze``) at the end of the first part, before each pause and at the
+    end, or every full collection on the GUI thread (app._qt.MainThreadGarbage) would walk it
+    again: 0.24 s of CPU each with these modules loaded, 5 microseconds once frozen. (Cycles that
+    were garbage at that moment are never collected: a few kB.)"""
+    first = [(m, n) for m, n in window_imports() if not _later(m)]
+    rest = [functools.partial(_import_as_written, m, n) for m, n in window_imports() if _later(m)]
     with _GATE.closed(), _importing():
-        for module, names in window_imports():
+        for module, names in first:
             if should_stop():
                 return
             _import_as_written(module, names)
         gc.freeze()
-    with _importing():
-        for step in warm_steps(jit=False):
-            if should_stop():
-                return
+    quiet = _Quiet(busy)
+    for step in rest + warm_steps(jit=False):
+        gc.freeze()   # the steps' objects, before the GUI thread's collections resume meanwhile
+        if not quiet.wait(should_stop):
+            return
+        with _importing():
             step()
-        gc.freeze()
+    gc.freeze()

@@ -4,6 +4,11 @@ with both cut-offs and the four regions named. SPE alone cannot see a good-lever
 along the subspace, close to it); the map shows it. Known outliers are drawn in their own colour,
 the method's flags ringed, the selection shared with every view.
 
+The dashed lines are the map's 97.5 % cut-offs, which name the regions. The rings follow the
+method's own rule, often the calibrated SPE/T² limits instead: those are drawn as lines of their
+own, solid, and the legend says where they are (the first rings used to start well past the
+dashed line with nothing saying why).
+
 The distances and cut-offs are the result's own (``score_distance``, ``orthogonal_distance``,
 ``map_region`` and the summary's "SD cut-off" / "OD cut-off", computed by the registry's
 adapter): the view draws, it does not fit. Above DENSITY_POINTS samples the map is binned off
@@ -29,6 +34,36 @@ from .base import BaseView
 NEED = ("score_distance", "orthogonal_distance", "map_region")
 
 
+class _DistanceAxis(pg.AxisItem):
+    """An axis of distances: no tick below 0 (the view reaches under OD = 0 only to hold the
+    lower regions' names; a "-1" there read as a distance)."""
+
+    def tickValues(self, minVal, maxVal, size):
+        return [(spacing, [v for v in values if v >= -1e-9 * spacing])
+                for spacing, values in super().tickValues(minVal, maxVal, size)]
+
+
+def flag_limits(result, sd, od, flags, block: int = 1 << 20) -> dict[str, float]:
+    """Where the flags' own boundary lies on the map: {"sd": √(T² limit), "od": √(SPE limit)}
+    (one or both) when the flags are exactly the samples beyond those lines (SD² = T², OD² =
+    SPE); {} when they follow another rule (a contamination share, a score of another kind).
+    The columns may be stored (a mapped or chunked array): read ``block`` rows at a time."""
+    lim = getattr(result, "limits", None)
+    if lim is None or flags is None:
+        return {}
+    rules = {("od", "sd"): True, ("od",): True, ("sd",): True}
+    for i in range(0, len(flags), block):
+        f = np.asarray(flags[i:i + block], dtype=bool)
+        beyond = {"sd": np.asarray(sd[i:i + block], dtype=float) ** 2 > lim.t2,
+                  "od": np.asarray(od[i:i + block], dtype=float) ** 2 > lim.spe}
+        for keys, holds in rules.items():
+            rules[keys] = holds and np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), f)
+        if not any(rules.values()):
+            return {}
+    keys = next(k for k, holds in rules.items() if holds)
+    return {k: float(np.sqrt(lim.t2 if k == "sd" else lim.spe)) for k in keys}
+
+
 class OutlierMapView(BaseView):
     name = "outlier-map"
     needs_subspace = True
@@ -39,14 +74,21 @@ class OutlierMapView(BaseView):
         self.method_box = Choice()
         self.controls.addWidget(labelled("Result", self.method_box))
         self.controls.addWidget(self.method_box)
-        self.plot = new_plot(self.figure.ci, row=0, col=0)
+        self.plot = new_plot(self.figure.ci, row=0, col=0,
+                             axisItems={"left": _DistanceAxis("left"), "bottom": _DistanceAxis("bottom")})
         self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
         self.cloud = PointCloud(self.plot, state, size=6)
         self.cut_lines = {
             "sd": pg.InfiniteLine(angle=90, movable=False, pen=st.pen(st.FLAG_COLOR, 1.2, Qt.PenStyle.DashLine)),
             "od": pg.InfiniteLine(angle=0, movable=False, pen=st.pen(st.FLAG_COLOR, 1.2, Qt.PenStyle.DashLine)),
         }
-        for line in self.cut_lines.values():
+        # The rings' boundary where it is not the cut-offs (see flag_limits): solid.
+        self.flag_lines = {
+            "sd": pg.InfiniteLine(angle=90, movable=False, pen=st.pen(st.LIMIT_COLOR, 1.0)),
+            "od": pg.InfiniteLine(angle=0, movable=False, pen=st.pen(st.LIMIT_COLOR, 1.0)),
+        }
+        for line in (*self.cut_lines.values(), *self.flag_lines.values()):
+            line.setVisible(False)
             self.plot.addItem(line)
         # On a light backing: the labels of the lower regions sit over the densest points.
         self.region_labels = {r: pg.TextItem(r, color=st.AXIS_COLOR, anchor=(0, 0),
@@ -115,12 +157,14 @@ class OutlierMapView(BaseView):
                       bottom=f"score distance, along the {m} subspace (SD² = T²)",
                       left="orthogonal distance")
         counts = {r: int(np.sum(region == i)) for i, r in enumerate(REGIONS)}
-        self._place(om, float(sd.max(initial=0.0)), float(od.max(initial=0.0)), counts)
+        limits = flag_limits(res, sd, od, flags)
+        self._place(om, float(sd.max(initial=0.0)), float(od.max(initial=0.0)), counts, limits)
         self.legend.clear()
         for color, text in legend:
             self.legend.addItem(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None), text)
         if flags is not None:
-            self.legend.addItem(self.cloud.flag_item, f"ringed: {rule}")
+            self.legend.addItem(self.cloud.flag_item, f"ringed: {rule}{self._where(om, limits)}")
+        self._add_cut_entry()
         self.fit_layout()
         truth = ""
         if ds.outliers is not None:
@@ -130,16 +174,42 @@ class OutlierMapView(BaseView):
         self.set_status(f"{title_of(res.method)}: SD² = T², OD² = SPE; cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
                         f"(97.5 %); " + ", ".join(f"{counts[r]:,} {r}" for r in REGIONS) + truth)
 
-    def _place(self, om, sd_max: float, od_max: float, counts: dict) -> None:
-        """Cut-off lines, region names and the range, for distances up to sd_max and od_max."""
+    def _add_cut_entry(self) -> None:
+        self._cut_sample = pg.PlotDataItem(pen=self.cut_lines["sd"].pen)
+        self.legend.addItem(self._cut_sample, "dashed: cut-offs (97.5 %) of the regions")
+
+    def _shown_limits(self, om, limits: dict) -> dict:
+        """The flags' lines worth drawing: not where a cut-off line is already."""
+        cut = {"sd": om.sd_cutoff, "od": om.od_cutoff}
+        return {k: v for k, v in limits.items() if not np.isclose(v, cut[k], rtol=1e-6)}
+
+    def _where(self, om, limits: dict) -> str:
+        """Where the rings' boundary is, in the map's own units, for the legend."""
+        if not limits:
+            return ""
+        shown = self._shown_limits(om, limits)
+        where = " or ".join(f"{k.upper()} > {fmt(limits[k])}" for k in ("od", "sd") if k in limits)
+        return f": {where}" + (" (solid lines)" if shown else " (the dashed lines)")
+
+    def _place(self, om, sd_max: float, od_max: float, counts: dict, limits: dict | None = None) -> None:
+        """Cut-off lines, the flags' own lines (``limits``, see :func:`flag_limits`), region
+        names and the range, for distances up to sd_max and od_max."""
         sd_cut, od_cut = om.sd_cutoff, om.od_cutoff
         self.cut_lines["sd"].setPos(sd_cut)
+        self.cut_lines["sd"].setVisible(True)
         self.cut_lines["od"].setPos(od_cut)
         self.cut_lines["od"].setVisible(od_cut > 0)
-        # Region names in the corner of each quadrant, inside the data's range.
-        x_hi = max(sd_max, sd_cut) * 1.05
+        shown = self._shown_limits(om, limits or {})
+        for k, line in self.flag_lines.items():
+            line.setVisible(k in shown)
+            line.setPos(shown.get(k, 0.0))
+        # Region names in the corner of each quadrant, inside the data's range; a flags' line
+        # just past the data is kept in view (one far past it would squeeze the samples: the
+        # legend says where it is).
+        near = {k: v for k, v in shown.items() if v <= 1.25 * (sd_max if k == "sd" else od_max)}
+        x_hi = max(sd_max, sd_cut, near.get("sd", 0.0)) * 1.05
         # Headroom above the OD cut-off for the upper regions' names, clear of the lower ones'.
-        y_hi = max(od_max * 1.05, od_cut * 1.2)
+        y_hi = max(max(od_max, near.get("od", 0.0)) * 1.05, od_cut * 1.2)
         # The left regions' names start at the left edge, the right regions' end at the right
         # edge: put at the cut-off, a long left name ran under the right one when the SD cut-off
         # lies near the axis ("orthogonal outlier (0" under "bad leverage (0)").
@@ -187,10 +257,10 @@ class OutlierMapView(BaseView):
         truth = ds.outliers
 
         def make():
-            facts = None
+            facts = {"known": None, "limits": flag_limits(res, a["score_distance"], a["orthogonal_distance"], flags)}
             if truth is not None:
                 k = np.asarray(truth, dtype=bool)
-                facts = np.bincount(np.asarray(a["map_region"])[k], minlength=len(REGIONS))
+                facts["known"] = np.bincount(np.asarray(a["map_region"])[k], minlength=len(REGIONS))
             return {"x": a["score_distance"], "y": a["orthogonal_distance"],
                     "codes": None if truth is None else np.asarray(truth, dtype=np.int64),
                     "flags": flags, "score": score, "facts": facts}
@@ -199,7 +269,8 @@ class OutlierMapView(BaseView):
             colors, self._names = [st.category_color(0), st.category_color(1)], ["inlier", "known outlier"]
         else:
             colors, self._names = ["#333333"], ["samples"]
-        self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts))
+        self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts),
+                                                   self._facts()["limits"])
         region = np.array(REGIONS)
         sd, od = a["score_distance"], a["orthogonal_distance"]
         self.cloud.describe = (lambda i: describe_sample(ds, i, None)
@@ -223,13 +294,22 @@ class OutlierMapView(BaseView):
         for color, text in layer_entries(pic, b.source.colors, self._names):
             self._swatches.append(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None))
             self.legend.addItem(self._swatches[-1], text)
-        self._swatches += add_flag_entries(self.legend, self.cloud, pic, self._rule or "flagged")
+        facts = self._facts()
+        rule = (self._rule + self._where(res.outlier_map, facts["limits"])) if self._rule else "flagged"
+        self._swatches += add_flag_entries(self.legend, self.cloud, pic, rule)
+        self._add_cut_entry()
         self.fit_layout()
-        known = b.columns.facts() if b.columns is not None else None
+        known = facts["known"]
         truth = ("" if known is None else " · known outliers by region: "
                  + ", ".join(f"{r} {int(known[i]):,}" for i, r in enumerate(REGIONS)))
         self.set_status(f"{title_of(res.method)}: {agg.describe(pic, 'samples', self._rule or 'flagged')} · "
                         f"SD² = T², OD² = SPE; {self._binned_text}{truth}")
+
+    def _facts(self) -> dict:
+        """What the binned map's columns told besides the points (see _redraw_binned's make)."""
+        b = self.cloud.binned
+        facts = b.columns.facts() if b.columns is not None else None
+        return facts or {"known": None, "limits": {}}
 
     def clear(self):
         self.cloud.clear()

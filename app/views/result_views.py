@@ -108,6 +108,7 @@ class ResultViews(QTabWidget):
         self._pending = None
         self._step_timer = next_turn(self, self._on_step)
         self._to_prepare = []   # views of the method whose first view _prepare builds
+        self._preparing = False  # _prepare has a share to do on a coming turn
         self._prepare_timer = next_turn(self, self._prepare)
         # Speculative work: after the turns that show the data or start the fit, and the paint.
         self._prepare_timer.setInterval(PREPARE_DELAY_MS)
@@ -355,6 +356,7 @@ class ResultViews(QTabWidget):
         names = [n for n in names if n in self._classes]
         if self._build_views and names:
             self._to_prepare = names
+            self._preparing = True
             self._prepare_timer.start()
 
     def _prepare_current(self, *_):
@@ -363,36 +365,11 @@ class ResultViews(QTabWidget):
             self.prepare(m.views)
 
     def _prepare(self) -> None:
-        """One idle turn's share of :meth:`prepare`: import the module of the next view to build,
-        or build that view, or do one of its own deferred construction steps
-        (``BaseView.build_step``); then the next share, PREPARE_DELAY_MS later."""
-        ds = self.state.dataset
-        if ds is None or not self._build_views:
-            return
-        from ..warm_up import window_warming
-        for name in self._to_prepare:
-            v = self._views.get(name)
-            if v is not None:
-                if v.build_step():
-                    break
-                continue
-            module = f"app.views.{VIEW_CLASSES[name][0]}"
-            if module not in sys.modules:
-                # While the warm-up imports what it imports, this could wait on it (issue 33.4).
-                if window_warming():
-                    return
-                importlib.import_module(module)
-                break
-            if not self._classes[name].could_draw(self.state, self.state.current_method):
-                continue
-            v = self._create(name)
-            self.setTabVisible(self.indexOf(v), v.available())
-            self.tabBar().relayout()
-            break
-        else:
-            if not self._predraw():
-                return
-        self._prepare_timer.start()
+        """One idle turn's share of :meth:`prepare` (:func:`_prepare_share`); then the next
+        share, PREPARE_DELAY_MS later."""
+        self._preparing = _prepare_share(self)
+        if self._preparing:
+            self._prepare_timer.start()
 
     def _predraw(self) -> bool:
         """Draw one view built ahead that is not on screen and has a result it has not drawn
@@ -416,6 +393,10 @@ class ResultViews(QTabWidget):
     def drawing(self) -> bool:
         """Whether a result or a new view waits to be drawn on coming turns of the event loop."""
         return self._pending is not None
+
+    def busy(self) -> bool:
+        """Whether a result is drawn or views built over coming turns (app.warm_up asks)."""
+        return self._pending is not None or self._preparing
 
     def when_drawn(self, fn) -> None:
         """Call ``fn`` once the pending result is drawn (now when nothing is pending)."""
@@ -475,6 +456,36 @@ class ResultViews(QTabWidget):
             lines.append(f"{res.method}  ({res.elapsed:.2f} s)")
             lines += summary_lines(res)
         self.summary.setPlainText("\n".join(lines))
+
+
+def _prepare_share(views: ResultViews) -> bool:
+    """One share of :meth:`ResultViews.prepare`: import the module of the next view to build, or
+    build that view, or do one of its own deferred construction steps (``BaseView.build_step``),
+    or draw a view built ahead (``ResultViews._predraw``); False when there was none to do."""
+    ds = views.state.dataset
+    if ds is None or not views._build_views:
+        return False
+    from ..warm_up import window_warming
+    for name in views._to_prepare:
+        v = views._views.get(name)
+        if v is not None:
+            if v.build_step():
+                return True
+            continue
+        module = f"app.views.{VIEW_CLASSES[name][0]}"
+        if module not in sys.modules:
+            # While the warm-up imports what it imports, this could wait on it (issue 33.4).
+            if window_warming():
+                return False
+            importlib.import_module(module)
+            return True
+        if not views._classes[name].could_draw(views.state, views.state.current_method):
+            continue
+        v = views._create(name)
+        views.setTabVisible(views.indexOf(v), v.available())
+        views.tabBar().relayout()
+        return True
+    return views._predraw()
 
 
 def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), overwrite: bool = True,

@@ -12,10 +12,14 @@ from the moment the window was shown:
   still until that import ended);
 - ``max_gap``: the largest interval between two ticks of a 10 ms timer from Open to the end;
 - ``max_gap_cpu``: the most CPU time the GUI thread spent between two such ticks (its own work,
-  without the time other processes held the core).
+  without the time other processes held the core);
+- ``later_loaded``: the modules of app.warm_up.LATER (imported after the first Open's drawing)
+  loaded in the process by the end, by any thread (with ``--no-warm-up``: those the Open and the
+  Run needed themselves).
 
 ``--reference`` runs the window as it was before issue 33: its warm-up does not import the
-window's modules first and results do not wait for it (benchmarks/bench_startup.py).
+window's modules first, results do not wait for it, and it does not step aside while the window
+draws (benchmarks/bench_startup.py).
 Used by tests/app/test_first_open.py and benchmarks/bench_startup.py.
 """
 from __future__ import annotations
@@ -89,6 +93,7 @@ def main() -> None:
     p.add_argument("--demo", default="gaussian-2d")
     p.add_argument("--run", metavar="METHOD")
     p.add_argument("--reference", action="store_true")
+    p.add_argument("--no-warm-up", action="store_true", help="the window starts no warm-up")
     p.add_argument("--stacks", action="store_true",
                    help="also report where the GUI thread was when the timer had not ticked for 250 ms")
     args = p.parse_args()
@@ -96,8 +101,15 @@ def main() -> None:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     sys.path.insert(0, root)
     if args.reference:
+        import app.main_window
         import app.warm_up as wu
         wu.window_imports = lambda: ()
+        # nor does its warm-up step aside while the window draws
+        app.main_window.warm_up = lambda should_stop, busy: wu.warm_up(should_stop)
+
+    if args.no_warm_up:
+        import app.main_window
+        app.main_window.warm_up = lambda *a, **k: None
 
     from app._qt import ensure_app
     qapp = ensure_app()
@@ -156,6 +168,7 @@ def main() -> None:
     qapp.exec()
     _watching = False
     meter.stop()
+    from app.warm_up import _later as later
     gaps = sorted(((b - a, a - marks["open"]) for a, b in zip(ticks, ticks[1:]) if a >= marks["open"]), reverse=True)
     print(json.dumps({
         "max_gap": round(gaps[0][0] if gaps else float("nan"), 3),
@@ -166,6 +179,7 @@ def main() -> None:
         "open_to_end": round(marks["end"] - marks["open"], 3),
         "loads": loads, "waits": waits, "stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:8],
         "problems": problems,
+        "later_loaded": sorted(m for m in sys.modules if later(m)),
         "load_average": os.getloadavg()[0]}), flush=True)
     close_down(w)   # as robust-studio ends
 

@@ -101,3 +101,64 @@ def test_the_lower_regions_names_cover_no_sample(state_views, qtbot):
         assert vb.sceneBoundingRect().adjusted(-2, -2, 2, 2).contains(rect), name   # in sight
         top = vb.mapSceneToView(rect.topLeft()).y()
         assert top <= 1e-9 * max(1.0, float(y.max())), (name, top)   # under OD = 0: over no sample
+
+
+def test_the_rings_boundary_is_drawn_where_the_flags_start(state_views, qtbot):
+    """Coherence Pursuit flags beyond its calibrated SPE/T² limits, not at the map's 97.5 %
+    cut-offs: the rings started far past the dashed line with nothing saying why. The flags' own
+    lines are drawn (solid) exactly where the rings start, and the legend gives them in map units."""
+    state, views = state_views
+    state.set_current_method("coherence-pursuit")
+    v = views.show_view("outlier-map")
+    res = state.result("coherence-pursuit")
+    x, y = v.cloud.points()
+    flags = np.asarray(res.flags["outlier"], dtype=bool)
+    assert 0 < flags.sum() < flags.size
+    lines = {k: line.value() for k, line in v.flag_lines.items() if line.isVisible()}
+    assert lines, "no line where the rings start"
+    beyond = np.zeros(flags.size, dtype=bool)
+    if "od" in lines:
+        beyond |= y > lines["od"]
+    if "sd" in lines:
+        beyond |= x > lines["sd"]
+    np.testing.assert_array_equal(beyond, flags)   # ringed exactly beyond the solid lines
+    # ... which are not the dashed cut-offs, and the map's own SPE/T² limits in its units
+    om = res.outlier_map
+    assert not np.isclose(lines.get("od", om.od_cutoff), om.od_cutoff) or \
+        not np.isclose(lines.get("sd", om.sd_cutoff), om.sd_cutoff)
+    if "od" in lines:
+        assert lines["od"] == pytest.approx(np.sqrt(res.limits.spe))
+    legend = [label.text for _, label in v.legend.items]
+    ringed = next(t for t in legend if t.startswith("ringed"))
+    assert "solid" in ringed and all(f"{k.upper()} >" in ringed for k in lines)
+    assert any("dashed" in t and "cut-off" in t for t in legend)
+
+
+def test_flags_that_follow_another_rule_get_no_line(state_views):
+    """A rule the map cannot draw (here flags not beyond any SPE/T² line) draws no flags' line."""
+    from app.views.outlier_map import flag_limits
+    state, _ = state_views
+    res = state.result("coherence-pursuit")
+    sd, od = np.sqrt(res.sample_scores["t2"]), np.sqrt(res.sample_scores["spe"])
+    flags = np.asarray(res.flags["outlier"], dtype=bool)
+    assert set(flag_limits(res, sd, od, flags)) >= {"od"}
+    shuffled = np.roll(flags, 1)
+    assert flag_limits(res, sd, od, shuffled) == {}
+
+
+def test_no_tick_below_od_zero(state_views, qtbot):
+    """The view reaches below OD = 0 only to hold the lower regions' names: no "-1" tick there,
+    nor anywhere the user pans to below 0 on either axis."""
+    state, views = state_views
+    state.set_current_method("coherence-pursuit")
+    v = views.show_view("outlier-map")
+    v.grab()
+    vb = v.plot.getViewBox()
+    (x0, x1), (y0, y1) = vb.viewRange()
+    assert y0 < 0
+    vb.setRange(xRange=(-2.5, x1), yRange=(-3.0, y1), padding=0)   # panned down and left
+    for side, (lo, hi) in (("left", vb.viewRange()[1]), ("bottom", vb.viewRange()[0])):
+        axis = v.plot.getAxis(side)
+        ticks = [t for _, values in axis.tickValues(lo, hi, 400) for t in values]
+        assert ticks and min(ticks) >= 0, (side, ticks)
+        assert any(t > 0 for t in ticks)

@@ -96,3 +96,12 @@ def test_a_large_lazy_map_is_binned_from_the_stored_distances_off_the_gui_thread
     assert "bins" in text
     for r in REGIONS:
         assert f"{mem.outlier_map.counts[r]:,} {r}" in text
+    # the flags' own lines, found on the worker from the stored columns, as in memory
+    from app.views.outlier_map import flag_limits
+    flags = np.asarray(mem.flags["outlier"], dtype=bool)
+    want = flag_limits(mem, sd, od, flags)
+    assert want, "these fits flag beyond their SPE/T² limits"
+    got = {k: line.value() for k, line in v.flag_lines.items() if line.isVisible()}
+    assert set(got) <= set(want) and all(got[k] == pytest.approx(want[k]) for k in got)
+    legend = " ".join(label.text for _, label in v.legend.items)
+    assert all(f"{k.upper()} > " in legend for k in want)
