@@ -170,16 +170,19 @@ class _StallSampler:
 
     def _run(self):
         import sys
+        import threading
         import time
         import traceback
         while not self.stop.wait(0.002):
             now = time.perf_counter()
             if now - self.ticks[-1] > 0.03:
-                frame = sys._current_frames().get(self.main)
-                if frame is not None:
-                    stack = traceback.extract_stack(frame)[-24:]
-                    self.samples.append((now, " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}"
-                                                          for f in reversed(stack))))
+                me = threading.get_ident()
+                for ident, frame in sys._current_frames().items():
+                    if ident == me:
+                        continue
+                    stack = traceback.extract_stack(frame)[-24 if ident == self.main else -6:]
+                    text = " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}" for f in reversed(stack))
+                    self.samples.append((now, text if ident == self.main else "[other thread] " + text))
 
     def report(self, path):
         from collections import Counter
@@ -193,7 +196,7 @@ class _StallSampler:
                 inside = Counter(s for when, s in self.samples if t[i] <= when <= t[i + 1])
                 f.write(f"worst gap by {what}: {1000 * (t[i + 1] - t[i]):.0f} ms, GUI CPU "
                         f"{1000 * (c[i + 1] - c[i]):.0f} ms, {sum(inside.values())} samples\n")
-                for stack, n in inside.most_common(8):
+                for stack, n in inside.most_common(14):
                     f.write(f"  {n:4d}  {stack}\n")
 
 
