@@ -200,7 +200,9 @@ class DetailView(BaseView):
     def clear(self):
         for img in self.images.values():
             img.clear()
-        self.bars.setOpts(x=[], height=[])
+        # every per-bar option emptied: a binned drawing leaves widths and brushes per bar, and
+        # pyqtgraph broadcast the old widths against no bars (a view drawn ahead, then new data)
+        self.bars.setOpts(x=[], height=[], width=0.8, brushes=None)
         self.bar_bins = None
         self.current_sample = -1
 

@@ -94,3 +94,18 @@ def test_sparse_data_densify_only_the_sample_shown(views_for, monkeypatch):
     np.testing.assert_allclose(v.parts["reconstruction"], m + C.T @ (C @ (x - m)), atol=1e-10)
     np.testing.assert_allclose(v.bars.opts["height"], compare.residual_contributions(x, C, m)[0],
                                rtol=1e-10, atol=1e-12)
+
+
+def test_clearing_after_binned_bars_leaves_no_bars(views_for):
+    """A table's contributions drawn in bins give each bar its own width and colour; clearing
+    (new data while the view, drawn ahead, is not on screen) broadcast the old widths against
+    no bars and raised inside Qt's event loop."""
+    state = make_state("cardio", "residual")
+    v = views_for(state).show_view("detail")
+    k = 12
+    v.bars.setOpts(x=np.arange(k) * 3.0, height=np.ones(k), width=np.full(k, 2.4),
+                   brushes=[v.bars.opts.get("brush") or "b"] * k, pen=None)
+    v.clear()
+    assert len(v.bars.opts["x"]) == 0 and len(v.bars.opts["height"]) == 0
+    state.set_selection([7])   # and it draws again
+    assert len(v.bars.opts["height"]) == data("cardio").n_features
