@@ -13,8 +13,10 @@ ROC-AUC) the share of known inliers each method flags at its stated rate; and
 (``--study calibration``) candidate calibration rules scored on each method's training scores,
 and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection;
 (``--study flag-limits``) every number of core spreads per method, a gap candidate, and what a
-limit inside the band would take on each task outside; (``--study robpca-scale``) ROBPCA's flags
-and ROC-AUC per ``scale``.
+limit inside the band would take on each task outside; (``--study flag-diagnosis``) why each
+task outside misses, from its known outliers, whether its run says so, and the fewest tasks
+outside over 720 cores per method; (``--study robpca-scale``) ROBPCA's flags and ROC-AUC per
+``scale``.
 
     python benchmarks/study_outlier_defaults.py --study calibration calibration-heldout --scores /tmp/flag-scores
 """
@@ -955,7 +957,8 @@ def study_rank_average(tables):
     return out
 
 
-STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "flag-diagnosis": study_flag_diagnosis, "robpca-scale": study_robpca_scale,
+STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "flag-diagnosis": study_flag_diagnosis,
+           "robpca-scale": study_robpca_scale,
            "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
            "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
