@@ -459,6 +459,15 @@ def _usps_demo():
     return ("usps-1-vs-8", "usps", np.asarray(ds.X, float), np.asarray(ds.outliers).astype(int))
 
 
+def _development_fits(tables, scores=None):
+    """The cached training scores of every method on the 21 target tasks, the checks and
+    usps-1-vs-8 (``scores``: the npz, read when there, else made and written), as ``_fits``."""
+    if scores and os.path.exists(scores):
+        return _fits(dict(np.load(scores)))
+    tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
+    return _fits(cache_scores(tasks + [_usps_demo()], scores))
+
+
 def study_calibration(tables, alpha=0.01, scores=None):
     """Every candidate rule on the training scores of PCA, Coherence Pursuit, PCP and ROBPCA
     (ROBPCA at its own rate ROBPCA_ALPHA, reported beside, not in the order of choice): tasks
@@ -467,12 +476,7 @@ def study_calibration(tables, alpha=0.01, scores=None):
     recall its test guards). Includes the shipped rule through robustcore._calibration itself
     (and what ``predict`` flags, which it must equal). ``scores``: an npz of cache_scores to
     read instead of fitting."""
-    if scores and os.path.exists(scores):
-        arrays = dict(np.load(scores))
-    else:
-        tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
-        arrays = cache_scores(tasks + [_usps_demo()], scores)
-    return score_rules(_fits(arrays), alpha, "calibration")
+    return score_rules(_development_fits(tables, scores), alpha, "calibration")
 
 
 def study_calibration_heldout(tables, alpha=0.01, scores=None):
@@ -653,12 +657,7 @@ def study_flag_limits(tables, alpha=0.01, scores=None):
     outliers warns (robustcore._calibration.flag_rate_warning on ``predict``'s flags) on each
     task outside. Returns printable rows under "limits | ..." keys."""
     from robustcore._calibration import flag_rate_warning
-    if scores and os.path.exists(scores):
-        arrays = dict(np.load(scores))
-    else:
-        tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
-        arrays = cache_scores(tasks + [_usps_demo()], scores)
-    fits = _fits(arrays)
+    fits = _development_fits(tables, scores)
 
     def run(label, limit_of, every_row=False):
         a = ROBPCA_ALPHA if label == "ROBPCA" else alpha
@@ -792,12 +791,7 @@ def study_flag_diagnosis(tables, alpha=0.01, scores=None):
     import itertools
 
     from robustcore._calibration import calibrate_scores, core_cut, flag_rate_warning, QUANTILE_LEVELS
-    if scores and os.path.exists(scores):
-        arrays = dict(np.load(scores))
-    else:
-        tasks = [(n, f, X, y) for n, f, _c, X, y in list(tables) + synthetic_tasks() + check_tasks()]
-        arrays = cache_scores(tasks + [_usps_demo()], scores)
-    fits = _fits(arrays)
+    fits = _development_fits(tables, scores)
     rows = {}
     for (name, fam), t in fits.items():
         if fam in ("check", "usps"):
@@ -879,39 +873,35 @@ def report_flag_diagnosis(res):
     if not keys:
         return
     print("\n### Each task outside [α/3, 3α] at the shipped rule: why, and whether the run says so\n")
-    print("| method | task | inliers flagged | outliers in the table | why (from the known outliers) "
-          "| warning with the known outliers | the fit's caveat |")
-    print("|---|---|---|---|---|---|---|")
-    for k in keys:
-        _, _, label, name = k.split(" | ")
-        share, frac, why, warned, caveat = res[k]
-        print(f"| {label} | {name} | {100 * share:.2f} % | {100 * frac:.0f} % | {why} | "
-              f"{'yes' if warned else 'no'} | {caveat.split(':')[0] if caveat else '-'} |")
+    _md_table(("method", "task", "inliers flagged", "outliers in the table", "why (from the known outliers)",
+               "warning with the known outliers", "the fit's caveat"),
+              [(k.split(" | ")[2], k.split(" | ")[3], f"{100 * res[k][0]:.2f} %", f"{100 * res[k][1]:.0f} %",
+                res[k][2], "yes" if res[k][3] else "no", res[k][4].split(":")[0] if res[k][4] else "-")
+               for k in keys])
     parts = [k for k in res if k.startswith("diagnosis | robpca | ")]
     if parts:
         print("\nROBPCA's tasks outside, by distance (in units of the paper's cut-offs; the calibrated "
               "limit on both):\n")
-        print("| task | k of d | scaling | limit | inliers flagged by SD | by OD | inliers' q99: SD | OD "
-              "| binary columns | distinct rows |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
-        for k in parts:
-            kk, d, sc, lim, fsd, fod, qsd, qod, binary, distinct = res[k]
-            print(f"| {k.rsplit(' | ', 1)[1]} | {kk} of {d} | {sc} | {lim:.2f} | {100 * fsd:.1f} % | "
-                  f"{100 * fod:.1f} % | {qsd:.2f} | {qod:.2f} | {100 * binary:.0f} % | {100 * distinct:.0f} % |")
+        _md_table(("task", "k of d", "scaling", "limit", "inliers flagged by SD", "by OD", "inliers' q99: SD",
+                   "OD", "binary columns", "distinct rows"),
+                  [(k.rsplit(" | ", 1)[1], f"{kk} of {d}", sc, f"{lim:.2f}", f"{100 * fsd:.1f} %",
+                    f"{100 * fod:.1f} %", f"{qsd:.2f}", f"{qod:.2f}", f"{100 * binary:.0f} %",
+                    f"{100 * distinct:.0f} %")
+                   for k in parts for kk, d, sc, lim, fsd, fod, qsd, qod, binary, distinct in [res[k]]])
     n = int(np.prod([len(v) for v in WIDE_GRID.values()]))
     print(f"\n### The fewest tasks outside over {n} cores per method (guards held)\n")
-    print("| method | fewest outside | at | which |")
-    print("|---|---|---|---|")
-    for k in res:
-        if k.startswith("diagnosis | best | "):
-            best = res[k]
-            label = k.rsplit(" | ", 1)[1]
-            if best is None:
-                print(f"| {label} | - | no core passes the guards | - |")
-                continue
-            kw, out = best
-            print(f"| {label} | {len(out)} | {kw['scale']}, {kw['spread']}, {kw['spreads']:g} spreads, band "
-                  f"{kw['band']:g} | {', '.join(out) or '-'} |")
+    best = {k.rsplit(" | ", 1)[1]: res[k] for k in res if k.startswith("diagnosis | best | ")}
+    _md_table(("method", "fewest outside", "at", "which"),
+              [(label, "-", "no core passes the guards", "-") if b is None else
+               (label, str(len(b[1])), f"{b[0]['scale']}, {b[0]['spread']}, {b[0]['spreads']:g} spreads, band "
+                f"{b[0]['band']:g}", ", ".join(b[1]) or "-") for label, b in best.items()])
+
+
+def _md_table(header, rows):
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
 
 
 def study_robpca_scale(tables, alpha=0.01):
