@@ -257,6 +257,45 @@ def test_tied_scores_are_flagged_at_the_rate_or_the_run_says_not(seed):
     assert outside >= 1     # the planted data do reach the warning (PCA's 45 %)
 
 
+def _overlapping_third(seed, n_in=3000, n_out=1500, d=20, r=3, wider=1.8):
+    """Inliers near a rank-3 subspace, and a THIRD of the rows on the same subspace with noise
+    1.8x wider: outliers that overlap the inliers' tail instead of lying far off (the kind of
+    magic.gamma, 35 % outliers, which every method's limit misses)."""
+    rng = np.random.default_rng(seed)
+    B = np.linalg.qr(rng.standard_normal((d, r)))[0].T
+    Z = 3.0 * rng.standard_normal((n_in + n_out, r)) @ B
+    noise = 0.3 * rng.standard_normal((n_in + n_out, d))
+    noise[n_in:] *= wider
+    X = Z + noise + 2.0
+    return X, np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
+
+
+def test_overlapping_outliers_put_the_limit_among_them_and_the_run_says_so():
+    """Issue 35 round 6's diagnosis of the tasks flagged BELOW alpha / 3 (magic.gamma for every
+    method, breastw, PCP on InternetAds): the robust core holds the outliers, since they are not
+    apart from the inliers, so the limit at the core's top 1-1.5 % lies among them and flags
+    outliers only. The scores alone cannot tell this bump from a long inlier tail (which needs
+    the same wide core: benchmarks/results_outliers.md, "Flags, round 6"); a run with the
+    known outliers says so. Here PCA and Coherence Pursuit flag almost no inlier (rows flagged:
+    95 % or more outliers) and warn; PCP and ROBPCA stay within the band."""
+    X, y = _overlapping_third(1)
+    ds = Dataset(X=X, name="overlap", outliers=y)
+    below = []
+    for name, alpha in (("pca", ALPHA), ("coherence-pursuit", ALPHA), ("pcp", ALPHA), ("robpca", ROBPCA_ALPHA)):
+        params = {"random_state": 0} if name in ("pcp", "robpca") else {}
+        res = get_method(name).run(ds, params)
+        flagged = np.asarray(res.flags["outlier"])
+        share = flagged[~y].mean()
+        if alpha / 3 <= share <= 3 * alpha:
+            continue
+        assert share < alpha / 3, (name, share)      # this data only ever errs low
+        assert flagged[y].sum() >= 0.95 * flagged.sum()     # the limit lies among the outliers
+        said = res.outliers.flag_rate_warning or ""
+        assert "far below" in said and "known inliers" in said and said in res.warnings, (name, said)
+        below.append(name)
+    assert below == ["pca", "coherence-pursuit"]
+
+
 # -- ROBPCA: the paper's cut-offs, calibrated by the same rule at their own rate -------------------
 
 ROBPCA_ALPHA = 1.0 - CRIT          # each cut-off's false-alarm rate, what "auto" states
