@@ -31,7 +31,8 @@ are printed with their spread across runs and contenders (the same numbers every
 --baseline-tree DIR adds the fit + score_samples of the robustcore/ in DIR (another version) to
 the race. --stages: the CPU of each step of one fit (marked by its progress messages), of
 score_samples, of coherence_'s first read and of PCA's fit and transform, one BLAS thread,
---repeat fresh processes.
+--repeat fresh processes, each beside the BLAS products it makes timed alone in the same process
+(``products_by_stage``; PCA's XᵀX and X Wᵀ), and the totals paired by run.
 """
 from __future__ import annotations
 
