@@ -31,7 +31,8 @@ are printed with their spread across runs and contenders (the same numbers every
 --baseline-tree DIR adds the fit + score_samples of the robustcore/ in DIR (another version) to
 the race. --stages: the CPU of each step of one fit (marked by its progress messages), of
 score_samples, of coherence_'s first read and of PCA's fit and transform, one BLAS thread,
---repeat fresh processes.
+--repeat fresh processes, each beside the BLAS products it makes timed alone in the same process
+(``products_by_stage``; PCA's XᵀX and X Wᵀ), and the totals paired by run.
 """
 from __future__ import annotations
 
@@ -121,13 +122,25 @@ def products_floor(X, r):
     """Seconds of the BLAS products alone that an exact fit + score_samples must make (the
     fastest kernel here for each, with the block copies the in-place ones work on), on the row
     counts the fit reports; no other sweep over memory is timed."""
+    return sum(products_by_stage(X, r).values())
+
+
+# The steps of --stages (the fit's progress messages) whose BLAS products products_by_stage times.
+FLOOR_STAGES = ("column moments", "coherence bounds", "subspace", "residuals", "score_samples(X)")
+
+
+def products_by_stage(X, r, cop=None):
+    """{step: seconds of its BLAS products alone} (:data:`FLOOR_STAGES`; module doc's "floor"),
+    on the row counts of ``cop`` (a fit of X with ``r`` components; made here when None, not
+    timed)."""
     import time
 
     import numpy as np
     from scipy.linalg.blas import dgemm
 
     from robustcore.subspace.coherence_pursuit import CoherencePursuit
-    cop = CoherencePursuit(n_components=r).fit(X)          # for the row counts only
+    if cop is None:
+        cop = CoherencePursuit(n_components=r).fit(X)          # for the row counts only
     k, n_c, n = cop.selected_indices_.size, cop.calibration_indices_.size, X.shape[0]
     C = np.ascontiguousarray(cop.components_)
     CT = C.T
@@ -152,14 +165,17 @@ def products_floor(X, r):
         for s in range(0, rows, b):
             dgemm(1.0, X[s:min(s + b, rows)].T, CT, trans_a=1)
 
-    t0 = time.process_time()
-    gram(n)                          # C = Σ ŷŷᵀ over every row
-    coords(n)                        # bounds on the coherence: m = 5 products per row
-    gram(k)                          # the selected rows' Σ ŷŷᵀ
-    thin(n)                          # the residual pass
-    gram(n_c)                        # the calibration rows' EᵀE
-    coords(n)                        # score_samples
-    return time.process_time() - t0
+    steps = (("column moments", lambda: gram(n)),            # C = Σ ŷŷᵀ over every row
+             ("coherence bounds", lambda: coords(n)),         # m = 5 products per row
+             ("subspace", lambda: gram(k)),                   # the selected rows' Σ ŷŷᵀ
+             ("residuals", lambda: (thin(n), gram(n_c))),     # the residual pass, the calibration EᵀE
+             ("score_samples(X)", lambda: coords(n)))
+    out = {}
+    for name, run in steps:
+        t0 = time.process_time()
+        run()
+        out[name] = time.process_time() - t0
+    return out
 
 
 # The contenders, as a user's script calls them (setup untimed; the call timed; checks after).
@@ -239,21 +255,53 @@ steps += [("score_samples(X)", t2 - t1), ("coherence_ (first read)", t3 - t2),
 """
 
 
+# --stages, after the timed call: each step's BLAS products alone (products_by_stage), and
+# PCA's: its fit's XᵀX and its transform's X Wᵀ, as scikit-learn makes them
+STAGES_AFTER = """\
+floor = B.products_by_stage(X, 5, cop)
+t0 = time.process_time(); X.T @ X; t1 = time.process_time(); X @ pca.components_.T; t2 = time.process_time()
+floor.update({"PCA(5).fit(X)": t1 - t0, "PCA .transform(X)": t2 - t1})
+report.update(steps=steps, floor=floor)
+"""
+
+
 def stages(a):
     """CPU seconds of each step of one fit, score_samples and coherence_, and of PCA's fit and
-    transform, median (range) over --repeat fresh processes with one BLAS thread."""
+    transform, median (range) over --repeat fresh processes with one BLAS thread, beside the
+    BLAS products each step makes, timed alone in the same process (products_by_stage)."""
+    import statistics
     c = _bench.Contender("stages", STAGES_CALL, _TALL_SETUP.format(
         imports="from robustcore import CoherencePursuit\nfrom sklearn.decomposition import PCA"),
-        "report.update(steps=steps)")
+        STAGES_AFTER)
     runs = _bench.race([c], a.repeat, "1", timeout=1800)["stages"]
     ok = [r for r in runs if "error" not in r]
     if not ok:
         raise SystemExit(runs[-1].get("error"))
     print(f"\n## CPU by step, one BLAS thread ({len(ok)} fresh processes, load {_bench.load_span({'s': runs})})\n")
-    print("| step | CPU, median (range) |\n|---|--:|")
+    print("| step | CPU, median (range) | its BLAS products alone, median | the rest (sweeps, Python), median |")
+    print("|---|--:|--:|--:|")
     for i, (name, _) in enumerate(ok[0]["steps"]):
         vals = [r["steps"][i][1] for r in ok if len(r["steps"]) == len(ok[0]["steps"])]
-        print(f"| {name} | {_bench.span(vals)} |")
+        fl = [r["floor"][name] for r in ok if name in r.get("floor", {})]
+        if fl:
+            rest = statistics.median(v - f for v, f in zip(vals, fl))
+            cells = f"{_bench.fmt_s(statistics.median(fl))} | {_bench.fmt_s(rest)}"
+        else:
+            cells = "– | –"
+        print(f"| {name} | {_bench.span(vals)} | {cells} |")
+    # the totals: fit + score_samples against PCA's fit + transform, paired by run
+    pca_steps = ("PCA(5).fit(X)", "PCA .transform(X)")
+    ours = [sum(v for k, v in r["steps"] if k not in pca_steps and not k.startswith("coherence_")) for r in ok]
+    ref = [sum(v for k, v in r["steps"] if k in pca_steps) for r in ok]
+    ours_fl = [sum(v for k, v in r["floor"].items() if k not in pca_steps) for r in ok]
+    ref_fl = [sum(r["floor"][k] for k in pca_steps) for r in ok]
+    print(f"| **fit + score_samples(X)** | {_bench.span(ours)} | {_bench.fmt_s(statistics.median(ours_fl))} | "
+          f"{_bench.fmt_s(statistics.median(o - f for o, f in zip(ours, ours_fl)))} |")
+    print(f"| **PCA fit + transform** | {_bench.span(ref)} | {_bench.fmt_s(statistics.median(ref_fl))} | "
+          f"{_bench.fmt_s(statistics.median(o - f for o, f in zip(ref, ref_fl)))} |")
+    print(f"\nfit + score_samples / PCA fit + transform, paired by run: "
+          f"{_bench.span([o / p for o, p in zip(ours, ref)], 'x')}; products alone "
+          f"{_bench.span([o / p for o, p in zip(ours_fl, ref_fl)], 'x')}")
 
 
 def tall(a):
