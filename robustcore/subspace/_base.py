@@ -381,8 +381,8 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
             return {"t2": t2, **out}
         T = np.asarray(t2).reshape(-1, 1) if isinstance(t2, np.ndarray) else _as_lazy(t2).reshape(-1, 1)
         if not isinstance(P, np.ndarray) and isinstance(T, np.ndarray):
-            import dask.array as da
-            T = da.from_array(T, chunks=(P.chunks[0], 1), name=False)   # out of core: the budget rules its results
+            from ..bigdata._rows import held_rows
+            T = held_rows(T, (P.chunks[0], 1))   # out of core: the budget rules its results
         out = Rows(T).map(_flags_of_t2_block, spec, *limits, extra=(spe,), progress=progress,
                           message="limits", name="scores")
         return {"t2": t2, **out}
@@ -560,8 +560,7 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
     from ..bigdata._rows import as_dask_rows
     # blocks of the stored one (a score held in memory is cut to match)
     rows = _as_dask(t2 if not isinstance(t2, np.ndarray) else spe).chunks[0]
-    pairs = zip(as_dask_rows(_as_dask(spe), rows).to_delayed().ravel(),
-                as_dask_rows(_as_dask(t2), rows).to_delayed().ravel())
+    pairs = zip(as_dask_rows(spe, rows).to_delayed().ravel(), as_dask_rows(t2, rows).to_delayed().ravel())
     blocks = [delayed(_combined_block)(s, t, spe_limit, t2_limit) for s, t in pairs]
     ex = [None] * len(blocks) if exclude is None else list(as_dask_rows(exclude, rows).to_delayed().ravel())
 
@@ -586,6 +585,6 @@ def _combined_block(spe, t2, spe_limit, t2_limit):
 
 
 def _as_dask(values):
-    import dask.array as da
+    from ..bigdata._rows import held_rows
     A = values.to_dask() if hasattr(values, "to_dask") else values
-    return A if isinstance(A, da.Array) else da.from_array(A, name=False)
+    return held_rows(A, "auto") if isinstance(A, np.ndarray) else A
