@@ -408,13 +408,12 @@ def indices(mask, lazy: bool = False):
     if isinstance(mask, np.ndarray) and not lazy:
         return np.flatnonzero(mask)
     from .bigdata._dask import compute
-    from .bigdata._rows import fits_in_memory, hold, materialize
+    from .bigdata._rows import fits_in_memory, held_rows, hold, materialize
     if isinstance(mask, np.ndarray):
         count = int(np.count_nonzero(mask))
         if fits_in_memory(count * np.dtype(np.intp).itemsize):
             return hold(np.flatnonzero(mask))
-        import dask.array as da
-        A = da.from_array(mask, chunks=1 << 22, name=False)
+        A = held_rows(mask, 1 << 22)
     else:
         A = _lift(mask)
     starts = np.concatenate(([0], np.cumsum(A.chunks[0])[:-1]))

@@ -172,9 +172,11 @@ def lazy_kth_smallest(values, ks, exclude=None, progress=None, message="order st
     import dask.array as da
 
     from ._dask import compute
-    from ._rows import as_dask_rows
+    from ._rows import as_dask_rows, held_rows
     A = values.to_dask() if hasattr(values, "to_dask") else values
-    if not isinstance(A, da.Array):
+    if isinstance(A, np.ndarray):
+        A = held_rows(A, (1 << 20,))
+    elif not isinstance(A, da.Array):
         A = da.from_array(A, chunks=(max(1, int(getattr(A, "chunks", (1 << 20,))[0])),), name=False)
     shift = 0
     if exclude is not None:

@@ -91,6 +91,22 @@ def merge_histograms(*parts):
     return lo, out
 
 
+class Histogram:
+    """:func:`histogram_block` as an accumulator of a pass that makes the values block by block
+    (``Rows.map``'s ``reduce``: ``add`` each block's values, ``merge`` the blocks'), so the
+    histogram pass rides on the pass that writes the scores: the same counts."""
+
+    def __init__(self):
+        self.part = (0, np.zeros(0, np.int64))
+
+    def add(self, v) -> None:
+        self.part = merge_histograms(self.part, histogram_block(v))
+
+    def merge(self, other: "Histogram") -> "Histogram":
+        self.part = merge_histograms(self.part, other.part)
+        return self
+
+
 def gather_block(v, wanted, exclude=None):
     """The kept values of one block whose buckets are in ``wanted`` (int64)."""
     v = _kept(v, exclude)

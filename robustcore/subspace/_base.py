@@ -381,8 +381,8 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
             return {"t2": t2, **out}
         T = np.asarray(t2).reshape(-1, 1) if isinstance(t2, np.ndarray) else _as_lazy(t2).reshape(-1, 1)
         if not isinstance(P, np.ndarray) and isinstance(T, np.ndarray):
-            import dask.array as da
-            T = da.from_array(T, chunks=(P.chunks[0], 1), name=False)   # out of core: the budget rules its results
+            from ..bigdata._rows import held_rows
+            T = held_rows(T, (P.chunks[0], 1))   # out of core: the budget rules its results
         out = Rows(T).map(_flags_of_t2_block, spec, *limits, extra=(spe,), progress=progress,
                           message="limits", name="scores")
         return {"t2": t2, **out}
@@ -442,17 +442,17 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                 model = SimpleNamespace(**scaling, components_=components, mean_=mean, variances_=variances)
                 reuse = hasattr(self, "_kept_rows")   # inside fit_row_results
 
-                def make():
-                    if not reuse:
-                        kern = _RowKernel(model, ("spe", "t2"))
-                        return rows.map(kern, kern.spec(), message="training scores", name="scores")
-                    # SPE and projections of every row: the row results derive from them
-                    # (_keep_rows), so this pass is the one fit_row_results would make anyway
-                    kern = _RowKernel(model, ("spe", "t2", "projection"))
-                    out = rows.map(kern, kern.spec(), message="training scores", name="scores")
-                    self._training_rows = {"spe": out["spe"], "projection": out["projection"]}
-                    self._remember_t2(variances, out["t2"])
-                    return {"spe": out["spe"], "t2": out["t2"]}
+                def make(limits=None):
+                    # SPE and projections of every row too when inside fit_row_results: the row
+                    # results derive from them (_keep_rows), so this pass is the one
+                    # fit_row_results would make anyway
+                    kern = _RowKernel(model, ("spe", "t2", "projection") if reuse else ("spe", "t2"))
+                    out = _scores_pass(rows, kern, limits if exclude is None else None)
+                    if reuse:
+                        self._training_rows = {"spe": out["spe"], "projection": out["projection"]}
+                        self._remember_t2(variances, out["t2"])
+                    return {k: out[k] for k in ("spe", "t2", "histogram") if k in out}
+                return TrainingScores(make, exclude=exclude, counting=True)
             return TrainingScores(make, exclude=exclude)
         return training
 
@@ -489,6 +489,32 @@ def _lazy_or_numpy(values):
     return values if isinstance(values, np.ndarray) else _as_lazy(values)
 
 
+def _scores_pass(rows: Rows, kern, limits=None) -> dict:
+    """The calibration rows' scores, one pass (``rows.map`` of ``kern``). Out of core, given the
+    nominal ``limits`` (spe_limit, t2_limit) the calibration will ask about, the same pass also
+    counts the combined score's buckets (``"histogram"``: (limits, counts); _calibrate_stored's
+    first pass, which then reads the stored scores once instead of twice)."""
+    if not rows.lazy or limits is None:
+        return rows.map(kern, kern.spec(), message="training scores", name="scores")
+    from ..bigdata._selection import Histogram
+    out, acc = rows.map(_CountingKernel(kern, *limits), kern.spec(), message="training scores", name="scores",
+                        reduce=Histogram)
+    return {**out, "histogram": (tuple(limits), acc.part)}
+
+
+class _CountingKernel:
+    """A row kernel that also adds each block's combined score (as _calibrate_stored makes it
+    from the stored SPE and T²: the same values, the same buckets) to the pass's histogram."""
+
+    def __init__(self, kern, spe_limit, t2_limit):
+        self.kern, self.spe_limit, self.t2_limit = kern, spe_limit, t2_limit
+
+    def __call__(self, B, start, *rest, acc):
+        out = self.kern(B, start, *rest)
+        acc.add(_combined_block(out["spe"], out["t2"], self.spe_limit, self.t2_limit))
+        return out
+
+
 def _t2_block(P, start, inv):
     return {"t2": np.einsum("ij,ij,j->i", P, P, inv)}
 
@@ -498,12 +524,15 @@ class TrainingScores:
     order statistics of the calibration rows' SPE and T², from per-row arrays (numpy or stored)
     made on the first call (a pass over the rows, or none when the fit kept them)."""
 
-    def __init__(self, make, exclude=None):
-        self._make, self._values, self.exclude = make, None, exclude
+    def __init__(self, make, exclude=None, counting=False):
+        # counting: make takes the nominal limits the calibration asks about (None when an
+        # order statistic is asked first) and may count the combined score's histogram in its
+        # pass (_scores_pass)
+        self._make, self._values, self.exclude, self.counting = make, None, exclude, counting
 
-    def _get(self):
+    def _get(self, limits=None):
         if self._values is None:
-            self._values = self._make()
+            self._values = self._make(limits) if self.counting else self._make()
         return self._values
 
     def order_statistics(self, name: str, ks) -> np.ndarray:
@@ -515,11 +544,13 @@ class TrainingScores:
         t2_limit) (nominal limit 1) of the calibration rows: exact order statistics and one
         count, in memory or over the stored scores alike."""
         from .._calibration import calibrate
-        v = self._get()
+        v = self._get((spe_limit, t2_limit))
         spe, t2 = v["spe"], v["t2"]
         trimmed = self.exclude is not None
         if not (isinstance(spe, np.ndarray) and isinstance(t2, np.ndarray)):
-            return _calibrate_stored(spe, t2, self.exclude, spe_limit, t2_limit, alpha, trimmed)
+            limits, counted = v.get("histogram", (None, None))
+            return _calibrate_stored(spe, t2, self.exclude, spe_limit, t2_limit, alpha, trimmed,
+                                     counted if limits == (spe_limit, t2_limit) and not trimmed else None)
         # one array of n scores at a time beside the inputs (30M rows: the temporaries of
         # the plain expression and the copies of kth_smallest made the run's memory peak)
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -546,11 +577,12 @@ class TrainingScores:
         return calibrate(kth, count_le, n, 1.0, alpha, **trim)
 
 
-def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
+def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, counted=None):
     """TrainingScores.calibrate over stored scores: the combined score's exact order statistics
     and counts from a histogram of its float bits and one gather of the buckets the calibration
     asks about (robustcore.bigdata._selection): two passes over the stored scores, the same
-    numbers as in memory."""
+    numbers as in memory; one when the pass that made the scores counted the histogram
+    (``counted``, :func:`_scores_pass`)."""
     from dask import delayed
 
     from .._calibration import calibrate
@@ -560,12 +592,13 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed):
     from ..bigdata._rows import as_dask_rows
     # blocks of the stored one (a score held in memory is cut to match)
     rows = _as_dask(t2 if not isinstance(t2, np.ndarray) else spe).chunks[0]
-    pairs = zip(as_dask_rows(_as_dask(spe), rows).to_delayed().ravel(),
-                as_dask_rows(_as_dask(t2), rows).to_delayed().ravel())
+    pairs = zip(as_dask_rows(spe, rows).to_delayed().ravel(), as_dask_rows(t2, rows).to_delayed().ravel())
     blocks = [delayed(_combined_block)(s, t, spe_limit, t2_limit) for s, t in pairs]
     ex = [None] * len(blocks) if exclude is None else list(as_dask_rows(exclude, rows).to_delayed().ravel())
 
     def histogram():
+        if counted is not None:
+            return counted
         parts = [delayed(sel.histogram_block)(b, e) for b, e in zip(blocks, ex)]
         return compute(tree_reduce(parts, sel.merge_histograms), message="training scores")[0]
 
@@ -586,6 +619,6 @@ def _combined_block(spe, t2, spe_limit, t2_limit):
 
 
 def _as_dask(values):
-    import dask.array as da
+    from ..bigdata._rows import held_rows
     A = values.to_dask() if hasattr(values, "to_dask") else values
-    return A if isinstance(A, da.Array) else da.from_array(A, name=False)
+    return held_rows(A, "auto") if isinstance(A, np.ndarray) else A

@@ -159,3 +159,74 @@ def test_a_typical_calibration_takes_two_passes(monkeypatch):
     monkeypatch.setattr(sel.ScoreSelection, "__init__", spy)
     _same(_in_memory(spe, t2, None, (10.0, 12.0), 0.01), _stored(spe, t2, None, (10.0, 12.0), 0.01, chunk=16_384))
     assert [s.passes for s in made] == [2]
+
+
+def test_a_histogram_counted_in_the_scoring_pass_gives_the_same_calibration_in_one_pass(monkeypatch):
+    """TrainingScores(counting=True): the pass that makes the scores also counts the combined
+    score's buckets at the limits the calibration asks about (the Histogram accumulator, fed
+    block by block in any grouping); _calibrate_stored then reads the stored scores once (the
+    gather), with the same answer to the bit. At other limits it counts them itself."""
+    rng = np.random.default_rng(6)
+    spe, t2 = _scores(rng, 50_000)
+    limits = (10.0, 12.0)
+    counted = sel.Histogram()
+    for s in range(0, spe.size, 777):       # sub-blocks of another size than the stored ones
+        part = sel.Histogram()
+        part.add(np.maximum(spe[s:s + 777] / limits[0], t2[s:s + 777] / limits[1]))
+        counted.merge(part)
+    asked = []
+
+    def make(lims):
+        asked.append(lims)
+        return {"spe": da.from_array(spe, chunks=4096), "t2": da.from_array(t2, chunks=4096),
+                "histogram": (limits, counted.part)}
+    blocks = []
+    real = sel.histogram_block
+    monkeypatch.setattr(sel, "histogram_block", lambda *a: blocks.append(1) or real(*a))
+    got = TrainingScores(make, counting=True).calibrate(*limits, 0.01)
+    assert asked == [limits] and not blocks          # the counts were the pass's own
+    _same(_in_memory(spe, t2, None, limits, 0.01), got)
+    other = TrainingScores(make, counting=True).calibrate(2.0, 3.0, 0.01)
+    assert blocks                                     # counted again at the limits asked
+    _same(_in_memory(spe, t2, None, (2.0, 3.0), 0.01), other)
+
+
+@pytest.mark.parametrize("method", ["pca", "residual"])
+def test_a_fit_with_stored_scores_counts_the_histogram_in_its_scoring_pass(method, tmp_path, monkeypatch):
+    """Out of core with the scores stored (a small memory budget), the fit's calibration takes
+    the histogram its scoring pass counted (no pass of its own over the stored scores) and gives
+    the limits, scores and flags of the same fit counting it in a pass of its own, to the bit
+    (and the in-memory fit's, to rounding: the subspace's sums are ordered otherwise there)."""
+    import sys
+
+    from robustcore import PCA, ResidualScorer
+    from robustcore.bigdata import _dask, settings
+    from robustcore.subspace import _base
+    cls = {"pca": PCA, "residual": ResidualScorer}[method]
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((6000, 3)) @ rng.standard_normal((3, 12)) + 0.3 * rng.standard_normal((6000, 12)) + 1
+    X[rng.choice(6000, 200, replace=False)] *= 4
+    real_compute, real_pass = _dask.compute, _base._scores_pass
+
+    def fit(counted_in_pass):
+        passes = []
+
+        def spy(*a, **k):     # the calibration's own passes over the stored scores
+            passes.append(sys._getframe(1).f_code.co_name)
+            return real_compute(*a, **k)
+        monkeypatch.setattr(_dask, "compute", spy)
+        monkeypatch.setattr(_base, "_scores_pass", real_pass if counted_in_pass else
+                            (lambda rows, kern, limits=None: real_pass(rows, kern, None)))
+        with settings(memory_budget=4096, store_dir=tmp_path):
+            est = cls()
+            res = est.fit_row_results(da.from_array(X, chunks=(1000, 12)))
+        assert not res.in_memory and ("histogram" in passes) != counted_in_pass and "gather" in passes
+        return est, res
+    (a, ra), (b, rb) = fit(True), fit(False)
+    for name in ("spe_limit_", "t2_limit_", "offset_"):
+        assert np.float64(getattr(a, name)).tobytes() == np.float64(getattr(b, name)).tobytes(), name
+    for k in ("outlier_score", "outlier", "outside_spe", "outside_t2"):
+        x, y = np.asarray(getattr(ra, k)[:]), np.asarray(getattr(rb, k)[:])
+        assert x.tobytes() == y.tobytes(), k
+    mem = cls().fit(X)
+    assert np.isclose(a.spe_limit_, mem.spe_limit_, rtol=1e-10) and np.isclose(a.t2_limit_, mem.t2_limit_, rtol=1e-10)
