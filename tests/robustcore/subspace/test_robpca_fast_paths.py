@@ -216,3 +216,35 @@ def test_centred_rows_read_as_the_stored_copy_would():
     plain = CentredRows(Zc)
     np.testing.assert_array_equal(plain.project(V), V.T @ Zc.T)
     assert dense(plain) is Zc and plain.astype(np.float32).dtype == np.float32
+
+
+def test_scatter_of_a_subset_read_by_blocks_is_the_copied_rows_scatter():
+    """CentredRows.scatter (the subset's sums by blocks, less count x its mean's outer product)
+    against the mean and scatter of the copied, centred rows, for the h least outlying rows of
+    offset columns over several blocks (the mask uneven across them): the mean to 1e-13 of the
+    rows' size, the matrix to 1e-13 of its largest entry; and _rescatter through it when most
+    rows change. Without a shift the rows are copied out, as before (the same bits)."""
+    from robustcore.subspace._robpca_rows import CentredRows
+    from robustcore.subspace.robpca import _rescatter, _scatter, _subset_scatter
+    rng = np.random.default_rng(17)
+    Z = 1e3 + rng.standard_normal((3000, 250)) * np.linspace(0.1, 10.0, 250)
+    Z[:300] += 30.0                                    # a cluster off the centre, all in one block
+    mean = Z.mean(axis=0)
+    rows = CentredRows(Z, mean)
+    assert rows.rows_per_block() < 1500
+    mask = rng.random(3000) < 0.75
+    mask[:300] = False
+    m0, G0 = _scatter((Z - mean)[mask])
+    m1, G1 = _subset_scatter(rows, mask)
+    np.testing.assert_allclose(m1, m0, rtol=0, atol=1e-13 * np.abs(Z - mean).max())
+    np.testing.assert_allclose(G1, G0, rtol=0, atol=1e-13 * np.abs(G0).max())
+    assert np.array_equal(G1, G1.T)
+    new = ~mask
+    m2, G2 = _rescatter(rows, mask, m1, G1, new)          # most rows change: taken afresh
+    m3, G3 = _scatter((Z - mean)[new])
+    np.testing.assert_allclose(G2, G3, rtol=0, atol=1e-13 * np.abs(G3).max())
+    np.testing.assert_allclose(m2, m3, rtol=0, atol=1e-13 * np.abs(Z - mean).max())
+    plain = CentredRows(Z - mean)
+    m4, G4 = _subset_scatter(plain, mask)
+    np.testing.assert_array_equal(G4, G0)
+    np.testing.assert_array_equal(m4, m0)
