@@ -272,8 +272,10 @@ def _affine_span(Z, n):
         step = min(5, n // (4 * d))
         if step > 1:
             rows = CentredRows(Z, mean)
-            part = rows[np.arange(0, n, step)]
-            if _above(part.T @ part, 1e-8 * rows.sq_sum()):
+            # (one read: the sum of squares, the fifth's Gram matrix and the outlyingness's
+            # float32 copy, which the rows keep)
+            sq, part_gram = rows.survey(step)
+            if _above(part_gram, 1e-8 * sq):
                 return mean, np.eye(d), rows
         Zc = Z - mean
         w = np.linalg.eigvalsh(Zc.T @ Zc)

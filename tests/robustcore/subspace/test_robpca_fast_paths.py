@@ -194,7 +194,8 @@ def test_window_sums_find_the_window_of_least_variance_of_every_row():
 def test_centred_rows_read_as_the_stored_copy_would():
     """CentredRows (Z - mean made where it is read) against the stored copy, over several
     blocks: rows by index and by mask, the float32 copy and the blocks to the bit, the sum of
-    squares and the projections to rounding; with no shift, Z itself."""
+    squares, a Gram matrix of spread rows and the projections to rounding; with no shift, Z
+    itself."""
     from robustcore.subspace._robpca_rows import CentredRows, dense
     rng = np.random.default_rng(13)
     Z = 1e3 + rng.standard_normal((2000, 300)) * np.linspace(0.1, 10.0, 300)
@@ -210,7 +211,15 @@ def test_centred_rows_read_as_the_stored_copy_would():
     np.testing.assert_array_equal(rows.astype(np.float32), Zc.astype(np.float32))
     np.testing.assert_array_equal(np.vstack([B.copy() for _, B in rows.blocks()]), Zc)
     np.testing.assert_array_equal(dense(rows), Zc)
-    assert rows.sq_sum() == pytest.approx(np.einsum("ij,ij->", Zc, Zc), rel=1e-12)
+    # one read for the affine span's test and the outlyingness: the sum of squares, the Gram
+    # matrix of every 3rd row, and the float32 copy, handed to the next astype (then made anew)
+    sq, G = rows.survey(3)
+    assert sq == pytest.approx(np.einsum("ij,ij->", Zc, Zc), rel=1e-12)
+    np.testing.assert_allclose(G, Zc[::3].T @ Zc[::3], rtol=0, atol=1e-12 * np.abs(G).max())
+    kept = rows.astype(np.float32)
+    np.testing.assert_array_equal(kept, Zc.astype(np.float32))
+    again = rows.astype(np.float32)
+    assert again is not kept and np.array_equal(again, kept)
     V = np.linalg.qr(rng.standard_normal((300, 4)))[0]
     np.testing.assert_allclose(rows.project(V), V.T @ Zc.T, rtol=1e-12, atol=1e-9)
     plain = CentredRows(Zc)
