@@ -329,8 +329,11 @@ def _rescatter(X, old, centre, G, new):
     count = int(new.sum())
     if int(add.sum() + drop.sum()) > count // 2:
         return _subset_scatter(X, new)
-    A = X[add] - centre
-    D = X[drop] - centre
+    # (rows by a mask are a new array, never a view: centred in place, no second copy)
+    A = X[add]
+    A -= centre
+    D = X[drop]
+    D -= centre
     shift = (A.sum(axis=0) - D.sum(axis=0)) / count       # new mean - centre
     G = G + A.T @ A - D.T @ D - count * np.outer(shift, shift)
     return centre + shift, G
