@@ -21,13 +21,17 @@ last round), the share of the planted outliers each flags beyond a cut-off, and 
 planted inliers each flags. The rank is given (n_components = the planted rank) and ours has
 scale="none" so both fit the same model; robpy's rule for k differs from the paper's (no l_k /
 l_1 test, no kmax), and robpy does not rescale (our default "auto" resolves to "none" on both
-tables, after a column check of about 10-12 ms of CPU, 2026-11-29).
+tables, after a column check of about 8 ms of CPU at 10,000 x 200, 2026-11-29 round 6).
 
     python benchmarks/bench_robpca.py --robpy /tmp/robpy_venv/bin/python [--repeat 3] [--blas 1,default]
 
 ``--threads-check``: ours alone, the one-BLAS-thread mode (every BLAS thread variable set to 1)
 and the default mode interleaved round by round in one race, so that the drift of a shared
 machine between the two modes' races cannot pass for a difference between the modes.
+
+``--against DIR``: ours alone, this checkout against another (DIR: a checkout of an earlier
+commit, e.g. ``git archive main | tar -x -C DIR``), interleaved round by round with one BLAS
+thread, so that what a change saved is measured with the machine's drift shared by both.
 """
 from __future__ import annotations
 
@@ -128,6 +132,23 @@ def threads_check(shape, a, tmp):
             *_bench.race_table(runs, "ours, default"), ""], [one, default]
 
 
+def against(shape, a, tmp):
+    """Markdown lines: ours against ours from the checkout ``a.against`` (another commit, e.g.
+    main before a change), interleaved round by round with one BLAS thread: the paired ratio
+    says what a change saved, with the machine's drift shared by both (``--against``)."""
+    n, d, r = SHAPES[shape]
+    data = os.path.join(tmp, f"{shape}.npy")
+    np.save(data, make(n, d, r)[0])
+    answers = {w: os.path.join(tmp, f"{shape}-{w}.npz") for w in ("ours", "robpy")}
+    ours = contenders(data, answers, r, a.robpy)[1]
+    before = dataclasses.replace(ours, name=f"ours at {a.against}",
+                                 setup=f"import sys\nsys.path.insert(0, {a.against!r})\n" + ours.setup)
+    runs = _bench.race([before, ours], a.repeat, "1", timeout=1800)
+    return [f"### {shape}: ours against ours at {a.against}, interleaved, one BLAS thread; "
+            f"load {_bench.load_span(runs)} (1 min) before the runs", "",
+            *_bench.race_table(runs, "ours"), ""], [before, ours]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--robpy", required=True, help="the Python of a virtual environment with robpy")
@@ -136,6 +157,8 @@ def main():
     ap.add_argument("--shapes", default=",".join(SHAPES))
     ap.add_argument("--threads-check", action="store_true",
                     help="only ours, the two BLAS modes interleaved in one race (module doc)")
+    ap.add_argument("--against", metavar="DIR",
+                    help="only ours, against ours from another checkout DIR (module doc)")
     a = ap.parse_args()
     print("# bench_robpca\n")
     print(_bench.conditions([f"command: {' '.join(sys.argv)}"]), "\n", flush=True)
@@ -144,8 +167,8 @@ def main():
         for shape in a.shapes.split(","):
             if shape not in SHAPES:
                 ap.error(f"--shapes takes {', '.join(SHAPES)}; got {shape!r}")
-            if a.threads_check:
-                lines, calls = threads_check(shape, a, tmp)
+            if a.threads_check or a.against:
+                lines, calls = (threads_check if a.threads_check else against)(shape, a, tmp)
                 print("\n".join(lines), flush=True)
                 continue
             for mode in _bench.blas_modes(a.blas):

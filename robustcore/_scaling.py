@@ -145,8 +145,7 @@ def one_range(X) -> bool:
     hi = float(X.max())
     for low, high, whole in PIXEL_RANGES:
         if low <= lo and hi <= high:
-            data = X.data if hasattr(X, "tocsr") else X
-            if not whole or bool(np.all(np.mod(data, 1.0) == 0.0)):
+            if not whole or _all_whole(X.data if hasattr(X, "tocsr") else X):
                 return True
     return False
 
@@ -171,6 +170,16 @@ def _minimum_unless_below(X, floor: float):
             return None
         lo = min(lo, m)
     return lo
+
+
+def _all_whole(X) -> bool:
+    """Whether every value of ``X`` is a whole number, a dense table read in steps of rows that
+    stops at the first step holding a fraction (the whole table's np.mod made two n x d
+    temporaries: 28 ms at 10,000 x 200 for a table of fractions within 0..255)."""
+    if getattr(X, "ndim", 0) != 2:
+        return bool(np.all(np.mod(X, 1.0) == 0.0))
+    step = max(1, _RANGE_STEP_ENTRIES // max(X.shape[1], 1))
+    return all(bool(np.all(np.mod(X[s:s + step], 1.0) == 0.0)) for s in range(0, X.shape[0], step))
 
 
 def auto_scaling(how: str, X=None, *, frames: bool = False) -> str:
@@ -210,11 +219,40 @@ def resolve_scaling(X, how: str, frames: bool = False) -> str:
 
 
 def _mixed(X) -> bool:
-    f = column_pow2_factors(X)
-    Xf = X * f if np.any(f != 1.0) else X
-    mean, spread = column_moments(Xf) if isinstance(Xf, np.ndarray) else (Xf.mean(axis=0), Xf.std(axis=0))
+    if isinstance(X, np.ndarray):
+        mean, spread = _decision_moments(X)
+        f = 1.0
+    else:
+        f = column_pow2_factors(X)
+        Xf = X * f if np.any(f != 1.0) else X
+        mean, spread = Xf.mean(axis=0), Xf.std(axis=0)
     with np.errstate(over="ignore"):
         return mixed_units(spread / f, mean / f)
+
+
+def _decision_moments(X, block: int = 1 << 16):
+    """The columns' means and spreads of a dense X as the mixed-units test takes them: those of
+    X * column_pow2_factors(X), divided back. The factor is 1 for a column whose largest |value|
+    (top) is within [1 / MAX_ABS, MAX_ABS], so the moments of X itself are those numbers for
+    every column but the ones the moments cannot clear of an extreme top: a top below the range
+    bounds |mean| and spread from above, and one above it bounds sqrt(n (spread² + mean²)) (the
+    root of the column's sum of squares) from below, or overflows (non-finite moments). Only
+    those columns' extremes are read, and when one has a factor the rescaled table's moments are
+    taken as before (the extremes of every column took two more sweeps of X: 4 of 11 ms at
+    10,000 x 200)."""
+    n, d = X.shape
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, spread = column_moments(X, block)
+        size = np.sqrt(n) * np.hypot(spread, mean)
+        redo = ~(size < 0.5 * MAX_ABS) | ((np.abs(mean) < 2.0 / MAX_ABS) & (spread < 2.0 / MAX_ABS))
+    if redo.any():
+        f = np.ones(d)
+        f[redo] = column_pow2_factors(X[:, redo])
+        if np.any(f != 1.0):
+            with np.errstate(over="ignore"):
+                mean, spread = column_moments(X * f, block)
+                return mean / f, spread / f
+    return mean, spread
 
 
 def fit_scaling(X, how: str):

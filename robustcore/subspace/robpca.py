@@ -202,7 +202,7 @@ def _stages(Z, p, rng, rep, n_total):
     out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
     H0 = np.zeros(n, bool)
     H0[np.argpartition(out, h - 1)[:h]] = True
-    mh, G0 = _scatter(X0[H0])
+    mh, G0 = _subset_scatter(X0, H0)
     # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
     ev, V = _spectrum(G0, h, top=k if k is not None else kmax)
     if k is None:
@@ -272,8 +272,10 @@ def _affine_span(Z, n):
         step = min(5, n // (4 * d))
         if step > 1:
             rows = CentredRows(Z, mean)
-            part = rows[np.arange(0, n, step)]
-            if _above(part.T @ part, 1e-8 * rows.sq_sum()):
+            # (one read: the sum of squares, the fifth's Gram matrix and the outlyingness's
+            # float32 copy, which the rows keep)
+            sq, part_gram = rows.survey(step)
+            if _above(part_gram, 1e-8 * sq):
                 return mean, np.eye(d), rows
         Zc = Z - mean
         w = np.linalg.eigvalsh(Zc.T @ Zc)
@@ -309,6 +311,16 @@ def _scatter(X):
     return m, X.T @ X
 
 
+def _subset_scatter(X, mask):
+    """_scatter of the rows X[mask] (X an array or CentredRows): of centred rows a block at a
+    time (CentredRows.scatter, no copy of the rows; the same matrix to about 1e-15 of its
+    largest entry), else of their copy (the rows' coordinates in their affine span, octane's
+    and glass's case: as ever)."""
+    if isinstance(X, CentredRows) and X.shift is not None:
+        return X.scatter(mask)
+    return _scatter(X[mask])
+
+
 def _rescatter(X, old, centre, G, new):
     """Mean and scatter of the rows X[new] from those of X[old] (``centre``, ``G``; boolean
     masks): the rows that differ are added and taken out about ``centre`` (at 10,000 x 200 about
@@ -316,9 +328,12 @@ def _rescatter(X, old, centre, G, new):
     add, drop = new & ~old, old & ~new
     count = int(new.sum())
     if int(add.sum() + drop.sum()) > count // 2:
-        return _scatter(X[new])
-    A = X[add] - centre
-    D = X[drop] - centre
+        return _subset_scatter(X, new)
+    # (rows by a mask are a new array, never a view: centred in place, no second copy)
+    A = X[add]
+    A -= centre
+    D = X[drop]
+    D -= centre
     shift = (A.sum(axis=0) - D.sum(axis=0)) / count       # new mean - centre
     G = G + A.T @ A - D.T @ D - count * np.outer(shift, shift)
     return centre + shift, G

@@ -120,7 +120,7 @@ def test_pixel_range_test_read_in_steps_agrees_with_the_whole_table(monkeypatch)
     base = np.random.default_rng(0).integers(0, 256, size=(10, 4)).astype(float)
     cases = {"pixels": base, "unit": base / 255.0, "fraction": base / 255.0 + 0.5}
     for row in (0, 5, 9):            # first step, middle, last (partial) step
-        for value in (-1e-300, np.nan, 256.0):
+        for value in (-1e-300, np.nan, 256.0, 17.5):     # (17.5: the one fraction)
             X = base.copy()
             X[row, 3] = value
             cases[f"{value} at row {row}"] = X
@@ -128,3 +128,45 @@ def test_pixel_range_test_read_in_steps_agrees_with_the_whole_table(monkeypatch)
         expect = False if np.isnan(X).any() else whole(X)
         assert _scaling.one_range(X) is expect, name
         assert _scaling.one_range(sp.csr_matrix(X)) is expect, name
+
+
+def test_mixed_units_test_reads_the_rescaled_moments_in_one_sweep():
+    """The mixed-units test takes the moments of X itself and rescales by powers of two only
+    the columns whose moments cannot rule out values beyond pow2_factor's range: every mean
+    and spread equals the rescaled table's (the rule as first written), bit for bit, on
+    columns far below, far above, across and near both ends of that range, beside ordinary
+    ones, in several blocks of rows."""
+    from robustcore._scaling import _decision_moments, column_moments, column_pow2_factors, mixed_units
+
+    def rescaled(X, block):         # every column's extremes, then the rescaled table's moments
+        f = column_pow2_factors(X)
+        with np.errstate(over="ignore", invalid="ignore"):
+            mean, sd = column_moments(X * f if np.any(f != 1.0) else X, block)
+            return mean / f, sd / f
+
+    rng = np.random.default_rng(3)
+    n = 3_001
+    g = rng.standard_normal(n)
+    one_big = np.zeros(n)
+    one_big[1_700] = 3e151                  # one value above the range among zeros
+    mixed_ends = np.where(g > 0, 1e200, 1e-200) * g
+    cols = [g, 5.0 + 1e-3 * g, 1e-200 * g, 1e-160 * (1.0 + 0.1 * g), 1e200 * g, 1e153 * (2.0 + g),
+            1e300 * g, one_big, mixed_ends, np.zeros(n), np.full(n, 7.0), 1e-151 * np.ones(n),
+            0.9e150 * g, 1.1e-150 * g]
+    X = np.column_stack(cols)
+    for block in (1 << 12, 1 << 16):        # several blocks (the last short), one block
+        got, want = _decision_moments(X, block), rescaled(X, block)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    # the decision on tables of ordinary columns beside one beyond either end: the first rule's
+    decisions = []
+    ordinary = rng.standard_normal((500, 4))
+    for extreme in (1e-200, 1e200, 1.0, 30.0):
+        T = np.c_[ordinary, extreme * rng.standard_normal(500)]
+        f = column_pow2_factors(T)
+        with np.errstate(over="ignore"):
+            m, s = column_moments(T * f)
+            expect = mixed_units(s / f, m / f)
+        assert resolve_scaling(T, "auto") == ("standard" if expect else "none")
+        decisions.append(expect)
+    assert decisions == [False, True, False, True]

@@ -194,7 +194,8 @@ def test_window_sums_find_the_window_of_least_variance_of_every_row():
 def test_centred_rows_read_as_the_stored_copy_would():
     """CentredRows (Z - mean made where it is read) against the stored copy, over several
     blocks: rows by index and by mask, the float32 copy and the blocks to the bit, the sum of
-    squares and the projections to rounding; with no shift, Z itself."""
+    squares, a Gram matrix of spread rows and the projections to rounding; with no shift, Z
+    itself."""
     from robustcore.subspace._robpca_rows import CentredRows, dense
     rng = np.random.default_rng(13)
     Z = 1e3 + rng.standard_normal((2000, 300)) * np.linspace(0.1, 10.0, 300)
@@ -210,9 +211,49 @@ def test_centred_rows_read_as_the_stored_copy_would():
     np.testing.assert_array_equal(rows.astype(np.float32), Zc.astype(np.float32))
     np.testing.assert_array_equal(np.vstack([B.copy() for _, B in rows.blocks()]), Zc)
     np.testing.assert_array_equal(dense(rows), Zc)
-    assert rows.sq_sum() == pytest.approx(np.einsum("ij,ij->", Zc, Zc), rel=1e-12)
+    # one read for the affine span's test and the outlyingness: the sum of squares, the Gram
+    # matrix of every 3rd row, and the float32 copy, handed to the next astype (then made anew)
+    sq, G = rows.survey(3)
+    assert sq == pytest.approx(np.einsum("ij,ij->", Zc, Zc), rel=1e-12)
+    np.testing.assert_allclose(G, Zc[::3].T @ Zc[::3], rtol=0, atol=1e-12 * np.abs(G).max())
+    kept = rows.astype(np.float32)
+    np.testing.assert_array_equal(kept, Zc.astype(np.float32))
+    again = rows.astype(np.float32)
+    assert again is not kept and np.array_equal(again, kept)
     V = np.linalg.qr(rng.standard_normal((300, 4)))[0]
     np.testing.assert_allclose(rows.project(V), V.T @ Zc.T, rtol=1e-12, atol=1e-9)
     plain = CentredRows(Zc)
     np.testing.assert_array_equal(plain.project(V), V.T @ Zc.T)
     assert dense(plain) is Zc and plain.astype(np.float32).dtype == np.float32
+
+
+def test_scatter_of_a_subset_read_by_blocks_is_the_copied_rows_scatter():
+    """CentredRows.scatter (the subset's sums by blocks, less count x its mean's outer product)
+    against the mean and scatter of the copied, centred rows, for the h least outlying rows of
+    offset columns over several blocks (the mask uneven across them): the mean to 1e-13 of the
+    rows' size, the matrix to 1e-13 of its largest entry; and _rescatter through it when most
+    rows change. Without a shift the rows are copied out, as before (the same bits)."""
+    from robustcore.subspace._robpca_rows import CentredRows
+    from robustcore.subspace.robpca import _rescatter, _scatter, _subset_scatter
+    rng = np.random.default_rng(17)
+    Z = 1e3 + rng.standard_normal((3000, 250)) * np.linspace(0.1, 10.0, 250)
+    Z[:300] += 30.0                                    # a cluster off the centre, all in one block
+    mean = Z.mean(axis=0)
+    rows = CentredRows(Z, mean)
+    assert rows.rows_per_block() < 1500
+    mask = rng.random(3000) < 0.75
+    mask[:300] = False
+    m0, G0 = _scatter((Z - mean)[mask])
+    m1, G1 = _subset_scatter(rows, mask)
+    np.testing.assert_allclose(m1, m0, rtol=0, atol=1e-13 * np.abs(Z - mean).max())
+    np.testing.assert_allclose(G1, G0, rtol=0, atol=1e-13 * np.abs(G0).max())
+    assert np.array_equal(G1, G1.T)
+    new = ~mask
+    m2, G2 = _rescatter(rows, mask, m1, G1, new)          # most rows change: taken afresh
+    m3, G3 = _scatter((Z - mean)[new])
+    np.testing.assert_allclose(G2, G3, rtol=0, atol=1e-13 * np.abs(G3).max())
+    np.testing.assert_allclose(m2, m3, rtol=0, atol=1e-13 * np.abs(Z - mean).max())
+    plain = CentredRows(Z - mean)
+    m4, G4 = _subset_scatter(plain, mask)
+    np.testing.assert_array_equal(G4, G0)
+    np.testing.assert_array_equal(m4, m0)
