@@ -102,7 +102,7 @@ class Histogram:
     def add(self, v) -> None:
         self.part = merge_histograms(self.part, histogram_block(v))
 
-    def merge(self, other: "Histogram") -> "Histogram":
+    def merge(self, other: Histogram) -> Histogram:
         self.part = merge_histograms(self.part, other.part)
         return self
 
