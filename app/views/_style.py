@@ -170,6 +170,42 @@ def fit_legend(legend: pg.LegendItem, width: float) -> None:
     legend.setColumnCount(best)
 
 
+def wrap_legend(legend: pg.LegendItem, width: float) -> None:
+    """Entries still wider than ``width`` go on as many lines (of about equal length, broken at
+    spaces) as they need (undone by the next :func:`fit_legend`). For a figure too narrow for its
+    legends in one column: one long entry ("flagged known outliers (of 50)") set its legend's
+    width, and the figure's, past the window's edge, and the plot on the right was cut off (the
+    comparison view at 800 px). Only then: each line costs the plots above some height."""
+    if legend.columnCount > 1:
+        return
+    for sample, lab in legend.items:
+        room = width - sample.width() - 10
+        if _label_width(lab) <= room:
+            continue
+        text = lab.one_line if getattr(lab, "one_line", None) is not None else lab.text
+        words = text.replace("<br>", " ").split(" ")
+        for lines in range(2, len(words) + 1):
+            lab.setText("<br>".join(_balanced(words, lines)))
+            if _label_width(lab) <= room:
+                break
+        lab.one_line = text
+
+
+def _balanced(words: list[str], lines: int) -> list[str]:
+    """``words`` in ``lines`` lines of about equal length (greedy, by characters)."""
+    target = (sum(map(len, words)) + len(words) - 1) / lines
+    out, line = [], ""
+    for i, w in enumerate(words):
+        left = len(words) - i   # words not yet placed, this one included
+        if line and (len(line) + 1 + len(w) > target and len(out) < lines - 1 or left < lines - len(out)):
+            out.append(line)
+            line = w
+        else:
+            line = f"{line} {w}" if line else w
+    out.append(line)
+    return out
+
+
 def _label_width(lab) -> float:
     return lab.item.boundingRect().width()   # up to date at once (the widget's after layout)
 

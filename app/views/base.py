@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import traceback
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
 
 from robustcore.methods import methods_for_view, view_requirement
@@ -74,6 +74,24 @@ class BaseView(QWidget):
         w = max(self.figure.width() - 30, 100)
         for legend, share in self._legends:
             st.fit_legend(legend, share * w)
+        if not self._legends:
+            return
+        # Only where the figure is too narrow for its legends' entries on one line each do they
+        # wrap: every line costs the plots above some height. (Their least width is stale
+        # until their layout is invalidated.)
+        lay = self.figure.ci.layout
+        lay.invalidate()
+        if self._narrowest() > self.figure.width():
+            for legend, share in self._legends:
+                st.wrap_legend(legend, share * w)
+            lay.invalidate()
+        if self.figure.ci.geometry() != self.figure.range:
+            # Qt had widened the layout to its former least width: it stays so unless set again
+            self.figure.ci.setGeometry(self.figure.range)
+
+    def _narrowest(self) -> float:
+        """The least width the figure's items can be laid out in."""
+        return self.figure.ci.effectiveSizeHint(Qt.SizeHint.MinimumSize).width()
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.figure and event.type() == QEvent.Type.Resize:

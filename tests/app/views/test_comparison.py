@@ -186,3 +186,21 @@ def test_a_mixed_unit_table_is_compared_in_one_unit(views_for):
     # every method's error is now of the same order (one unit), not 1e6 apart
     errs = np.array(list(v.errors["unflagged by all"].values()))
     assert errs.max() / errs.min() < 100
+
+
+def test_a_narrow_view_keeps_every_plot_and_legend_inside_the_figure(views_for, qtbot):
+    """At 800 px of window the views get about 490 px: one legend entry ("flagged known outliers
+    (of 50)") made its legend, and so the figure, wider than that, and the counts' plot was cut
+    off at the right edge. Long entries now go on more lines instead."""
+    state = make_state("usps-small", ("pca", {"n_components": 2}), ("coherence-pursuit", {"n_components": 2}), "pcp")
+    v = views_for(state, size=(490, 600)).show_view("comparison")
+    qtbot.wait(100)
+    width = v.figure.viewport().width()
+    assert 300 < width <= 490
+    for item in (v.angle_plot, v.error_plot, v.flag_plot, v.angle_legend, v.error_legend, v.flag_legend):
+        box = item.mapRectToScene(item.boundingRect())
+        assert box.left() >= 0 and box.right() <= width + 1, (item, box, width)
+    # and what the legends say is all still there, on more lines
+    texts = [lab.text.replace("<br>", " ") for _, lab in v.flag_legend.items]
+    assert any(t.startswith("flagged known outliers (of ") for t in texts), texts
+    assert any("<br>" in lab.text for _, lab in v.flag_legend.items)
