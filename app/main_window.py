@@ -9,6 +9,8 @@ what happens in each room is another module's.
 - :class:`app.run_controller.RunController` (``window.runs``) -- fits: the runner, job tags,
   stale checks, process or thread, the Run log;
 - :mod:`app.actions` -- the menus' actions, declared once, and their callbacks (the dialogs);
+  :mod:`app._window_menus` the menus listing recent files, demos, docks and examples;
+  :mod:`app._window_drop` files dropped on the window;
 - :class:`app.settings.Settings` -- what is kept between launches, read through typed accessors;
 - :mod:`app.panels` and :mod:`app.views` -- the Data and Method panels, the Run log, the views.
 
@@ -33,17 +35,17 @@ From "Run" to a drawn view, each room once:
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QLabel, QMainWindow, QMessageBox
 
 from robustcore.methods import METHODS
 
 from ._qt import configure_window_process, fit_to_screen, hold_main_thread_garbage, release_main_thread_garbage
+from ._window_drop import FileDrop
+from ._window_menus import ListMenus, demo_list
 from .actions import build_actions, build_menus
 from .actions import export as export_actions
 from .actions import file as file_actions
@@ -63,11 +65,6 @@ NARROW_WINDOW = 1100  # logical pixels: below this the side panels share one col
 DEFAULT_SIZE = (1360, 860)  # logical pixels, when the screen has room for it
 
 
-def _demo_list() -> dict:
-    import robustcore.datasets as d
-    return dict(d.demos())
-
-
 def _room(room: str, name: str, writable: bool = False) -> property:
     """A controller's attribute under the window's name (``window.runner`` is ``window.runs.runner``)."""
     def get(self):
@@ -78,7 +75,7 @@ def _room(room: str, name: str, writable: bool = False) -> property:
     return property(get, put if writable else None, doc=f"``self.{room}.{name}``")
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ListMenus, FileDrop, QMainWindow):
     """Robust Subspace Studio's window.
 
     Signals (for scripts and tests)
@@ -229,7 +226,7 @@ class MainWindow(QMainWindow):
         return dock
 
     def _build_docks(self) -> None:
-        self.dataset_panel = DatasetPanel(_demo_list())
+        self.dataset_panel = DatasetPanel(demo_list())
         self.method_panel = MethodPanel(self.methods)
         self.run_log = RunLog()
         self.dataset_dock = self._dock("Data", "dock_data", self.dataset_panel,
@@ -267,56 +264,6 @@ class MainWindow(QMainWindow):
                              Qt.Orientation.Horizontal)
         # A short window (200 %) gives the log less: the view names may take a second row there.
         self.resizeDocks([self.log_dock], [int(min(150, h / (8 if h < 700 else 6)))], Qt.Orientation.Vertical)
-
-    def _build_recent_menu(self, menu) -> None:
-        self.recent_menu = menu.addMenu("Open &recent")
-        self.recent_menu.setObjectName("menu_recent")
-        self._rebuild_recent_menu()
-
-    def _rebuild_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        files = self.settings.recent_files()
-        for i, path in enumerate(files):
-            label = f"&{i + 1}  {os.path.basename(path) or path}" if i < 9 else os.path.basename(path)
-            act = self.recent_menu.addAction(label)
-            act.setToolTip(path)
-            act.setStatusTip(path)
-            act.triggered.connect(lambda checked=False, p=path: self.data.open_recent(p))
-        if files:
-            self.recent_menu.addSeparator()
-            clear = self.recent_menu.addAction("Clear list")
-            clear.triggered.connect(self.data.clear_recent)
-        self.recent_menu.setToolTipsVisible(True)
-        self.recent_menu.setEnabled(bool(files))
-
-    def _build_demos_menu(self, menu) -> None:
-        self.demos_menu = menu
-        self.demo_actions: dict[str, QAction] = {}
-        for name, desc in _demo_list().items():
-            act = QAction(f"{name}  —  {desc}", self)
-            act.setToolTip(desc)
-            act.setStatusTip(desc)
-            act.setObjectName(f"demo_{name}")
-            act.triggered.connect(lambda checked=False, n=name: self.data.load_demo(n))
-            menu.addAction(act)
-            self.demo_actions[name] = act
-
-    def _build_dock_toggles(self, menu) -> None:
-        for dock in (self.dataset_dock, self.method_dock, self.log_dock):
-            menu.addAction(dock.toggleViewAction())
-
-    def _build_examples_menu(self, menu) -> None:
-        from .examples import EXAMPLES
-        sub = menu.addMenu("&Examples")
-        sub.setObjectName("menu_examples")
-        sub.setToolTipsVisible(True)
-        self.example_actions: dict[str, QAction] = {}
-        for ex in EXAMPLES:
-            act = sub.addAction(ex.title)
-            act.setToolTip(ex.blurb)
-            act.setStatusTip(ex.blurb)
-            act.triggered.connect(lambda checked=False, e=ex: help_actions.open_example(self, e))
-            self.example_actions[ex.key] = act
 
     # == wiring ==========================================================================================
     def _connect(self) -> None:
@@ -409,31 +356,6 @@ class MainWindow(QMainWindow):
         return box
 
     # == window events ===================================================================================
-    @staticmethod
-    def _dropped_paths(mime) -> list[str]:
-        if not mime.hasUrls():
-            return []
-        return [u.toLocalFile() for u in mime.urls() if u.isLocalFile() and u.toLocalFile()]
-
-    def dragEnterEvent(self, event) -> None:
-        if self._dropped_paths(event.mimeData()):
-            event.acceptProposedAction()
-        else:
-            event.ignore()
-
-    def dragMoveEvent(self, event) -> None:
-        self.dragEnterEvent(event)
-
-    def dropEvent(self, event) -> None:
-        paths = self._dropped_paths(event.mimeData())
-        if not paths:
-            event.ignore()
-            return
-        event.acceptProposedAction()
-        if len(paths) > 1:
-            self.statusBar().showMessage(f"{len(paths)} files dropped; opening the first one", 8000)
-        self.data.open_path(paths[0])
-
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if self._first_show:

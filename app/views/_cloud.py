@@ -3,8 +3,8 @@
 ``SelectViewBox`` turns left-drags into rectangle or lasso selections (or pans, in pan mode) and
 left-clicks into point picks; Shift adds to the selection, Ctrl (or Alt) subtracts, no modifier
 replaces. ``PointCloud`` draws the points as ONE ScatterPlotItem with shared brushes, the flagged
-points and the selection as two small overlay items, and finds the point under the mouse in
-screen pixels so a tooltip always belongs to the point drawn under the cursor. Above
+points and the selection as two small overlay items; its selection and hover (the point under
+the mouse, found in screen pixels) are :mod:`._cloud_selection`'s. Above
 :data:`POINTS_MAX` points (or when a view hands it a layered source) a cloud is binned off the GUI thread instead
 (:mod:`app.views._binned`): it then draws density layers and the points worth drawing, and a
 rectangle or lasso is resolved on a worker before it reaches the shared selection.
@@ -16,12 +16,12 @@ import weakref
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
-from PySide6.QtGui import QCursor, QPainterPath
-from PySide6.QtWidgets import QGraphicsPathItem, QToolTip
+from PySide6.QtGui import QPainterPath
+from PySide6.QtWidgets import QGraphicsPathItem
 
-from . import _geometry as geo
 from . import _style as st
 from ._binned import Binned, Source
+from ._cloud_selection import CloudSelection
 from ._density import Density
 from ._map_fill import finish_all as finish_maps
 from ._turns import next_turn
@@ -185,7 +185,7 @@ def new_plot(layout, row=None, col=None, rowspan=1, colspan=1, **kwargs) -> pg.P
     return plot
 
 
-class PointCloud(QObject):
+class PointCloud(CloudSelection, QObject):
     """Samples drawn in one plot, linked to ``state``'s selection.
 
     Points are drawn as one ScatterPlotItem per distinct brush (a colour group), each with a
@@ -194,7 +194,8 @@ class PointCloud(QObject):
     are drawn on top (for a score colouring: the highest scores last).
 
     ``sample_index`` maps each drawn point to its sample (identity by default); ``describe(i)``
-    gives the tooltip text of sample i.
+    gives the tooltip text of sample i. Selection and hover are
+    :class:`._cloud_selection.CloudSelection`'s.
     """
 
     sigHovered = Signal(int)  # sample index under the mouse, -1 when none
@@ -239,12 +240,6 @@ class PointCloud(QObject):
         self._scene = None
         self._connect_scene()
         state.selectionChanged.connect(self.show_selection)
-
-    def _connect_scene(self):
-        sc = self.plot.scene()
-        if sc is not None and sc is not self._scene:
-            sc.sigMouseMoved.connect(self._on_move)
-            self._scene = sc
 
     # -- data -----------------------------------------------------------------------------
     def set_points(self, x, y, brushes=None, sizes=None, sample_index=None, flags=None) -> None:
@@ -508,77 +503,6 @@ class PointCloud(QObject):
         for it in (*self.groups, self.flag_item, self.sel_item):
             it.setData(x=[], y=[])
         self.density.hide()
-
-    # -- selection ------------------------------------------------------------------------
-    def selected_points(self) -> np.ndarray:
-        return np.flatnonzero(np.isin(self.sample_index, self.state.selection))
-
-    def show_selection(self, _sel=None) -> None:
-        if self.binned.active:
-            self.binned.mark(self.state.selection)
-            return
-        pts = self.selected_points()
-        self.sel_item.setData(x=self.x[pts], y=self.y[pts])
-
-    def select_rect(self, x0, y0, x1, y1, mode="replace") -> np.ndarray | None:
-        """Select the samples in a rectangle; returns them (None when binned: the worker sets
-        the selection later, see Binned.select)."""
-        if self.binned.active:
-            self.binned.select(("rect", (x0, y0, x1, y1)), mode)
-            return None
-        idx = self.sample_index[geo.in_rect(self.x, self.y, x0, y0, x1, y1)]
-        self.state.set_selection(idx, mode)
-        return idx
-
-    def select_polygon(self, poly, mode="replace") -> np.ndarray | None:
-        if self.binned.active:
-            self.binned.select(("lasso", np.asarray(poly, dtype=np.float64)), mode)
-            return None
-        idx = self.sample_index[geo.in_polygon(self.x, self.y, poly)]
-        self.state.set_selection(idx, mode)
-        return idx
-
-    def _on_region(self, kind, pts, mode):
-        if kind == "rect":
-            self.select_rect(pts[0, 0], pts[0, 1], pts[1, 0], pts[1, 1], mode)
-        else:
-            self.select_polygon(pts, mode)
-
-    def _on_pick(self, pos, mode):
-        i = self.index_at(pos.x(), pos.y())
-        if i >= 0:
-            self.state.set_selection([i], mode)
-        elif mode == "replace":
-            self.state.set_selection([], "replace")
-
-    # -- hover ----------------------------------------------------------------------------
-    def index_at(self, x: float, y: float, radius: float | None = None) -> int:
-        """Sample index of the drawn point nearest data position (x, y) within ``radius`` pixels."""
-        sx, sy = self.vb.viewPixelSize()
-        if not (sx > 0 and sy > 0):
-            return -1
-        r = self.size / 2 + 4 if radius is None else radius
-        j = geo.nearest_index(self.x, self.y, x, y, sx, sy, r)
-        return int(self.sample_index[j]) if j >= 0 else -1
-
-    def _on_move(self, scene_pos):
-        if not self.vb.sceneBoundingRect().contains(scene_pos):
-            self._set_hover(-1)
-            return
-        p = self.vb.mapSceneToView(scene_pos)
-        self._set_hover(self.index_at(p.x(), p.y()))
-
-    def _set_hover(self, i: int) -> None:
-        if i == self.hovered:
-            return
-        self.hovered = i
-        self.hover_text = self.describe(i) if i >= 0 else ""
-        if i >= 0:
-            QToolTip.showText(QCursor.pos(), self.hover_text)
-        else:
-            QToolTip.hideText()
-        self.sigHovered.emit(i)
-
 
 def _palette_order(table) -> list[int]:
     """Order of brushes: the category palette first (in palette order), then score levels low

@@ -6,11 +6,8 @@ ranking, contour, outlier-map, learning-curve, comparison, evaluation. A "summar
 """
 from __future__ import annotations
 
-import importlib
 import os
-import sys
 from collections.abc import Mapping
-from contextlib import contextmanager
 
 from PySide6.QtCore import QCoreApplication, QEvent, QTimer, Signal
 from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
@@ -18,13 +15,12 @@ from PySide6.QtWidgets import QPlainTextEdit, QTabWidget, QWidget
 from robustcore.methods import METHODS, methods_for_view
 from robustcore.result import summary_lines
 
-from ..export import export_results as _export_results
 from ..mapped_tables import release as release_mapped
-from ..export import provenance_header
-from ._figure import export_widget
+from ._figure_export import FigureExport
+from ._prepare_ahead import PrepareAhead
 from ._turns import next_turn
 from ._wrap_tabs import WrapTabBar
-from .catalog import VIEW_CLASSES, VIEW_NAMES
+from .catalog import VIEW_NAMES
 from .catalog import view_class as _view_class
 
 
@@ -56,24 +52,24 @@ def view_title(name: str) -> str:
     return _view_class(name).title
 
 
-# How long after data, a method or Run the view a result would go to is built (see prepare).
-PREPARE_DELAY_MS = 80
 # How long after the latest drawing the pages of a mapped table are given back.
 RELEASE_AFTER_MS = 1000
 
 
-class ResultViews(QTabWidget):
+class ResultViews(FigureExport, PrepareAhead, QTabWidget):
     """The result views of one :class:`~app.state.AppState`.
 
     ``view(name)`` gives a view, ``show_view(name)`` brings it to the front,
-    ``export_figure(path, scale)`` writes the current (or named) view's figure as PNG or SVG.
+    ``export_figure(path, scale)`` writes the current (or named) view's figure as PNG or SVG
+    (:class:`._figure_export.FigureExport`).
 
     A new result is drawn over the next turns of the event loop, not in the one it arrives in:
     the view to show is built in one turn and filled in the next (together they froze the
     window 55-80 ms; issue 25, benchmarks/bench_views.py gaps). ``viewsReady`` is emitted once
     the view on screen shows it, and :meth:`when_drawn` runs a callback then. Asking for a view
     (``view``, ``show_view``, ``export_figure``, ``current_view_name``) draws what is pending
-    first, so code that reads a view right after a result sees the result.
+    first, so code that reads a view right after a result sees the result. The views a result
+    could go to are built ahead, in idle turns (:class:`._prepare_ahead.PrepareAhead`).
     """
 
     viewsReady = Signal()
@@ -107,11 +103,7 @@ class ResultViews(QTabWidget):
         # What is still to be drawn (see _draw_step): ("result", method) or ("show", view name).
         self._pending = None
         self._step_timer = next_turn(self, self._on_step)
-        self._to_prepare = []   # views of the method whose first view _prepare builds
-        self._preparing = False  # _prepare has a share to do on a coming turn
-        self._prepare_timer = next_turn(self, self._prepare)
-        # Speculative work: after the turns that show the data or start the fit, and the paint.
-        self._prepare_timer.setInterval(PREPARE_DELAY_MS)
+        self._init_prepare()
         self._when_drawn = []  # callbacks waiting for the pending drawing
         # The pages of a mapped table (app.mapped_tables) the drawings read, given back once
         # the window has drawn for a while: not in the turns of a view's first showing, nor
@@ -210,61 +202,6 @@ class ResultViews(QTabWidget):
         w = self.currentWidget()
         return next((n for n, v in self._views.items() if v is w), None)
 
-    def export_figure(self, path, scale: float = 1.0, view: str | None = None, overwrite: bool = True,
-                      provenance: bool = True) -> str:
-        """Write the figure of ``view`` (default: the current one) to a .png (``scale`` 1–4) or .svg.
-
-        With ``provenance`` the file records what produced it (method, parameters, data, versions):
-        a PNG text chunk "Comment" or an SVG ``<metadata>`` element, as JSON.
-        """
-        name = view or self.current_view_name()
-        if name is None:
-            raise ValueError("no result view is showing; choose a view to export")
-        v = self.view(name)
-        why = v.missing(self.state)
-        if why is not None:
-            raise ValueError(f"the {name!r} view has nothing to show yet: {why}")
-        v.ensure_fresh()
-        meta = self.figure_provenance(name) if provenance else None
-        with self._laid_out(v):
-            return export_widget(v.figure, path, scale=scale, overwrite=overwrite, metadata=meta)
-
-    @contextmanager
-    def _laid_out(self, v):
-        """A view never shown keeps Qt's default 640 x 480 and a figure whose layout never ran
-        (legend over the title, labels adrift): bring it to the front for the export, laid out
-        at the size the views have, and put the shown view back. No event loop pass runs in
-        between, so the screen never shows the switch."""
-        shown = self.currentWidget()
-        if v.isVisible() or not self.isVisible() or shown is v:
-            yield
-            return
-        self.blockSignals(True)
-        try:
-            self.setCurrentWidget(v)
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-            v.fit_layout()
-            QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest)
-            yield
-        finally:
-            self.setCurrentWidget(shown)
-            self.blockSignals(False)
-
-    def figure_provenance(self, name: str) -> dict:
-        """JSON-able record of the results a view draws, as :func:`app.export.provenance_header`."""
-        ds = self.state.dataset
-        heads = [provenance_header(r, ds) for r in self.view(name).figure_results() if r is not None]
-        if len(heads) == 1:
-            return dict(heads[0], view=name)
-        return {"view": name, "results": heads}
-
-    def export_results(self, path, method: str | None = None, overwrite: bool = False) -> list[str]:
-        """Write the scores, flags and arrays of ``method`` (default: the current one)."""
-        res = self.state.result(method)
-        if res is None:
-            raise ValueError(f"no result of {method or self.state.current_method!r} to export; run it first")
-        return _export_results(res, self.state.dataset, path, overwrite=overwrite)
-
     def show_live(self, name: str, key, title: str, frames) -> None:
         """Feed the frames a run in progress has finished to view ``name`` (one with
         ``show_live``); it comes to the front when nothing this window can draw is showing."""
@@ -349,42 +286,6 @@ class ResultViews(QTabWidget):
             fn()
         return False
 
-    def prepare(self, names) -> None:
-        """Build the views ``names`` a result could be drawn in, one per idle turn (:meth:`_prepare`),
-        so neither a result's arrival nor a tab's first click builds one (issue 33.2). Called when
-        data or a method is chosen, at Run and when a result arrives."""
-        names = [n for n in names if n in self._classes]
-        if self._build_views and names:
-            self._to_prepare = names
-            self._preparing = True
-            self._prepare_timer.start()
-
-    def _prepare_current(self, *_):
-        m = METHODS.get(self.state.current_method)
-        if m is not None and self.state.dataset is not None:
-            self.prepare(m.views)
-
-    def _prepare(self) -> None:
-        """One idle turn's share of :meth:`prepare` (:func:`_prepare_share`); then the next
-        share, PREPARE_DELAY_MS later."""
-        self._preparing = _prepare_share(self)
-        if self._preparing:
-            self._prepare_timer.start()
-
-    def _predraw(self) -> bool:
-        """Draw one view built ahead that is not on screen and has a result it has not drawn
-        (True: one was drawn). A tab's first click then only paints: drawing the SPE/T² map
-        and painting it in the same turn was the longest stop after a result arrived."""
-        if self._pending is not None:   # the view on screen is drawn first
-            return False
-        cur = self.currentWidget()
-        for name in self._to_prepare:
-            v = self._views.get(name)
-            if v is not None and v is not cur and v.is_stale() and v.available():
-                v.ensure_fresh(strict=False)
-                return True
-        return False
-
     def flush(self) -> None:
         """Draw the pending result now (all steps in this turn)."""
         while self._pending is not None:
@@ -456,36 +357,6 @@ class ResultViews(QTabWidget):
             lines.append(f"{res.method}  ({res.elapsed:.2f} s)")
             lines += summary_lines(res)
         self.summary.setPlainText("\n".join(lines))
-
-
-def _prepare_share(views: ResultViews) -> bool:
-    """One share of :meth:`ResultViews.prepare`: import the module of the next view to build, or
-    build that view, or do one of its own deferred construction steps (``BaseView.build_step``),
-    or draw a view built ahead (``ResultViews._predraw``); False when there was none to do."""
-    ds = views.state.dataset
-    if ds is None or not views._build_views:
-        return False
-    from ..warm_up import window_warming
-    for name in views._to_prepare:
-        v = views._views.get(name)
-        if v is not None:
-            if v.build_step():
-                return True
-            continue
-        module = f"app.views.{VIEW_CLASSES[name][0]}"
-        if module not in sys.modules:
-            # While the warm-up imports what it imports, this could wait on it (issue 33.4).
-            if window_warming():
-                return False
-            importlib.import_module(module)
-            return True
-        if not views._classes[name].could_draw(views.state, views.state.current_method):
-            continue
-        v = views._create(name)
-        views.setTabVisible(views.indexOf(v), v.available())
-        views.tabBar().relayout()
-        return True
-    return views._predraw()
 
 
 def render_view(name: str, state, path, scale: float = 1.0, size=(1000, 700), overwrite: bool = True,
