@@ -15,8 +15,9 @@ holds the GIL, in stretches no switch interval splits (compiling a module's sour
 extension's start): run while the user clicks through views, such imports froze the window
 100-200 ms at a time (issue 33). So what a user asks for by name later (:data:`LATER`: sessions,
 live frame stores, video export) and the estimators are imported by the thread that is about to
-need them, off the GUI thread: a fit's estimator by the thread that receives its result, while
-the worker process fits (:func:`for_result`); zarr by the thread that relays a live frame store;
+need them, off the GUI thread: a fit's estimator by the thread that loads the data it will fit
+(the method chosen then) or else by the thread that receives its result, while the worker
+process fits (:func:`for_result`); zarr by the thread that relays a live frame store;
 the rest by the loader or exporter thread that opens a session or writes a video. The worker
 processes import the estimators ahead (:func:`warm_steps`), with numba's start.
 """
