@@ -78,3 +78,22 @@ def test_a_fits_estimator_is_imported_by_the_thread_that_receives_its_result():
     assert out["result"].subspace.components.shape == (2, 5)
     assert (os.getpid(), "receiver") in _FACTORY_CALLS
     assert all(name == "receiver" for pid, name in _FACTORY_CALLS if pid == os.getpid())
+
+
+def test_a_load_imports_the_chosen_methods_estimator_on_its_own_thread(qtbot, tmp_path, monkeypatch):
+    """Imported only when Run is pressed, the estimator's import fell inside the 20,000-row Run's
+    arrival gap: the thread that loads the data imports it, for the method chosen then."""
+    import app.data_controller as dc
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    seen = []
+    monkeypatch.setattr(dc, "for_result", lambda method: seen.append((method.name, threading.current_thread()
+                                                                       is threading.main_thread())))
+    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")), isolation="thread")
+    qtbot.addWidget(w)
+    w.method_panel.set_method("robpca")
+    with qtbot.waitSignal(w.datasetLoaded, timeout=60_000):
+        w.load_demo("gaussian-2d")
+    assert seen == [("robpca", False)]
+    w.close()
