@@ -23,7 +23,7 @@ from .fit_process import LoadJob, run_job, shared_pool
 from .jobs import LoadTag, SessionTag
 from .out_of_core import LazyOffer, bigdata_settings, results_dir, working_dir
 from .tasks import Job, TaskRunner
-from .warm_up import for_window
+from .warm_up import for_result, for_window, import_here
 
 __all__ = ["DataController"]
 
@@ -53,7 +53,6 @@ class DataController(QObject):
         self.session_path: str | None = None
         self.last_load = None    # the latest fit_process.Loaded (which process loaded it)
         self.lazy_offer = None   # the "Open out of core" offer being shown
-        self._handing_over = False   # a load's result is being made current (see busy)
         self.loader = TaskRunner(window)
         ld = self.loader
         ld.finished.connect(self._on_finished)
@@ -119,20 +118,24 @@ class DataController(QObject):
         if job is not None:
             self.status(f"Cancelled loading {job.tag.what}", 5000)
 
-    def busy(self) -> bool:
-        """Whether a load runs or its result is being made current (any thread may ask: the
-        window's warm-up steps aside meanwhile, app.warm_up)."""
-        return self.loader.is_busy() or self._handing_over
-
     def _on_busy(self, busy: bool) -> None:
         if not busy:
             self.dataset_panel.set_loading(None)
 
     def _start_load(self, job: LoadJob, tag: LoadTag) -> Job:
-        if self.runs.isolation == "process":
-            pool = shared_pool()
-            return self._submit(lambda progress: pool.load(job, progress), tag)
-        return self._submit(lambda progress: run_job(job, progress), tag)
+        load = shared_pool().load if self.runs.isolation == "process" else run_job
+        method = self.method_panel.method()   # what a Run on this data would fit
+
+        def fn(progress):
+            loaded = load(job, progress)
+            if method is not None:   # its result's estimator, while the user waits on the load
+                for_result(method)
+            if job.lazy:
+                # Dask's first compute in a process imports distributed (0.3-0.4 s of CPU), and
+                # the Data panel computes the table's first rows on the GUI thread: here instead.
+                import_here("distributed.worker")
+            return loaded
+        return self._submit(fn, tag)
 
     def _submit(self, fn, tag) -> Job:
         self.dataset_panel.set_loading(f"Loading {tag.what}…")
@@ -230,13 +233,6 @@ class DataController(QObject):
 
     # -- the answer -------------------------------------------------------------------------
     def _on_finished(self, job: Job, payload) -> None:
-        self._handing_over = True
-        try:
-            self._hand_over(job, payload)
-        finally:
-            self._handing_over = False
-
-    def _hand_over(self, job: Job, payload) -> None:
         if isinstance(job.tag, SessionTag):
             self._apply_session(job, payload)
             return

@@ -39,7 +39,7 @@ from robustcore._progress import Cancelled
 
 from . import bulk_pipe
 from .out_of_core import LazyOffer
-from .warm_up import for_window, warm_steps, window_ready, window_warming
+from .warm_up import for_result, for_window, import_here, warm_steps, window_ready, window_warming
 
 __all__ = ["FitPool", "WorkerDied", "RemoteError", "CANCEL_GRACE", "shared_pool", "describe_error",
            "run_job", "FitJob", "LoadJob", "Loaded", "FramesSoFar", "FrameAnnouncer",
@@ -488,6 +488,8 @@ class FitPool:
                 raise Cancelled("cancelled")
             self.last_pid = w.pid
             bulk_pipe.send(w.conn, _Run(job_id, job))
+            if isinstance(job, FitJob):
+                for_result(job.spec)   # while the worker fits: unpickling the result needs it
             deadline = None
             while True:
                 if w.conn.poll(_POLL):
@@ -503,6 +505,8 @@ class FitPool:
                     elif isinstance(msg, Partial):
                         on_partial = getattr(progress, "partial", None)
                         if on_partial is not None and not cancelled[0]:
+                            if msg.frames.store is not None:
+                                import_here("zarr")   # the live view opens the store with it
                             on_partial(msg.frames)
                     elif isinstance(msg, Done):
                         reusable = True

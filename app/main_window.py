@@ -363,9 +363,7 @@ class MainWindow(ListMenus, FileDrop, QMainWindow):
             fit_to_screen(self)
             if self.settings.window_state() is None:
                 self._size_docks()
-            # its imports after the first Open's step aside while a load runs or views are drawn
-            busy = lambda: self.data.busy() or self.views.busy()  # noqa: E731
-            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False, busy))
+            self.warmer.submit(lambda progress: warm_up(lambda: progress(0.0, "") is False))
             if self.runs.isolation == "process":
                 try:
                     shared_pool().warm()

@@ -8,6 +8,7 @@ the command line (``--video``) write the same files. Grey levels are fixed over 
 """
 from __future__ import annotations
 
+import importlib.util
 import io
 import math
 import os
@@ -32,12 +33,10 @@ _GAP = 6
 
 
 def has_mp4() -> bool:
-    """Whether MP4 can be written here (PyAV installed: pip install 'robust-subspace-studio[video]')."""
-    try:
-        import av  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether MP4 can be written here (PyAV installed: pip install 'robust-subspace-studio[video]').
+    Looked up, not imported: the export dialog asks on the GUI thread, and importing PyAV (its
+    FFmpeg libraries) holds the GIL 0.1-0.3 s; the export's own thread imports it."""
+    return importlib.util.find_spec("av") is not None
 
 
 def video_format(path) -> str:

@@ -7,16 +7,19 @@ a warm-up thread while the first Open's data reached its views, whose first draw
 ``robustcore.compare`` (and so ``sklearn.base``): the GUI thread stood waiting for the warm-up
 to finish that import, 3-5 s at load 8 (issue 33).
 
-So the window's warm-up (:func:`warm_up`) first imports what the window's own modules import from
+So the window's warm-up (:func:`warm_up`) imports what the window's own modules import from
 outside app, Qt and the standard library (:func:`window_imports`, read from their source), and
 while it does, every load or fit that ends waits in its own thread before its result reaches the
-GUI thread (:func:`window_ready`). Only the modules a first Open's drawing needs are waited for:
-those the window imports for what a user asks for later by name (:data:`LATER`) come after, with
-the estimators (:func:`warm_steps`), which only the threads receiving results use. That second
-part steps aside while the window is busy (a load in flight, views being drawn): an import holds
-the GIL, and the GUI thread, which gives it up at every Qt call, waited for it each time (the
-first Open's worst gap was 0.25-0.45 s quiet for 0.11 s of the GUI thread's own work). The worker
-processes run :func:`warm_steps` too, with numba's start.
+GUI thread (:func:`window_ready`). That is all the window process imports ahead of need. An import
+holds the GIL, in stretches no switch interval splits (compiling a module's source, a C
+extension's start): run while the user clicks through views, such imports froze the window
+100-200 ms at a time (issue 33). So what a user asks for by name later (:data:`LATER`: sessions,
+live frame stores, video export) and the estimators are imported by the thread that is about to
+need them, off the GUI thread: a fit's estimator by the thread that loads the data it will fit
+(the method chosen then) or else by the thread that receives its result, while the worker
+process fits (:func:`for_result`); zarr by the thread that relays a live frame store;
+the rest by the loader or exporter thread that opens a session or writes a video. The worker
+processes import the estimators ahead (:func:`warm_steps`), with numba's start.
 """
 from __future__ import annotations
 
@@ -26,29 +29,25 @@ import importlib
 import re
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from pathlib import Path
 from collections.abc import Callable
 
 from robustcore._progress import Cancelled
 
-__all__ = ["warm_up", "warm_steps", "window_imports", "window_ready", "for_window", "importing"]
+__all__ = ["warm_up", "warm_steps", "window_imports", "window_ready", "for_window", "for_result", "import_here",
+           "importing"]
 
 _APP = Path(__file__).resolve().parent
 # The window's own imports, which need no warming: Qt and its plot library are imported on the GUI
 # thread before the window shows (and must be), numpy by everything before that.
 _ALREADY_THERE = {"app", "PySide6", "shiboken6", "pyqtgraph", "numpy", "__future__"}
 
-# Imported by the window only for what a user asks for by name after the first Open: a session
-# or a live frame store (zarr, the data's digest), a video export (av, PIL). About 0.7 s of
-# CPU that a first Open's data no longer waits for (tests/app/test_window_start.py: an Open and
-# a Run from a new process load none of them).
+# Imported by the window only for what a user asks for by name: a session or a live frame store
+# (zarr, the data's digest), a video export (av, PIL). About 0.9 s of CPU, never imported ahead:
+# each by the thread that opens a session, relays a live store or writes a video
+# (tests/app/test_warm_up_order.py: an Open and a Run, then idle time, load none of them).
 LATER = ("zarr", "av", "PIL", "robustcore.bigdata._digest")
-
-# The warm-up's second part waits until the window has not been busy for this long: one look
-# could fall between a load's end and the drawing it starts, when neither says busy.
-QUIET_FOR = 0.2
 
 
 # ``from a.b import c, d as e`` or ``import a.b`` at the start of a line (``from .x``, the app's
@@ -160,76 +159,79 @@ def for_window(value, progress):
     return value
 
 
+def _later(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in LATER)
+
+
+def _estimator(method) -> None:
+    """Import ``method``'s estimator class (a registry Method); one the user cannot use here is
+    reported when they pick it."""
+    try:
+        method.factory()
+    except (ImportError, AttributeError):
+        pass
+
+
 def warm_steps(loaders: bool = True, jit: bool = True) -> list:
-    """One import per step: every registry estimator, robustcore.anomaly, (with ``loaders``)
-    the data loaders and (with ``jit``) the start of numba's loading."""
+    """One import per step, for a worker process between its jobs: every registry estimator,
+    robustcore.anomaly, (with ``loaders``) the data loaders and (with ``jit``) the start of
+    numba's loading."""
     from robustcore.methods import METHODS
 
-    def estimator(m):
-        try:
-            m.factory()
-        except (ImportError, AttributeError):  # reported when the user picks the method
-            pass
-    steps = [lambda m=m: estimator(m) for m in METHODS.values()]
+    steps = [functools.partial(_estimator, m) for m in METHODS.values()]
     mods = ("robustcore.anomaly", "robustcore.datasets") if loaders else ("robustcore.anomaly",)
-    steps += [lambda mod=mod: importlib.import_module(mod) for mod in mods]
+    steps += [functools.partial(importlib.import_module, mod) for mod in mods]
     if not jit:
         return steps
     # numba's 1-3 s start-up on a background thread, not in the first fit
     return steps + [lambda: importlib.import_module("robustcore._jit").preload()]
 
 
-def _later(module: str) -> bool:
-    return any(module == m or module.startswith(m + ".") for m in LATER)
+def import_here(module: str) -> None:
+    """Import ``module`` on the calling thread (not the GUI thread) before what it hands the GUI
+    thread needs it; its objects then leave the cycle collector's sight (see :func:`warm_up`)."""
+    if module in sys.modules:
+        return
+    with _importing():
+        try:
+            importlib.import_module(module)
+        except ImportError:   # an optional library: the part of the window that needs it says so
+            pass
+    gc.freeze()
 
 
-class _Quiet:
-    """Whether the window has been seen not busy for :data:`QUIET_FOR` seconds, looking every
-    ``poll`` seconds (a step of the warm-up between two looks counts as quiet if both were)."""
-
-    def __init__(self, busy: Callable[[], bool], poll: float = 0.05):
-        self.busy, self.poll, self.since = busy, poll, None
-
-    def wait(self, should_stop: Callable[[], bool]) -> bool:
-        """Return True once quiet, False if ``should_stop()`` turns true first."""
-        while not should_stop():
-            now = time.monotonic()
-            if self.busy():
-                self.since = None
-            elif self.since is None:
-                self.since = now
-            elif now - self.since >= QUIET_FOR:
-                return True
-            time.sleep(self.poll)
-        return False
+def for_result(spec) -> None:
+    """Import the estimator a fit of ``spec`` (a registry name or Method) returns, on the thread
+    that will receive the result, while the worker process fits: the result's unpickling needs its
+    class. A first PCA run's estimator modules cost 85 ms of CPU, in stretches of up to 17 ms
+    holding the GIL (compiling robustcore.subspace._base)."""
+    from robustcore.methods import get_method
+    try:
+        method = get_method(spec) if isinstance(spec, str) else spec
+    except ValueError:   # an unknown name: the fit says so
+        return
+    with _importing():
+        _estimator(method)
+    gc.freeze()
 
 
-def warm_up(should_stop: Callable[[], bool] = lambda: False, busy: Callable[[], bool] = lambda: False) -> None:
+def warm_up(should_stop: Callable[[], bool] = lambda: False) -> None:
     """The window process's warm-up, on a thread of its own: the window's imports a first Open
-    draws with (results wait for them: :func:`window_ready`); then, one at a time and only while
-    the window is not busy (``busy()`` false for a while: :class:`_Quiet`), the rest of the window's imports
-    (:data:`LATER`), every registry estimator and the data loaders, so the first form, load and
-    Run are quick. numba is left alone here: the window's fits run in worker processes, and numba
-    compiling on a thread beside Qt's ended one CI run in a segmentation fault.
+    draws with (results wait for them: :func:`window_ready`), but for :data:`LATER`. Nothing
+    else is imported ahead in the window process (see the module's docstring). numba is left
+    alone here: the window's fits run in worker processes, and numba compiling on a thread beside
+    Qt's ended one CI run in a segmentation fault.
 
     What these imports made lives as long as the process: it is moved out of the cycle
-    collector's sight (``gc.freeze``) at the end of the first part, before each pause and at the
-    end, or every full collection on the GUI thread (app._qt.MainThreadGarbage) would walk it
-    again: 0.24 s of CPU each with these modules loaded, 5 microseconds once frozen. (Cycles that
-    were garbage at that moment are never collected: a few kB.)"""
-    first = [(m, n) for m, n in window_imports() if not _later(m)]
-    rest = [functools.partial(_import_as_written, m, n) for m, n in window_imports() if _later(m)]
+    collector's sight (``gc.freeze``) at the end, or every full collection on the GUI thread
+    (app._qt.MainThreadGarbage) would walk it again: 0.24 s of CPU each with these modules
+    loaded, 5 microseconds once frozen. (Cycles that were garbage at that moment are never
+    collected: a few kB.)"""
     with _GATE.closed(), _importing():
-        for module, names in first:
+        for module, names in window_imports():
+            if _later(module):
+                continue
             if should_stop():
                 return
             _import_as_written(module, names)
         gc.freeze()
-    quiet = _Quiet(busy)
-    for step in rest + warm_steps(jit=False):
-        gc.freeze()   # the steps' objects, before the GUI thread's collections resume meanwhile
-        if not quiet.wait(should_stop):
-            return
-        with _importing():
-            step()
-    gc.freeze()

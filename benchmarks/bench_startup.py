@@ -6,10 +6,10 @@ Each run is a new Python process (tests/app/first_open_probe.py): the window is 
 1280 x 800 and the demo opened at once (then, with ``--run``, that method run on it); a 10 ms
 QTimer ticks from Open until the data (and the result) is drawn, and the largest interval
 between two ticks is how long the window froze. Ours: the window's warm-up imports what its
-first drawing needs first, results wait for that in their own thread, and the rest of its
-imports step aside while the window is busy (app.warm_up). Reference: the window as before
-issue 33, its warm-up importing the estimators while the first Open's views import
-robustcore.compare (and so scikit-learn) on the GUI thread. The two alternate, ``repeats``
+first drawing needs, results wait for that in their own thread, and nothing else is imported
+ahead (app.warm_up). Reference: the window as before issue 33, its warm-up importing the
+estimators while the first Open's views import robustcore.compare (and so scikit-learn) on the
+GUI thread. The two alternate, ``repeats``
 times each; the table gives the best and the median, the ratio reference / ours of the medians,
 and how many runs had the GUI thread wait for another thread's import. Record the load average:
 the target (under 200 ms) is for a quiet machine.

@@ -18,6 +18,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, Qt, Signal
 from PySide6.QtGui import QPainterPath
 from PySide6.QtWidgets import QGraphicsPathItem
+from shiboken6 import isValid
 
 from . import _style as st
 from ._binned import Binned, Source
@@ -422,6 +423,10 @@ class PointCloud(CloudSelection, QObject):
 
     def _next_part(self) -> None:
         if not self._pending:   # drawn meanwhile (an export), or replaced by clear()
+            return
+        if not isValid(self.vb):   # its window was deleted before the parts were all drawn
+            self._pending = []
+            _DRAWING.discard(self)
             return
         self._draw_batch(self._pending.pop(0))
         if self._pending:

@@ -295,10 +295,6 @@ class ResultViews(FigureExport, PrepareAhead, QTabWidget):
         """Whether a result or a new view waits to be drawn on coming turns of the event loop."""
         return self._pending is not None
 
-    def busy(self) -> bool:
-        """Whether a result is drawn or views built over coming turns (app.warm_up asks)."""
-        return self._pending is not None or self._preparing
-
     def when_drawn(self, fn) -> None:
         """Call ``fn`` once the pending result is drawn (now when nothing is pending)."""
         if self._pending is None:

@@ -1,11 +1,11 @@
 """A new window process's first Open, watched: run as a script (a new interpreter, so every import
 is cold), it prints one JSON line.
 
-    python tests/app/first_open_probe.py [--demo NAME] [--run METHOD] [--reference]
+    python tests/app/first_open_probe.py [--demo NAME | --lazy PATH] [--run METHOD] [--idle SECONDS] [--reference]
 
-It shows the window (offscreen unless a display is set), opens the demo at once, waits for the
-data to be drawn (and with ``--run`` for that method's result), then reports, for the GUI thread
-from the moment the window was shown:
+It shows the window (offscreen unless a display is set), opens the demo (or with ``--lazy`` the
+table out of core) at once, waits for the data to be drawn (and with ``--run`` for that method's
+result), then reports, for the GUI thread from the moment the window was shown:
 
 - ``loads``: modules it loaded from outside app, Qt, pyqtgraph and the standard library;
 - ``waits``: modules it needed while another thread was importing them (the GUI thread stood
@@ -13,13 +13,13 @@ from the moment the window was shown:
 - ``max_gap``: the largest interval between two ticks of a 10 ms timer from Open to the end;
 - ``max_gap_cpu``: the most CPU time the GUI thread spent between two such ticks (its own work,
   without the time other processes held the core);
-- ``later_loaded``: the modules of app.warm_up.LATER (imported after the first Open's drawing)
-  loaded in the process by the end, by any thread (with ``--no-warm-up``: those the Open and the
-  Run needed themselves).
+- ``later_loaded``: the modules of app.warm_up.LATER (which the window never imports ahead)
+  loaded in the process by the end, by any thread;
+- ``idle_loads``: with ``--idle``, the modules (outside app, Qt, pyqtgraph and the standard
+  library) any thread loaded while the window stood idle after drawing.
 
-``--reference`` runs the window as it was before issue 33: its warm-up does not import the
-window's modules first, results do not wait for it, and it does not step aside while the window
-draws (benchmarks/bench_startup.py).
+``--reference`` runs the window as it was before issue 33: its warm-up imports the estimators at
+once instead of the window's modules, and results do not wait for it (benchmarks/bench_startup.py).
 Used by tests/app/test_first_open.py and benchmarks/bench_startup.py.
 """
 from __future__ import annotations
@@ -91,9 +91,12 @@ def main() -> None:
     global _watching
     p = argparse.ArgumentParser()
     p.add_argument("--demo", default="gaussian-2d")
+    p.add_argument("--lazy", metavar="PATH", help="open this table out of core instead of the demo")
     p.add_argument("--run", metavar="METHOD")
     p.add_argument("--reference", action="store_true")
     p.add_argument("--no-warm-up", action="store_true", help="the window starts no warm-up")
+    p.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
+                   help="leave the window idle this long once drawn, then report what it imported meanwhile")
     p.add_argument("--stacks", action="store_true",
                    help="also report where the GUI thread was when the timer had not ticked for 250 ms")
     args = p.parse_args()
@@ -103,9 +106,13 @@ def main() -> None:
     if args.reference:
         import app.main_window
         import app.warm_up as wu
-        wu.window_imports = lambda: ()
-        # nor does its warm-up step aside while the window draws
-        app.main_window.warm_up = lambda should_stop, busy: wu.warm_up(should_stop)
+
+        def old_warm_up(should_stop):   # the estimators' imports, at once
+            for step in wu.warm_steps(jit=False):
+                if should_stop():
+                    return
+                step()
+        app.main_window.warm_up = old_warm_up
 
     if args.no_warm_up:
         import app.main_window
@@ -129,10 +136,21 @@ def main() -> None:
     marks: dict[str, float] = {}
     problems: list[str] = []
 
+    idle_loads: list[str] = []
+
     def finish() -> None:
         w.grab()   # every view on screen painted once
         marks["end"] = time.monotonic()
-        qapp.quit()
+        if args.idle <= 0:
+            qapp.quit()
+            return
+        before = set(sys.modules)
+
+        def after_idle() -> None:
+            idle_loads.extend(sorted(m for m in set(sys.modules) - before
+                                     if m.partition(".")[0] not in ALLOWED | set(sys.stdlib_module_names)))
+            qapp.quit()
+        QTimer.singleShot(int(args.idle * 1000), after_idle)
 
     def loaded(ds) -> None:
         marks["loaded"] = time.monotonic()
@@ -155,7 +173,10 @@ def main() -> None:
 
     def open_demo() -> None:
         marks["open"] = time.monotonic()
-        w.load_demo(args.demo)
+        if args.lazy:
+            w.open_out_of_core(args.lazy)
+        else:
+            w.load_demo(args.demo)
 
     stalls: dict[str, int] = {}
     if args.stacks:
@@ -180,6 +201,7 @@ def main() -> None:
         "loads": loads, "waits": waits, "stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:8],
         "problems": problems,
         "later_loaded": sorted(m for m in sys.modules if later(m)),
+        "idle_loads": idle_loads,
         "load_average": os.getloadavg()[0]}), flush=True)
     close_down(w)   # as robust-studio ends
 

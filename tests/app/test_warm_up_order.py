@@ -1,8 +1,12 @@
-"""app.warm_up's order (issue 33.4): a first Open's data waits only for the imports its drawing
-needs, and what the warm-up imports after that steps aside while the window is busy."""
+"""What the window process imports ahead of need (issue 33): the window's warm-up imports only what a
+first Open's drawing needs; nothing else is imported while the window stands idle between a
+user's clicks (an import holds the GIL in stretches the GUI thread cannot cut short). A fit's
+estimator is imported by the thread that receives its result, while the worker fits."""
+import dataclasses
+import os
 import threading
-import time
 
+import numpy as np
 import pytest
 
 import app.warm_up as wu
@@ -10,91 +14,86 @@ import app.warm_up as wu
 
 @pytest.fixture
 def recorded(monkeypatch):
-    """The warm-up's imports and steps, recorded instead of done: (what, gate closed, busy)."""
+    """The warm-up's imports, recorded instead of done: (module, gate closed)."""
     seen = []
-    state = {"busy": False}
     monkeypatch.setattr(wu, "window_imports", lambda: (("robustcore", ("compare",)), ("zarr", ()),
                                                        ("PIL", ("Image",)), ("robustcore.result", ("RunResult",))))
-    monkeypatch.setattr(wu, "_import_as_written",
-                        lambda m, n: seen.append((m, wu.window_warming(), state["busy"])))
-    monkeypatch.setattr(wu, "warm_steps", lambda **k: [lambda i=i: seen.append((f"step {i}", wu.window_warming(),
-                                                                                   state["busy"])) for i in range(3)])
-    monkeypatch.setattr(wu, "QUIET_FOR", 0.1)
-    return seen, state
+    monkeypatch.setattr(wu, "_import_as_written", lambda m, n: seen.append((m, wu.window_warming())))
+    monkeypatch.setattr(wu, "warm_steps", lambda **k: pytest.fail("the window's warm-up imported an estimator"))
+    return seen
 
 
-def test_the_data_waits_for_the_drawings_imports_only_and_the_later_ones_come_after(recorded):
-    seen, _ = recorded
+def test_the_warm_up_imports_the_drawings_modules_with_the_gate_closed_and_nothing_more(recorded):
     wu.warm_up()
-    assert [m for m, *_ in seen] == ["robustcore", "robustcore.result", "zarr", "PIL", "step 0", "step 1", "step 2"]
-    gate_closed = {m: closed for m, closed, _ in seen}
-    assert gate_closed["robustcore"] and gate_closed["robustcore.result"]
-    assert not any(gate_closed[m] for m in ("zarr", "PIL", "step 0", "step 1", "step 2"))
+    assert recorded == [("robustcore", True), ("robustcore.result", True)]
+    assert not wu.window_warming()
 
 
-def test_what_comes_after_waits_while_the_window_is_busy_and_resumes_once_quiet(recorded):
-    seen, state = recorded
-    state["busy"] = True            # a load in flight when the warm-up starts
-    t = threading.Thread(target=wu.warm_up, kwargs={"busy": lambda: state["busy"]})
-    t.start()
-    deadline = time.monotonic() + 10
-    while len(seen) < 2 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.4)                  # long past QUIET_FOR: still busy, so nothing more
-    assert [m for m, *_ in seen] == ["robustcore", "robustcore.result"]
-    state["busy"] = False
-    t.join(10)
-    assert not t.is_alive()
-    assert len(seen) == 7
-    assert not any(busy for *_, busy in seen[2:]), "a later import ran while the window was busy"
-
-
-def test_a_stop_while_waiting_for_quiet_ends_the_warm_up(recorded):
-    seen, state = recorded
-    state["busy"] = True
-    stop = threading.Event()
-    t = threading.Thread(target=wu.warm_up, args=(stop.is_set,), kwargs={"busy": lambda: state["busy"]})
-    t.start()
-    time.sleep(0.3)
-    stop.set()
-    t.join(5)
-    assert not t.is_alive() and len(seen) == 2
-
-
-def test_the_window_is_busy_from_an_open_until_the_views_it_feeds_are_built(qtbot, tmp_path, monkeypatch):
-    """What the window gives its warm-up as ``busy``: true from the Open, through the data's
-    hand-over to the GUI thread, until the views of the chosen method are built; then false."""
-    import app.main_window as mw
-    from app.settings import Settings
-    from robustcore.methods import METHODS
-
-    given = {}
-    monkeypatch.setattr(mw, "warm_up", lambda should_stop, busy: given.setdefault("busy", busy))
-    w = mw.MainWindow(settings=Settings(str(tmp_path / "s.ini")), isolation="thread")
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitUntil(lambda: "busy" in given, timeout=10_000)
-    busy = given["busy"]
-    qtbot.waitUntil(lambda: not busy(), timeout=10_000)
-    at_hand_over = []
-    w.datasetLoaded.connect(lambda _ds: at_hand_over.append(busy()))
-    w.load_demo("gaussian-2d")
-    assert busy()
-    qtbot.waitUntil(lambda: bool(at_hand_over), timeout=60_000)
-    assert at_hand_over == [True]
-    qtbot.waitUntil(lambda: not busy(), timeout=60_000)
-    method = w.state.current_method
-    wanted = [n for n in METHODS[method].views if w.views._classes[n].could_draw(w.state, method)]
-    assert wanted and set(wanted) <= set(w.views._views), "quiet before the views were built"
-    w.close()
+def test_a_stop_ends_the_warm_up(recorded):
+    wu.warm_up(lambda: True)
+    assert recorded == [] and not wu.window_warming()
 
 
 @pytest.mark.slow
-def test_a_first_open_and_run_need_none_of_the_later_imports():
-    """From a new process with no warm-up at all: an Open and a PCA run load none of the modules
-    the warm-up leaves until after the first drawing (app.warm_up.LATER), so the data never
-    needed to wait for them."""
+def test_after_an_open_and_a_run_the_idle_window_imports_nothing():
+    """From a new process: a demo opened, PCA run and drawn, then 6 s idle. The warm-up used to
+    import zarr, PyAV, Pillow, the digest and every estimator once the window had been idle
+    0.2 s, which fell between a user's clicks and froze the window 100-380 ms (20,000-row tour)."""
     from tests.app.test_window_start import _probe
-    report = _probe("--demo", "gaussian-2d", "--run", "pca", "--no-warm-up")
+    report = _probe("--demo", "gaussian-2d", "--run", "pca", "--idle", "6")
     assert report["problems"] == []
+    assert report["idle_loads"] == [], "the idle window imported modules ahead of need"
     assert report["later_loaded"] == []
+
+
+_FACTORY_CALLS = []
+
+
+def _recorded_pca_class():
+    _FACTORY_CALLS.append((os.getpid(), threading.current_thread().name))
+    from robustcore.subspace.pca import PCA
+    return PCA
+
+
+@pytest.mark.slow
+def test_a_fits_estimator_is_imported_by_the_thread_that_receives_its_result():
+    """FitPool imports the estimator a result's unpickling needs on the thread that waits for it,
+    once the job is sent (the worker fits meanwhile); never on the GUI thread, never ahead."""
+    from app.fit_process import FitPool
+    from robustcore.datasets import Dataset
+    from robustcore.methods import METHODS
+
+    method = dataclasses.replace(METHODS["pca"], factory=_recorded_pca_class)
+    X = np.random.default_rng(1).standard_normal((60, 5)) @ np.diag([5, 3, 1, 0.5, 0.1])
+    pool = FitPool()
+    out = {}
+    try:
+        t = threading.Thread(name="receiver", target=lambda: out.setdefault(
+            "result", pool.run(method, Dataset(X=X, name="d"), {"n_components": 2}, lambda f, m: True)))
+        t.start()
+        t.join(240)
+        assert not t.is_alive()
+    finally:
+        pool.close()
+    assert out["result"].subspace.components.shape == (2, 5)
+    assert (os.getpid(), "receiver") in _FACTORY_CALLS
+    assert all(name == "receiver" for pid, name in _FACTORY_CALLS if pid == os.getpid())
+
+
+def test_a_load_imports_the_chosen_methods_estimator_on_its_own_thread(qtbot, tmp_path, monkeypatch):
+    """Imported only when Run is pressed, the estimator's import fell inside the 20,000-row Run's
+    arrival gap: the thread that loads the data imports it, for the method chosen then."""
+    import app.data_controller as dc
+    from app.main_window import MainWindow
+    from app.settings import Settings
+
+    seen = []
+    monkeypatch.setattr(dc, "for_result", lambda method: seen.append((method.name, threading.current_thread()
+                                                                       is threading.main_thread())))
+    w = MainWindow(settings=Settings(str(tmp_path / "s.ini")), isolation="thread")
+    qtbot.addWidget(w)
+    w.method_panel.set_method("robpca")
+    with qtbot.waitSignal(w.datasetLoaded, timeout=60_000):
+        w.load_demo("gaussian-2d")
+    assert seen == [("robpca", False)]
+    w.close()

@@ -38,6 +38,19 @@ def test_first_open_and_run_import_nothing_on_the_gui_thread_and_wait_for_no_imp
     assert report["loads"] == [], "the GUI thread imported heavy modules itself"
 
 
+@pytest.mark.slow
+def test_an_out_of_core_open_and_run_import_nothing_on_the_gui_thread(tmp_path):
+    """From a new process, a table opened out of core, then PCA run on it. Dask's first compute
+    in a process imports distributed, and the Data panel computes the table's first rows on the
+    GUI thread: it imported distributed there (1.8 s at load 5). The loading thread does now."""
+    path = tmp_path / "t.npy"
+    np.save(path, np.random.default_rng(0).standard_normal((3000, 8)))
+    report = _probe("--lazy", str(path), "--run", "pca")
+    assert report["problems"] == []
+    assert report["waits"] == [], "the GUI thread waited for another thread's import"
+    assert report["loads"] == [], "the GUI thread imported heavy modules itself"
+
+
 def test_the_warm_up_covers_the_modules_the_window_imports():
     """What the warm-up imports first is read from the app's source: robustcore.compare (whose
     import pulls scikit-learn in) and the loaders' table are among it, the command line's
