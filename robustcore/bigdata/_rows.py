@@ -23,7 +23,7 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "as_dask_rows", "held_rows", "StoredRows", "store_bytes", "hold", "held_bytes",
+__all__ = ["materialize", "fill_rows", "aligned_step", "as_dask_rows", "held_rows", "StoredRows", "store_bytes", "hold", "held_bytes",
            "result_codecs"]
 
 
@@ -158,7 +158,7 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     trailing shape). (Element-wise work on results already in memory gains nothing from Dask's
     blocks, only their scheduling.)"""
     n = int(arrays[0].shape[0])
-    step = _aligned_step(arrays, step)
+    step = aligned_step(arrays, step)
     shapes = {k: SimpleNamespace(shape=(n,) + tuple(tail), dtype=np.dtype(dt)) for k, (dt, tail) in spec.items()}
     mem, keep_out = _split_by_budget(shapes)
     out = {k: hold(np.empty(shapes[k].shape, shapes[k].dtype)) for k in mem}
@@ -180,7 +180,7 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     return {k: out[k] for k in spec}
 
 
-def _aligned_step(arrays, step: int) -> int:
+def aligned_step(arrays, step: int) -> int:
     """``step`` rounded to whole chunks of the stored arrays among ``arrays`` when they share
     one chunk length (their slices are then read as whole chunk files, :class:`RawChunks`);
     ``step`` itself otherwise."""

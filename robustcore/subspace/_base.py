@@ -600,6 +600,8 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, cou
     from ..bigdata._dask import compute
     from ..bigdata._reductions import tree_reduce
     from ..bigdata._rows import as_dask_rows
+    if _in_slices(spe) and _in_slices(t2) and (exclude is None or _in_slices(exclude)):
+        return _calibrate_sliced(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, counted)
     # blocks of the stored one (a score held in memory is cut to match)
     rows = _as_dask(t2 if not isinstance(t2, np.ndarray) else spe).chunks[0]
     pairs = zip(as_dask_rows(spe, rows).to_delayed().ravel(), as_dask_rows(t2, rows).to_delayed().ravel())
@@ -619,6 +621,33 @@ def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, cou
     left_out = int(sum(rows)) - scores.n
     trim = {"trimmed": True, "left_out": left_out} if trimmed else {}
     return scores.run(lambda kth, count_le, n: calibrate(kth, count_le, n, 1.0, alpha, **trim))
+
+
+def _calibrate_sliced(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, counted=None):
+    """:func:`_calibrate_stored` of scores held in memory or stored (not Dask arrays): the same
+    histogram and gathers over plain slices of rows, without Dask's blocks (30M rows: the
+    gather took 0.55 s of CPU through them)."""
+    from .._calibration import calibrate
+    from ..bigdata import _selection as sel
+    from ..bigdata._rows import aligned_step
+    n = int(spe.shape[0])
+    step = aligned_step([a for a in (spe, t2, exclude) if a is not None], 1 << 20)
+
+    def slices():
+        for s in range(0, n, step):
+            yield (_combined_block(spe[s:s + step], t2[s:s + step], spe_limit, t2_limit),
+                   None if exclude is None else np.asarray(exclude[s:s + step], dtype=bool))
+
+    def histogram():
+        if counted is not None:
+            return counted
+        return sel.merge_histograms(*[sel.histogram_block(b, e) for b, e in slices()])
+
+    def gather(wanted):
+        return sel.concat(*[sel.gather_block(b, wanted, e) for b, e in slices()])
+    scores = sel.ScoreSelection(histogram, gather)
+    trim = {"trimmed": True, "left_out": n - scores.n} if trimmed else {}
+    return scores.run(lambda kth, count_le, n_kept: calibrate(kth, count_le, n_kept, 1.0, alpha, **trim))
 
 
 def _combined_block(spe, t2, spe_limit, t2_limit):

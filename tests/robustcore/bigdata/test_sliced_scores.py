@@ -107,3 +107,17 @@ def test_a_nan_t2_is_refused_in_slices_as_in_blocks(scores, tmp_path):
         with pytest.raises(ValueError, match="score variance"):
             _sliced_map(scores.spe, stored, scores.projection, robust=False, crit=0.975, cutoffs=None,
                         variances=scores.var)
+
+
+@pytest.mark.parametrize("trimmed", [False, True])
+def test_calibration_over_stored_scores_in_slices_equals_the_dask_blocks(scores, tmp_path, trimmed):
+    from robustcore.subspace._base import TrainingScores, _calibrate_stored
+    exclude = (np.arange(N) % 37 == 0) if trimmed else None
+    lim = (float(np.quantile(scores.spe, 0.99)), 11.0)
+    with settings(memory_budget=int(8 * N / 0.4) + 1, store_dir=tmp_path):
+        sliced = _calibrate_stored(scores.spe, scores.t2, exclude, *lim, 0.01, trimmed)
+        blocks = _calibrate_stored(held_rows(scores.spe, (CHUNK,)), scores.t2.to_dask(),
+                                   None if exclude is None else held_rows(exclude, (CHUNK,)), *lim, 0.01, trimmed)
+        # and the in-memory calibration of the same scores
+        mem = TrainingScores(lambda: {"spe": scores.spe, "t2": scores.t2_values}, exclude=exclude).calibrate(*lim, 0.01)
+    assert sliced == blocks == mem
