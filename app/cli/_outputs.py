@@ -169,7 +169,7 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
     import zarr
 
     from app.session.stores import zarr_location
-    from robustcore.bigdata._rows import result_codecs
+    from robustcore.bigdata._rows import RawChunks, result_codecs
     per_row, _ = split_rows(res, dataset.n_samples)
     zpath = os.path.join(out, f"{res.method}-results.zarr")
     partial = zpath + ".partial"
@@ -193,7 +193,9 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
         row_bytes = max(1, int(np.prod(shape[1:], dtype=np.int64)) * np.dtype(v.dtype).itemsize)
         rows = max(1, min(n, (16 << 20) // row_bytes))
         codecs = result_codecs(v.dtype) if hasattr(group, "create_array") else {}
-        jobs.append((make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:], **codecs), v, rows))
+        z = make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:], **codecs)
+        # uncompressed fields are written as Zarr's chunk files directly (RawChunks)
+        jobs.append((RawChunks(z) if RawChunks.takes(z) else z, v, rows))
     # two fields at a time: file writes and the flags' compression release the GIL (30M rows:
     # 0.9 GB of fields took 2.6 s one after another)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

@@ -23,8 +23,8 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "as_dask_rows", "held_rows", "StoredRows", "store_bytes", "hold", "held_bytes",
-           "result_codecs"]
+__all__ = ["materialize", "fill_rows", "aligned_step", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
+           "hold", "held_bytes", "result_codecs"]
 
 
 def store_bytes(arrays: dict) -> int:
@@ -158,6 +158,7 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     trailing shape). (Element-wise work on results already in memory gains nothing from Dask's
     blocks, only their scheduling.)"""
     n = int(arrays[0].shape[0])
+    step = aligned_step(arrays, step)
     shapes = {k: SimpleNamespace(shape=(n,) + tuple(tail), dtype=np.dtype(dt)) for k, (dt, tail) in spec.items()}
     mem, keep_out = _split_by_budget(shapes)
     out = {k: hold(np.empty(shapes[k].shape, shapes[k].dtype)) for k in mem}
@@ -177,6 +178,17 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     if store is not None:
         out.update(store.finish(keep_out))
     return {k: out[k] for k in spec}
+
+
+def aligned_step(arrays, step: int) -> int:
+    """``step`` rounded to whole chunks of the stored arrays among ``arrays`` when they share
+    one chunk length (their slices are then read as whole chunk files, :class:`RawChunks`);
+    ``step`` itself otherwise."""
+    chunks = {int(a.z.chunks[0]) for a in arrays if isinstance(a, StoredRows)}
+    if len(chunks) != 1:
+        return step
+    c = chunks.pop()
+    return max(1, step // c) * c
 
 
 class _NewStore:
@@ -364,6 +376,8 @@ class StoredRows:
 
     def __init__(self, z):
         self.z = z
+        # whole chunks of rows are read as their files when Zarr stores them raw (RawChunks)
+        self._rows = RawChunks(z) if RawChunks.takes(z) else z
 
     # -- what a numpy array has ---------------------------------------------------------------
     @property
@@ -390,14 +404,14 @@ class StoredRows:
         return self.shape[0]
 
     def __getitem__(self, key):
-        return np.asarray(self.z[key])
+        return np.asarray(self._rows[key])
 
     def __array__(self, dtype=None, copy=None):
         a = np.asarray(self.z[...])
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __getattr__(self, name):        # store, path, chunks, attrs ...: the Zarr array's
-        if name == "z":
+        if name in ("z", "_rows"):
             raise AttributeError(name)
         return getattr(self.z, name)
 
