@@ -29,7 +29,8 @@ head = _lazy_head(ds)
 gc.collect()
 arrays = tracemalloc.take_snapshot().filter_traces([tracemalloc.DomainFilter(True, np.lib.tracemalloc_domain)])
 held = sum(t.size for t in arrays.traces)   # the data of numpy arrays alive
-print(json.dumps({"head": head.tolist(), "held": held, "peak": tracemalloc.get_traced_memory()[1], "block": int(ds.source.array.chunks[0][0]),
+print(json.dumps({"head": head.tolist(), "held": held, "peak": tracemalloc.get_traced_memory()[1],
+                  "block": int(ds.source.array.chunks[0][0]),
                   "distributed": "distributed" in sys.modules}))
 """
 
