@@ -23,7 +23,7 @@ from .fit_process import LoadJob, run_job, shared_pool
 from .jobs import LoadTag, SessionTag
 from .out_of_core import LazyOffer, bigdata_settings, results_dir, working_dir
 from .tasks import Job, TaskRunner
-from .warm_up import for_result, for_window, import_here
+from .warm_up import for_result, for_window
 
 __all__ = ["DataController"]
 
@@ -130,10 +130,6 @@ class DataController(QObject):
             loaded = load(job, progress)
             if method is not None:   # its result's estimator, while the user waits on the load
                 for_result(method)
-            if job.lazy:
-                # Dask's first compute in a process imports distributed (0.3-0.4 s of CPU), and
-                # the Data panel computes the table's first rows on the GUI thread: here instead.
-                import_here("distributed.worker")
             return loaded
         return self._submit(fn, tag)
 

@@ -2,6 +2,7 @@
 is cold), it prints one JSON line.
 
     python tests/app/first_open_probe.py [--demo NAME | --lazy PATH] [--run METHOD] [--idle SECONDS] [--reference]
+                                         [--head]
 
 It shows the window (offscreen unless a display is set), opens the demo (or with ``--lazy`` the
 table out of core) at once, waits for the data to be drawn (and with ``--run`` for that method's
@@ -15,6 +16,8 @@ result), then reports, for the GUI thread from the moment the window was shown:
   without the time other processes held the core);
 - ``later_loaded``: the modules of app.warm_up.LATER (which the window never imports ahead)
   loaded in the process by the end, by any thread;
+- ``distributed``: whether dask.distributed was imported by the end, by any thread;
+- ``head``: with ``--head``, the Data panel's first rows as shown (text);
 - ``idle_loads``: with ``--idle``, the modules (outside app, Qt, pyqtgraph and the standard
   library) any thread loaded while the window stood idle after drawing.
 
@@ -97,6 +100,7 @@ def main() -> None:
     p.add_argument("--no-warm-up", action="store_true", help="the window starts no warm-up")
     p.add_argument("--idle", type=float, default=0.0, metavar="SECONDS",
                    help="leave the window idle this long once drawn, then report what it imported meanwhile")
+    p.add_argument("--head", action="store_true", help="also report the Data panel's first rows as shown")
     p.add_argument("--stacks", action="store_true",
                    help="also report where the GUI thread was when the timer had not ticked for 250 ms")
     args = p.parse_args()
@@ -138,8 +142,13 @@ def main() -> None:
 
     idle_loads: list[str] = []
 
+    head: list = []
+
     def finish() -> None:
         w.grab()   # every view on screen painted once
+        if args.head:
+            m = w.dataset_panel.model
+            head.extend([m.data(m.index(r, c)) for c in range(m.columnCount())] for r in range(min(3, m.rowCount())))
         marks["end"] = time.monotonic()
         if args.idle <= 0:
             qapp.quit()
@@ -201,6 +210,8 @@ def main() -> None:
         "loads": loads, "waits": waits, "stalls": sorted(stalls.items(), key=lambda kv: -kv[1])[:8],
         "problems": problems,
         "later_loaded": sorted(m for m in sys.modules if later(m)),
+        "distributed": "distributed" in sys.modules,   # by any thread
+        "head": head,
         "idle_loads": idle_loads,
         "load_average": os.getloadavg()[0]}), flush=True)
     close_down(w)   # as robust-studio ends
