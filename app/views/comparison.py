@@ -23,6 +23,7 @@ from . import _style as st
 from ._common import fmt, sample_id, title_of
 from ._flag_table import Column, FlagTableModel
 from ._latest import runner
+from ._turns import next_turn
 from .base import BaseView
 
 
@@ -89,6 +90,8 @@ class ComparisonView(BaseView):
         # A large table's comparison is computed on a worker (see refresh).
         self._work = runner(self, self._computed, self._failed)
         self._wanted = None   # (key, work) being computed
+        self._parts = []      # what is left to draw of a comparison computed on a worker (see _show)
+        self._part_timer = next_turn(self, lambda: self._draw_parts(one=True))
 
     def build_step(self) -> bool:
         """One plot and its legend per idle turn (the angles, the errors, the counts)."""
@@ -144,6 +147,7 @@ class ComparisonView(BaseView):
 
     def draw_now(self) -> None:
         """The comparison still being computed on a worker, computed and drawn now (an export)."""
+        self._draw_parts()
         if self._wanted is None:
             return
         key, work = self._wanted
@@ -160,24 +164,43 @@ class ComparisonView(BaseView):
         ms = self.available_methods()
         if ds is None or not _same(key, _key(ds, {m: self.state.result(m) for m in ms})):
             return   # another result or data set came meanwhile (its own refresh follows)
-        self._show(key, ds, ms, got)
+        self._show(key, ds, ms, got, at_once=False)
 
     def _failed(self, job, message, details) -> None:
         self._wanted = None
         self._dirty = True
         self.set_status(f"The comparison could not be computed: {message}")
 
-    def _show(self, key, ds, ms, got) -> None:
+    def _show(self, key, ds, ms, got, at_once: bool = True) -> None:
         """Draw what :func:`_comparison_work` computed (on this thread: bounded by the number of
-        methods and of flagged samples shown, not by the data's size)."""
+        methods and of flagged samples listed, not by the data's size): the angles now, the bars
+        and the table now too (``at_once``) or each in a coming turn (four methods' plots drawn
+        in one turn took 80-110 ms)."""
         self.finish_building()
         self.flags, self.ranks, self.unit, self.auc = got["flags"], got["ranks"], got["unit"], got["auc"]
         self.common_rank = got["rank"]
         self.angles, self.spe, self.errors = got["angles"], got["spe"], got["median_spe"]
         self._counts = got["counts"]
-        self._draw(ms, ds)
-        self._fill_table(ms, ds, got["rows"])
         self._shown_key = key
+        self._draw_angles(ms)
+        self._parts = [lambda: self._draw_bars(ms, ds), lambda: self._fill_table(ms, ds, got["rows"])]
+        if at_once:
+            self._draw_parts()
+        else:
+            self._part_timer.start()
+
+    def _draw_parts(self, one: bool = False) -> None:
+        """Draw the parts still to draw (``one``: the next one, and the others in coming turns)."""
+        while self._parts:
+            self._parts.pop(0)()
+            if one:
+                if self._parts:
+                    self._part_timer.start()
+                return
+
+    def drawing(self) -> bool:
+        """Whether the comparison is being computed or drawn over coming turns."""
+        return self._wanted is not None or bool(self._parts)
 
     def _method_ticks(self) -> list:
         """Each method with its own rank under its bars: on one line where the names fit side by
@@ -247,11 +270,9 @@ class ComparisonView(BaseView):
             return f"{der.short_title(m)} {r}" + (" (rank of L)" if m == "pcp" else "")
         return f"compared at rank {self.common_rank} (own ranks: " + ", ".join(own(m) for m in ms) + ")"
 
-    def _draw(self, ms, ds):
-        for plot, leg in ((self.angle_plot, self.angle_legend), (self.error_plot, self.error_legend),
-                          (self.flag_plot, self.flag_legend)):
-            plot.clear()
-            leg.clear()
+    def _draw_angles(self, ms):
+        self.angle_plot.clear()
+        self.angle_legend.clear()
         short = {m: der.short_title(m) for m in ms}
         k = self.common_rank
         for j, ((a, b), ang) in enumerate(self.angles.items()):
@@ -262,6 +283,15 @@ class ComparisonView(BaseView):
         self.angle_plot.setYRange(0, 90)
         # (the unit is in the status line too: a narrow plot drops it from its title)
         st.set_title(self.angle_plot, (f"angles at rank {k} ({self.unit})", f"angles at rank {k}"))
+        n_ang = max((a.size for a in self.angles.values()), default=1)
+        self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
+
+    def _draw_bars(self, ms, ds):
+        for plot, leg in ((self.error_plot, self.error_legend), (self.flag_plot, self.flag_legend)):
+            plot.clear()
+            leg.clear()
+        short = {m: der.short_title(m) for m in ms}
+        k = self.common_rank
         sets = list(self.errors)
         width = 0.8 / len(sets)
         for j, kind in enumerate(sets):
@@ -293,8 +323,6 @@ class ComparisonView(BaseView):
         self.flag_plot.setYRange(0, 1.1 * max(max(nflag), 1), padding=0)
         for p in (self.error_plot, self.flag_plot):
             p.setXRange(-0.6, len(ms) - 0.4, padding=0)
-        n_ang = max((a.size for a in self.angles.values()), default=1)
-        self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
         self.fit_layout()
         txt = [self.rank_note(ms)]
         if self.auc:
@@ -383,6 +411,7 @@ class ComparisonView(BaseView):
     def clear(self):
         self._work.cancel()
         self._wanted = self._shown_key = None
+        self._parts = []
         self.model.set_rows(np.zeros(0, dtype=np.int64), [])
         for plot in self._plots():
             plot.clear()

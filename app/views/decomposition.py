@@ -133,8 +133,7 @@ class DecompositionView(LiveRun, BaseView):
             # Laid out for the data set's kind now, not in the turn of the first drawing.
             ds = self.state.dataset
             self.pictures.set_mode(ds is None or ds.is_image)
-            self.pictures.arrange(1, len(PANELS))
-            self.fit_layout()
+            self.fit_layout()   # (arranges the pictures)
             return True
         return False
 
