@@ -198,7 +198,11 @@ class TableHeatmaps(QObject):
 
     def bin_region(self, region, cancelled):
         """X and L as bin means, S as each bin's entry of largest |S| (no Qt: may run on a pool
-        thread). The overview already drawn is reused when the whole table is asked for again."""
+        thread). The overview already drawn is reused when the whole table is asked for again.
+        None while the table is being loaded (a resize meanwhile asks; the load draws it)."""
+        X, L, S = self.X, self.L, self.S
+        if X is None:
+            return None
         kept = self.pictures.tiles.get("whole")
         if kept is not None and kept[0] == region:
             if kept[1].get("t") == self._t:
@@ -206,9 +210,9 @@ class TableHeatmaps(QObject):
             tiles = dict(kept[1])   # the overview, its mask counted again here (off the GUI thread)
             self.count_mask(region, tiles, self._t, cancelled)
             return tiles
-        tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
-                 "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
-                 "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
+        tiles = {"X": bin_array(X, region.rows, region.cols, "mean", cancelled),
+                 "L": bin_array(L, region.rows, region.cols, "mean", cancelled),
+                 "S": bin_array(S, region.rows, region.cols, "absmax", cancelled)}
         self.count_mask(region, tiles, self._t, cancelled)
         return tiles
 
@@ -225,7 +229,7 @@ class TableHeatmaps(QObject):
         tiles["t"] = t
 
     def _draw_region(self, region, tiles) -> None:
-        if self.S is None:
+        if self.S is None or tiles is None:
             return
         n, d = self.S.shape
         whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
