@@ -29,9 +29,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 METHODS = ("pca", "pcp", "robpca", "coherence-pursuit")
 
 
-def tour(rows: int) -> dict:
-    """In this process: the tour on a ``rows`` x 8 table; method -> (gap s, GUI CPU s, fit s)."""
-    sys.path.insert(0, HERE)
+def tour(rows: int, root: str) -> dict:
+    """In this process, on the code of checkout ``root``: the tour on a ``rows`` x 8 table;
+    method -> (gap s, GUI CPU s, fit s)."""
+    # That checkout's bench_views, which puts that checkout first on the path (its app).
+    sys.path.insert(0, os.path.join(root, "benchmarks"))
     import bench_views as bv
     from app._qt import ensure_app
     from app.main_window import MainWindow
@@ -75,9 +77,12 @@ def main() -> None:
     ap.add_argument("--ref", default=None, help="a checkout whose code is the reference")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--one", type=int, default=None, help=argparse.SUPPRESS)   # the child process
+    ap.add_argument("--code", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.one is not None:
-        print("RESULT " + json.dumps(tour(a.one)), flush=True)
+        got = tour(a.one, a.code)
+        import app
+        print("RESULT " + json.dumps({"code": os.path.dirname(os.path.dirname(app.__file__)), **got}), flush=True)
         return
     sys.path.insert(0, HERE)
     import _bench
@@ -91,7 +96,8 @@ def main() -> None:
         for k in range(a.repeat):
             for name, root in codes:
                 env = {**os.environ, "PYTHONPATH": root, "QT_QPA_PLATFORM": "offscreen"}
-                proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(rows)], env=env,
+                proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--one", str(rows), "--code", root],
+                                      env=env,
                                       capture_output=True, text=True, timeout=1800, cwd=root)
                 line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
                 if line is None:
@@ -99,6 +105,8 @@ def main() -> None:
                           f"{proc.stderr.strip().splitlines()[-1:]} |", flush=True)
                     continue
                 got = json.loads(line[7:])
+                if os.path.realpath(got["code"]) != os.path.realpath(root):
+                    raise SystemExit(f"the {name} tour ran the code of {got['code']}, not of {root}")
                 cells = " | ".join(f"{1000 * got[m][0]:.0f} / {1000 * got[m][1]:.0f} ms" for m in METHODS)
                 print(f"| {rows:,} | {name} | {k + 1} | {cells} | {_bench.load_average()} |", flush=True)
 

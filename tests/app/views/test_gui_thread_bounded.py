@@ -4,8 +4,6 @@ idle turns, and nothing asks Qt to measure every row of a table. Checked by the 
 runs on, by what is built in a turn and by how many cells are asked for, never by timing."""
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -16,27 +14,17 @@ from robustcore import compare
 
 from .test_any_size import D, state_of, table
 from .test_comparison import _angles_by_svd
+from .test_first_show_bounded import _record   # whether each call ran on the GUI thread
 
 # A table the comparison and the L + S view both take as large (40,000 x 8, the tour's size).
 N = 40_000
 assert N * D > cmp_view.SYNC_VALUES and N * D > th.LOAD_SYNC_VALUES
 
 
-def _spy(monkeypatch, module, name, calls):
-    """Record, for each call of ``module.name``, whether it ran on the GUI thread."""
-    real = getattr(module, name)
-
-    def spy(*a, **kw):
-        calls.append(threading.current_thread() is threading.main_thread())
-        return real(*a, **kw)
-
-    monkeypatch.setattr(module, name, spy)
-
-
 @pytest.fixture
 def compared(views_for, qtbot, monkeypatch):
     on_gui = []
-    _spy(monkeypatch, compare, "common_rank_comparison", on_gui)
+    _record(monkeypatch, compare, "common_rank_comparison", on_gui)
     state = state_of(N, ("pca", "coherence-pursuit"))
     views = views_for(state)
     v = views.show_view("comparison")
@@ -134,8 +122,8 @@ def test_a_tables_scales_are_set_off_the_gui_thread(views_for, qtbot, monkeypatc
     percentile and a quantile): with a large table's probe, on the worker that loads it."""
     from app import palette
     scales, thresholds = [], []
-    _spy(monkeypatch, dec, "scales_of", scales)
-    _spy(monkeypatch, palette, "mask_threshold", thresholds)
+    _record(monkeypatch, dec, "scales_of", scales)
+    _record(monkeypatch, palette, "mask_threshold", thresholds)
     views = views_for(state_of(N, ("pcp",), max_iter=3))
     v = views.show_view("decomposition")
     assert v.tables.loading()
