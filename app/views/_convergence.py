@@ -45,31 +45,44 @@ def _title_font(plot) -> QFont:
 class ConvergencePlots:
     """Two plots in ``layout`` (a pyqtgraph GraphicsLayout): residual and rank per iteration."""
 
-    def __init__(self, layout):
+    def __init__(self, layout, ahead: bool = False):
+        """``ahead``: the rank's plot in :meth:`build_step`, not now (each plot is tens of
+        milliseconds of the GUI thread)."""
         self.layout = layout
-        self.res_plot = layout.addPlot(row=0, col=0)
-        self.rank_plot = layout.addPlot(row=0, col=1)
-        layout.layout.setColumnStretchFactor(0, 1)
-        layout.layout.setColumnStretchFactor(1, 1)
-        st.style_plot(self.res_plot, title="relative residual ‖X − L − S‖F / ‖X‖F", left="residual",
-                      bottom="iteration")
-        self.res_plot.setLogMode(y=True)
-        st.style_plot(self.rank_plot, title="rank of L per iteration", left="rank", bottom="iteration")
-        self._left = {self.res_plot: "residual", self.rank_plot: "rank"}
+        self._left: dict = {}
         self._titles: dict = {}   # plot -> its titles, longest first (_fit_title)
-        for plot in (self.res_plot, self.rank_plot):
-            vb = plot.getViewBox()
-            vb.sigResized.connect(lambda _vb, p=plot: self._fit_text(p))
-            vb.sigYRangeChanged.connect(lambda _vb, _r, p=plot: self._fit_text(p))
+        self.res_plot = self._add_plot(0, "relative residual ‖X − L − S‖F / ‖X‖F", "residual")
+        self.res_plot.setLogMode(y=True)
         self.residual_curve = self.res_plot.plot(pen=st.pen(st.category_color(0), 1.8), symbol="o", symbolSize=4,
                                                  symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
         self.tol_line = pg.InfiniteLine(angle=0, pen=st.pen("#555555", 1.2, Qt.PenStyle.DashLine))
         self.res_plot.addItem(self.tol_line, ignoreBounds=True)
+        self.rank_plot = self.rank_curve = None
+        if not ahead:
+            self.build_step()
+
+    def build_step(self) -> bool:
+        """Make the rank's plot, if not made yet (True: it was made now)."""
+        if self.rank_plot is not None:
+            return False
+        self.rank_plot = self._add_plot(1, "rank of L per iteration", "rank")
         self.rank_curve = self.rank_plot.plot(pen=st.pen(st.category_color(1), 1.8), stepMode=None, symbol="o",
                                               symbolSize=4, symbolBrush=st.brush(st.category_color(1)), symbolPen=None)
+        return True
+
+    def _add_plot(self, col: int, title: str, left: str):
+        plot = self.layout.addPlot(row=0, col=col)
+        self.layout.layout.setColumnStretchFactor(col, 1)
+        st.style_plot(plot, title=title, left=left, bottom="iteration")
+        self._left[plot] = left
+        vb = plot.getViewBox()
+        vb.sigResized.connect(lambda _vb, p=plot: self._fit_text(p))
+        vb.sigYRangeChanged.connect(lambda _vb, _r, p=plot: self._fit_text(p))
+        return plot
 
     def show(self, residuals, ranks, tol, converged) -> None:
         """Draw one run's history; ``converged`` None means a streaming fit (one point per batch)."""
+        self.build_step()
         it = np.arange(1, len(residuals) + 1)
         # a streaming fit has a point per batch: thousands on a tall table (._vertices)
         self.residual_curve.setData(*reduce_curve(it, np.maximum(np.asarray(residuals, float), 1e-300)))
@@ -150,5 +163,6 @@ class ConvergencePlots:
             ax.showLabel(fits)
 
     def clear(self) -> None:
+        self.build_step()
         self.residual_curve.setData([], [])
         self.rank_curve.setData([], [])

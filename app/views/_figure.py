@@ -148,9 +148,11 @@ def settle(widget) -> None:
     draw later (an aggregation made off the GUI thread, a re-binning after a zoom): ``draw_now``
     must return only once the scene shows the final picture of what is on screen."""
     finish_pending_drawings()   # a large cloud draws its points over several event-loop turns
-    draw_now = getattr(widget.parentWidget(), "draw_now", None)
-    if callable(draw_now):
-        draw_now()
+    holder = widget.parentWidget()   # the view (the comparison's figure sits in a splitter of it)
+    while holder is not None and not callable(getattr(holder, "draw_now", None)):
+        holder = holder.parentWidget()
+    if holder is not None:
+        holder.draw_now()
     axes = [it for it in widget.scene().items() if isinstance(it, pg.AxisItem)]
     for _ in range(3):
         before = [(a.textWidth, a.textHeight) for a in axes]

@@ -61,43 +61,63 @@ class PictureGrid:
     """The four pictures in ``layout`` (a pyqtgraph GraphicsLayout); ``on_click(pos, modifiers)``
     is called for a left click on any of them."""
 
-    def __init__(self, layout, on_click, on_hover=None):
+    def __init__(self, layout, on_click, on_hover=None, ahead: bool = False):
+        """``ahead``: only the first picture now, the rest in :meth:`build_step` (each picture and
+        colour bar is tens of milliseconds of the GUI thread)."""
         self.layout = layout
         # The figure's own layout has margins already: none twice (18 px of a short figure).
         layout.setContentsMargins(0, 0, 0, 0)
+        self._on_click, self._on_hover = on_click, on_hover
         self.panels = {}
         self.images = {}     # a frame, or the overview of a whole table
         self.zoomed = {}     # a table's region on screen binned again (hidden when not zoomed)
         self.extents = {}
         self.sel_markers = {}
         self.tiles = {}      # "whole" / "zoomed" -> (Region, {"X", "L", "S": binned values})
-        for key, ttl in PANELS:
-            p = pg.PlotItem(viewBox=MenuOnDemandViewBox(), axisItems={"bottom": FeatureAxis()})
-            # Equal columns whatever the title lengths (a long title would widen its column), and
-            # rows that share the height by their stretch, not by what their axes take.
-            p.setPreferredWidth(10)
-            p.setPreferredHeight(10)
-            p.titleLabel.setMinimumWidth(10)
-            p.titleLabel.setPreferredWidth(10)
-            st.style_plot(p, title=ttl)
-            img = _ClickImage(on_click, on_hover)
-            p.addItem(img)
-            zoom = _ClickImage(on_click, on_hover)
-            zoom.setVisible(False)
-            zoom.setZValue(1)
-            p.addItem(zoom)
-            extent = Extent()
-            extent.setVisible(False)
-            p.addItem(extent)
-            self.panels[key], self.images[key], self.zoomed[key], self.extents[key] = p, img, zoom, extent
-        # The scale of S, beside the pictures.
-        self.s_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="S")
-        # A table's X and L are grey on each column's range of L: their key, beside S's (frames
-        # of images need none: their grey is the picture's own).
-        self.gray_bar = st.colorbar((0, 1), pg.ColorMap([0.0, 1.0], [(0, 0, 0), (255, 255, 255)]),
-                                    label="X, L ÷ column range of L")
+        self.s_bar = self.gray_bar = None
         self.grid = None
         self.image = True
+        self.build_step()
+        if not ahead:
+            while self.build_step():
+                pass
+
+    def build_step(self) -> bool:
+        """Make the next picture or colour bar (True: one was made)."""
+        if len(self.panels) < len(PANELS):
+            self._add_panel(*PANELS[len(self.panels)])
+            return True
+        if self.s_bar is None:
+            # The scale of S, beside the pictures.
+            self.s_bar = st.colorbar((-1, 1), st.diverging_colormap(), label="S")
+            return True
+        if self.gray_bar is None:
+            # A table's X and L are grey on each column's range of L: their key, beside S's
+            # (frames of images need none: their grey is the picture's own).
+            self.gray_bar = st.colorbar((0, 1), pg.ColorMap([0.0, 1.0], [(0, 0, 0), (255, 255, 255)]),
+                                        label="X, L ÷ column range of L")
+            return True
+        return False
+
+    def _add_panel(self, key: str, ttl: str) -> None:
+        p = pg.PlotItem(viewBox=MenuOnDemandViewBox(), axisItems={"bottom": FeatureAxis()})
+        # Equal columns whatever the title lengths (a long title would widen its column), and
+        # rows that share the height by their stretch, not by what their axes take.
+        p.setPreferredWidth(10)
+        p.setPreferredHeight(10)
+        p.titleLabel.setMinimumWidth(10)
+        p.titleLabel.setPreferredWidth(10)
+        st.style_plot(p, title=ttl)
+        img = _ClickImage(self._on_click, self._on_hover)
+        p.addItem(img)
+        zoom = _ClickImage(self._on_click, self._on_hover)
+        zoom.setVisible(False)
+        zoom.setZValue(1)
+        p.addItem(zoom)
+        extent = Extent()
+        extent.setVisible(False)
+        p.addItem(extent)
+        self.panels[key], self.images[key], self.zoomed[key], self.extents[key] = p, img, zoom, extent
 
     def arrange(self, rows: int, cols: int) -> None:
         """Put the four pictures in ``rows`` x ``cols`` cells and the S colour bar after them."""

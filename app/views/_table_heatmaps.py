@@ -63,6 +63,9 @@ class Above:
 PROBE_VALUES = 2_000_000
 #: The mask's share of entries is counted exactly up to this many entries (else on the probe).
 EXACT_SHARE = 50_000_000
+#: A table of more entries than this is loaded (units, probe, scales, overview) on a worker: at
+#: 40,000 x 8 loading and scaling it on the GUI thread took 50-70 ms of a first drawing.
+LOAD_SYNC_VALUES = 100_000
 
 
 def probe_rows(n: int, d: int) -> np.ndarray:
@@ -100,7 +103,7 @@ class TableHeatmaps(QObject):
     @staticmethod
     def large(shape) -> bool:
         """Whether a table of ``shape`` is loaded off the GUI thread (load_later)."""
-        return int(shape[0]) * int(shape[1]) > SYNC_VALUES
+        return int(shape[0]) * int(shape[1]) > LOAD_SYNC_VALUES
 
     def load(self, X, L, S):
         """A new table (arrays of any kind, see :func:`._binning.bin_array`), on this thread
@@ -115,20 +118,24 @@ class TableHeatmaps(QObject):
         self._share = None
         return tuple(a[self._probe] for a in (self.X, self.L, self.S))
 
-    def open(self, table, then, say) -> None:
-        """Load ``table`` (X, L, S) and call ``then(probes)`` (see :meth:`load`): at once, or
-        once a worker has made them for a large table (``say`` tells the user meanwhile)."""
+    def open(self, table, then, say, summary=None) -> None:
+        """Load ``table`` (X, L, S) and call ``then(summary(*probes))`` (see :meth:`load`;
+        ``summary`` None: the probes themselves): at once, or once a worker has made them for a
+        large table (``say`` tells the user meanwhile)."""
+        summary = summary or (lambda *probes: probes)
         if not self.large(table[2].shape):
-            then(self.load(*table))
+            then(summary(*self.load(*table)))
             return
         say(f"binning {table[2].shape[0]:,} samples × {table[2].shape[1]:,} features…")
-        self.load_later(*table, then)
+        self.load_later(*table, then, summary)
 
-    def load_later(self, X, L, S, then) -> None:
+    def load_later(self, X, L, S, then, summary=None) -> None:
         """:meth:`load` and the binning of the overview for a large table, on a worker: reading
         every entry of a 2,000,000 x 20 table held the GUI thread for seconds (issue 33.2).
-        ``then(probes)`` runs on the GUI thread once they are made (it draws, see :meth:`draw`);
-        :meth:`finish` makes them at once (an export)."""
+        ``then(summary(*probes))`` runs on the GUI thread once they are made (it draws, see
+        :meth:`draw`), ``summary`` (no Qt) on the worker; :meth:`finish` makes them at once (an
+        export)."""
+        summary = summary or (lambda *probes: probes)
         self.zoom.set_table(S.shape)
         region = self.zoom.whole()
         self.X = self.L = self.S = None
@@ -141,7 +148,7 @@ class TableHeatmaps(QObject):
             tiles = {"X": bin_array(scaled[0], region.rows, region.cols, "mean", cancelled),
                      "L": bin_array(scaled[1], region.rows, region.cols, "mean", cancelled),
                      "S": bin_array(scaled[2], region.rows, region.cols, "absmax", cancelled)}
-            return scaled, probe, tuple(a[probe] for a in scaled), (region, tiles)
+            return scaled, probe, summary(*(a[probe] for a in scaled)), (region, tiles)
 
         self._load_work = (work, then)
         self._loads.submit(work, tag="table")
@@ -191,7 +198,11 @@ class TableHeatmaps(QObject):
 
     def bin_region(self, region, cancelled):
         """X and L as bin means, S as each bin's entry of largest |S| (no Qt: may run on a pool
-        thread). The overview already drawn is reused when the whole table is asked for again."""
+        thread). The overview already drawn is reused when the whole table is asked for again.
+        None while the table is being loaded (a resize meanwhile asks; the load draws it)."""
+        X, L, S = self.X, self.L, self.S
+        if X is None:
+            return None
         kept = self.pictures.tiles.get("whole")
         if kept is not None and kept[0] == region:
             if kept[1].get("t") == self._t:
@@ -199,9 +210,9 @@ class TableHeatmaps(QObject):
             tiles = dict(kept[1])   # the overview, its mask counted again here (off the GUI thread)
             self.count_mask(region, tiles, self._t, cancelled)
             return tiles
-        tiles = {"X": bin_array(self.X, region.rows, region.cols, "mean", cancelled),
-                 "L": bin_array(self.L, region.rows, region.cols, "mean", cancelled),
-                 "S": bin_array(self.S, region.rows, region.cols, "absmax", cancelled)}
+        tiles = {"X": bin_array(X, region.rows, region.cols, "mean", cancelled),
+                 "L": bin_array(L, region.rows, region.cols, "mean", cancelled),
+                 "S": bin_array(S, region.rows, region.cols, "absmax", cancelled)}
         self.count_mask(region, tiles, self._t, cancelled)
         return tiles
 
@@ -218,7 +229,7 @@ class TableHeatmaps(QObject):
         tiles["t"] = t
 
     def _draw_region(self, region, tiles) -> None:
-        if self.S is None:
+        if self.S is None or tiles is None:
             return
         n, d = self.S.shape
         whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)

@@ -14,7 +14,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QStyle, QTableView
 
 from robustcore import compare
 
@@ -22,6 +22,8 @@ from . import _derived as der
 from . import _style as st
 from ._common import fmt, sample_id, title_of
 from ._flag_table import Column, FlagTableModel
+from ._latest import runner
+from ._turns import next_turn
 from .base import BaseView
 
 
@@ -29,6 +31,12 @@ TWO_LINE_FIGURE_HEIGHT = 300  # px of figure below which a second line of names 
 # A name goes on one line only where the bar is this much wider than the name as Qt measures it,
 # plus _NAME_GAP px: an SVG viewer's font can be wider, and "PCA (10)CoP (12)" ran together.
 _NAME_SLACK, _NAME_GAP = 1.25, 12
+# Up to this many values (samples x features) the comparison is computed on the GUI thread
+# (about 10 ms); above, on a worker: at 400,000 x 8 it took 75-120 ms.
+SYNC_VALUES = 250_000
+# The table's columns are sized to the texts of this many of its first rows and as many spread
+# over it (see ComparisonView._fit_columns).
+FIT_ROWS = 32
 
 
 class ComparisonView(BaseView):
@@ -39,22 +47,11 @@ class ComparisonView(BaseView):
 
     def __init__(self, state, parent=None):
         super().__init__(state, parent)
-        lay = self.figure.ci
-        self.angle_plot = lay.addPlot(row=0, col=0)
-        self.error_plot = lay.addPlot(row=0, col=1)
-        self.flag_plot = lay.addPlot(row=0, col=2)
-        for col in range(3):
-            lay.layout.setColumnStretchFactor(col, 1)
-        st.style_plot(self.angle_plot, title="principal angles between subspaces", left="angle (degrees)",
-                      bottom="angle index")
-        st.style_plot(self.error_plot, title="reconstruction error (median SPE)", left="median SPE")
-        st.style_plot(self.flag_plot, title="samples flagged", left="count")
-        # Each legend in a row of its own under its plot: never cut off, never on the bars.
-        self.angle_legend = self.add_legend(st.legend_row(lay, row=1, col=0, columns=3), 1 / 3)
+        # The three plots and their legends are made one per idle turn after the view (build_step),
+        # or at its first drawing: together they held the GUI thread 100-130 ms (issue 33.2).
+        self.angle_plot = self.error_plot = self.flag_plot = None
         self.figure.setToolTip("Angles and errors compare each method's leading directions at the smallest rank "
                                "among them, on the same samples; counts use each method's own outlier rule")
-        self.error_legend = self.add_legend(st.legend_row(lay, row=1, col=1, columns=2), 1 / 3)
-        self.flag_legend = self.add_legend(st.legend_row(lay, row=1, col=2, columns=2), 1 / 3)
         self.model = FlagTableModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
@@ -87,11 +84,47 @@ class ComparisonView(BaseView):
         self.auc = {}
         self.unit = "data units"
         self.rows = np.zeros(0, dtype=np.int64)
-        # The names under the bars are chosen for the width the bars have now: on every resize
-        # of the plot itself (a resize of the figure comes before its plots are laid out again,
-        # so names chosen then were those of the previous width).
-        self.error_plot.getViewBox().sigResized.connect(lambda _vb: self._fit_ticks())
-        self.angle_plot.getViewBox().sigResized.connect(lambda _vb: self._fit_angle_ticks())
+        # What the figure and the table show: the data set and the results compared (a change of
+        # the Method panel's method alone changes neither, and drew it all again).
+        self._shown_key = None
+        # A large table's comparison is computed on a worker (see refresh).
+        self._work = runner(self, self._computed, self._failed)
+        self._wanted = None   # (key, work) being computed
+        self._parts = []      # what is left to draw of a comparison computed on a worker (see _show)
+        self._part_timer = next_turn(self, lambda: self._draw_parts(one=True))
+
+    def build_step(self) -> bool:
+        """One plot and its legend per idle turn (the angles, the errors, the counts)."""
+        lay = self.figure.ci
+        col = sum(p is not None for p in (self.angle_plot, self.error_plot, self.flag_plot))
+        if col == 3:
+            return False
+        plot = lay.addPlot(row=0, col=col)
+        lay.layout.setColumnStretchFactor(col, 1)
+        vb = plot.getViewBox()
+        # Each legend in a row of its own under its plot: never cut off, never on the bars.
+        if col == 0:
+            self.angle_plot = plot
+            st.style_plot(plot, title="principal angles between subspaces", left="angle (degrees)",
+                          bottom="angle index")
+            self.angle_legend = self.add_legend(st.legend_row(lay, row=1, col=0, columns=3), 1 / 3)
+            vb.sigResized.connect(lambda _vb: self._fit_angle_ticks())
+        elif col == 1:
+            self.error_plot = plot
+            st.style_plot(plot, title="reconstruction error (median SPE)", left="median SPE")
+            self.error_legend = self.add_legend(st.legend_row(lay, row=1, col=1, columns=2), 1 / 3)
+            # The names under the bars are chosen for the width the bars have now: on every
+            # resize of the plot itself (a resize of the figure comes before its plots are laid
+            # out again, so names chosen then were those of the previous width).
+            vb.sigResized.connect(lambda _vb: self._fit_ticks())
+        else:
+            self.flag_plot = plot
+            st.style_plot(plot, title="samples flagged", left="count")
+            self.flag_legend = self.add_legend(st.legend_row(lay, row=1, col=2, columns=2), 1 / 3)
+        return True
+
+    def _plots(self) -> tuple:
+        return tuple(p for p in (self.angle_plot, self.error_plot, self.flag_plot) if p is not None)
 
     def refresh(self):
         ds = self.state.dataset
@@ -99,23 +132,75 @@ class ComparisonView(BaseView):
         if ds is None or len(ms) < 2:
             return
         results = {m: self.state.result(m) for m in ms}
-        self.flags = {}
-        for m, r in results.items():
-            got = der.outlier_flags(r)
-            self.flags[m] = (got[0] if got else np.zeros(ds.n_samples, bool), got[1] if got else "flags nothing")
-        self.ranks = {m: der.rank(r) for m, r in results.items()}
-        X = ds.dense()
-        # One unit for every number here: the scaling the scaled fits share, or the data's own.
-        center, scale, self.unit = der.common_units(results.values())
-        Xu = X if scale is None else (np.asarray(X, dtype=float) - center) / scale
-        cmp = compare.common_rank_comparison(Xu, {m: r.subspace.in_units(center, scale) for m, r in results.items()},
-                                             {m: f for m, (f, _) in self.flags.items()}, ds.outliers)
-        # The methods ranked by how well they found the known outliers (each run's evaluation).
-        self.auc = {m: r.evaluation.roc_auc for m, r in results.items() if r.evaluation is not None}
-        self.common_rank = cmp["rank"]
-        self.angles, self.spe, self.errors = cmp["angles"], cmp["spe"], cmp["median_spe"]
-        self._draw(ms, ds)
-        self._fill_table(ms, ds)
+        key = _key(ds, results)
+        if _same(key, self._shown_key) or (self._wanted is not None and _same(key, self._wanted[0])):
+            return   # drawn already, or being computed
+        work = _comparison_work(ds, results)
+        if ds.n_samples * max(ds.n_features, 1) <= SYNC_VALUES:
+            self._wanted = None
+            self._work.cancel()
+            self._show(key, ds, ms, work(None))
+            return
+        self._wanted = (key, work)
+        self.set_status(f"comparing {len(ms)} methods on {ds.n_samples:,} samples…")
+        self._work.submit(work, tag="comparison")
+
+    def draw_now(self) -> None:
+        """The comparison still being computed on a worker, computed and drawn now (an export)."""
+        self._draw_parts()
+        if self._wanted is None:
+            return
+        key, work = self._wanted
+        self._work.cancel()
+        self._wanted = None
+        self._show(key, self.state.dataset, self.available_methods(), work(None))
+
+    def _computed(self, job, got) -> None:
+        if self._wanted is None:
+            return
+        key, _ = self._wanted
+        self._wanted = None
+        ds = self.state.dataset
+        ms = self.available_methods()
+        if ds is None or not _same(key, _key(ds, {m: self.state.result(m) for m in ms})):
+            return   # another result or data set came meanwhile (its own refresh follows)
+        self._show(key, ds, ms, got, at_once=False)
+
+    def _failed(self, job, message, details) -> None:
+        self._wanted = None
+        self._dirty = True
+        self.set_status(f"The comparison could not be computed: {message}")
+
+    def _show(self, key, ds, ms, got, at_once: bool = True) -> None:
+        """Draw what :func:`_comparison_work` computed (on this thread: bounded by the number of
+        methods and of flagged samples listed, not by the data's size): the angles now, the bars
+        and the table now too (``at_once``) or each in a coming turn (four methods' plots drawn
+        in one turn took 80-110 ms)."""
+        self.finish_building()
+        self.flags, self.ranks, self.unit, self.auc = got["flags"], got["ranks"], got["unit"], got["auc"]
+        self.common_rank = got["rank"]
+        self.angles, self.spe, self.errors = got["angles"], got["spe"], got["median_spe"]
+        self._counts = got["counts"]
+        self._shown_key = key
+        self._draw_angles(ms)
+        self._parts = [lambda: self._draw_bars(ms, ds), lambda: self._fill_table(ms, ds, got["rows"])]
+        if at_once:
+            self._draw_parts()
+        else:
+            self._part_timer.start()
+
+    def _draw_parts(self, one: bool = False) -> None:
+        """Draw the parts still to draw (``one``: the next one, and the others in coming turns)."""
+        while self._parts:
+            self._parts.pop(0)()
+            if one:
+                if self._parts:
+                    self._part_timer.start()
+                return
+
+    def drawing(self) -> bool:
+        """Whether the comparison is being computed or drawn over coming turns."""
+        return self._wanted is not None or bool(self._parts)
 
     def _method_ticks(self) -> list:
         """Each method with its own rank under its bars: on one line where the names fit side by
@@ -143,7 +228,7 @@ class ComparisonView(BaseView):
                  for i, ((n, r), t) in enumerate(zip(names, one))]]
 
     def _fit_ticks(self) -> None:
-        if getattr(self, "_tick_names", None):
+        if getattr(self, "_tick_names", None) and self.flag_plot is not None:
             ticks = self._method_ticks()
             for p in (self.error_plot, self.flag_plot):
                 if p.getAxis("bottom")._tickLevels != ticks:
@@ -152,6 +237,8 @@ class ComparisonView(BaseView):
     def _fit_angle_ticks(self) -> None:
         """Angle indices 1..n, every k-th where the plot is too narrow for all (pyqtgraph then
         drops labels that would overlap: the first and the last went)."""
+        if self.angle_plot is None:
+            return
         n = max((a.size for a in self.angles.values()), default=0)
         ax = self.angle_plot.getAxis("bottom")
         if n == 0 or n > 12:
@@ -183,11 +270,9 @@ class ComparisonView(BaseView):
             return f"{der.short_title(m)} {r}" + (" (rank of L)" if m == "pcp" else "")
         return f"compared at rank {self.common_rank} (own ranks: " + ", ".join(own(m) for m in ms) + ")"
 
-    def _draw(self, ms, ds):
-        for plot, leg in ((self.angle_plot, self.angle_legend), (self.error_plot, self.error_legend),
-                          (self.flag_plot, self.flag_legend)):
-            plot.clear()
-            leg.clear()
+    def _draw_angles(self, ms):
+        self.angle_plot.clear()
+        self.angle_legend.clear()
         short = {m: der.short_title(m) for m in ms}
         k = self.common_rank
         for j, ((a, b), ang) in enumerate(self.angles.items()):
@@ -198,6 +283,15 @@ class ComparisonView(BaseView):
         self.angle_plot.setYRange(0, 90)
         # (the unit is in the status line too: a narrow plot drops it from its title)
         st.set_title(self.angle_plot, (f"angles at rank {k} ({self.unit})", f"angles at rank {k}"))
+        n_ang = max((a.size for a in self.angles.values()), default=1)
+        self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
+
+    def _draw_bars(self, ms, ds):
+        for plot, leg in ((self.error_plot, self.error_legend), (self.flag_plot, self.flag_legend)):
+            plot.clear()
+            leg.clear()
+        short = {m: der.short_title(m) for m in ms}
+        k = self.common_rank
         sets = list(self.errors)
         width = 0.8 / len(sets)
         for j, kind in enumerate(sets):
@@ -205,36 +299,34 @@ class ComparisonView(BaseView):
             bars = pg.BarGraphItem(x=np.arange(len(ms)) + (j - (len(sets) - 1) / 2) * width, height=h, width=width,
                                    brush=st.brush(st.category_color(j + 3)), pen=None)
             self.error_plot.addItem(bars)
-            self.error_legend.addItem(bars, f"{kind} ({int(self._set_size(kind, ds))})")
+            self.error_legend.addItem(bars, f"{kind} ({self._counts['sets'][kind]})")
         # Each method with its own rank under its bars (an axis label listing them all was
         # wider than the plot at 1280 x 800).
         self._tick_names = [(short[m], self.ranks[m]) for m in ms]
         ticks = self._method_ticks()
         self.error_plot.getAxis("bottom").setTicks(ticks)
         st.set_title(self.error_plot, (f"median SPE at rank {k} ({self.unit})", f"median SPE at rank {k}"))
-        nflag = [int(self.flags[m][0].sum()) for m in ms]
+        nflag = [self._counts["flagged"][m] for m in ms]
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
                              brush=st.brush(st.category_color(5)), pen=None)
         self.flag_plot.addItem(b1)
         self.flag_legend.addItem(b1, "all flagged")
         if ds.outliers is not None:
-            hits = [int((self.flags[m][0] & ds.outliers).sum()) for m in ms]
+            hits = [self._counts["hits"][m] for m in ms]
             b2 = pg.BarGraphItem(x=np.arange(len(ms)) + 0.2, height=hits, width=0.4,
                                  brush=st.brush(st.category_color(0)), pen=None)
             self.flag_plot.addItem(b2)
-            self.flag_legend.addItem(b2, f"flagged known outliers (of {int(ds.outliers.sum())})")
+            self.flag_legend.addItem(b2, f"flagged known outliers (of {self._counts['known']})")
         self.flag_plot.getAxis("bottom").setTicks(ticks)
         top_err = max((v for e in self.errors.values() for v in e.values() if np.isfinite(v)), default=1.0)
         self.error_plot.setYRange(0, 1.1 * top_err, padding=0)
         self.flag_plot.setYRange(0, 1.1 * max(max(nflag), 1), padding=0)
         for p in (self.error_plot, self.flag_plot):
             p.setXRange(-0.6, len(ms) - 0.4, padding=0)
-        n_ang = max((a.size for a in self.angles.values()), default=1)
-        self.angle_plot.setXRange(0.7, n_ang + 0.3, padding=0)
         self.fit_layout()
         txt = [self.rank_note(ms)]
         if self.auc:
-            txt.append(f"against the {int(ds.outliers.sum())} known outliers (ROC-AUC): "
+            txt.append(f"against the {self._counts['known']} known outliers (ROC-AUC): "
                        + " > ".join(f"{short[m]} {self.auc[m]:.3f}"
                                     for m in sorted(self.auc, key=lambda m: -self.auc[m])))
         txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°"
@@ -246,22 +338,8 @@ class ComparisonView(BaseView):
         tip = "\n".join(f"{title_of(m)}: {self.flags[m][1]}" for m in ms)
         self.flag_plot.setToolTip(tip)
 
-    def _set_size(self, kind, ds) -> int:
-        if kind == "known inliers":
-            return int((~ds.outliers).sum())
-        any_flag = np.zeros(ds.n_samples, dtype=bool)
-        for f, _ in self.flags.values():
-            any_flag |= f
-        return int((~any_flag).sum())
-
-    def _fill_table(self, ms, ds):
-        any_flag = np.zeros(ds.n_samples, dtype=bool)
-        for m in ms:
-            any_flag |= self.flags[m][0]
-        if ds.outliers is not None:
-            any_flag |= ds.outliers
-        self.rows = np.flatnonzero(any_flag)
-        rows = self.rows
+    def _fill_table(self, ms, ds, rows):
+        self.rows = rows
         ids = getattr(ds, "sample_ids", None)
         # The id column sorts as text, like the ids it shows (an index without names too).
         cols = [Column("index", lambda: rows, lambda i: str(i)),
@@ -287,11 +365,24 @@ class ComparisonView(BaseView):
             self.model.set_rows(rows, cols)
             if 0 <= section < len(cols):   # the sort the user chose outlives a refresh
                 self.model.sort(section, order)
-            # Sized from the rows Qt measures (the header's resize precision), not all of them.
-            self.table.resizeColumnsToContents()
+            self._fit_columns()
         finally:
             self._updating = False
         self._show_selection(self.state.selection)
+
+    def _fit_columns(self) -> None:
+        """Each column as wide as its header and the widest text of some rows (the first ones
+        shown and rows spread over the table). Qt's resizeColumnsToContents asked the model for
+        ten roles of a thousand rows per column: 150-450 ms of the GUI thread at every refresh."""
+        header = self.table.horizontalHeader()
+        fm = QFontMetrics(self.table.font())
+        shown = self.model.shown()
+        pick = np.unique(np.r_[np.arange(min(FIT_ROWS, shown.size)),
+                               np.linspace(0, shown.size - 1, min(FIT_ROWS, shown.size)).astype(np.int64)])
+        pad = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1) + 6
+        for c, col in enumerate(self.model.columns):
+            widest = max((fm.horizontalAdvance(col.text(int(i))) for i in shown[pick]), default=0)
+            header.resizeSection(c, max(header.sectionSizeHint(c), widest + pad))
 
     def table_samples(self) -> np.ndarray:
         """Sample index of each table row, in the order shown (after any sorting)."""
@@ -318,6 +409,56 @@ class ComparisonView(BaseView):
             self._updating = False
 
     def clear(self):
+        self._work.cancel()
+        self._wanted = self._shown_key = None
+        self._parts = []
         self.model.set_rows(np.zeros(0, dtype=np.int64), [])
-        for plot in (self.angle_plot, self.error_plot, self.flag_plot):
+        for plot in self._plots():
             plot.clear()
+
+
+def _key(ds, results) -> tuple:
+    """What a comparison is of: the data set and each method's result (the objects themselves)."""
+    return (ds, *results.items())
+
+
+def _same(a, b) -> bool:
+    return a is not None and b is not None and len(a) == len(b) and a[0] is b[0] and \
+        all(x[0] == y[0] and x[1] is y[1] for x, y in zip(a[1:], b[1:]))
+
+
+def _comparison_work(ds, results):
+    """``work(progress)``: every number the view shows, computed from the data and ``results``
+    (no Qt: runs on a worker for a large table). Its cost grows with the data; what the view
+    then draws does not."""
+    def work(progress):
+        n = ds.n_samples
+        flags = {}
+        for m, r in results.items():
+            got = der.outlier_flags(r)
+            flags[m] = (got[0] if got else np.zeros(n, bool), got[1] if got else "flags nothing")
+        # One unit for every number here: the scaling the scaled fits share, or the data's own.
+        center, scale, unit = der.common_units(results.values())
+        X = ds.dense()
+        Xu = X if scale is None else (np.asarray(X, dtype=float) - center) / scale
+        cmp = compare.common_rank_comparison(Xu, {m: r.subspace.in_units(center, scale) for m, r in results.items()},
+                                             {m: f for m, (f, _) in flags.items()}, ds.outliers)
+        any_flag = np.zeros(n, dtype=bool)
+        for f, _ in flags.values():
+            any_flag |= f
+        sets = {"unflagged by all": int((~any_flag).sum())}
+        known = outliers = None
+        if ds.outliers is not None:
+            outliers = np.asarray(ds.outliers, dtype=bool)
+            known = int(outliers.sum())
+            sets["known inliers"] = n - known
+        counts = {"flagged": {m: int(f.sum()) for m, (f, _) in flags.items()},
+                  "hits": {m: int((f & outliers).sum()) for m, (f, _) in flags.items()} if outliers is not None else {},
+                  "sets": sets, "known": known}
+        # The table lists the samples any method flags and the known outliers.
+        rows = np.flatnonzero(any_flag if outliers is None else any_flag | outliers)
+        return {**cmp, "flags": flags, "ranks": {m: der.rank(r) for m, r in results.items()}, "unit": unit,
+                # The methods ranked by how well they found the known outliers (each run's evaluation).
+                "auc": {m: r.evaluation.roc_auc for m, r in results.items() if r.evaluation is not None},
+                "counts": counts, "rows": rows}
+    return work

@@ -55,6 +55,13 @@ def scales_of(X, L, S, table: bool) -> tuple:
     return (lo, hi if hi > lo else lo + 1), (-smax, smax)
 
 
+def _scales(X, L, S, table: bool, result=None) -> tuple:
+    """(grey levels, levels of S, default mask threshold) of :func:`scales_of` and
+    ``palette.mask_threshold`` (no Qt: a large table's are computed on a worker)."""
+    gray, s = scales_of(X, L, S, table)
+    return gray, s, palette.mask_threshold(S, result)
+
+
 class DecompositionView(LiveRun, BaseView):
     name = "decomposition"
     title = "L + S"
@@ -96,17 +103,39 @@ class DecompositionView(LiveRun, BaseView):
         self.order = np.zeros(0, dtype=np.int64)
         lay = self.figure.ci
         self.pics = lay.addLayout(row=0, col=0)
-        self.pictures = PictureGrid(self.pics, self._image_clicked, self._hovered)
-        self.panels, self.images, self.s_bar = self.pictures.panels, self.pictures.images, self.pictures.s_bar
+        # The first picture now, the others, the colour bars and the convergence plots one per
+        # idle turn after the view (build_step), or at its first drawing: all at once they held
+        # the GUI thread 220-290 ms (issue 33.2).
+        self.pictures = PictureGrid(self.pics, self._image_clicked, self._hovered, ahead=True)
+        self.panels, self.images = self.pictures.panels, self.pictures.images
         # A table's heatmaps follow the zoom of the (linked) panels: the first one's range.
         self.tables = TableHeatmaps(self.pictures, self.panels[PANELS[0][0]].getViewBox(), self.threshold,
                                     self._table_status, self)
         self.zoom = self.tables.zoom
         # The convergence plots live in a layout of their own: as cells of the picture grid,
         # their different axis widths made the picture columns unequal.
-        self.bottom = lay.addLayout(row=1, col=0)
-        self.convergence = ConvergencePlots(self.bottom)
-        self.pictures.arrange(1, len(PANELS))
+        self.bottom = self.convergence = None
+
+    @property
+    def s_bar(self):
+        return self.pictures.s_bar
+
+    def build_step(self) -> bool:
+        if self.pictures.build_step():
+            return True
+        if self.convergence is None:
+            self.bottom = self.figure.ci.addLayout(row=1, col=0)
+            self.convergence = ConvergencePlots(self.bottom, ahead=True)
+            return True
+        if self.convergence.build_step():
+            return True
+        if self.pictures.grid is None:
+            # Laid out for the data set's kind now, not in the turn of the first drawing.
+            ds = self.state.dataset
+            self.pictures.set_mode(ds is None or ds.is_image)
+            self.fit_layout()   # (arranges the pictures)
+            return True
+        return False
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -116,6 +145,8 @@ class DecompositionView(LiveRun, BaseView):
 
     def fit_layout(self) -> None:
         super().fit_layout()
+        if self.convergence is None or self.pictures.gray_bar is None:
+            return   # still being built (build_step)
         w, h = self.figure.width(), self.figure.height()
         ds = self.state.dataset
         hw = (ds.image_shape[0] / ds.image_shape[1] if self.mode == "image" and ds is not None and ds.is_image
@@ -162,10 +193,14 @@ class DecompositionView(LiveRun, BaseView):
     def _set_scales(self, X, L, S, result=None) -> None:
         """The scales of :func:`scales_of` set on the view."""
         ds = self.state.dataset
-        self.gray_levels, self.s_levels = scales_of(X, L, S, ds is not None and not ds.is_image)
+        self._apply_scales(_scales(X, L, S, ds is not None and not ds.is_image, result))
+
+    def _apply_scales(self, scales) -> None:
+        """Grey levels, levels of S and the mask's default threshold (see :func:`_scales`)."""
+        self.gray_levels, self.s_levels, threshold = scales
         self.threshold_box.blockSignals(True)
         self.threshold_box.setSingleStep(self.s_levels[1] / 100)
-        self.threshold_box.setValue(palette.mask_threshold(S, result))
+        self.threshold_box.setValue(threshold)
         self.threshold_box.blockSignals(False)
         self.s_bar.setLevels(self.s_levels)
 
@@ -194,25 +229,29 @@ class DecompositionView(LiveRun, BaseView):
         elif not ds.is_image:
             # Each column on its own range, S in units of it (one column of large numbers drew
             # the rest black); binned from these (see _table_heatmaps), never copied whole.
+            # The scales come from rows of the table (a table's S is per column: no run's own
+            # threshold), computed with them, on a worker for a large table.
             table = (ds.source.array if ds.is_lazy else ds.dense(), res.arrays["low_rank"], res.arrays["sparse"])
-            self.tables.open(table, lambda probes: self._show_result(res, ds, *probes), self.set_status)
+            self.tables.open(table, lambda scales: self._show_result(res, ds, scales), self.set_status,
+                             lambda X, L, S: _scales(X, L, S, True))
             return
         else:
             X, L, S = ds.dense(), np.asarray(res.arrays["low_rank"]), np.asarray(res.arrays["sparse"])
             self.X, self.L, self.S = X, L, S
-        self._show_result(res, ds, X, L, S)
+        self._show_result(res, ds, _scales(X, L, S, False, res))
 
     def draw_now(self) -> None:
         """A table's overview still being made on a worker, made now (an export draws it)."""
         self.tables.finish()
 
-    def _show_result(self, res, ds, X, L, S) -> None:
-        """Draw ``res`` once its frames (or a table's rows that set its scales) are in."""
+    def _show_result(self, res, ds, scales) -> None:
+        """Draw ``res`` once its frames (or a table's rows that set its scales) are in, with
+        the ``scales`` of :func:`_scales`."""
         if res is not self.result() or ds is not self.state.dataset:
             return   # another result or data set came meanwhile
         if not ds.is_image:
             self.X, self.L, self.S = self.tables.X, self.tables.L, self.tables.S
-        self._set_scales(X, L, S, res if ds.is_image else None)   # a table's S is per column
+        self._apply_scales(scales)
         self.mode = "image" if ds.is_image else "table"
         if self.mode == "image":
             self.zoom.cancel()
@@ -247,7 +286,8 @@ class DecompositionView(LiveRun, BaseView):
         self.pause()
         self._res = None
         self.pictures.clear()
-        self.convergence.clear()
+        if self.convergence is not None:
+            self.convergence.clear()
 
     # -- frames ---------------------------------------------------------------------------
     def _show_frame_controls(self, on: bool) -> None:
