@@ -15,7 +15,7 @@ import numpy as np
 
 from .._residual import SCORE_BLOCK_ENTRIES
 
-__all__ = ["CentredRows", "dense"]
+__all__ = ["CentredRows", "abs_max", "dense", "single_rows"]
 
 
 class CentredRows:
@@ -24,7 +24,8 @@ class CentredRows:
     def __init__(self, Z, shift=None):
         self.Z, self.shift = Z, shift
         self.shape = Z.shape
-        self._single = None         # the float32 copy made by survey, until astype takes it
+        self._single = None         # (the float32 copy, its largest |entry|) made by survey,
+        # until single_rows or astype takes it
 
     def rows_per_block(self) -> int:
         return max(1, SCORE_BLOCK_ENTRIES // max(self.shape[1], 1))
@@ -71,27 +72,32 @@ class CentredRows:
     def survey(self, step: int):
         """One read of every row for the affine span's test and the outlyingness: the sum of
         squares of every entry, the Gram matrix of rows 0, step, 2 step... (summed
-        by blocks), and the float32 copy, which the next ``astype(np.float32)`` returns (the
-        same rounding: made from the same blocks). Reading the rows three times (the copy of
-        every step-th row, the sum of squares, the float32 copy) took 3.2 MB of fresh memory
-        and two more passes at 10,000 x 200."""
+        by blocks), and the float32 copy with its largest |entry|, which the next
+        ``single_rows`` (or ``astype(np.float32)``) returns (the same rounding: made from the
+        same blocks; the largest |entry| from each block of the copy while it is in cache).
+        Reading the rows three times (the copy of every step-th row, the sum of squares, the
+        float32 copy) took 3.2 MB of fresh memory and two more passes at 10,000 x 200, and the
+        copy's largest |entry| two passes over its 8 MB."""
         n, d = self.shape
         G, prod = np.zeros((d, d)), np.empty((d, d))
         single = np.empty((n, d), dtype=np.float32)
         sq = 0
+        size = 0.0
         with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
             for s, B in self.blocks():
-                single[s:s + B.shape[0]] = B
+                part = single[s:s + B.shape[0]]
+                part[...] = B
+                size = max(size, abs_max(part))
                 sq += np.einsum("ij,ij->", B, B)
                 P = B[(-s) % step::step]
                 G += np.matmul(P.T, P, out=prod)
-        self._single = single
+        self._single = single, size
         return float(sq), G
 
     def astype(self, dtype):
         """The rows in ``dtype`` (as ``dense(self).astype(dtype)``: the same rounding)."""
         if self._single is not None and np.dtype(dtype) == np.float32:
-            single, self._single = self._single, None
+            (single, _), self._single = self._single, None
             return single
         if self.shift is None:
             return self.Z.astype(dtype)
@@ -110,6 +116,22 @@ class CentredRows:
         for s, B in self.blocks():
             out[:, s:s + B.shape[0]] = V.T @ B.T
         return out
+
+
+def abs_max(X) -> float:
+    """The largest |entry| of X (0 for an empty X), without an |X| temporary: at 10,000 x 200
+    a fresh 16 MB array to read once cost more than the two reductions (page faults)."""
+    return float(max(X.max(initial=0.0), -X.min(initial=0.0)))
+
+
+def single_rows(X):
+    """(X in float32, its largest |entry|) for X an array or CentredRows: survey's copy and
+    size when it made them (the same numbers: abs_max of the copy, block by block)."""
+    if isinstance(X, CentredRows) and X._single is not None:
+        made, X._single = X._single, None
+        return made
+    X32 = X.astype(np.float32)
+    return X32, abs_max(X32)
 
 
 def dense(X):

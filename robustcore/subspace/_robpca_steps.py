@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special, stats
 
 from ._robpca_params import CRIT
-from ._robpca_rows import dense
+from ._robpca_rows import abs_max, dense, single_rows
 
 __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_directions", "chi2_ppf",
            "trim_factor"]
@@ -78,8 +78,30 @@ def unimcd(Y, h: int):
     return unimcd_rows(np.ascontiguousarray(Y.T), h)
 
 
-def unimcd_rows(R, h: int):
-    """Univariate reweighted MCD of every ROW of ``R`` (m, n): (location (m,), scale (m,)).
+class Scratch:
+    """Arrays reused from one call to the next (slot -> a flat buffer grown as needed), for a
+    loop of calls on blocks of one size: a fresh array costs its page faults every time the
+    allocator hands back memory it had returned to the system (at 10,000 x 200 the
+    outlyingness's chunks touched 3 MB of fresh memory; each MB costs 0.3-1.5 ms of CPU in
+    faults on the development machine, benchmarks/results_robpca.md)."""
+
+    def __init__(self):
+        self._bufs = {}
+
+    def take(self, slot, shape, dtype):
+        """A C-contiguous array of ``shape`` and ``dtype``, its contents undefined (valid until
+        the next ``take`` of the same slot)."""
+        dtype = np.dtype(dtype)
+        size = int(np.prod(shape)) * dtype.itemsize
+        buf = self._bufs.get(slot)
+        if buf is None or buf.size < size:
+            buf = self._bufs[slot] = np.empty(size, dtype=np.uint8)
+        return buf[:size].view(dtype).reshape(shape)
+
+
+def unimcd_rows(R, h: int, work: Scratch | None = None):
+    """Univariate reweighted MCD of every ROW of ``R`` (m, n): (location (m,), scale (m,));
+    ``work``: a Scratch for the temporaries (the same numbers either way).
 
     The raw estimate is the mean and variance of the h consecutive order statistics with the
     least variance (Rousseeuw & Leroy 1987, p. 171-172); the reweighted one those of the points
@@ -95,21 +117,25 @@ def unimcd_rows(R, h: int):
     t = n - h
     # (one sort of each row measured faster than numpy's partition at the two ranks plus
     # sorts of the two tails: 122 against 188 ms for 40 x 50,000)
-    Q = np.sort(R, axis=1)
+    work = work or Scratch()
+    Q = work.take(0, R.shape, R.dtype)
+    Q[...] = R
+    Q.sort(axis=1)                                  # (np.sort: a copy sorted in place, as here)
     centre = Q[:, n // 2].astype(np.float64)
-    S = np.subtract(Q, centre[:, None], out=Q if Q.dtype == np.float64 else None, dtype=np.float64)
+    S = np.subtract(Q, centre[:, None], dtype=np.float64,
+                    out=Q if Q.dtype == np.float64 else work.take(1, R.shape, np.float64))
     del Q
     low, high = S[:, :t], S[:, h:]
     # s1[:, i]: sum of window i = S[:, i:i + h]; s2[:, i]: its sum of squares less window 0's.
     # Both running sums in one cumsum, as the real and imaginary parts of complex numbers:
     # the same additions in the same order (so the same bits), two chains per step (a running
     # sum waits on its previous value; 0.85 of the time of two cumsums at 13 x 2,500)
-    steps = np.empty((m, t), dtype=np.complex128)
+    steps = work.take(2, (m, t), np.complex128)
     pair = steps.view(np.float64).reshape(m, t, 2)
     np.subtract(high, low, out=pair[:, :, 0])
     np.add(high, low, out=pair[:, :, 1])
     pair[:, :, 1] *= pair[:, :, 0]                  # high² - low²
-    sums = np.empty((m, t + 1), dtype=np.complex128)
+    sums = work.take(3, (m, t + 1), np.complex128)
     np.cumsum(steps, axis=1, out=sums[:, 1:])
     both = sums.view(np.float64).reshape(m, t + 1, 2)
     s1, s2 = both[:, :, 0], both[:, :, 1]
@@ -117,7 +143,7 @@ def unimcd_rows(R, h: int):
     s2[:, 0] = 0.0
     s1[:, 1:] += s1[:, :1]
     # h x the window's variance, less window 0's sum of squares
-    crit = np.square(s1)
+    crit = np.square(s1, out=work.take(4, s1.shape, np.float64))
     crit /= -h
     crit += s2
     best = np.argmin(crit, axis=1)
@@ -147,12 +173,6 @@ def unimcd_rows(R, h: int):
     scale = np.where(cnt > 0, np.sqrt(var * trim_factor(cnt / n, 1)), 0.0)
     loc += centre
     return loc, scale
-
-
-def abs_max(X) -> float:
-    """The largest |entry| of X (0 for an empty X), without an |X| temporary: at 10,000 x 200
-    a fresh 16 MB array to read once cost more than the two reductions (page faults)."""
-    return float(max(X.max(initial=0.0), -X.min(initial=0.0)))
 
 
 def pair_directions(X, rng, max_directions: int = MAX_DIRECTIONS, size=None) -> np.ndarray:
@@ -189,8 +209,7 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
     # the largest |entry| from the float32 copy when there is one (half the bytes to read;
     # an entry beyond float32's range becomes inf or 0 there, and fails the range test)
     with np.errstate(over="ignore"):    # an overflow is the range test's to catch, not an error
-        X32 = X.astype(np.float32) if single else None
-    size = abs_max(X32) if single else 0.0
+        X32, size = single_rows(X) if single else (None, 0.0)
     single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
     if not single:
         X = dense(X)
@@ -216,11 +235,16 @@ def _outlyingness(X, A, h: int, tiny: float, rep):
     out = np.zeros(n)
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
     chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
+    # (one buffer for every block of projections and one Scratch for every chunk's MCD: the
+    # memory of one is the next one's, already faulted in; the same products as before)
+    Ybuf = np.empty((min(step, A.shape[0]), n), dtype=X.dtype)
+    work = Scratch()
     for s in range(0, A.shape[0], step):
-        Y = A[s:s + step] @ X.T                          # (directions, n): rows contiguous
+        As = A[s:s + step]
+        Y = np.matmul(As, X.T, out=Ybuf[:As.shape[0]])          # (directions, n): rows contiguous
         for c in range(0, Y.shape[0], chunk):
             Z = Y[c:c + chunk]
-            loc, scale = unimcd_rows(Z, h)
+            loc, scale = unimcd_rows(Z, h, work)
             ok = scale > tiny
             if not ok.all():
                 if X.dtype != np.float64 and np.any(scale[~ok] > 0.0):

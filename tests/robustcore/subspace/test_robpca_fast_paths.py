@@ -257,3 +257,49 @@ def test_scatter_of_a_subset_read_by_blocks_is_the_copied_rows_scatter():
     m4, G4 = _subset_scatter(plain, mask)
     np.testing.assert_array_equal(G4, G0)
     np.testing.assert_array_equal(m4, m0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_univariate_mcds_with_reused_scratch_are_each_chunks_own(dtype):
+    """unimcd_rows with one Scratch reused over chunks of rows (a smaller last chunk, as the
+    outlyingness's chunks; float32 projections and float64 rows) against a fresh call per
+    chunk, to the bit; and the row given is left as it was."""
+    rng = np.random.default_rng(23)
+    R = (rng.standard_normal((29, 1500)) * rng.uniform(0.5, 50.0, (29, 1)) + 1e3).astype(dtype)
+    R[3, :1200] = 7.0                                  # an exact fit: scale 0
+    before = R.copy()
+    h = 1130
+    work = steps.Scratch()
+    for c in range(0, 29, 12):
+        got = steps.unimcd_rows(R[c:c + 12], h, work)
+        want = steps.unimcd_rows(R[c:c + 12].copy(), h)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+    np.testing.assert_array_equal(R, before)
+    assert steps.unimcd_rows(R[3:4], h, work)[1][0] == 0.0
+
+
+def test_surveys_float32_copy_and_its_largest_entry_are_the_plain_ones():
+    """single_rows takes survey's float32 copy with its largest |entry| (kept block by block)
+    once: the copy of the centred rows and abs_max of it, to the bit, also for an entry beyond
+    float32's range (inf); then, and for an array, it makes them anew."""
+    from robustcore.subspace._robpca_rows import CentredRows, single_rows
+    rng = np.random.default_rng(29)
+    Z = rng.standard_normal((3000, 120)) * np.linspace(0.1, 30.0, 120) - 5.0
+    Z[2500, 7] = -4e3                                   # the largest |entry|, in the last block
+    mean = Z.mean(axis=0)
+    Zc = Z - mean
+    rows = CentredRows(Z, mean)
+    assert rows.rows_per_block() < 2500
+    rows.survey(4)
+    X32, size = single_rows(rows)
+    np.testing.assert_array_equal(X32, Zc.astype(np.float32))
+    assert size == steps.abs_max(Zc.astype(np.float32)) == float(np.float32(abs(Zc[2500, 7])))
+    again, size2 = single_rows(rows)
+    assert again is not X32 and np.array_equal(again, X32) and size2 == size
+    assert single_rows(Zc)[1] == size
+    Z[10, 3] = 1e39                                     # beyond float32: inf in the copy
+    rows = CentredRows(Z, Z.mean(axis=0))
+    with np.errstate(over="ignore"):
+        rows.survey(4)
+    assert single_rows(rows)[1] == np.inf

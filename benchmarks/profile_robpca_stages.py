@@ -1,0 +1,128 @@
+"""ROBPCA's stages in fresh processes: CPU time and minor page faults of each stage of one fit, to
+see whether a slow process is slow everywhere (the process runs slower) or in the stages that
+touch fresh memory (the allocator and page faults). Issue 35's 10,000 x 200 table
+(benchmarks/bench_robpca.py's ``make``), one BLAS thread, the benchmark's warm-up fit on 500
+rows first; then the timed ``fit_row_results``, as in bench_robpca.py.
+
+Settings, interleaved round by round: ``as-is``; ``cpu0`` / ``cpu1`` (the process pinned to one
+core); ``no-thp`` (numpy asks for no transparent huge pages, ``NUMPY_MADVISE_HUGEPAGE=0``, so
+every fault is one 4 kB page and the faults count the fresh memory). Each run prints its stages'
+``CPU ms/faults``; the summary gives each setting's median (range) of the fit's CPU, and, over
+all runs, each stage's median in the fastest and the slowest third of the runs with its
+correlation with the total.
+
+    /work/tools/bench python benchmarks/profile_robpca_stages.py --rounds 8
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import _bench  # noqa: E402
+from bench_robpca import SHAPES, make  # noqa: E402
+
+# (module, function) of each stage, robustcore.subspace.robpca's names for them
+STAGES = (("robpca", "_affine_span"), ("robpca", "outlyingness"), ("_robpca_steps", "unimcd_rows"),
+          ("robpca", "_subset_scatter"), ("robpca", "_orthogonal"), ("robpca", "mcd_subspace"),
+          ("robpca", "residual_scores"))
+SETTINGS = {"as-is": {}, "cpu0": {"cpu": 0}, "cpu1": {"cpu": 1}, "no-thp": {"env": {"NUMPY_MADVISE_HUGEPAGE": "0"}}}
+
+
+def _usage():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime, r.ru_minflt
+
+
+def child(data, k, cpu):
+    """One fresh process: the warm-up, then the timed fit with every stage's CPU and faults."""
+    import importlib
+    if cpu is not None:
+        os.sched_setaffinity(0, {cpu})
+    X = np.load(data)
+    from robustcore import ROBPCA
+    ROBPCA(n_components=k, random_state=0, scale="none").fit_row_results(X[:500])
+    spent = {}
+
+    def wrapped(fn, name):
+        def call(*a, **kw):
+            c0, f0 = _usage()
+            try:
+                return fn(*a, **kw)
+            finally:
+                c1, f1 = _usage()
+                s = spent.setdefault(name, [0.0, 0])
+                s[0] += (c1 - c0) * 1e3
+                s[1] += f1 - f0
+        return call
+    for mod, name in STAGES:
+        m = importlib.import_module(f"robustcore.subspace.{mod}")
+        setattr(m, name, wrapped(getattr(m, name), name))
+    c0, f0 = _usage()
+    ROBPCA(n_components=k, random_state=0, scale="none").fit_row_results(X)
+    c1, f1 = _usage()
+    _bench.child_result(total=[(c1 - c0) * 1e3, f1 - f0], stages=spent,
+                        switches=resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=8)
+    ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--child", nargs=3, metavar=("DATA", "K", "CPU"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        data, k, cpu = a.child
+        return child(data, int(k), None if cpu == "-" else int(cpu))
+    names = a.settings.split(",")
+    for s in names:
+        if s not in SETTINGS:
+            ap.error(f"--settings takes {', '.join(SETTINGS)}; got {s!r}")
+    print(_bench.conditions([f"command: {' '.join(sys.argv)}"]), "\n", flush=True)
+    n, d, r = SHAPES["10000x200"]
+    runs = {s: [] for s in names}
+    with tempfile.TemporaryDirectory() as tmp:
+        data = os.path.join(tmp, "X.npy")
+        np.save(data, make(n, d, r)[0])
+        for rnd in range(a.rounds):
+            for s in names:
+                opt = SETTINGS[s]
+                env = {**os.environ, **opt.get("env", {})}
+                cpu = str(opt["cpu"]) if "cpu" in opt else "-"
+                res = _bench.run_child([__file__, "--child", data, str(r), cpu], blas="1", env=env)
+                load = os.getloadavg()[0]
+                if "error" in res:
+                    print(f"{s:7s} round {rnd + 1}: {res['error']}", flush=True)
+                    continue
+                runs[s].append(res)
+                stages = " ".join(f"{k}={v[0]:.0f}/{v[1]}" for k, v in res["stages"].items())
+                print(f"{s:7s} round {rnd + 1}, load {load:.2f}: total={res['total'][0]:.0f} ms/"
+                      f"{res['total'][1]} faults, {res['switches']} preemptions; {stages}", flush=True)
+    print("\n| setting | runs | fit CPU ms, median (range) | faults, median |\n|---|--:|--:|--:|")
+    for s in names:
+        t = [x["total"][0] for x in runs[s]]
+        if t:
+            print(f"| {s} | {len(t)} | {np.median(t):.0f} ({min(t):.0f}-{max(t):.0f}) | "
+                  f"{np.median([x['total'][1] for x in runs[s]]):.0f} |")
+    every = [x for s in names for x in runs[s]]
+    if len(every) >= 6:
+        order = np.argsort([x["total"][0] for x in every])
+        third = len(every) // 3
+        tot = np.array([x["total"][0] for x in every])
+        print("\n| stage | fastest third, ms | slowest third, ms | faults, median | correlation with the total |"
+              "\n|---|--:|--:|--:|--:|")
+        for _, name in STAGES:
+            v = np.array([x["stages"].get(name, [0.0, 0])[0] for x in every])
+            f = [x["stages"].get(name, [0.0, 0])[1] for x in every]
+            print(f"| {name} | {np.median(v[order[:third]]):.0f} | {np.median(v[order[-third:]]):.0f} | "
+                  f"{np.median(f):.0f} | {np.corrcoef(v, tot)[0, 1]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
