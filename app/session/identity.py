@@ -9,7 +9,8 @@ copy of the data to another folder or machine (unlike the fingerprint, made of f
   relative name and size and the Zarr metadata's bytes (:func:`app.session.stores.store_manifest`).
   Cheap, and it catches a truncated or rewritten file at once; a change in the middle of a large
   file escapes it.
-- ``digest``, the sha256 of the whole content (:mod:`robustcore.bigdata._digest`), taken in the
+- ``digest``, a hash of the whole content (:mod:`robustcore.bigdata._digest`: xxh3 or sha256 of a
+  table, checked in the format it was recorded in; sha256 of a video's packets), taken in the
   pass that a fit makes anyway (a table: every block hashed as it is read; a video: every packet
   of its stream, hashed when it is opened). Reopening arms the data with it
   (:func:`arm`): the first pass of a re-fit fails at once when the content differs, and when no
@@ -97,13 +98,16 @@ def arm(ref, dataset, where: str) -> None:
     differs from ``ref.digest``. A video's digest is known from opening it, so it is compared
     now; a table's is compared by the first pass that reads it whole (the fit's, or
     :func:`check_content`'s). Raises DataMismatchError."""
-    from robustcore.bigdata._digest import DataChangedError, expect_digest
+    from robustcore.bigdata._digest import DataChangedError, DigestFormatError, expect_digest
+    from .errors import SessionError
     if not ref.digest or not is_lazy_dataset(dataset):
         return
     try:
         expect_digest(dataset, ref.digest, "the session was saved")
     except DataChangedError as exc:
         raise _mismatch(ref, where, f"{where}: {exc}", exc.expected, exc.actual) from None
+    except DigestFormatError as exc:   # not the data's fault: no other file would do
+        raise SessionError(f"{where} cannot be checked against the session: {exc}") from None
     except LoadError as exc:   # opened with another block size
         raise _mismatch(ref, where, f"{where} cannot be compared with the session's data: {exc}", ref.digest,
                         None) from None
@@ -123,7 +127,7 @@ def check_content(ref, dataset, progress=None, where: str | None = None) -> str 
         return None
     where = where or (dataset.provenance.path or dataset.name)
     try:
-        actual = content_digest(dataset, progress=progress)
+        actual = content_digest(dataset, progress=progress, like=ref.digest)
     except DataChangedError as exc:
         raise _mismatch(ref, where, f"{where}: {exc}", exc.expected, exc.actual) from None
     if actual != ref.digest:

@@ -23,15 +23,15 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from . import _aggregate as agg
-from ._density import bins_for
+from ._density import DENSITY_POINTS, bins_for
 from ._latest import runner, settle_timer
 
 __all__ = ["Source", "Binned", "layer_entries", "flag_entries", "add_flag_entries", "POINTS_IN_VIEW", "FLAG_POINTS",
            "TOP_FLAGGED", "SELECT_CAP"]
 
-#: At most this many samples in view: every one is drawn as a point (the point path draws
-#: 20,000 in one turn of the event loop, 44 ms of GUI time measured).
-POINTS_IN_VIEW = 20_000
+#: At most this many samples in view: every one is drawn as a point (zoomed in far enough, a
+#: binned cloud shows what an unbinned one of that size would).
+POINTS_IN_VIEW = DENSITY_POINTS
 #: Flagged samples in view up to this many are all drawn as points; beyond, they are a density
 #: layer of their own colour and only the :data:`TOP_FLAGGED` highest-scoring are points. Seen
 #: at 300,000 samples with 6,087 flagged: all 6,087 as points made a black blob that hid the

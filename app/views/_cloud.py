@@ -39,9 +39,9 @@ CHUNK_POINTS = 10_000
 # Colour groups drawn per turn (a score colouring has up to 64): making and filling 52 items in
 # one turn took 17-27 ms for the escalator demo's 3,000 frames.
 CHUNK_ITEMS = 16
-# set_points draws up to this many points one by one, as it always did (the ranking and contour
-# views hand it brushes, one per point); beyond, it bins them in one colour. The scatter and the
-# outlier map bin from DENSITY_POINTS up, with their colours as layers (set_source).
+# set_points draws up to this many points one by one, as it always did (the ranking view hands
+# it brushes, one per point); beyond, it bins them in one colour. The scatter, the outlier map
+# and the SPE / T² map bin from DENSITY_POINTS up, with their colours as layers (set_source).
 POINTS_MAX = 200_000
 # Clouds with parts still to draw, and binned clouds: an export draws them first
 # (finish_pending_drawings).

@@ -20,12 +20,15 @@ from . import _style as st
 
 __all__ = ["DENSITY_POINTS", "DENSITY_BINS", "Density"]
 
-#: Above this many samples a cloud is binned off the GUI thread instead of drawn point by point.
-#: Measured (benchmarks/results_views.md, offscreen, load 4.2): the point path cost the GUI thread
-#: 44 + 35 ms (set and draw + paint) at 20,000 points, 89 + 48 at 50,000, 164 + 77 at 100,000
-#: and 364 + 107 at 200,000, growing with n; the binned path costs a fixed few ms per picture.
-#: 50,000 keeps every data set up to w8a's size (49,749) as points, as before.
-DENSITY_POINTS = 50_000
+#: Above this many samples a cloud is drawn as its density plus the points worth drawing, made
+#: off the GUI thread, instead of point by point. pyqtgraph's per-point path costs the GUI thread
+#: in proportion to the points: 44 + 35 ms (set and draw + paint) at 20,000 points, 89 + 48 at
+#: 50,000 (benchmarks/results_views.md, load 4.2), and a 20,000-point scatter's paint was the
+#: largest stop of a 20,000-row result's tour of the views (50-100 ms); a binned picture costs a
+#: fixed few ms and at most FLAG_POINTS symbols whatever n. 10,000 points paint in ~11 ms against
+#: ~16 ms for 20,000 and ~9 ms for 5,000 (offscreen, 900 x 600): below it the saving is small and
+#: the user keeps every point.
+DENSITY_POINTS = 10_000
 #: Bins along each axis when the plot has no size yet (an export before the view is shown).
 DENSITY_BINS = 300
 # Screen pixels per bin along each axis, and the bounds of the grid.

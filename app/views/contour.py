@@ -25,15 +25,18 @@ from robustcore import compare
 
 from . import _derived as der
 from . import _style as st
-from ._binned import Source
+from ._binned import FLAG_POINTS, Source
 from ._binning import block_rows, blocks
-from ._cloud import POINTS_MAX, PointCloud, new_plot
+from ._cloud import PointCloud, new_plot
+from ._density import DENSITY_POINTS
 from ._common import Choice, describe_sample, fmt, labelled, title_of
 from ._map_fill import BANDS, GRID, MapFill
 from .base import BaseView
 
 RULE_FLAGS = {"spe": "outside_spe", "t2": "outside_t2", "either": "outlier"}
 RULE_NAMES = {"spe": "SPE", "t2": "T²", "either": "SPE or T²"}
+# The samples within the limits and the flagged ones (drawn as points).
+INSIDE, OUTSIDE = "#1F4E79", "#D55E00"
 
 
 @cache
@@ -75,9 +78,8 @@ class ContourView(BaseView):
         self.clouds = {}
         self.axis_lines = {}
         self.flat_notes = {}
-        # The SPE map with the view; the T² map, linked to it, and the key in idle turns after
-        # it (build_step): each plot is tens of milliseconds of the GUI thread (issue 33.2).
-        self._add_map(0, "spe")
+        # The SPE map, the T² map linked to it, and the key in idle turns after the view
+        # (build_step): each plot is tens of milliseconds of the GUI thread (issue 33.2).
         self.key = self.legend = None   # made in build_step or at the first refresh, see _finish_figure
         self.method_box.currentIndexChanged.connect(self._method_changed)
         self.plane_box.currentIndexChanged.connect(self.redraw)
@@ -109,6 +111,9 @@ class ContourView(BaseView):
             self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
 
     def build_step(self) -> bool:
+        if "spe" not in self.plots:
+            self._add_map(0, "spe")
+            return True
         if "t2" not in self.plots:
             self._add_map(1, "t2")
             self.plots["t2"].setXLink(self.plots["spe"])
@@ -116,6 +121,9 @@ class ContourView(BaseView):
             return True
         if self.legend is not None:
             return False
+        if self.key is None and _band_lut.cache_info().currsize == 0:
+            _band_lut(5, 5)   # reads two colour maps' files (~40 ms): a turn of its own
+            return True
         self._finish_figure(one_part=True)
         return True
 
@@ -220,7 +228,7 @@ class ContourView(BaseView):
                               + f" · SPE {fmt(scores['spe'][i])} · T² {fmt(scores['t2'][i])}")
             st.style_plot(self.plots[kname], bottom=names[0], left=names[1])
         self._draw_axis_lines(model)
-        if ds.n_samples > POINTS_MAX:
+        if ds.n_samples > DENSITY_POINTS:
             self._redraw_binned(res, ds, model)
             return
         self._binned_xy = None
@@ -290,7 +298,7 @@ class ContourView(BaseView):
             return {"x": x, "y": y, "flags": flags_of()}
 
         for cloud in self.clouds.values():
-            cloud.set_source(Source(make=make, n=n, colors=["#333333"]))
+            cloud.set_source(Source(make=make, n=n, colors=[INSIDE]))
 
     def _fill(self, kname: str) -> None:
         """Ask for the map over the plot's visible range (no white margins, whatever the shape
@@ -341,41 +349,66 @@ class ContourView(BaseView):
             return
         rule = self.rule_box.key()
         flags = np.asarray(res.flags[RULE_FLAGS[rule]], dtype=bool)
-        n = flags.size
-        inside, outside = st.brush("#1F4E79", 190), st.brush("#D55E00", 230)
         if self._binned_xy is not None:
             self._bin(lambda: flags)
         else:
-            brushes = np.array([inside, outside], dtype=object)[flags.astype(np.int64)]
+            brushes = np.array([st.brush(INSIDE, 190), st.brush(OUTSIDE, 230)], dtype=object)[flags.astype(np.int64)]
             for cloud in self.clouds.values():
                 cloud.set_brushes(list(brushes))
                 cloud.set_flags(flags)
         self.current_flags = flags
-        self.legend.clear()
-        self._legend_items = [pg.ScatterPlotItem(size=7, brush=inside, pen=None),
-                              pg.ScatterPlotItem(size=7, brush=outside, pen=None),
-                              pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 2.2)),
-                              pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 1.4, Qt.PenStyle.DashLine)),
-                              pg.PlotDataItem(pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))]
-        rule_text = der.outlier_rule(res) if rule == "either" else f"{RULE_NAMES[rule]} above its limit"
+        self._fill_legend()
+        st.set_title(self.plots["spe"], f"{title_of(res.method)}: SPE (reconstruction error), limit "
+                                        f"{fmt(self.limits['spe'])}")
+        st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}")
+        self._update_status()
+
+    def _rule_text(self) -> tuple[str, str]:
+        """(what the flags mean, "in all d dims" or "") for the legend and the status."""
+        rule = self.rule_box.key()
+        text = der.outlier_rule(self.drawn) if rule == "either" else f"{RULE_NAMES[rule]} above its limit"
         d = self.plane.shape[1] if self.plane is not None else 2
         # Beyond two dimensions the isolines are the limits on the plane drawn, while a sample's
         # flag is its SPE / T² in the whole space: a ringed point may sit inside both lines.
-        scope = d > 2
-        texts = [f"within limits ({n - int(flags.sum())})",
-                 "flagged" + (f" in all {d} dims" if scope else "") + f": {rule_text} ({int(flags.sum())})",
+        return text, (f" in all {d} dims" if d > 2 else "")
+
+    def _fill_legend(self) -> None:
+        """The legend. Binned, the samples within the limits are a density of their colour and
+        the flagged ones the cloud's own flag points (their look follows the picture; the status
+        says how many are drawn): the same entries before and after the picture comes, so the
+        legend's height, and with it the plots' framing, do not change then."""
+        flags = self.current_flags
+        n, k = flags.size, int(flags.sum())
+        rule_text, scope = self._rule_text()
+        binned = self._binned_xy is not None
+        self.legend.clear()
+        self._legend_items = [pg.ScatterPlotItem(size=7, brush=st.brush(INSIDE, 190), pen=None),
+                              self.clouds["spe"].flag_item if binned
+                              else pg.ScatterPlotItem(size=7, brush=st.brush(OUTSIDE, 230), pen=None),
+                              pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 2.2)),
+                              pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 1.4, Qt.PenStyle.DashLine)),
+                              pg.PlotDataItem(pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))]
+        texts = [f"within limits ({n - k})", "flagged" + scope + f": {rule_text} ({k})",
                  "limit on this plane" if scope else "this map's limit", "other map's limit", "component 1"]
         for it, t in zip(self._legend_items, texts):
             self.legend.addItem(it, t)
         self.fit_layout()
-        st.set_title(self.plots["spe"], f"{title_of(res.method)}: SPE (reconstruction error), limit "
-                                        f"{fmt(self.limits['spe'])}")
-        st.set_title(self.plots["t2"], f"Hotelling T², limit {fmt(self.limits['t2'])}")
+
+    def _update_status(self) -> None:
+        res, flags = self.drawn, self.current_flags
+        n, k = flags.size, int(flags.sum())
+        _, scope = self._rule_text()
+        d = self.plane.shape[1] if self.plane is not None else 2
+        # Said before the picture comes, and not changed by it: a longer status takes height from
+        # the plots, whose locked aspect would then move the user's framing.
+        shown = (f" · {n:,} samples: drawn as their density, the flagged ones as points (at most "
+                 f"{FLAG_POINTS:,} in view, else the highest)" if self._binned_xy is not None else "")
         self.set_status(f"{title_of(res.method)}: SPE limit {fmt(self.limits['spe'])}, T² limit "
-                        f"{fmt(self.limits['t2'])} · {int(flags.sum())} of {n} flagged by {RULE_NAMES[rule]} · "
+                        f"{fmt(self.limits['t2'])} · {k} of {n} flagged by {RULE_NAMES[self.rule_box.key()]} · "
                         f"SPE is constant along the components: far-out points there are caught only by T²."
                         + (f" The lines are the limits on the plane shown; each flag uses the sample's SPE / T² "
-                           f"in all {d} dimensions, so a flagged point can lie inside both lines." if scope else ""))
+                           f"in all {d} dimensions, so a flagged point can lie inside both lines." if scope else "")
+                        + shown)
 
     def _hover(self, cloud):
         if cloud.hovered >= 0:

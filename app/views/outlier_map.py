@@ -74,10 +74,32 @@ class OutlierMapView(BaseView):
         self.method_box = Choice()
         self.controls.addWidget(labelled("Result", self.method_box))
         self.controls.addWidget(self.method_box)
+        self.method_box.currentIndexChanged.connect(self.redraw)
+        self.plot = self.legend = self.cloud = None
+        self.cut_lines, self.flag_lines, self.region_labels = {}, {}, {}
+        self._framing = self._framed_range = None   # (SD, OD) the view was framed to, see _place
+        self._swatches = []
+        self._binned_text = ""   # binned: the status after what the picture shows
+        # The figure's parts, one per idle turn (build_step): built in one turn, the view was the
+        # longest stop of a result's arrival (about 80 ms of the GUI thread; issue 33.2).
+        self._parts = [self._add_plot, self._add_lines, self._add_region_labels]
+
+    def build_step(self) -> bool:
+        if not self._parts:
+            return False
+        self._parts.pop(0)()
+        return True
+
+    def _add_plot(self) -> None:
         self.plot = new_plot(self.figure.ci, row=0, col=0,
                              axisItems={"left": _DistanceAxis("left"), "bottom": _DistanceAxis("bottom")})
         self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
-        self.cloud = PointCloud(self.plot, state, size=6)
+        self.cloud = PointCloud(self.plot, self.state, size=6)
+        self.plot.getViewBox().sigResized.connect(self._on_plot_resized)
+        self.cloud.binned.drawn.connect(self._on_picture)
+        self.cloud.sigFailed.connect(lambda why: self.set_status(f"The outlier map could not be binned: {why}"))
+
+    def _add_lines(self) -> None:
         self.cut_lines = {
             "sd": pg.InfiniteLine(angle=90, movable=False, pen=st.pen(st.FLAG_COLOR, 1.2, Qt.PenStyle.DashLine)),
             "od": pg.InfiniteLine(angle=0, movable=False, pen=st.pen(st.FLAG_COLOR, 1.2, Qt.PenStyle.DashLine)),
@@ -90,19 +112,14 @@ class OutlierMapView(BaseView):
         for line in (*self.cut_lines.values(), *self.flag_lines.values()):
             line.setVisible(False)
             self.plot.addItem(line)
+
+    def _add_region_labels(self) -> None:
         # On a light backing: the labels of the lower regions sit over the densest points.
         self.region_labels = {r: pg.TextItem(r, color=st.AXIS_COLOR, anchor=(0, 0),
                                              fill=pg.mkBrush(255, 255, 255, 210)) for r in REGIONS}
         for t in self.region_labels.values():
             t.setZValue(20)   # over the points
             self.plot.addItem(t)
-        self._framing = self._framed_range = None   # (SD, OD) the view was framed to, see _place
-        self.plot.getViewBox().sigResized.connect(self._on_plot_resized)
-        self.method_box.currentIndexChanged.connect(self.redraw)
-        self.cloud.binned.drawn.connect(self._on_picture)
-        self.cloud.sigFailed.connect(lambda why: self.set_status(f"The outlier map could not be binned: {why}"))
-        self._swatches = []
-        self._binned_text = ""   # binned: the status after what the picture shows
 
     @classmethod
     def missing(cls, state, method=None):
@@ -118,6 +135,7 @@ class OutlierMapView(BaseView):
         return [m for m in super().available_methods() if self.missing(self.state, m) is None]
 
     def refresh(self):
+        self.finish_building()
         self.fill_method_box()
         self.redraw()
 
@@ -125,6 +143,7 @@ class OutlierMapView(BaseView):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
+        self.finish_building()
         a, om = res.arrays, res.outlier_map
         if om is None or any(k not in a for k in NEED):
             self.drawn = None
@@ -312,5 +331,6 @@ class OutlierMapView(BaseView):
         return facts or {"known": None, "limits": {}}
 
     def clear(self):
-        self.cloud.clear()
+        if self.cloud is not None:
+            self.cloud.clear()
         self.drawn = None

@@ -48,16 +48,9 @@ class ScatterView(BaseView):
             self.tool_buttons[tool] = b
             b.toggled.connect(lambda on, t=tool: on and self.set_tool(t))
 
-        self.plot = new_plot(self.figure.ci, row=0, col=0)
-        # Beneath the plot, never on the data.
-        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
-        self.cloud = PointCloud(self.plot, state, size=6)
-        self.cloud.sigHovered.connect(self._on_hover)
-        self.cloud.binned.drawn.connect(self._on_picture)
-        self.cloud.binned.chosen.connect(lambda _c: self._update_status())
-        self.cloud.sigFailed.connect(lambda why: self.set_status(f"The scatter could not be binned: {why}"))
+        self.plot = self.legend = self.cloud = None   # made in an idle turn: see build_step
         self.colorbar = None   # the bar in the figure (None: none shown)
-        # The one bar this view uses, made in an idle turn after the view (build_step: 10-15 ms)
+        # The one bar this view uses, made in an idle turn after the plot (build_step: 10-15 ms)
         # rather than with it or in the turn a result is drawn; see _add_colorbar.
         self._bar = None
         self._legend_samples = []
@@ -72,17 +65,33 @@ class ScatterView(BaseView):
         self._layer_names = []     # binned: the name of each colour layer
         self._score_name = None    # binned: the score the points are coloured by
 
+    def _add_plot(self) -> None:
+        """The plot, its legend and cloud: the first of the view's parts made in idle turns
+        (build_step), not with the view (a plot is ~25 ms of the GUI thread; issue 33.2)."""
+        self.plot = new_plot(self.figure.ci, row=0, col=0)
+        # Beneath the plot, never on the data.
+        self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0))
+        self.cloud = PointCloud(self.plot, self.state, size=6)
+        self.cloud.sigHovered.connect(self._on_hover)
+        self.cloud.binned.drawn.connect(self._on_picture)
+        self.cloud.binned.chosen.connect(lambda _c: self._update_status())
+        self.cloud.sigFailed.connect(lambda why: self.set_status(f"The scatter could not be binned: {why}"))
+        self.set_tool(next(t for t, b in self.tool_buttons.items() if b.isChecked()))
+
     # -- controls -------------------------------------------------------------------------
     def set_tool(self, tool: str) -> None:
-        self.plot.getViewBox().set_tool(tool)
+        if self.plot is not None:
+            self.plot.getViewBox().set_tool(tool)
         if not self.tool_buttons[tool].isChecked():
             self.tool_buttons[tool].setChecked(True)
 
     def refresh(self) -> None:
+        self.finish_building()
         self.fill_method_box()
         self._method_changed()
 
     def _method_changed(self, *_):
+        self.finish_building()
         res = self.result()
         ds = self.state.dataset
         if res is None or ds is None:
@@ -151,6 +160,7 @@ class ScatterView(BaseView):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None or self.x_box.key() is None:
             return
+        self.finish_building()
         sub = der.subspace(res)
         if ds.n_samples > DENSITY_POINTS:
             return self._redraw_binned(res, ds, sub)
@@ -254,6 +264,9 @@ class ScatterView(BaseView):
         return 4.0 + lv.astype(float)  # 4 to 14 pixels, 1st to 99th percentile of the score
 
     def build_step(self) -> bool:
+        if self.plot is None:
+            self._add_plot()
+            return True
         if self._bar is not None:
             return False
         self._bar = st.colorbar((0.0, 1.0), st.colormap(), label=" ")
@@ -262,7 +275,7 @@ class ScatterView(BaseView):
     def _add_colorbar(self, name, lo, hi):
         # One bar, given new levels and a new label: a new ColorBarItem at every redraw cost
         # 10-20 ms of the turn a result is drawn in (issue 25).
-        self.build_step()
+        self.finish_building()
         self._bar.setLevels(values=(float(lo), float(hi)))
         self._bar.getAxis("right").setLabel(name, color=st.AXIS_COLOR)
         self.colorbar = self._bar
@@ -295,6 +308,8 @@ class ScatterView(BaseView):
         return [label.text for _, label in self.legend.items]
 
     def _on_selection(self, _sel):
+        if self.cloud is None:   # not built yet: nothing shows the selection
+            return
         if self.drawn is not None:
             self._fill_legend()
         self._update_status()

@@ -302,14 +302,14 @@ def compute(*collections, progress=None, message: str = "computing"):
     rep = progress if isinstance(progress, Reporter) else Reporter(progress)
     s = get_settings()
     planned = _digest.plan(collections)
-    everything = tuple(collections) + tuple(c for _, c in planned)
+    everything = tuple(collections) + tuple(p.hashes for p in planned)
     client = s.client if s.client is not None else _users_client()
     if client is not None:
         out = _compute_distributed(client, everything, rep, message)
     else:
         # the first pass that reads a table whole (the one that digests it) is the one that may
         # find it on disk rather than cached: its reads are queued ahead, in file order
-        ahead = [a.start() for a in (_read_ahead(t) for t, _ in planned) if a is not None]
+        ahead = [a.start() for a in (_read_ahead(p.table) for p in planned) if a is not None]
         try:
             out = _compute_local(dask, everything, rep, message, s)
         finally:
@@ -393,21 +393,29 @@ def _compute_distributed(client, collections, rep, message):
     return tuple(out)
 
 
-def content_digest(data, progress=None, read: bool = True) -> str | None:
+def content_digest(data, progress=None, read: bool = True, like: str | None = None) -> str | None:
     """The digest of ``data`` (a LazyDataset, LazyTable or video source).
 
     The digest recorded by the first computation that read the whole table (or by opening the
     video) is returned at once; without one, ``read=True`` reads the table once to hash it
     (``progress`` as for :func:`compute`), ``read=False`` returns None.
+    ``like`` (a recorded digest) asks for the digest in that digest's format: a table whose
+    recorded digest is in another format is read again (and keeps the one it has).
     Data held in memory (a Dask array not read from a file) has no digest: None.
     """
     from . import _digest
     src = _digest._source(data)
     digest = getattr(src, "content_digest", None)
-    if digest is not None or not read:
+    fmt = _digest.digest_format(like)
+    if (digest is not None and fmt in (None, _digest.digest_format(digest))) or not read:
         return digest
     if getattr(src, "array", None) is None or getattr(src, "reader", None) is None:
         return None
-    _digest.register(src)
-    compute(_digest._digest_array(src), progress=progress, message="hashing the data")
-    return src.content_digest
+    if fmt not in _digest.TABLE_FORMATS:
+        fmt = _digest.table_format(src)
+    if digest is None and fmt == _digest.table_format(src):   # the table's own digest, recorded
+        _digest.register(src)
+        compute(_digest._digest_array(src, fmt), progress=progress, message="hashing the data")
+        return src.content_digest
+    hashes, = compute(_digest._digest_array(src, fmt), progress=progress, message="hashing the data")
+    return _digest._combine(src, list(hashes), fmt)

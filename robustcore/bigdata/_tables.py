@@ -284,7 +284,8 @@ class LazyTable:
         out["chunking"] = f"{self.array.numblocks[0]} blocks of {self.chunk_rows} rows"
         out["memory budget"] = format_bytes(get_settings().memory_budget)
         if self.content_digest:
-            out["content sha256"] = self.content_digest.rsplit(":", 1)[-1][:16] + "…"
+            hash_name = self.content_digest.split("-", 1)[0]     # xxh3-blocks:... -> xxh3
+            out["content digest"] = f"{hash_name} {self.content_digest.rsplit(':', 1)[-1][:16]}…"
         return out
 
     def fingerprint(self) -> str:

@@ -3,9 +3,12 @@ is recorded from the fit's own pass, and reopening compares it (by the re-fit's 
 a pass of its own when the saved results are reloaded); a copy of the data elsewhere is accepted."""
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
+import sys
 
 import numpy as np
 import pytest
@@ -15,6 +18,9 @@ pytest.importorskip("dask")
 from app import session as S  # noqa: E402
 from app.session.identity import describe_check  # noqa: E402
 from robustcore.bigdata import _tables  # noqa: E402
+
+#: New digests: xxh3 with xxhash installed (the big and test extras), else sha256.
+FMT, HASH = (("xxh3-blocks", "xxh3_128") if importlib.util.find_spec("xxhash") else ("sha256-blocks", "sha256"))
 
 
 def _save(folder, stored: bool, n=40000, d=8):
@@ -61,8 +67,8 @@ def reads(monkeypatch):
 def test_the_digest_is_recorded_and_described(tmp_path):
     path, X = _save(tmp_path, stored=True)
     ref = S.load_session(path).dataset
-    assert ref.digest.startswith("sha256-blocks:5000:40000x8:<f8:") and ref.identity.startswith("edges-sha256:")
-    assert describe_check(ref) == ("its size and its first and last 1 MiB and the sha256 of every value of the "
+    assert ref.digest.startswith(f"{FMT}:5000:40000x8:<f8:") and ref.identity.startswith("edges-sha256:")
+    assert describe_check(ref) == (f"its size and its first and last 1 MiB and the {HASH} of every value of the "
                                    "table (40,000 x 8, float64), hashed in blocks of 5,000 rows in the pass that "
                                    "read it")
 
@@ -73,13 +79,13 @@ def test_a_change_in_the_middle_is_found_when_the_results_are_reloaded(tmp_path,
     reads["n"] = 0
     sess, ds, results, notes = S.reopen_job(path)      # unchanged: reloaded, then verified in one pass
     assert "pca: reloaded the saved results" in notes
-    assert any(n.startswith("verified the data: the sha256 of every value") for n in notes)
+    assert any(n.startswith(f"verified the data: the {HASH} of every value") for n in notes)
     assert reads["n"] == 8     # 40000 rows in blocks of 5000: read once
     _change_the_middle(tmp_path / "t.npy")
     job = S.reopen_job(path)
     assert isinstance(job, S.NeedsData) and isinstance(job.error, S.DataMismatchError)
     msg = str(job.error)
-    assert "the data changed since the session was saved: the sha256 of every value of the table" in msg
+    assert f"the data changed since the session was saved: the {HASH} of every value of the table" in msg
     assert "Point to the original data" in msg
 
 
@@ -92,6 +98,49 @@ def test_a_change_in_the_middle_stops_a_refit_after_its_first_pass(tmp_path, rea
     # the fit's first pass (which hashed it; 8 blocks), and the block holding the first row,
     # which the column moments are taken relative to: nothing after
     assert reads["n"] <= 9
+
+
+def _record_digest(path, digest):
+    doc = json.loads(path.read_text())
+    doc["dataset"]["digest"] = digest
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stored", [True, False])
+def test_a_session_with_a_sha256_digest_is_still_verified_with_sha256(tmp_path, stored):
+    """A session saved before xxh3 digests (or where xxhash was missing): its sha256 digest,
+    computed here with hashlib, is checked in sha256 whatever is installed, and still sees a change."""
+    path, X = _save(tmp_path, stored=stored)
+    h = hashlib.sha256(b"robust-studio table 40000x8 <f8 5000\n")
+    for s in range(0, len(X), 5000):
+        h.update(hashlib.sha256(X[s:s + 5000].tobytes()).digest())
+    _record_digest(path, f"sha256-blocks:5000:40000x8:<f8:{h.hexdigest()}")
+    sess, ds, results, notes = S.reopen_job(path)
+    assert ds.content_digest == sess.dataset.digest
+    if stored:
+        assert "verified the data: the sha256 of every value of the table (40,000 x 8, float64), hashed in " \
+               "blocks of 5,000 rows in the pass that read it" in notes
+    else:
+        assert "pca: re-run" in " ".join(notes)
+    ds.close()
+    _change_the_middle(tmp_path / "t.npy")
+    job = S.reopen_job(path)
+    assert isinstance(job, S.NeedsData) and isinstance(job.error, S.DataMismatchError)
+    assert "the data changed since the session was saved: the sha256 of every value of the table" in str(job.error)
+
+
+def test_an_xxh3_session_without_xxhash_says_to_install_it(tmp_path, monkeypatch):
+    path, X = _save(tmp_path, stored=True)
+    _record_digest(path, "xxh3-blocks:5000:40000x8:<f8:" + "5" * 32)
+    monkeypatch.setitem(sys.modules, "xxhash", None)
+    with pytest.raises(S.SessionError) as err:
+        S.reopen_job(path)
+    assert not isinstance(err.value, S.DataMismatchError)     # not the data's fault: another file won't do
+    msg = str(err.value)
+    assert "\n" not in msg and msg.endswith("cannot be checked against the session: a digest in xxh3-blocks "
+                                             "format needs the xxhash package: pip install xxhash (or the "
+                                             "project's extra: pip install -e \".[big]\")")
 
 
 def test_a_copy_elsewhere_reopens(tmp_path):

@@ -139,7 +139,8 @@ def test_a_rectangle_and_a_lasso_on_the_density_select_exactly_the_samples_insid
 
 @pytest.mark.slow
 def test_flagged_samples_and_rare_classes_are_drawn_above_common_ones(views_for, qtbot):
-    X, known = _planted(DENSITY_POINTS + 10_000, seed=3, rare=0.1)
+    # 6,000 known outliers: more than FLAG_POINTS, so they are a layer of their own
+    X, known = _planted(max(DENSITY_POINTS + 10_000, 60_000), seed=3, rare=0.1)
     labels = np.where(np.random.default_rng(0).random(X.shape[0]) < 0.05, "rare", "common")
     # the rare class first in class order: drawn by size, not by palette, it is still on top
     state, res = _state(X, outliers=known, labels=labels, class_names=["rare", "common"])

@@ -164,16 +164,20 @@ def test_a_result_without_limits_says_why_instead_of_drawing(views_for):
 
 
 def test_the_t2_map_and_the_key_are_built_in_later_turns_and_drawn_the_same(views_for, qtbot):
-    """The view is built with its SPE map only; the T² map and the key are each one later idle
-    turn's work (build_step), so no turn builds all three; drawing finishes whatever is left,
-    and the finished view is the one built at once (same plots, linked, same key)."""
-    from app.views.contour import ContourView
+    """The view is built with no plot; the SPE map, the T² map, the key's colours, the key and
+    the legend are each one later idle turn's work (build_step), so no turn builds two of them;
+    drawing finishes whatever is left, and the finished view is the one built at once (same
+    plots, linked, same key)."""
+    from app.views.contour import ContourView, _band_lut
     state = make_state("gaussian-2d", ("residual", {"n_components": 1}))
+    _band_lut.cache_clear()   # as in a new window: the key's colour maps not read yet
     v = ContourView(state)
     qtbot.addWidget(v)
-    assert set(v.plots) == {"spe"} and v.key is None
+    assert not v.plots and v.key is None
+    assert v.build_step() and set(v.plots) == {"spe"}
     assert v.build_step() and set(v.plots) == {"spe", "t2"} and v.key is None
     assert v.plots["t2"].getViewBox().linkedView(0) is v.plots["spe"].getViewBox()
+    assert v.build_step() and v.key is None and _band_lut.cache_info().currsize == 1   # colours read
     assert v.build_step() and v.key is not None and v.legend is None   # key and legend: a turn each
     assert v.build_step() and v.legend is not None
     assert not v.build_step()

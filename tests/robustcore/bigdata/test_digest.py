@@ -1,7 +1,10 @@
 """The content digest of data opened out of core: taken in the pass a fit makes anyway, each block
 read once for both (counted, with Dask's graph optimisation on), the same whatever the method,
-its passes or the scheduler, and different after a change anywhere in the file."""
+its passes or the scheduler, and different after a change anywhere in the file. A table's digest
+is xxh3 when xxhash is installed, else sha256; a recorded digest is checked in its own format."""
 import hashlib
+import importlib.util
+import sys
 import threading
 
 import numpy as np
@@ -12,9 +15,12 @@ pytest.importorskip("dask")
 from robustcore.bigdata import (DataChangedError, compute, content_digest, describe_digest,  # noqa: E402
                                 expect_digest, open_lazy, open_table, settings)
 from robustcore.bigdata import _tables  # noqa: E402
+from robustcore.bigdata._digest import DigestFormatError  # noqa: E402
 from robustcore.methods import get_method  # noqa: E402
 
 ROWS = 500
+#: What new digests are taken in: xxh3 with xxhash installed (the big and test extras), else sha256.
+DEFAULT = "xxh3-blocks" if importlib.util.find_spec("xxhash") else "sha256-blocks"
 
 
 @pytest.fixture
@@ -40,12 +46,24 @@ def counting(monkeypatch):
     return counts
 
 
-def independent_digest(X, rows):
-    """The digest computed another way: straight from the array, block by block."""
-    h = hashlib.sha256(f"robust-studio table {X.shape[0]}x{X.shape[1]} {X.dtype.str} {rows}\n".encode())
+def independent_digest(X, rows, fmt=DEFAULT):
+    """The digest computed another way: straight from the array, block by block, with hashlib's
+    sha256 or xxhash's xxh3_128 called here."""
+    if fmt == "xxh3-blocks":
+        import xxhash
+        new = xxhash.xxh3_128
+    else:
+        new = hashlib.sha256
+    h = new(f"robust-studio table {X.shape[0]}x{X.shape[1]} {X.dtype.str} {rows}\n".encode())
     for s in range(0, X.shape[0], rows):
-        h.update(hashlib.sha256(np.ascontiguousarray(X[s:s + rows]).tobytes()).digest())
-    return f"sha256-blocks:{rows}:{X.shape[0]}x{X.shape[1]}:{X.dtype.str}:{h.hexdigest()}"
+        h.update(new(np.ascontiguousarray(X[s:s + rows]).tobytes()).digest())
+    return f"{fmt}:{rows}:{X.shape[0]}x{X.shape[1]}:{X.dtype.str}:{h.hexdigest()}"
+
+
+@pytest.fixture
+def no_xxhash(monkeypatch):
+    """xxhash not installed: its import fails."""
+    monkeypatch.setitem(sys.modules, "xxhash", None)
 
 
 @pytest.mark.slow
@@ -95,8 +113,47 @@ def test_digest_depends_on_the_data_not_the_method_or_its_passes(npy):
         digests.add(ds.content_digest)
     digests.add(content_digest(open_lazy(p, chunk_rows=ROWS)))   # a pass of its own
     assert digests == {independent_digest(X, ROWS)}
-    assert describe_digest(digests.pop()) == ("the sha256 of every value of the table (4,100 x 9, float64), "
+    hash_name = {"xxh3-blocks": "xxh3_128", "sha256-blocks": "sha256"}[DEFAULT]
+    assert describe_digest(digests.pop()) == (f"the {hash_name} of every value of the table (4,100 x 9, float64), "
                                               "hashed in blocks of 500 rows in the pass that read it")
+
+
+def test_with_xxhash_installed_a_digest_is_xxh3_of_the_blocks(npy):
+    pytest.importorskip("xxhash")
+    p, X = npy
+    got = content_digest(open_table(p, chunk_rows=ROWS))
+    assert got == independent_digest(X, ROWS, "xxh3-blocks") and len(got.rsplit(":", 1)[1]) == 32
+    assert describe_digest(got).startswith("the xxh3_128 of every value of the table (4,100 x 9, float64)")
+    t = open_table(p, chunk_rows=ROWS)
+    compute(t.array.sum())
+    assert t.describe()["content digest"] == "xxh3 " + got.rsplit(":", 1)[1][:16] + "…"
+
+
+def test_without_xxhash_a_digest_is_sha256_and_an_xxh3_one_cannot_be_checked(npy, no_xxhash):
+    p, X = npy
+    t = open_table(p, chunk_rows=ROWS)
+    get_method("pca").run(open_lazy_from(t), {"n_components": 2})
+    assert t.content_digest == independent_digest(X, ROWS, "sha256-blocks")
+    recorded = "xxh3-blocks:500:4100x9:<f8:" + "0" * 32
+    with pytest.raises(DigestFormatError, match=r"^a digest in xxh3-blocks format needs the xxhash package: "
+                                                r"pip install xxhash \(or .*\[big\]"):
+        expect_digest(open_table(p, chunk_rows=ROWS), recorded)
+    assert describe_digest(recorded).startswith("the xxh3_128 of every value of the table (4,100 x 9")
+
+
+def test_a_recorded_sha256_digest_is_checked_in_sha256(npy):
+    """A session saved before xxh3 (or without xxhash) is verified with sha256 whatever is
+    installed: by an armed fit's own pass, or by a pass of its own on a table digested otherwise."""
+    p, X = npy
+    old = independent_digest(X, ROWS, "sha256-blocks")
+    t = open_table(p, chunk_rows=ROWS)
+    expect_digest(t, old, "the session was saved")
+    get_method("pca").run(open_lazy_from(t), {"n_components": 2})      # no DataChangedError
+    assert t.content_digest == old
+    fresh = open_table(p, chunk_rows=ROWS)
+    assert content_digest(fresh) == independent_digest(X, ROWS)        # the default format...
+    assert content_digest(fresh, like=old) == old                       # ...and on demand, the old one
+    assert fresh.content_digest == independent_digest(X, ROWS)         # which keeps its own
 
 
 def test_a_partial_read_takes_no_digest_and_reads_no_more(npy, counting):
@@ -106,18 +163,24 @@ def test_a_partial_read_takes_no_digest_and_reads_no_more(npy, counting):
     assert t.content_digest is None and counting == {0: 1}
 
 
-def test_a_change_anywhere_changes_the_digest_and_an_armed_pass_fails(npy):
+@pytest.mark.parametrize("fmt, hash_name", [("xxh3-blocks", "xxh3_128"), ("sha256-blocks", "sha256")])
+def test_a_change_anywhere_changes_the_digest_and_an_armed_pass_fails(npy, fmt, hash_name):
+    if fmt == "xxh3-blocks":
+        pytest.importorskip("xxhash")
     p, X = npy
-    before = content_digest(open_table(p, chunk_rows=ROWS))
+    before = independent_digest(X, ROWS, fmt)
+    t = open_table(p, chunk_rows=ROWS)
+    expect_digest(t, before)
+    assert content_digest(t) == before        # armed with it: taken in its format, and the same
     Y = X.copy()
     Y[2345, 4] += 1e-12        # in the middle: neither the first nor the last block
     np.save(p, Y)
     t = open_table(p, chunk_rows=ROWS)
     expect_digest(t, before, "the session was saved")
-    with pytest.raises(DataChangedError, match="^the data changed since the session was saved: the sha256 of "
-                                               "every value .* differs"):
+    with pytest.raises(DataChangedError, match=f"^the data changed since the session was saved: the {hash_name} "
+                                               "of every value .* differs"):
         get_method("pca").run(open_lazy_from(t), {"n_components": 2})
-    assert t.content_digest == independent_digest(Y, ROWS) != before
+    assert t.content_digest == independent_digest(Y, ROWS, fmt) != before
     with pytest.raises(Exception, match="chunk_rows=500"):
         expect_digest(open_table(p, chunk_rows=400), before)
 

@@ -1,0 +1,93 @@
+"""Views built ahead one part per idle turn (issue 33.2): the scatter, the outlier map and the
+SPE / T² map are made without a plot, and each later idle turn (``build_step``) adds one part
+(a plot, its lines, its labels, a colour bar), so no turn of the building ahead makes two plots;
+a view drawn before it is finished finishes first and draws as one built at once."""
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+
+from .conftest import make_state
+
+
+def test_the_outlier_map_is_built_one_part_per_idle_turn(qtbot):
+    from app.views.outlier_map import OutlierMapView
+    state = make_state("gaussian-2d", ("pca", {"n_components": 1}))
+    v = OutlierMapView(state)
+    qtbot.addWidget(v)
+    assert v.plot is None and v.cloud is None and not v.cut_lines and not v.region_labels
+    assert v.build_step() and v.plot is not None and v.cloud is not None and not v.cut_lines
+    assert v.build_step() and set(v.cut_lines) == {"sd", "od"} and not v.region_labels
+    assert v.build_step() and len(v.region_labels) == 4
+    assert not v.build_step()
+    # Half built, then drawn: finished first, drawn as one built at once.
+    half, whole = OutlierMapView(state), OutlierMapView(state)
+    qtbot.addWidget(half)
+    qtbot.addWidget(whole)
+    half.build_step()
+    whole.finish_building()
+    for w in (half, whole):
+        w.ensure_fresh()
+    assert half.drawn is state.result("pca") and half.status.text() == whole.status.text()
+    assert [t.toPlainText() for t in half.region_labels.values()] == \
+        [t.toPlainText() for t in whole.region_labels.values()]
+    assert half.cloud.drawn_count() == whole.cloud.drawn_count() == state.dataset.n_samples
+
+
+def test_the_scatter_is_built_one_part_per_idle_turn_and_follows_the_selection_meanwhile(qtbot):
+    from app.views.scatter import ScatterView
+    state = make_state("gaussian-2d", ("pca", {"n_components": 2}))
+    v = ScatterView(state)
+    qtbot.addWidget(v)
+    assert v.plot is None and v.cloud is None
+    state.set_selection([1, 2], "replace")   # before the plot exists: nothing to ring, no error
+    v.set_tool("lasso")
+    assert v.build_step() and v.plot is not None and v._bar is None
+    assert v.plot.getViewBox().tool == "lasso"   # the tool chosen before is the plot's
+    assert v.build_step() and v._bar is not None
+    assert not v.build_step()
+    v.ensure_fresh()
+    assert v.drawn is state.result("pca")
+    np.testing.assert_array_equal(np.sort(v.cloud.sel_item.getData()[0]), np.sort(v.cloud.x[[1, 2]]))
+
+
+def test_building_views_ahead_makes_at_most_one_part_per_idle_turn(views_for, qtbot, monkeypatch):
+    """Through the window's own building ahead (ResultViews.prepare): no idle turn that builds
+    the scatter, the outlier map or the SPE / T² map makes more than one PlotItem (a colour bar is
+    one too), nor more than four of its plots, lines and labels. Built at once, the outlier map's
+    first turn made its plot, four lines and four labels (~80 ms of the GUI thread)."""
+    state = make_state("gaussian-2d", ("pca", {"n_components": 1}))
+    views = views_for(state)
+    made = {"plot": 0, "other": 0}
+    per_turn = []
+
+    def counting(cls, kind):
+        real = cls.__init__
+
+        def init(self, *a, **kw):
+            made[kind] += 1
+            real(self, *a, **kw)
+        monkeypatch.setattr(cls, "__init__", init)
+
+    counting(pg.PlotItem, "plot")
+    counting(pg.InfiniteLine, "other")
+    counting(pg.TextItem, "other")
+    real_prepare = type(views)._prepare
+
+    def turn():
+        before = dict(made)
+        real_prepare(views)
+        per_turn.append((made["plot"] - before["plot"], made["other"] - before["other"]))
+
+    views._prepare_timer.timeout.disconnect()
+    views._prepare_timer.timeout.connect(turn)
+    names = ["scatter", "outlier-map", "contour"]
+    views.prepare(names)
+    qtbot.waitUntil(lambda: not views._preparing, timeout=30_000)
+    built = [views._views.get(n) for n in names]
+    assert all(v is not None for v in built)
+    assert built[0]._bar is not None and len(built[1].region_labels) == 4 and built[2].legend is not None
+    plots = [p for p, _ in per_turn]
+    assert sum(plots) >= 5 and max(plots) <= 1, per_turn   # 1 + 1 bar, 1, 2 + 1 key
+    # a map's plot with its axis line and note, or four labels: never a plot, lines and labels
+    assert max(p + o for p, o in per_turn) <= 4, per_turn
