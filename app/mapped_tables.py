@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 __all__ = ["SPILL_MIN_BYTES", "RESULT_SPILL_MIN_BYTES", "spill", "spill_result", "forget_result", "mapped_file",
-           "reduce", "forget", "release", "PRIVATE_WRITES"]
+           "give_back", "reduce", "forget", "release", "PRIVATE_WRITES"]
 
 # Smaller tables stay in memory: writing and mapping a file is not worth it below this.
 SPILL_MIN_BYTES = 64 << 20
@@ -58,15 +58,19 @@ def release() -> None:
     whole table once (the SPE / T² map projects every sample) left all of it counted in the
     window's memory. The values stay where they are (the file, and the system's cache of it);
     a later read maps them again."""
-    if not hasattr(mmap, "MADV_DONTNEED"):
-        return
     for ref in list(_MAPPINGS):
-        raw = getattr(ref(), "_mmap", None)
-        if raw is not None:
-            try:
-                raw.madvise(mmap.MADV_DONTNEED)
-            except (OSError, ValueError):   # closed, or a platform without it: pages stay
-                pass
+        give_back(ref())
+
+
+def give_back(mm) -> None:
+    """Unmap the pages of np.memmap ``mm`` from this process: what was written stays in the file
+    (a shared mapping's pages are the system's cache of it), and a later access maps it again."""
+    raw = getattr(mm, "_mmap", None)
+    if raw is not None and hasattr(mmap, "MADV_DONTNEED"):
+        try:
+            raw.madvise(mmap.MADV_DONTNEED)
+        except (OSError, ValueError):   # closed, or a platform without it: pages stay
+            pass
 
 
 def _whole_mapping(a: np.ndarray):

@@ -5,8 +5,9 @@ A binned cloud (:mod:`app.views._binned`) re-counts the visible range at every z
 30,000,000 rows on disk take seconds a pass; zoomed into a small region, almost none of them are
 in view. :class:`CloudIndex` is built once, off the GUI thread, after the cloud's first picture:
 the whole extent cut into :data:`GRID` x :data:`GRID` cells, and every finite sample's columns
-(x, y, colour code, flag, score, sample index) copied in cell order (a counting sort, two
-passes a block at a time) into files beside the window's other results too large for memory.
+(x, y, colour code, flag, score, sample index) copied in cell order (a counting sort: the
+cells' sizes, then rows appended by ranges of cells, then each range sorted in memory) into
+files beside the window's other results too large for memory.
 A zoom then reads the cells the range touches, a contiguous run of rows per column of cells,
 and :func:`app.views._aggregate.aggregate` counts them exactly as it counts the whole: the
 rows read are put back in sample order first, so ties and the order of the points drawn are the
@@ -26,6 +27,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _aggregate as agg
+from ..mapped_tables import give_back
 from ._cloud_pyramid import Pyramid
 
 __all__ = ["INDEX_ROWS", "GRID", "CloudIndex"]
@@ -38,9 +40,20 @@ GRID = 256
 #: A zoom reads through the index when the cells it touches hold at most this share of the rows;
 #: else one plain pass over them all costs little more.
 WORTH = 0.25
+#: Rows of the sorted copy sorted at once in the build's last pass (37 bytes a row, and the sort's
+#: temporaries): what the build holds, whatever the cloud's size.
+BUCKET_ROWS = 2_000_000
+#: Rows appended between two hand-backs of the written pages during the build.
+_GIVE_BACK = 1_000_000
 
 _FIELDS = (("x", np.float64), ("y", np.float64), ("codes", np.int32), ("flags", np.bool_),
            ("score", np.float64), ("index", np.int64))
+
+
+def _small(count: int):
+    """The smallest unsigned type holding 0 .. count - 1: numpy's stable sort of 16-bit keys
+    is a radix sort, several times a merge sort of int64 ones."""
+    return np.uint8 if count <= 1 << 8 else np.uint16 if count <= 1 << 16 else np.int64
 
 
 class CloudIndex:
@@ -51,7 +64,9 @@ class CloudIndex:
     counts; ``pyramid``: their keyword arguments, e.g. a smaller grid, or False for none)."""
 
     def __init__(self, cols: dict, extent, folder: str | None = None, grid: int = GRID, report=None,
-                 block: int = agg.BLOCK, n_codes: int = 1, mean_score: bool = False, pyramid=None):
+                 block: int = agg.BLOCK, n_codes: int = 1, mean_score: bool = False, pyramid=None,
+                 bucket_rows: int | None = None):
+        bucket_rows = BUCKET_ROWS if bucket_rows is None else bucket_rows
         x, y = agg._col(cols["x"]), agg._col(cols["y"])
         src = {"codes": agg._col(cols.get("codes"), np.int64), "flags": agg._col(cols.get("flags"), bool),
                "score": agg._col(cols.get("score"))}
@@ -85,38 +100,82 @@ class CloudIndex:
         self.pyramid = None if pyramid is False else Pyramid(
             self.extent, n_codes=n_codes, flags=self.has["flags"], score=self.has["score"], mean_score=mean_score,
             **(pyramid or {}))
-        # Pass 2: each block's finite rows written at their cell's next free places (and counted
-        # on the pyramid's fine grid).
-        fill = self.offsets[:-1].copy()
+        # Pass 2: each block's finite rows appended, in sample order, to the stretch of the
+        # copy that their range of cells will fill (a "bucket"); pass 3 sorts each bucket by cell.
+        # Written straight to their cells' places instead, every block touches a page of every
+        # cell of every column: the whole copy stayed resident while it was built (3 GB at 30M
+        # rows). Appended, only the last pages of each bucket are written at a time.
+        bounds = self._buckets(bucket_rows)
+        bucket_of = np.repeat(np.arange(bounds.size - 1, dtype=_small(bounds.size - 1)), np.diff(bounds))
+        fill = self.offsets[bounds[:-1]].copy()
+        written = 0
         for a, b in agg.blocks(0, self.n, block):
-            rep.report(0.5 + 0.5 * a / max(self.n, 1), "indexing the cloud")
+            rep.report(0.5 + 0.25 * a / max(self.n, 1), "indexing the cloud")
             xb, yb = x.read(a, b), y.read(a, b)
             cell, ok = self._cells(xb, yb)
-            order = np.argsort(cell, kind="stable")
-            cs = cell[order]
-            starts = np.r_[0, np.flatnonzero(np.diff(cs)) + 1]
-            rank = np.arange(cs.size) - np.repeat(starts, np.diff(np.r_[starts, cs.size]))
-            at = fill[cs] + rank
-            fill += np.bincount(cell, minlength=g * g)
-            rows = np.flatnonzero(ok)[order]
-            values = {"x": xb[ok][order], "y": yb[ok][order], "index": rows + a}
+            rows = np.flatnonzero(ok)
+            values = {"x": xb[ok], "y": yb[ok], "index": rows + a}
             for name in ("codes", "flags", "score"):
                 if self.has[name]:
                     values[name] = src[name].read(a, b)[rows]
+            bkt = bucket_of[cell]
+            order = np.argsort(bkt, kind="stable")
+            sizes = np.bincount(bkt, minlength=fill.size)
             for name, v in values.items():
-                self.cols[name][at] = v
+                self._append(self.cols[name], v[order], fill, sizes)
+            fill += sizes
+            written += rows.size
+            if written >= _GIVE_BACK:
+                self._give_back()
+                written = 0
             if self.pyramid is not None:
                 self.pyramid.add(values["x"], values["y"], values["index"], values.get("codes"), values.get("flags"),
                                  values.get("score"))
+        self._give_back()
+        # Pass 3: each bucket sorted by cell, in memory, and written back in place. The sort is
+        # stable, so a cell's rows stay in sample order, as a zoom's reading expects.
+        for i, (c0, c1) in enumerate(zip(bounds[:-1], bounds[1:])):
+            rep.report(0.75 + 0.25 * i / max(bounds.size - 1, 1), "indexing the cloud")
+            a, b = int(self.offsets[c0]), int(self.offsets[c1])
+            if b - a < 2:
+                continue
+            cell, _ = self._cells(np.asarray(self.cols["x"][a:b]), np.asarray(self.cols["y"][a:b]))
+            order = np.argsort(cell.astype(_small(g * g), copy=False), kind="stable")
+            for col in self.cols.values():
+                col[a:b] = np.asarray(col[a:b])[order]
+            self._give_back()
         if self.pyramid is not None:
             self.pyramid.done()
         if self.folder is not None:
-            # Reopened read-only: the pages written stayed in the window's resident memory while
-            # mapped for writing (+860 MB at 30M rows); read-only, only those a zoom reads are.
+            # Reopened read-only: only the pages a zoom reads are then mapped.
             for name, v in list(self.cols.items()):
                 v.flush()
                 del v
                 self.cols[name] = np.load(os.path.join(self.folder, f"{name}.npy"), mmap_mode="r")
+
+    def _buckets(self, bucket_rows: int) -> np.ndarray:
+        """Cell bounds (0 = c_0 < c_1 < ... = GRID²) cutting the sorted copy into stretches of
+        about ``bucket_rows`` rows (a cell with more is a stretch of its own)."""
+        cuts = np.searchsorted(self.offsets, np.arange(1, self.n_finite // max(int(bucket_rows), 1) + 1)
+                               * int(bucket_rows), side="left")
+        cells = self.offsets.size - 1
+        return np.unique(np.r_[0, np.clip(cuts, 0, cells), cells]).astype(np.int64)
+
+    @staticmethod
+    def _append(col, v: np.ndarray, fill: np.ndarray, sizes: np.ndarray) -> None:
+        """Write ``v`` (rows ordered by bucket, ``sizes`` of each) at each bucket's next free row."""
+        at = 0
+        for i in np.flatnonzero(sizes):
+            m = int(sizes[i])
+            col[fill[i]:fill[i] + m] = v[at:at + m]
+            at += m
+
+    def _give_back(self) -> None:
+        """Hand the written pages of an on-disk copy back to the system: they stay in its cache
+        and the file, no longer counted in the window's memory."""
+        if self.folder is not None:
+            for col in self.cols.values():
+                give_back(col)
 
     def _cells(self, xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cell of each finite (x, y) of a block, and which rows are finite."""

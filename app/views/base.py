@@ -14,6 +14,7 @@ import traceback
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QLabel, QSizePolicy, QVBoxLayout, QWidget
+from shiboken6 import isValid
 
 from robustcore.methods import methods_for_view, view_requirement
 
@@ -72,6 +73,7 @@ class BaseView(QWidget):
         """Adapt the figure to its size: legend columns here; views with pictures also choose how
         many per row. Called on every resize and after every redraw."""
         w = max(self.figure.width() - 30, 100)
+        self._legends = [(legend, share) for legend, share in self._legends if isValid(legend)]
         for legend, share in self._legends:
             st.fit_legend(legend, share * w)
         if not self._legends:
@@ -95,7 +97,13 @@ class BaseView(QWidget):
 
     def eventFilter(self, obj, event) -> bool:
         if obj is self.figure and event.type() == QEvent.Type.Resize:
-            self.fit_layout()
+            # An exception leaving an event filter does not reach Python: PySide6 6.11 stores it
+            # for later and crashed doing so (gdb: PepException_GetArgs, while a tab was shown in
+            # a new data set's clearing). The layout is a matter of looks: say what failed, go on.
+            try:
+                self.fit_layout()
+            except Exception:  # noqa: BLE001 - see above
+                traceback.print_exc()
         return super().eventFilter(obj, event)
 
     # -- what there is to draw ------------------------------------------------------------------

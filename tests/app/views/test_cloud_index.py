@@ -260,3 +260,23 @@ def test_views_the_fine_counts_cannot_answer_are_read_from_the_rows():
                        pyramid={"fine": 64})
     assert not other.pyramid.usable and other.pyramid.picture(whole.extent, n=x.size, n_finite=whole.n_finite,
                                                               flags=True, score=False, **dict(how, n_codes=2)) is None
+
+
+@pytest.mark.parametrize("bucket_rows", [1, 997, 10**9])
+def test_the_copy_is_every_finite_row_sorted_by_cell_then_sample_however_it_is_cut(tmp_path, bucket_rows):
+    # Reference made another way: a lexsort of the finite rows by (cell, sample index).
+    x, y, codes, flags, score = _cloud(12_000, seed=3)
+    extent = (-4.0, 4.0, -8.0, 8.0)
+    index = CloudIndex({"x": x, "y": y, "codes": codes, "flags": flags, "score": score}, extent,
+                       folder=str(tmp_path), grid=16, block=1_000, bucket_rows=bucket_rows)
+    ok = np.flatnonzero(np.isfinite(x) & np.isfinite(y))
+    cx = agg.bin_index(np.clip(x[ok], -4.0, 4.0), -4.0, 4.0, 16)
+    cy = agg.bin_index(np.clip(y[ok], -8.0, 8.0), -8.0, 8.0, 16)
+    order = ok[np.lexsort((ok, cx * 16 + cy))]
+    np.testing.assert_array_equal(index.cols["index"], order)
+    np.testing.assert_array_equal(index.cols["x"], x[order])
+    np.testing.assert_array_equal(index.cols["y"], y[order])
+    np.testing.assert_array_equal(index.cols["codes"], codes[order])
+    np.testing.assert_array_equal(index.cols["flags"], flags[order])
+    np.testing.assert_array_equal(index.cols["score"], score[order])
+    assert index.offsets[-1] == ok.size
