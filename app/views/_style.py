@@ -304,7 +304,10 @@ def fit_title(plot: pg.PlotItem) -> None:
     if spec is None:
         return
     titles, color, size = spec
-    avail = plot.width() - 6
+    # The title is centred over the view box's column, not the whole plot: the axes' widths are
+    # not its room ("samples flagged" ran off the window's edge over a 122 px plot).
+    axes = sum(plot.getAxis(side).width() for side in ("left", "right") if plot.getAxis(side).isVisible())
+    avail = plot.width() - axes - 6
     if avail <= 20:
         return
     from PySide6.QtGui import QFontMetricsF
