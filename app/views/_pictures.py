@@ -276,6 +276,7 @@ class PictureGrid:
         cols = "feature" if region is None or not region.cols.binned else f"feature (bins of {region.cols.size:,})"
         for p in self.panels.values():
             st.style_plot(p, left=rows, bottom=cols)
+        self._share_axes()   # (a label shown is an axis shown: pyqtgraph's setLabel)
 
     def shown_region(self):
         """The region of the table drawn on top: the zoomed one, else the whole table (None: no

@@ -202,35 +202,52 @@ class ComparisonView(BaseView):
         """Whether the comparison is being computed or drawn over coming turns."""
         return self._wanted is not None or bool(self._parts)
 
-    def _method_ticks(self) -> list:
-        """Each method with its own rank under its bars: on one line where the names fit side by
-        side, else name and rank on two lines ("CoP (10)PCP (90)" ran together at 1280 x 800)."""
+    def _method_ticks(self) -> dict:
+        """Each bar plot's names of the methods under its bars, for its own width: each method
+        with its own rank on one line where they fit side by side, else name and rank on two
+        lines ("CoP (10)PCP (90)" ran together at 1280 x 800), else the names alone, and where
+        even those do not fit (four methods under the narrow count plot: "CoROBPCA"), every
+        other name on a second line."""
         names = getattr(self, "_tick_names", [])
+        plots = (self.error_plot, self.flag_plot)
         if not names:
-            return [[]]
+            return {p: [[]] for p in plots}
         ax = self.error_plot.getAxis("bottom")
         fm = QFontMetrics(ax.style.get("tickFont") or QFont())
         one = [f"{n} ({r})" for n, r in names]
-        vb = self.error_plot.getViewBox()
-        per_bar = vb.width() / max(len(names), 1)
-        # (A plot not laid out yet, of no width, is narrow: its names are chosen again when it is.)
-        narrow = per_bar < _NAME_SLACK * max(fm.horizontalAdvance(t) for t in one) + _NAME_GAP
+
+        def room(texts):   # px a bar needs for the widest of ``texts``
+            return _NAME_SLACK * max(fm.horizontalAdvance(t) for t in texts) + _NAME_GAP
+
         # A second line costs a line of the plots' height: in a short figure (200 %) the ranks
         # go and the names stay (the status line gives the ranks).
-        two_lines = narrow and self.figure.height() >= TWO_LINE_FIGURE_HEIGHT
-        for p in (self.error_plot, self.flag_plot):
-            # Room for two lines of names and the axis label (pyqtgraph sizes the axis for one).
-            # (Explicit both ways: pyqtgraph's own height only ever grows with the text seen.)
-            p.getAxis("bottom").setHeight((3 if two_lines else 2) * fm.height() + 14)
-        self.error_plot.setLabel("bottom", "method" if narrow and not two_lines else "method (own rank)",
+        tall = self.figure.height() >= TWO_LINE_FIGURE_HEIGHT
+        ticks, lines, ranked = {}, 1, {}
+        for p in plots:
+            per_bar = p.getViewBox().width() / max(len(names), 1)
+            ranked[p] = True
+            # (A plot not laid out yet, of no width, is narrow: its names are chosen again when it is.)
+            if per_bar >= room(one):
+                labels = one
+            elif tall and per_bar >= room([n for n, _ in names] + [f"({r})" for _, r in names]):
+                labels, lines = [f"{n}\n({r})" for n, r in names], 2
+            elif per_bar >= room([n for n, _ in names]) or not tall or len(names) < 2:
+                labels, ranked[p] = [n for n, _ in names], False
+            else:   # staggered: each name has the width of two bars
+                labels = [f"{n}\n" if i % 2 == 0 else f"\n{n}" for i, (n, _) in enumerate(names)]
+                lines, ranked[p] = 2, False
+            ticks[p] = [list(enumerate(labels))]
+        for p in plots:
+            # Room for the lines of names and the axis label, the same under both (pyqtgraph sizes
+            # the axis for one line; explicit both ways: its own height only ever grows).
+            p.getAxis("bottom").setHeight((lines + 1) * fm.height() + 14)
+        self.error_plot.setLabel("bottom", "method (own rank)" if ranked[self.error_plot] else "method",
                                  color=st.AXIS_COLOR)
-        return [[(i, f"{n}\n({r})" if two_lines else n if narrow else t)
-                 for i, ((n, r), t) in enumerate(zip(names, one))]]
+        return ticks
 
     def _fit_ticks(self) -> None:
         if getattr(self, "_tick_names", None) and self.flag_plot is not None:
-            ticks = self._method_ticks()
-            for p in (self.error_plot, self.flag_plot):
+            for p, ticks in self._method_ticks().items():
                 if p.getAxis("bottom")._tickLevels != ticks:
                     p.getAxis("bottom").setTicks(ticks)
 
@@ -304,7 +321,7 @@ class ComparisonView(BaseView):
         # wider than the plot at 1280 x 800).
         self._tick_names = [(short[m], self.ranks[m]) for m in ms]
         ticks = self._method_ticks()
-        self.error_plot.getAxis("bottom").setTicks(ticks)
+        self.error_plot.getAxis("bottom").setTicks(ticks[self.error_plot])
         st.set_title(self.error_plot, (f"median SPE at rank {k} ({self.unit})", f"median SPE at rank {k}"))
         nflag = [self._counts["flagged"][m] for m in ms]
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
@@ -317,7 +334,7 @@ class ComparisonView(BaseView):
                                  brush=st.brush(st.category_color(0)), pen=None)
             self.flag_plot.addItem(b2)
             self.flag_legend.addItem(b2, f"flagged known outliers (of {self._counts['known']})")
-        self.flag_plot.getAxis("bottom").setTicks(ticks)
+        self.flag_plot.getAxis("bottom").setTicks(ticks[self.flag_plot])
         top_err = max((v for e in self.errors.values() for v in e.values() if np.isfinite(v)), default=1.0)
         self.error_plot.setYRange(0, 1.1 * top_err, padding=0)
         self.flag_plot.setYRange(0, 1.1 * max(max(nflag), 1), padding=0)

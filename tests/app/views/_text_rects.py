@@ -36,7 +36,7 @@ def plot_texts(plot, axes=("left", "bottom")) -> list[tuple[str, QRectF]]:
         if specs is None:
             continue
         for rect, _flags, text in specs[2]:
-            out.append((f"{name} tick {text!r}", ax.mapRectToScene(rect)))
+            out.append((f"{name} tick {text!r}", ax.mapRectToScene(_inked_lines(rect, text))))
     return out
 
 
@@ -58,8 +58,19 @@ def drawn_ticks(axis) -> list[tuple[str, QRectF]]:
         specs = axis.generateDrawSpecs(p)
     finally:
         p.end()
-    out = [(text, axis.mapRectToScene(rect)) for rect, _f, text in (specs[2] if specs else [])]
+    out = [(text, axis.mapRectToScene(_inked_lines(rect, text))) for rect, _f, text in (specs[2] if specs else [])]
     return sorted(out, key=lambda t: (t[1].left(), -t[1].top()))
+
+
+def _inked_lines(rect: QRectF, text: str) -> QRectF:
+    """The part of a label's rectangle its non-empty lines take ("\nCoP" is drawn on the second
+    of two lines: staggered names under narrow bars)."""
+    lines = text.split("\n")
+    ink = [i for i, line in enumerate(lines) if line.strip()]
+    if not ink or len(lines) == 1:
+        return rect
+    h = rect.height() / len(lines)
+    return QRectF(rect.left(), rect.top() + ink[0] * h, rect.width(), (ink[-1] - ink[0] + 1) * h)
 
 
 def title_outside_axis(axis) -> bool:
