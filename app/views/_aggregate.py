@@ -226,15 +226,18 @@ class Picture:
 
 def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, flags=None, score=None,
               top_k: int = 1000, max_points: int = 5000, mean_score: bool = False, report=None,
-              block: int = BLOCK, gather=None) -> Picture:
+              block: int = BLOCK, gather=None, ids=None) -> Picture:
     """Count the samples in ``rng`` = (x0, x1, y0, y1) (None: all finite ones) into ``bins``.
 
     ``codes`` (int, 0 .. n_codes-1) is each sample's colour layer, ``flags`` (bool) moves a
     sample to a layer of its own (index ``n_codes``), ``score`` orders which samples are drawn
     as points; ``mean_score``: also the mean finite score of each bin (``Picture.mean``, NaN
     where none). Samples whose x or y is NaN or infinite are in no bin. ``gather``: the second
-    pass of a :class:`Ranks` of ``score``, fed every block of it on the way."""
+    pass of a :class:`Ranks` of ``score``, fed every block of it on the way. ``ids``: each row's
+    sample index when the rows are not the samples in order (a part of them, in any order): the
+    points and ties are then the same as a pass over all the samples'."""
     x, y = _col(x), _col(y)
+    ids = _col(ids, np.int64)
     codes, flags, score = _col(codes, np.int64), _col(flags, bool), _col(score)
     rep = Reporter(report)
     n = x.n
@@ -283,19 +286,20 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
             ok = np.isfinite(sc)
             sums += np.bincount(cell[ok], weights=sc[ok], minlength=sums.size)
             sizes += np.bincount(cell[ok], minlength=sizes.size)
+        rows = where + a if ids is None else ids.read(a, b)[where]
         if kept is not None:
             n_kept += where.size
             if n_kept <= max_points:
-                kept.append((where + a, xs, ys, code, fl if fl is not None else np.zeros(where.size, bool), sc))
+                kept.append((rows, xs, ys, code, fl if fl is not None else np.zeros(where.size, bool), sc))
             else:
                 kept = None
         cand = np.flatnonzero(fl) if fl is not None else slice(None)
-        ci = where[cand]
+        ci = rows[cand]
         n_cand += ci.size
         if ci.size:
             # the candidates' columns kept with them: reading the points back afterwards was
             # one more pass over every block (2,000 points spread over 30M rows)
-            top.add(ci + a, _rank_key(None if sc is None else sc[cand], ci.size), x=xs[cand], y=ys[cand],
+            top.add(ci, _rank_key(None if sc is None else sc[cand], ci.size), x=xs[cand], y=ys[cand],
                     code=code[cand], **({} if sc is None else {"score": sc[cand]}))
     if n_finite < 0:
         n_finite = finite
@@ -306,6 +310,9 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
             mean = (sums / sizes).reshape(n_layers, bx, by)
     if kept is not None:
         points = _concat_points(kept)
+        if ids is not None:   # rows in another order than the samples': drawn in sample order
+            order = np.argsort(points["index"], kind="stable")
+            points = {k: None if v is None else v[order] for k, v in points.items()}
     else:
         idx, more = top.kept()
         points = {"index": idx, "x": more.get("x", np.zeros(0)), "y": more.get("y", np.zeros(0)),

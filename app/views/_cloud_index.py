@@ -188,17 +188,17 @@ class CloudIndex:
         """Row runs (a, b) of the sorted copy whose cells the range touches."""
         x0, x1, y0, y1 = self.extent
         rx0, rx1, ry0, ry1 = (float(v) for v in rng)
-        rx0, rx1 = min(rx0, rx1), max(rx0, rx1)
-        ry0, ry1 = min(ry0, ry1), max(ry0, ry1)
-        if rx1 < x0 or rx0 > x1 or ry1 < y0 or ry0 > y1 or not np.isfinite([rx0, rx1, ry0, ry1]).all():
+        if not np.isfinite([rx0, rx1, ry0, ry1]).all():
+            return []
+        # The range as aggregate() counts it (padded when degenerate); bin_index is monotone, so
+        # every sample within it lies in a cell from the one of its low edge to the one of its high.
+        rx0, rx1 = agg.padded(min(rx0, rx1), max(rx0, rx1))
+        ry0, ry1 = agg.padded(min(ry0, ry1), max(ry0, ry1))
+        if rx1 < x0 or rx0 > x1 or ry1 < y0 or ry0 > y1:
             return []
         g = self.grid
-        cx = agg.bin_index(np.clip(np.array([rx0, rx1]), x0, x1), x0, x1, g)
-        cy = agg.bin_index(np.clip(np.array([ry0, ry1]), y0, y1), y0, y1, g)
-        # One cell further each way: bin_index's edge rule and the padding of a picture's range
-        # may put a sample on the range's edge in the neighbouring cell.
-        cx0, cx1 = max(int(cx[0]) - 1, 0), min(int(cx[1]) + 1, g - 1)
-        cy0, cy1 = max(int(cy[0]) - 1, 0), min(int(cy[1]) + 1, g - 1)
+        cx0, cx1 = (int(c) for c in agg.bin_index(np.clip(np.array([rx0, rx1]), x0, x1), x0, x1, g))
+        cy0, cy1 = (int(c) for c in agg.bin_index(np.clip(np.array([ry0, ry1]), y0, y1), y0, y1, g))
         return [(int(self.offsets[i * g + cy0]), int(self.offsets[i * g + cy1 + 1])) for i in range(cx0, cx1 + 1)]
 
     def rows_for(self, rng) -> int:
@@ -225,12 +225,44 @@ class CloudIndex:
         """:func:`app.views._aggregate.aggregate` of the whole cloud for the range ``rng``
         (the same keyword arguments but the columns), reading only the cells it touches."""
         runs = [(a, b) for a, b in self._runs(rng) if b > a]
-        part = {name: (np.concatenate([np.asarray(col[a:b]) for a, b in runs]) if runs else np.zeros(0, col.dtype))
-                for name, col in self.cols.items()}
-        order = np.argsort(part["index"], kind="stable")   # back in sample order
-        part = {name: v[order] for name, v in part.items()}
+        xs, ys = self._read("x", runs), self._read("y", runs)
+        x0, x1 = agg.padded(min(rng[0], rng[1]), max(rng[0], rng[1]))
+        y0, y1 = agg.padded(min(rng[2], rng[3]), max(rng[2], rng[3]))
+        # Only the rows in view are counted (the cells read reach past the range). They stay in
+        # cell order: given each row's sample index, aggregate()'s counts, ties and points do
+        # not depend on the rows' order, and sorting millions of rows back by sample cost more
+        # than counting them (0.6 s at 2M rows).
+        keep = np.flatnonzero((xs >= x0) & (xs <= x1) & (ys >= y0) & (ys <= y1))
+        part = {"x": xs[keep], "y": ys[keep]}
+        del xs, ys
+        for name in self.cols:
+            if name not in part:
+                part[name] = self._read(name, runs)[keep]
         pic = agg.aggregate(part["x"], part["y"], rng=rng, codes=part.get("codes"), flags=part.get("flags"),
-                            score=part.get("score"), **kwargs)
-        pts = dict(pic.points)
-        pts["index"] = part["index"][pts["index"]].astype(np.int64)
-        return replace(pic, points=pts, n=self.n, n_finite=self.n_finite)
+                            score=part.get("score"), ids=part["index"], **kwargs)
+        return replace(pic, n=self.n, n_finite=self.n_finite)
+
+    def _read(self, name: str, runs) -> np.ndarray:
+        """The rows ``runs`` of one column, end to end. A copy on disk is read with plain reads:
+        through its memory map, every page read stayed mapped, counted in the window's memory."""
+        col = self.cols[name]
+        out = np.empty(sum(b - a for a, b in runs), dtype=col.dtype)
+        if not isinstance(col, np.memmap):
+            at = 0
+            for a, b in runs:
+                out[at:at + b - a] = col[a:b]
+                at += b - a
+            return out
+        size = col.dtype.itemsize
+        view = memoryview(out).cast("B")
+        at = 0
+        with open(col.filename, "rb", buffering=0) as fh:
+            for a, b in runs:
+                fh.seek(col.offset + a * size)
+                end = at + (b - a) * size
+                while at < end:
+                    got = fh.readinto(view[at:end])
+                    if not got:
+                        raise OSError(f"the cloud index's {name} file ended early")
+                    at += got
+        return out
