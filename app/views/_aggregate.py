@@ -222,11 +222,13 @@ class Picture:
     mean: np.ndarray | None = None
     #: The points are the best of each spot of the picture (:func:`spread`), not simply the highest.
     spread: bool = False
+    #: Counted in coarser bins than the screen's, a first answer while the exact one is made.
+    coarse: bool = False
 
 
 def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, flags=None, score=None,
               top_k: int = 1000, max_points: int = 5000, mean_score: bool = False, report=None,
-              block: int = BLOCK, gather=None, ids=None) -> Picture:
+              block: int = BLOCK, gather=None, ids=None, fine=None) -> Picture:
     """Count the samples in ``rng`` = (x0, x1, y0, y1) (None: all finite ones) into ``bins``.
 
     ``codes`` (int, 0 .. n_codes-1) is each sample's colour layer, ``flags`` (bool) moves a
@@ -235,7 +237,9 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
     where none). Samples whose x or y is NaN or infinite are in no bin. ``gather``: the second
     pass of a :class:`Ranks` of ``score``, fed every block of it on the way. ``ids``: each row's
     sample index when the rows are not the samples in order (a part of them, in any order): the
-    points and ties are then the same as a pass over all the samples'."""
+    points and ties are then the same as a pass over all the samples'. ``fine``: a
+    :class:`app.views._cloud_pyramid.Pyramid` over an extent holding every finite sample, when
+    ``rng`` holds that extent whole: every sample is added to it on the way."""
     x, y = _col(x), _col(y)
     ids = _col(ids, np.int64)
     codes, flags, score = _col(codes, np.int64), _col(flags, bool), _col(score)
@@ -287,6 +291,8 @@ def aggregate(x, y, *, rng=None, bins=(300, 300), codes=None, n_codes: int = 1, 
             sums += np.bincount(cell[ok], weights=sc[ok], minlength=sums.size)
             sizes += np.bincount(cell[ok], minlength=sizes.size)
         rows = where + a if ids is None else ids.read(a, b)[where]
+        if fine is not None:
+            fine.add(xs, ys, rows, None if codes is None else code, fl, sc)
         if kept is not None:
             n_kept += where.size
             if n_kept <= max_points:
@@ -664,6 +670,8 @@ def describe(pic: Picture, what: str = "samples", flagged: str = "flagged") -> s
                 "all drawn as points" if k == pic.n_candidates else f"{k:,} {_best(pic)} drawn as points")
         elif k:
             text += f"; {k:,} {_best(pic)} drawn as points"
+    if pic.coarse:
+        text += "; coarse bins until the cloud is indexed"
     if pic.n_finite < pic.n and pic.n_finite >= 0:
         text += f"; {pic.n - pic.n_finite:,} not finite, not drawn"
     return text

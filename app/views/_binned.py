@@ -81,6 +81,10 @@ class _Columns:
         self._levels = None
         self._ranks = None  # the score's percentiles, their first pass done while measuring the extent
         self.index = None   # a CloudIndex once built (large clouds, after the first picture)
+        # The fine counts of a large cloud (a Pyramid), filled by its first picture's pass: wide
+        # views are drawn from them, narrow ones coarsely at first, until the index is built.
+        self.fine = None
+        self.n_finite = -1
 
     def get(self) -> dict:
         with self._lock:
@@ -110,6 +114,26 @@ class _Columns:
     def gather(self):
         """A second pass of the score's percentiles for a pass over every row, when still wanted."""
         return self._ranks.gather() if self._ranks is not None and self._levels is None else None
+
+    def new_fine(self, frame: Frame, rng):
+        """An empty Pyramid over ``frame``'s extent for a pass over ``rng``, when that range
+        holds the extent whole (every finite sample is then in view and added to it)."""
+        from ._cloud_pyramid import Pyramid
+        x0, x1, y0, y1 = frame.extent
+        if rng is None or not (rng[0] <= x0 and rng[1] >= x1 and rng[2] <= y0 and rng[3] >= y1):
+            return None
+        cols = self.get()
+        return Pyramid(frame.extent, n_codes=len(self.source.colors), flags=cols.get("flags") is not None,
+                       score=cols.get("score") is not None, mean_score=self.source.by_score)
+
+    def from_fine(self, rng, how: dict, coarse: bool = False):
+        """The picture of ``rng`` from the fine counts (:meth:`Pyramid.picture`), or None."""
+        fine = self.fine
+        if fine is None or rng is None:
+            return None
+        kw = {k: v for k, v in how.items() if k != "report"}
+        return fine.picture(rng, n=self.source.n, n_finite=self.n_finite, flags=fine.has_flags, score=fine.has_score,
+                            coarse=coarse, **kw)
 
     def levels(self, report, gathered=None) -> tuple[float, float] | None:
         """The score's colour range (1st to 99th percentile), from a second pass ``gathered``
@@ -145,7 +169,7 @@ class Binned(QObject):
         self.bins = runner(self, self._on_picture, self._on_failed)
         self.picks = runner(self, self._on_chosen, self._on_failed)
         self.marks = runner(self, self._on_marks)
-        self.indexer = runner(self, lambda job, result: None)
+        self.indexer = runner(self, self._on_indexed)
         self.timer = settle_timer(self, self.request)
         self.source: Source | None = None
         self.columns: _Columns | None = None
@@ -155,6 +179,7 @@ class Binned(QObject):
         self.error = ""
         self._framing = False
         self._pending = None   # the request in flight: (function, whether it frames the view)
+        self._to_index = None  # the Frame of a cloud to index once its first picture is drawn
         self.vb.sigRangeChanged.connect(self._on_range)
 
     # -- state ---------------------------------------------------------------------------------
@@ -176,7 +201,7 @@ class Binned(QObject):
         for r in (self.bins, self.picks, self.marks, self.indexer):
             r.cancel()
         self.source = self.columns = self.picture = self.levels = None
-        self._pending = None
+        self._pending = self._to_index = None
 
     # -- pictures ------------------------------------------------------------------------------
     def _on_range(self, *_):
@@ -189,8 +214,9 @@ class Binned(QObject):
         from shiboken6 import isValid
         return not isValid(self.vb)
 
-    def request(self, full: bool = False) -> None:
-        """Bin the visible range (``full``: every sample, and frame the view on them)."""
+    def request(self, full: bool = False, frame: Frame | None = None) -> None:
+        """Bin the visible range (``full``: every sample, and frame the view on them; ``frame``:
+        the view was just framed on it, and a cloud to index fills its fine counts on the way)."""
         if not self.active or self._gone():
             return
         self.timer.stop()
@@ -198,30 +224,48 @@ class Binned(QObject):
         rng = None if full else (x0, x1, y0, y1)
         bins = bins_for(self.vb)
         columns = self.columns
+        how = dict(bins=bins, n_codes=len(columns.source.colors), top_k=max(FLAG_POINTS, TOP_FLAGGED),
+                   max_points=POINTS_IN_VIEW, mean_score=columns.source.by_score)
+        if not full and columns.index is None:
+            # Not indexed yet: a view too narrow for the fine counts would wait for a pass over
+            # every row (seconds at 30M); the fine counts draw it coarsely now (a few ms).
+            coarse = columns.from_fine(rng, how, coarse=True)
+            if coarse is not None and coarse.coarse:
+                # its points as the fine counts kept them (spreading them is the worker's part)
+                coarse.points = {k: None if v is None else v[:TOP_FLAGGED] for k, v in coarse.points.items()}
+                self._show(coarse, columns._levels)
+        fill = frame is not None and self._indexes(frame)
 
         def work(progress):
             if full:   # first where the cloud lies; the view is framed on it, then counted
                 return columns.measure(progress), None, True
             cols = columns.get()
-            how = dict(bins=bins, n_codes=len(columns.source.colors), top_k=max(FLAG_POINTS, TOP_FLAGGED),
-                       max_points=POINTS_IN_VIEW, mean_score=columns.source.by_score, report=progress)
             index = columns.index
             # through the index: only the rows near the range, or a wide view's fine counts
-            pic = index.picture(rng, **how) if index is not None else None
+            pic = index.picture(rng, report=progress, **how) if index is not None else columns.from_fine(rng, how)
             gathered = None
             if pic is None:
                 gathered = columns.gather()   # the score's percentiles on the way, when still wanted
+                fine = columns.new_fine(frame, rng) if fill else None
                 pic = agg.aggregate(cols["x"], cols["y"], rng=rng, codes=cols.get("codes"), flags=cols.get("flags"),
-                                    score=cols.get("score"), gather=gathered, **how)
-            if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
-                # without flags the highest scores are the points worth drawing; without scores, none
-                keep = 0 if pic.flagged_layer is None and cols.get("score") is None else TOP_FLAGGED
-                pic = agg.spread(pic, keep) if keep else pic
-                pic.points = {k: None if v is None else v[:keep] for k, v in pic.points.items()}
-            return pic, columns.levels(progress, gathered), full
+                                    score=cols.get("score"), gather=gathered, fine=fine, report=progress, **how)
+                if fine is not None:
+                    fine.done()
+                    columns.fine, columns.n_finite = fine, frame.n_finite
+            return self._finished(pic, cols.get("score") is not None), columns.levels(progress, gathered), full
 
         self._pending = work
         self.bins.submit(work, tag="bins")
+
+    @staticmethod
+    def _finished(pic, has_score: bool):
+        """``pic`` with the points worth drawing when not all of them are (the highest, spread)."""
+        if not pic.all_points and (pic.flagged_layer is None or pic.n_candidates > FLAG_POINTS):
+            # without flags the highest scores are the points worth drawing; without scores, none
+            keep = 0 if pic.flagged_layer is None and not has_score else TOP_FLAGGED
+            pic = agg.spread(pic, keep) if keep else pic
+            pic.points = {k: None if v is None else v[:keep] for k, v in pic.points.items()}
+        return pic
 
     def finish(self) -> None:
         """Draw the picture still to come now, in this thread (an export, a count)."""
@@ -250,34 +294,51 @@ class Binned(QObject):
                 self.cloud.frame(pic)
             finally:
                 self._framing = False
-            # One pass counts exactly what is on screen (the framed range is wider than the data).
-            self.request()
-            self._index(pic)
+            # One pass counts exactly what is on screen (the framed range is wider than the data);
+            # a cloud to index is indexed after it (the pass fills the fine counts the index uses).
+            self._to_index = pic if self._indexes(pic) else None
+            self.request(frame=pic)
             return
+        self._show(pic, levels)
+        if self._to_index is not None:
+            frame, self._to_index = self._to_index, None
+            self._index(frame)
+
+    def _show(self, pic, levels) -> None:
         self.picture, self.levels = pic, levels
         self.cloud.draw_picture(pic, levels)
         self.drawn.emit(pic, levels)
 
-    def _index(self, pic) -> None:
-        """Sort a very large cloud's rows by where they lie, on a worker, so that a zoom reads
-        only those near the range (:mod:`app.views._cloud_index`)."""
+    def _indexes(self, frame) -> bool:
+        """Whether this cloud is worth an index (:mod:`app.views._cloud_index`): very large, and
+        in a window on screen (a figure drawn offscreen, the command line's, is never zoomed: at
+        30M rows the index cost it 27 s of CPU and 650 MB of resident pages)."""
         from . import _cloud_index as ci
-        if self.columns is None or self.columns.source.n < ci.INDEX_ROWS or pic.n_finite <= 0:
-            return
+        if self.columns is None or self.columns.source.n < ci.INDEX_ROWS or frame.n_finite <= 0:
+            return False
         from PySide6.QtCore import Qt
         view = self.vb.getViewWidget()
-        if view is None or view.window().testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen):
-            # A figure drawn offscreen (the command line) is never zoomed: at 30M rows the
-            # index cost it 27 s of CPU and 650 MB of resident pages.
-            return
-        columns, extent = self.columns, pic.extent
+        return view is not None and not view.window().testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)
+
+    def _index(self, frame) -> None:
+        """Sort a very large cloud's rows by where they lie, on a worker, so that a zoom reads
+        only those near the range."""
+        from . import _cloud_index as ci
+        columns, extent = self.columns, frame.extent
 
         def work(progress):
             from ..out_of_core import working_dir
             columns.index = ci.CloudIndex(columns.get(), extent, folder=working_dir(), report=progress,
-                                          n_codes=len(columns.source.colors), mean_score=columns.source.by_score)
+                                          n_codes=len(columns.source.colors), mean_score=columns.source.by_score,
+                                          pyramid=columns.fine)
 
         self.indexer.submit(work, tag="index")
+
+    def _on_indexed(self, job, result) -> None:
+        # A view drawn coarsely, or waiting on a pass over every row: the index answers it now.
+        if self.active and not self._gone() and self.picture is not None and (
+                self.picture.coarse or self.bins.is_busy()):
+            self.request()
 
     # -- selection -----------------------------------------------------------------------------
     def select(self, region, mode: str) -> None:

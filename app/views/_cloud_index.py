@@ -61,7 +61,8 @@ class CloudIndex:
     makes them) sorted into the cells of ``extent`` = (x0, x1, y0, y1), which holds every finite
     sample. ``folder``: where the sorted copy is written (removed with the index); None keeps it
     in memory. ``n_codes`` and ``mean_score`` as the cloud's pictures ask them (for the fine
-    counts; ``pyramid``: their keyword arguments, e.g. a smaller grid, or False for none)."""
+    counts; ``pyramid``: their keyword arguments, e.g. a smaller grid, False for none, or a
+    :class:`Pyramid` of this extent filled already)."""
 
     def __init__(self, cols: dict, extent, folder: str | None = None, grid: int = GRID, report=None,
                  block: int = agg.BLOCK, n_codes: int = 1, mean_score: bool = False, pyramid=None,
@@ -97,7 +98,9 @@ class CloudIndex:
             self.cols[name] = (np.zeros(shape, dtype) if self.folder is None else
                                np.lib.format.open_memmap(os.path.join(self.folder, f"{name}.npy"), mode="w+",
                                                          dtype=dtype, shape=shape))
-        self.pyramid = None if pyramid is False else Pyramid(
+        # A Pyramid already filled (with the cloud's first picture) is used as it is.
+        own = pyramid is not False and not isinstance(pyramid, Pyramid)
+        self.pyramid = pyramid if isinstance(pyramid, Pyramid) else None if not own else Pyramid(
             self.extent, n_codes=n_codes, flags=self.has["flags"], score=self.has["score"], mean_score=mean_score,
             **(pyramid or {}))
         # Pass 2: each block's finite rows appended, in sample order, to the stretch of the
@@ -128,7 +131,7 @@ class CloudIndex:
             if written >= _GIVE_BACK:
                 self._give_back()
                 written = 0
-            if self.pyramid is not None:
+            if own:
                 self.pyramid.add(values["x"], values["y"], values["index"], values.get("codes"), values.get("flags"),
                                  values.get("score"))
         self._give_back()
@@ -144,7 +147,7 @@ class CloudIndex:
             for col in self.cols.values():
                 col[a:b] = np.asarray(col[a:b])[order]
             self._give_back()
-        if self.pyramid is not None:
+        if own:
             self.pyramid.done()
         if self.folder is not None:
             # Reopened read-only: only the pages a zoom reads are then mapped.

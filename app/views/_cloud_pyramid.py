@@ -114,10 +114,11 @@ class Pyramid:
         out = k * ((hi - lo) / self.fine) + lo
         return np.where(k == self.fine, hi, out)
 
-    def snap(self, rng, bins) -> tuple | None:
+    def snap(self, rng, bins, coarse: bool = False) -> tuple | None:
         """(i0, m, nbx, j0, mm, nby): the fine cells a view of ``rng`` covers, from i0 in
         ``nbx`` output bins of ``m`` cells along x (j0, mm, nby along y); None when the view
-        spans fewer than half as many fine cells as ``bins`` asks (it is read from the rows)."""
+        spans fewer than half as many fine cells as ``bins`` asks (it is read from the rows),
+        unless ``coarse`` (then one bin per fine cell at the least)."""
         x0, x1, y0, y1 = (float(v) for v in rng)
         if not np.isfinite([x0, x1, y0, y1]).all():
             return None
@@ -129,28 +130,33 @@ class Pyramid:
             i0 = int(np.clip(np.floor((a - lo) / w), 0, self.fine))
             i1 = int(np.clip(np.ceil((b - lo) / w), 0, self.fine))
             span = i1 - i0
-            if span <= 0 or 2 * span < int(nb):
+            if span <= 0 or (2 * span < int(nb) and not coarse):
                 return None
             m = max(1, int(round(span / int(nb))))
             out += [i0, m, -(-span // m)]
         return tuple(out)
 
     def picture(self, rng, *, bins, n: int, n_finite: int, n_codes: int, flags: bool, score: bool, top_k: int,
-                max_points: int, mean_score: bool) -> agg.Picture | None:
+                max_points: int, mean_score: bool, coarse: bool = False) -> agg.Picture | None:
         """The picture of the view ``rng`` from the fine counts (see the module's docstring),
         or None when this view must be read from the rows: narrow, few enough samples in view
-        to draw each, too few of the kept candidates in view, or other layers than were counted."""
+        to draw each, too few of the kept candidates in view, or other layers than were counted.
+        ``coarse``: a narrow view too, in bins of whole fine cells, and its points the kept
+        candidates in it (a first answer while its rows are read: ``Picture.coarse``)."""
         if (not self.usable or n_codes != self.n_codes or bool(flags) != self.has_flags or bool(score) != self.has_score
                 or (mean_score and score and self.sums is None)):
             return None
         snapped = self.snap(rng, bins)
+        narrow = snapped is None
+        if narrow and coarse:
+            snapped = self.snap(rng, bins, coarse=True)
         if snapped is None:
             return None
         i0, m, nbx, j0, mm, nby = snapped
         counts = self._blocks(self.counts, i0, m, nbx, j0, mm, nby)
         totals = counts.reshape(self.n_layers, -1).sum(axis=1)
         in_view = int(totals.sum())
-        if in_view <= max_points:
+        if in_view <= max_points and not narrow:
             return None
         mean = None
         if mean_score and score:
@@ -161,7 +167,7 @@ class Pyramid:
         c = self.best_cols
         inside = np.flatnonzero((c["fx"] >= i0) & (c["fx"] < i0 + m * nbx)
                                 & (c["fy"] >= j0) & (c["fy"] < j0 + mm * nby))
-        if inside.size < min(top_k, n_cand) and self.best.size < self.n_candidates:
+        if inside.size < min(top_k, n_cand) and self.best.size < self.n_candidates and not narrow:
             return None   # the view's best may lie among the candidates not kept
         pick = inside[:top_k]
         points = {"index": self.best[pick], "x": c["x"][pick], "y": c["y"][pick], "code": c["code"][pick],
@@ -171,7 +177,7 @@ class Pyramid:
                float(self.edge(1, j0)), float(self.edge(1, j0 + mm * nby)))
         return agg.Picture(extent=ext, counts=counts, layer_totals=totals, n=n, n_finite=n_finite, in_view=in_view,
                            points=points, all_points=False, n_candidates=n_cand,
-                           flagged_layer=self.n_codes if flags else None, bins=(nbx, nby), mean=mean)
+                           flagged_layer=self.n_codes if flags else None, bins=(nbx, nby), mean=mean, coarse=narrow)
 
     def _blocks(self, grid: np.ndarray, i0: int, m: int, nbx: int, j0: int, mm: int, nby: int) -> np.ndarray:
         """Sums of ``grid``'s blocks of m x mm fine cells from (i0, j0): (layers, nbx, nby);
