@@ -327,41 +327,63 @@ def _wait_until(test, timeout_s=600.0, step_ms=20):
     return time.perf_counter() - t0
 
 
-def zoom_case(views, name: str, meter, repeat: int = 3) -> dict:
+def zoom_case(views, name: str, meter, repeat: int = 3, early_only: bool = False, early=None) -> dict | None:
     """Zoom the view's binned cloud into small regions (1 % of the framed width and height,
     around the densest bins, then elsewhere) as a wheel zoom would, after its rows are indexed:
     time from the range change until the re-binned picture of that range is drawn, and the
-    largest timer gap meanwhile; then back to the whole range and to 70 % of its width."""
+    largest timer gap meanwhile; then the hard cases: a zoom made before the index exists (its
+    first answer and its exact picture), a deep zoom to a few samples (0.05 %), back to the whole
+    range, to 70 % of its width, and a wide pan (half the width, moved by a fifth).
+    ``early_only``: only the zoom before the index (None when it exists), whose result
+    ``early`` then is."""
     import time
 
     v = views.show_view(name)
     b = v.cloud.binned
     _wait_until(lambda: not b.busy())
-    index_s = _wait_until(lambda: b.columns is not None and (b.columns.index is not None
-                                                           or b.columns.source.n < _index_rows()))
+    drawn = []
+    b.drawn.connect(lambda p, lv: drawn.append((time.perf_counter(), p)))
     pic = b.picture
     x0, x1, y0, y1 = pic.extent
     total = pic.counts.sum(axis=0)
     cx, cy = np.unravel_index(int(np.argmax(total)), total.shape)
     centres = [(x0 + (cx + 0.5) / total.shape[0] * (x1 - x0), y0 + (cy + 0.5) / total.shape[1] * (y1 - y0)),
                (x0 + 0.3 * (x1 - x0), y0 + 0.3 * (y1 - y0)), (x0 + 0.6 * (x1 - x0), y0 + 0.1 * (y1 - y0))]
-    w, h = 0.01 * (x1 - x0), 0.01 * (y1 - y0)
+
+    def zoom(rng, timeout_s=120):
+        """(first picture drawn, the exact one of the range) after a move, seconds; the gap."""
+        drawn.clear()
+        meter.start()
+        t0 = time.perf_counter()
+        v.cloud.vb.setRange(xRange=rng[:2], yRange=rng[2:], padding=0)
+        (a0, a1), (c0, c1) = v.cloud.vb.viewRange()
+        exact = lambda: next((t, p) for t, p in drawn if np.allclose(p.extent, (a0, a1, c0, c1)))  # noqa: E731
+        _wait_until(lambda: any(np.allclose(p.extent, (a0, a1, c0, c1)) for _, p in drawn), timeout_s=timeout_s,
+                    step_ms=2)
+        t_exact, p = exact()
+        return drawn[0][0] - t0, t_exact - t0, meter.stop(), p, drawn[0][1]
+
+    def box(c, frac):
+        w, h = frac * (x1 - x0), frac * (y1 - y0)
+        return (c[0] - w / 2, c[0] + w / 2, c[1] - h / 2, c[1] + h / 2)
+
+    if early_only:
+        if b.columns is None or b.columns.index is not None or b.columns.source.n < _index_rows():
+            return None
+        first, exact, gap, p, p0 = zoom(box(centres[0], 0.01), timeout_s=300)
+        v.cloud.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)   # as found
+        _wait_until(lambda: not b.busy(), timeout_s=300)
+        return {"first_s": first, "exact_s": exact, "gap_s": gap, "coarse": bool(p0.coarse), "in_view": p.in_view}
+    index_s = _wait_until(lambda: b.columns is not None and (b.columns.index is not None
+                                                           or b.columns.source.n < _index_rows()))
     times, gaps, views_n = [], [], []
-    drawn = []
-    b.drawn.connect(lambda p, lv: drawn.append(p))
     for _ in range(repeat):
-        for ax, ay in centres:
-            rng = (ax - w / 2, ax + w / 2, ay - h / 2, ay + h / 2)
-            drawn.clear()
-            meter.start()
-            t0 = time.perf_counter()
-            v.cloud.vb.setRange(xRange=rng[:2], yRange=rng[2:], padding=0)
-            (a0, a1), (c0, c1) = v.cloud.vb.viewRange()
-            _wait_until(lambda: any(np.allclose(p.extent, (a0, a1, c0, c1)) for p in drawn), timeout_s=120,
-                        step_ms=2)
-            times.append(time.perf_counter() - t0)
-            gaps.append(meter.stop())
-            views_n.append(next(p.in_view for p in drawn if np.allclose(p.extent, (a0, a1, c0, c1))))
+        for c in centres:
+            _, t, gap, p, _ = zoom(box(c, 0.01))
+            times.append(t)
+            gaps.append(gap)
+            views_n.append(p.in_view)
+    deep = [zoom(box(centres[0], 0.0005)) for _ in range(repeat)]
 
     def back(move, timeout_s=300):
         drawn.clear()
@@ -374,11 +396,17 @@ def zoom_case(views, name: str, meter, repeat: int = 3) -> dict:
         return time.perf_counter() - t0, meter.stop()
 
     # Back to the first framing, then 70 % of the width: large ranges, read from the fine counts
-    # made with the index (before them, a pass over every row).
+    # made with the first picture (before them, a pass over every row).
     out_s, out_gap = back(lambda: v.cloud.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0))
     new_s, new_gap = back(lambda: v.cloud.vb.setRange(xRange=(x0, x0 + 0.7 * (x1 - x0)), yRange=(y0, y1), padding=0))
-    return {"index_wait_s": index_s, "zoom_s": times, "zoom_gap_s": gaps, "in_view": views_n,
-            "whole_s": out_s, "whole_gap_s": out_gap, "large_s": new_s, "large_gap_s": new_gap}
+    v.cloud.vb.setRange(xRange=(x0, x0 + 0.5 * (x1 - x0)), yRange=(y0, y1), padding=0)
+    _wait_until(lambda: not b.busy())
+    pan_s, pan_gap = back(lambda: v.cloud.vb.setRange(xRange=(x0 + 0.2 * (x1 - x0), x0 + 0.7 * (x1 - x0)),
+                                                      yRange=(y0, y1), padding=0))
+    return {"index_wait_s": index_s, "zoom_s": times, "zoom_gap_s": gaps, "in_view": views_n, "early": early,
+            "deep_s": [d[1] for d in deep], "deep_gap_s": [d[2] for d in deep], "deep_in_view": deep[0][3].in_view,
+            "whole_s": out_s, "whole_gap_s": out_gap, "large_s": new_s, "large_gap_s": new_gap,
+            "pan_s": pan_s, "pan_gap_s": pan_gap}
 
 
 def _index_rows() -> int:
@@ -447,7 +475,9 @@ def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
            "tour_s": t_tour, "views": titles, "rss_mb": rss, "hwm_mb": hwm}
     if zoom:
         out["rss_parts_mb"] = _rss_parts_mb()
-        out["zoom"] = {name: zoom_case(views, name, meter) for name in ("scatter", "outlier-map")}
+        zoomed = ("scatter", "outlier-map")
+        early = {name: zoom_case(views, name, meter, early_only=True) for name in zoomed}
+        out["zoom"] = {name: zoom_case(views, name, meter, early=early[name]) for name in zoomed}
         out["rss_parts_after_zoom_mb"] = _rss_parts_mb()
         shots = os.environ.get("VIEWS_SHOTS")   # a folder for screenshots, e.g. /work/tmp/shots
         if shots:   # what the user sees: each view whole, then zoomed into the densest spot
@@ -544,20 +574,28 @@ def arrival(big: bool = False, big_only: bool = False):
               f"{r['run_s']:.1f} | {', '.join(r['views'])} |", flush=True)
     zooms = [(name, r) for name, r in results if r.get("zoom")]
     if zooms:
-        print("\nZoom into 1 % x 1 % of the framed range (3 places x 3 times): from the range change to "
-              "the re-binned picture of it drawn; then back to the first framing, and to 70 % of the width "
-              "(most rows: from the fine counts made with the index).\n")
-        print("| data | view | waited for the index | zoom: best / median / worst | largest gap while zooming | "
-              "samples in view | back to the first framing | its gap | 70 % of the width | its gap |")
-        print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+        print("\nZoom into 1 % x 1 % of the framed range (3 places x 3 times), and to 0.05 % (a few samples, "
+              "3 times): from the range change (a 120 ms settle timer first) to the re-binned picture of it drawn; "
+              "back to the first framing, to 70 % of the width, and a pan of half the width by a fifth (from the "
+              "fine counts made with the first picture). Before the index: one 1 % zoom made as soon as the view "
+              "rests, its first answer (coarse: whole fine cells) and its exact picture.\n")
+        print("| data | view | before the index: first / exact (samples) | waited for the index | "
+              "1 % zoom: best / median / worst | largest gap | samples in view | 0.05 %: worst (samples) | "
+              "back to the first framing | 70 % of the width | pan | largest gap of these |")
+        print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
         for name, r in zooms:
             for view, z in r["zoom"].items():
                 t = np.array(z["zoom_s"]) * 1000
-                print(f"| {name} | {view} | {z['index_wait_s']:.1f} s | {t.min():.0f} / {np.median(t):.0f} / "
-                      f"{t.max():.0f} ms | {max(z['zoom_gap_s']) * 1000:.0f} ms | "
-                      f"{min(z['in_view']):,}-{max(z['in_view']):,} | {z['whole_s'] * 1000:.0f} ms | "
-                      f"{z['whole_gap_s'] * 1000:.0f} ms | {z['large_s'] * 1000:.0f} ms | "
-                      f"{z['large_gap_s'] * 1000:.0f} ms |", flush=True)
+                e = z["early"]
+                early = ("index ready" if e is None else f"{e['first_s'] * 1000:.0f}{' coarse' if e['coarse'] else ''}"
+                         f" / {e['exact_s'] * 1000:.0f} ms ({e['in_view']:,}; gap {e['gap_s'] * 1000:.0f} ms)")
+                gap = max(z['zoom_gap_s'] + z['deep_gap_s']) * 1000
+                print(f"| {name} | {view} | {early} | {z['index_wait_s']:.1f} s | {t.min():.0f} / "
+                      f"{np.median(t):.0f} / {t.max():.0f} ms | {gap:.0f} ms | "
+                      f"{min(z['in_view']):,}-{max(z['in_view']):,} | {max(z['deep_s']) * 1000:.0f} ms "
+                      f"({z['deep_in_view']:,}) | {z['whole_s'] * 1000:.0f} ms | {z['large_s'] * 1000:.0f} ms | "
+                      f"{z['pan_s'] * 1000:.0f} ms | "
+                      f"{max(z['whole_gap_s'], z['large_gap_s'], z['pan_gap_s']) * 1000:.0f} ms |", flush=True)
     print(f"\nload average at the end: {_bench.load_average()}")
     shutil.rmtree(tmp, ignore_errors=True)
     return results

@@ -347,3 +347,21 @@ def test_spread_in_whole_array_steps_keeps_what_one_at_a_time_keeps(case):
                       n=n, n_finite=n, in_view=n, points=pts, all_points=False, n_candidates=n, flagged_layer=0)
     out = agg.spread(pic, k).points["index"]
     np.testing.assert_array_equal(out, spread_by_loop(x, y, extent, k))
+
+
+def test_rows_in_any_order_given_their_sample_index_aggregate_as_in_sample_order():
+    """A zoom through the cloud index counts rows in cell order: given each row's sample index,
+    the counts, the ties among the highest scores and the points drawn are a pass in order's."""
+    x, y, codes, flags, score = _cloud(seed=7)
+    order = np.random.default_rng(1).permutation(x.size)
+    how = dict(codes=codes, n_codes=3, flags=flags, score=score, bins=(30, 20), top_k=200, mean_score=True)
+    for rng, max_points in [((-1.0, 1.5, -2.0, 3.0), 300), ((0.2, 0.5, -1.0, 0.0), 5_000)]:
+        want = agg.aggregate(x, y, rng=rng, max_points=max_points, **how)
+        got = agg.aggregate(x[order], y[order], rng=rng, max_points=max_points, ids=order,
+                            **dict(how, codes=codes[order], flags=flags[order], score=score[order]))
+        assert want.all_points == got.all_points and want.in_view == got.in_view
+        np.testing.assert_array_equal(want.counts, got.counts)
+        for k, v in want.points.items():
+            np.testing.assert_array_equal(v, got.points[k], err_msg=k)
+        np.testing.assert_allclose(want.mean, got.mean, rtol=1e-12, equal_nan=True)
+    assert not agg.aggregate(x, y, rng=(-1.0, 1.5, -2.0, 3.0), max_points=300, **how).all_points

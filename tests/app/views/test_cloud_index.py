@@ -280,3 +280,56 @@ def test_the_copy_is_every_finite_row_sorted_by_cell_then_sample_however_it_is_c
     np.testing.assert_array_equal(index.cols["flags"], flags[order])
     np.testing.assert_array_equal(index.cols["score"], score[order])
     assert index.offsets[-1] == ok.size
+
+
+def test_fine_counts_filled_by_the_first_pass_equal_the_index_s_and_a_histogram():
+    """The cloud's first picture fills the fine counts on the way: they equal the ones the index
+    fills itself, and the index built on them answers wide views as before."""
+    from app.views._cloud_pyramid import Pyramid
+    x, y, codes, flags, score = _cloud(n=30_000, seed=6)
+    whole = agg.aggregate(x, y, codes=codes, n_codes=3, flags=flags, score=score)
+    cols = {"x": x, "y": y, "codes": codes, "flags": flags, "score": score}
+    fine = Pyramid(whole.extent, n_codes=3, flags=True, score=True, mean_score=True, fine=64, top=400)
+    x0, x1, y0, y1 = whole.extent
+    pic = agg.aggregate(x, y, rng=(x0 - 1, x1 + 1, y0 - 1, y1 + 1), codes=codes, n_codes=3, flags=flags, score=score,
+                        fine=fine, block=7_000)
+    fine.done()
+    assert pic.in_view == whole.n_finite == fine.counts.sum()
+    own = CloudIndex(cols, whole.extent, grid=16, n_codes=3, mean_score=True, pyramid={"fine": 64, "top": 400})
+    np.testing.assert_array_equal(fine.counts, own.pyramid.counts)
+    np.testing.assert_allclose(fine.sums, own.pyramid.sums, rtol=1e-12)
+    np.testing.assert_array_equal(fine.best, own.pyramid.best)
+    layer = np.where(flags, 3, codes)
+    edges = (np.linspace(x0, x1, 65), np.linspace(y0, y1, 65))
+    for k in range(4):
+        np.testing.assert_array_equal(fine.counts[k], _histogram(x[layer == k], y[layer == k], *edges, True, True))
+    reused = CloudIndex(cols, whole.extent, grid=16, n_codes=3, mean_score=True, pyramid=fine)
+    assert reused.pyramid is fine
+    how = dict(bins=(40, 30), n_codes=3, top_k=150, max_points=300, mean_score=True)
+    _same(own.picture(whole.extent, **how), reused.picture(whole.extent, **how))
+
+
+def test_a_narrow_view_drawn_coarsely_counts_exactly_its_whole_fine_cells():
+    """Before the index exists a narrow view is first drawn from the fine counts, in bins of whole
+    fine cells: each bin holds exactly the samples within its edges."""
+    x, y, codes, flags, score = _cloud(n=30_000, seed=8)
+    whole = agg.aggregate(x, y, codes=codes, n_codes=3, flags=flags, score=score)
+    index = CloudIndex({"x": x, "y": y, "codes": codes, "flags": flags, "score": score}, whole.extent, grid=16,
+                       n_codes=3, pyramid={"fine": 64, "top": 400})
+    fine = index.pyramid
+    x0, x1, y0, y1 = whole.extent
+    narrow = (x0 + 0.40 * (x1 - x0), x0 + 0.47 * (x1 - x0), y0 + 0.5 * (y1 - y0), y0 + 0.55 * (y1 - y0))
+    how = dict(bins=(40, 30), n_codes=3, top_k=50, max_points=300, mean_score=False)
+    kw = dict(n=x.size, n_finite=whole.n_finite, flags=True, score=True, **how)
+    assert fine.picture(narrow, **kw) is None   # too narrow for an exact answer
+    pic = fine.picture(narrow, coarse=True, **kw)
+    assert pic.coarse and "coarse bins" in agg.describe(pic)
+    i0, m, nbx, j0, mm, nby = fine.snap(narrow, how["bins"], coarse=True)
+    assert m == mm == 1 and 0 < nbx < 20 and 0 < nby < 15
+    ex, ey = fine.edge(0, np.arange(i0, i0 + nbx + 1)), fine.edge(1, np.arange(j0, j0 + nby + 1))
+    assert ex[0] <= narrow[0] and ex[-1] >= narrow[1] and ey[0] <= narrow[2] and ey[-1] >= narrow[3]
+    layer = np.where(flags, 3, codes)
+    for k in range(4):
+        np.testing.assert_array_equal(pic.counts[k], _histogram(x[layer == k], y[layer == k], ex, ey, False, False))
+    inside = (x >= ex[0]) & (x < ex[-1]) & (y >= ey[0]) & (y < ey[-1])
+    assert pic.in_view == inside.sum() and set(pic.points["index"]) <= set(np.flatnonzero(inside & flags))
