@@ -30,7 +30,7 @@ from . import _geometry as geo
 from ._binning import blocks
 
 __all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
-           "bin_index", "describe", "Ranks"]
+           "bin_index", "describe", "Ranks", "bounds"]
 
 #: Rows per block: 100,000 float64 values are 0.8 MB, and one numpy pass over them takes
 #: 0.05-0.5 ms, so a block's dozen operations keep the GIL for a few ms at most (2,000,000
@@ -375,9 +375,16 @@ class Chosen:
     complete: bool
 
 
-def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int = BLOCK) -> Chosen:
-    """The samples inside ``region``: ("rect", (x0, y0, x1, y1)) or ("lasso", (m, 2) vertices)."""
-    x, y, score = _col(x), _col(y), _col(score)
+def bounds(region) -> tuple[float, float, float, float]:
+    """(x0, x1, y0, y1) around a region's rectangle corners or lasso vertices (see :func:`select`)."""
+    pts = np.asarray(region[1], dtype=np.float64).reshape(-1, 2)
+    return float(pts[:, 0].min()), float(pts[:, 0].max()), float(pts[:, 1].min()), float(pts[:, 1].max())
+
+
+def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int = BLOCK, ids=None) -> Chosen:
+    """The samples inside ``region``: ("rect", (x0, y0, x1, y1)) or ("lasso", (m, 2) vertices).
+    ``ids``: each row's sample index, when the rows are some of the samples in any order."""
+    x, y, score, ids = _col(x), _col(y), _col(score), _col(ids, np.int64)
     kind, shape = region
     if kind not in ("rect", "lasso"):
         raise ValueError(f"a selection is a 'rect' or a 'lasso'; got {kind!r}")
@@ -390,12 +397,13 @@ def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int
         if inside.size == 0:
             continue
         count += inside.size
+        rows = inside + a if ids is None else ids.read(a, b)[inside]
         if count <= cap:
-            kept.append(inside + a)
-        top.add(inside + a, _rank_key(None if score is None else score.read(a, b)[inside], inside.size))
+            kept.append(rows)
+        top.add(rows, _rank_key(None if score is None else score.read(a, b)[inside], inside.size))
     if count <= cap:
         idx = np.concatenate(kept) if kept else np.zeros(0, dtype=np.int64)
-        return Chosen(count, idx.astype(np.int64), True)
+        return Chosen(count, np.sort(idx.astype(np.int64)) if ids is not None else idx.astype(np.int64), True)
     return Chosen(count, np.sort(top.index()), False)
 
 

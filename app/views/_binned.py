@@ -350,6 +350,9 @@ class Binned(QObject):
 
         def work(progress):
             cols = columns.get()
+            index = columns.index   # once built: only the rows near the region are read
+            if index is not None and index.worth(agg.bounds(region)):
+                return index.select(region, SELECT_CAP, report=progress), mode
             return agg.select(cols["x"], cols["y"], region, score=cols.get("score"), cap=SELECT_CAP,
                               report=progress), mode
 

@@ -245,6 +245,14 @@ class CloudIndex:
                             score=part.get("score"), ids=part["index"], **kwargs)
         return replace(pic, n=self.n, n_finite=self.n_finite)
 
+    def select(self, region, cap: int, report=None) -> agg.Chosen:
+        """:func:`app.views._aggregate.select` of the whole cloud (its scores ranking a region
+        holding more than ``cap``), reading only the cells of the region's bounding box."""
+        runs = [(a, b) for a, b in self._runs(agg.bounds(region)) if b > a]
+        part = {name: self._read(name, runs) for name in ("x", "y", "score", "index") if name in self.cols}
+        return agg.select(part["x"], part["y"], region, score=part.get("score"), cap=cap, report=report,
+                          ids=part["index"])
+
     def _read(self, name: str, runs) -> np.ndarray:
         """The rows ``runs`` of one column, end to end. A copy on disk is read with plain reads:
         through its memory map, every page read stayed mapped, counted in the window's memory."""

@@ -333,3 +333,20 @@ def test_a_narrow_view_drawn_coarsely_counts_exactly_its_whole_fine_cells():
         np.testing.assert_array_equal(pic.counts[k], _histogram(x[layer == k], y[layer == k], ex, ey, False, False))
     inside = (x >= ex[0]) & (x < ex[-1]) & (y >= ey[0]) & (y < ey[-1])
     assert pic.in_view == inside.sum() and set(pic.points["index"]) <= set(np.flatnonzero(inside & flags))
+
+
+@pytest.mark.parametrize("cap", [100_000, 40])
+def test_a_selection_through_the_index_is_the_full_pass_s(cap):
+    """A rectangle or lasso on a very large cloud reads the cells of its bounding box only and
+    chooses exactly what a pass over every row chooses (all inside, or the cap highest scores)."""
+    x, y, codes, flags, score = _cloud(seed=9)
+    whole = agg.aggregate(x, y)
+    index = CloudIndex({"x": x, "y": y, "score": score}, whole.extent, grid=16, pyramid=False)
+    index.cols = {k: _Counted(v) for k, v in index.cols.items()}
+    lasso = np.array([[-0.5, -1.0], [0.6, -0.8], [0.2, 1.5], [-0.4, 0.4]])
+    for region in [("rect", (0.6, 1.0, -0.4, -2.0)), ("lasso", lasso)]:
+        want = agg.select(x, y, region, score=score, cap=cap)
+        got = index.select(region, cap)
+        assert (got.count, got.complete) == (want.count, want.complete) and want.count > 40
+        np.testing.assert_array_equal(got.index, want.index)
+    assert index.cols["x"].read < x.size
