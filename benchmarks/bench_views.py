@@ -383,7 +383,8 @@ def zoom_case(views, name: str, meter, repeat: int = 3, early_only: bool = False
             times.append(t)
             gaps.append(gap)
             views_n.append(p.in_view)
-    deep = [zoom(box(centres[0], 0.0005)) for _ in range(repeat)]
+    # a few samples in view, each a point: three neighbouring boxes (the same range twice is no move)
+    deep = [zoom(box((centres[0][0] + k * 0.00025 * (x1 - x0), centres[0][1]), 0.0005)) for k in range(repeat)]
 
     def back(move, timeout_s=300):
         drawn.clear()

@@ -230,7 +230,7 @@ class Binned(QObject):
             # Not indexed yet: a view too narrow for the fine counts would wait for a pass over
             # every row (seconds at 30M); the fine counts draw it coarsely now (a few ms).
             coarse = columns.from_fine(rng, how, coarse=True)
-            if coarse is not None and coarse.coarse:
+            if coarse is not None:
                 # its points as the fine counts kept them (spreading them is the worker's part)
                 coarse.points = {k: None if v is None else v[:TOP_FLAGGED] for k, v in coarse.points.items()}
                 self._show(coarse, columns._levels)

@@ -29,8 +29,10 @@ FINE = 1024
 #: columns; a wide view whose candidates hold fewer than the points it asks for among these is
 #: read from the rows instead (unless these are all of them).
 TOP = 50_000
-#: Cell ids gathered before they are counted (one bincount over the grid per this many).
-_FLUSH = 4_000_000
+#: Cell ids gathered before they are counted (one bincount over the grid per this many). The
+#: fine counts are filled by the first picture's pass, while the window's other views arrive:
+#: 1M ids (8 MB, 24 with the scores and their cells) keep that pass's extra memory small.
+_FLUSH = 1_000_000
 
 
 class Pyramid:
@@ -141,15 +143,16 @@ class Pyramid:
         """The picture of the view ``rng`` from the fine counts (see the module's docstring),
         or None when this view must be read from the rows: narrow, few enough samples in view
         to draw each, too few of the kept candidates in view, or other layers than were counted.
-        ``coarse``: a narrow view too, in bins of whole fine cells, and its points the kept
-        candidates in it (a first answer while its rows are read: ``Picture.coarse``)."""
+        ``coarse``: a narrow view only (None for a wide one), in bins of whole fine cells, and
+        its points the kept candidates in it (a first answer while its rows are read:
+        ``Picture.coarse``)."""
         if (not self.usable or n_codes != self.n_codes or bool(flags) != self.has_flags or bool(score) != self.has_score
                 or (mean_score and score and self.sums is None)):
             return None
         snapped = self.snap(rng, bins)
         narrow = snapped is None
-        if narrow and coarse:
-            snapped = self.snap(rng, bins, coarse=True)
+        if coarse:   # cheap enough for the window's own thread: a narrow view spans few fine cells
+            snapped = self.snap(rng, bins, coarse=True) if narrow else None
         if snapped is None:
             return None
         i0, m, nbx, j0, mm, nby = snapped
