@@ -371,9 +371,11 @@ def zoom_case(views, name: str, meter, repeat: int = 3, early_only: bool = False
         if b.columns is None or b.columns.index is not None or b.columns.source.n < _index_rows():
             return None
         first, exact, gap, p, p0 = zoom(box(centres[0], 0.01), timeout_s=300)
+        cpu = meter.cpu
         v.cloud.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)   # as found
         _wait_until(lambda: not b.busy(), timeout_s=300)
-        return {"first_s": first, "exact_s": exact, "gap_s": gap, "coarse": bool(p0.coarse), "in_view": p.in_view}
+        return {"first_s": first, "exact_s": exact, "gap_s": gap, "coarse": bool(p0.coarse), "in_view": p.in_view,
+                "gui_cpu_s": cpu}
     index_s = _wait_until(lambda: b.columns is not None and (b.columns.index is not None
                                                            or b.columns.source.n < _index_rows()))
     times, gaps, views_n = [], [], []
@@ -480,6 +482,7 @@ def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
         early = {name: zoom_case(views, name, meter, early_only=True) for name in zoomed}
         out["zoom"] = {name: zoom_case(views, name, meter, early=early[name]) for name in zoomed}
         out["rss_parts_after_zoom_mb"] = _rss_parts_mb()
+        out["hwm_after_zoom_mb"] = _rss_mb()[1]
         shots = os.environ.get("VIEWS_SHOTS")   # a folder for screenshots, e.g. /work/tmp/shots
         if shots:   # what the user sees: each view whole, then zoomed into the densest spot
             os.makedirs(shots, exist_ok=True)
@@ -589,7 +592,8 @@ def arrival(big: bool = False, big_only: bool = False):
                 t = np.array(z["zoom_s"]) * 1000
                 e = z["early"]
                 early = ("index ready" if e is None else f"{e['first_s'] * 1000:.0f}{' coarse' if e['coarse'] else ''}"
-                         f" / {e['exact_s'] * 1000:.0f} ms ({e['in_view']:,}; gap {e['gap_s'] * 1000:.0f} ms)")
+                         f" / {e['exact_s'] * 1000:.0f} ms ({e['in_view']:,}; gap {e['gap_s'] * 1000:.0f} ms, "
+                         f"GUI CPU {e['gui_cpu_s'] * 1000:.0f} ms)")
                 gap = max(z['zoom_gap_s'] + z['deep_gap_s']) * 1000
                 print(f"| {name} | {view} | {early} | {z['index_wait_s']:.1f} s | {t.min():.0f} / "
                       f"{np.median(t):.0f} / {t.max():.0f} ms | {gap:.0f} ms | "
@@ -597,6 +601,10 @@ def arrival(big: bool = False, big_only: bool = False):
                       f"({z['deep_in_view']:,}) | {z['whole_s'] * 1000:.0f} ms | {z['large_s'] * 1000:.0f} ms | "
                       f"{z['pan_s'] * 1000:.0f} ms | "
                       f"{max(z['whole_gap_s'], z['large_gap_s'], z['pan_gap_s']) * 1000:.0f} ms |", flush=True)
+        for name, r in zooms:
+            after = r["rss_parts_after_zoom_mb"]
+            print(f"\n{name}: window after the zooms RssAnon {after['RssAnon']:.0f} MB + RssFile "
+                  f"{after['RssFile']:.0f} MB, peak (VmHWM) {r['hwm_after_zoom_mb']:.0f} MB", flush=True)
     print(f"\nload average at the end: {_bench.load_average()}")
     shutil.rmtree(tmp, ignore_errors=True)
     return results
