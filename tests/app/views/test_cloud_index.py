@@ -305,6 +305,11 @@ def test_fine_counts_filled_by_the_first_pass_equal_the_index_s_and_a_histogram(
         np.testing.assert_array_equal(fine.counts[k], _histogram(x[layer == k], y[layer == k], *edges, True, True))
     reused = CloudIndex(cols, whole.extent, grid=16, n_codes=3, mean_score=True, pyramid=fine)
     assert reused.pyramid is fine
+    # the cells' sizes summed from the fine counts: the same sorted copy as counting the rows
+    np.testing.assert_array_equal(reused.offsets, own.offsets)
+    for name, col in own.cols.items():
+        np.testing.assert_array_equal(reused.cols[name], col, err_msg=name)
+    assert reused._from_fine(fine) is not None and own._from_fine({"fine": 64}) is None
     how = dict(bins=(40, 30), n_codes=3, top_k=150, max_points=300, mean_score=True)
     _same(own.picture(whole.extent, **how), reused.picture(whole.extent, **how))
 
