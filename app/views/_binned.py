@@ -15,6 +15,7 @@ are read a block at a time.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 from collections.abc import Callable
@@ -169,7 +170,7 @@ class Binned(QObject):
         self.bins = runner(self, self._on_picture, self._on_failed)
         self.picks = runner(self, self._on_chosen, self._on_failed)
         self.marks = runner(self, self._on_marks)
-        self.indexer = runner(self, self._on_indexed)
+        self.indexer = runner(self, self._on_indexed, self._on_index_failed)
         self.timer = settle_timer(self, self.request)
         self.source: Source | None = None
         self.columns: _Columns | None = None
@@ -177,6 +178,7 @@ class Binned(QObject):
         self.levels = None
         self.last_chosen = None
         self.error = ""
+        self.index_error = ""   # why the zoom index could not be built (zooms then read every row)
         self._framing = False
         self._pending = None   # the request in flight: (function, whether it frames the view)
         self._to_index = None  # the Frame of a cloud to index once its first picture is drawn
@@ -339,6 +341,13 @@ class Binned(QObject):
         if self.active and not self._gone() and self.picture is not None and (
                 self.picture.coarse or self.bins.is_busy()):
             self.request()
+
+    def _on_index_failed(self, job, message, details) -> None:
+        # Not fatal: every zoom and selection still answers exactly from a pass over the rows.
+        self.index_error = message
+        print(f"robust-studio: the cloud's zoom index could not be built ({message}); "
+              "zooms read every row instead", file=sys.stderr)
+        self._on_indexed(job, None)
 
     # -- selection -----------------------------------------------------------------------------
     def select(self, region, mode: str) -> None:

@@ -108,3 +108,31 @@ def test_a_newer_zoom_supersedes_one_in_flight_and_only_its_picture_is_drawn(vie
     assert len(drawn) == 1 and drawn[0].extent != first
     proj = np.asarray(res.arrays["projection"])
     np.testing.assert_array_equal(np.sort(v.cloud.sample_index), _exact(v, proj))
+
+
+def test_an_index_that_cannot_be_built_leaves_every_zoom_exact_and_says_why(views_for, qtbot, monkeypatch,
+                                                                             tmp_path, capsys):
+    import app.out_of_core as ooc
+    import app.views._cloud_index as ci
+    monkeypatch.setattr(ci, "INDEX_ROWS", 1_000)
+    monkeypatch.setattr(ooc, "_working", str(tmp_path))
+
+    def no_room(self, *a, **kw):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(ci.CloudIndex, "__init__", no_room)
+    X, known = _planted(40_000, seed=5)
+    state, res = _state(X, outliers=known)
+    v = _scatter(views_for, state)
+    _rest(qtbot, v.cloud)
+    b = v.cloud.binned
+    qtbot.waitUntil(lambda: bool(b.index_error), timeout=20_000)
+    assert "No space left on device" in b.index_error and b.columns.index is None
+    assert "zoom index could not be built" in capsys.readouterr().err
+    proj = np.asarray(res.arrays["projection"])
+    vb = v.plot.getViewBox()
+    vb.setRange(xRange=(0.5, 0.9), yRange=(-0.3, 0.1), padding=0)
+    _rest(qtbot, v.cloud)
+    assert not b.picture.coarse and b.picture.all_points
+    np.testing.assert_array_equal(np.sort(v.cloud.sample_index), _exact(v, proj))
+    assert "could not be binned" not in v.status.text()
