@@ -186,8 +186,9 @@ def _random_starts(S0, count, rng):
     """(loc, cov) of ``count`` random (k+1)-subsets of the rows S0, a singular one grown by
     random rows as FastMCD does (dropped if that takes every row)."""
     m, k = S0.shape
-    # k + 1 distinct rows per start: the first k + 1 of a random order (all starts at once)
-    starts = np.argpartition(rng.random((count, m)), k, axis=1)[:, :k + 1]
+    # k + 1 distinct rows per start: the first k + 1 of a random order (all starts at once; as
+    # sorted indices, by a selection and a comparison: argpartition took 3 ms at 500 x 300)
+    starts = _nearest(rng.random((count, m)), k + 1)
     loc, cov = _batch_mean_cov(S0[starts])
     flat = ~_regular(cov)[1]
     for b in np.flatnonzero(flat):
@@ -207,7 +208,7 @@ def _part_starts(S0, parts, count, rng):
     if g > 1 and all(rows.size == size for rows in parts):
         state = rng.bit_generator.state
         k = S0.shape[1]
-        order = np.argpartition(rng.random((g * count, size)), k, axis=1)[:, :k + 1]
+        order = _nearest(rng.random((g * count, size)), k + 1)
         P = S0[np.stack(parts)]                                    # (g, size, k)
         loc, cov = _batch_mean_cov(P[np.repeat(np.arange(g), count)[:, None], order])
         if _regular(cov)[1].all():

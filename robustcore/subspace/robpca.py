@@ -37,7 +37,7 @@ from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..limits import calibration_record
 from ..linalg import fix_signs
 from ._base import SubspaceModel
-from ._robpca_mcd import mcd_subspace
+from ._robpca_mcd import _nearest_mask, mcd_subspace
 from ._robpca_params import CRIT, CUTOFFS, PARAMS
 from ._robpca_rows import CentredRows
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
@@ -200,8 +200,7 @@ def _stages(Z, p, rng, rep, n_total):
     kmax = min(p["kmax"], r)
     h = h_size(n, p["alpha"], k if k is not None else kmax)
     out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
-    H0 = np.zeros(n, bool)
-    H0[np.argpartition(out, h - 1)[:h]] = True
+    H0 = _nearest_mask(out[None, :], h)[0]
     mh, G0 = _subset_scatter(X0, H0)
     # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
     ev, V = _spectrum(G0, h, top=k if k is not None else kmax)
@@ -266,13 +265,15 @@ def _affine_span(Z, n):
         # Tall rows span every direction unless a column depends on others: then the rows are
         # their own coordinates (every later stage is rotation equivariant). The rule: the
         # smallest eigenvalue of the Gram matrix above 1e-8 times its largest. Every row's
-        # term is positive semi-definite, so a spread-out fifth of the rows bounds the smallest
-        # from below, and the sum of squares bounds the largest from above: when those bounds
-        # already pass, the full Gram matrix (3/4 of this stage at 10,000 x 200) is not needed.
-        step = min(5, n // (4 * d))
+        # term is positive semi-definite, so a spread-out tenth of the rows (at least 4 d of
+        # them) bounds the smallest from below, and the sum of squares bounds the largest from
+        # above: when those bounds already pass, the full Gram matrix (3/4 of this stage at
+        # 10,000 x 200) is not needed. (A tenth rather than a fifth: 1.6 ms less at 10,000 x
+        # 200; where only the larger part would pass, the full test gives the same rows.)
+        step = min(10, n // (4 * d))
         if step > 1:
             rows = CentredRows(Z, mean)
-            # (one read: the sum of squares, the fifth's Gram matrix and the outlyingness's
+            # (one read: the sum of squares, the tenth's Gram matrix and the outlyingness's
             # float32 copy, which the rows keep)
             sq, part_gram = rows.survey(step)
             if _above(part_gram, 1e-8 * sq):
