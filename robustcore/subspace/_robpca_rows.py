@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._residual import SCORE_BLOCK_ENTRIES
+from .._residual import SCORE_BLOCK_ENTRIES, ResidualKernel
 
 __all__ = ["CentredRows", "abs_max", "dense", "single_rows"]
 
@@ -106,16 +106,29 @@ class CentredRows:
             out[s:s + B.shape[0]] = B
         return out
 
-    def project(self, V):
-        """Vᵀ (rows)ᵀ, (k, n), for V (d, k): one product without a shift, else one per block
-        (the same numbers to rounding: the library may order a dot product's terms
-        differently for another width)."""
+    def project(self, V, about=None):
+        """(Vᵀ (rows)ᵀ (k, n), spe) for V (d, k) with orthonormal columns: one product without
+        a shift, else one per block (the same numbers to rounding: the library may order a dot
+        product's terms differently for another width); ``spe`` (n,): with ``about`` (d,),
+        every row's squared distance to ``about + span(V)`` from the same read of each block
+        (robustcore._residual's kernel), else None."""
+        n = self.shape[0]
+        kern = None if about is None else ResidualKernel(V.T, about)
+        spe = None if kern is None else np.empty(n)
         if self.shift is None:
-            return V.T @ self.Z.T
-        out = np.empty((V.shape[1], self.shape[0]))
+            out = V.T @ self.Z.T
+            if kern is not None:
+                buf = np.empty((min(self.rows_per_block(), n), self.shape[1]))
+                for s, B in self.blocks():
+                    spe[s:s + B.shape[0]] = kern(B, buf)[1]
+            return out, spe
+        out = np.empty((V.shape[1], n))
         for s, B in self.blocks():
             out[:, s:s + B.shape[0]] = V.T @ B.T
-        return out
+            if kern is not None:
+                # (the block is the rows' own buffer, centred again in place)
+                spe[s:s + B.shape[0]] = kern(B, B)[1]
+        return out, spe
 
 
 def abs_max(X) -> float:

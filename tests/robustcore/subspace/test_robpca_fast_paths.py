@@ -221,9 +221,19 @@ def test_centred_rows_read_as_the_stored_copy_would():
     again = rows.astype(np.float32)
     assert again is not kept and np.array_equal(again, kept)
     V = np.linalg.qr(rng.standard_normal((300, 4)))[0]
-    np.testing.assert_allclose(rows.project(V), V.T @ Zc.T, rtol=1e-12, atol=1e-9)
+    P, none = rows.project(V)
+    np.testing.assert_allclose(P, V.T @ Zc.T, rtol=1e-12, atol=1e-9)
+    assert none is None
     plain = CentredRows(Zc)
-    np.testing.assert_array_equal(plain.project(V), V.T @ Zc.T)
+    np.testing.assert_array_equal(plain.project(V)[0], V.T @ Zc.T)
+    # with a centre, the same read gives each row's squared distance to centre + span(V), as
+    # the explicit residual gives it (with or without a shift)
+    about = rng.standard_normal(300)
+    E = (Zc - about) - ((Zc - about) @ V) @ V.T
+    for source in (rows, plain):
+        P2, spe = source.project(V, about=about)
+        np.testing.assert_array_equal(P2, source.project(V)[0])
+        np.testing.assert_allclose(spe, np.einsum("ij,ij->i", E, E), rtol=1e-10)
     assert dense(plain) is Zc and plain.astype(np.float32).dtype == np.float32
 
 
