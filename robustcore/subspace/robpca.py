@@ -200,6 +200,7 @@ def _stages(Z, p, rng, rep, n_total):
     kmax = min(p["kmax"], r)
     h = h_size(n, p["alpha"], k if k is not None else kmax)
     out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
+    # (the h least outlying as a mask by a selection: argpartition only when ties cross the cut)
     H0 = _nearest_mask(out[None, :], h)[0]
     mh, G0 = _subset_scatter(X0, H0)
     # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
@@ -270,7 +271,7 @@ def _final_projection(X2T, loc2, P, comps, raw):
     fix_signs), from its projections X2T (k, n) on V1 about m1: the final centre is m1 + V1
     loc2 and ``raw`` = (V1 P)ᵀ, so the coordinates are (X2 - loc2) P, each column's sign as
     fix_signs left it. The same numbers as robustcore._residual's kernel on the final model
-    to rounding (about 1e-15 of the rows' size: test_robpca_fast_paths)."""
+    to rounding (test_robpca_fast_paths; benchmarks/results_robpca.md, round 8)."""
     signs = np.where(np.sum(comps * raw, axis=1) < 0, -1.0, 1.0)
     T = (X2T - loc2[:, None]).T @ P
     T *= signs
