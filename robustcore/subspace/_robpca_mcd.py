@@ -15,7 +15,7 @@ import numpy as np
 from ._robpca_params import CRIT
 from ._robpca_steps import chi2_ppf, trim_factor
 
-__all__ = ["c_steps", "fast_mcd", "mcd_subspace", "reweighted"]
+__all__ = ["c_steps", "fast_mcd", "mcd_subspace", "nearest_mask", "reweighted"]
 
 # FastMCD's settings (Rousseeuw & Van Driessen 1999): random starts, candidates kept per part,
 # rows of the sample, rows of a part.
@@ -53,7 +53,7 @@ def _columns(X):
     return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
 
 
-def _nearest_mask(d2, h):
+def nearest_mask(d2, h):
     """Masks (b, n) of the h smallest entries of each row of d2 (b, n): one selection of each
     row's h-th value and a comparison; an argpartition only for a row whose ties at the cut
     make the set ambiguous."""
@@ -73,7 +73,7 @@ def _nearest(d2, h):
     """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n)."""
     b, n = d2.shape
     # (flat indices: np.nonzero of a 2-D mask took 9x as long, making both index arrays)
-    return np.flatnonzero(_nearest_mask(d2, h)).reshape(b, h) - (np.arange(b) * n)[:, None]
+    return np.flatnonzero(nearest_mask(d2, h)).reshape(b, h) - (np.arange(b) * n)[:, None]
 
 
 def _converge(XT, subsets, max_iter: int = 100):
@@ -260,7 +260,7 @@ def _two_csteps(feat, loc, cov, hs):
     these points) dropped."""
     M, A, ld = None, np.linalg.inv(cov), None
     for _ in range(2):
-        M = _nearest_mask(feat.d2(loc, A), hs).astype(np.float64)
+        M = nearest_mask(feat.d2(loc, A), hs).astype(np.float64)
         loc, cov = feat.moments(M, hs)
         ld, keep, A = _regular(cov)
         loc, cov, M, ld, A = loc[keep], cov[keep], M[keep], ld[keep], A[keep]
@@ -288,7 +288,7 @@ def _two_csteps_parts(P0, starts, hp):
     ld = None
     for _ in range(2):
         d2 = feat.d2(loc, A).reshape(g * c, -1)
-        M = _nearest_mask(d2, hp).astype(np.float64).reshape(g, c, -1)
+        M = nearest_mask(d2, hp).astype(np.float64).reshape(g, c, -1)
         loc, cov = feat.moments(M, hp)
         ld, keep, A = _regular(cov.reshape(g * c, k, k))
         valid &= keep.reshape(g, c)

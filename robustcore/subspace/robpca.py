@@ -37,7 +37,7 @@ from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..limits import calibration_record
 from ..linalg import fix_signs
 from ._base import SubspaceModel
-from ._robpca_mcd import _nearest_mask, mcd_subspace
+from ._robpca_mcd import mcd_subspace, nearest_mask
 from ._robpca_params import CRIT, CUTOFFS, PARAMS
 from ._robpca_rows import CentredRows
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
@@ -201,7 +201,7 @@ def _stages(Z, p, rng, rep, n_total):
     h = h_size(n, p["alpha"], k if k is not None else kmax)
     out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
     # (the h least outlying as a mask by a selection: argpartition only when ties cross the cut)
-    H0 = _nearest_mask(out[None, :], h)[0]
+    H0 = nearest_mask(out[None, :], h)[0]
     mh, G0 = _subset_scatter(X0, H0)
     # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
     ev, V = _spectrum(G0, h, top=k if k is not None else kmax)
