@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._residual import SCORE_BLOCK_ENTRIES
+from .._residual import SCORE_BLOCK_ENTRIES, ResidualKernel
 
 __all__ = ["CentredRows", "abs_max", "dense", "single_rows"]
 
@@ -26,6 +26,7 @@ class CentredRows:
         self.shape = Z.shape
         self._single = None         # (the float32 copy, its largest |entry|) made by survey,
         # until single_rows or astype takes it
+        self._buf = None            # the block buffer every read shares (_buffer)
 
     def rows_per_block(self) -> int:
         return max(1, SCORE_BLOCK_ENTRIES // max(self.shape[1], 1))
@@ -37,12 +38,22 @@ class CentredRows:
             B -= self.shift
         return B
 
+    def _buffer(self, rows):
+        """A float64 scratch of ``rows`` rows, the same memory for every read of these rows
+        (one 2 MB buffer a fit instead of one per pass: a fresh one costs its page faults);
+        its contents are the last user's."""
+        size = min(rows, self.shape[0]) * self.shape[1]
+        if self._buf is None or self._buf.size < size:
+            self._buf = np.empty(size)
+        return self._buf[:size].reshape(-1, self.shape[1])
+
     def blocks(self, rows=None):
         """(start, block) over every row, in blocks of ``rows`` (a buffer reused from one
-        block to the next when there is a shift: use each block before asking for the next)."""
+        block to the next, and by the next read, when there is a shift: use each block before
+        asking for the next)."""
         n = self.shape[0]
         b = rows or self.rows_per_block()
-        buf = None if self.shift is None else np.empty((min(b, n), self.shape[1]))
+        buf = None if self.shift is None else self._buffer(b)
         for s in range(0, n, b):
             B = self.Z[s:s + b]
             yield s, (B if buf is None else np.subtract(B, self.shift, out=buf[:B.shape[0]]))
@@ -56,7 +67,7 @@ class CentredRows:
         took the largest fresh array of a fit (at 10,000 x 200, 12 MB for 7,500 rows)."""
         n, d = self.shape
         b = self.rows_per_block()
-        buf = np.empty((min(b, n), d))
+        buf = self._buffer(b)
         total, G, prod = np.zeros(d), np.zeros((d, d)), np.empty((d, d))
         for s in range(0, n, b):
             part = mask[s:s + b]
@@ -106,16 +117,29 @@ class CentredRows:
             out[s:s + B.shape[0]] = B
         return out
 
-    def project(self, V):
-        """Vᵀ (rows)ᵀ, (k, n), for V (d, k): one product without a shift, else one per block
-        (the same numbers to rounding: the library may order a dot product's terms
-        differently for another width)."""
+    def project(self, V, about=None):
+        """(Vᵀ (rows)ᵀ (k, n), spe) for V (d, k) with orthonormal columns: one product without
+        a shift, else one per block (the same numbers to rounding: the library may order a dot
+        product's terms differently for another width); ``spe`` (n,): with ``about`` (d,),
+        every row's squared distance to ``about + span(V)`` from the same read of each block
+        (robustcore._residual's kernel), else None."""
+        n = self.shape[0]
+        kern = None if about is None else ResidualKernel(V.T, about)
+        spe = None if kern is None else np.empty(n)
         if self.shift is None:
-            return V.T @ self.Z.T
-        out = np.empty((V.shape[1], self.shape[0]))
+            out = V.T @ self.Z.T
+            if kern is not None:
+                buf = np.empty((min(self.rows_per_block(), n), self.shape[1]))
+                for s, B in self.blocks():
+                    spe[s:s + B.shape[0]] = kern(B, buf)[1]
+            return out, spe
+        out = np.empty((V.shape[1], n))
         for s, B in self.blocks():
             out[:, s:s + B.shape[0]] = V.T @ B.T
-        return out
+            if kern is not None:
+                # (the block is the rows' own buffer, centred again in place)
+                spe[s:s + B.shape[0]] = kern(B, B)[1]
+        return out, spe
 
 
 def abs_max(X) -> float:

@@ -37,7 +37,7 @@ from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
 from ..limits import calibration_record
 from ..linalg import fix_signs
 from ._base import SubspaceModel
-from ._robpca_mcd import mcd_subspace
+from ._robpca_mcd import mcd_subspace, nearest_mask
 from ._robpca_params import CRIT, CUTOFFS, PARAMS
 from ._robpca_rows import CentredRows
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
@@ -190,7 +190,7 @@ def _stages(Z, p, rng, rep, n_total):
     n = Z.shape[0]
     rep(0.0, "affine span")
     mean0, rot, X0 = _affine_span(Z, n)
-    r = rot.shape[0]
+    r = X0.shape[1]
     if r == 0:
         raise constant_error("ROBPCA", n_total, True)
     k = p["n_components"]
@@ -200,8 +200,8 @@ def _stages(Z, p, rng, rep, n_total):
     kmax = min(p["kmax"], r)
     h = h_size(n, p["alpha"], k if k is not None else kmax)
     out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
-    H0 = np.zeros(n, bool)
-    H0[np.argpartition(out, h - 1)[:h]] = True
+    # (the h least outlying as a mask by a selection: argpartition only when ties cross the cut)
+    H0 = nearest_mask(out[None, :], h)[0]
     mh, G0 = _subset_scatter(X0, H0)
     # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
     ev, V = _spectrum(G0, h, top=k if k is not None else kmax)
@@ -217,8 +217,11 @@ def _stages(Z, p, rng, rep, n_total):
         # (every eigenvalue: those beyond k are the residual eigenvalues; vectors only for k)
         ev1, V1 = _spectrum(G1, int(keep.sum()), top=k, every_value=True)
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
-    # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns)
-    X2T = X0.project(V1[:, :k])
+    # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns); when
+    # the rows are their own coordinates, the same read gives every row's SPE about m1 +
+    # span(V1): the final subspace is that span and its centre differs from m1 within it, so
+    # that is the final SPE (one pass over the rows fewer: _final_projection)
+    X2T, spe = X0.project(V1[:, :k], about=m1 if rot is None else None)
     X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
     loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
@@ -228,9 +231,15 @@ def _stages(Z, p, rng, rep, n_total):
         raise ValueError(f"ROBPCA found {h} samples (h) lying exactly in a subspace of fewer than "
                          f"k = {k} dimensions, so their robust scatter is singular and no score "
                          f"distance can be measured; choose a smaller n_components or a larger alpha")
-    comps = fix_signs((V1[:, :k] @ P).T @ rot)
-    mean = mean0 + (m1 + V1[:, :k] @ loc2) @ rot
-    spe, _, T = residual_scores(Z, comps, mean, want_t2=False, want_projection=True)
+    raw = (V1[:, :k] @ P).T
+    if rot is None:
+        comps = fix_signs(raw)
+        mean = mean0 + (m1 + V1[:, :k] @ loc2)
+        T = _final_projection(X2T, loc2, P, comps, raw)
+    else:
+        comps = fix_signs(raw @ rot)
+        mean = mean0 + (m1 + V1[:, :k] @ loc2) @ rot
+        spe, _, T = residual_scores(Z, comps, mean, want_t2=False, want_projection=True)
     od_train = np.sqrt(spe)
     rep(0.95, "cut-offs")
     # ODs at rounding level of the rows' own size: the subspace spans the data (k = r)
@@ -257,30 +266,45 @@ def _stages(Z, p, rng, rep, n_total):
     ), {"spe": spe, "projection": T}
 
 
+def _final_projection(X2T, loc2, P, comps, raw):
+    """Every row's coordinates (n, k) on the final loadings ``comps`` (``raw`` before
+    fix_signs), from its projections X2T (k, n) on V1 about m1: the final centre is m1 + V1
+    loc2 and ``raw`` = (V1 P)ᵀ, so the coordinates are (X2 - loc2) P, each column's sign as
+    fix_signs left it. The same numbers as robustcore._residual's kernel on the final model
+    to rounding (test_robpca_fast_paths; benchmarks/results_robpca.md, round 8)."""
+    signs = np.where(np.sum(comps * raw, axis=1) < 0, -1.0, 1.0)
+    T = (X2T - loc2[:, None]).T @ P
+    T *= signs
+    return T
+
+
 def _affine_span(Z, n):
-    """(mean, rot (r, d) orthonormal rows spanning the centred rows, their coordinates (n, r)
-    as CentredRows: Z - mean itself, not stored, when they span every direction)."""
+    """(mean, rot (r, d) orthonormal rows spanning the centred rows, or None when the rows
+    are their own coordinates, and the coordinates (n, r) as CentredRows: Z - mean itself,
+    not stored, when they span every direction)."""
     mean = Z.mean(axis=0)
     d = Z.shape[1]
     if n > 2 * d:
         # Tall rows span every direction unless a column depends on others: then the rows are
         # their own coordinates (every later stage is rotation equivariant). The rule: the
         # smallest eigenvalue of the Gram matrix above 1e-8 times its largest. Every row's
-        # term is positive semi-definite, so a spread-out fifth of the rows bounds the smallest
-        # from below, and the sum of squares bounds the largest from above: when those bounds
-        # already pass, the full Gram matrix (3/4 of this stage at 10,000 x 200) is not needed.
-        step = min(5, n // (4 * d))
+        # term is positive semi-definite, so a spread-out tenth of the rows (at least 4 d of
+        # them) bounds the smallest from below, and the sum of squares bounds the largest from
+        # above: when those bounds already pass, the full Gram matrix (3/4 of this stage at
+        # 10,000 x 200) is not needed. (A tenth rather than a fifth: 1.6 ms less at 10,000 x
+        # 200; where only the larger part would pass, the full test gives the same rows.)
+        step = min(10, n // (4 * d))
         if step > 1:
             rows = CentredRows(Z, mean)
-            # (one read: the sum of squares, the fifth's Gram matrix and the outlyingness's
+            # (one read: the sum of squares, the tenth's Gram matrix and the outlyingness's
             # float32 copy, which the rows keep)
             sq, part_gram = rows.survey(step)
             if _above(part_gram, 1e-8 * sq):
-                return mean, np.eye(d), rows
+                return mean, None, rows
         Zc = Z - mean
         w = np.linalg.eigvalsh(Zc.T @ Zc)
         if w[0] > 1e-8 * w[-1]:
-            return mean, np.eye(d), CentredRows(Zc)
+            return mean, None, CentredRows(Zc)
         # the R factor has the same right singular vectors, and its SVD is d x d
         _, s, vt = np.linalg.svd(np.linalg.qr(Zc, mode="r"), full_matrices=False)
     else:
@@ -364,7 +388,8 @@ def _orthogonal(X, V, centre):
     n = X.shape[0]
     b = kern.rows_per_block()
     spe = np.empty(n)
-    buf = np.empty((min(b, n), X.shape[1]))
+    # (rows with a shift come in the rows' own buffer, centred again there: 2 MB fresh fewer)
+    buf = np.empty((min(b, n), X.shape[1])) if X.shift is None else None
     for s, B in X.blocks(b):
-        spe[s:s + B.shape[0]] = kern(B, buf)[1]
+        spe[s:s + B.shape[0]] = kern(B, B if buf is None else buf)[1]
     return np.sqrt(spe)

@@ -221,9 +221,19 @@ def test_centred_rows_read_as_the_stored_copy_would():
     again = rows.astype(np.float32)
     assert again is not kept and np.array_equal(again, kept)
     V = np.linalg.qr(rng.standard_normal((300, 4)))[0]
-    np.testing.assert_allclose(rows.project(V), V.T @ Zc.T, rtol=1e-12, atol=1e-9)
+    P, none = rows.project(V)
+    np.testing.assert_allclose(P, V.T @ Zc.T, rtol=1e-12, atol=1e-9)
+    assert none is None
     plain = CentredRows(Zc)
-    np.testing.assert_array_equal(plain.project(V), V.T @ Zc.T)
+    np.testing.assert_array_equal(plain.project(V)[0], V.T @ Zc.T)
+    # with a centre, the same read gives each row's squared distance to centre + span(V), as
+    # the explicit residual gives it (with or without a shift)
+    about = rng.standard_normal(300)
+    E = (Zc - about) - ((Zc - about) @ V) @ V.T
+    for source in (rows, plain):
+        P2, spe = source.project(V, about=about)
+        np.testing.assert_array_equal(P2, source.project(V)[0])
+        np.testing.assert_allclose(spe, np.einsum("ij,ij->i", E, E), rtol=1e-10)
     assert dense(plain) is Zc and plain.astype(np.float32).dtype == np.float32
 
 
@@ -303,3 +313,66 @@ def test_surveys_float32_copy_and_its_largest_entry_are_the_plain_ones():
     with np.errstate(over="ignore"):
         rows.survey(4)
     assert single_rows(rows)[1] == np.inf
+
+
+def test_random_starts_are_the_first_rows_of_each_random_order():
+    """FastMCD's (k+1)-subsets by a selection and a comparison against argpartition's: from
+    the same uniforms, the same rows of each start (as sorted indices), k + 1 distinct ones."""
+    rng = np.random.default_rng(21)
+    U = rng.random((400, 300))
+    got = mcd._nearest(U, 6)
+    want = np.sort(np.argpartition(U, 5, axis=1)[:, :6], axis=1)
+    np.testing.assert_array_equal(got, want)
+    S0 = rng.standard_normal((300, 5))
+    loc, cov = mcd._random_starts(S0, 400, np.random.default_rng(4))
+    starts = mcd._nearest(np.random.default_rng(4).random((400, 300)), 6)
+    np.testing.assert_allclose(loc, S0[starts].mean(axis=1), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(cov[7], np.cov(S0[starts[7]].T, bias=True), rtol=1e-13, atol=1e-15)
+
+
+@pytest.mark.parametrize("shape, rank", [((3000, 40), None), ((300, 40), None), ((3000, 40), 20)])
+def test_final_rows_from_the_projection_pass_are_the_residual_kernels(shape, rank):
+    """Every row's SPE and coordinates as the fit keeps them (from the MCD stage's projection
+    pass when the rows are their own coordinates: a tall table read by blocks or a short one
+    stored, _final_projection) against robustcore._residual's kernel on the fitted model, and
+    a table whose rows span fewer directions (coordinates in their span: the kernel itself)."""
+    from robustcore import ROBPCA
+    from robustcore._residual import residual_scores
+    rng = np.random.default_rng(22)
+    n, d = shape
+    X = 5.0 + rng.standard_normal((n, 4)) * [4.0, 3.0, 2.0, 1.0] @ rng.standard_normal((4, d))
+    if rank is None:
+        X += 0.1 * rng.standard_normal((n, d))
+    else:
+        X += 0.1 * rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d))
+    X[:n // 20] += 8.0
+    m = ROBPCA(n_components=3, random_state=0, scale="none")
+    res = m.fit_row_results(X)
+    spe, _, T = residual_scores(X, m.components_, m.mean_, want_t2=False, want_projection=True)
+    size = np.sqrt(np.max(spe + np.einsum("ij,ij->i", T, T)))
+    np.testing.assert_allclose(res.spe, spe, rtol=1e-9, atol=1e-12 * size ** 2)
+    np.testing.assert_allclose(res.t2, np.sum(T ** 2 / m.explained_variance_, axis=1), rtol=1e-12)
+    np.testing.assert_array_equal(res.outlier, m.predict(X) == -1)
+
+
+def test_centred_rows_share_one_block_buffer():
+    """Every read by blocks uses one buffer (and the scatter too), each read's numbers as if
+    it had its own."""
+    from robustcore.subspace._robpca_rows import CentredRows
+    rng = np.random.default_rng(23)
+    Z = 3.0 + rng.standard_normal((1500, 300))
+    mean = Z.mean(axis=0)
+    rows = CentredRows(Z, mean)
+    first = [B.copy() for _, B in rows.blocks()]
+    mask = rng.random(1500) < 0.5
+    m, G = rows.scatter(mask)
+    again = [B.copy() for _, B in rows.blocks()]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again))
+    np.testing.assert_array_equal(np.vstack(again), Z - mean)
+    Zm = (Z - mean)[mask]
+    np.testing.assert_allclose(G, (Zm - Zm.mean(axis=0)).T @ (Zm - Zm.mean(axis=0)), rtol=0, atol=1e-10 * np.abs(G).max())
+    bufs = {id(rows._buf)}
+    for _, B in rows.blocks():
+        assert np.shares_memory(B, rows._buf)
+    rows.project(np.eye(300)[:, :2], about=np.zeros(300))
+    assert {id(rows._buf)} == bufs
