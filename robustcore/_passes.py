@@ -35,7 +35,7 @@ from ._order_stats import kth_values
 from ._progress import Reporter
 from .datasets._kind import is_lazy_dataset
 
-__all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "rowwise", "count_true",
+__all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "percentile_of", "kth_of_slices_of", "rowwise", "count_true",
            "indices", "scratch", "gil_free", "SUB_BLOCK_ENTRIES"]
 
 # Entries of one block of rows inside a pass (2 MB of float64: centring, products and their
@@ -357,8 +357,25 @@ def kth_smallest(values, ks, *, exclude=None, progress=None, message="order stat
     if isinstance(values, np.ndarray):
         # brackets from a sample, then a partition of the few values inside them (_order_stats)
         return kth_values(values, ks, exclude).astype(np.float64)
+    from .bigdata._rows import in_slices
+    if in_slices(values) and (exclude is None or in_slices(exclude)):
+        # stored scores: a histogram and a gather over plain slices (the same values; no Dask)
+        return kth_of_slices_of(values, ks, exclude)
     from .bigdata._reductions import lazy_kth_smallest
     return lazy_kth_smallest(values, ks, exclude=exclude, progress=progress, message=message)
+
+
+def kth_of_slices_of(values, ks, exclude=None, fn=None) -> np.ndarray:
+    """:func:`kth_smallest` of ``fn(values)`` (element-wise; ``values`` when None) for per-row
+    results read by slicing (numpy or stored), slice by slice: ``fn``'s values are never
+    written whole."""
+    from .bigdata._rows import row_slices
+    from .bigdata._selection import kth_of_slices
+
+    def slices():
+        for _, (v, e) in row_slices([values, exclude]):
+            yield (v if fn is None else fn(v)), e
+    return kth_of_slices(slices, ks)
 
 
 def percentile(values, q: float, *, message="percentile") -> float:
@@ -366,10 +383,15 @@ def percentile(values, q: float, *, message="percentile") -> float:
     numpy and stored arrays alike."""
     if isinstance(values, np.ndarray):
         return float(np.percentile(values, q))
-    n = int(values.shape[0])
+    return percentile_of(lambda ks: kth_smallest(values, ks, message=message), int(values.shape[0]), q)
+
+
+def percentile_of(kth, n: int, q: float) -> float:
+    """``np.percentile`` (linear interpolation) of n values from ``kth(ks)``, their exact
+    ks-th smallest."""
     h = (n - 1) * q / 100.0
     lo = int(math.floor(h))
-    a, b = kth_smallest(values, [lo, min(lo + 1, n - 1)], message=message)
+    a, b = kth([lo, min(lo + 1, n - 1)])
     t = h - lo
     # numpy's interpolation, written the way it writes it (exact at t = 0 and t = 1)
     return float(b - (b - a) * (1.0 - t)) if t >= 0.5 else float(a + (b - a) * t)
@@ -385,7 +407,12 @@ def rowwise(fn, *arrays, name="rows", message="combining results"):
     stored values, none over the table)."""
     if all(isinstance(a, np.ndarray) for a in arrays):
         return fn(*arrays)
-    from .bigdata._rows import as_dask_rows, materialize
+    from .bigdata._rows import as_dask_rows, fill_rows, in_slices, materialize
+    if all(in_slices(a) for a in arrays):
+        # stored results: plain slices (fill_rows), no Dask blocks; the spec from one row
+        one = np.asarray(fn(*[a[:1] for a in arrays]))
+        return fill_rows(lambda *parts: {"value": fn(*parts)}, {"value": (one.dtype, one.shape[1:])},
+                         list(arrays), name=name)["value"]
     first = next(_lift(a) for a in arrays if not isinstance(a, np.ndarray))
     lazy = [as_dask_rows(a, first.chunks[0]) for a in arrays]
     return materialize({"value": fn(*lazy)}, message=message, name=name)["value"]
@@ -395,6 +422,9 @@ def count_true(mask) -> int:
     """Number of True entries of a per-row bool array (numpy or stored)."""
     if isinstance(mask, np.ndarray):
         return int(np.count_nonzero(mask))
+    from .bigdata._rows import in_slices, row_slices
+    if in_slices(mask):
+        return sum(int(np.count_nonzero(m)) for _, (m,) in row_slices([mask]))
     from .bigdata._dask import compute
     import dask.array as da
     return int(compute(da.count_nonzero(_lift(mask)), message="counting")[0])

@@ -162,12 +162,16 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs, variances=None) -
                                         name="outlier_map", also=(T2.max(), S.max()))
     _check(crit, bool(np.isfinite(t2_max)))
     sd, od = got["sd"], got["od"]
-    def moments():
+    def centre_spread():
         W = da.cbrt(S)      # OD^(2/3)
+        if robust:
+            from ._passes import percentile
+            centre = percentile(W, 50.0, message="outlier map")
+            return centre, MAD_NORMAL * percentile(abs(W - centre), 50.0, message="outlier map")
         centre, spread = (float(v) for v in compute(W.mean(), W.std(ddof=1), message="outlier map"))
         return centre, (spread if int(W.shape[0]) >= 2 else 0.0)
-    sd_cut, od_cut = _stored_cutoffs(S, P, k, od_max, t2_max, robust=robust, crit=crit, cutoffs=cutoffs,
-                                     variances=variances, moments=moments)
+    sd_cut, od_cut = _stored_cutoffs(S, P, k, od_max, t2_max, crit=crit, cutoffs=cutoffs,
+                                     variances=variances, centre_spread=centre_spread)
     SD, OD = as_dask_rows(sd, chunks), as_dask_rows(od, chunks)
     far_off = (OD > od_cut) if od_cut > 0 else da.zeros(OD.shape, dtype=bool, chunks=OD.chunks)
     code = (SD > sd_cut).astype(np.int8) + 2 * far_off.astype(np.int8)
@@ -178,11 +182,11 @@ def _stored_map(spe, t2, projection, *, robust, crit, cutoffs, variances=None) -
             "od_cutoff": od_cut, "region": got["region"], "counts": counts}
 
 
-def _stored_cutoffs(S, P, k, od_max, t2_max, *, robust, crit, cutoffs, variances, moments):
+def _stored_cutoffs(S, P, k, od_max, t2_max, *, crit, cutoffs, variances, centre_spread):
     """(SD cut-off, OD cut-off) of stored scores: ``S`` the SPE and ``P`` the coordinates as Dask
     arrays (read only where asked), ``od_max`` / ``t2_max`` the largest SPE and T², and
-    ``moments()`` the mean and spread of OD^(2/3) for a classical fit."""
-    from ._passes import percentile
+    ``centre_spread()`` the centre and spread of OD^(2/3): median and MAD for a robust fit,
+    mean and standard deviation for a classical one."""
     from .bigdata._dask import compute
     if cutoffs is not None:
         return tuple(float(c) for c in cutoffs)
@@ -192,14 +196,7 @@ def _stored_cutoffs(S, P, k, od_max, t2_max, *, robust, crit, cutoffs, variances
     if bound is None or not np.isfinite(bound) or _rounding_only(od_max, bound):
         if _rounding_only(od_max, compute((S + (P * P).sum(axis=1)).max(), message="outlier map")[0]):
             return _sd_cutoff(k, crit), 0.0
-    if robust:
-        import dask.array as da
-        W = da.cbrt(S)      # OD^(2/3)
-        centre = percentile(W, 50.0, message="outlier map")
-        spread = MAD_NORMAL * percentile(abs(W - centre), 50.0, message="outlier map")
-    else:
-        centre, spread = moments()
-    return _sd_cutoff(k, crit), _od_cutoff(centre, spread, crit)
+    return _sd_cutoff(k, crit), _od_cutoff(*centre_spread(), crit)
 
 
 def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dict:
@@ -243,10 +240,16 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
     S = as_dask_rows(spe, chunks).astype(np.float64)
     P = as_dask_rows(projection, chunks).astype(np.float64).reshape(n, -1)
 
-    def moments():
-        return float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
-    sd_cut, od_cut = _stored_cutoffs(S, P, k, od_max, t2_max, robust=robust, crit=crit, cutoffs=cutoffs,
-                                     variances=variances, moments=moments)
+    def centre_spread():
+        if classical:
+            return float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
+        # median and MAD of OD^(2/3), exact, over slices of the SPE (never written whole)
+        from ._passes import kth_of_slices_of, percentile_of
+        centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
+        dev = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
+        return centre, MAD_NORMAL * dev
+    sd_cut, od_cut = _stored_cutoffs(S, P, k, od_max, t2_max, crit=crit, cutoffs=cutoffs,
+                                     variances=variances, centre_spread=centre_spread)
     counts = np.zeros(len(REGIONS), dtype=np.int64)
 
     def regions(sd_part, od_part):
@@ -258,6 +261,11 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
     region = fill_rows(regions, {"region": (np.int8, ())}, [sd, od], name="outlier_map")["region"]
     return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut, "od_cutoff": od_cut,
             "region": region, "counts": {name: int(counts[i]) for i, name in enumerate(REGIONS)}}
+
+
+def _cbrt(v):
+    """OD^(2/3) of SPE values, as the Dask route's ``da.cbrt`` of the float64 SPE makes them."""
+    return np.cbrt(np.asarray(v, dtype=np.float64))
 
 
 def _regions(sd, od, sd_cut, od_cut, far_off) -> dict:

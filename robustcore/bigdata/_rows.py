@@ -23,7 +23,7 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "aligned_step", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
+__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "row_slices", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
            "hold", "held_bytes", "result_codecs"]
 
 
@@ -178,6 +178,21 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     if store is not None:
         out.update(store.finish(keep_out))
     return {k: out[k] for k in spec}
+
+
+def in_slices(values) -> bool:
+    """Whether ``values`` are per-row results read by plain slicing (numpy, or stored:
+    :class:`StoredRows`), not a Dask array."""
+    return isinstance(values, (np.ndarray, StoredRows))
+
+
+def row_slices(arrays, step: int = 1 << 20):
+    """(start, [each array's rows start:start + step]) over per-row ``arrays`` of one length
+    (None entries stay None), in whole chunks of the stored ones (:func:`aligned_step`)."""
+    n = int(next(a for a in arrays if a is not None).shape[0])
+    step = aligned_step([a for a in arrays if a is not None], step)
+    for s0 in range(0, n, step):
+        yield s0, [None if a is None else a[s0:s0 + step] for a in arrays]
 
 
 def aligned_step(arrays, step: int) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BITS", "MARGIN", "bucket_of", "ScoreSelection"]
+__all__ = ["BITS", "MARGIN", "bucket_of", "ScoreSelection", "kth_of_slices"]
 
 # Buckets are the top BITS bits of the 64-bit key: sign, exponent and 8 bits of the fraction.
 BITS = 20
@@ -234,3 +234,19 @@ class ScoreSelection:
                 return fn(self.kth, self.count_le, self.n)
             except _Missing as miss:
                 self._fetch({b + j for b in miss.buckets for j in range(-MARGIN, MARGIN + 1)})
+
+
+def kth_of_slices(slices, ks) -> np.ndarray:
+    """Exact ks-th smallest kept values (0-based, ranks among the kept values) of a score made
+    slice by slice: ``slices()`` yields (values, exclude or None) on each call. Two sweeps
+    (histogram, gather), more only when an answer falls outside the buckets gathered; the
+    values np.partition places there."""
+    def histogram():
+        part = (0, np.zeros(0, np.int64))
+        for v, e in slices():
+            part = merge_histograms(part, histogram_block(v, e))
+        return part
+
+    def gather(wanted):
+        return concat(*[gather_block(v, wanted, e) for v, e in slices()])
+    return ScoreSelection(histogram, gather).run(lambda kth, count_le, n: kth(ks))
