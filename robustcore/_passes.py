@@ -438,23 +438,19 @@ def indices(mask, lazy: bool = False):
     if isinstance(mask, np.ndarray) and not lazy:
         return np.flatnonzero(mask)
     from .bigdata._dask import compute
-    from .bigdata._rows import fits_in_memory, held_rows, hold, materialize
-    if isinstance(mask, np.ndarray):
-        count = int(np.count_nonzero(mask))
-        if fits_in_memory(count * np.dtype(np.intp).itemsize):
-            return hold(np.flatnonzero(mask))
-        A = held_rows(mask, 1 << 22)
-    else:
-        A = _lift(mask)
+    from .bigdata._rows import fits_in_memory, hold, in_slices, materialize, sliced_indices
+    if isinstance(mask, np.ndarray) and fits_in_memory(int(np.count_nonzero(mask)) * np.dtype(np.intp).itemsize):
+        return hold(np.flatnonzero(mask))
+    if in_slices(mask):
+        # held beyond the budget's share, or stored: plain slices, no Dask blocks
+        return sliced_indices(mask)
+    A = _lift(mask)             # a Dask array
     starts = np.concatenate(([0], np.cumsum(A.chunks[0])[:-1]))
     blocks = A.to_delayed().ravel()
-    if not isinstance(mask, np.ndarray):
-        counts = compute(*[_count_block(b) for b in blocks], message="indices")
-        if fits_in_memory(int(sum(counts)) * np.dtype(np.intp).itemsize):
-            parts = compute(*[_nonzero_block(b, s) for b, s in zip(blocks, starts)], message="indices")
-            return hold(np.concatenate(parts).astype(np.intp) if parts else np.zeros(0, np.intp))
-    else:
-        counts = [int(np.count_nonzero(mask[s:s + c])) for s, c in zip(starts, A.chunks[0])]
+    counts = compute(*[_count_block(b) for b in blocks], message="indices")
+    if fits_in_memory(int(sum(counts)) * np.dtype(np.intp).itemsize):
+        parts = compute(*[_nonzero_block(b, s) for b, s in zip(blocks, starts)], message="indices")
+        return hold(np.concatenate(parts).astype(np.intp) if parts else np.zeros(0, np.intp))
     import dask.array as da
     parts = [da.from_delayed(_nonzero_block(b, s), shape=(int(c),), dtype=np.intp)
              for b, s, c in zip(blocks, starts, counts)]

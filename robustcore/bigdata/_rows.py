@@ -23,7 +23,7 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "row_slices", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
+__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "row_slices", "sliced_indices", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
            "hold", "held_bytes", "result_codecs"]
 
 
@@ -193,6 +193,31 @@ def row_slices(arrays, step: int = 1 << 20):
     step = aligned_step([a for a in arrays if a is not None], step)
     for s0 in range(0, n, step):
         yield s0, [None if a is None else a[s0:s0 + step] for a in arrays]
+
+
+def sliced_indices(mask, step: int = 1 << 22):
+    """np.flatnonzero of a per-row bool result read by slicing (numpy or stored), in two sweeps
+    of plain slices (counts, then the indices): in memory when they fit the results' share of
+    the budget (:func:`fits_in_memory`), else stored as a new per-row result."""
+    counts = [int(np.count_nonzero(m)) for _, (m,) in row_slices([mask], step)]
+    total = sum(counts)
+    if fits_in_memory(total * np.dtype(np.intp).itemsize):
+        out = np.empty(total, np.intp)
+        store = None
+    else:
+        store = _NewStore("indices")
+        out = store.array("indices", (total,), np.intp, max(1, min(step, total)))
+    try:
+        at = 0
+        for (s0, (m,)), c in zip(row_slices([mask], step), counts):
+            if c:
+                out[at:at + c] = np.flatnonzero(m) + s0
+            at += c
+    except BaseException:
+        if store is not None:
+            store.abandon()
+        raise
+    return hold(out) if store is None else store.finish(["indices"])["indices"]
 
 
 def aligned_step(arrays, step: int) -> int:
