@@ -351,18 +351,16 @@ def kth_smallest(values, ks, *, exclude=None, progress=None, message="order stat
     ``exclude`` is True (their count shifts nothing: ks count the kept rows only).
 
     numpy: the values ``np.partition`` places there (``robustcore._order_stats``). A stored
-    array (Zarr) or Dask array: two passes over the stored values (sketch, gather). Returns an
-    array (len(ks),)."""
+    array (Zarr) or Dask array: two sweeps over slices of the stored values (a histogram of
+    their bits, a gather: ``robustcore.bigdata._selection``). Returns an array (len(ks),)."""
     ks = np.atleast_1d(np.asarray(ks, dtype=np.int64))
     if isinstance(values, np.ndarray):
         # brackets from a sample, then a partition of the few values inside them (_order_stats)
         return kth_values(values, ks, exclude).astype(np.float64)
-    from .bigdata._rows import in_slices
-    if in_slices(values) and (exclude is None or in_slices(exclude)):
-        # stored scores: a histogram and a gather over plain slices (the same values; no Dask)
-        return kth_of_slices_of(values, ks, exclude)
-    from .bigdata._reductions import lazy_kth_smallest
-    return lazy_kth_smallest(values, ks, exclude=exclude, progress=progress, message=message)
+    # per-row results (stored, or Dask arrays computed once): a histogram and a gather over
+    # plain slices, robustcore.bigdata._selection (the same values)
+    from .bigdata._rows import sliceable
+    return kth_of_slices_of(sliceable(values), ks, sliceable(exclude))
 
 
 def kth_of_slices_of(values, ks, exclude=None, fn=None) -> np.ndarray:
@@ -397,37 +395,27 @@ def percentile_of(kth, n: int, q: float) -> float:
     return float(b - (b - a) * (1.0 - t)) if t >= 0.5 else float(a + (b - a) * t)
 
 
-def _lift(a):
-    return a.to_dask() if hasattr(a, "to_dask") else a
-
-
 def rowwise(fn, *arrays, name="rows", message="combining results"):
     """``fn(*arrays)`` of per-row arrays, element-wise: numpy for numpy arrays; for stored (or
-    Dask) ones computed block by block and kept by the memory-budget rule (a pass over the
+    Dask) ones computed slice by slice and kept by the memory-budget rule (a sweep over the
     stored values, none over the table)."""
     if all(isinstance(a, np.ndarray) for a in arrays):
         return fn(*arrays)
-    from .bigdata._rows import as_dask_rows, fill_rows, in_slices, materialize
-    if all(in_slices(a) for a in arrays):
-        # stored results: plain slices (fill_rows), no Dask blocks; the spec from one row
-        one = np.asarray(fn(*[a[:1] for a in arrays]))
-        return fill_rows(lambda *parts: {"value": fn(*parts)}, {"value": (one.dtype, one.shape[1:])},
-                         list(arrays), name=name)["value"]
-    first = next(_lift(a) for a in arrays if not isinstance(a, np.ndarray))
-    lazy = [as_dask_rows(a, first.chunks[0]) for a in arrays]
-    return materialize({"value": fn(*lazy)}, message=message, name=name)["value"]
+    # per-row results (stored, or Dask arrays computed once) in plain slices (fill_rows); the
+    # result's dtype and shape from one row
+    from .bigdata._rows import fill_rows, sliceable
+    arrays = [sliceable(a) for a in arrays]
+    one = np.asarray(fn(*[a[:1] for a in arrays]))
+    return fill_rows(lambda *parts: {"value": fn(*parts)}, {"value": (one.dtype, one.shape[1:])},
+                     arrays, name=name)["value"]
 
 
 def count_true(mask) -> int:
     """Number of True entries of a per-row bool array (numpy or stored)."""
     if isinstance(mask, np.ndarray):
         return int(np.count_nonzero(mask))
-    from .bigdata._rows import in_slices, row_slices
-    if in_slices(mask):
-        return sum(int(np.count_nonzero(m)) for _, (m,) in row_slices([mask]))
-    from .bigdata._dask import compute
-    import dask.array as da
-    return int(compute(da.count_nonzero(_lift(mask)), message="counting")[0])
+    from .bigdata._rows import row_slices, sliceable
+    return sum(int(np.count_nonzero(m)) for _, (m,) in row_slices([sliceable(mask)]))
 
 
 def indices(mask, lazy: bool = False):
@@ -437,32 +425,8 @@ def indices(mask, lazy: bool = False):
     (:class:`robustcore.bigdata.StoredRows`: 30M rows make up to 240 MB of them)."""
     if isinstance(mask, np.ndarray) and not lazy:
         return np.flatnonzero(mask)
-    from .bigdata._dask import compute
-    from .bigdata._rows import fits_in_memory, hold, in_slices, materialize, sliced_indices
+    from .bigdata._rows import fits_in_memory, hold, sliceable, sliced_indices
     if isinstance(mask, np.ndarray) and fits_in_memory(int(np.count_nonzero(mask)) * np.dtype(np.intp).itemsize):
         return hold(np.flatnonzero(mask))
-    if in_slices(mask):
-        # held beyond the budget's share, or stored: plain slices, no Dask blocks
-        return sliced_indices(mask)
-    A = _lift(mask)             # a Dask array
-    starts = np.concatenate(([0], np.cumsum(A.chunks[0])[:-1]))
-    blocks = A.to_delayed().ravel()
-    counts = compute(*[_count_block(b) for b in blocks], message="indices")
-    if fits_in_memory(int(sum(counts)) * np.dtype(np.intp).itemsize):
-        parts = compute(*[_nonzero_block(b, s) for b, s in zip(blocks, starts)], message="indices")
-        return hold(np.concatenate(parts).astype(np.intp) if parts else np.zeros(0, np.intp))
-    import dask.array as da
-    parts = [da.from_delayed(_nonzero_block(b, s), shape=(int(c),), dtype=np.intp)
-             for b, s, c in zip(blocks, starts, counts)]
-    lazy_idx = da.concatenate(parts) if len(parts) > 1 else parts[0]
-    return materialize({"indices": lazy_idx}, message="indices", name="indices")["indices"]
-
-
-def _count_block(b):
-    from dask import delayed
-    return delayed(lambda v: int(np.count_nonzero(v)))(b)
-
-
-def _nonzero_block(b, start):
-    from dask import delayed
-    return delayed(lambda v, s: (np.flatnonzero(v) + int(s)).astype(np.intp))(b, start)
+    # held beyond the budget's share, stored, or a Dask array computed once: plain slices
+    return sliced_indices(sliceable(mask))

@@ -87,7 +87,9 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
     ``variances`` (k,), the score variances T² was computed with, bound |t|² by max(variances) T²:
     when that bound already fails the rounding test below, the coordinates are not read."""
     if not all(isinstance(a, np.ndarray) for a in (spe, t2, projection)):
-        return _stored_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs, variances=variances)
+        from .bigdata._rows import sliceable
+        return _sliced_map(sliceable(spe, "spe"), sliceable(t2, "t2"), projection, robust=robust, crit=crit,
+                           cutoffs=cutoffs, variances=variances)
     spe = np.asarray(spe, dtype=np.float64)
     t2 = np.asarray(t2, dtype=np.float64)
     T = np.asarray(projection, dtype=np.float64).reshape(spe.shape[0], -1)
@@ -139,76 +141,20 @@ def _rounding_only(od_max: float, scale2: float) -> bool:
     return bool(np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300))
 
 
-def _stored_map(spe, t2, projection, *, robust, crit, cutoffs, variances=None) -> dict:
-    """:func:`outlier_map_of_scores` of per-row results of which some are on disk: the same
-    formulas, applied block by block, in few passes over the stored scores: one makes both
-    distances and the maxima of the rounding test together; OD^(2/3) and its deviations from
-    their median are recomputed from the SPE inside the order statistics' passes (cheaper than
-    writing them and reading them back); one more makes the regions and counts them."""
-    import dask.array as da
-
-    from ._passes import _lift
-    from .bigdata._dask import compute
-    from .bigdata._rows import StoredRows, as_dask_rows, materialize
-    if all(isinstance(a, (np.ndarray, StoredRows)) for a in (spe, t2, projection)):
-        return _sliced_map(spe, t2, projection, robust=robust, crit=crit, cutoffs=cutoffs, variances=variances)
-    first = next(_lift(a) for a in (spe, t2, projection) if not isinstance(a, np.ndarray))
-    chunks = first.chunks[0]
-    S, T2, P = (as_dask_rows(a, chunks).astype(np.float64) for a in (spe, t2, projection))
-    P = P.reshape(S.shape[0], -1)
-    k = int(P.shape[1])
-    # NaN and inf of T² surface in its maximum
-    got, (t2_max, od_max) = materialize({"sd": da.sqrt(T2), "od": da.sqrt(S)}, message="outlier map",
-                                        name="outlier_map", also=(T2.max(), S.max()))
-    _check(crit, bool(np.isfinite(t2_max)))
-    sd, od = got["sd"], got["od"]
-    def centre_spread():
-        W = da.cbrt(S)      # OD^(2/3)
-        if robust:
-            from ._passes import percentile
-            centre = percentile(W, 50.0, message="outlier map")
-            return centre, MAD_NORMAL * percentile(abs(W - centre), 50.0, message="outlier map")
-        centre, spread = (float(v) for v in compute(W.mean(), W.std(ddof=1), message="outlier map"))
-        return centre, (spread if int(W.shape[0]) >= 2 else 0.0)
-    sd_cut, od_cut = _stored_cutoffs(S, P, k, od_max, t2_max, crit=crit, cutoffs=cutoffs,
-                                     variances=variances, centre_spread=centre_spread)
-    SD, OD = as_dask_rows(sd, chunks), as_dask_rows(od, chunks)
-    far_off = (OD > od_cut) if od_cut > 0 else da.zeros(OD.shape, dtype=bool, chunks=OD.chunks)
-    code = (SD > sd_cut).astype(np.int8) + 2 * far_off.astype(np.int8)
-    got, (n_per,) = materialize({"region": code}, message="outlier map", name="outlier_map",
-                                also=(da.bincount(code.astype(np.intp), minlength=len(REGIONS)),))
-    counts = {name: int(n_per[i]) for i, name in enumerate(REGIONS)}
-    return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut,
-            "od_cutoff": od_cut, "region": got["region"], "counts": counts}
-
-
-def _stored_cutoffs(S, P, k, od_max, t2_max, *, crit, cutoffs, variances, centre_spread):
-    """(SD cut-off, OD cut-off) of stored scores: ``S`` the SPE and ``P`` the coordinates as Dask
-    arrays (read only where asked), ``od_max`` / ``t2_max`` the largest SPE and T², and
-    ``centre_spread()`` the centre and spread of OD^(2/3): median and MAD for a robust fit,
-    mean and standard deviation for a classical one."""
-    from .bigdata._dask import compute
-    if cutoffs is not None:
-        return tuple(float(c) for c in cutoffs)
-    # |z|² = SPE + |t|² <= max SPE + max(variances) max T² (with room for T²'s rounding):
-    # the exact maximum, a pass over the coordinates, only where the bound leaves it open
-    bound = None if variances is None else (od_max + float(np.max(variances)) * t2_max) * (1.0 + 1e-6)
-    if bound is None or not np.isfinite(bound) or _rounding_only(od_max, bound):
-        if _rounding_only(od_max, compute((S + (P * P).sum(axis=1)).max(), message="outlier map")[0]):
-            return _sd_cutoff(k, crit), 0.0
-    return _sd_cutoff(k, crit), _od_cutoff(*centre_spread(), crit)
-
-
 def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dict:
-    """:func:`_stored_map` of per-row results held in memory or stored (not Dask arrays): the
-    same formulas in two sweeps of plain numpy slices (robustcore.bigdata._rows.fill_rows),
-    without Dask's blocks (30M rows, T² and the distances stored: 3.1-3.8 s of CPU through
-    Dask, ~1 s in slices). The first makes both distances, the maxima of the rounding test and,
-    for a classical fit, the mean and spread of OD^(2/3) (merged slice by slice); the second the
-    regions and their counts. A robust fit's median and MAD still come from exact order
-    statistics over the stored SPE; the coordinates are read only where the rounding test needs
-    them, as in :func:`_stored_map`."""
-
+    """:func:`outlier_map_of_scores` of per-row results held in memory or stored (not Dask
+    arrays: a fit's results are always these, in memory, out of core and with a cluster), in
+    plain numpy slices (robustcore.bigdata._rows.fill_rows; 30M rows, T² and the distances
+    stored: 3.1-3.8 s of CPU through Dask's blocks, ~1 s in slices). The first sweep makes both
+    distances, the maxima of the rounding test and, for a classical fit, the mean and spread of
+    OD^(2/3) (merged slice by slice); the second the regions and their counts. A robust fit's
+    median and MAD of OD^(2/3) are exact order statistics over slices of the SPE (never written
+    whole). ``projection`` may stay a Dask array: it is read only where the rounding test needs
+    it. There ``variances`` (k,), the score variances T² was computed with, bound |t|² by
+    max(variances) T²: when that bound already fails the rounding test, the coordinates are
+    not read."""
+    from ._passes import kth_of_slices_of, percentile_of
+    from .bigdata._dask import compute
     from .bigdata._rows import StoredRows, as_dask_rows, chunks_of, fill_rows
     n = int(spe.shape[0])
     k = int(np.prod(projection.shape[1:], dtype=np.int64)) if len(projection.shape) > 1 else 1
@@ -235,21 +181,30 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
     t2_max, od_max = float(acc["t2_max"]), float(acc["spe_max"])
     _check(crit, bool(np.isfinite(t2_max)))
     sd, od = got["sd"], got["od"]
-    stored = next((a for a in (spe, t2, projection) if isinstance(a, StoredRows)), None)
-    chunks = chunks_of(stored.z) if stored is not None else (n,)
-    S = as_dask_rows(spe, chunks).astype(np.float64)
-    P = as_dask_rows(projection, chunks).astype(np.float64).reshape(n, -1)
 
-    def centre_spread():
+    def od_cutoff():
+        if cutoffs is not None:
+            return float(cutoffs[1])
+        # |z|² = SPE + |t|² <= max SPE + max(variances) max T² (with room for T²'s rounding):
+        # the exact maximum, a pass over the coordinates, only where the bound leaves it open
+        bound = None if variances is None else (od_max + float(np.max(variances)) * t2_max) * (1.0 + 1e-6)
+        if bound is None or not np.isfinite(bound) or _rounding_only(od_max, bound):
+            stored = next((a for a in (spe, t2) if isinstance(a, StoredRows)), None)
+            chunks = chunks_of(stored.z) if stored is not None else (n,)
+            S = as_dask_rows(spe, chunks).astype(np.float64)
+            P = as_dask_rows(projection, chunks).astype(np.float64).reshape(n, -1)
+            if _rounding_only(od_max, compute((S + (P * P).sum(axis=1)).max(), message="outlier map")[0]):
+                return 0.0
         if classical:
-            return float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
-        # median and MAD of OD^(2/3), exact, over slices of the SPE (never written whole)
-        from ._passes import kth_of_slices_of, percentile_of
-        centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
-        dev = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
-        return centre, MAD_NORMAL * dev
-    sd_cut, od_cut = _stored_cutoffs(S, P, k, od_max, t2_max, crit=crit, cutoffs=cutoffs,
-                                     variances=variances, centre_spread=centre_spread)
+            centre, spread = float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
+        else:
+            # median and MAD of OD^(2/3), exact, over slices of the SPE
+            centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
+            spread = MAD_NORMAL * percentile_of(
+                lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
+        return _od_cutoff(centre, spread, crit)
+    sd_cut = float(cutoffs[0]) if cutoffs is not None else _sd_cutoff(k, crit)
+    od_cut = od_cutoff()
     counts = np.zeros(len(REGIONS), dtype=np.int64)
 
     def regions(sd_part, od_part):

@@ -4,16 +4,17 @@ so Dask can run the blocks anywhere and combine the results in a tree.
 (The moments, scatter matrices and R factors of the fits are accumulators of
 ``robustcore._row_stats``, run by the engine ``robustcore._passes``.)
 
-* exact order statistics (medians, the k-th largest score) in two passes: a sorted sketch per
-  block bounds where the wanted values can be, then the few values inside those bounds are
-  gathered and sorted. Exact, so results equal numpy's on data that fits in memory.
+* exact order statistics of a table's columns (a median centre) in two passes: a sorted sketch
+  per block bounds where the wanted values can be, then the few values inside those bounds are
+  gathered and sorted. Exact, so results equal numpy's on data that fits in memory. (Order
+  statistics of a fit's per-row results are read in slices: ``robustcore.bigdata._selection``.)
 """
 from __future__ import annotations
 
 import numpy as np
 
 __all__ = ["tree_reduce", "sketch", "bracket", "gather", "pick", "exact_order_statistics",
-           "lazy_kth_smallest", "order_statistics", "median"]
+           "order_statistics", "median"]
 
 # Sorted values kept per block and column by the order-statistic sketch. The values gathered in
 # the second pass number about 2 n / _SKETCH per column.
@@ -163,25 +164,3 @@ def median(A, progress=None):
     v = order_statistics(A, [(n - 1) // 2, n // 2], progress=progress, message="median")
     m = 0.5 * (v[0] + v[1])
     return float(m[0]) if A.ndim == 1 else m
-
-
-def lazy_kth_smallest(values, ks, exclude=None, progress=None, message="order statistics"):
-    """Exact ks-th smallest values of a stored (Zarr or Dask) per-row array, leaving out the
-    rows where ``exclude`` is True: they are sent to -inf, below every kept value, and the ks
-    shifted past them. Two passes over the stored values."""
-    import dask.array as da
-
-    from ._dask import compute
-    from ._rows import as_dask_rows, held_rows
-    A = values.to_dask() if hasattr(values, "to_dask") else values
-    if isinstance(A, np.ndarray):
-        A = held_rows(A, (1 << 20,))
-    elif not isinstance(A, da.Array):
-        A = da.from_array(A, chunks=(max(1, int(getattr(A, "chunks", (1 << 20,))[0])),), name=False)
-    shift = 0
-    if exclude is not None:
-        ex = as_dask_rows(exclude, A.chunks[0])
-        shift = int(compute(da.count_nonzero(ex), message=message)[0])
-        A = da.where(ex, -np.inf, A)
-    ks = np.atleast_1d(ks) + shift
-    return order_statistics(A, ks, progress=progress, message=message)[:, 0]

@@ -23,7 +23,7 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "row_slices", "sliced_indices", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
+__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "sliceable", "row_slices", "sliced_indices", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
            "hold", "held_bytes", "result_codecs"]
 
 
@@ -184,6 +184,17 @@ def in_slices(values) -> bool:
     """Whether ``values`` are per-row results read by plain slicing (numpy, or stored:
     :class:`StoredRows`), not a Dask array."""
     return isinstance(values, (np.ndarray, StoredRows))
+
+
+def sliceable(values, name: str = "rows"):
+    """``values`` as per-row results read by slicing: numpy and :class:`StoredRows` as they are;
+    a Dask array (or anything with ``to_dask``) computed once into a result held or stored by
+    the budget's rule (:func:`materialize`). Every step after a fit's passes reads its per-row
+    results this way, in plain slices, in memory, out of core and with a cluster alike (a
+    cluster's results are held in this process or stored where it reads them)."""
+    if values is None or in_slices(values):
+        return values
+    return materialize({name: _lift(values)}, name=name)[name]
 
 
 def row_slices(arrays, step: int = 1 << 20):

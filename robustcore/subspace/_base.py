@@ -370,22 +370,19 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         if t2 is None:
             return Rows(P).map(_derive_block, {"t2": ("f8", ()), **spec}, 1.0 / self.variances_, *limits,
                                extra=(spe,), progress=progress, message="limits", name="scores")
-        if not isinstance(P, np.ndarray) and _in_slices(t2) and _in_slices(spe):
-            # out of core with the scores in memory or stored: element-wise in slices, the
-            # budget ruling where the results go (no Dask blocks: at 30M rows with T² stored,
-            # 2.3-2.5 s of CPU through Dask's blocks, ~1 s in slices)
-            from ..bigdata._rows import fill_rows
+        if not isinstance(P, np.ndarray):
+            # out of core: element-wise in plain slices of the scores (a Dask T² computed once),
+            # the budget ruling where the results go (30M rows with T² stored: 2.3-2.5 s of CPU
+            # through Dask's blocks, ~1 s in slices)
+            from ..bigdata._rows import fill_rows, sliceable
+            t2 = sliceable(t2, "t2")
             out = fill_rows(functools.partial(_flags_block, spe_limit=limits[0], t2_limit=limits[1],
-                                              threshold=limits[2]), spec, [t2, spe], name="scores")
+                                              threshold=limits[2]), spec, [t2, sliceable(spe, "spe")], name="scores")
             if progress is not None:
                 Reporter(progress)(1.0, "limits")
             return {"t2": t2, **out}
-        T = np.asarray(t2).reshape(-1, 1) if isinstance(t2, np.ndarray) else _as_lazy(t2).reshape(-1, 1)
-        if not isinstance(P, np.ndarray) and isinstance(T, np.ndarray):
-            from ..bigdata._rows import held_rows
-            T = held_rows(T, (P.chunks[0], 1))   # out of core: the budget rules its results
-        out = Rows(T).map(_flags_of_t2_block, spec, *limits, extra=(spe,), progress=progress,
-                          message="limits", name="scores")
+        out = Rows(np.asarray(t2).reshape(-1, 1)).map(_flags_of_t2_block, spec, *limits, extra=(spe,),
+                                                      progress=progress, message="limits", name="scores")
         return {"t2": t2, **out}
 
     def inverse_transform(self, X):
@@ -480,15 +477,6 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                 return self._derive(kept["spe"], kept["projection"], threshold=np.inf)["outlier_score"]
             return self._row_pass(rows, ("outlier_score",), message="training scores")["outlier_score"]
         return self._offset(contamination, training_scores)
-
-
-def _in_slices(values) -> bool:
-    """Whether ``values`` are per-row results read by plain slicing (numpy, or stored:
-    robustcore.bigdata.StoredRows), not a Dask array."""
-    if isinstance(values, np.ndarray):
-        return True
-    from ..bigdata._rows import StoredRows
-    return isinstance(values, StoredRows)
 
 
 def _as_lazy(values):
@@ -588,48 +576,16 @@ class TrainingScores:
 
 
 def _calibrate_stored(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, counted=None):
-    """TrainingScores.calibrate over stored scores: the combined score's exact order statistics
-    and counts from a histogram of its float bits and one gather of the buckets the calibration
-    asks about (robustcore.bigdata._selection): two passes over the stored scores, the same
-    numbers as in memory; one when the pass that made the scores counted the histogram
-    (``counted``, :func:`_scores_pass`)."""
-    from dask import delayed
-
+    """TrainingScores.calibrate over stored scores (or held beside stored ones): the combined
+    score's exact order statistics and counts from a histogram of its float bits and one gather
+    of the buckets the calibration asks about (robustcore.bigdata._selection), over plain slices
+    of rows (30M rows: the gather took 0.55 s of CPU through Dask's blocks): two sweeps over the
+    stored scores, the same numbers as in memory; one when the pass that made the scores counted
+    the histogram (``counted``, :func:`_scores_pass`). Dask arrays are computed once first."""
     from .._calibration import calibrate
     from ..bigdata import _selection as sel
-    from ..bigdata._dask import compute
-    from ..bigdata._reductions import tree_reduce
-    from ..bigdata._rows import as_dask_rows
-    if _in_slices(spe) and _in_slices(t2) and (exclude is None or _in_slices(exclude)):
-        return _calibrate_sliced(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, counted)
-    # blocks of the stored one (a score held in memory is cut to match)
-    rows = _as_dask(t2 if not isinstance(t2, np.ndarray) else spe).chunks[0]
-    pairs = zip(as_dask_rows(spe, rows).to_delayed().ravel(), as_dask_rows(t2, rows).to_delayed().ravel())
-    blocks = [delayed(_combined_block)(s, t, spe_limit, t2_limit) for s, t in pairs]
-    ex = [None] * len(blocks) if exclude is None else list(as_dask_rows(exclude, rows).to_delayed().ravel())
-
-    def histogram():
-        if counted is not None:
-            return counted
-        parts = [delayed(sel.histogram_block)(b, e) for b, e in zip(blocks, ex)]
-        return compute(tree_reduce(parts, sel.merge_histograms), message="training scores")[0]
-
-    def gather(wanted):
-        parts = [delayed(sel.gather_block)(b, wanted, e) for b, e in zip(blocks, ex)]
-        return compute(tree_reduce(parts, sel.concat), message="training scores")[0]
-    scores = sel.ScoreSelection(histogram, gather)
-    left_out = int(sum(rows)) - scores.n
-    trim = {"trimmed": True, "left_out": left_out} if trimmed else {}
-    return scores.run(lambda kth, count_le, n: calibrate(kth, count_le, n, 1.0, alpha, **trim))
-
-
-def _calibrate_sliced(spe, t2, exclude, spe_limit, t2_limit, alpha, trimmed, counted=None):
-    """:func:`_calibrate_stored` of scores held in memory or stored (not Dask arrays): the same
-    histogram and gathers over plain slices of rows, without Dask's blocks (30M rows: the
-    gather took 0.55 s of CPU through them)."""
-    from .._calibration import calibrate
-    from ..bigdata import _selection as sel
-    from ..bigdata._rows import aligned_step
+    from ..bigdata._rows import aligned_step, sliceable
+    spe, t2, exclude = sliceable(spe, "spe"), sliceable(t2, "t2"), sliceable(exclude, "exclude")
     n = int(spe.shape[0])
     step = aligned_step([a for a in (spe, t2, exclude) if a is not None], 1 << 20)
 
@@ -655,9 +611,3 @@ def _combined_block(spe, t2, spe_limit, t2_limit):
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.divide(spe, spe_limit)
         return np.maximum(out, np.divide(t2, t2_limit), out=out)
-
-
-def _as_dask(values):
-    from ..bigdata._rows import held_rows
-    A = values.to_dask() if hasattr(values, "to_dask") else values
-    return held_rows(A, "auto") if isinstance(A, np.ndarray) else A

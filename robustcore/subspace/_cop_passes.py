@@ -236,30 +236,30 @@ def _select_top(coh, degenerate, k: int, n_valid: int):
 
 
 def _select_top_stored(coh, degenerate, k, tau):
-    """_select_top for stored coherence: counts per block decide how many ties each takes."""
-    import dask.array as da
-    from dask import delayed
+    """_select_top for stored coherence, in plain slices: counts per slice decide how many ties
+    each takes (in index order, as in memory), then a sweep writes the selection."""
+    from ..bigdata._rows import fill_rows, row_slices, sliceable
+    coh, degenerate = sliceable(coh, "coherence"), sliceable(degenerate, "degenerate")
 
-    from ..bigdata._dask import compute
-    from ..bigdata._rows import as_dask_rows, materialize
-    c = coh.to_dask() if hasattr(coh, "to_dask") else coh
-    g = as_dask_rows(degenerate, c.chunks[0])
-    s = da.where(g, -np.inf, c)
-    above, *ties = compute(da.count_nonzero(s > tau),
-                           *[delayed(lambda b: int(np.count_nonzero(b == tau)))(b)
-                             for b in s.to_delayed().ravel()], message="selection")
-    need, quotas = k - int(above), []
+    def scores(c, g):
+        return np.where(np.asarray(g, bool), -np.inf, c)
+    above, ties = 0, []
+    for _, (c, g) in row_slices([coh, degenerate]):
+        s = scores(c, g)
+        above += int(np.count_nonzero(s > tau))
+        ties.append(int(np.count_nonzero(s == tau)))
+    need, quotas = k - above, []
     for t in ties:
         quotas.append(min(t, max(need, 0)))
         need -= quotas[-1]
+    quota = iter(quotas)
 
-    def block(b, quota):
-        sel = b > tau
-        sel[np.flatnonzero(b == tau)[:quota]] = True
-        return sel
-    parts = [da.from_delayed(delayed(block)(b, q), shape=(size,), dtype=bool)
-             for b, q, size in zip(s.to_delayed().ravel(), quotas, s.chunks[0])]
-    return materialize({"selected": da.concatenate(parts)}, message="selection", name="selected")["selected"]
+    def block(c, g):            # fill_rows steps through the same slices as row_slices
+        s = scores(c, g)
+        sel = s > tau
+        sel[np.flatnonzero(s == tau)[:next(quota)]] = True
+        return {"selected": sel}
+    return fill_rows(block, {"selected": (np.dtype(bool), ())}, [coh, degenerate], name="selected")["selected"]
 
 
 def _usable_median(values, degenerate, n_use):
