@@ -35,8 +35,8 @@ from ._order_stats import kth_values
 from ._progress import Reporter
 from .datasets._kind import is_lazy_dataset
 
-__all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "percentile_of", "kth_of_slices_of", "rowwise", "count_true",
-           "indices", "scratch", "gil_free", "SUB_BLOCK_ENTRIES"]
+__all__ = ["Rows", "is_lazy", "lazy_array", "kth_smallest", "percentile", "percentile_of", "kth_of_slices_of",
+           "rowwise", "count_true", "indices", "scratch", "gil_free", "SUB_BLOCK_ENTRIES"]
 
 # Entries of one block of rows inside a pass (2 MB of float64: centring, products and their
 # scratch stay in cache).

@@ -23,8 +23,8 @@ import numpy as np
 
 from ._dask import compute, get_settings, require_dask
 
-__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "sliceable", "row_slices", "sliced_indices", "as_dask_rows", "held_rows", "StoredRows", "store_bytes",
-           "hold", "held_bytes", "result_codecs"]
+__all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "sliceable", "row_slices", "sliced_indices",
+           "as_dask_rows", "held_rows", "StoredRows", "store_bytes", "hold", "held_bytes", "result_codecs"]
 
 
 def store_bytes(arrays: dict) -> int:

@@ -12,6 +12,7 @@ from robustcore._passes import count_true, indices, kth_smallest, percentile, ro
 from robustcore.bigdata import StoredRows, settings  # noqa: E402
 from robustcore.bigdata._dask import compute  # noqa: E402
 from robustcore.bigdata._rows import held_rows, materialize  # noqa: E402
+from robustcore.subspace._cop_passes import _select_top  # noqa: E402
 
 N, CHUNK = 30_011, 2_000
 TINY = N  # a budget whose results' share holds no per-row array (not even a bool per row)
@@ -82,3 +83,19 @@ def test_counts_and_indices_of_a_stored_mask_in_slices_equal_the_dask_blocks(sto
     for got in (sliced, blocks, held):
         np.testing.assert_array_equal(_values(got), np.flatnonzero(ex))
         assert _values(got).dtype == np.intp
+
+
+def test_the_selection_of_stored_coherence_takes_the_ties_the_in_memory_one_takes(stored, tmp_path):
+    """Coherence Pursuit's k most coherent usable rows, ties at the cut in index order: over a
+    stored coherence the slices' tie counts share the cut's ties out as the in-memory sort does."""
+    v, ex, sv, sex = stored
+    n_valid = N - int(ex.sum())
+    k = n_valid // 2
+    want, tau_mem = _select_top(np.abs(v), ex, k, n_valid)
+    with settings(memory_budget=TINY, store_dir=tmp_path):
+        got, tau = _select_top(rowwise(np.abs, sv), sex, k, n_valid)
+    assert isinstance(got, StoredRows)
+    assert tau == tau_mem
+    assert int(np.count_nonzero(np.abs(v)[~ex] == tau)) > 1        # ties at the cut
+    np.testing.assert_array_equal(_values(got), want)
+    assert int(want.sum()) == k
