@@ -206,24 +206,32 @@ def row_slices(arrays, step: int = 1 << 20):
         yield s0, [None if a is None else a[s0:s0 + step] for a in arrays]
 
 
-def sliced_indices(mask, step: int = 1 << 22):
+def sliced_indices(mask, step: int = 1 << 22, chunk: int = 1 << 20):
     """np.flatnonzero of a per-row bool result read by slicing (numpy or stored), in two sweeps
     of plain slices (counts, then the indices): in memory when they fit the results' share of
-    the budget (:func:`fits_in_memory`), else stored as a new per-row result."""
-    counts = [int(np.count_nonzero(m)) for _, (m,) in row_slices([mask], step)]
-    total = sum(counts)
+    the budget (:func:`fits_in_memory`), else stored as a new per-row result, written in whole
+    chunks of ``chunk`` indices (a Zarr write across a chunk's edge reads and rewrites it: at
+    30M rows that cost 1 s of CPU and 150 MB more than whole chunks)."""
+    total = sum(int(np.count_nonzero(m)) for _, (m,) in row_slices([mask], step))
     if fits_in_memory(total * np.dtype(np.intp).itemsize):
-        out = np.empty(total, np.intp)
-        store = None
+        out, store = np.empty(total, np.intp), None
     else:
         store = _NewStore("indices")
-        out = store.array("indices", (total,), np.intp, max(1, min(step, total)))
+        out = store.array("indices", (total,), np.intp, max(1, min(chunk, total)))
     try:
-        at = 0
-        for (s0, (m,)), c in zip(row_slices([mask], step), counts):
-            if c:
-                out[at:at + c] = np.flatnonzero(m) + s0
-            at += c
+        buf, fill, at = np.empty(max(1, min(chunk, total)), np.intp), 0, 0
+        for s0, (m,) in row_slices([mask], step):
+            idx = np.flatnonzero(m)
+            idx += s0
+            while idx.size:
+                take = min(buf.size - fill, idx.size)
+                buf[fill:fill + take] = idx[:take]
+                fill, idx = fill + take, idx[take:]
+                if fill == buf.size:
+                    out[at:at + fill] = buf
+                    at, fill = at + fill, 0
+        if fill:
+            out[at:at + fill] = buf[:fill]
     except BaseException:
         if store is not None:
             store.abandon()

@@ -1,7 +1,8 @@
-"""Order statistics, element-wise results, counts and indices of stored per-row results in plain
-slices (robustcore._passes: kth_smallest, percentile, rowwise, count_true, indices), against the
-Dask blocks' route that the same functions take for Dask arrays, and against numpy on the values
-in memory: the same numbers to the bit, held or stored as the budget rules."""
+"""Order statistics, element-wise results, counts, indices and CoP's selection of stored per-row
+results in plain slices (robustcore._passes: kth_smallest, percentile, rowwise, count_true,
+indices), against numpy on the values in memory, and the same functions given Dask arrays
+(computed once, then the same slices): the same numbers to the bit, held or stored as the
+budget rules."""
 import numpy as np
 import pytest
 
@@ -38,7 +39,7 @@ def stored(tmp_path):
 
 
 @pytest.mark.parametrize("exclude", ["none", "numpy", "stored"])
-def test_order_statistics_of_stored_values_in_slices_equal_the_dask_blocks_and_numpy(stored, tmp_path, exclude):
+def test_order_statistics_of_stored_values_in_slices_equal_numpy_and_dask_inputs(stored, tmp_path, exclude):
     v, ex, sv, sex = stored
     e = {"none": None, "numpy": ex, "stored": sex}[exclude]
     n_kept = N - (0 if e is None else int(ex.sum()))
@@ -55,7 +56,7 @@ def test_order_statistics_of_stored_values_in_slices_equal_the_dask_blocks_and_n
 
 
 @pytest.mark.parametrize("budget", [TINY, None])        # the result stored, or held
-def test_element_wise_results_of_stored_values_in_slices_equal_the_dask_blocks(stored, tmp_path, budget):
+def test_element_wise_results_of_stored_values_in_slices_equal_numpy_and_dask_inputs(stored, tmp_path, budget):
     v, ex, sv, sex = stored
 
     def fn(a, m):
@@ -72,7 +73,7 @@ def test_element_wise_results_of_stored_values_in_slices_equal_the_dask_blocks(s
 
 
 @pytest.mark.parametrize("budget", [TINY, None])        # the indices stored, or held
-def test_counts_and_indices_of_a_stored_mask_in_slices_equal_the_dask_blocks(stored, tmp_path, budget):
+def test_counts_and_indices_of_a_stored_mask_in_slices_equal_numpy_and_dask_inputs(stored, tmp_path, budget):
     v, ex, sv, sex = stored
     with settings(memory_budget=budget, store_dir=tmp_path):
         assert count_true(sex) == count_true(sex.to_dask()) == int(ex.sum())
@@ -99,3 +100,13 @@ def test_the_selection_of_stored_coherence_takes_the_ties_the_in_memory_one_take
     assert int(np.count_nonzero(np.abs(v)[~ex] == tau)) > 1        # ties at the cut
     np.testing.assert_array_equal(_values(got), want)
     assert int(want.sum()) == k
+
+
+@pytest.mark.parametrize("step, chunk", [(1_000, 777), (4_000, 50_000), (2_000, 1_999)])
+def test_stored_indices_are_written_in_whole_chunks_whatever_the_slices(stored, tmp_path, step, chunk):
+    from robustcore.bigdata._rows import sliced_indices
+    v, ex, sv, sex = stored
+    with settings(memory_budget=TINY, store_dir=tmp_path):
+        got = sliced_indices(sex, step=step, chunk=chunk)
+    assert isinstance(got, StoredRows) and got.z.chunks[0] == min(chunk, int(ex.sum()))
+    np.testing.assert_array_equal(_values(got), np.flatnonzero(ex))
