@@ -81,9 +81,10 @@ def outlier_map_of_scores(spe, t2, projection, *, robust: bool = True, crit: flo
     the model's own (SD, OD) cut-offs (ROBPCA's), used instead of the rule above (OD 0: none).
 
     The scores may be per-row results on disk (:class:`robustcore.bigdata.StoredRows`, an
-    out-of-core fit's): then the distances and regions are per-row results made block by block
-    and kept by the memory budget's rule (in memory or stored), the cut-offs come from exact
-    order statistics or block sums of the stored values, and nothing is read whole. There
+    out-of-core fit's) or Dask arrays (computed once first): then the distances and regions are
+    per-row results made slice by slice and kept by the memory budget's rule (in memory or
+    stored), the cut-offs come from exact order statistics or sums over slices of the stored
+    values, and nothing is read whole (:func:`_sliced_map`). There
     ``variances`` (k,), the score variances T² was computed with, bound |t|² by max(variances) T²:
     when that bound already fails the rounding test below, the coordinates are not read."""
     if not all(isinstance(a, np.ndarray) for a in (spe, t2, projection)):
