@@ -370,7 +370,8 @@ def test_centred_rows_share_one_block_buffer():
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
     np.testing.assert_array_equal(np.vstack(again), Z - mean)
     Zm = (Z - mean)[mask]
-    np.testing.assert_allclose(G, (Zm - Zm.mean(axis=0)).T @ (Zm - Zm.mean(axis=0)), rtol=0, atol=1e-10 * np.abs(G).max())
+    Zc = Zm - Zm.mean(axis=0)
+    np.testing.assert_allclose(G, Zc.T @ Zc, rtol=0, atol=1e-10 * np.abs(G).max())
     bufs = {id(rows._buf)}
     for _, B in rows.blocks():
         assert np.shares_memory(B, rows._buf)
