@@ -23,6 +23,7 @@ from . import _style as st
 from ._common import fmt, sample_id, title_of
 from ._flag_table import Column, FlagTableModel
 from ._latest import runner
+from ._legend_rows import level_rows
 from ._turns import next_turn
 from .base import BaseView
 
@@ -270,6 +271,8 @@ class ComparisonView(BaseView):
 
     def fit_layout(self) -> None:
         super().fit_layout()
+        for leg in (self.angle_legend, self.error_legend, self.flag_legend) if self.flag_plot is not None else ():
+            level_rows(leg, self.figure.ci.layout)
         self._fit_ticks()
         self._fit_angle_ticks()
         total = self.splitter.height()

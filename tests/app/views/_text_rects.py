@@ -9,8 +9,9 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPainter
 
 
-def _text_item_rect(item) -> QRectF:
-    # A QGraphicsTextItem's rectangle holds its document's margin around the text.
+def text_rect(item) -> QRectF:
+    """The scene rectangle of a QGraphicsTextItem's text (its rectangle holds its document's
+    margin around the text)."""
     m = item.document().documentMargin()
     return item.mapRectToScene(item.boundingRect().adjusted(m, m, -m, -m))
 
@@ -20,14 +21,14 @@ def plot_texts(plot, axes=("left", "bottom")) -> list[tuple[str, QRectF]]:
     out = []
     title = plot.titleLabel
     if title.isVisible() and title.text:
-        out.append((f"title {title.text!r}", _text_item_rect(title.item)))
+        out.append((f"title {title.text!r}", text_rect(title.item)))
     img = QImage(8, 8, QImage.Format.Format_ARGB32)
     for name in axes:
         ax = plot.getAxis(name)
         if not ax.isVisible():
             continue
         if ax.label.isVisible() and ax.labelText:
-            out.append((f"{name} axis title {ax.labelText!r}", _text_item_rect(ax.label)))
+            out.append((f"{name} axis title {ax.labelText!r}", text_rect(ax.label)))
         p = QPainter(img)
         try:
             specs = ax.generateDrawSpecs(p)
@@ -77,7 +78,7 @@ def title_outside_axis(axis) -> bool:
     """Whether ``axis``'s title runs past the axis along its length (over its neighbours)."""
     if not (axis.label.isVisible() and axis.labelText):
         return False
-    r = _text_item_rect(axis.label)
+    r = text_rect(axis.label)
     a = axis.mapRectToScene(QRectF(0, 0, axis.width(), axis.height()))
     if axis.orientation in ("left", "right"):
         return r.top() < a.top() - 1 or r.bottom() > a.bottom() + 1
