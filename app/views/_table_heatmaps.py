@@ -17,20 +17,25 @@ from ._zoom_bins import SYNC_VALUES, ZoomBins
 __all__ = ["column_units", "ColumnScaled", "Above", "probe_rows", "TableHeatmaps", "EXACT_SHARE"]
 
 
-def column_units(X, L) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, span) per column: the display units of a table whose columns differ in unit. Each
-    column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the same
-    units, beyond 0..1 where it holds what S took out), and S divided by that range. L's range,
-    not X's: one gross entry of X set its column's range and drew the rest of the column black.
-    Read in blocks (X and L may be on disk)."""
+#: A column of L that varies by less than this share of X's range in that column is flat: such
+#: variation is the solver's rounding (PCP on the 0/1 columns of a8a left 1e-13 to 4e-8 of X's
+#: range in 117 of 123 columns), and S divided by it read up to 1.5e9: a colour bar of one tick.
+FLAT = 1e-6
+
+
+def column_units(X, L) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, span, flat) per column: the display units of a table whose columns differ in unit.
+    Each column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the
+    same units, beyond 0..1 where it holds what S took out), and S divided by that range. L's
+    range, not X's: one gross entry of X set its column's range and drew the rest of the column
+    black. A column L does not vary in (``flat``, see FLAT) is shown on X's range. Read in
+    blocks (X and L may be on disk)."""
     lo, hi = column_extremes(L)
-    flat = ~(hi - lo > 0)   # a column L does not vary in: X's range then
-    if flat.any():
-        xlo, xhi = column_extremes(X)
-        lo = np.where(flat, xlo, lo)
-        hi = np.where(flat, xhi, hi)
-    span = hi - lo
-    return lo, np.where(span > 0, span, 1.0)
+    xlo, xhi = column_extremes(X)
+    flat = ~(hi - lo > FLAT * (xhi - xlo))
+    lo = np.where(flat, xlo, lo)
+    span = np.where(flat, xhi, hi) - lo
+    return lo, np.where(span > 0, span, 1.0), flat
 
 
 class ColumnScaled:
@@ -89,6 +94,7 @@ class TableHeatmaps(QObject):
         self.pictures, self.threshold, self.on_drawn = pictures, threshold, on_drawn
         self.zoom = ZoomBins(viewbox, self.bin_region, self._draw_region, self)
         self.X = self.L = self.S = None
+        self.flat = 0   # columns of the table L does not vary in (shown on X's range)
         self.levels = ((0.0, 1.0), (-1.0, 1.0))
         self._share = None
         self._t = 0.0   # the threshold, read on the GUI thread for the pool's binning
@@ -111,7 +117,8 @@ class TableHeatmaps(QObject):
         colour scales (:func:`probe_rows`)."""
         self._loads.cancel()
         self._load_work = self._overview = None
-        lo, span = column_units(X, L)
+        lo, span, flat = column_units(X, L)
+        self.flat = int(flat.sum())
         self.X, self.L = ColumnScaled(X, lo, span), ColumnScaled(L, lo, span)
         self.S = ColumnScaled(S, lo, span, shift=False)
         self._probe = probe_rows(*self.S.shape)
@@ -142,13 +149,13 @@ class TableHeatmaps(QObject):
 
         def work(progress):
             cancelled = cancel_test(progress, "binning the table")
-            lo, span = column_units(X, L)
+            lo, span, flat = column_units(X, L)
             scaled = (ColumnScaled(X, lo, span), ColumnScaled(L, lo, span), ColumnScaled(S, lo, span, shift=False))
             probe = probe_rows(*scaled[2].shape)
             tiles = {"X": bin_array(scaled[0], region.rows, region.cols, "mean", cancelled),
                      "L": bin_array(scaled[1], region.rows, region.cols, "mean", cancelled),
                      "S": bin_array(scaled[2], region.rows, region.cols, "absmax", cancelled)}
-            return scaled, probe, summary(*(a[probe] for a in scaled)), (region, tiles)
+            return scaled, int(flat.sum()), probe, summary(*(a[probe] for a in scaled)), (region, tiles)
 
         self._load_work = (work, then)
         self._loads.submit(work, tag="table")
@@ -173,7 +180,7 @@ class TableHeatmaps(QObject):
             return
         then = self._load_work[1]
         self._load_work = None
-        (self.X, self.L, self.S), self._probe, probes, self._overview = result
+        (self.X, self.L, self.S), self.flat, self._probe, probes, self._overview = result
         self._share = None
         release_mapped()   # the pages of a mapped table the worker read
         then(probes)
@@ -326,7 +333,9 @@ class TableHeatmaps(QObject):
         how = f" · {BIN_RULE}; zoom in to see single samples" if binned else ""
         mask = ("counting…" if share is None else
                 f"{'' if share[1] else 'about '}{100 * share[0]:.1f}% of entries")
-        return (f"{shown}{how} · mask: {mask} · click a "
+        flat = (f" · L does not vary in {self.flat:,} of {d:,} features: those are shown on X's range"
+                if self.flat else "")
+        return (f"{shown}{how}{flat} · mask: {mask} · click a "
                 f"row to select its sample{'s' if region.rows.binned else ''} (Shift adds, Ctrl subtracts)")
 
     def bin_at(self, pos):
