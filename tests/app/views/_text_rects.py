@@ -83,3 +83,21 @@ def title_outside_axis(axis) -> bool:
     if axis.orientation in ("left", "right"):
         return r.top() < a.top() - 1 or r.bottom() > a.bottom() + 1
     return r.left() < a.left() - 1 or r.right() > a.right() + 1
+
+
+def misaligned_legend_rows(legends, where):
+    """Entries whose label's text is not level with its symbol (more than 2 px apart, centre
+    to centre), and legends side by side that do not start on one line."""
+    bad, tops = [], []
+    for leg in legends:
+        for sample, label in leg.items:
+            s = sample.mapRectToScene(sample.boundingRect()).center().y()
+            t = text_rect(label.item).center().y()
+            if abs(s - t) > 2:
+                bad.append((where, label.text, round(s), round(t)))
+        if leg.items:
+            tops.append(min(min(sample.mapRectToScene(sample.boundingRect()).top(), text_rect(label.item).top())
+                            for sample, label in leg.items))
+    if tops and max(tops) - min(tops) > 4:
+        bad.append((where, "first rows of the legends", [round(t) for t in tops]))
+    return bad

@@ -9,6 +9,7 @@ import pytest
 
 from app.views import _table_heatmaps as th
 from app.views import comparison as cmp_view
+from app.views._flag_table import FIT_ROWS
 from app.views import decomposition as dec
 from robustcore import compare
 
@@ -82,9 +83,9 @@ def test_the_table_is_sized_without_asking_qt_to_measure_every_row(compared, mon
     real = type(v.model).data
     monkeypatch.setattr(type(v.model), "data", lambda self, *a: (calls.append(1), real(self, *a))[1])
     rows = v.rows
-    assert rows.size > 2 * cmp_view.FIT_ROWS
+    assert rows.size > 2 * FIT_ROWS
     v._fill_table(v.available_methods(), table(N), rows)
-    assert len(calls) < 2 * cmp_view.FIT_ROWS
+    assert len(calls) < 2 * FIT_ROWS
     # ... and every text of the rows measured, and of the first rows shown, fits its column.
     from PySide6.QtGui import QFontMetrics
     fm, header = QFontMetrics(v.table.font()), v.table.horizontalHeader()

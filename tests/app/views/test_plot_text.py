@@ -6,7 +6,7 @@ title stays within its axis, and every method is named under its bars with room 
 import pytest
 from PySide6.QtCore import Qt
 
-from ._text_rects import collisions, drawn_ticks, plot_texts, text_rect, title_outside_axis
+from ._text_rects import collisions, drawn_ticks, misaligned_legend_rows, plot_texts, title_outside_axis
 from .conftest import data, fit, make_state
 
 NAME_GAP = 6   # px at least between two methods' names
@@ -86,24 +86,6 @@ def test_no_text_collides_in_exported_figures(views_for, tmp_path, size):
     assert size[1] < 600 or d.bottom.isVisible()
 
 
-def _misaligned_legend_rows(legends, where):
-    """Entries whose label's text is not level with its symbol (more than 2 px apart, centre
-    to centre), and legends side by side that do not start on one line."""
-    bad, tops = [], []
-    for leg in legends:
-        for sample, label in leg.items:
-            s = sample.mapRectToScene(sample.boundingRect()).center().y()
-            t = text_rect(label.item).center().y()
-            if abs(s - t) > 2:
-                bad.append((where, label.text, round(s), round(t)))
-        if leg.items:
-            tops.append(min(min(sample.mapRectToScene(sample.boundingRect()).top(), text_rect(label.item).top())
-                            for sample, label in leg.items))
-    if tops and max(tops) - min(tops) > 4:
-        bad.append((where, "first rows of the legends", [round(t) for t in tops]))
-    return bad
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("robpca", [False, True], ids=["three methods", "four methods"])
 def test_comparison_legend_rows_are_level_with_their_symbols(qtbot, small_window, robpca):
@@ -115,7 +97,7 @@ def test_comparison_legend_rows_are_level_with_their_symbols(qtbot, small_window
     v = w.views.show_view("comparison")
     qtbot.wait(100)
     legends = (v.angle_legend, v.error_legend, v.flag_legend)
-    assert _misaligned_legend_rows(legends, "comparison at 1280 x 800") == []
+    assert misaligned_legend_rows(legends, "comparison at 1280 x 800") == []
     w.resize(900, 700)       # the legends take other columns and lines: still level
     qtbot.wait(100)
-    assert _misaligned_legend_rows(legends, "comparison at 900 x 700") == []
+    assert misaligned_legend_rows(legends, "comparison at 900 x 700") == []
