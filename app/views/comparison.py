@@ -270,7 +270,7 @@ class ComparisonView(BaseView):
 
     def fit_layout(self) -> None:
         super().fit_layout()
-        for leg in (self.angle_legend, self.error_legend, self.flag_legend) if self.flag_plot is not None else ():
+        for leg, _share in self._legends:   # (those still there: BaseView.fit_layout)
             level_rows(leg, self.figure.ci.layout)
         self._fit_ticks()
         self._fit_angle_ticks()

@@ -161,8 +161,8 @@ class ContourView(BaseView):
 
     def fit_layout(self) -> None:
         super().fit_layout()
-        if self.legend is not None:
-            level_rows(self.legend)   # "flagged in all d dims:" on two lines beside one-line entries
+        for leg, _share in self._legends:   # "flagged in all d dims:" on two lines beside one-line entries
+            level_rows(leg)
 
     def refresh(self):
         self.finish_building()
