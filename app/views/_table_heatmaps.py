@@ -105,6 +105,7 @@ class TableHeatmaps(QObject):
         self._loads = runner(self, self._loaded, self._load_failed)
         self._load_work = None   # (work, then) of the table being loaded
         self._overview = None    # (region, tiles) made with the table, drawn by draw()
+        self._now = False        # counting on this thread whatever the cost (finish)
 
     @staticmethod
     def large(shape) -> bool:
@@ -169,11 +170,19 @@ class TableHeatmaps(QObject):
         self._load_work = self._overview = None
 
     def finish(self) -> None:
-        """Make and draw the table being loaded now, on this thread (an export)."""
-        if self._load_work is None:
-            return
-        self._loads.cancel()
-        self._loaded(None, self._load_work[0](None))
+        """Make and draw the table being loaded, and count the masks drawn, now, on this thread
+        (an export: a 1,000,000-row table's mask was exported uncounted, "any in bin", one
+        orange block)."""
+        self._now = True
+        try:
+            if self._load_work is not None:
+                self._loads.cancel()
+                self._loaded(None, self._load_work[0](None))
+            if self.S is not None and any(t.get("t") != self.threshold() for _, t in self.pictures.tiles.values()):
+                self._counts.cancel()
+                self.redraw_masks()
+        finally:
+            self._now = False
 
     def _loaded(self, job, result) -> None:
         if self._load_work is None:
@@ -242,7 +251,7 @@ class TableHeatmaps(QObject):
         whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
         t = self.threshold()
         stale = tiles.get("t") != t   # binned before the threshold changed
-        if stale and region.values <= SYNC_VALUES:
+        if stale and (region.values <= SYNC_VALUES or self._now):
             self.count_mask(region, tiles, t)
             stale = False
         self.pictures.draw_tables(region, tiles, *self.levels, t, whole)
@@ -257,7 +266,7 @@ class TableHeatmaps(QObject):
             return   # a table being loaded: its masks are counted when it is drawn
         t = self._t = self.threshold()
         stale = [(region, tiles) for region, tiles in self.pictures.tiles.values() if tiles.get("t") != t]
-        if sum(r.values for r, _ in stale) + self._share_cost(t) <= SYNC_VALUES:
+        if self._now or sum(r.values for r, _ in stale) + self._share_cost(t) <= SYNC_VALUES:
             for region, tiles in stale:
                 self.count_mask(region, tiles, t)
             self.pictures.redraw_masks(self.levels[0], t)
