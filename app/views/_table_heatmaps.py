@@ -17,10 +17,13 @@ from ._zoom_bins import SYNC_VALUES, ZoomBins
 __all__ = ["column_units", "ColumnScaled", "Above", "probe_rows", "TableHeatmaps", "EXACT_SHARE"]
 
 
-#: A column of L that varies by less than this share of X's range in that column is flat: such
-#: variation is the solver's rounding (PCP on the 0/1 columns of a8a left 1e-13 to 4e-8 of X's
-#: range in 117 of 123 columns), and S divided by it read up to 1.5e9: a colour bar of one tick.
-FLAT = 1e-6
+#: A column of L that varies by less than this share of X's range in that column is shown on X's
+#: range: divided by L's range, its S read beyond ±100 and set the colour scale of every column.
+#: PCP on a8a's 0/1 columns left L varying by 1e-13 to 4e-8 of X's range (rounding) in 117 of 123
+#: columns and by 0.1-0.5 % in 4 more: S's scale reached ±1.5e9, then ±750, and S was blank but
+#: for specks. (A gross entry 100 times a column's spread is the price: that column is then
+#: drawn on X's range, its other entries in a narrow band of grey.)
+FLAT = 0.01
 
 
 def column_units(X, L) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -28,7 +31,7 @@ def column_units(X, L) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Each column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the
     same units, beyond 0..1 where it holds what S took out), and S divided by that range. L's
     range, not X's: one gross entry of X set its column's range and drew the rest of the column
-    black. A column L does not vary in (``flat``, see FLAT) is shown on X's range. Read in
+    black. A column L varies in by under FLAT of X's range (``flat``) is shown on X's range. Read in
     blocks (X and L may be on disk)."""
     lo, hi = column_extremes(L)
     xlo, xhi = column_extremes(X)
@@ -342,8 +345,8 @@ class TableHeatmaps(QObject):
         how = f" · {BIN_RULE}; zoom in to see single samples" if binned else ""
         mask = ("counting…" if share is None else
                 f"{'' if share[1] else 'about '}{100 * share[0]:.1f}% of entries")
-        flat = (f" · L does not vary in {self.flat:,} of {d:,} features: those are shown on X's range"
-                if self.flat else "")
+        flat = (f" · L varies by under {FLAT:.0%} of X's range in {self.flat:,} of {d:,} features: "
+                "those are shown on X's range" if self.flat else "")
         return (f"{shown}{how}{flat} · mask: {mask} · click a "
                 f"row to select its sample{'s' if region.rows.binned else ''} (Shift adds, Ctrl subtracts)")
 
