@@ -51,11 +51,6 @@ def _band_lut(n_inside: int, n_outside: int) -> np.ndarray:
     return lut
 
 
-# What of the flagged samples a binned map draws as points (the rest are a density of their own
-# colour), in the legend (an exported figure has no status line) and the status.
-_POINTS_RULE = f"the flagged ones as points, all up to {FLAG_POINTS:,} in view, else the highest"
-
-
 class ContourView(BaseView):
     name = "contour"
     out_of_core = "it draws every sample in the plane of the map, and the out-of-core fit keeps no such plane"
@@ -392,19 +387,14 @@ class ContourView(BaseView):
         n, k = flags.size, int(flags.sum())
         rule_text, scope = self._rule_text()
         binned = self._binned_xy is not None
-        layer = binned and k > FLAG_POINTS   # the flagged ones a density of their own colour too
         self.legend.clear()
-        flagged = "flagged" + scope + f": {rule_text} ({k:,}{', binned' if layer else ''})"
         self._legend_items = [pg.ScatterPlotItem(size=7, brush=st.brush(INSIDE, 190), pen=None),
-                              *((pg.ScatterPlotItem(size=7, brush=st.brush(st.FLAG_LAYER_COLOR), pen=None),)
-                                if layer else ()),
                               self.clouds["spe"].flag_item if binned
                               else pg.ScatterPlotItem(size=7, brush=st.brush(OUTSIDE, 230), pen=None),
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 2.2)),
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 1.4, Qt.PenStyle.DashLine)),
                               pg.PlotDataItem(pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))]
-        texts = [f"within limits ({n - k:,}{', binned' if binned else ''})",
-                 *((flagged, f"drawn: {_POINTS_RULE}") if layer else (flagged,)),
+        texts = [f"within limits ({n - k:,})", "flagged" + scope + f": {rule_text} ({k:,})",
                  "limit on this plane" if scope else "this map's limit", "other map's limit", "component 1"]
         for it, t in zip(self._legend_items, texts):
             self.legend.addItem(it, t)
@@ -417,7 +407,8 @@ class ContourView(BaseView):
         d = self.plane.shape[1] if self.plane is not None else 2
         # Said before the picture comes, and not changed by it: a longer status takes height from
         # the plots, whose locked aspect would then move the user's framing.
-        shown = (f" · {n:,} samples: drawn as their density; {_POINTS_RULE}" if self._binned_xy is not None else "")
+        shown = (f" · {n:,} samples: drawn as their density, the flagged ones as points (at most "
+                 f"{FLAG_POINTS:,} in view, else the highest)" if self._binned_xy is not None else "")
         self.set_status(f"{title_of(res.method)}: SPE limit {fmt(self.limits['spe'])}, T² limit "
                         f"{fmt(self.limits['t2'])} · {k:,} of {n:,} flagged by {RULE_NAMES[self.rule_box.key()]} · "
                         f"SPE is constant along the components: far-out points there are caught only by T²."
