@@ -36,6 +36,21 @@ def _nice_step(at_least: float, whole: bool) -> float:
     return 10.0 ** (k + 1)
 
 
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _decade_strings(axis) -> None:
+    """Whole decades of ``axis`` (log mode) read as powers of ten, all alike: pyqtgraph wrote
+    "1, 0.01, 0.0001, 10⁻⁶" down one axis (L + S of a 1,000,000-row table)."""
+    default = axis.logTickStrings
+
+    def strings(values, scale, spacing):
+        out = default(values, scale, spacing)
+        return [("1" if round(v) == 0 else f"10{str(round(v)).translate(_SUPERSCRIPT)}")
+                if scale == 1 and abs(v - round(v)) < 1e-9 else s for v, s in zip(values, out)]
+    axis.logTickStrings = strings
+
+
 def _title_font(plot) -> QFont:
     font = QFont(plot.titleLabel.item.font())
     font.setPointSizeF(float(getattr(plot, "_rss_title", ("", "", "10pt"))[2].rstrip("pt")))
@@ -53,6 +68,7 @@ class ConvergencePlots:
         self._titles: dict = {}   # plot -> its titles, longest first (_fit_title)
         self.res_plot = self._add_plot(0, "relative residual ‖X − L − S‖F / ‖X‖F", "residual")
         self.res_plot.setLogMode(y=True)
+        _decade_strings(self.res_plot.getAxis("left"))
         self.residual_curve = self.res_plot.plot(pen=st.pen(st.category_color(0), 1.8), symbol="o", symbolSize=4,
                                                  symbolBrush=st.brush(st.category_color(0)), symbolPen=None)
         self.tol_line = pg.InfiniteLine(angle=0, pen=st.pen("#555555", 1.2, Qt.PenStyle.DashLine))

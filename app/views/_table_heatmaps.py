@@ -17,20 +17,28 @@ from ._zoom_bins import SYNC_VALUES, ZoomBins
 __all__ = ["column_units", "ColumnScaled", "Above", "probe_rows", "TableHeatmaps", "EXACT_SHARE"]
 
 
-def column_units(X, L) -> tuple[np.ndarray, np.ndarray]:
-    """(lo, span) per column: the display units of a table whose columns differ in unit. Each
-    column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the same
-    units, beyond 0..1 where it holds what S took out), and S divided by that range. L's range,
-    not X's: one gross entry of X set its column's range and drew the rest of the column black.
-    Read in blocks (X and L may be on disk)."""
+#: A column of L that varies by less than this share of X's range in that column is shown on X's
+#: range: divided by L's range, its S read beyond ±100 and set the colour scale of every column.
+#: PCP on a8a's 0/1 columns left L varying by 1e-13 to 4e-8 of X's range (rounding) in 117 of 123
+#: columns and by 0.1-0.5 % in 4 more: S's scale reached ±1.5e9, then ±750, and S was blank but
+#: for specks. (A gross entry 100 times a column's spread is the price: that column is then
+#: drawn on X's range, its other entries in a narrow band of grey.)
+FLAT = 0.01
+
+
+def column_units(X, L) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(lo, span, flat) per column: the display units of a table whose columns differ in unit.
+    Each column is shown on the range of its low-rank part (L's min -> 0, max -> 1; X in the
+    same units, beyond 0..1 where it holds what S took out), and S divided by that range. L's
+    range, not X's: one gross entry of X set its column's range and drew the rest of the column
+    black. A column L varies in by under FLAT of X's range (``flat``) is shown on X's range. Read in
+    blocks (X and L may be on disk)."""
     lo, hi = column_extremes(L)
-    flat = ~(hi - lo > 0)   # a column L does not vary in: X's range then
-    if flat.any():
-        xlo, xhi = column_extremes(X)
-        lo = np.where(flat, xlo, lo)
-        hi = np.where(flat, xhi, hi)
-    span = hi - lo
-    return lo, np.where(span > 0, span, 1.0)
+    xlo, xhi = column_extremes(X)
+    flat = ~(hi - lo > FLAT * (xhi - xlo))
+    lo = np.where(flat, xlo, lo)
+    span = np.where(flat, xhi, hi) - lo
+    return lo, np.where(span > 0, span, 1.0), flat
 
 
 class ColumnScaled:
@@ -89,6 +97,7 @@ class TableHeatmaps(QObject):
         self.pictures, self.threshold, self.on_drawn = pictures, threshold, on_drawn
         self.zoom = ZoomBins(viewbox, self.bin_region, self._draw_region, self)
         self.X = self.L = self.S = None
+        self.flat = 0   # columns of the table L does not vary in (shown on X's range)
         self.levels = ((0.0, 1.0), (-1.0, 1.0))
         self._share = None
         self._t = 0.0   # the threshold, read on the GUI thread for the pool's binning
@@ -99,6 +108,7 @@ class TableHeatmaps(QObject):
         self._loads = runner(self, self._loaded, self._load_failed)
         self._load_work = None   # (work, then) of the table being loaded
         self._overview = None    # (region, tiles) made with the table, drawn by draw()
+        self._now = False        # counting on this thread whatever the cost (finish)
 
     @staticmethod
     def large(shape) -> bool:
@@ -111,7 +121,8 @@ class TableHeatmaps(QObject):
         colour scales (:func:`probe_rows`)."""
         self._loads.cancel()
         self._load_work = self._overview = None
-        lo, span = column_units(X, L)
+        lo, span, flat = column_units(X, L)
+        self.flat = int(flat.sum())
         self.X, self.L = ColumnScaled(X, lo, span), ColumnScaled(L, lo, span)
         self.S = ColumnScaled(S, lo, span, shift=False)
         self._probe = probe_rows(*self.S.shape)
@@ -142,13 +153,13 @@ class TableHeatmaps(QObject):
 
         def work(progress):
             cancelled = cancel_test(progress, "binning the table")
-            lo, span = column_units(X, L)
+            lo, span, flat = column_units(X, L)
             scaled = (ColumnScaled(X, lo, span), ColumnScaled(L, lo, span), ColumnScaled(S, lo, span, shift=False))
             probe = probe_rows(*scaled[2].shape)
             tiles = {"X": bin_array(scaled[0], region.rows, region.cols, "mean", cancelled),
                      "L": bin_array(scaled[1], region.rows, region.cols, "mean", cancelled),
                      "S": bin_array(scaled[2], region.rows, region.cols, "absmax", cancelled)}
-            return scaled, probe, summary(*(a[probe] for a in scaled)), (region, tiles)
+            return scaled, int(flat.sum()), probe, summary(*(a[probe] for a in scaled)), (region, tiles)
 
         self._load_work = (work, then)
         self._loads.submit(work, tag="table")
@@ -162,18 +173,26 @@ class TableHeatmaps(QObject):
         self._load_work = self._overview = None
 
     def finish(self) -> None:
-        """Make and draw the table being loaded now, on this thread (an export)."""
-        if self._load_work is None:
-            return
-        self._loads.cancel()
-        self._loaded(None, self._load_work[0](None))
+        """Make and draw the table being loaded, and count the masks drawn, now, on this thread
+        (an export: a 1,000,000-row table's mask was exported uncounted, "any in bin", one
+        orange block)."""
+        self._now = True
+        try:
+            if self._load_work is not None:
+                self._loads.cancel()
+                self._loaded(None, self._load_work[0](None))
+            if self.S is not None and any(t.get("t") != self.threshold() for _, t in self.pictures.tiles.values()):
+                self._counts.cancel()
+                self.redraw_masks()
+        finally:
+            self._now = False
 
     def _loaded(self, job, result) -> None:
         if self._load_work is None:
             return
         then = self._load_work[1]
         self._load_work = None
-        (self.X, self.L, self.S), self._probe, probes, self._overview = result
+        (self.X, self.L, self.S), self.flat, self._probe, probes, self._overview = result
         self._share = None
         release_mapped()   # the pages of a mapped table the worker read
         then(probes)
@@ -235,7 +254,7 @@ class TableHeatmaps(QObject):
         whole = (region.rows.start, region.rows.stop, region.cols.start, region.cols.stop) == (0, n, 0, d)
         t = self.threshold()
         stale = tiles.get("t") != t   # binned before the threshold changed
-        if stale and region.values <= SYNC_VALUES:
+        if stale and (region.values <= SYNC_VALUES or self._now):
             self.count_mask(region, tiles, t)
             stale = False
         self.pictures.draw_tables(region, tiles, *self.levels, t, whole)
@@ -250,7 +269,7 @@ class TableHeatmaps(QObject):
             return   # a table being loaded: its masks are counted when it is drawn
         t = self._t = self.threshold()
         stale = [(region, tiles) for region, tiles in self.pictures.tiles.values() if tiles.get("t") != t]
-        if sum(r.values for r, _ in stale) + self._share_cost(t) <= SYNC_VALUES:
+        if self._now or sum(r.values for r, _ in stale) + self._share_cost(t) <= SYNC_VALUES:
             for region, tiles in stale:
                 self.count_mask(region, tiles, t)
             self.pictures.redraw_masks(self.levels[0], t)
@@ -326,7 +345,9 @@ class TableHeatmaps(QObject):
         how = f" · {BIN_RULE}; zoom in to see single samples" if binned else ""
         mask = ("counting…" if share is None else
                 f"{'' if share[1] else 'about '}{100 * share[0]:.1f}% of entries")
-        return (f"{shown}{how} · mask: {mask} · click a "
+        flat = (f" · L varies by under {FLAT:.0%} of X's range in {self.flat:,} of {d:,} features: "
+                "those are shown on X's range" if self.flat else "")
+        return (f"{shown}{how}{flat} · mask: {mask} · click a "
                 f"row to select its sample{'s' if region.rows.binned else ''} (Shift adds, Ctrl subtracts)")
 
     def bin_at(self, pos):

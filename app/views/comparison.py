@@ -14,15 +14,16 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QItemSelectionModel, Qt
 from PySide6.QtGui import QFont, QFontMetrics
-from PySide6.QtWidgets import QAbstractItemView, QSplitter, QStyle, QTableView
+from PySide6.QtWidgets import QAbstractItemView, QSplitter, QTableView
 
 from robustcore import compare
 
 from . import _derived as der
 from . import _style as st
 from ._common import fmt, sample_id, title_of
-from ._flag_table import Column, FlagTableModel
+from ._flag_table import Column, FlagTableModel, fit_columns
 from ._latest import runner
+from ._legend_rows import level_rows
 from ._turns import next_turn
 from .base import BaseView
 
@@ -34,9 +35,6 @@ _NAME_SLACK, _NAME_GAP = 1.25, 12
 # Up to this many values (samples x features) the comparison is computed on the GUI thread
 # (about 10 ms); above, on a worker: at 400,000 x 8 it took 75-120 ms.
 SYNC_VALUES = 250_000
-# The table's columns are sized to the texts of this many of its first rows and as many spread
-# over it (see ComparisonView._fit_columns).
-FIT_ROWS = 32
 
 
 class ComparisonView(BaseView):
@@ -55,6 +53,8 @@ class ComparisonView(BaseView):
         self.model = FlagTableModel(self)
         self.table = QTableView()
         self.table.setModel(self.model)
+        # By index, first samples first (Qt's own start is descending: 22,691 came first on a8a).
+        self.table.horizontalHeader().setSortIndicator(0, Qt.SortOrder.AscendingOrder)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
@@ -270,6 +270,8 @@ class ComparisonView(BaseView):
 
     def fit_layout(self) -> None:
         super().fit_layout()
+        for leg, _share in self._legends:   # (those still there: BaseView.fit_layout)
+            level_rows(leg, self.figure.ci.layout)
         self._fit_ticks()
         self._fit_angle_ticks()
         total = self.splitter.height()
@@ -316,7 +318,7 @@ class ComparisonView(BaseView):
             bars = pg.BarGraphItem(x=np.arange(len(ms)) + (j - (len(sets) - 1) / 2) * width, height=h, width=width,
                                    brush=st.brush(st.category_color(j + 3)), pen=None)
             self.error_plot.addItem(bars)
-            self.error_legend.addItem(bars, f"{kind} ({self._counts['sets'][kind]})")
+            self.error_legend.addItem(bars, f"{kind} ({self._counts['sets'][kind]:,})")
         # Each method with its own rank under its bars (an axis label listing them all was
         # wider than the plot at 1280 x 800).
         self._tick_names = [(short[m], self.ranks[m]) for m in ms]
@@ -333,7 +335,7 @@ class ComparisonView(BaseView):
             b2 = pg.BarGraphItem(x=np.arange(len(ms)) + 0.2, height=hits, width=0.4,
                                  brush=st.brush(st.category_color(0)), pen=None)
             self.flag_plot.addItem(b2)
-            self.flag_legend.addItem(b2, f"flagged known outliers (of {self._counts['known']})")
+            self.flag_legend.addItem(b2, f"flagged known outliers (of {self._counts['known']:,})")
         self.flag_plot.getAxis("bottom").setTicks(ticks[self.flag_plot])
         top_err = max((v for e in self.errors.values() for v in e.values() if np.isfinite(v)), default=1.0)
         self.error_plot.setYRange(0, 1.1 * top_err, padding=0)
@@ -343,12 +345,12 @@ class ComparisonView(BaseView):
         self.fit_layout()
         txt = [self.rank_note(ms)]
         if self.auc:
-            txt.append(f"against the {self._counts['known']} known outliers (ROC-AUC): "
+            txt.append(f"against the {self._counts['known']:,} known outliers (ROC-AUC): "
                        + " > ".join(f"{short[m]} {self.auc[m]:.3f}"
                                     for m in sorted(self.auc, key=lambda m: -self.auc[m])))
         txt += ["largest angle " + ", ".join(f"{short[a]}–{short[b]} {ang.max():.0f}°"
                                              for (a, b), ang in self.angles.items())]
-        txt += ["each flags by its own rule (hover the counts)"]
+        txt += ["each flags by its own rule (hover the counts)", *_left_out(self)]
         txt.append(f"angles and errors in {self.unit}")
         self.set_status(" · ".join(txt))
         # Each method's rule where its flags are counted and listed.
@@ -382,24 +384,10 @@ class ComparisonView(BaseView):
             self.model.set_rows(rows, cols)
             if 0 <= section < len(cols):   # the sort the user chose outlives a refresh
                 self.model.sort(section, order)
-            self._fit_columns()
+            fit_columns(self.table, self.model)
         finally:
             self._updating = False
         self._show_selection(self.state.selection)
-
-    def _fit_columns(self) -> None:
-        """Each column as wide as its header and the widest text of some rows (the first ones
-        shown and rows spread over the table). Qt's resizeColumnsToContents asked the model for
-        ten roles of a thousand rows per column: 150-450 ms of the GUI thread at every refresh."""
-        header = self.table.horizontalHeader()
-        fm = QFontMetrics(self.table.font())
-        shown = self.model.shown()
-        pick = np.unique(np.r_[np.arange(min(FIT_ROWS, shown.size)),
-                               np.linspace(0, shown.size - 1, min(FIT_ROWS, shown.size)).astype(np.int64)])
-        pad = 2 * (self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin, None, self.table) + 1) + 6
-        for c, col in enumerate(self.model.columns):
-            widest = max((fm.horizontalAdvance(col.text(int(i))) for i in shown[pick]), default=0)
-            header.resizeSection(c, max(header.sectionSizeHint(c), widest + pad))
 
     def table_samples(self) -> np.ndarray:
         """Sample index of each table row, in the order shown (after any sorting)."""
@@ -432,6 +420,14 @@ class ComparisonView(BaseView):
         self.model.set_rows(np.zeros(0, dtype=np.int64), [])
         for plot in self._plots():
             plot.clear()
+
+
+def _left_out(view) -> list[str]:
+    """The results there are that the comparison leaves out, and why (PCP's L of rank 0 has no
+    subspace: the view compared PCA and CoP on w8a-like data without a word about PCP)."""
+    out = [f"{title_of(m)} ({why})" for m in view.methods
+           if (r := view.state.result(m)) is not None and (why := view.cannot_draw(r))]
+    return ["not compared: " + "; ".join(out)] if out else []
 
 
 def _key(ds, results) -> tuple:

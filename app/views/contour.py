@@ -29,6 +29,7 @@ from ._binned import FLAG_POINTS, Source
 from ._binning import block_rows, blocks
 from ._cloud import PointCloud, new_plot
 from ._density import DENSITY_POINTS
+from ._legend_rows import level_rows
 from ._common import Choice, describe_sample, fmt, labelled, title_of
 from ._map_fill import BANDS, GRID, MapFill
 from .base import BaseView
@@ -157,6 +158,11 @@ class ContourView(BaseView):
         self.clouds[key] = cloud
         st.style_plot(p)
         p.getViewBox().sigRangeChanged.connect(lambda *_a, k=key: self._fill(k))
+
+    def fit_layout(self) -> None:
+        super().fit_layout()
+        for leg, _share in self._legends:   # "flagged in all d dims:" on two lines beside one-line entries
+            level_rows(leg)
 
     def refresh(self):
         self.finish_building()
@@ -388,7 +394,7 @@ class ContourView(BaseView):
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 2.2)),
                               pg.PlotDataItem(pen=st.pen(st.LIMIT_COLOR, 1.4, Qt.PenStyle.DashLine)),
                               pg.PlotDataItem(pen=st.pen("#333333", 1.2, Qt.PenStyle.DotLine))]
-        texts = [f"within limits ({n - k})", "flagged" + scope + f": {rule_text} ({k})",
+        texts = [f"within limits ({n - k:,})", "flagged" + scope + f": {rule_text} ({k:,})",
                  "limit on this plane" if scope else "this map's limit", "other map's limit", "component 1"]
         for it, t in zip(self._legend_items, texts):
             self.legend.addItem(it, t)
@@ -404,7 +410,7 @@ class ContourView(BaseView):
         shown = (f" · {n:,} samples: drawn as their density, the flagged ones as points (at most "
                  f"{FLAG_POINTS:,} in view, else the highest)" if self._binned_xy is not None else "")
         self.set_status(f"{title_of(res.method)}: SPE limit {fmt(self.limits['spe'])}, T² limit "
-                        f"{fmt(self.limits['t2'])} · {k} of {n} flagged by {RULE_NAMES[self.rule_box.key()]} · "
+                        f"{fmt(self.limits['t2'])} · {k:,} of {n:,} flagged by {RULE_NAMES[self.rule_box.key()]} · "
                         f"SPE is constant along the components: far-out points there are caught only by T²."
                         + (f" The lines are the limits on the plane shown; each flag uses the sample's SPE / T² "
                            f"in all {d} dimensions, so a flagged point can lie inside both lines." if scope else "")

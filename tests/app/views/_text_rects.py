@@ -9,8 +9,9 @@ from PySide6.QtCore import QRectF
 from PySide6.QtGui import QImage, QPainter
 
 
-def _text_item_rect(item) -> QRectF:
-    # A QGraphicsTextItem's rectangle holds its document's margin around the text.
+def text_rect(item) -> QRectF:
+    """The scene rectangle of a QGraphicsTextItem's text (its rectangle holds its document's
+    margin around the text)."""
     m = item.document().documentMargin()
     return item.mapRectToScene(item.boundingRect().adjusted(m, m, -m, -m))
 
@@ -20,14 +21,14 @@ def plot_texts(plot, axes=("left", "bottom")) -> list[tuple[str, QRectF]]:
     out = []
     title = plot.titleLabel
     if title.isVisible() and title.text:
-        out.append((f"title {title.text!r}", _text_item_rect(title.item)))
+        out.append((f"title {title.text!r}", text_rect(title.item)))
     img = QImage(8, 8, QImage.Format.Format_ARGB32)
     for name in axes:
         ax = plot.getAxis(name)
         if not ax.isVisible():
             continue
         if ax.label.isVisible() and ax.labelText:
-            out.append((f"{name} axis title {ax.labelText!r}", _text_item_rect(ax.label)))
+            out.append((f"{name} axis title {ax.labelText!r}", text_rect(ax.label)))
         p = QPainter(img)
         try:
             specs = ax.generateDrawSpecs(p)
@@ -77,8 +78,26 @@ def title_outside_axis(axis) -> bool:
     """Whether ``axis``'s title runs past the axis along its length (over its neighbours)."""
     if not (axis.label.isVisible() and axis.labelText):
         return False
-    r = _text_item_rect(axis.label)
+    r = text_rect(axis.label)
     a = axis.mapRectToScene(QRectF(0, 0, axis.width(), axis.height()))
     if axis.orientation in ("left", "right"):
         return r.top() < a.top() - 1 or r.bottom() > a.bottom() + 1
     return r.left() < a.left() - 1 or r.right() > a.right() + 1
+
+
+def misaligned_legend_rows(legends, where):
+    """Entries whose label's text is not level with its symbol (more than 2 px apart, centre
+    to centre), and legends side by side that do not start on one line."""
+    bad, tops = [], []
+    for leg in legends:
+        for sample, label in leg.items:
+            s = sample.mapRectToScene(sample.boundingRect()).center().y()
+            t = text_rect(label.item).center().y()
+            if abs(s - t) > 2:
+                bad.append((where, label.text, round(s), round(t)))
+        if leg.items:
+            tops.append(min(min(sample.mapRectToScene(sample.boundingRect()).top(), text_rect(label.item).top())
+                            for sample, label in leg.items))
+    if tops and max(tops) - min(tops) > 4:
+        bad.append((where, "first rows of the legends", [round(t) for t in tops]))
+    return bad

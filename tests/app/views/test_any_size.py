@@ -94,11 +94,15 @@ def shown(views_for, state, name, qtbot):
 
 def scaled(n: int, d: int = D, **params):
     """X, L and S of the PCP fit in the L + S view's units, computed here with plain numpy:
-    each column on the range of L, S divided by that range."""
+    each column on the range of L, S divided by that range; on X's range where L's is under 1 %
+    of it (a column L hardly varies in: S divided by L's range there drowned every other
+    column's S)."""
     res = fit(n, "pcp", d, **params)
     X = table(n, d).X
     L, S = np.asarray(res.arrays["low_rank"]), np.asarray(res.arrays["sparse"])
     lo, hi = L.min(axis=0), L.max(axis=0)
+    flat = hi - lo <= 0.01 * (X.max(axis=0) - X.min(axis=0))
+    lo, hi = np.where(flat, X.min(axis=0), lo), np.where(flat, X.max(axis=0), hi)
     span = hi - lo
     return (X - lo) / span, (L - lo) / span, S / span
 

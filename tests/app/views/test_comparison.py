@@ -95,6 +95,15 @@ def test_table_lists_flagged_samples_sorts_and_selects(comparison, qtbot):
     assert _selected_rows(v) == [5, 7]
 
 
+def test_a_new_comparison_lists_its_samples_first_to_last(comparison):
+    """Qt sorts a table descending unless told otherwise: the comparison opened on its last
+    samples (22,691, 22,689 ... on a8a), under a header arrow few read."""
+    _, v = comparison
+    rows = [int(v.table.model().index(r, 0).data()) for r in range(v.table.model().rowCount())]
+    assert rows == sorted(rows) and len(rows) > 10
+    assert v.table.horizontalHeader().sortIndicatorOrder() == Qt.SortOrder.AscendingOrder
+
+
 def _column(v, name):
     model = v.table.model()
     return [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())].index(name)
@@ -232,3 +241,31 @@ def test_a_legend_deleted_with_its_plot_is_no_longer_fitted(views_for, qtbot):
     delete(gone)
     v.fit_layout()   # no "Internal C++ object already deleted"
     assert all(leg is not gone for leg, _ in v._legends) and v._legends
+
+
+@pytest.mark.slow
+def test_a_result_left_out_is_named_and_counts_read_in_thousands(views_for):
+    """On rare 0/1 features PCP finds no low-rank part, so it has no subspace to compare: the
+    view compared PCA and CoP without a word about PCP, under "unflagged by all (48964)" and
+    "the 48534 known outliers" (a w8a-like table at 1280 x 800)."""
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+
+    rng = np.random.default_rng(0)
+    known = np.zeros(1500, dtype=bool)
+    known[:1200] = True
+    ds = Dataset(X=(rng.random((1500, 20)) < 0.03).astype(float), name="rare features", outliers=known)
+    state = AppState()
+    state.set_dataset(ds)
+    for m in ("pca", "coherence-pursuit", "pcp"):
+        assert state.add_result(get_method(m).run(ds, {}))
+    assert state.result("pcp").subspace is None          # (what this test is about)
+    v = views_for(state).show_view("comparison")
+    assert v.available_methods() == ["pca", "coherence-pursuit"]
+    assert "not compared: Robust PCA (PCP) (robust PCA found no low-rank part" in v.status.text()
+    assert "against the 1,200 known outliers" in v.status.text()
+    texts = [label.text for leg in (v.error_legend, v.flag_legend) for _, label in leg.items]
+    unflagged = v._counts["sets"]["unflagged by all"]
+    assert unflagged >= 1000 and f"unflagged by all ({unflagged:,})" in texts
+    assert "flagged known outliers (of 1,200)" in texts

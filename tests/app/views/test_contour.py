@@ -191,3 +191,35 @@ def test_the_t2_map_and_the_key_are_built_in_later_turns_and_drawn_the_same(view
     views._prepare_timer.stop()
     u = views.view("contour")
     assert set(u.plots) == {"spe", "t2"} and u.key is not None
+
+
+@pytest.mark.slow
+def test_a_large_maps_legend_counts_read_in_thousands_and_sit_level(views_for, qtbot):
+    """12,000 samples in 40 dimensions: the legend's five entries, one of them on two lines
+    ("flagged in all 40 dims: ..."), and the counts of the legend and the status as the other
+    views write them ("within limits (49250)" and "750 of 50000 flagged" beside "50,000
+    samples" on a w8a-like table at 1280 x 800)."""
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+
+    from ._text_rects import misaligned_legend_rows
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(12_000, 3)) @ rng.normal(size=(3, 40)) + 0.3 * rng.normal(size=(12_000, 40))
+    X[:150] += 3 * rng.normal(size=(150, 40))
+    ds = Dataset(X=X, name="twelve thousand")
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(get_method("residual").run(ds, {"n_components": 3}))
+    state.set_current_method("residual")
+    v = views_for(state, size=(700, 600)).show_view("contour")   # the figure's width in the window
+    v.finish_drawing()
+    qtbot.wait(100)
+    n, k = 12_000, int(v.current_flags.sum())
+    assert 150 <= k < n
+    texts = [label.text for _, label in v.legend.items]
+    assert texts[0] == f"within limits ({n - k:,})" and texts[1].replace("<br>", " ").endswith(f"({k:,})")
+    assert f"{k:,} of {n:,} flagged" in v.status.text()
+    assert any("<br>" in t for t in texts)   # (rows of one line beside one of two)
+    assert misaligned_legend_rows([v.legend], "SPE / T² map at 700 x 600") == []
+

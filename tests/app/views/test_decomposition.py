@@ -213,3 +213,49 @@ def test_a_tables_feature_labels_name_columns_and_never_touch(views_for, qtbot, 
             assert all(float(t) % 1.0 == 0.5 for t in ticks)   # under the columns' centres
     finally:
         painter.end()
+
+
+def _rounded_flat_pcp(wiggle):
+    """PCP on rare 0/1 features beside four correlated columns, its L in the 0/1 columns
+    constant but for a wiggle (as PCP left a8a's: 1e-13 to 4e-8 of X's range in 117 columns,
+    0.1-0.5 % in 4), S = X - L still: (data set, result, the flat columns)."""
+    import dataclasses
+
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(0)
+    X = (rng.random((600, 20)) < 0.03).astype(float)
+    X[:, :4] = rng.normal(size=(600, 2)) @ rng.normal(size=(2, 4))
+    ds = Dataset(X=X, name="rare features")
+    res = get_method("pcp").run(ds, {})
+    L = np.array(res.arrays["low_rank"], dtype=float)
+    flat = np.arange(4, 20)
+    assert np.ptp(L[:, flat], axis=0).max() < 1e-6   # (what this test is about: L does not vary there)
+    L[:, flat] = L[:, flat].mean(0) + wiggle * rng.standard_normal((600, flat.size))
+    return ds, dataclasses.replace(res, arrays={**res.arrays, "low_rank": L, "sparse": X - L}), flat
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("wiggle", [1e-11, 1e-3], ids=["rounding", "a thousandth"])
+def test_a_column_l_hardly_varies_in_is_shown_on_the_range_of_x(views_for, qtbot, wiggle):
+    """S was divided by L's range in each column, 1e-11 where L varies by rounding alone: the
+    colour scale of S reached 1.5e9 on a8a, its bar read "0" alone and the S picture was blank
+    but for specks (a look at 1280 x 800); four columns where L varied by 0.1-0.5 % of X's range
+    still set it to ±750."""
+    from app.state import AppState
+
+    from ._text_rects import drawn_ticks
+    ds, res, flat = _rounded_flat_pcp(wiggle)
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(res)
+    state.set_current_method("pcp")
+    v = views_for(state, size=(1000, 700)).show_view("decomposition")
+    qtbot.waitUntil(lambda: v.images["sparse"].image is not None, timeout=10_000)
+    X = ds.X
+    span = X[:, flat].max(0) - X[:, flat].min(0)
+    np.testing.assert_allclose(v.tables.S[:, flat], res.arrays["sparse"][:, flat] / span)   # (binned, drawn)
+    assert v.s_levels[1] <= np.abs(res.arrays["sparse"] / np.where(np.ptp(X, 0) > 0, np.ptp(X, 0), 1)).max() * 10
+    v.grab()
+    assert len(drawn_ticks(v.s_bar.getAxis("right"))) >= 3          # a scale, not one number
+    assert f"L varies by under 1% of X's range in {flat.size} of 20 features" in v.status.text()

@@ -62,7 +62,7 @@ def test_the_maps_samples_are_placed_and_binned_off_the_gui_thread(big_map):
     # framed on the samples, with room for the limits' isolines around them
     (vx0, vx1), (vy0, vy1) = v.plots["spe"].getViewBox().viewRange()
     assert vx0 < xy[:, 0].min() and vx1 > xy[:, 0].max() and vy0 < xy[:, 1].min() and vy1 > xy[:, 1].max()
-    assert f"of {X.shape[0]} flagged" in v.status.text()
+    assert f"of {X.shape[0]:,} flagged" in v.status.text()
 
 
 @pytest.mark.slow

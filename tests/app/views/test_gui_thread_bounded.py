@@ -9,6 +9,7 @@ import pytest
 
 from app.views import _table_heatmaps as th
 from app.views import comparison as cmp_view
+from app.views._flag_table import FIT_ROWS
 from app.views import decomposition as dec
 from robustcore import compare
 
@@ -82,9 +83,9 @@ def test_the_table_is_sized_without_asking_qt_to_measure_every_row(compared, mon
     real = type(v.model).data
     monkeypatch.setattr(type(v.model), "data", lambda self, *a: (calls.append(1), real(self, *a))[1])
     rows = v.rows
-    assert rows.size > 2 * cmp_view.FIT_ROWS
+    assert rows.size > 2 * FIT_ROWS
     v._fill_table(v.available_methods(), table(N), rows)
-    assert len(calls) < 2 * cmp_view.FIT_ROWS
+    assert len(calls) < 2 * FIT_ROWS
     # ... and every text of the rows measured, and of the first rows shown, fits its column.
     from PySide6.QtGui import QFontMetrics
     fm, header = QFontMetrics(v.table.font()), v.table.horizontalHeader()
@@ -151,3 +152,28 @@ def test_a_comparison_from_the_worker_is_drawn_over_turns(compared, qtbot):
     assert not v.flag_plot.items and v.model.rowCount() == 0
     qtbot.waitUntil(lambda: not v.drawing(), timeout=10_000)
     assert v.flag_plot.items and v.model.rowCount() == got["rows"].size
+
+
+@pytest.mark.slow
+def test_an_export_of_a_large_tables_l_s_counts_its_mask_and_numbers_rows_in_thousands(views_for, tmp_path,
+                                                                                         monkeypatch):
+    """The mask of a table loaded on a worker was exported before its share per bin was counted
+    (on another worker): "any in bin", every bin in the mask colour for a 1,000,000-row table.
+    Its rows were numbered "500000" and "1e+06"."""
+    from app.views._pictures import binned_mask
+
+    # Counted on a worker above this many entries: 20,000,000 then; 320,000 here.
+    monkeypatch.setattr(th, "SYNC_VALUES", 10_000)
+
+    from ._text_rects import drawn_ticks
+    views = views_for(state_of(N, ("pcp",)))
+    v = views.show_view("decomposition")
+    assert v.tables.loading()                                 # (what this test is about)
+    views.export_figure(str(tmp_path / "d.png"), view="decomposition")
+    t = v.threshold()
+    region, tiles = v.pictures.tiles["whole"]
+    assert region.rows.binned and tiles["t"] == t and tiles["M"] is not None
+    np.testing.assert_array_equal(v.images["mask"].image, binned_mask(tiles, v.gray_levels, t))
+    assert v.panels["mask"].titleLabel.text.endswith("share per bin")
+    rows = [text for text, _ in drawn_ticks(v.panels["original"].getAxis("left"))]
+    assert any("," in r for r in rows) and not any("e+" in r for r in rows), rows

@@ -6,7 +6,7 @@ title stays within its axis, and every method is named under its bars with room 
 import pytest
 from PySide6.QtCore import Qt
 
-from ._text_rects import collisions, drawn_ticks, plot_texts, title_outside_axis
+from ._text_rects import collisions, drawn_ticks, misaligned_legend_rows, plot_texts, title_outside_axis
 from .conftest import data, fit, make_state
 
 NAME_GAP = 6   # px at least between two methods' names
@@ -33,6 +33,9 @@ def _check_convergence(v, where):
     _check_plots((c.res_plot, c.rank_plot), where)
     for p in (c.res_plot, c.rank_plot):
         assert len(drawn_ticks(p.getAxis("left"))) >= 2, where       # a scale, not one number
+    # Decades all written alike ("1, 0.01, 0.0001, 10⁻⁶" down one axis before).
+    decades = [t for t, _ in drawn_ticks(c.res_plot.getAxis("left"))]
+    assert all(t == "1" or (t.startswith("10") and "." not in t) for t in decades), (where, decades)
 
 
 def _check_comparison(v, where):
@@ -84,3 +87,42 @@ def test_no_text_collides_in_exported_figures(views_for, tmp_path, size):
         if d.bottom.isVisible():                       # (they give way to pictures too small)
             _check_convergence(d, f"convergence exported at {size} as {ext}")
     assert size[1] < 600 or d.bottom.isVisible()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("robpca", [False, True], ids=["three methods", "four methods"])
+def test_comparison_legend_rows_are_level_with_their_symbols(qtbot, small_window, robpca):
+    """Four methods give the angle legend six entries in three rows: the error and count
+    legends beside it stood in rows as tall, their labels at the top and their swatches in the
+    middle (stop 44's tour), a label beside the next entry's symbol."""
+    w = small_window
+    _usps_runs(w.state, robpca)
+    v = w.views.show_view("comparison")
+    qtbot.wait(100)
+    legends = (v.angle_legend, v.error_legend, v.flag_legend)
+    assert misaligned_legend_rows(legends, "comparison at 1280 x 800") == []
+    w.resize(900, 700)       # the legends take other columns and lines: still level
+    qtbot.wait(100)
+    assert misaligned_legend_rows(legends, "comparison at 900 x 700") == []
+
+
+def test_the_residuals_decades_are_written_alike(qtbot):
+    """A residual from 1 to 1e-7 (PCP on 1,000,000 x 20, exported) was labelled "1, 0.01,
+    0.0001, 10⁻⁶" down one axis."""
+    import numpy as np
+    import pyqtgraph as pg
+
+    from app.views._convergence import ConvergencePlots
+    from ._text_rects import drawn_ticks
+    w = pg.GraphicsLayoutWidget()
+    qtbot.addWidget(w)
+    c = ConvergencePlots(w.ci)
+    w.resize(500, 420)
+    w.show()
+    qtbot.waitExposed(w)
+    c.show(np.logspace(0, -7, 35), np.full(35, 3), 1e-7, True)
+    qtbot.wait(50)
+    ticks = sorted(drawn_ticks(c.res_plot.getAxis("left")), key=lambda t: -t[1].top())   # bottom to top
+    ticks = [t for t, _ in ticks]
+    assert len(ticks) >= 3 and ticks[-1] in ("1", "10¹"), ticks
+    assert all(t == "1" or (t.startswith("10") and "." not in t) for t in ticks), ticks
