@@ -309,12 +309,13 @@ class PointCloud(CloudSelection, QObject):
             brushes = list(table[P["code"]])
         else:
             brushes = None
+        by_class = brushes is not None and not src.by_score
         flags = P["flag"] if pic.flagged_layer is not None else None
         if pic.all_points or flags is None:
             # every sample in view (or the highest scores, in their score colours): flagged ringed
             self._show_points(P["x"], P["y"], P["index"], brushes, flags, filled=False)
         else:   # the highest-scoring flagged: filled points over the layers, nothing else
-            self._show_points(P["x"], P["y"], P["index"], brushes, flags, groups=False)
+            self._show_points(P["x"], P["y"], P["index"], brushes if by_class else None, flags, groups=False)
         self.binned.mark(self.state.selection)
 
     def _show_points(self, x, y, index, brushes, flags, groups: bool = True, filled: bool = True) -> None:
@@ -329,7 +330,7 @@ class PointCloud(CloudSelection, QObject):
             self._pending = []
             for it in self.groups:
                 it.setData(x=[], y=[])
-        self._set_flag_points(flags, filled=filled and not groups)
+        self._set_flag_points(flags, filled=filled and not groups, by_class=brushes is not None and not groups)
 
     def frame(self, pic) -> None:
         """Frame the view on where a binned cloud lies (``pic.extent``: a picture or a Frame; views
@@ -487,13 +488,23 @@ class PointCloud(CloudSelection, QObject):
             return
         self._set_flag_points(flags)
 
-    def _set_flag_points(self, flags, filled: bool = False) -> None:
+    def _set_flag_points(self, flags, filled: bool = False, by_class: bool = False) -> None:
         self.flags = None if flags is None else np.asarray(flags, dtype=bool)
         if self.flags is None or self.flags.size != self.x.size:
             self.flag_item.setData(x=[], y=[])
             return
         # Over a density image the flagged samples are the points: filled, so none hides in a bin.
         dense = filled
+        if dense and by_class:
+            # Coloured by class, a flagged sample keeps its class's colour inside a dark ring, and
+            # the rarer classes are drawn last: black dots covered a small cluster whole, and with
+            # it every known outlier among them (w8a-like data, 348 of 750 flagged were class 1).
+            at = np.flatnonzero(self.flags)
+            at = at[np.argsort(np.asarray(self._zrank)[self.codes[at]], kind="stable")]
+            self.flag_item.setBrush(st.brush(st.NEUTRAL))   # the legend's swatch: a ringed point
+            self.flag_item.setData(x=self.x[at], y=self.y[at], size=5,
+                                   brush=[self.table[c] for c in self.codes[at]], pen=st.pen(st.FLAG_COLOR, 0.9))
+            return
         self.flag_item.setData(x=self.x[self.flags], y=self.y[self.flags], size=4 if dense else self.size + 5,
                                brush=st.brush(st.FLAG_COLOR) if dense else None,
                                pen=None if dense else st.pen(st.FLAG_COLOR, 1.3))

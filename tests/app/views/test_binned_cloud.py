@@ -236,3 +236,35 @@ def test_label_codes_by_blocks_equal_a_per_sample_lookup():
     pos = {"c": 0, "a": 1, "b": 2}
     np.testing.assert_array_equal(codes, [pos.get(v, -1) for v in lab])
     assert names == ["c", "a", "b"]
+
+
+def test_flagged_points_over_a_density_keep_their_class_colour_the_rarer_drawn_last(views_for, qtbot):
+    # A density coloured by label: the flagged samples drawn as points used to be black dots,
+    # which covered a small cluster whole and every known outlier in it (w8a-like data).
+    from app.views import _style as st
+    X, known = _planted(DENSITY_POINTS + 10_000, seed=7)
+    labels = np.where(known, "outlier", "inlier")
+    state, res = _state(X, outliers=known, labels=labels, class_names=["inlier", "outlier"])
+    v = _scatter(views_for, state, ("label", None))
+    _rest(qtbot, v.cloud)
+    pic = v.cloud.binned.picture
+    assert not pic.all_points and v.cloud.density.active
+    item = v.cloud.flag_item
+    xs, ys = item.getData()
+    flagged = res.flags["outlier"]
+    assert xs.size == int(flagged.sum()) <= FLAG_POINTS
+    # each point's brush is its sample's class colour
+    proj = np.asarray(res.arrays["projection"])
+    by_place = {(float(a), float(b)): i for i, (a, b) in enumerate(proj[:, :2])}
+    brushes = [p.brush() for p in item.points()]
+    inlier, outlier = st.brush(st.category_color(0)).color(), st.brush(st.category_color(1)).color()
+    colours = []
+    for x, y, b in zip(xs, ys, brushes):
+        i = by_place[(float(x), float(y))]
+        assert b.color() == (outlier if known[i] else inlier)
+        colours.append(b.color() == outlier)
+    # the rarer class among them is drawn last (on top), each inside a dark ring
+    kinds = np.asarray(colours)
+    rarer = kinds.mean() < 0.5
+    assert np.all(np.diff(kinds.astype(int) if rarer else (~kinds).astype(int)) >= 0)
+    assert item.opts["pen"].color() == st.pen(st.FLAG_COLOR, 1).color()
