@@ -53,6 +53,8 @@ _THROTTLE = 0.05
 # A streaming fit sends the frames it has finished at most this often (seconds): the live L + S
 # view redraws a few times a second, and each message carries only what is new.
 PARTIAL_INTERVAL = 0.25
+# A job running this long (seconds) gets a spare worker started beside it (FitPool._start_spare).
+SPARE_AFTER = 1.0
 _IDS = itertools.count(1)
 
 
@@ -390,7 +392,8 @@ def _died(w: _Worker) -> str:
 
 class FitPool:
     """Keeps one warm worker process and runs fits and loads in it (or in fresh ones when it is
-    busy); while a job runs, a spare is started so the next job does not wait for one.
+    busy); once a job has run :data:`SPARE_AFTER` seconds, a spare is started so the next job
+    does not wait for one.
 
     :meth:`run` and :meth:`load` are called from a worker *thread* of the window (see
     :mod:`app.tasks`) and block until the job ends; they honour the thread's ``progress``
@@ -427,13 +430,18 @@ class FitPool:
             else:
                 w = _Worker(self._ctx)
                 self._busy.add(w)
-            # Keep a spare warming while this one works: a load followed by a fit, or a Restart
-            # during a fit, then waits for no worker process to start. Not while the window's
-            # warm-up imports: on two cores a second starting process took a core from it, and
-            # the first Open waited on both. The spare then starts when this worker is released.
-            if not self._idle and not window_warming():
-                self._idle.append(_Worker(self._ctx))
             return w
+
+    def _start_spare(self) -> None:
+        """Start a spare worker beside a job that has run :data:`SPARE_AFTER` seconds: a Restart
+        during a long fit then waits for no worker process to start. Not sooner: a starting
+        process (its imports) took a core at the Run click, and at the arrival of a short fit's
+        result, from the GUI thread and the worker (the largest stops of a 20,000- and a
+        2,000,000-row arrival). Nor while the window's warm-up imports, for the same reason; the
+        spare then starts when the worker is released."""
+        with self._lock:
+            if not self._closed and not self._idle and not window_warming():
+                self._idle.append(_Worker(self._ctx))
 
     def _release(self, w: _Worker, reusable: bool) -> None:
         spare = None
@@ -488,10 +496,14 @@ class FitPool:
                 raise Cancelled("cancelled")
             self.last_pid = w.pid
             bulk_pipe.send(w.conn, _Run(job_id, job))
+            spare_at = time.monotonic() + SPARE_AFTER
             if isinstance(job, FitJob):
                 for_result(job.spec)   # while the worker fits: unpickling the result needs it
             deadline = None
             while True:
+                if spare_at is not None and time.monotonic() >= spare_at:
+                    spare_at = None
+                    self._start_spare()
                 if w.conn.poll(_POLL):
                     try:
                         msg = bulk_pipe.recv(w.conn)

@@ -20,6 +20,8 @@ Guarantees the window relies on:
   winds down in the background (within one progress report of the estimator);
 * an exception in the job becomes :attr:`TaskRunner.failed` with a one-line message and the
   traceback as details; the thread always ends normally;
+* a runner made with ``background=True`` (the views' own work) runs its jobs' threads at a
+  lower OS priority than the GUI thread (:data:`BACKGROUND_NICE`, Linux);
 * :meth:`TaskRunner.shutdown` cancels and joins every thread. Threads are also kept referenced
   in a module-level set until they finish, so a ``QThread`` object is never destroyed while its
   thread runs, whatever happens to the runner or the window.
@@ -28,6 +30,8 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import os
+import sys
 import threading
 import time
 import traceback
@@ -44,6 +48,24 @@ from .fit_process import FrameAnnouncer, describe_error
 __all__ = ["Job", "TaskRunner", "describe_error"]
 
 _SEQ = itertools.count(1)
+#: How much lower than the GUI thread's a background job's thread runs (a nice increment). At
+#: 2,000,000 rows the views bin the result on two or three such threads at once; at the same
+#: priority the GUI thread waited for a core in 30-50 ms of a 125-150 ms gap of its timer
+#: (schedstat's run delay; benchmarks/results_views.md). Lower, it gets a core when it wakes, and
+#: the work still has every core the GUI thread does not use.
+BACKGROUND_NICE = 10
+
+
+def lower_this_thread(increment: int = BACKGROUND_NICE) -> None:
+    """Lower the calling thread's OS priority by ``increment`` (Linux, where a thread has a nice
+    value of its own; elsewhere nothing: the call would change the whole process's)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + int(increment)))
+    except OSError:   # not allowed here: the job runs as it is
+        pass
 # Every QThread started here, until its run() has returned (see module docstring).
 _LIVE: set[_JobThread] = set()
 _LIVE_LOCK = threading.Lock()
@@ -102,11 +124,12 @@ class _Progress:
 
 
 class _JobThread(QThread):
-    def __init__(self, job: Job, fn: Callable[[Callable], Any], throttle: float):
+    def __init__(self, job: Job, fn: Callable[[Callable], Any], throttle: float, background: bool = False):
         super().__init__()
         self.job = job
         self.fn = fn
         self.throttle = throttle
+        self.background = background
         self.signals = _JobSignals()
 
     def _progress(self, fraction, message=""):
@@ -124,6 +147,8 @@ class _JobThread(QThread):
     def run(self) -> None:
         job = self.job
         self._last = 0.0
+        if self.background:
+            lower_this_thread()
         t0 = time.perf_counter()
         try:
             result = self.fn(_Progress(self))
@@ -173,9 +198,10 @@ class TaskRunner(QObject):
     cancelled = Signal(object)
     busyChanged = Signal(bool)
 
-    def __init__(self, parent=None, throttle: float = 0.05):
+    def __init__(self, parent=None, throttle: float = 0.05, background: bool = False):
         super().__init__(parent)
         self.throttle = float(throttle)
+        self.background = bool(background)
         self._current: Job | None = None
         self._threads: dict[int, _JobThread] = {}
         self._busy = False
@@ -201,7 +227,7 @@ class TaskRunner(QObject):
             raise RuntimeError("this TaskRunner has been shut down")
         self.cancel()
         job = Job(seq=next(_SEQ), tag=tag)
-        th = _JobThread(job, fn, self.throttle)
+        th = _JobThread(job, fn, self.throttle, self.background)
         q = Qt.ConnectionType.QueuedConnection
         sig = th.signals
         # Bound slots of this GUI-thread object with queued connections: every call below runs

@@ -133,71 +133,108 @@ class GapMeter:
         self.cpu_ticks = []
         self.cpu = 0.0
 
+    _sampler = None
+
     def _tick(self):
         import time
         self.ticks.append(time.perf_counter())
         self.cpu_ticks.append(time.thread_time())
+        if self._sampler is not None:
+            self._sampler.tick()
 
     def start(self):
         self._tick()
         self.ticks, self.cpu_ticks = self.ticks[-1:], self.cpu_ticks[-1:]
-        self.timer.start()
-        if os.environ.get("BENCH_STALLS"):   # a file: where the GUI thread was during the worst gap
+        if os.environ.get("BENCH_STALLS"):   # a file: where the threads were during the worst gap
             self._sampler = _StallSampler(self.ticks, self.cpu_ticks)
+            self._sampler.tick()
+        self.timer.start()
 
     def stop(self) -> float:
         self._tick()
         self.timer.stop()
-        if getattr(self, "_sampler", None) is not None:
-            self._sampler.report(os.environ["BENCH_STALLS"])
-            self._sampler = None
+        if self._sampler is not None:
+            sampler, self._sampler = self._sampler, None
+            sampler.report(os.environ["BENCH_STALLS"])
         self.cpu = float(np.max(np.diff(self.cpu_ticks))) if len(self.cpu_ticks) > 1 else 0.0
         return float(np.max(np.diff(self.ticks))) if len(self.ticks) > 1 else 0.0
 
 
 class _StallSampler:
-    """Samples the GUI thread's Python stack every 2 ms while its timer is more than 30 ms late,
-    and appends to a file what it was doing in the worst gap (a diagnosis, not a figure: the
-    sampling thread takes the GIL too)."""
+    """Where every thread was while the GUI thread's timer was late: at each tick the GUI thread
+    re-arms :func:`faulthandler.dump_traceback_later`, whose own C thread writes every Python
+    thread's stack to a file if the next tick is more than :attr:`LATE` seconds away, and again
+    every LATE seconds until it comes. :meth:`report` appends to a file what the threads were
+    doing in the worst gap (a diagnosis, not a figure).
+
+    It makes no Python object and takes no GIL while the GUI thread is stuck. The sampler it
+    replaces read ``sys._current_frames()`` on a Python thread every 2 ms: that kept other
+    threads' frames alive, so their locals (Qt wrappers among them) could be freed on the
+    sampler's thread, and the window segfaulted in some runs (stop 44)."""
+
+    LATE = 0.03
 
     def __init__(self, ticks, cpu_ticks):
-        import threading
-        self.ticks, self.cpu_ticks, self.samples = ticks, cpu_ticks, []
-        self.main = threading.main_thread().ident
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
+        import tempfile
+        self.ticks, self.cpu_ticks = ticks, cpu_ticks
+        self._file = tempfile.TemporaryFile()
+        self.ends = []   # (tick index, bytes written so far): a dump before it is from that gap
 
-    def _run(self):
-        import sys
-        import threading
-        import time
-        import traceback
-        while not self.stop.wait(0.002):
-            now = time.perf_counter()
-            if now - self.ticks[-1] > 0.03:
-                me = threading.get_ident()
-                for ident, frame in sys._current_frames().items():
-                    if ident == me:
-                        continue
-                    stack = traceback.extract_stack(frame)[-24 if ident == self.main else -6:]
-                    text = " < ".join(f"{os.path.basename(f.filename)}:{f.lineno} {f.name}" for f in reversed(stack))
-                    self.samples.append((now, text if ident == self.main else "[other thread] " + text))
+    def tick(self) -> None:
+        import faulthandler
+        self.ends.append((len(self.ticks) - 1, os.fstat(self._file.fileno()).st_size))
+        faulthandler.dump_traceback_later(self.LATE, repeat=True, file=self._file)
+
+    def dumps(self, i: int) -> str:
+        """What was written between tick ``i`` and tick ``i + 1``."""
+        where = dict(self.ends)
+        if i not in where or i + 1 not in where:
+            return ""
+        self._file.seek(where[i])
+        return self._file.read(where[i + 1] - where[i]).decode("utf-8", "replace")
+
+    @staticmethod
+    def stacks(text: str, main_ident: int) -> list[str]:
+        """Each thread's stack in faulthandler's dumps, innermost first, as one line each
+        (the GUI thread's marked). A dump is a "Timeout" line, then per thread a "Thread 0x..."
+        line and its "File" lines."""
+        out = []
+
+        def close(ident, frames):
+            if ident is not None:
+                who = "[GUI thread] " if ident == main_ident else "[other thread] "
+                out.append(who + " < ".join(frames[:24 if ident == main_ident else 6]))
+
+        ident, frames = None, []
+        for ln in (ln.strip() for ln in text.splitlines()):
+            if ln.startswith("File "):   # File "path", line N in name
+                path, _, rest = ln[6:].partition('", line ')
+                frames.append(f"{os.path.basename(path)}:{rest.replace(' in ', ' ', 1)}")
+            elif "thread 0x" in ln.lower() or ln.startswith("Timeout"):
+                close(ident, frames)
+                ident, frames = None, []
+                if "thread 0x" in ln.lower():
+                    ident = int(ln.lower().split("thread 0x")[1].split()[0], 16)
+        close(ident, frames)
+        return out
 
     def report(self, path):
+        import faulthandler
+        import threading
         from collections import Counter
-        self.stop.set()
-        self.thread.join()
+        faulthandler.cancel_dump_traceback_later()
         t, c = np.asarray(self.ticks), np.asarray(self.cpu_ticks)
         if t.size < 2:
             return
+        main = threading.main_thread().ident
         with open(path, "a") as f:
             for what, i in (("wall", int(np.argmax(np.diff(t)))), ("GUI CPU", int(np.argmax(np.diff(c))))):
-                inside = Counter(s for when, s in self.samples if t[i] <= when <= t[i + 1])
+                inside = Counter(self.stacks(self.dumps(i), main))
                 f.write(f"worst gap by {what}: {1000 * (t[i + 1] - t[i]):.0f} ms, GUI CPU "
-                        f"{1000 * (c[i + 1] - c[i]):.0f} ms, {sum(inside.values())} samples\n")
+                        f"{1000 * (c[i + 1] - c[i]):.0f} ms, {sum(inside.values())} thread stacks\n")
                 for stack, n in inside.most_common(14):
                     f.write(f"  {n:4d}  {stack}\n")
+        self._file.close()
 
 
 def _wait(signal, timeout_ms=600_000, settle_ms=150):

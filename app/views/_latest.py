@@ -27,9 +27,9 @@ def settle_timer(parent, slot) -> QTimer:
 def runner(parent, finished, failed=None):
     """A :class:`app.tasks.TaskRunner` for a view's work, ``finished(job, result)`` and
     ``failed(job, message, details)`` connected (progress is not shown: reports are throttled
-    to two a second)."""
+    to two a second). Its threads run below the GUI thread's priority (``background``)."""
     from ..tasks import TaskRunner   # here, not at import: app.tasks reaches the fit machinery
-    r = TaskRunner(parent, throttle=0.5)
+    r = TaskRunner(parent, throttle=0.5, background=True)
     r.finished.connect(finished)
     if failed is not None:
         r.failed.connect(failed)

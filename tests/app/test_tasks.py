@@ -1,11 +1,13 @@
 """The worker: off-thread execution, throttled progress, cancel, supersede, errors, shutdown."""
+import os
+import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from app.tasks import TaskRunner, describe_error
+from app.tasks import BACKGROUND_NICE, TaskRunner, describe_error
 from robustcore._progress import Reporter
 from tests.timing import budget
 
@@ -165,6 +167,26 @@ def test_describe_error_names_unexpected_types():
 
 
 @pytest.mark.timing
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's own nice value is Linux's")
+def test_a_background_runner_runs_its_jobs_below_the_gui_threads_priority(qtbot):
+    """The views' work (background runners) must not take a core from the GUI thread when it
+    wakes: their threads run at a higher nice value; a fit's relay thread does not."""
+    def nice(progress):
+        return os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+
+    gui = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    got = {}
+    for background in (False, True):
+        r = TaskRunner(throttle=0.05, background=background)
+        with qtbot.waitSignal(r.finished, timeout=5000) as blocker:
+            r.submit(nice)
+        got[background] = blocker.args[1]
+        assert r.shutdown(5.0)
+    assert got[False] == gui
+    assert got[True] == min(19, gui + BACKGROUND_NICE)
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == gui   # the GUI thread's own is unchanged
+
+
 def test_shutdown_joins_running_threads(qtbot):
     r = TaskRunner()
     r.submit(_loop(100000, step_s=0.001))
@@ -178,7 +200,6 @@ def test_shutdown_joins_running_threads(qtbot):
 
 # -- fits in a worker process (app.fit_process) ----------------------------------------------------
 
-import os  # noqa: E402
 
 
 from app.fit_process import FitPool, RemoteError, WorkerDied  # noqa: E402
@@ -281,6 +302,45 @@ def test_no_spare_worker_starts_while_the_window_warms_up(pool):
     assert not warm_up.window_warming()
     pool._release(w, True)
     assert len(pool._idle) == 1
-    w2 = pool._acquire()             # outside a warm-up, a spare starts beside the worker taken
+    w2 = pool._acquire()             # taking a worker starts no spare: a long job does (below)
+    assert pool._idle == []
+    with warm_up._GATE.closed():
+        pool._start_spare()
+        assert pool._idle == []
+    pool._start_spare()
     assert len(pool._idle) == 1 and pool._idle[0] is not w2
     pool._release(w2, True)
+
+
+def _sleepy(est, dataset, values, rep):
+    for i in range(6):
+        time.sleep(0.1)
+        rep(i / 6, "sleeping")
+    from robustcore.methods._models import run_pca
+    return run_pca(est, dataset, values, rep)
+
+
+SLEEPY = Method("sleepy", "Sleepy", "", _pca_class, _sleepy)
+
+
+@pytest.mark.parametrize("after, spares", [(60.0, 0), (0.2, 1)])
+def test_a_spare_worker_starts_only_beside_a_job_that_has_run_a_while(monkeypatch, after, spares):
+    """A spare worker process starting (its imports) took a core from the GUI thread at the Run
+    click and, after a short fit, at its result's arrival: one starts only once a job has run
+    SPARE_AFTER seconds."""
+    from app import fit_process
+    started = []
+
+    class Counted(fit_process._Worker):
+        def __init__(self, ctx):
+            super().__init__(ctx)
+            started.append(self)
+
+    monkeypatch.setattr(fit_process, "_Worker", Counted)
+    monkeypatch.setattr(fit_process, "SPARE_AFTER", after)
+    p = FitPool(start=False)
+    try:
+        p.run(SLEEPY, _data(), {}, lambda f, m: True)    # 0.6 s
+        assert len(started) == 1 + spares
+    finally:
+        p.close()
