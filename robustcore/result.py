@@ -533,6 +533,6 @@ def summary_items(res: RunResult) -> list[tuple[str, Any]]:
         add(("average precision", f"{e.average_precision:.3f} (chance {e.chance:.3f})"))
         add((f"precision at k = {e.k}", round(e.precision_at_k, 4)))
         if e.known_flagged is not None:
-            add(("known outliers flagged", f"{e.known_flagged} of {e.known}"))
-            add(("inliers flagged", f"{e.inliers_flagged} of {e.inliers}"))
+            add(("known outliers flagged", f"{e.known_flagged:,} of {e.known:,}"))
+            add(("inliers flagged", f"{e.inliers_flagged:,} of {e.inliers:,}"))
     return out

@@ -39,7 +39,7 @@ def format_evaluation(evaluation) -> str:
     if evaluation is None:
         return ""
     e = evaluation
-    caught = f" · flagged {e.known_flagged} of {e.known}" if e.known_flagged is not None else ""
+    caught = f" · flagged {e.known_flagged:,} of {e.known:,}" if e.known_flagged is not None else ""
     return f"AUC {e.roc_auc:.3f} · AP {e.average_precision:.3f}{caught}"
 
 

@@ -281,7 +281,7 @@ class LazyTable:
         if self.disk_bytes is not None:
             out["on disk"] = format_bytes(self.disk_bytes)
         out["in memory as float64"] = format_bytes(self.nbytes)
-        out["chunking"] = f"{self.array.numblocks[0]} blocks of {self.chunk_rows} rows"
+        out["chunking"] = f"{self.array.numblocks[0]:,} blocks of {self.chunk_rows:,} rows"
         out["memory budget"] = format_bytes(get_settings().memory_budget)
         if self.content_digest:
             hash_name = self.content_digest.split("-", 1)[0]     # xxh3-blocks:... -> xxh3

@@ -82,3 +82,14 @@ def test_the_log_keeps_the_latest_runs_and_says_how_many_it_dropped(qtbot, log):
     log.add(_entry(9999))
     assert log.topLevelItemCount() == MAX_RUNS + 1 and log.dropped == 13
     assert log.topLevelItem(MAX_RUNS).text(len(COLUMNS) - 1).startswith("13 older runs dropped")
+
+
+def test_counts_against_the_known_outliers_read_in_thousands():
+    # "flagged 348 of 1466" read as one number on w8a-like data; and the summary says the same
+    from types import SimpleNamespace
+
+    from app.panels.run_log import format_evaluation
+    e = SimpleNamespace(roc_auc=0.946, average_precision=0.409, known_flagged=1348, known=21466)
+    assert format_evaluation(e) == "AUC 0.946 · AP 0.409 · flagged 1,348 of 21,466"
+    assert format_evaluation(SimpleNamespace(roc_auc=0.5, average_precision=0.1, known_flagged=None,
+                                             known=3)) == "AUC 0.500 · AP 0.100"

@@ -203,7 +203,7 @@ def test_tables_open_lazily_and_give_the_same_numbers(data, files, kind):
     assert t.shape == data.shape and t.format == kind and t.array.numblocks == (6, 1)
     assert t.component == ("group/table" if kind == "hdf5" else None)
     info = t.describe()
-    assert info["chunking"] == "6 blocks of 1000 rows" and "on disk" in info and "memory budget" in info
+    assert info["chunking"] == "6 blocks of 1,000 rows" and "on disk" in info and "memory budget" in info
     assert t.fingerprint().startswith("shallow:") and t.fingerprint() == open_table(files[kind]).fingerprint()
     a = ResidualScorer(n_components=3).fit(data)
     b = ResidualScorer(n_components=3).fit(t)

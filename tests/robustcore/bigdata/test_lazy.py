@@ -46,7 +46,7 @@ def test_lazy_dataset_has_no_x_but_describes_itself(table):
     with pytest.raises(ValueError, match="out of core"):
         _ = ds.X
     info = ds.summary()
-    assert info["samples"] == 3000 and info["chunking"] == "3 blocks of 1000 rows" and info["out of core"]
+    assert info["samples"] == 3000 and info["chunking"] == "3 blocks of 1,000 rows" and info["out of core"]
     np.testing.assert_array_equal(ds.dense(), np.load(table))
     with pytest.raises(datasets.LoadError, match="max_bytes"):
         ds.dense(max_bytes=100)
