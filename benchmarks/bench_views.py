@@ -639,8 +639,10 @@ def arrival(big: bool = False, big_only: bool = False):
                       f"{z['pan_s'] * 1000:.0f} ms | "
                       f"{max(z['whole_gap_s'], z['large_gap_s'], z['pan_gap_s']) * 1000:.0f} ms |", flush=True)
         for name, r in zooms:
-            after = r["rss_parts_after_zoom_mb"]
-            print(f"\n{name}: window after the zooms RssAnon {after['RssAnon']:.0f} MB + RssFile "
+            after, shown = r["rss_parts_after_zoom_mb"], r["rss_parts_mb"]
+            # RssFile is pages of memory-mapped files (the table's columns): the system may drop them
+            print(f"\n{name}: window when every view was shown RssAnon {shown['RssAnon']:.0f} MB + RssFile "
+                  f"{shown['RssFile']:.0f} MB; after the zooms RssAnon {after['RssAnon']:.0f} MB + RssFile "
                   f"{after['RssFile']:.0f} MB, peak (VmHWM) {r['hwm_after_zoom_mb']:.0f} MB", flush=True)
     print(f"\nload average at the end: {_bench.load_average()}")
     shutil.rmtree(tmp, ignore_errors=True)
