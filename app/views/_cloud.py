@@ -315,10 +315,11 @@ class PointCloud(CloudSelection, QObject):
             # every sample in view (or the highest scores, in their score colours): flagged ringed
             self._show_points(P["x"], P["y"], P["index"], brushes, flags, filled=False)
         else:   # the highest-scoring flagged: filled points over the layers, nothing else
-            self._show_points(P["x"], P["y"], P["index"], brushes if by_class else None, flags, groups=False)
+            self._show_points(P["x"], P["y"], P["index"], brushes, flags, groups=False, by_class=by_class)
         self.binned.mark(self.state.selection)
 
-    def _show_points(self, x, y, index, brushes, flags, groups: bool = True, filled: bool = True) -> None:
+    def _show_points(self, x, y, index, brushes, flags, groups: bool = True, filled: bool = True,
+                     by_class: bool = False) -> None:
         self.x = np.asarray(x, dtype=np.float64)
         self.y = np.asarray(y, dtype=np.float64)
         self.sample_index = np.asarray(index, dtype=np.int64)
@@ -330,7 +331,7 @@ class PointCloud(CloudSelection, QObject):
             self._pending = []
             for it in self.groups:
                 it.setData(x=[], y=[])
-        self._set_flag_points(flags, filled=filled and not groups, by_class=brushes is not None and not groups)
+        self._set_flag_points(flags, filled=filled and not groups, by_class=by_class)
 
     def frame(self, pic) -> None:
         """Frame the view on where a binned cloud lies (``pic.extent``: a picture or a Frame; views
