@@ -32,7 +32,8 @@ from bench_robpca import SHAPES, make  # noqa: E402
 STAGES = (("robpca", "_affine_span"), ("robpca", "outlyingness"), ("_robpca_steps", "unimcd_rows"),
           ("robpca", "_subset_scatter"), ("robpca", "_orthogonal"), ("robpca", "mcd_subspace"),
           ("_robpca_rows", "CentredRows.project"), ("robpca", "residual_scores"))
-SETTINGS = {"as-is": {}, "cpu0": {"cpu": 0}, "cpu1": {"cpu": 1}, "no-thp": {"env": {"NUMPY_MADVISE_HUGEPAGE": "0"}}}
+SETTINGS = {"as-is": {}, "cpu0": {"cpu": 0}, "cpu1": {"cpu": 1}, "no-thp": {"env": {"NUMPY_MADVISE_HUGEPAGE": "0"}},
+            "default": {"blas": "default"}}
 
 
 def _usage():
@@ -98,7 +99,7 @@ def main():
                 opt = SETTINGS[s]
                 env = {**os.environ, **opt.get("env", {})}
                 cpu = str(opt["cpu"]) if "cpu" in opt else "-"
-                res = _bench.run_child([__file__, "--child", data, str(r), cpu], blas="1", env=env)
+                res = _bench.run_child([__file__, "--child", data, str(r), cpu], blas=opt.get("blas", "1"), env=env)
                 load = os.getloadavg()[0]
                 if "error" in res:
                     print(f"{s:7s} round {rnd + 1}: {res['error']}", flush=True)

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import special, stats
 
 from ._robpca_params import CRIT
-from ._robpca_rows import abs_max, dense, single_rows
+from ._robpca_rows import abs_max, dense, huge_empty, single_rows
 
 __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_directions", "chi2_ppf",
            "trim_factor"]
@@ -84,10 +84,16 @@ class Scratch:
     loop of calls on blocks of one size: a fresh array costs its page faults every time the
     allocator hands back memory it had returned to the system (at 10,000 x 200 the
     outlyingness's chunks touched 3 MB of fresh memory; each MB costs 0.3-1.5 ms of CPU in
-    faults on the development machine, benchmarks/results_robpca.md)."""
+    faults on the development machine, benchmarks/results_robpca.md).
 
-    def __init__(self):
+    ``arena``: bytes of one block, 2 MB-aligned (``huge_empty``), that the slots are cut from
+    while they fit, so that the chunks' 2.8 MB at 10,000 x 200 fault as two huge pages rather
+    than some 700 small ones; a slot that does not fit gets an array of its own."""
+
+    def __init__(self, arena: int = 0):
         self._bufs = {}
+        self._arena = huge_empty((arena,), np.uint8) if arena > 0 else None
+        self._used = 0
 
     def take(self, slot, shape, dtype):
         """A C-contiguous array of ``shape`` and ``dtype``, its contents undefined (valid until
@@ -97,8 +103,24 @@ class Scratch:
         size = math.prod(shape) * dtype.itemsize
         buf = self._bufs.get(slot)
         if buf is None or buf.size < size:
-            buf = self._bufs[slot] = np.empty(size, dtype=np.uint8)
+            buf = self._bufs[slot] = self._new(size)
         return buf[:size].view(dtype).reshape(shape)
+
+    def _new(self, size):
+        start = -(-self._used // 64) * 64          # (cache-line aligned, as numpy's own)
+        if self._arena is not None and start + size <= self._arena.size:
+            self._used = start + size
+            return self._arena[start:start + size]
+        return np.empty(size, dtype=np.uint8)
+
+
+def unimcd_scratch(m: int, n: int, h: int, dtype) -> int:
+    """Bytes of the Scratch slots unimcd_rows takes for ``m`` rows of ``n`` values of
+    ``dtype`` (an arena of this size holds them all)."""
+    item = np.dtype(dtype).itemsize
+    t = max(n - h, 0)
+    wide = 0 if item == 8 else m * n * 8            # (float64 values sort in place: no slot 1)
+    return m * n * item + wide + m * t * 16 + m * (t + 1) * 24 + 5 * 64
 
 
 def unimcd_rows(R, h: int, work: Scratch | None = None):
@@ -239,8 +261,8 @@ def _outlyingness(X, A, h: int, tiny: float, rep):
     chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
     # (one buffer for every block of projections and one Scratch for every chunk's MCD: the
     # memory of one is the next one's, already faulted in; the same products as before)
-    Ybuf = np.empty((min(step, A.shape[0]), n), dtype=X.dtype)
-    work = Scratch()
+    Ybuf = huge_empty((min(step, A.shape[0]), n), X.dtype)
+    work = Scratch(unimcd_scratch(min(chunk, A.shape[0]), n, h, X.dtype))
     for s in range(0, A.shape[0], step):
         As = A[s:s + step]
         Y = np.matmul(As, X.T, out=Ybuf[:As.shape[0]])          # (directions, n): rows contiguous
