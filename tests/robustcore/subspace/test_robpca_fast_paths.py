@@ -377,3 +377,35 @@ def test_centred_rows_share_one_block_buffer():
         assert np.shares_memory(B, rows._buf)
     rows.project(np.eye(300)[:, :2], about=np.zeros(300))
     assert {id(rows._buf)} == bufs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_univariate_mcds_from_one_arena_are_those_of_separate_slots(dtype):
+    """A Scratch cut from one 2 MB-aligned arena of unimcd_scratch's size holds every slot of
+    unimcd_rows (none falls back to an array of its own), and gives the numbers of a Scratch
+    whose slots are separate arrays, to the bit, over chunks with a smaller last one."""
+    rng = np.random.default_rng(29)
+    m, n, h = 13, 40_000, 30_000            # (the slots take 11 MB in float32: an arena of huge pages)
+    R = (rng.standard_normal((30, n)) * rng.uniform(0.5, 50.0, (30, 1)) + 1e3).astype(dtype)
+    arena = steps.Scratch(steps.unimcd_scratch(m, n, h, dtype))
+    plain = steps.Scratch()
+    for c in range(0, 30, m):
+        for g, w in zip(steps.unimcd_rows(R[c:c + m], h, arena), steps.unimcd_rows(R[c:c + m], h, plain)):
+            np.testing.assert_array_equal(g, w)
+    assert arena._arena.ctypes.data % (1 << 21) == 0
+    assert all(np.shares_memory(buf, arena._arena) for buf in arena._bufs.values())
+    assert len(arena._bufs) == (4 if dtype == np.float64 else 5)
+    assert arena._used <= arena._arena.size
+
+
+def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
+    """Arrays of 2 MB or more start on a 2 MB boundary (small ones are plain np.empty), with the
+    shape, dtype and C order asked for, and hold what is written to them."""
+    from robustcore.subspace._robpca_rows import huge_empty
+    big = huge_empty((209, 10_000), np.float32)
+    assert big.ctypes.data % (1 << 21) == 0
+    assert big.shape == (209, 10_000) and big.dtype == np.float32 and big.flags.c_contiguous
+    big[...] = np.arange(10_000, dtype=np.float32)
+    np.testing.assert_array_equal(big[208], np.arange(10_000, dtype=np.float32))
+    small = huge_empty((10, 10), np.float64)
+    assert small.shape == (10, 10) and small.flags.owndata
