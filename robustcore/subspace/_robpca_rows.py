@@ -76,8 +76,11 @@ class CentredRows:
         buf = self._buffer(b)
         total, G, prod = np.zeros(d), np.zeros((d, d)), np.empty((d, d))
         for s in range(0, n, b):
-            part = mask[s:s + b]
-            B = np.compress(part, self.Z[s:s + b], axis=0, out=buf[:int(np.count_nonzero(part))])
+            rows = np.flatnonzero(mask[s:s + b])
+            # (take with mode="clip" writes into the buffer itself: compress, and take in its
+            # default mode, fill a fresh copy of ``out`` and copy it back, 1 ms more at 10,000 x
+            # 200; the indices are in range, so clipping changes nothing)
+            B = np.take(self.Z[s:s + b], rows, axis=0, out=buf[:rows.size], mode="clip")
             B -= self.shift
             total += B.sum(axis=0)
             G += np.matmul(B.T, B, out=prod)
