@@ -6,8 +6,10 @@ rows first; then the timed ``fit_row_results``, as in bench_robpca.py.
 
 Settings, interleaved round by round: ``as-is``; ``cpu0`` / ``cpu1`` (the process pinned to one
 core); ``no-thp`` (numpy asks for no transparent huge pages, ``NUMPY_MADVISE_HUGEPAGE=0``, so
-every fault is one 4 kB page and the faults count the fresh memory). Each run prints its stages'
-``CPU ms/faults``; the summary gives each setting's median (range) of the fit's CPU, and, over
+every fault is one 4 kB page and the faults count the fresh memory); ``default`` (the BLAS
+libraries' default threads, every thread variable removed: robustcore still limits BLAS to one
+thread inside the fit, so this compares that limit with ``OPENBLAS_NUM_THREADS=1`` and friends).
+Each run prints its stages' ``CPU ms/faults``; the summary gives each setting's median (range) of the fit's CPU, and, over
 all runs, each stage's median in the fastest and the slowest third of the runs with its
 correlation with the total.
 
