@@ -218,8 +218,53 @@ def test_a_large_maps_legend_counts_read_in_thousands_and_sit_level(views_for, q
     n, k = 12_000, int(v.current_flags.sum())
     assert 150 <= k < n
     texts = [label.text for _, label in v.legend.items]
-    assert texts[0] == f"within limits ({n - k:,})" and texts[1].replace("<br>", " ").endswith(f"({k:,})")
+    assert texts[0] == f"within limits ({n - k:,}, binned)" and texts[1].replace("<br>", " ").endswith(f"({k:,})")
     assert f"{k:,} of {n:,} flagged" in v.status.text()
     assert any("<br>" in t for t in texts)   # (rows of one line beside one of two)
     assert misaligned_legend_rows([v.legend], "SPE / T² map at 700 x 600") == []
 
+
+
+@pytest.mark.slow
+def test_a_binned_maps_legend_names_the_flagged_density_and_keeps_its_height(views_for, tmp_path, qtbot):
+    """Over FLAG_POINTS flagged samples are a density of their own colour with the highest as
+    points: the legend, all an exported figure has to say it, named one black point for all of
+    them ("flagged ... (19,781)" over a pink density it did not name, PCA on 1,000,000 rows).
+    Naming it must not move the user's framing when the rule changes: the plots' aspect is
+    locked, and a legend of another height under another rule changed their height."""
+    from app.state import AppState
+    from app.views import _style as style
+    from app.views._binned import FLAG_POINTS
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30_000, 2)) @ rng.normal(size=(2, 10)) + 0.2 * rng.normal(size=(30_000, 10))
+    ds = Dataset(X=X, name="thirty thousand")
+    state = AppState()
+    state.set_dataset(ds)
+    # alpha = 10 %: thousands flagged (a million rows at 1 % flag as many)
+    assert state.add_result(get_method("residual").run(ds, {"n_components": 2, "alpha": 0.1}))
+    state.set_current_method("residual")
+    views = views_for(state, size=(1280, 800))
+    v = views.show_view("contour")
+    v.finish_drawing()
+    qtbot.wait(50)
+    k = int(v.current_flags.sum())
+    assert k > FLAG_POINTS                                   # (what this test is about)
+    entries = [(sample.item, label.text.replace("<br>", " ")) for sample, label in v.legend.items]
+    texts = [t for _, t in entries]
+    assert texts[0] == f"within limits ({30_000 - k:,}, binned)"
+    layer = next(item for item, t in entries if t.startswith("flagged") and t.endswith(f"({k:,}, binned)"))
+    assert layer.opts["brush"].color().name().upper() == style.FLAG_LAYER_COLOR
+    points = next(item for item, t in entries if t.startswith("drawn: the flagged ones as points"))
+    assert points is v.clouds["spe"].flag_item and f"all up to {FLAG_POINTS:,} in view" in texts[2]
+    views.export_figure(str(tmp_path / "m.png"), view="contour")   # the same legend in the file
+    assert [label.text.replace("<br>", " ") for _, label in v.legend.items] == texts
+    # Another rule, other texts (T² flags far fewer here, all drawn as points): the framing stays.
+    framed = v.plots["spe"].getViewBox().viewRange()
+    for rule in ("t2", "spe", "either"):
+        v.set_rule(rule)
+        v.finish_drawing()
+        qtbot.wait(50)
+        assert v.plots["spe"].getViewBox().viewRange() == framed, rule
