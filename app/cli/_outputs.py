@@ -23,7 +23,6 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -216,9 +215,8 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
 
 
 def _npz_bytes(header: dict, arrays: dict) -> bytes:
-    buf = io.BytesIO()
-    np.savez_compressed(buf, metadata=np.array(json.dumps(header, default=str)), **arrays)
-    return buf.getvalue()
+    from app.export import npz_bytes
+    return npz_bytes({"metadata": np.array(json.dumps(header, default=str)), **arrays})
 
 
 def write_result(res, dataset, out: str, force: bool) -> tuple[list[str], dict]:
