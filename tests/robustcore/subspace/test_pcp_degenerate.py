@@ -102,3 +102,27 @@ def test_an_l_far_from_low_rank_warns_with_its_rank_and_what_to_change():
     from robustcore.methods import get_method
     res = get_method("pcp").run(Dataset(X=X, name="noise"), {"scale": "none"})
     assert any("far from low-rank" in w for w in res.warnings)
+
+
+def test_the_rank_of_l_counts_singular_values_above_a_thousandth_of_xs_largest():
+    """A planted rank 3 plus noise and 1 % gross rows: the inexact ALM leaves six or so more
+    singular values in L at 1e-9 to 1e-4 of ||X||_2, which were reported as "L has rank 9 of 20:
+    far from low-rank" (rank 7 at 1,000,000 rows). The rank counts those above RANK_TOL of X's
+    largest singular value; L, S, the scores and every singular value stay as the solver made them."""
+    from robustcore.subspace.pcp import RANK_TOL
+    rng = np.random.default_rng(5)
+    n, d = 20_000, 20
+    X = rng.normal(size=(n, 3)) @ rng.normal(size=(3, d)) + 0.1 * rng.normal(size=(n, d))
+    bad = rng.random(n) < 0.01
+    X[bad] += 5 * rng.normal(size=(int(bad.sum()), d))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est = rc.PCP(random_state=0).fit(X)
+    assert est.rank_ == 3 and not [w for w in caught if issubclass(w.category, DegenerateFitWarning)]
+    top = np.linalg.norm(X - est.center_, 2)   # X's largest singular value in the fit's units
+    sv = est.singular_values_
+    assert sv.size > 3 and est.history_["rank"][-1] == sv.size          # the residue is kept ...
+    assert np.all(sv[:3] > 0.1 * top) and np.all(sv[3:] < 0.2 * RANK_TOL * top)   # ... and far under
+    np.testing.assert_allclose(np.linalg.svd(est.low_rank_ - est.center_, compute_uv=False)[:sv.size], sv,
+                               rtol=1e-6, atol=1e-9 * top)   # L itself: its values as reported
+    assert np.linalg.norm(X - est.low_rank_ - est.sparse_) <= 1e-6 * np.linalg.norm(X)   # X = L + S
