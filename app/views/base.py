@@ -21,6 +21,7 @@ from robustcore.methods import methods_for_view, view_requirement
 from . import _style as st
 from ._common import title_of
 from ._flow import FlowLayout
+from ._legend_rows import level_rows
 
 
 class BaseView(QWidget):
@@ -70,8 +71,9 @@ class BaseView(QWidget):
         return legend
 
     def fit_layout(self) -> None:
-        """Adapt the figure to its size: legend columns here; views with pictures also choose how
-        many per row. Called on every resize and after every redraw."""
+        """Adapt the figure to its size: legend columns and rows level with their symbols here;
+        views with pictures also choose how many per row. Called on every resize and after
+        every redraw."""
         w = max(self.figure.width() - 30, 100)
         self._legends = [(legend, share) for legend, share in self._legends if isValid(legend)]
         for legend, share in self._legends:
@@ -87,6 +89,8 @@ class BaseView(QWidget):
             for legend, share in self._legends:
                 st.wrap_legend(legend, share * w)
             lay.invalidate()
+        for legend, _share in self._legends:   # each label level with its symbol (_legend_rows)
+            level_rows(legend)
         if self.figure.ci.geometry() != self.figure.range:
             # Qt had widened the layout to its former least width: it stays so unless set again
             self.figure.ci.setGeometry(self.figure.range)

@@ -29,7 +29,6 @@ from ._binned import FLAG_POINTS, Source
 from ._binning import block_rows, blocks
 from ._cloud import PointCloud, new_plot
 from ._density import DENSITY_POINTS
-from ._legend_rows import level_rows
 from ._common import Choice, describe_sample, fmt, labelled, title_of
 from ._map_fill import BANDS, GRID, MapFill
 from .base import BaseView
@@ -181,8 +180,6 @@ class ContourView(BaseView):
                     label.one_line = None
                     label.setText(text)
             super().fit_layout()
-            for legend, _share in self._legends:   # "flagged in all d dims:" on two lines beside one-line entries
-                level_rows(legend)
             if leg is not None:
                 tallest = max(tallest, leg.layout.effectiveSizeHint(Qt.SizeHint.PreferredSize).height())
         if rules:
