@@ -297,10 +297,10 @@ class ScatterView(BaseView):
         if pic is not None:
             self._legend_samples += add_flag_entries(self.legend, self.cloud, pic, self._flag_rule or "flagged")
         elif self._flags is not None and not self.cloud.binned.active:
-            self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({int(np.sum(self._flags))})")
+            self.legend.addItem(self.cloud.flag_item, f"ringed: {self._flag_rule} ({int(np.sum(self._flags)):,})")
         n_sel = self.state.selection.size
         if n_sel:  # no "selected" entry while nothing is
-            self.legend.addItem(self.cloud.sel_item, f"selected ({n_sel})")
+            self.legend.addItem(self.cloud.sel_item, f"selected ({n_sel:,})")
         self.fit_layout()
 
     def legend_texts(self) -> list[str]:

@@ -189,6 +189,29 @@ def test_legend_sits_beneath_the_plot_and_names_a_selection_only_when_there_is_o
     assert v.legend.sceneBoundingRect().top() >= v.plot.getViewBox().sceneBoundingRect().bottom()
 
 
+def test_a_scatters_legend_counts_read_in_thousands(views_for):
+    """Under the density's size every point is drawn and ringed: "ringed: ... (1348)" and
+    "selected (2500)" stood bare where every other count of the window reads 1,348."""
+    from app.state import AppState
+    from app.views._density import DENSITY_POINTS
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(2)
+    n = DENSITY_POINTS - 1000
+    ds = Dataset(X=rng.normal(size=(n, 6)) @ rng.normal(size=(6, 6)), name="nine thousand")
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(get_method("pca").run(ds, {"n_components": 2, "contamination": 0.15}))
+    state.set_current_method("pca")
+    v = views_for(state).show_view("scatter")
+    k = int(np.sum(v._flags))
+    assert k >= 1000                                   # (what this test is about)
+    state.set_selection(np.arange(2500))
+    texts = [lab.text for _, lab in v.legend.items]
+    assert any(t.startswith("ringed:") and t.endswith(f"({k:,})") for t in texts), texts
+    assert "selected (2,500)" in texts
+
+
 def test_choosers_show_their_whole_text(scatter):
     state, v = scatter
     for box in (v.method_box, v.x_box, v.y_box, v.color_box, v.size_box, v.flag_box):
