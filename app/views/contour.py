@@ -52,7 +52,7 @@ def _band_lut(n_inside: int, n_outside: int) -> np.ndarray:
 
 # What of the flagged samples a binned map draws as points (the rest are a density of their own
 # colour), in the legend (an exported figure has no status line) and the status.
-_POINTS_RULE = f"the flagged ones as points, all up to {FLAG_POINTS:,} in view, else the highest"
+_POINTS_RULE = f"all flagged up to {FLAG_POINTS:,} in view, else the highest"
 
 
 class ContourView(BaseView):
@@ -412,7 +412,7 @@ class ContourView(BaseView):
         texts = [f"within limits ({n - k:,}{', binned' if binned else ''})",
                  "flagged" + scope + f": {rule_text} ({k:,}{', binned' if binned and k > FLAG_POINTS else ''})"]
         if self._layered:
-            texts.append(f"drawn: {_POINTS_RULE}")
+            texts.append(f"drawn as points: {_POINTS_RULE}")
         return texts + ["limit on this plane" if scope else "this map's limit", "other map's limit", "component 1"]
 
     def _fill_legend(self) -> None:
@@ -447,7 +447,8 @@ class ContourView(BaseView):
         res, n, k = self.drawn, self.current_flags.size, self._flagged(rule)
         _, scope = self._rule_text(rule)
         d = self.plane.shape[1] if self.plane is not None else 2
-        shown = (f" · {n:,} samples: drawn as their density; {_POINTS_RULE}" if self._binned_xy is not None else "")
+        shown = (f" · {n:,} samples: drawn as their density; as points: {_POINTS_RULE}" if self._binned_xy is not None
+                 else "")
         return (f"{title_of(res.method)}: SPE limit {fmt(self.limits['spe'])}, T² limit "
                 f"{fmt(self.limits['t2'])} · {k:,} of {n:,} flagged by {RULE_NAMES[rule]} · "
                 f"SPE is constant along the components: far-out points there are caught only by T²."

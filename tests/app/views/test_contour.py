@@ -257,8 +257,8 @@ def test_a_binned_maps_legend_names_the_flagged_density_and_keeps_its_height(vie
     assert texts[0] == f"within limits ({30_000 - k:,}, binned)"
     layer = next(item for item, t in entries if t.startswith("flagged") and t.endswith(f"({k:,}, binned)"))
     assert layer.opts["brush"].color().name().upper() == style.FLAG_LAYER_COLOR
-    points = next(item for item, t in entries if t.startswith("drawn: the flagged ones as points"))
-    assert points is v.clouds["spe"].flag_item and f"all up to {FLAG_POINTS:,} in view" in texts[2]
+    points = next(item for item, t in entries if t.startswith("drawn as points: all flagged"))
+    assert points is v.clouds["spe"].flag_item and f"all flagged up to {FLAG_POINTS:,} in view" in texts[2]
     views.export_figure(str(tmp_path / "m.png"), view="contour")   # the same legend in the file
     assert [label.text.replace("<br>", " ") for _, label in v.legend.items] == texts
     # Another rule, other texts (T² flags far fewer here, all drawn as points): the framing stays.
