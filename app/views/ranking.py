@@ -23,6 +23,11 @@ STACK_MIN_HEIGHT = 170  # pixels a plot needs to be read: below twice this, the 
 SHORT_STACK = 480       # stacked in a figure lower than this, bars and spectrum share the height evenly
 
 
+# A feature pair with this few distinct points has each labelled with its count (binary features).
+FEW_POINTS = 16
+COUNT_ROWS = 2_000_000
+
+
 def fitted_selection(res, d: int) -> int:
     """How many top-ranked features the fit kept (``n_features_to_select``; its default is half
     the features), from the fitted support when the estimator came back with the result."""
@@ -67,6 +72,7 @@ class RankingView(BaseView):
         self.ranking = np.zeros(0, dtype=np.int64)
         self.scores = np.zeros(0)
         self.pair = None
+        self.counts = []   # the count labels of a pair with few distinct points (see _label_counts)
         self.chosen_rank = 0
         self.fitted_k = 0
 
@@ -134,6 +140,7 @@ class RankingView(BaseView):
             curve.setVisible(False)
         self.spectrum.setData([], [])
         self.cloud.clear()
+        self._label_counts(None, None)
 
     def _color_bars(self, *_):
         d = self.ranking.size
@@ -168,11 +175,34 @@ class RankingView(BaseView):
         if 0 <= r < self.ranking.size and 0 <= p.y() <= reach + 1e-12:
             self.show_pair(r)
 
+    def _label_counts(self, x, y) -> None:
+        """Each point of a pair with at most FEW_POINTS distinct ones labelled with how many
+        samples lie on it: a8a's top two 0/1 features put 22,696 samples on two dots, and the
+        picture said nothing of how many were where. (Tables of at most COUNT_ROWS rows: the
+        count is a sort on the GUI thread.)"""
+        for t in self.counts:
+            self.pair_plot.removeItem(t)
+        self.counts = []
+        if x is None or x.size > COUNT_ROWS:
+            return
+        pts, n = np.unique(np.column_stack([x, y]), axis=0, return_counts=True)
+        if len(pts) > FEW_POINTS or not np.all(np.isfinite(pts)):
+            return
+        mid = (pts.min(axis=0) + pts.max(axis=0)) / 2
+        for (px, py), c in zip(pts, n):
+            # beside the point, towards the middle of the plot (not past its edge)
+            t = pg.TextItem(f"{c:,}", color=st.AXIS_COLOR, anchor=(1.15 if px > mid[0] else -0.15,
+                                                                  0.0 if py > mid[1] else 1.0))
+            t.setPos(float(px), float(py))
+            self.pair_plot.addItem(t, ignoreBounds=True)
+            self.counts.append(t)
+
     def show_pair(self, rank):
         """Scatter the feature at ``rank`` against the next-ranked one (the previous for the last)."""
         ds = self.state.dataset
         if rank is None or ds is None or self.ranking.size < 2:
             self.cloud.clear()
+            self._label_counts(None, None)
             return
         rank = int(rank)
         other = rank + 1 if rank + 1 < self.ranking.size else rank - 1
@@ -185,6 +215,7 @@ class RankingView(BaseView):
         self.cloud.describe = lambda i: describe_sample(ds, i) + f" · {ds.feature_names[fa]} {fmt(X[i, fa])} · " \
                                                                   f"{ds.feature_names[fb]} {fmt(X[i, fb])}"
         self.cloud.set_points(X[:, fa], X[:, fb], brushes=brushes)
+        self._label_counts(X[:, fa], X[:, fb])
         st.style_plot(self.pair_plot, title=f"rank {rank + 1} vs rank {other + 1}",
                       bottom=f"{ds.feature_names[fa]} (rank {rank + 1})",
                       left=f"{ds.feature_names[fb]} (rank {other + 1})")
