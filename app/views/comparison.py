@@ -329,8 +329,9 @@ class ComparisonView(BaseView):
         b1 = pg.BarGraphItem(x=np.arange(len(ms)) - 0.2, height=nflag, width=0.4,
                              brush=st.brush(st.category_color(5)), pen=None)
         self.flag_plot.addItem(b1)
-        # (not "all flagged": beside "unflagged by all" it read as the samples every method flags)
-        self.flag_legend.addItem(b1, "flagged by the method")
+        # (each method's own count; "all flagged" beside "unflagged by all" read as the samples
+        # every method flags)
+        self.flag_legend.addItem(b1, "flagged")
         if ds.outliers is not None:
             hits = [self._counts["hits"][m] for m in ms]
             b2 = pg.BarGraphItem(x=np.arange(len(ms)) + 0.2, height=hits, width=0.4,
