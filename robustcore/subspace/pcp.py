@@ -125,7 +125,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         Rank of L: its singular values above ``RANK_TOL`` (1e-3) times X's largest singular value
         (both in the scaled, centred units the decomposition works in). Smaller ones are the
         solver's residue, not structure: on noisy data the inexact ALM leaves a few at 1e-9 to
-        1e-4 of X's scale (a planted rank 3 came out as "rank 7, far from low-rank"). They stay
+        7e-4 of X's scale (a planted rank 3 came out as "rank 7, far from low-rank"). They stay
         in L, ``components_`` and ``singular_values_``; ``history_["rank"]`` counts them too.
     components_ : ndarray of shape (n_singular, n_features)
         Orthonormal right singular vectors of L in the scaled units (its row space), one per
@@ -459,7 +459,7 @@ _NEGLIGIBLE_L = 1e-6
 # L's rank counts its singular values above this share of X's largest (PCP.rank_). Those below
 # are the inexact ALM's residue: on 100,000 and 300,000 x 20 rows of a planted rank 3 plus noise,
 # 4 and 7 more at 1e-9 to 6e-5 of ||X||_2 (reported as "rank 7 / 10, far from low-rank"); on a8a
-# a second one at ~3e-4, while L varied by under 4e-8 of X's range in 117 of 123 columns. Every
+# a second one at 4.5e-4, while L varied by under 4e-8 of X's range in 117 of 123 columns. Every
 # value dropped is at most 0.1 % of X's largest direction: L changes by less than that.
 RANK_TOL = 1e-3
 # Above this share of min(n, d) the rank of L is not low. On planted square data with 2 %
