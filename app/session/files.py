@@ -10,7 +10,6 @@ out, no device or FIFO). No Qt here.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 from collections.abc import Iterable, Mapping
@@ -21,6 +20,7 @@ from robustcore.datasets import (DEFAULT_MAX_BYTES, LoadError, open_regular, par
                                  side_file)
 from robustcore.datasets._limits import SESSION_MAX_BYTES
 
+from ..export import npz_bytes
 from .schema import (DATA_SUFFIX, RESULTS_SUFFIX, SESSION_SUFFIX, STORES_SUFFIX, DataMismatchError, DatasetRef,
                      Session, SessionError, _jsonable, session_from_json, session_to_json)
 from .stores import RESULT_KINDS, StoreError, prune, rebind, save_stores
@@ -99,9 +99,7 @@ def _pack_results(results: Iterable, provenance: dict, in_stores: set = frozense
                     continue
                 arrays[f"{res.method}|{kind}|{name}"] = arr
     arrays["__provenance__"] = np.array(json.dumps(_jsonable(provenance)))
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    return buf.getvalue(), skipped
+    return npz_bytes(arrays), skipped
 
 
 def _snapshot_bytes(dataset) -> bytes:
@@ -131,9 +129,7 @@ def _snapshot_bytes(dataset) -> bytes:
     out["feature_names"] = np.asarray([str(s) for s in dataset.feature_names], dtype=str)
     out["sample_ids"] = np.asarray([str(s) for s in dataset.sample_ids], dtype=str)
     out["__meta__"] = np.array(json.dumps(meta))
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **out)
-    return buf.getvalue()
+    return npz_bytes(out)
 
 
 def load_snapshot(path: str, ref: DatasetRef):
