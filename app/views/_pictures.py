@@ -57,17 +57,6 @@ class _ClickImage(pg.ImageItem):
             self._on_hover(self.mapToParent(ev.pos()))
 
 
-class _RowAxis(pg.AxisItem):
-    """Rows (samples, or a frame's pixel rows) numbered as counts are written elsewhere:
-    "500,000" and "1,000,000", where pyqtgraph wrote "500000" and "1e+06" (L + S of a
-    1,000,000-row table)."""
-
-    def tickStrings(self, values, scale, spacing):
-        if spacing >= 1 and all(float(v).is_integer() for v in values):
-            return [f"{int(v):,}" for v in values]
-        return super().tickStrings(values, scale, spacing)
-
-
 class PictureGrid:
     """The four pictures in ``layout`` (a pyqtgraph GraphicsLayout); ``on_click(pos, modifiers)``
     is called for a left click on any of them."""
@@ -111,7 +100,8 @@ class PictureGrid:
         return False
 
     def _add_panel(self, key: str, ttl: str) -> None:
-        p = pg.PlotItem(viewBox=MenuOnDemandViewBox(), axisItems={"bottom": FeatureAxis(), "left": _RowAxis("left")})
+        p = pg.PlotItem(viewBox=MenuOnDemandViewBox(),
+                        axisItems={"bottom": FeatureAxis(), "left": st.CountAxis("left")})
         # Equal columns whatever the title lengths (a long title would widen its column), and
         # rows that share the height by their stretch, not by what their axes take.
         p.setPreferredWidth(10)

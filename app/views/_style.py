@@ -335,3 +335,14 @@ def figure_widget() -> pg.GraphicsLayoutWidget:
     w.setBackground("w")
     w.ci.setSpacing(6)
     return w
+
+
+class CountAxis(pg.AxisItem):
+    """An axis of counts or row numbers written as counts are elsewhere: "500,000" and
+    "1,000,000", where pyqtgraph wrote "500000" and "1e+06" (the rows of L + S at 1,000,000
+    rows, the comparison's flagged counts)."""
+
+    def tickStrings(self, values, scale, spacing):
+        if spacing >= 1 and all(float(v).is_integer() for v in values):
+            return [f"{int(v):,}" for v in values]
+        return super().tickStrings(values, scale, spacing)

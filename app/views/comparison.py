@@ -99,7 +99,8 @@ class ComparisonView(BaseView):
         col = sum(p is not None for p in (self.angle_plot, self.error_plot, self.flag_plot))
         if col == 3:
             return False
-        plot = lay.addPlot(row=0, col=col)
+        # The counts' axis reads in thousands, as the legends and the table do.
+        plot = lay.addPlot(row=0, col=col, **({"axisItems": {"left": st.CountAxis("left")}} if col == 2 else {}))
         lay.layout.setColumnStretchFactor(col, 1)
         vb = plot.getViewBox()
         # Each legend in a row of its own under its plot: never cut off, never on the bars.

@@ -272,3 +272,6 @@ def test_a_result_left_out_is_named_and_counts_read_in_thousands(views_for):
     # each method's count of flagged samples, not "all flagged" (read as flagged by all beside
     # "unflagged by all", a8a at 1280 x 800)
     assert "flagged" in texts and "all flagged" not in texts
+    # the counts' axis too: "30,000" where pyqtgraph wrote "30000" beside "1,000,000" in the legends
+    axis = v.flag_plot.getAxis("left")
+    assert axis.tickStrings([0.0, 30000.0, 60000.0], 1.0, 30000.0) == ["0", "30,000", "60,000"]
