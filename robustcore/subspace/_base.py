@@ -430,9 +430,12 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
         def training(variances):
             if kept is not None:
                 inv = 1.0 / np.asarray(variances)
+                if not isinstance(kept["projection"], np.ndarray):
+                    return TrainingScores(functools.partial(self._sliced_t2, kept, variances, exclude),
+                                          exclude=exclude, counting=True)
 
                 def make():
-                    t2 = Rows(_lazy_or_numpy(kept["projection"])).map(
+                    t2 = Rows(kept["projection"]).map(
                         _t2_block, {"t2": ("f8", ())}, inv, message="training scores")["t2"]
                     self._remember_t2(variances, t2)
                     return {"spe": kept["spe"], "t2": t2}
@@ -453,6 +456,35 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                 return TrainingScores(make, exclude=exclude, counting=True)
             return TrainingScores(make, exclude=exclude)
         return training
+
+    def _sliced_t2(self, kept, variances, exclude, limits=None):
+        """The kept rows' SPE and T² (``TrainingScores``' make) when their projections are not
+        held whole (stored, or from a cluster): T² in plain slices of the projections, not
+        Dask's blocks, and, given the nominal ``limits`` the calibration asks about, the
+        combined score's histogram over the rows not excluded in the same sweep
+        (``"histogram"``, with ``"histogram_excludes"``: _calibrate_stored's first pass). The
+        same T², row by row, and the same counts as the pass each replaces."""
+        from ..bigdata import _selection as sel
+        from ..bigdata._rows import fill_rows, sliceable
+        inv = 1.0 / np.asarray(variances)
+        spe = sliceable(kept["spe"], "spe")
+        arrays = [sliceable(kept["projection"], "projection"), spe]
+        if exclude is not None:
+            arrays.append(sliceable(exclude, "exclude"))
+        part = [(0, np.zeros(0, np.int64))]
+
+        def block(P, s, *e):
+            t2 = _t2_block(P, 0, inv)["t2"]
+            if limits is not None:
+                combined = _combined_block(s, t2, *limits)
+                part[0] = sel.merge_histograms(part[0], sel.histogram_block(combined, e[0] if e else None))
+            return {"t2": t2}
+        t2 = fill_rows(block, {"t2": ("f8", ())}, arrays, name="scores")["t2"]
+        self._remember_t2(variances, t2)
+        out = {"spe": spe, "t2": t2}
+        if limits is not None:
+            out.update(histogram=(tuple(limits), part[0]), histogram_excludes=True)
+        return out
 
     def _remember_t2(self, variances, t2):
         """Inside fit_row_results: keep the calibration's T² of every row for the row results
@@ -547,8 +579,10 @@ class TrainingScores:
         trimmed = self.exclude is not None
         if not (isinstance(spe, np.ndarray) and isinstance(t2, np.ndarray)):
             limits, counted = v.get("histogram", (None, None))
+            # a histogram counted over every row serves only when none is excluded
+            same_rows = not trimmed or v.get("histogram_excludes", False)
             return _calibrate_stored(spe, t2, self.exclude, spe_limit, t2_limit, alpha, trimmed,
-                                     counted if limits == (spe_limit, t2_limit) and not trimmed else None)
+                                     counted if limits == (spe_limit, t2_limit) and same_rows else None)
         # one array of n scores at a time beside the inputs (30M rows: the temporaries of
         # the plain expression and the copies of kth_smallest made the run's memory peak)
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._blas_policy import fits_on_one_blas_thread
 from .._outlier import LIMIT_ALPHA
-from .._passes import count_true, indices, rowwise
+from .._passes import count_true, indices
 from .._residual import ResidualKernel
 from .._row_stats import RowGram, symmetric
 from ..linalg import GRAM_RCOND, fix_signs
@@ -226,7 +226,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
     rep(0.88, "limits")
-    keep, n_keep, cut_spe, bounds = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
+    keep, n_keep, cut_spe, not_kept = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
     spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
     n_c, var, lam = spectrum or _spectrum(rows, keep, n_keep, comps, fit.mean, scale, rep)
     kept = {"spe": spe, "projection": proj,
@@ -237,7 +237,6 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     # outliers moves the scores' 75 % quantile into them, and the bounds with it (the textbook
     # test's planted data: SPE limit 1000x too high). Rows left out are flagged;
     # where many inliers are among them (a8a-pos: 32 %), the flag-rate warning says so.
-    not_kept = rowwise(np.logical_not, bounds, name="calibration")
     limits = est._limit_fields(n_c, var, lam, alpha=LIMIT_ALPHA,
                                training=est._training_provider(rows, sc.scaling, comps, fit.mean,
                                                                kept=kept, exclude=not_kept))

@@ -53,7 +53,7 @@ import numpy as np
 from scipy.linalg.blas import dtrmm as _dtrmm
 
 from .._params import check_range, param_error
-from .._passes import count_true, gil_free, kth_smallest, rowwise, scratch
+from .._passes import count_true, gil_free, kth_of_slices_of, kth_smallest, rowwise, scratch
 from .._row_stats import syrk_lower
 from ._cop_memory import RankDeficientWarning
 from ._cop_calibration import bounds_cut, calibration_cut
@@ -262,10 +262,15 @@ def _select_top_stored(coh, degenerate, k, tau):
     return fill_rows(block, {"selected": (np.dtype(bool), ())}, [coh, degenerate], name="selected")["selected"]
 
 
-def _usable_median(values, degenerate, n_use):
-    """The median of the non-degenerate entries (numpy's np.median, exactly)."""
+def _usable_median(values, degenerate, n_use, fn=None):
+    """The median of the non-degenerate entries (numpy's np.median, exactly); of ``fn(values)``
+    (element-wise) when given, for values read in slices (never written whole)."""
     ks = [(n_use - 1) // 2, n_use // 2]
-    a, b = kth_smallest(values, ks, exclude=degenerate, message="calibration")
+    if fn is None:
+        a, b = kth_smallest(values, ks, exclude=degenerate, message="calibration")
+    else:
+        from ..bigdata._rows import sliceable
+        a, b = kth_of_slices_of(sliceable(values), ks, sliceable(degenerate), fn=fn)
     return a if ks[0] == ks[1] else 0.5 * (a + b)
 
 
@@ -280,19 +285,45 @@ def _calibration_mask(log_spe, degenerate, n_use, r):
     (``log_residual`` of it, made in the residual pass: a log of every row is not free) is
     at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer),
     and the rows whose scores bound the limits (``bounds_cut``).
-    Returns (mask, count, the cut on log SPE or None when all usable rows are taken, bounds mask)."""
+    Returns (mask, count, the cut on log SPE or None when all usable rows are taken, the rows
+    left out of the bounds). Per-row results read in slices (out of core) take the same values
+    in fewer sweeps: the MAD's deviations are made slice by slice, never written, and both masks
+    and the count come from one sweep (``_sliced_masks``)."""
     med = _usable_median(log_spe, degenerate, n_use)
-    dev = rowwise(functools.partial(_abs_dev, med), log_spe, name="calibration")
-    mad = _usable_median(dev, degenerate, n_use)
+    if isinstance(log_spe, np.ndarray):
+        dev = rowwise(functools.partial(_abs_dev, med), log_spe, name="calibration")
+        mad = _usable_median(dev, degenerate, n_use)
+    else:
+        mad = _usable_median(log_spe, degenerate, n_use, fn=functools.partial(_abs_dev, med))
     wide = bounds_cut(med, mad)
-    bounds = rowwise(lambda v, g: ~g & (v <= wide), log_spe, degenerate, name="calibration")
     cut = calibration_cut(med, mad)
-    keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
-    n_keep = count_true(keep)
+    if isinstance(log_spe, np.ndarray) and isinstance(degenerate, np.ndarray):
+        bounds = rowwise(lambda v, g: ~g & (v <= wide), log_spe, degenerate, name="calibration")
+        keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
+        n_keep = count_true(keep)
+        left_out = np.logical_not(bounds)
+    else:
+        keep, left_out, n_keep = _sliced_masks(log_spe, degenerate, cut, wide)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
         keep = rowwise(np.logical_not, degenerate, name="calibration")
-        return keep, n_use, None, keep
-    return keep, n_keep, cut, bounds
+        return keep, n_use, None, rowwise(np.logical_not, keep, name="calibration")
+    return keep, n_keep, cut, left_out
+
+
+def _sliced_masks(log_spe, degenerate, cut, wide):
+    """(the calibration rows, the rows left out of the bounds, the count of the former) of
+    per-row results read in slices: one sweep, held or stored by the budget's rule."""
+    from ..bigdata._rows import fill_rows, sliceable
+    count = [0]
+
+    def block(v, g):
+        usable = ~np.asarray(g, bool)
+        keep = usable & (v <= cut)
+        count[0] += int(np.count_nonzero(keep))
+        return {"keep": keep, "left_out": ~(usable & (v <= wide))}
+    out = fill_rows(block, {"keep": (np.dtype(bool), ()), "left_out": (np.dtype(bool), ())},
+                    [sliceable(log_spe, "log_spe"), sliceable(degenerate, "degenerate")], name="calibration")
+    return out["keep"], out["left_out"], count[0]
 
 
 def selection_count(p, n, n_valid, r) -> int:
