@@ -177,8 +177,15 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
             na, tot = acc["n"], acc["n"] + b
             delta = m - acc["mean"]
             acc.update(n=tot, mean=acc["mean"] + delta * b / tot, m2=acc["m2"] + m2 + delta * delta * na * b / tot)
-        return {"sd": np.sqrt(T2), "od": np.sqrt(S)}
-    got = fill_rows(distances, {"sd": ("f8", ()), "od": ("f8", ())}, [t2, spe], name="outlier_map")
+        out = {"sd": np.sqrt(T2), "od": np.sqrt(S)}
+        if robust_cut:
+            out["w"] = np.cbrt(S)      # OD^(2/3), as the Dask route's da.cbrt of the float64 SPE
+        return out
+    # a robust cut's median and MAD of OD^(2/3) read its values four times (two sweeps each):
+    # made once here, not in every sweep (30M rows: 0.6 s each)
+    robust_cut = cutoffs is None and robust
+    got = fill_rows(distances, {"sd": ("f8", ()), "od": ("f8", ()), **({"w": ("f8", ())} if robust_cut else {})},
+                    [t2, spe], name="outlier_map")
     t2_max, od_max = float(acc["t2_max"]), float(acc["spe_max"])
     _check(crit, bool(np.isfinite(t2_max)))
     sd, od = got["sd"], got["od"]
@@ -200,9 +207,10 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
             centre, spread = float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
         else:
             # median and MAD of OD^(2/3), exact, over slices of the SPE
-            centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
+            w = got.pop("w")
+            centre = percentile_of(lambda ks: kth_of_slices_of(w, ks), n, 50.0)
             spread = MAD_NORMAL * percentile_of(
-                lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
+                lambda ks: kth_of_slices_of(w, ks, fn=lambda v: abs(v - centre)), n, 50.0)
         return _od_cutoff(centre, spread, crit)
     sd_cut = float(cutoffs[0]) if cutoffs is not None else _sd_cutoff(k, crit)
     od_cut = od_cutoff()
@@ -217,11 +225,6 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
     region = fill_rows(regions, {"region": (np.int8, ())}, [sd, od], name="outlier_map")["region"]
     return {"score_distance": sd, "orthogonal_distance": od, "sd_cutoff": sd_cut, "od_cutoff": od_cut,
             "region": region, "counts": {name: int(counts[i]) for i, name in enumerate(REGIONS)}}
-
-
-def _cbrt(v):
-    """OD^(2/3) of SPE values, as the Dask route's ``da.cbrt`` of the float64 SPE makes them."""
-    return np.cbrt(np.asarray(v, dtype=np.float64))
 
 
 def _regions(sd, od, sd_cut, od_cut, far_off) -> dict:
