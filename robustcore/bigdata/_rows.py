@@ -151,16 +151,18 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
     return (out, list(vals)) if also else out
 
 
-def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20) -> dict:
+def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20, stored=()) -> dict:
     """Per-row results ``fn(*row slices of arrays) -> {name: values}`` of numpy per-row
     ``arrays`` (of one length), without Dask: slices of ``step`` rows written into results held
-    in memory or stored, by :func:`materialize`'s budget rule. ``spec``: name -> (dtype,
-    trailing shape). (Element-wise work on results already in memory gains nothing from Dask's
-    blocks, only their scheduling.)"""
+    in memory or stored, by :func:`materialize`'s budget rule; the names in ``stored`` always
+    stored (an intermediate read a few times in slices, which would only raise the memory peak).
+    ``spec``: name -> (dtype, trailing shape). (Element-wise work on results already in memory
+    gains nothing from Dask's blocks, only their scheduling.)"""
     n = int(arrays[0].shape[0])
     step = aligned_step(arrays, step)
     shapes = {k: SimpleNamespace(shape=(n,) + tuple(tail), dtype=np.dtype(dt)) for k, (dt, tail) in spec.items()}
-    mem, keep_out = _split_by_budget(shapes)
+    mem, keep_out = _split_by_budget({k: v for k, v in shapes.items() if k not in stored})
+    keep_out += [k for k in shapes if k in stored]
     out = {k: hold(np.empty(shapes[k].shape, shapes[k].dtype)) for k in mem}
     store = _NewStore(name) if keep_out else None
     try:

@@ -479,7 +479,9 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
                 combined = _combined_block(s, t2, *limits)
                 part[0] = sel.merge_histograms(part[0], sel.histogram_block(combined, e[0] if e else None))
             return {"t2": t2}
-        t2 = fill_rows(block, {"t2": ("f8", ())}, arrays, name="scores")["t2"]
+        # slices of 2^18 rows: 2^20 made 60 MB of temporaries (the coordinates, buckets) at the
+        # memory peak
+        t2 = fill_rows(block, {"t2": ("f8", ())}, arrays, name="scores", step=1 << 18)["t2"]
         self._remember_t2(variances, t2)
         out = {"spe": spe, "t2": t2}
         if limits is not None:
