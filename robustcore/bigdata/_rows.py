@@ -31,14 +31,18 @@ def store_bytes(arrays: dict) -> int:
     return sum(int(np.prod(a.shape)) * np.dtype(a.dtype).itemsize for a in arrays.values())
 
 
-def result_codecs(dtype) -> dict:
+def result_codecs(dtype, working: bool = False) -> dict:
     """Keyword arguments of Zarr's ``create_array`` for a per-row result of ``dtype``, wherever
     one is stored (here, and the command line's METHOD-results.zarr): no compression for floats
     (their mantissas are noise: zstd cost time and saved 3 %); the default (zstd) for flags and
-    integers, which compress well. Every chunk is written, even one of only the fill value:
-    Zarr's check for those compares every value written (about 40 % of an uncompressed write's
-    CPU), and a store with all its chunks never reads as one with some missing."""
-    codecs = {"compressors": None} if np.dtype(dtype).kind == "f" else {}
+    integers, which compress well. A ``working`` result (an intermediate a fit reads back a few
+    times in slices, never one of its outputs: the calibration rows' masks, the indices made from
+    them) is never compressed: its chunks are then plain files (:class:`RawChunks`), where zstd
+    through Zarr's pipeline cost every write and every sweep over it. Every chunk is written,
+    even one of only the fill value: Zarr's check for those compares every value written (about
+    40 % of an uncompressed write's CPU), and a store with all its chunks never reads as one
+    with some missing."""
+    codecs = {"compressors": None} if working or np.dtype(dtype).kind == "f" else {}
     return {**codecs, "config": {"write_empty_chunks": True}}
 
 
@@ -151,11 +155,13 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
     return (out, list(vals)) if also else out
 
 
-def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20, stored=()) -> dict:
+def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20, stored=(),
+              working: bool = False) -> dict:
     """Per-row results ``fn(*row slices of arrays) -> {name: values}`` of numpy per-row
     ``arrays`` (of one length), without Dask: slices of ``step`` rows written into results held
     in memory or stored, by :func:`materialize`'s budget rule; the names in ``stored`` always
-    stored (an intermediate read a few times in slices, which would only raise the memory peak).
+    stored (an intermediate read a few times in slices, which would only raise the memory peak);
+    ``working``: the results are intermediates, stored uncompressed (:func:`result_codecs`).
     ``spec``: name -> (dtype, trailing shape). (Element-wise work on results already in memory
     gains nothing from Dask's blocks, only their scheduling.)"""
     n = int(arrays[0].shape[0])
@@ -164,11 +170,15 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     mem, keep_out = _split_by_budget({k: v for k, v in shapes.items() if k not in stored})
     keep_out += [k for k in shapes if k in stored]
     out = {k: hold(np.empty(shapes[k].shape, shapes[k].dtype)) for k in mem}
-    store = _NewStore(name) if keep_out else None
+    store = _NewStore(name, working) if keep_out else None
+    # stored results in the chunks of the stored inputs: a later sweep over both then reads
+    # whole chunk files of each (aligned_step); with chunks of two lengths every slice went
+    # through Zarr's own reads (30M rows: the training T² and the calibration after it)
+    chunk = _common_chunk(arrays) or max(1, min(step, n))
     try:
         targets = dict(out)
         for k in keep_out:
-            targets[k] = store.array(k, shapes[k].shape, shapes[k].dtype, max(1, min(step, n)))
+            targets[k] = store.array(k, shapes[k].shape, shapes[k].dtype, chunk)
         for s0 in range(0, n, step):
             res = fn(*[a[s0:s0 + step] for a in arrays])
             for k in spec:
@@ -218,7 +228,7 @@ def sliced_indices(mask, step: int = 1 << 22, chunk: int = 1 << 20):
     if fits_in_memory(total * np.dtype(np.intp).itemsize):
         out, store = np.empty(total, np.intp), None
     else:
-        store = _NewStore("indices")
+        store = _NewStore("indices", working=True)
         out = store.array("indices", (total,), np.intp, max(1, min(chunk, total)))
     try:
         buf, fill, at = np.empty(max(1, min(chunk, total)), np.intp), 0, 0
@@ -241,14 +251,20 @@ def sliced_indices(mask, step: int = 1 << 22, chunk: int = 1 << 20):
     return hold(out) if store is None else store.finish(["indices"])["indices"]
 
 
+def _common_chunk(arrays) -> int | None:
+    """The one chunk length (rows) of the stored arrays among ``arrays``, or None (none stored,
+    or several lengths)."""
+    chunks = {int(a.z.chunks[0]) for a in arrays if isinstance(a, StoredRows)}
+    return chunks.pop() if len(chunks) == 1 else None
+
+
 def aligned_step(arrays, step: int) -> int:
     """``step`` rounded to whole chunks of the stored arrays among ``arrays`` when they share
     one chunk length (their slices are then read as whole chunk files, :class:`RawChunks`);
     ``step`` itself otherwise."""
-    chunks = {int(a.z.chunks[0]) for a in arrays if isinstance(a, StoredRows)}
-    if len(chunks) != 1:
+    c = _common_chunk(arrays)
+    if c is None:
         return step
-    c = chunks.pop()
     return max(1, step // c) * c
 
 
@@ -256,8 +272,9 @@ class _NewStore:
     """A Zarr store of per-row results, written under ``NAME.partial`` and renamed into place
     once complete (a store under its own name is always whole)."""
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, working: bool = False):
         import zarr
+        self.working = working       # result_codecs' rule
         s = get_settings()
         root = Path(s.store_dir) if s.store_dir else Path(tempfile.mkdtemp(prefix="robust-studio-"))
         root.mkdir(parents=True, exist_ok=True)
@@ -268,7 +285,8 @@ class _NewStore:
     def array(self, key, shape, dtype, chunk_rows: int):
         chunks = (int(chunk_rows),) + tuple(shape[1:])
         if hasattr(self.group, "create_array"):
-            z = self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks, **result_codecs(dtype))
+            z = self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks,
+                                         **result_codecs(dtype, self.working))
             return RawChunks(z) if RawChunks.takes(z) else z
         return self.group.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks)   # zarr 2
 

@@ -322,7 +322,8 @@ def _sliced_masks(log_spe, degenerate, cut, wide):
         count[0] += int(np.count_nonzero(keep))
         return {"keep": keep, "left_out": ~(usable & (v <= wide))}
     out = fill_rows(block, {"keep": (np.dtype(bool), ()), "left_out": (np.dtype(bool), ())},
-                    [sliceable(log_spe, "log_spe"), sliceable(degenerate, "degenerate")], name="calibration")
+                    [sliceable(log_spe, "log_spe"), sliceable(degenerate, "degenerate")], name="calibration",
+                    working=True)
     return out["keep"], out["left_out"], count[0]
 
 
