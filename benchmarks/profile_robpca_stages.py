@@ -9,8 +9,8 @@ core); ``no-thp`` (numpy asks for no transparent huge pages, ``NUMPY_MADVISE_HUG
 every fault is one 4 kB page and the faults count the fresh memory); ``default`` (the BLAS
 libraries' default threads, every thread variable removed: robustcore still limits BLAS to one
 thread inside the fit, so this compares that limit with ``OPENBLAS_NUM_THREADS=1`` and friends).
-Each run prints its stages' ``CPU ms/faults``; the summary gives each setting's median (range) of the fit's CPU, and, over
-all runs, each stage's median in the fastest and the slowest third of the runs with its
+Each run prints its stages' ``CPU ms/faults``; the summary gives each setting's median (range)
+of the fit's CPU, and, over all runs, each stage's median in the fastest and the slowest third of the runs with its
 correlation with the total.
 
     /work/tools/bench python benchmarks/profile_robpca_stages.py --rounds 8
