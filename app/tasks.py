@@ -21,7 +21,8 @@ Guarantees the window relies on:
 * an exception in the job becomes :attr:`TaskRunner.failed` with a one-line message and the
   traceback as details; the thread always ends normally;
 * a runner made with ``background=True`` (the views' own work) runs its jobs' threads at a
-  lower OS priority than the GUI thread (:data:`BACKGROUND_NICE`, Linux);
+  lower OS priority than the GUI thread (:data:`BACKGROUND_NICE`, Linux), and its jobs in
+  :data:`app.lane.LANE`: one background job at a time, taking turns at every progress report;
 * :meth:`TaskRunner.shutdown` cancels and joins every thread. Threads are also kept referenced
   in a module-level set until they finish, so a ``QThread`` object is never destroyed while its
   thread runs, whatever happens to the runner or the window.
@@ -44,6 +45,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 from robustcore._progress import Cancelled
 
 from .fit_process import FrameAnnouncer, describe_error
+from .lane import LANE
 
 __all__ = ["Job", "TaskRunner", "describe_error"]
 
@@ -136,6 +138,10 @@ class _JobThread(QThread):
         job = self.job
         if job.cancel_event.is_set():
             return False
+        if self.background and threading.get_ident() == self._ident:
+            LANE.turn(job.cancel_event)   # between two blocks: a waiting job goes first
+            if job.cancel_event.is_set():
+                return False
         job.fraction = float(fraction)
         job.message = str(message)
         now = time.monotonic()
@@ -147,10 +153,14 @@ class _JobThread(QThread):
     def run(self) -> None:
         job = self.job
         self._last = 0.0
+        self._ident = threading.get_ident()
         if self.background:
             lower_this_thread()
+            LANE.take(stop=job.cancel_event)
         t0 = time.perf_counter()
         try:
+            if job.cancel_event.is_set():   # cancelled while it waited for the lane
+                raise Cancelled()
             result = self.fn(_Progress(self))
         except Cancelled:
             job.elapsed = time.perf_counter() - t0
@@ -171,6 +181,8 @@ class _JobThread(QThread):
                 job.status = "done"
                 self.signals.done.emit(job, result)
         finally:
+            if self.background:
+                LANE.give()
             with _LIVE_LOCK:
                 _LIVE.discard(self)
             self.signals.ended.emit(job)
