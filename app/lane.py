@@ -14,9 +14,9 @@ numpy, and only one thread competes with the GUI thread for it and for the two c
 A job takes the lane when it starts and gives it back when it ends; at every progress report
 (between two blocks of rows) it lets a waiting job run one block first, so a long job (a cloud
 index at 30M rows) never holds a short one (a zoom) up for long. Waits are first come, first
-served. A job that gives its turn while it holds some lock of its own could stop the next one,
-if that one needs the lock: a wait for a turn therefore ends after :data:`TURN_WAIT` seconds and
-the job runs beside the holder (slower, never stuck).
+served. A wait ends after :data:`TURN_WAIT` seconds, and the job then runs beside the holder
+(slower, never stuck): the holder may be blocked, on a file or on a lock the waiting job holds
+(one that gave its turn inside a lock of its own), or between two reports for long.
 """
 from __future__ import annotations
 
@@ -64,6 +64,10 @@ class Lane:
             self._inside += 1
             self.most = max(self.most, self._inside)
             return ok
+
+    def enter(self, stop: threading.Event | None = None) -> bool:
+        """A job's start: :meth:`take` with a wait of at most :data:`TURN_WAIT` s."""
+        return self.take(TURN_WAIT, stop)
 
     def give(self) -> None:
         """Leave the lane (a no-op for a thread that ran without holding it)."""

@@ -156,7 +156,7 @@ class _JobThread(QThread):
         self._ident = threading.get_ident()
         if self.background:
             lower_this_thread()
-            LANE.take(stop=job.cancel_event)
+            LANE.enter(job.cancel_event)
         t0 = time.perf_counter()
         try:
             if job.cancel_event.is_set():   # cancelled while it waited for the lane

@@ -80,7 +80,8 @@ def test_a_foreground_job_is_not_in_the_lane(qtbot, runners):
     assert ran.is_set() and sorted(done) == ["bg", "fg"]
 
 
-def test_a_job_cancelled_while_it_waits_for_the_lane_never_runs(qtbot, runners):
+def test_a_job_cancelled_while_it_waits_for_the_lane_never_runs(qtbot, runners, monkeypatch):
+    monkeypatch.setattr(lane_mod, "TURN_WAIT", 60.0)   # it waits until cancelled
     release = threading.Event()
     holder, waiter = runners(), runners()
     calls = []
@@ -122,3 +123,20 @@ def test_a_turn_given_while_holding_a_lock_the_next_job_needs_is_not_a_deadlock(
     b.submit(second)
     qtbot.waitUntil(lambda: len(done) == 2, timeout=10_000)
     assert sorted(done) == ["a", "b"]
+
+
+def test_a_job_behind_a_blocked_one_runs_after_the_longest_wait(qtbot, runners, monkeypatch):
+    """A job blocked while it holds the lane (on a file, on an event: a test holding a cloud
+    index's build) does not stop the others: they wait TURN_WAIT, then run beside it."""
+    monkeypatch.setattr(lane_mod, "TURN_WAIT", 0.2)
+    release, started = threading.Event(), threading.Event()
+    blocked, other = runners(), runners()
+    done = []
+    other.finished.connect(lambda j, r: done.append(r))
+    blocked.submit(lambda progress: (started.set(), release.wait(30.0)))
+    assert started.wait(5.0)   # it holds the lane
+    other.submit(lambda progress: "ran")
+    qtbot.waitUntil(lambda: done == ["ran"], timeout=10_000)
+    assert blocked.is_busy() and not release.is_set()
+    release.set()
+    qtbot.waitUntil(lambda: not blocked.is_busy(), timeout=5000)
