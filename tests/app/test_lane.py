@@ -40,8 +40,8 @@ class _Steps:
 def runners(qtbot):
     made = []
 
-    def make(background=True):
-        made.append(TaskRunner(throttle=0.05, background=background))
+    def make(background=True, lane=True):
+        made.append(TaskRunner(throttle=0.05, background=background, lane=lane))
         return made[-1]
     yield make
     for r in made:
@@ -65,11 +65,14 @@ def test_background_jobs_run_one_at_a_time_and_take_turns_between_blocks(qtbot, 
     assert {"b", "c"} <= set(steps.order[:first_done])
 
 
-def test_a_foreground_job_is_not_in_the_lane(qtbot, runners):
-    """A fit's relay (not background) runs beside a view's job: the background job here waits
-    until the foreground one has run, which would never happen if both were in the lane."""
+@pytest.mark.parametrize("beside", [dict(background=False), dict(lane=False)], ids=["foreground", "index build"])
+def test_a_job_outside_the_lane_runs_beside_it(qtbot, runners, monkeypatch, beside):
+    """A fit's relay (not background) and a cloud index's build (``lane=False``) run beside the
+    views' jobs: the job in the lane here waits until the other one has run, which would take
+    TURN_WAIT if both were in the lane."""
+    monkeypatch.setattr(lane_mod, "TURN_WAIT", 60.0)
     ran = threading.Event()
-    bg, fg = runners(), runners(background=False)
+    bg, fg = runners(), runners(**beside)
     done = []
     bg.finished.connect(lambda j, r: done.append("bg"))
     fg.finished.connect(lambda j, r: done.append("fg"))
