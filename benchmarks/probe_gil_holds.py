@@ -110,13 +110,11 @@ def calls_of(n: int) -> dict:
 def main(n: int = 2_000_000) -> list:
     sys.setswitchinterval(5e-4)
     rows = probe(calls_of(n))
-    print("# probe_gil_holds\n")
-    print(_bench.conditions([f"{n:,} values per call; probe: 0.1 ms sleeps on another thread"]) + "\n")
-    print("| call | call (best of 3) | the probe's largest wait for the GIL |")
-    print("|---|--:|--:|")
-    for name, took, worst in rows:
-        print(f"| {name} | {took * 1000:.1f} ms | {worst * 1000:.1f} ms |")
-    print(f"\nload average at the end: {_bench.load_average()}")
+    lines = ["# probe_gil_holds\n",
+             _bench.conditions([f"{n:,} values per call; probe: 0.1 ms sleeps on another thread"]) + "\n",
+             "| call | call (best of 3) | the probe's largest wait for the GIL |", "|---|--:|--:|"]
+    lines += [f"| {name} | {took * 1000:.1f} ms | {worst * 1000:.1f} ms |" for name, took, worst in rows]
+    print("\n".join(lines) + f"\n\nload average at the end: {_bench.load_average()}")
     return rows
 
 
