@@ -21,7 +21,9 @@ Guarantees the window relies on:
 * an exception in the job becomes :attr:`TaskRunner.failed` with a one-line message and the
   traceback as details; the thread always ends normally;
 * a runner made with ``background=True`` (the views' own work) runs its jobs' threads at a
-  lower OS priority than the GUI thread (:data:`BACKGROUND_NICE`, Linux);
+  lower OS priority than the GUI thread (:data:`BACKGROUND_NICE`, Linux), and its jobs in
+  :data:`app.lane.LANE` (unless ``lane=False``): one such job at a time, taking turns at every
+  progress report;
 * :meth:`TaskRunner.shutdown` cancels and joins every thread. Threads are also kept referenced
   in a module-level set until they finish, so a ``QThread`` object is never destroyed while its
   thread runs, whatever happens to the runner or the window.
@@ -44,6 +46,7 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal
 from robustcore._progress import Cancelled
 
 from .fit_process import FrameAnnouncer, describe_error
+from .lane import LANE
 
 __all__ = ["Job", "TaskRunner", "describe_error"]
 
@@ -124,18 +127,24 @@ class _Progress:
 
 
 class _JobThread(QThread):
-    def __init__(self, job: Job, fn: Callable[[Callable], Any], throttle: float, background: bool = False):
+    def __init__(self, job: Job, fn: Callable[[Callable], Any], throttle: float, background: bool = False,
+                 lane: bool = False):
         super().__init__()
         self.job = job
         self.fn = fn
         self.throttle = throttle
         self.background = background
+        self.lane = lane
         self.signals = _JobSignals()
 
     def _progress(self, fraction, message=""):
         job = self.job
         if job.cancel_event.is_set():
             return False
+        if self.lane and threading.get_ident() == self._ident:
+            LANE.turn(job.cancel_event)   # between two blocks: a waiting job goes first
+            if job.cancel_event.is_set():
+                return False
         job.fraction = float(fraction)
         job.message = str(message)
         now = time.monotonic()
@@ -147,10 +156,15 @@ class _JobThread(QThread):
     def run(self) -> None:
         job = self.job
         self._last = 0.0
+        self._ident = threading.get_ident()
         if self.background:
             lower_this_thread()
+        if self.lane:
+            LANE.enter(job.cancel_event)
         t0 = time.perf_counter()
         try:
+            if job.cancel_event.is_set():   # cancelled while it waited for the lane
+                raise Cancelled()
             result = self.fn(_Progress(self))
         except Cancelled:
             job.elapsed = time.perf_counter() - t0
@@ -171,6 +185,8 @@ class _JobThread(QThread):
                 job.status = "done"
                 self.signals.done.emit(job, result)
         finally:
+            if self.lane:
+                LANE.give()
             with _LIVE_LOCK:
                 _LIVE.discard(self)
             self.signals.ended.emit(job)
@@ -198,10 +214,11 @@ class TaskRunner(QObject):
     cancelled = Signal(object)
     busyChanged = Signal(bool)
 
-    def __init__(self, parent=None, throttle: float = 0.05, background: bool = False):
+    def __init__(self, parent=None, throttle: float = 0.05, background: bool = False, lane: bool = True):
         super().__init__(parent)
         self.throttle = float(throttle)
         self.background = bool(background)
+        self.lane = self.background and bool(lane)
         self._current: Job | None = None
         self._threads: dict[int, _JobThread] = {}
         self._busy = False
@@ -227,7 +244,7 @@ class TaskRunner(QObject):
             raise RuntimeError("this TaskRunner has been shut down")
         self.cancel()
         job = Job(seq=next(_SEQ), tag=tag)
-        th = _JobThread(job, fn, self.throttle, self.background)
+        th = _JobThread(job, fn, self.throttle, self.background, self.lane)
         q = Qt.ConnectionType.QueuedConnection
         sig = th.signals
         # Bound slots of this GUI-thread object with queued connections: every call below runs

@@ -24,12 +24,13 @@ def settle_timer(parent, slot) -> QTimer:
     return timer
 
 
-def runner(parent, finished, failed=None):
+def runner(parent, finished, failed=None, lane: bool = True):
     """A :class:`app.tasks.TaskRunner` for a view's work, ``finished(job, result)`` and
     ``failed(job, message, details)`` connected (progress is not shown: reports are throttled
-    to two a second). Its threads run below the GUI thread's priority (``background``)."""
+    to two a second). Its threads run below the GUI thread's priority (``background``), its jobs
+    one at a time with every other view's (:mod:`app.lane`) unless ``lane`` is False."""
     from ..tasks import TaskRunner   # here, not at import: app.tasks reaches the fit machinery
-    r = TaskRunner(parent, throttle=0.5, background=True)
+    r = TaskRunner(parent, throttle=0.5, background=True, lane=lane)
     r.finished.connect(finished)
     if failed is not None:
         r.failed.connect(failed)
