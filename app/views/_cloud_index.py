@@ -27,7 +27,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _aggregate as agg
-from ..mapped_tables import give_back
+from ..mapped_tables import release as release_mapped
 from ._cloud_pyramid import Pyramid
 
 __all__ = ["INDEX_ROWS", "GRID", "CloudIndex"]
@@ -40,10 +40,11 @@ GRID = 256
 #: A zoom reads through the index when the cells it touches hold at most this share of the rows;
 #: else one plain pass over them all costs little more.
 WORTH = 0.25
-#: Rows of the sorted copy sorted at once in the build's last pass (37 bytes a row, and the sort's
-#: temporaries): what the build holds, whatever the cloud's size.
-BUCKET_ROWS = 2_000_000
-#: Rows appended between two hand-backs of the written pages during the build.
+#: Rows of the sorted copy sorted at once in the build's last pass (up to twice as many: a
+#: bucket's cell codes, its order and one column at a time, about 26 bytes a row): with a
+#: block's rows, what the build holds, whatever the cloud's size.
+BUCKET_ROWS = 1_000_000
+#: Rows read between two hand-backs of the columns' mapped pages during the build.
 _GIVE_BACK = 1_000_000
 
 _FIELDS = (("x", np.float64), ("y", np.float64), ("codes", np.int32), ("flags", np.bool_),
@@ -54,6 +55,80 @@ def _small(count: int):
     """The smallest unsigned type holding 0 .. count - 1: numpy's stable sort of 16-bit keys
     is a radix sort, several times a merge sort of int64 ones."""
     return np.uint8 if count <= 1 << 8 else np.uint16 if count <= 1 << 16 else np.int64
+
+
+def _blocks(n: int, block: int):
+    """The blocks of a pass over ``n`` rows, the pages of the columns' mapped files read so far
+    (a large result's arrays are) given back every :data:`_GIVE_BACK` rows and at the end."""
+    read = 0
+    for a, b in agg.blocks(0, n, block):
+        yield a, b
+        read += b - a
+        if read >= _GIVE_BACK:
+            release_mapped()
+            read = 0
+    release_mapped()
+
+
+class _Store:
+    """One column of the sorted copy while it is built: in memory (``folder`` None) or a
+    ``.npy`` file of ``folder`` written and read with plain writes and reads, so that no page of
+    it is mapped into the window (:meth:`close` maps the finished file read-only)."""
+
+    def __init__(self, dtype, size: int, folder: str | None, name: str):
+        self.dtype = np.dtype(dtype)
+        if folder is None:
+            self.data, self.fh = np.zeros(size, self.dtype), None
+            return
+        self.path = os.path.join(folder, f"{name}.npy")
+        header = np.lib.format.open_memmap(self.path, mode="w+", dtype=self.dtype, shape=(size,))
+        self.offset = header.offset   # the file is made at its size (sparse); nothing is mapped
+        del header
+        self.data, self.fh = None, open(self.path, "r+b", buffering=0)
+
+    def write(self, at: int, v: np.ndarray) -> None:
+        v = np.ascontiguousarray(v, dtype=self.dtype)
+        if self.fh is None:
+            self.data[at:at + v.size] = v
+            return
+        self.fh.seek(self.offset + at * self.dtype.itemsize)
+        view, done = memoryview(v).cast("B"), 0
+        while done < view.nbytes:
+            done += self.fh.write(view[done:])
+
+    def append(self, v: np.ndarray, fill: np.ndarray, sizes: np.ndarray) -> None:
+        """Write ``v`` (rows ordered by bucket, ``sizes`` of each) at each bucket's next free row."""
+        at = 0
+        for i in np.flatnonzero(sizes):
+            m = int(sizes[i])
+            self.write(int(fill[i]), v[at:at + m])
+            at += m
+
+    def read(self, a: int, b: int) -> np.ndarray:
+        if self.fh is None:
+            return self.data[a:b]
+        out = np.empty(b - a, dtype=self.dtype)
+        view, done = memoryview(out).cast("B"), 0
+        self.fh.seek(self.offset + a * self.dtype.itemsize)
+        while done < view.nbytes:
+            got = self.fh.readinto(view[done:])
+            if not got:
+                raise OSError(f"the cloud index's {os.path.basename(self.path)} ended early")
+            done += got
+        return out
+
+    def close(self, remove: bool = False):
+        """The finished column (read-only, mapped from its file), or None when ``remove``."""
+        if self.fh is None:
+            return None if remove else self.data
+        self.fh.close()
+        if remove:
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+            return None
+        return np.load(self.path, mmap_mode="r")
 
 
 class CloudIndex:
@@ -81,7 +156,7 @@ class CloudIndex:
         # when their cells split these evenly (edge 4k of 1024 cells is edge k of 256 to the bit:
         # k * (w / 256) and 4k * (w / 1024) round the same product), without reading the rows.
         counts = self._from_fine(pyramid)
-        for a, b in agg.blocks(0, self.n if counts is None else 0, block):
+        for a, b in _blocks(self.n if counts is None else 0, block):
             rep.report(0.5 * a / max(self.n, 1), "indexing the cloud")
             cell, _ = self._cells(x.read(a, b), y.read(a, b))
             counts = np.bincount(cell, minlength=g * g) + (0 if counts is None else counts)
@@ -93,34 +168,46 @@ class CloudIndex:
             os.makedirs(folder, exist_ok=True)
             self.folder = tempfile.mkdtemp(prefix="cloud-index-", dir=folder)
             weakref.finalize(self, shutil.rmtree, self.folder, ignore_errors=True)
-        self.cols = {}
-        for name, dtype in _FIELDS:
-            if name in self.has and not self.has[name]:
-                continue
-            shape = (max(self.n_finite, 1),)
-            self.cols[name] = (np.zeros(shape, dtype) if self.folder is None else
-                               np.lib.format.open_memmap(os.path.join(self.folder, f"{name}.npy"), mode="w+",
-                                                         dtype=dtype, shape=shape))
+        # Written by plain writes, not through a memory map: every page of the copy written
+        # through one stayed counted in the window's memory until it was handed back, and so did
+        # every page of the columns read (issue 33.2: +340-435 MB while the index was built).
+        stores = {name: _Store(dtype, max(self.n_finite, 1), self.folder, name)
+                  for name, dtype in _FIELDS if name not in self.has or self.has[name]}
+        # Each row's cell, kept beside the copy for pass 3's sort (2 bytes a row at GRID 256).
+        stores["cell"] = _Store(_small(g * g), max(self.n_finite, 1), self.folder, "cell")
         # A Pyramid already filled (with the cloud's first picture) is used as it is.
         own = pyramid is not False and not isinstance(pyramid, Pyramid)
         self.pyramid = pyramid if isinstance(pyramid, Pyramid) else None if not own else Pyramid(
             self.extent, n_codes=n_codes, flags=self.has["flags"], score=self.has["score"], mean_score=mean_score,
             **(pyramid or {}))
+        try:
+            self._fill(stores, x, y, src, own, block, bucket_rows, rep)
+            if own:
+                self.pyramid.done()
+            stores.pop("cell").close(remove=True)
+            self.cols = {name: st.close() for name, st in stores.items()}
+        except BaseException:
+            for st in stores.values():
+                st.close(remove=True)
+            raise
+
+    def _fill(self, stores: dict, x, y, src: dict, own: bool, block: int, bucket_rows: int, rep) -> None:
+        """Passes 2 and 3 of the build, into ``stores`` (see __init__)."""
+        g = self.grid
         # Pass 2: each block's finite rows appended, in sample order, to the stretch of the
         # copy that their range of cells will fill (a "bucket"); pass 3 sorts each bucket by cell.
         # Written straight to their cells' places instead, every block touches a page of every
-        # cell of every column: the whole copy stayed resident while it was built (3 GB at 30M
-        # rows). Appended, only the last pages of each bucket are written at a time.
+        # cell of every column; appended, each write is a run of rows.
         bounds = self._buckets(bucket_rows)
         bucket_of = np.repeat(np.arange(bounds.size - 1, dtype=_small(bounds.size - 1)), np.diff(bounds))
         fill = self.offsets[bounds[:-1]].copy()
-        written = 0
-        for a, b in agg.blocks(0, self.n, block):
+        for a, b in _blocks(self.n, block):
             rep.report(0.5 + 0.25 * a / max(self.n, 1), "indexing the cloud")
             xb, yb = x.read(a, b), y.read(a, b)
             cell, ok = self._cells(xb, yb)
             rows = np.flatnonzero(ok)
-            values = {"x": xb[ok], "y": yb[ok], "index": rows + a}
+            values = {"x": xb[ok], "y": yb[ok], "index": rows + a, "cell": cell}
+            del xb, yb
             for name in ("codes", "flags", "score"):
                 if self.has[name]:
                     values[name] = src[name].read(a, b)[rows]
@@ -128,36 +215,24 @@ class CloudIndex:
             order = np.argsort(bkt, kind="stable")
             sizes = np.bincount(bkt, minlength=fill.size)
             for name, v in values.items():
-                self._append(self.cols[name], v[order], fill, sizes)
+                stores[name].append(v[order], fill, sizes)
             fill += sizes
-            written += rows.size
-            if written >= _GIVE_BACK:
-                self._give_back()
-                written = 0
             if own:
                 self.pyramid.add(values["x"], values["y"], values["index"], values.get("codes"), values.get("flags"),
                                  values.get("score"))
-        self._give_back()
         # Pass 3: each bucket sorted by cell, in memory, and written back in place. The sort is
-        # stable, so a cell's rows stay in sample order, as a zoom's reading expects.
+        # stable, so a cell's rows stay in sample order, as a zoom's reading expects; a bucket of
+        # one cell is in that order already.
         for i, (c0, c1) in enumerate(zip(bounds[:-1], bounds[1:])):
             rep.report(0.75 + 0.25 * i / max(bounds.size - 1, 1), "indexing the cloud")
             a, b = int(self.offsets[c0]), int(self.offsets[c1])
-            if b - a < 2:
+            if b - a < 2 or c1 - c0 < 2:
                 continue
-            cell, _ = self._cells(np.asarray(self.cols["x"][a:b]), np.asarray(self.cols["y"][a:b]))
-            order = np.argsort(cell.astype(_small(g * g), copy=False), kind="stable")
-            for col in self.cols.values():
-                col[a:b] = np.asarray(col[a:b])[order]
-            self._give_back()
-        if own:
-            self.pyramid.done()
-        if self.folder is not None:
-            # Reopened read-only: only the pages a zoom reads are then mapped.
-            for name, v in list(self.cols.items()):
-                v.flush()
-                del v
-                self.cols[name] = np.load(os.path.join(self.folder, f"{name}.npy"), mmap_mode="r")
+            order = np.argsort(stores["cell"].read(a, b), kind="stable")
+            for name, st in stores.items():
+                if name != "cell":
+                    st.write(a, st.read(a, b)[order])
+            del order
 
     def _from_fine(self, fine) -> np.ndarray | None:
         """The cells' counts (cell = i * grid + j) from a filled Pyramid of the same extent whose
@@ -170,27 +245,13 @@ class CloudIndex:
 
     def _buckets(self, bucket_rows: int) -> np.ndarray:
         """Cell bounds (0 = c_0 < c_1 < ... = GRID²) cutting the sorted copy into stretches of
-        about ``bucket_rows`` rows (a cell with more is a stretch of its own)."""
-        cuts = np.searchsorted(self.offsets, np.arange(1, self.n_finite // max(int(bucket_rows), 1) + 1)
-                               * int(bucket_rows), side="left")
+        at most 2 x ``bucket_rows`` rows, or of one cell holding more (sorted already): what
+        pass 3 holds in memory at once, whatever the cloud's size."""
+        step = max(int(bucket_rows), 1)
+        cuts = np.searchsorted(self.offsets, np.arange(1, self.n_finite // step + 1) * step, side="left")
+        big = np.flatnonzero(np.diff(self.offsets) > step)
         cells = self.offsets.size - 1
-        return np.unique(np.r_[0, np.clip(cuts, 0, cells), cells]).astype(np.int64)
-
-    @staticmethod
-    def _append(col, v: np.ndarray, fill: np.ndarray, sizes: np.ndarray) -> None:
-        """Write ``v`` (rows ordered by bucket, ``sizes`` of each) at each bucket's next free row."""
-        at = 0
-        for i in np.flatnonzero(sizes):
-            m = int(sizes[i])
-            col[fill[i]:fill[i] + m] = v[at:at + m]
-            at += m
-
-    def _give_back(self) -> None:
-        """Hand the written pages of an on-disk copy back to the system: they stay in its cache
-        and the file, no longer counted in the window's memory."""
-        if self.folder is not None:
-            for col in self.cols.values():
-                give_back(col)
+        return np.unique(np.r_[0, np.clip(cuts, 0, cells), big, big + 1, cells]).astype(np.int64)
 
     def _cells(self, xb: np.ndarray, yb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cell of each finite (x, y) of a block, and which rows are finite."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _aggregate as agg
+from ..mapped_tables import release as release_mapped
 
 __all__ = ["FINE", "TOP", "Pyramid"]
 
@@ -89,6 +90,10 @@ class Pyramid:
                           **({} if score is None else {"score": score[cand]}))
 
     def _flush(self) -> None:
+        # The pass filling these reads every row of the cloud's columns; the pages of those
+        # mapped from files (a large result's arrays) are given back as it goes, not all held
+        # until the window's drawing is done (issue 33.2: the window's memory at 30M rows).
+        release_mapped()
         if self._cells:
             self.counts += np.bincount(np.concatenate([c for c, _ in self._cells]), minlength=self.counts.size)
             if self.sums is not None:
