@@ -27,7 +27,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _aggregate as agg
-from ..mapped_tables import release as release_mapped
+from ..mapped_tables import release as release_mapped, trim_heap
 from ._cloud_pyramid import Pyramid
 
 __all__ = ["INDEX_ROWS", "GRID", "CloudIndex"]
@@ -186,6 +186,7 @@ class CloudIndex:
                 self.pyramid.done()
             stores.pop("cell").close(remove=True)
             self.cols = {name: st.close() for name, st in stores.items()}
+            trim_heap()   # the build's blocks, freed in this worker's own arena
         except BaseException:
             for st in stores.values():
                 st.close(remove=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _aggregate as agg
-from ..mapped_tables import release as release_mapped
+from ..mapped_tables import release as release_mapped, trim_heap
 
 __all__ = ["FINE", "TOP", "Pyramid"]
 
@@ -112,6 +112,7 @@ class Pyramid:
             self.sums, self.sizes = self.sums.reshape(shape), self.sizes.astype(np.int32).reshape(shape)
         self.best, self.best_cols = self._top.kept()
         self._top = None
+        trim_heap()   # the pass's blocks, freed in its worker's own arena
 
     def edge(self, axis: int, k) -> np.ndarray:
         """Position of fine-cell edge ``k`` along ``axis`` (0: x, 1: y), as np.linspace places it
