@@ -7,7 +7,8 @@ in view. :class:`CloudIndex` is built once, off the GUI thread, after the cloud'
 the whole extent cut into :data:`GRID` x :data:`GRID` cells, and every finite sample's columns
 (x, y, colour code, flag, score, sample index) copied in cell order (a counting sort: the
 cells' sizes, then rows appended by ranges of cells, then each range sorted in memory) into
-files beside the window's other results too large for memory.
+files beside the window's other results too large for memory, with plain writes and reads: the
+build holds a block and a range of cells in memory, whatever the cloud's size.
 A zoom then reads the cells the range touches, a contiguous run of rows per column of cells,
 and :func:`app.views._aggregate.aggregate` counts them exactly as it counts the whole: the
 rows read are put back in sample order first, so ties and the order of the points drawn are the
@@ -194,7 +195,6 @@ class CloudIndex:
 
     def _fill(self, stores: dict, x, y, src: dict, own: bool, block: int, bucket_rows: int, rep) -> None:
         """Passes 2 and 3 of the build, into ``stores`` (see __init__)."""
-        g = self.grid
         # Pass 2: each block's finite rows appended, in sample order, to the stretch of the
         # copy that their range of cells will fill (a "bucket"); pass 3 sorts each bucket by cell.
         # Written straight to their cells' places instead, every block touches a page of every
