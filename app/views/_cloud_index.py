@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 import weakref
 from dataclasses import replace
 
@@ -44,9 +45,12 @@ WORTH = 0.25
 #: Rows of the sorted copy sorted at once in the build's last pass (up to twice as many: a
 #: bucket's cell codes, its order and one column at a time, about 26 bytes a row): with a
 #: block's rows, what the build holds, whatever the cloud's size.
-BUCKET_ROWS = 1_000_000
+BUCKET_ROWS = 500_000
 #: Rows read between two hand-backs of the columns' mapped pages during the build.
 _GIVE_BACK = 1_000_000
+#: One build at a time in the window: the scatter's and the outlier map's, started together
+#: when a 30M-row result arrives, held their blocks and buckets at once.
+_BUILDING = threading.Lock()
 
 _FIELDS = (("x", np.float64), ("y", np.float64), ("codes", np.int32), ("flags", np.bool_),
            ("score", np.float64), ("index", np.int64))
@@ -67,6 +71,7 @@ def _blocks(n: int, block: int):
         read += b - a
         if read >= _GIVE_BACK:
             release_mapped()
+            trim_heap()
             read = 0
     release_mapped()
 
@@ -182,7 +187,8 @@ class CloudIndex:
             self.extent, n_codes=n_codes, flags=self.has["flags"], score=self.has["score"], mean_score=mean_score,
             **(pyramid or {}))
         try:
-            self._fill(stores, x, y, src, own, block, bucket_rows, rep)
+            with _BUILDING:
+                self._fill(stores, x, y, src, own, block, bucket_rows, rep)
             if own:
                 self.pyramid.done()
             stores.pop("cell").close(remove=True)
@@ -234,6 +240,7 @@ class CloudIndex:
                 if name != "cell":
                     st.write(a, st.read(a, b)[order])
             del order
+            trim_heap()   # a bucket's blocks: glibc keeps freed ones of up to 32 MB in this thread's arena
 
     def _from_fine(self, fine) -> np.ndarray | None:
         """The cells' counts (cell = i * grid + j) from a filled Pyramid of the same extent whose
