@@ -467,7 +467,9 @@ class _RssMost:
 
     def __init__(self):
         import threading
+        import time
         self.most = {"RssAnon": 0.0, "RssFile": 0.0}
+        self._t0, self._clock = time.perf_counter(), time.perf_counter
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -475,8 +477,8 @@ class _RssMost:
     def _run(self):
         while not self._stop.wait(0.05):
             p = _rss_parts_mb()
-            if p["RssAnon"] + p["RssFile"] > sum(self.most.values()):
-                self.most = p
+            if p["RssAnon"] + p["RssFile"] > self.most["RssAnon"] + self.most["RssFile"]:
+                self.most = dict(p, at_s=self._clock() - self._t0)
 
     def stop(self) -> dict:
         self._stop.set()
@@ -672,7 +674,9 @@ def arrival(big: bool = False, big_only: bool = False):
                   f"{after['RssFile']:.0f} MB, peak (VmHWM) {r['hwm_after_zoom_mb']:.0f} MB; most from the "
                   f"result's arrival to the zooms' end (sampled every 50 ms, the index built meanwhile) RssAnon "
                   f"{most['RssAnon']:.0f} MB + RssFile {most['RssFile']:.0f} MB = "
-                  f"{sum(most.values()) - base[1]:+.0f} MB above the 20,000-row window", flush=True)
+                  f"{most['RssAnon'] + most['RssFile'] - base[1]:+.0f} MB above the 20,000-row window, "
+                  f"{most.get('at_s', 0):.0f} s after the result arrived (the tour takes "
+                  f"{r['tour_s']:.0f} s)", flush=True)
     print(f"\nload average at the end: {_bench.load_average()}")
     shutil.rmtree(tmp, ignore_errors=True)
     return results
