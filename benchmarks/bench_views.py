@@ -665,6 +665,10 @@ def arrival(big: bool = False, big_only: bool = False):
                       f"({z['deep_in_view']:,}) | {z['whole_s'] * 1000:.0f} ms | {z['large_s'] * 1000:.0f} ms | "
                       f"{z['pan_s'] * 1000:.0f} ms | "
                       f"{max(z['whole_gap_s'], z['large_gap_s'], z['pan_gap_s']) * 1000:.0f} ms |", flush=True)
+        for _name, r in zooms:
+            for view, z in r["zoom"].items():   # which of them was the worst
+                print(f"\n{view}: the 1 % zooms in the order made: "
+                      f"{', '.join(f'{t * 1000:.0f}' for t in z['zoom_s'])} ms", flush=True)
         for name, r in zooms:
             after, shown = r["rss_parts_after_zoom_mb"], r["rss_parts_mb"]
             # RssFile is pages of memory-mapped files (the table's columns): the system may drop them
