@@ -27,6 +27,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _geometry as geo
+from ..mapped_tables import release as release_mapped, trim_heap
 from ._binning import blocks
 
 __all__ = ["BLOCK", "Column", "Picture", "Chosen", "extent", "aggregate", "select", "quantiles", "take",
@@ -163,6 +164,26 @@ class _Top:
         return idx[order].astype(np.int64), {name: v[0][order] for name, v in self._more.items()}
 
 
+#: Rows read between two hand-backs of the columns' mapped pages in a pass over a whole cloud.
+GIVE_BACK = 1_000_000
+
+
+def released_blocks(n: int, block: int):
+    """The blocks of a pass over ``n`` rows, the pages of the columns' mapped files read so far
+    (a large result's arrays are) given back every :data:`GIVE_BACK` rows and at the end, with
+    the heap freed meanwhile: such a pass at 30M rows otherwise leaves every page it read in the
+    window's memory until the views are done (issue 33.2)."""
+    read = 0
+    for a, b in blocks(0, n, block):
+        yield a, b
+        read += b - a
+        if read >= GIVE_BACK:
+            release_mapped()
+            trim_heap()
+            read = 0
+    release_mapped()
+
+
 def extent(x, y, report=None, block: int = BLOCK, score=None, ranks: Ranks | None = None
            ) -> tuple[float, float, float, float, int]:
     """(x0, x1, y0, y1, number of samples with finite x and y): the range they span. With
@@ -172,7 +193,7 @@ def extent(x, y, report=None, block: int = BLOCK, score=None, ranks: Ranks | Non
     x0 = y0 = np.inf
     x1 = y1 = -np.inf
     count = 0
-    for a, b in blocks(0, x.n, block):
+    for a, b in released_blocks(x.n, block):
         rep.report(a / max(x.n, 1), "measuring the cloud")
         xb, yb = x.read(a, b), y.read(a, b)
         if ranks is not None:
@@ -390,7 +411,7 @@ def select(x, y, region, score=None, cap: int = 200_000, report=None, block: int
         raise ValueError(f"a selection is a 'rect' or a 'lasso'; got {kind!r}")
     rep = Reporter(report)
     count, kept, top = 0, [], _Top(cap)
-    for a, b in blocks(0, x.n, block):
+    for a, b in released_blocks(x.n, block):
         rep.report(a / max(x.n, 1), "selecting")
         xb, yb = x.read(a, b), y.read(a, b)
         inside = geo.in_rect(xb, yb, *shape) if kind == "rect" else geo.in_polygon(xb, yb, shape)

@@ -28,7 +28,7 @@ import numpy as np
 from robustcore._progress import Reporter
 
 from . import _aggregate as agg
-from ..mapped_tables import release as release_mapped, trim_heap
+from ..mapped_tables import trim_heap
 from ._cloud_pyramid import Pyramid
 
 __all__ = ["INDEX_ROWS", "GRID", "CloudIndex"]
@@ -45,8 +45,6 @@ WORTH = 0.25
 #: bucket's cell codes, its order and one column at a time, about 26 bytes a row): with a
 #: block's rows, what the build holds, whatever the cloud's size.
 BUCKET_ROWS = 500_000
-#: Rows read between two hand-backs of the columns' mapped pages during the build.
-_GIVE_BACK = 1_000_000
 
 _FIELDS = (("x", np.float64), ("y", np.float64), ("codes", np.int32), ("flags", np.bool_),
            ("score", np.float64), ("index", np.int64))
@@ -56,20 +54,6 @@ def _small(count: int):
     """The smallest unsigned type holding 0 .. count - 1: numpy's stable sort of 16-bit keys
     is a radix sort, several times a merge sort of int64 ones."""
     return np.uint8 if count <= 1 << 8 else np.uint16 if count <= 1 << 16 else np.int64
-
-
-def _blocks(n: int, block: int):
-    """The blocks of a pass over ``n`` rows, the pages of the columns' mapped files read so far
-    (a large result's arrays are) given back every :data:`_GIVE_BACK` rows and at the end."""
-    read = 0
-    for a, b in agg.blocks(0, n, block):
-        yield a, b
-        read += b - a
-        if read >= _GIVE_BACK:
-            release_mapped()
-            trim_heap()
-            read = 0
-    release_mapped()
 
 
 class _Store:
@@ -163,7 +147,7 @@ class CloudIndex:
         # when their cells split these evenly (edge 4k of 1024 cells is edge k of 256 to the bit:
         # k * (w / 256) and 4k * (w / 1024) round the same product), without reading the rows.
         counts = self._from_fine(pyramid)
-        for a, b in _blocks(self.n if counts is None else 0, block):
+        for a, b in agg.released_blocks(self.n if counts is None else 0, block):
             rep.report(0.5 * a / max(self.n, 1), "indexing the cloud")
             cell, _ = self._cells(x.read(a, b), y.read(a, b))
             counts = np.bincount(cell, minlength=g * g) + (0 if counts is None else counts)
@@ -208,7 +192,7 @@ class CloudIndex:
         bounds = self._buckets(bucket_rows)
         bucket_of = np.repeat(np.arange(bounds.size - 1, dtype=_small(bounds.size - 1)), np.diff(bounds))
         fill = self.offsets[bounds[:-1]].copy()
-        for a, b in _blocks(self.n, block):
+        for a, b in agg.released_blocks(self.n, block):
             rep.report(0.5 + 0.25 * a / max(self.n, 1), "indexing the cloud")
             xb, yb = x.read(a, b), y.read(a, b)
             cell, ok = self._cells(xb, yb)
