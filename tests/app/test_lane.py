@@ -1,12 +1,14 @@
 """The views' background jobs run one at a time and take turns between blocks (app.lane), so the
 GUI thread competes for the GIL with one job, not four to six (issue 33.2). Checked by what runs
 at once and in which order, never by timing."""
+import sys
 import threading
 import time
 
 import pytest
 
 from app import lane as lane_mod
+from app import tasks as tasks_mod
 from app.lane import LANE
 from app.tasks import TaskRunner
 from robustcore._progress import Reporter
@@ -34,6 +36,15 @@ class _Steps:
                 rep(i / n, f"{name} {i}")
             return name
         return fn
+
+
+@pytest.fixture(autouse=True)
+def _own_lane(monkeypatch):
+    """A lane of this test's own: a job another test left behind (the lane is the process's)
+    would hold it, and these tests count who waits."""
+    fresh = lane_mod.Lane()
+    monkeypatch.setattr(tasks_mod, "LANE", fresh)
+    monkeypatch.setattr(sys.modules[__name__], "LANE", fresh)
 
 
 @pytest.fixture
