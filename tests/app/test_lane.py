@@ -40,8 +40,8 @@ class _Steps:
 
 @pytest.fixture(autouse=True)
 def _own_lane(monkeypatch):
-    """A lane of this test's own: a job another test left behind (the lane is the process's)
-    would hold it, and these tests count who waits."""
+    """A lane of this test's own: the lane is the process's, and these tests count who waits
+    in it and who runs."""
     fresh = lane_mod.Lane()
     monkeypatch.setattr(tasks_mod, "LANE", fresh)
     monkeypatch.setattr(sys.modules[__name__], "LANE", fresh)
@@ -87,8 +87,9 @@ def test_a_job_outside_the_lane_runs_beside_it(qtbot, runners, monkeypatch, besi
     done = []
     bg.finished.connect(lambda j, r: done.append("bg"))
     fg.finished.connect(lambda j, r: done.append("fg"))
-    bg.submit(lambda progress: ran.wait(5.0))
-    qtbot.waitUntil(lambda: LANE.waiting() == 0 and bg.is_busy(), timeout=5000)
+    inside = threading.Event()
+    bg.submit(lambda progress: (inside.set(), ran.wait(5.0)))
+    qtbot.waitUntil(inside.is_set, timeout=5000)   # it holds the lane (is_busy is set at submit)
     fg.submit(lambda progress: ran.set())
     qtbot.waitUntil(lambda: len(done) == 2, timeout=10_000)
     assert ran.is_set() and sorted(done) == ["bg", "fg"]
@@ -99,8 +100,11 @@ def test_a_job_cancelled_while_it_waits_for_the_lane_never_runs(qtbot, runners, 
     release = threading.Event()
     holder, waiter = runners(), runners()
     calls = []
-    holder.submit(lambda progress: release.wait(5.0))
-    qtbot.waitUntil(holder.is_busy, timeout=5000)
+    inside = threading.Event()
+    holder.submit(lambda progress: (inside.set(), release.wait(5.0)))
+    # it holds the lane: is_busy is set at submit, before its thread runs, and a waiter
+    # submitted then could take the lane first (it did once in the full suite)
+    qtbot.waitUntil(inside.is_set, timeout=5000)
     waiter.submit(lambda progress: calls.append("ran"))
     qtbot.waitUntil(lambda: LANE.waiting() == 1, timeout=5000)
     with qtbot.waitSignal(waiter.cancelled, timeout=5000):
@@ -119,8 +123,11 @@ def test_a_turn_given_while_holding_a_lock_the_next_job_needs_is_not_a_deadlock(
     a, b = runners(), runners()
     done = []
 
+    inside = threading.Event()
+
     def first(progress):
         with shared:
+            inside.set()
             while LANE.waiting() == 0:   # the second job is in line
                 time.sleep(0.005)
             progress(0.5, "a block")     # its turn goes to the second job, which waits on `shared`
@@ -133,7 +140,7 @@ def test_a_turn_given_while_holding_a_lock_the_next_job_needs_is_not_a_deadlock(
     for r in (a, b):
         r.finished.connect(lambda j, res: done.append(res))
     a.submit(first)
-    qtbot.waitUntil(a.is_busy, timeout=5000)
+    qtbot.waitUntil(inside.is_set, timeout=5000)   # it holds the lane and the lock
     b.submit(second)
     qtbot.waitUntil(lambda: len(done) == 2, timeout=10_000)
     assert sorted(done) == ["a", "b"]
