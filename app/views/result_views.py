@@ -64,8 +64,9 @@ class ResultViews(FigureExport, PrepareAhead, QTabWidget):
     (:class:`._figure_export.FigureExport`).
 
     A new result is drawn over the next turns of the event loop, not in the one it arrives in:
-    the view to show is built in one turn and filled in the next (together they froze the
-    window 55-80 ms; issue 25, benchmarks/bench_views.py gaps). ``viewsReady`` is emitted once
+    the view to show is built in one turn, each part of it not built ahead yet in a turn of its
+    own, and filled in the next (together they froze the window 55-85 ms; issues 25 and 33.2,
+    benchmarks/bench_views.py gaps and arrival). ``viewsReady`` is emitted once
     the view on screen shows it, and :meth:`when_drawn` runs a callback then. Asking for a view
     (``view``, ``show_view``, ``export_figure``, ``current_view_name``) draws what is pending
     first, so code that reads a view right after a result sees the result. The views a result
@@ -226,8 +227,22 @@ class ResultViews(FigureExport, PrepareAhead, QTabWidget):
     def _refresh_current(self) -> None:
         cur = self.currentWidget()
         if cur in self._views.values():
+            if self._build_in_turns(cur):
+                return
             cur.ensure_fresh(strict=False)
             self._release_timer.start()   # pages of a mapped table the drawing read
+
+    def _build_in_turns(self, v) -> bool:
+        """Whether view ``v``, shown before it was built ahead, had a deferred part of its
+        construction left: one is built now, the others and the drawing each in a coming turn
+        (:meth:`_draw_step`). Finished and drawn in the turn its tab was chosen, the SPE / T² map
+        held the GUI thread 75-85 ms at 2,000,000 rows (issue 33.2, bench_views.py arrival)."""
+        if not v.build_step():
+            return False
+        if self._pending is None:
+            self._pending = ("show", next(n for n, w in self._views.items() if w is v))
+        self._queue_step()
+        return True
 
     def _on_result(self, method: str) -> None:
         self._write_summary()
@@ -274,6 +289,8 @@ class ResultViews(FigureExport, PrepareAhead, QTabWidget):
             self._create(name)   # this turn; filled in the next one
             self._update_tabs()
             return True
+        if name is not None and self._views[name].build_step():
+            return True   # a part of the view not built ahead: one per turn, then the drawing
         self._pending = None
         if name is not None:
             v = self._views[name]

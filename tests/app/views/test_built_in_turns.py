@@ -91,3 +91,82 @@ def test_building_views_ahead_makes_at_most_one_part_per_idle_turn(views_for, qt
     assert sum(plots) >= 5 and max(plots) <= 1, per_turn   # 1 + 1 bar, 1, 2 + 1 key
     # a map's plot with its axis line and note, or four labels: never a plot, lines and labels
     assert max(p + o for p, o in per_turn) <= 4, per_turn
+
+
+def _turns_of_drawing(views, cls, monkeypatch) -> list:
+    """What each turn of ``views``' pending drawing did to views of class ``cls``: the parts built
+    ("part") and the drawings ("draw"), one list per turn, run by hand until nothing is pending
+    (no timing: the steps' own timer is stopped and each turn called in order)."""
+    done = []
+    real_step, real_refresh = cls.build_step, cls.refresh
+
+    def step(self):
+        built = real_step(self)
+        if built:
+            done.append("part")
+        return built
+
+    def refresh(self):
+        done.append("draw")
+        return real_refresh(self)
+
+    monkeypatch.setattr(cls, "build_step", step)
+    monkeypatch.setattr(cls, "refresh", refresh)
+    return done
+
+
+def _run_turns(views, done, first) -> list:
+    turns = []
+    before = len(done)
+    first()   # the click's own turn
+    turns.append(done[before:])
+    while views.drawing():
+        views._step_timer.stop()
+        before = len(done)
+        views._on_step()
+        turns.append(done[before:])
+    return turns
+
+
+def test_a_map_shown_before_it_was_built_ahead_is_built_one_part_per_turn_then_drawn(views_for, monkeypatch):
+    """A tab chosen before its view was built ahead (a fast fit, a slow machine, a quick click):
+    the view was made in the click's turn, then finished AND drawn in the next one, the SPE / T²
+    map's two plots, its key, its legend and the first drawing together (75-85 ms of the GUI
+    thread at 2,000,000 rows, issue 33.2). Each part now has a turn of its own, the drawing one
+    after them, and the map drawn is the one a view built at once draws."""
+    from app.views.contour import ContourView, _band_lut
+    from app.views.result_views import ResultViews
+    monkeypatch.setattr(ResultViews, "prepare", lambda self, names: None)   # nothing built ahead
+    _band_lut.cache_clear()   # as in a new window: the key's colour maps not read yet
+    state = make_state("gaussian-2d", ("pca", {"n_components": 1}))
+    views = views_for(state)
+    assert "contour" in views._standins and "contour" not in views._views
+    done = _turns_of_drawing(views, ContourView, monkeypatch)
+    turns = _run_turns(views, done, lambda: views.setCurrentWidget(views._standins["contour"]))
+    assert all(len(t) <= 1 for t in turns), turns   # no turn does two parts, nor a part and the drawing
+    assert [w for t in turns for w in t] == ["part"] * 5 + ["draw"], turns
+    v = views._views["contour"]
+    assert views.currentWidget() is v and v.drawn is state.result("pca") and not v.build_step()
+    whole = ContourView(state)
+    whole.resize(v.size())
+    whole.ensure_fresh()
+    assert v.status.text() == whole.status.text()
+    assert [label.text for _, label in v.legend.items] == [label.text for _, label in whole.legend.items]
+    assert set(v.plots) == set(whole.plots) and v.key is not None
+    whole.deleteLater()
+
+
+def test_a_view_half_built_ahead_is_finished_one_part_per_turn_when_its_tab_is_chosen(views_for, monkeypatch):
+    """Built ahead in part when its tab is chosen: the rest, one part per turn, then the drawing."""
+    from app.views.outlier_map import OutlierMapView
+    from app.views.result_views import ResultViews
+    monkeypatch.setattr(ResultViews, "prepare", lambda self, names: None)
+    state = make_state("gaussian-2d", ("pca", {"n_components": 1}))
+    views = views_for(state)
+    v = views._create("outlier-map")
+    assert v.build_step()   # the plot built ahead; its lines and labels not yet
+    done = _turns_of_drawing(views, OutlierMapView, monkeypatch)
+    turns = _run_turns(views, done, lambda: views.setCurrentWidget(v))
+    assert all(len(t) <= 1 for t in turns), turns
+    assert [w for t in turns for w in t] == ["part", "part", "draw"], turns
+    assert v.drawn is state.result("pca") and len(v.region_labels) == 4
