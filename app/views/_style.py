@@ -123,10 +123,42 @@ def colorbar(values, cmap, label: str, **kwargs) -> pg.ColorBarItem:
     return bar
 
 
-def legend_row(layout, row: int, col: int, colspan: int = 1, columns: int = 4) -> pg.LegendItem:
+class DownLegend(pg.LegendItem):
+    """A legend whose entries fill each column top to bottom before the next (pyqtgraph's fill
+    each row first). The SPE / T² map's long entries (the flagged samples, the points drawn) come
+    first and its short ones (the lines) last: row by row, a long and a short entry shared each
+    column, and at 690 px (its width at 1280 x 800, a 1,000,000-row map) the six entries stood in
+    one column of six rows; down the columns, the long ones share a column and the short ones
+    the next: two columns of three rows."""
+
+    def _addItemToLayout(self, sample, label):
+        self._place()
+
+    def setColumnCount(self, columnCount):
+        self.columnCount = columnCount
+        self._place()
+        self.updateSize()
+
+    def _place(self) -> None:
+        for i in range(self.layout.count() - 1, -1, -1):
+            self.layout.removeAt(i)
+        self.rowCount = legend_rows(len(self.items), self.columnCount)
+        for k, (sample, label) in enumerate(self.items):
+            r, c = k % self.rowCount, k // self.rowCount
+            self.layout.addItem(sample, r, 2 * c, alignment=Qt.AlignmentFlag.AlignVCenter)
+            self.layout.addItem(label, r, 2 * c + 1)
+
+
+def legend_rows(n: int, columns: int) -> int:
+    """How many rows ``n`` entries take in ``columns`` columns."""
+    return max(1, -(-n // max(columns, 1)))
+
+
+def legend_row(layout, row: int, col: int, colspan: int = 1, columns: int = 4, down: bool = False) -> pg.LegendItem:
     """A legend in its own row of the figure (beneath the plots): never on the data. Its number
-    of columns follows the width it gets (see :func:`fit_legend`)."""
-    leg = pg.LegendItem(labelTextColor=AXIS_COLOR, labelTextSize="9pt", colCount=columns)
+    of columns follows the width it gets (see :func:`fit_legend`); ``down``: its entries fill
+    each column before the next (:class:`DownLegend`)."""
+    leg = (DownLegend if down else pg.LegendItem)(labelTextColor=AXIS_COLOR, labelTextSize="9pt", colCount=columns)
     leg.max_columns = columns
     layout.addItem(leg, row=row, col=col, colspan=colspan)
     return leg
@@ -213,7 +245,12 @@ def _label_width(lab) -> float:
 def _legend_columns(legend: pg.LegendItem, width: float) -> int:
     widths = [s.width() + _label_width(lab) + 10 for s, lab in legend.items]
     for k in range(min(len(widths), getattr(legend, "max_columns", len(widths))), 0, -1):
-        if sum(max(widths[c::k]) for c in range(k)) <= width:
+        if isinstance(legend, DownLegend):   # column c holds entries c * rows to (c + 1) * rows
+            rows = legend_rows(len(widths), k)
+            columns = [widths[c:c + rows] for c in range(0, len(widths), rows)]
+        else:
+            columns = [widths[c::k] for c in range(k)]
+        if sum(max(col) for col in columns) <= width:
             return k
     return 1
 

@@ -106,7 +106,8 @@ class ContourView(MapTexts, BaseView):
             if one_part:
                 return
         if self.legend is None:
-            self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5))
+            self.legend = self.add_legend(st.legend_row(self.figure.ci, row=1, col=0, colspan=3, columns=5,
+                                                        down=True))
 
     def build_step(self) -> bool:
         if "spe" not in self.plots:

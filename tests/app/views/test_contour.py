@@ -268,3 +268,33 @@ def test_a_binned_maps_legend_names_the_flagged_density_and_keeps_its_height(vie
         v.finish_drawing()
         qtbot.wait(50)
         assert v.plots["spe"].getViewBox().viewRange() == framed, rule
+
+
+def test_a_binned_maps_six_entries_fill_its_legend_down_the_columns_in_three_rows(views_for, monkeypatch):
+    """The binned map's legend (within limits, flagged, the points drawn, three lines) at 690 px,
+    the figure's width at 1280 x 800: filled row by row, a long entry and a short one shared
+    each column, and a 1,000,000-row map's six entries stood in one column of six rows (150 px
+    of legend under the plots). Filled down the columns, the samples' entries stand in the first
+    column and the lines' in the next: three rows, every entry whole."""
+    from app.state import AppState
+    from app.views import _map_texts
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    monkeypatch.setattr(_map_texts, "FLAG_POINTS", 50)   # flagged drawn as a density: six entries
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(12_000, 3)) @ rng.normal(size=(3, 20)) + 0.1 * rng.normal(size=(12_000, 20))
+    X[:200] += 2 * rng.normal(size=(200, 20))
+    ds = Dataset(X=X, name="twelve thousand")
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(get_method("pca").run(ds, {}))
+    state.set_current_method("pca")
+    v = views_for(state, size=(690, 700)).show_view("contour")
+    v.finish_drawing()
+    leg = v.legend
+    assert v._layered and len(leg.items) == 6
+    assert [label.text.replace("<br>", " ") for _, label in leg.items] == v._legend_texts(v.rule_box.key())
+    rows = leg.rowCount
+    assert rows <= 3 and leg.columnCount >= 2, (rows, leg.columnCount)
+    for k, (sample, label) in enumerate(leg.items):   # down each column, then the next
+        assert leg.layout.itemAt(k % rows, 2 * (k // rows) + 1) is label, k
