@@ -297,4 +297,5 @@ def test_a_binned_maps_six_entries_fill_its_legend_down_the_columns_in_three_row
     rows = leg.rowCount
     assert rows <= 3 and leg.columnCount >= 2, (rows, leg.columnCount)
     for k, (sample, label) in enumerate(leg.items):   # down each column, then the next
-        assert leg.layout.itemAt(k % rows, 2 * (k // rows) + 1) is label, k
+        r, c = k % rows, 2 * (k // rows)
+        assert leg.layout.itemAt(r, c) is sample and leg.layout.itemAt(r, c + 1) is label, k
