@@ -20,6 +20,11 @@ reference and the 30M rows only. Out of core the scatter and the outlier map are
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py arrival [--big]
 
+One size alone, in this process (prints a RESULT line of JSON); ``--unprepared``: no view built
+ahead, each built when first shown (:func:`arrival_one`):
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py arrival-one TABLE.npy 8 [--unprepared]
+
 ``startup``: a new Python process to the window shown and painted once (throw-away settings),
 5 times; reference: the same process importing scikit-learn first, which the window did
 before issue 25 (robustcore._outlier at the registry's import).
@@ -486,8 +491,11 @@ class _RssMost:
         return self.most
 
 
-def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
-    """One window: open ``path``, run PCA, then choose every tab the result feeds once."""
+def arrival_one(path: str, budget_gb: float, zoom: bool = False, unprepared: bool = False) -> dict:
+    """One window: open ``path``, run PCA, then choose every tab the result feeds once.
+    ``unprepared`` (``--unprepared``): no view is built ahead (ResultViews.prepare does nothing),
+    so each is built when the result or its tab first shows it: the worst case of a fit that
+    ends, or a tab chosen, before the idle turns built the views (a fast fit, a busy machine)."""
     import json
     import tempfile
     import time
@@ -501,6 +509,9 @@ def arrival_one(path: str, budget_gb: float, zoom: bool = False) -> dict:
 
     ensure_app()
     shared_pool().warm()
+    if unprepared:
+        from app.views._prepare_ahead import PrepareAhead
+        PrepareAhead.prepare = lambda self, names: None
     settings = Settings(os.path.join(tempfile.mkdtemp(prefix="bench_arrival_"), "s.ini"))
     settings.set_memory_budget(int(budget_gb * (1 << 30)))
     w = MainWindow(settings=settings)
@@ -731,7 +742,8 @@ if __name__ == "__main__":
     elif len(sys.argv) > 1 and sys.argv[1] == "arrival":
         arrival(big="--big" in sys.argv[2:] or "--big-only" in sys.argv[2:], big_only="--big-only" in sys.argv[2:])
     elif len(sys.argv) > 1 and sys.argv[1] == "arrival-one":
-        arrival_one(sys.argv[2], float(sys.argv[3]), zoom="--zoom" in sys.argv[4:])
+        arrival_one(sys.argv[2], float(sys.argv[3]), zoom="--zoom" in sys.argv[4:],
+                    unprepared="--unprepared" in sys.argv[4:])
     elif len(sys.argv) > 1 and sys.argv[1] == "gaps":
         gaps(*(int(a) for a in sys.argv[2:4]))
     else:
