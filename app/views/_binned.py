@@ -108,8 +108,7 @@ class _Columns:
         x0, x1, y0, y1, n_finite = agg.extent(cols["x"], cols["y"], report=report, score=cols.get("score"),
                                               ranks=ranks)
         if ranks is not None:
-            ranks.gather()   # counted now: later passes only read it
-            self._ranks = ranks
+            self._ranks = ranks   # counted as it went: later passes only read it
         return Frame(agg.padded(x0, x1) + agg.padded(y0, y1), n_finite)
 
     def gather(self):
