@@ -168,3 +168,40 @@ def test_a_dropped_results_files_are_removed_and_the_kept_ones_stay(qapp, tmp_pa
     np.testing.assert_array_equal(spe, want)                  # an old mapping still reads
     state.set_dataset(Dataset(X=X[:100], name="u"))
     assert not list(tmp_path.glob("result-*.npy"))            # new data: every result's files go
+
+
+_HEAP_PROBE = r"""
+import ctypes, sys
+import numpy as np
+from app import mapped_tables
+
+class Info(ctypes.Structure):   # glibc's struct mallinfo2
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+if sys.argv[1] == "bound":
+    assert mapped_tables.bound_heap()
+big = np.ones(2 << 20)
+del big   # 16 MB freed: by default glibc now carves blocks up to 16 MB from its heaps
+mapped = libc.mallinfo2().hblkhd
+a = np.ones(1 << 20)   # 8 MB
+print(libc.mallinfo2().hblkhd - mapped >= a.nbytes)
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("ctypes").CDLL("libc.so.6"), "mallinfo2"), reason="glibc 2.33 or later")
+def test_the_window_process_maps_large_blocks_on_their_own_so_freeing_them_gives_them_back():
+    """glibc raises its threshold for mapping a block on its own to the largest block freed: the
+    views' large temporaries (an index bucket, a stored chunk) then came from the worker threads'
+    heaps and stayed resident between trims (issue 33.2, the window's RssAnon at 30M rows).
+    bound_heap fixes the threshold: an 8 MB array after a 16 MB one was freed is still mapped
+    on its own (so freeing it unmaps it)."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = {how: subprocess.run([sys.executable, "-c", _HEAP_PROBE, how], capture_output=True, text=True, env=env,
+                               check=True).stdout.strip() for how in ("default", "bound")}
+    assert out == {"default": "False", "bound": "True"}
