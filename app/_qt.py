@@ -96,11 +96,8 @@ def configure_window_process() -> None:
     worker threads, partly in Python (the spread of the points worth drawing). At CPython's
     default 5 ms the GUI thread, which gives the GIL up at every Qt call, waited up to 5 ms
     each time to get it back: a 2M-row tour's worst gap was 0.9-1.1 s of wall for under 0.1 s
-    of its own CPU; at 0.5 ms 0.12-0.35 s (benchmarks/results_views.md). Large freed blocks go
-    back to the system (:func:`app.mapped_tables.bound_heap`)."""
-    from .mapped_tables import bound_heap
+    of its own CPU; at 0.5 ms 0.12-0.35 s (benchmarks/results_views.md)."""
     sys.setswitchinterval(GUI_SWITCH_INTERVAL)
-    bound_heap()
     configure_pyqtgraph()
 
 

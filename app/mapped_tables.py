@@ -26,7 +26,7 @@ import weakref
 import numpy as np
 
 __all__ = ["SPILL_MIN_BYTES", "RESULT_SPILL_MIN_BYTES", "spill", "spill_result", "forget_result", "mapped_file",
-           "give_back", "trim_heap", "bound_heap", "reduce", "forget", "release", "PRIVATE_WRITES"]
+           "give_back", "trim_heap", "reduce", "forget", "release", "PRIVATE_WRITES"]
 
 # Smaller tables stay in memory: writing and mapping a file is not worth it below this.
 SPILL_MIN_BYTES = 64 << 20
@@ -74,38 +74,6 @@ def give_back(mm) -> None:
 
 
 _TRIM = None   # glibc's malloc_trim once looked up, or False
-_LIBC = None   # glibc once loaded, or False
-
-#: Blocks of at least this many bytes are mapped by glibc for each allocation and unmapped when
-#: freed (see :func:`bound_heap`).
-MAP_BLOCKS_FROM = 4 << 20
-
-
-def _libc():
-    global _LIBC
-    if _LIBC is None:
-        try:
-            import ctypes
-            lib = ctypes.CDLL("libc.so.6")
-        except OSError:   # not glibc
-            lib = None
-        _LIBC = lib if hasattr(lib, "malloc_trim") and hasattr(lib, "mallopt") else False
-    return _LIBC
-
-
-def bound_heap() -> bool:
-    """Have glibc map every block of :data:`MAP_BLOCKS_FROM` bytes or more on its own, and give
-    it back when it is freed (the window's process; False where it cannot: not glibc). By
-    default glibc raises that threshold to the size of each large block freed (up to 32 MB),
-    after which the views' large temporaries (a bucket of the cloud index, the fine counts,
-    a chunk of a stored result) were carved from the worker threads' arenas and stayed
-    resident between two trims: at 30M rows, the window's RssAnon after a tour was 334-397 MB
-    with the default and 301 MB with this, and at its most while the indexes were built 395-470
-    against 373 MB (issue 33.2; scratch probes at idle priority)."""
-    libc = _libc()
-    if not libc:
-        return False
-    return bool(libc.mallopt(-3, MAP_BLOCKS_FROM))   # M_MMAP_THRESHOLD: fixed, no longer raised
 
 
 def trim_heap() -> None:
@@ -114,7 +82,11 @@ def trim_heap() -> None:
     memory: after a 5,000,000-row cloud's index was built, 68 MB of 381 were such blocks."""
     global _TRIM
     if _TRIM is None:
-        _TRIM = _libc() and _libc().malloc_trim
+        try:
+            import ctypes
+            _TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):   # not glibc
+            _TRIM = False
     if _TRIM:
         _TRIM(0)
 
