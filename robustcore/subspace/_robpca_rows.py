@@ -53,6 +53,14 @@ class CentredRows:
             self._buf = huge_empty((size,), np.float64)
         return self._buf[:size].reshape(-1, self.shape[1])
 
+    def spare_bytes(self):
+        """The block buffer as raw bytes (uint8), or None before a read made it: scratch for a
+        stage that reads no block meanwhile (the outlyingness's univariate MCDs), memory the
+        process has touched already. A fresh page can cost far more than its zeroing: on a VM
+        whose host takes freed memory back (free page reporting, in 2 MB blocks), the first
+        touch of a huge page cost up to 3-4 ms (benchmarks/results_robpca.md, round 11)."""
+        return None if self._buf is None else self._buf.view(np.uint8)
+
     def blocks(self, rows=None):
         """(start, block) over every row, in blocks of ``rows`` (a buffer reused from one
         block to the next, and by the next read, when there is a shift: use each block before
