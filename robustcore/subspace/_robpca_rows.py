@@ -160,18 +160,19 @@ class CentredRows:
 
 
 def huge_empty(shape, dtype) -> np.ndarray:
-    """``np.empty(shape, dtype)`` starting on a 2 MB boundary when it takes 2 MB or more (its
-    allocation is then 4 MB or more, which numpy asks huge pages for), so that every 2 MB of it
-    can be one transparent huge page (one fault instead of 512). numpy's allocation starts a
-    few bytes past a 4 kB page, so the first and last partial 2 MB of an 8 MB array were 4 kB
+    """``np.empty(shape, dtype)`` starting on a 2 MB boundary when it takes 1 MB or more (its
+    allocation is then made 4 MB or more, which numpy asks huge pages for), so that every 2 MB
+    of it can be one transparent huge page (one fault instead of 512). numpy's allocation starts
+    a few bytes past a 4 kB page, so the first and last partial 2 MB of an 8 MB array were 4 kB
     pages: about 1,000 faults a fit at 10,000 x 200 for the float32 copy and the block of
-    projections. The unused head of the allocation is never touched, so it costs address space
-    only. The same numbers either way (contents undefined, as np.empty)."""
+    projections; an array of 1-2 MB (the rows' block buffer, a block of projections) is one
+    huge page. The unused head and tail of the allocation are never touched, so they cost
+    address space only. The same numbers either way (contents undefined, as np.empty)."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _HUGE:
+    if nbytes < _HUGE // 2:
         return np.empty(shape, dtype=dtype)
-    raw = np.empty(nbytes + _HUGE, dtype=np.uint8)
+    raw = np.empty(max(nbytes, _HUGE) + _HUGE, dtype=np.uint8)
     skip = (-raw.ctypes.data) % _HUGE
     return raw[skip:skip + nbytes].view(dtype).reshape(shape)
 

@@ -26,9 +26,12 @@ __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_di
 
 # Directions through pairs of points (the paper's 250: all pairs when there are fewer).
 MAX_DIRECTIONS = 250
-# Entries of the n x directions projection matrix sorted at a time (a block stays in cache-
-# friendly tens of MB whatever n).
-_BLOCK_ENTRIES = 1 << 21
+# Entries of the n x directions projection matrix made at a time: 2 MB in float32, one huge
+# page of fresh memory (a fresh page's first touch cost up to 1.7 ms a MB on the development
+# VM, whose host takes freed memory back: benchmarks/results_robpca.md, round 11); 8 MB blocks
+# of 209 directions at 10,000 x 200 before. (The float32 products' bits depend on the split,
+# by about 3e-7 of the largest; no fit's answer changed on 264 arrays, round 11.)
+_BLOCK_ENTRIES = 1 << 19
 # Entries of the projections whose univariate MCDs are computed at a time: the sorted copy and
 # the window sums of a chunk stay in cache (one chunk of the whole block took 1.5x as long at
 # 10,000 x 200, most of it page faults of its fresh 16 MB arrays).

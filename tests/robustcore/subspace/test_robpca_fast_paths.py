@@ -428,6 +428,25 @@ def test_outlyingness_mcds_take_their_scratch_from_the_rows_block_buffer(monkeyp
     np.testing.assert_array_equal(got, want)
 
 
+def test_a_block_of_projections_is_one_huge_page(monkeypatch):
+    """The outlyingness makes its float32 projections in blocks of at most 2 MB, each starting
+    on a 2 MB boundary: one huge page of fresh memory (8.4 MB at 10,000 rows before)."""
+    from robustcore.subspace import _robpca_rows
+    made = []
+
+    def spy(shape, dtype):
+        out = _robpca_rows.huge_empty(shape, dtype)
+        made.append(out)
+        return out
+    monkeypatch.setattr(steps, "huge_empty", spy)
+    rng = np.random.default_rng(37)
+    X = rng.standard_normal((10_000, 30))
+    steps.outlyingness(X, 7_500, np.random.default_rng(1))
+    Y, = [a for a in made if a.shape[1:] == (10_000,)]
+    assert Y.dtype == np.float32 and Y.nbytes <= 1 << 21 and Y.shape[0] >= 50
+    assert Y.ctypes.data % (1 << 21) == 0
+
+
 def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
     """Arrays of 2 MB or more start on a 2 MB boundary (small ones are plain np.empty), with the
     shape, dtype and C order asked for, and hold what is written to them."""
@@ -439,3 +458,6 @@ def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
     np.testing.assert_array_equal(big[208], np.arange(10_000, dtype=np.float32))
     small = huge_empty((10, 10), np.float64)
     assert small.shape == (10, 10) and small.flags.owndata
+    # 1-2 MB (the rows' block buffer, a block of projections): one huge page, from its start
+    block = huge_empty((1310, 200), np.float64)
+    assert block.ctypes.data % (1 << 21) == 0 and block.shape == (1310, 200)
