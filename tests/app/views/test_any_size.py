@@ -118,6 +118,21 @@ def assert_tiles_match(v, n, d=D, **params) -> None:
         np.testing.assert_array_equal(items["sparse"].image, tiles["S"])
 
 
+@pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW_VIEWS else v
+                                  for v in VIEW_METHODS])
+def test_every_view_draws_and_exports_the_fewest_rows_a_fit_takes(view, views_for, qtbot, tmp_path):
+    """The low end of "from 1 row" (issue 33.1): two rows, the fewest the estimators fit, are
+    drawn and exported by every view; one row is refused by the fit, with the reason."""
+    from app.views import render_view
+    state = state_of(2, VIEW_METHODS[view])
+    v = shown(views_for, state, view, qtbot)
+    assert_drawable(v)
+    path = render_view(view, state, str(tmp_path / f"{view}.png"), size=(1000, 700))
+    assert os.path.getsize(path) > 1000
+    with pytest.raises(ValueError, match="1 sample|fewer than 2"):
+        get_method(VIEW_METHODS[view][0]).run(table(1), dict(FIT_PARAMS.get(VIEW_METHODS[view][0], {})))
+
+
 # the quick pass (-m "not slow") keeps the first height past Qt's limit; the full run all three
 @pytest.mark.parametrize("n", [h if h == 32_768 else pytest.param(h, marks=pytest.mark.slow) for h in HEIGHTS])
 @pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW_VIEWS else v
