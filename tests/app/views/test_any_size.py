@@ -313,6 +313,25 @@ def test_the_detail_of_a_wide_sample_bins_its_bars(n, d, views_for, qtbot):
     assert "per feature" in v.bar_plot.titleLabel.text
 
 
+#: The views the two tests above leave out, at 100,000 columns: (rows, fit parameters). SCW's full
+#: covariance of 100,001 features would be 149 GiB: the fit refuses it and names the diagonal one.
+WIDE_VIEWS = {"scatter": (60, {}), "outlier-map": (60, {}), "contour": (60, {}), "evaluation": (60, {}),
+              "comparison": (60, {}), "ranking": (60, {}), "learning-curve": (400, {"covariance": "diagonal"})}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", list(WIDE_VIEWS))
+def test_every_other_view_draws_and_exports_100000_columns(view, views_for, qtbot, tmp_path):
+    """Issue 33.1's "from 1 to 100,000 columns" for the views other than L + S and the detail."""
+    from app.views import render_view
+    n, params = WIDE_VIEWS[view]
+    state = state_of(n, VIEW_METHODS[view], 100_000, **params)
+    v = shown(views_for, state, view, qtbot)
+    assert_drawable(v)
+    path = render_view(view, state, str(tmp_path / f"{view}.png"), size=(1000, 700))
+    assert os.path.getsize(path) > 1000
+
+
 # -- a million rows ------------------------------------------------------------------------------
 MILLION = 1_000_000
 #: Every view but the ranking: ESFS's neighbour graph of a million rows takes more than 9 minutes
