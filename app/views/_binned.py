@@ -256,7 +256,8 @@ class Binned(QObject):
                 if fine is not None:
                     fine.done()
                     columns.fine, columns.n_finite = fine, frame.n_finite
-            return self._finished(pic, cols.get("score") is not None), columns.levels(progress, gathered), full
+            # (Binned._finished, not self's: a job holds nothing of the view it bins for)
+            return Binned._finished(pic, cols.get("score") is not None), columns.levels(progress, gathered), full
 
         self._pending = work
         self.bins.submit(work, tag="bins")
