@@ -24,13 +24,16 @@ Guarantees the window relies on:
   lower OS priority than the GUI thread (:data:`BACKGROUND_NICE`, Linux), and its jobs in
   :data:`app.lane.LANE` (unless ``lane=False``): one such job at a time, taking turns at every
   progress report;
-* :meth:`TaskRunner.shutdown` cancels and joins every thread. Threads are also kept referenced
-  in a module-level set until they finish, so a ``QThread`` object is never destroyed while its
-  thread runs, whatever happens to the runner or the window.
+* :meth:`TaskRunner.shutdown` cancels and joins every thread; a runner deleted by Qt (a closed
+  view's, with its parent) cancels its jobs as it goes. Threads are also kept referenced in a
+  module-level set until the GUI thread has joined them, so a ``QThread`` object is never
+  destroyed while its thread runs (nor by the last reference dropped in its own thread),
+  whatever happens to the runner or the window.
 """
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import os
 import sys
@@ -69,9 +72,43 @@ def lower_this_thread(increment: int = BACKGROUND_NICE) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + int(increment)))
     except OSError:   # not allowed here: the job runs as it is
         pass
-# Every QThread started here, until its run() has returned (see module docstring).
+# Every QThread started here, until the GUI thread has joined it (see module docstring).
 _LIVE: set[_JobThread] = set()
 _LIVE_LOCK = threading.Lock()
+
+
+class _Reaper(QObject):
+    """Joins each ended job thread in the GUI thread, then lets it go. Freed from its own thread
+    at the end of ``run()`` (its runner gone, nothing else holding it), a QThread is destroyed
+    while still running, which aborts the process."""
+
+    def reap(self, job: Job) -> None:
+        with _LIVE_LOCK:
+            th = next((t for t in _LIVE if t.job is job), None)
+        if th is None:
+            return
+        th.wait()
+        with _LIVE_LOCK:
+            _LIVE.discard(th)
+        th.deleteLater()
+
+
+_REAPER: _Reaper | None = None
+
+
+def _reaper() -> _Reaper:
+    """The one reaper, made in the GUI thread by the first submit."""
+    global _REAPER
+    if _REAPER is None:
+        _REAPER = _Reaper()
+    return _REAPER
+
+
+def _cancel_all(threads: dict) -> None:
+    """Cancel every job of a runner being deleted (``threads``: its own dict, not the runner,
+    so that this connection does not keep it alive)."""
+    for th in list(threads.values()):
+        th.job.cancel_event.set()
 
 
 @dataclass(eq=False)
@@ -187,8 +224,7 @@ class _JobThread(QThread):
         finally:
             if self.lane:
                 LANE.give()
-            with _LIVE_LOCK:
-                _LIVE.discard(self)
+            self.fn = None   # what the job read (a view's columns) is not kept until the reaping
             self.signals.ended.emit(job)
 
 
@@ -223,6 +259,7 @@ class TaskRunner(QObject):
         self._threads: dict[int, _JobThread] = {}
         self._busy = False
         self._closed = False
+        self.destroyed.connect(functools.partial(_cancel_all, self._threads))
 
     # -- queries ----------------------------------------------------------------------------
     @property
@@ -255,6 +292,7 @@ class TaskRunner(QObject):
         sig.error.connect(self._on_error, q)
         sig.stopped.connect(self._on_stopped, q)
         sig.ended.connect(self._reap, q)
+        sig.ended.connect(_reaper().reap, q)
         self._threads[job.seq] = th
         with _LIVE_LOCK:
             _LIVE.add(th)
@@ -325,10 +363,7 @@ class TaskRunner(QObject):
         self.cancelled.emit(job)
 
     def _reap(self, job: Job) -> None:
-        th = self._threads.pop(job.seq, None)
-        if th is not None:
-            th.wait()
-            th.deleteLater()
+        self._threads.pop(job.seq, None)   # joined and deleted by the _Reaper
 
 
 @atexit.register

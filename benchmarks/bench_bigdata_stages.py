@@ -5,8 +5,11 @@
 
 runs ``robust-studio`` with the arguments given, in this process, and prints to stderr the
 process CPU (user + system, every thread) between one progress message and the next (the fit's
-steps: "column moments" is pass 1, "coherence scores" pass 2, "residuals" pass 3), the
-whole process's CPU and wall, and its peak memory (VmHWM). ``NUM_WORKERS=1`` in the environment
+steps: "column moments" is pass 1, "coherence scores" pass 2, "residuals" pass 3), split into
+user and system CPU, with the bytes the process read and wrote through system calls in the
+stage (``/proc/self/io`` rchar and wchar: the table's reads, the result stores' writes), the
+whole process's CPU and wall, and its peak memory (VmHWM). System CPU is mostly the kernel
+copying those bytes (30M x 50: a third of the run's CPU; see results_bigdata.md). ``NUM_WORKERS=1`` in the environment
 runs the out-of-core passes on one local Dask thread instead of one per core. Not a race: one
 run, no floor; take it under ``/work/tools/bench`` for figures, and read the floor's shares from
 ``bench_bigdata_scale.py``'s floor row of the same round.
@@ -19,33 +22,47 @@ import sys
 import time
 
 
-def _cpu() -> float:
+def _now() -> tuple:
+    """(user CPU s, system CPU s, bytes read, bytes written) of this process so far."""
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    io = {}
+    try:
+        with open("/proc/self/io") as fh:
+            io = {k: int(v) for k, v in (line.split(":") for line in fh)}
+    except OSError:      # not Linux: no byte counts
+        pass
+    return r.ru_utime, r.ru_stime, io.get("rchar", 0), io.get("wchar", 0)
+
+
+def _since(a: tuple, b: tuple) -> tuple:
+    return tuple(y - x for x, y in zip(a, b))
 
 
 def main() -> None:
     t_start = time.perf_counter()
-    steps, last = [], [_cpu(), "imports"]
+    steps, last = [], [_now(), "imports"]
     import robustcore._progress as progress
     report = progress.Reporter.report
 
     def marked(self, fraction, message=""):
         if message and message != last[1]:
-            now = _cpu()
-            steps.append((last[1], now - last[0]))
+            now = _now()
+            steps.append((last[1], _since(last[0], now)))
             last[:] = [now, message]
         return report(self, fraction, message)
     progress.Reporter.report = progress.Reporter.__call__ = marked
 
     def done():
-        steps.append((last[1] + " (to exit)", _cpu() - last[0]))
-        for name, cpu in steps:
-            print(f"STAGE {cpu:7.2f}  {name}", file=sys.stderr)
+        steps.append((last[1] + " (to exit)", _since(last[0], _now())))
+        print("STAGE     CPU    user  system  read MB  written MB  stage", file=sys.stderr)
+        for name, (user, system, read, written) in steps:
+            print(f"STAGE {user + system:7.2f} {user:7.2f} {system:7.2f} {read / 1e6:8.0f} {written / 1e6:11.0f}  "
+                  f"{name}", file=sys.stderr)
         with open("/proc/self/status") as fh:
             hwm = next((line.split(":")[1].strip() for line in fh if line.startswith("VmHWM")), "?")
-        print(f"STAGE {sum(c for _, c in steps):7.2f}  TOTAL CPU; wall {time.perf_counter() - t_start:.1f} s; "
-              f"peak {hwm}", file=sys.stderr)
+        user, system, read, written = (sum(s[i] for _, s in steps) for i in range(4))
+        print(f"STAGE {user + system:7.2f} {user:7.2f} {system:7.2f} {read / 1e6:8.0f} {written / 1e6:11.0f}  TOTAL; "
+              f"wall {time.perf_counter() - t_start:.1f} s; peak {hwm}", file=sys.stderr)
     atexit.register(done)
     if os.environ.get("NUM_WORKERS"):
         from dataclasses import replace

@@ -13,7 +13,11 @@ Each run prints its stages' ``CPU ms/faults``; the summary gives each setting's 
 of the fit's CPU, and, over all runs, each stage's median in the fastest and the slowest third of the runs with its
 correlation with the total.
 
-    /work/tools/bench python benchmarks/profile_robpca_stages.py --rounds 8
+``--fits N``: each process times N fits one after the other (the first is the one the summaries
+use); a first fit slower than the later ones is a first-call cost of the process (fresh memory,
+code paths met first), a process slow in every fit is the machine.
+
+    /work/tools/bench python benchmarks/profile_robpca_stages.py --rounds 8 [--fits 3]
 """
 from __future__ import annotations
 
@@ -43,8 +47,9 @@ def _usage():
     return r.ru_utime + r.ru_stime, r.ru_minflt
 
 
-def child(data, k, cpu):
-    """One fresh process: the warm-up, then the timed fit with every stage's CPU and faults."""
+def child(data, k, cpu, fits=1):
+    """One fresh process: the warm-up, then ``fits`` timed fits, each with every stage's CPU and
+    faults (the result's ``total`` and ``stages`` are the first's; ``later``: the others' totals)."""
     import importlib
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
@@ -70,10 +75,15 @@ def child(data, k, cpu):
         for part in path:
             owner = getattr(owner, part)
         setattr(owner, attr, wrapped(getattr(owner, attr), name))
-    c0, f0 = _usage()
-    ROBPCA(n_components=k, random_state=0, scale="none").fit_row_results(X)
-    c1, f1 = _usage()
-    _bench.child_result(total=[(c1 - c0) * 1e3, f1 - f0], stages=spent,
+    totals, first = [], None
+    for _ in range(fits):
+        c0, f0 = _usage()
+        ROBPCA(n_components=k, random_state=0, scale="none").fit_row_results(X)
+        c1, f1 = _usage()
+        totals.append([(c1 - c0) * 1e3, f1 - f0])
+        first = first or {name: list(v) for name, v in spent.items()}
+        spent.clear()
+    _bench.child_result(total=totals[0], stages=first, later=totals[1:],
                         switches=resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
 
 
@@ -81,11 +91,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--settings", default=",".join(SETTINGS))
+    ap.add_argument("--fits", type=int, default=1, help="timed fits per process (module doc)")
     ap.add_argument("--child", nargs=3, metavar=("DATA", "K", "CPU"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
         data, k, cpu = a.child
-        return child(data, int(k), None if cpu == "-" else int(cpu))
+        return child(data, int(k), None if cpu == "-" else int(cpu), a.fits)
     names = a.settings.split(",")
     for s in names:
         if s not in SETTINGS:
@@ -101,21 +112,26 @@ def main():
                 opt = SETTINGS[s]
                 env = {**os.environ, **opt.get("env", {})}
                 cpu = str(opt["cpu"]) if "cpu" in opt else "-"
-                res = _bench.run_child([__file__, "--child", data, str(r), cpu], blas=opt.get("blas", "1"), env=env)
+                res = _bench.run_child([__file__, "--child", data, str(r), cpu, "--fits", str(a.fits)],
+                                       blas=opt.get("blas", "1"), env=env)
                 load = os.getloadavg()[0]
                 if "error" in res:
                     print(f"{s:7s} round {rnd + 1}: {res['error']}", flush=True)
                     continue
                 runs[s].append(res)
                 stages = " ".join(f"{k}={v[0]:.0f}/{v[1]}" for k, v in res["stages"].items())
+                later = "".join(f", then {t:.0f} ms/{f}" for t, f in res.get("later", []))
                 print(f"{s:7s} round {rnd + 1}, load {load:.2f}: total={res['total'][0]:.0f} ms/"
-                      f"{res['total'][1]} faults, {res['switches']} preemptions; {stages}", flush=True)
-    print("\n| setting | runs | fit CPU ms, median (range) | faults, median |\n|---|--:|--:|--:|")
+                      f"{res['total'][1]} faults{later}, {res['switches']} preemptions; {stages}", flush=True)
+    print("\n| setting | runs | fit CPU ms, median (range) | faults, median | later fits' CPU ms, median (range) |"
+          "\n|---|--:|--:|--:|--:|")
     for s in names:
         t = [x["total"][0] for x in runs[s]]
+        later = [f[0] for x in runs[s] for f in x.get("later", [])]
         if t:
+            after = f"{np.median(later):.0f} ({min(later):.0f}-{max(later):.0f})" if later else "-"
             print(f"| {s} | {len(t)} | {np.median(t):.0f} ({min(t):.0f}-{max(t):.0f}) | "
-                  f"{np.median([x['total'][1] for x in runs[s]]):.0f} |")
+                  f"{np.median([x['total'][1] for x in runs[s]]):.0f} | {after} |")
     every = [x for s in names for x in runs[s]]
     if len(every) >= 6:
         order = np.argsort([x["total"][0] for x in every])

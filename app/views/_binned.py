@@ -108,8 +108,7 @@ class _Columns:
         x0, x1, y0, y1, n_finite = agg.extent(cols["x"], cols["y"], report=report, score=cols.get("score"),
                                               ranks=ranks)
         if ranks is not None:
-            ranks.gather()   # counted now: later passes only read it
-            self._ranks = ranks
+            self._ranks = ranks   # counted as it went: later passes only read it
         return Frame(agg.padded(x0, x1) + agg.padded(y0, y1), n_finite)
 
     def gather(self):
@@ -257,7 +256,8 @@ class Binned(QObject):
                 if fine is not None:
                     fine.done()
                     columns.fine, columns.n_finite = fine, frame.n_finite
-            return self._finished(pic, cols.get("score") is not None), columns.levels(progress, gathered), full
+            # (Binned._finished, not self's: a job holds nothing of the view it bins for)
+            return Binned._finished(pic, cols.get("score") is not None), columns.levels(progress, gathered), full
 
         self._pending = work
         self.bins.submit(work, tag="bins")

@@ -213,7 +213,10 @@ class PointCloud(CloudSelection, QObject):
     sigFailed = Signal(str)   # a binned picture could not be made (the one-line reason)
 
     def __init__(self, plot: pg.PlotItem, state, size: float = 6.0, parent=None):
-        super().__init__(parent)
+        # Qt's child of its plot by default: it goes with its view, and with it its timers and
+        # its binning workers (:class:`app.tasks.TaskRunner` cancels its jobs when deleted). Owned
+        # by Python, a closed view's cloud lived on with its plot deleted (stop 46's export drew one).
+        super().__init__(plot if parent is None else parent)
         self.plot = plot
         self.vb = plot.getViewBox()
         self.state = state

@@ -30,9 +30,8 @@ FINE = 1024
 #: columns; a wide view whose candidates hold fewer than the points it asks for among these is
 #: read from the rows instead (unless these are all of them).
 TOP = 50_000
-#: Cell ids gathered before they are counted (one bincount over the grid per this many). The
-#: fine counts are filled by the first picture's pass, while the window's other views arrive:
-#: 1M ids (8 MB, 24 with the scores and their cells) keep that pass's extra memory small.
+#: Rows added between two hand-backs of the mapped pages read and of the freed heap (the fine
+#: counts are filled by the first picture's pass, while the window's other views arrive).
 _FLUSH = 1_000_000
 
 
@@ -48,11 +47,13 @@ class Pyramid:
         self.has_flags, self.has_score = bool(flags), bool(score)
         self.n_layers = self.n_codes + (1 if flags else 0)
         size = self.n_layers * self.fine * self.fine
-        self.counts = np.zeros(size, dtype=np.int64)
+        # Counted into as each batch comes (np.add.at, as fast as a bincount of a batch here),
+        # in the grids' own types: a cell never holds 2**31 samples. Gathered first and counted
+        # by bincounts of 1M cells, the counts were int64 and each count made a whole grid more
+        # (at 30M rows, 16 MB a layer, 144 MB at once with the mean score; issue 33.2).
+        self.counts = np.zeros(size, dtype=np.int32)
         self.sums = np.zeros(size) if mean_score and score else None
-        self.sizes = np.zeros(size, dtype=np.int64) if self.sums is not None else None
-        self._cells: list = []
-        self._weights: list = []
+        self.sizes = np.zeros(size, dtype=np.int32) if self.sums is not None else None
         self._held = 0
         self._top = agg._Top(top)
         self.n_candidates = 0
@@ -72,12 +73,11 @@ class Pyramid:
             return
         layer = np.where(flags, self.n_codes, code) if flags is not None else code
         cell = (layer * self.fine + fx) * self.fine + fy
+        np.add.at(self.counts, cell, np.ones(cell.size, dtype=np.int32))
         if self.sums is not None:
             ok = np.isfinite(score)
-            self._cells.append((cell, cell[ok]))
-            self._weights.append(score[ok])
-        else:
-            self._cells.append((cell, None))
+            np.add.at(self.sums, cell[ok], score[ok])
+            np.add.at(self.sizes, cell[ok], np.ones(int(ok.sum()), dtype=np.int32))
         self._held += cell.size
         if self._held >= _FLUSH:
             self._flush()
@@ -93,26 +93,19 @@ class Pyramid:
         # The pass filling these reads every row of the cloud's columns; the pages of those
         # mapped from files (a large result's arrays) are given back as it goes, not all held
         # until the window's drawing is done (issue 33.2: the window's memory at 30M rows); so
-        # is the heap freed meanwhile (the last flush's counts, 16 MB and more, which glibc keeps
-        # in this worker's arena).
+        # is the heap freed meanwhile (the pass's blocks, which glibc keeps in this worker's arena).
         release_mapped()
         trim_heap()
-        if self._cells:
-            self.counts += np.bincount(np.concatenate([c for c, _ in self._cells]), minlength=self.counts.size)
-            if self.sums is not None:
-                scored = np.concatenate([c for _, c in self._cells])
-                self.sums += np.bincount(scored, weights=np.concatenate(self._weights), minlength=self.sums.size)
-                self.sizes += np.bincount(scored, minlength=self.sizes.size)
-        self._cells, self._weights, self._held = [], [], 0
+        self._held = 0
 
     def done(self) -> None:
-        """Count what is gathered and shape the grids (layers, fine, fine)."""
+        """Shape the grids (layers, fine, fine) once every sample is added."""
         self._flush()
         shape = (self.n_layers, self.fine, self.fine)
-        # int32 kept (a cell never holds 2**31 samples; sums over blocks of cells are int64)
-        self.counts = self.counts.astype(np.int32).reshape(shape)
+        # sums over blocks of cells are int64 (see _blocks)
+        self.counts = self.counts.reshape(shape)
         if self.sums is not None:
-            self.sums, self.sizes = self.sums.reshape(shape), self.sizes.astype(np.int32).reshape(shape)
+            self.sums, self.sizes = self.sums.reshape(shape), self.sizes.reshape(shape)
         self.best, self.best_cols = self._top.kept()
         self._top = None
         trim_heap()   # the pass's blocks, freed in its worker's own arena

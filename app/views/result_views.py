@@ -116,7 +116,10 @@ class ResultViews(FigureExport, PrepareAhead, QTabWidget):
                 self._create(name)
         state.resultAdded.connect(self._on_result)
         state.resultsCleared.connect(self._on_cleared)
-        state.datasetChanged.connect(lambda _d: self._on_cleared())
+        # Bound methods, never lambdas that hold ``self``: PySide keeps a lambda connected to the
+        # state for as long as the state lives, and with it these views, their clouds and their
+        # data (every figure of a command line's run, every closed window's views).
+        state.datasetChanged.connect(self._on_dataset)
         state.currentMethodChanged.connect(self._on_method)
         state.datasetChanged.connect(self._prepare_current)
         state.currentMethodChanged.connect(self._prepare_current)
@@ -326,6 +329,9 @@ class ResultViews(FigureExport, PrepareAhead, QTabWidget):
             if hasattr(v, "clear"):
                 v.clear()
         self._update_tabs()
+
+    def _on_dataset(self, _dataset) -> None:
+        self._on_cleared()
 
     def _on_method(self, method: str) -> None:
         # Views that draw this method follow it (their chooser moves to it at the redraw).

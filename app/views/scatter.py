@@ -205,9 +205,9 @@ class ScatterView(BaseView):
                 return np.asarray(ds.outliers, dtype=np.int64)
             colors = [st.category_color(0), st.category_color(1)]
             names = ["inlier", "known outlier"]
-        else:
-            codes, names = None, []
-            colors = [None]   # the colour map: of the counts, or of the bins' mean score
+        else:   # the colour map, of the counts or of the bins' mean score: named, so it is counted
+            codes, names = None, ["samples"]
+            colors = [None]
         if kind == "score":
             score = res.sample_scores[k]
 
@@ -290,7 +290,9 @@ class ScatterView(BaseView):
         self.legend.clear()
         self._legend_samples = []
         for color, text in self._legend_entries:
-            item = pg.ScatterPlotItem(size=8, brush=st.brush(color), pen=None, symbol="o")
+            # (the colour map's layer: the bar beside gives its colours; a neutral swatch here)
+            item = pg.ScatterPlotItem(size=8, brush=st.brush(st.NEUTRAL if color is None else color), pen=None,
+                                      symbol="o")
             self._legend_samples.append(item)
             self.legend.addItem(item, text)
         pic = self.cloud.binned.picture if self.cloud.binned.active else None

@@ -161,19 +161,20 @@ class CalibrationBand(Calibration):
 
 
 def residual_block(B, start, degenerate, prep, kern, acc=None, sq=None):
-    """SPE, its log (what the calibration rows are chosen by) and coordinates of a block's rows
-    (and, given ``acc``, its calibration sums); ``sq``: the rows' |y|² when a pass before made
-    them (:func:`residual_block_sq`)."""
+    """SPE and coordinates of a block's rows (and, given ``acc``, its calibration sums, which
+    take rows by their log SPE); ``sq``: the rows' |y|² when a pass before made them
+    (:func:`residual_block_sq`). The log SPE is not an output: the calibration mask makes it
+    from the SPE again (``_cop_passes._calibration_mask``), the same numbers, where storing it
+    cost a write of 240 MB and five reads back at 30M rows."""
     Y = prep(B)
     b = Y.shape[0]
     buf = scratch(b, Y.shape[1], 4)
     # explicit residuals: the calibration sums need e itself
     T, E = kern.residuals(Y, buf)
     spe = kern.spe(Y, T, E, s=sq)    # as every score pass makes it (robustcore._residual)
-    log_spe = log_residual(spe)
     if acc is not None:
-        acc.feed(E, T, log_spe, ~np.asarray(degenerate, bool))
-    return {"spe": spe, "projection": T, "log_spe": log_spe}
+        acc.feed(E, T, log_residual(spe), ~np.asarray(degenerate, bool))
+    return {"spe": spe, "projection": T}
 
 
 def residual_block_sq(B, start, degenerate, sq, prep, kern, acc=None):

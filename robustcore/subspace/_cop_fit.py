@@ -218,7 +218,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     # (not on a wide table: its EᵀE, d x d, may not fit; the n x n side is taken below)
     band = calibration_band(sample, comps) if n >= d else None
     out = rows.map(residual_block if sq is None else residual_block_sq,
-                   {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,)), "log_spe": (np.dtype("f8"), ())},
+                   {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
                    prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,) if sq is None else (degenerate, sq),
                    progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
                    reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band,
@@ -226,7 +226,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     out, cal = out if band is not None else (out, None)
     spe, proj = out["spe"], out["projection"]
     rep(0.88, "limits")
-    keep, n_keep, cut_spe, not_kept = _calibration_mask(out.pop("log_spe"), degenerate, n_valid, r)
+    keep, n_keep, cut_spe, not_kept = _calibration_mask(spe, degenerate, n_valid, r)
     spectrum = cal.spectrum_at(cut_spe, n_keep, r) if cal is not None else None
     n_c, var, lam = spectrum or _spectrum(rows, keep, n_keep, comps, fit.mean, scale, rep)
     kept = {"spe": spe, "projection": proj,

@@ -53,6 +53,7 @@ import numpy as np
 from scipy.linalg.blas import dtrmm as _dtrmm
 
 from .._params import check_range, param_error
+from .._outlier import log_residual
 from .._passes import count_true, gil_free, kth_of_slices_of, kth_smallest, rowwise, scratch
 from .._row_stats import syrk_lower
 from ._cop_memory import RankDeficientWarning
@@ -280,49 +281,62 @@ def _abs_dev(centre, v):
     return np.abs(out, out=out)
 
 
-def _calibration_mask(log_spe, degenerate, n_use, r):
+def _calibration_mask(spe, degenerate, n_use, r):
     """The calibration rows (``_cop_calibration.calibration_cut``): usable rows whose log SPE
-    (``log_residual`` of it, made in the residual pass: a log of every row is not free) is
-    at most median + 3 MAD of the usable rows' (all usable rows when that leaves r + 1 or fewer),
-    and the rows whose scores bound the limits (``bounds_cut``).
+    (``log_residual`` of ``spe``) is at most median + 3 MAD of the usable rows' (all usable rows
+    when that leaves r + 1 or fewer), and the rows whose scores bound the limits (``bounds_cut``).
     Returns (mask, count, the cut on log SPE or None when all usable rows are taken, the rows
     left out of the bounds). Per-row results read in slices (out of core) take the same values
-    in fewer sweeps: the MAD's deviations are made slice by slice, never written, and both masks
-    and the count come from one sweep (``_sliced_masks``)."""
-    med = _usable_median(log_spe, degenerate, n_use)
-    if isinstance(log_spe, np.ndarray):
+    in fewer sweeps: the log SPE and the MAD's deviations are made slice by slice in each sweep,
+    never written (a stored log SPE cost a write of 240 MB at 30M rows, about what three sweeps
+    of logs cost: 0.1 s each), and both masks and the count come from one sweep
+    (``_sliced_masks``)."""
+    if isinstance(spe, np.ndarray):
+        log_spe = log_residual(spe)
+        med = _usable_median(log_spe, degenerate, n_use)
         dev = rowwise(functools.partial(_abs_dev, med), log_spe, name="calibration")
         mad = _usable_median(dev, degenerate, n_use)
     else:
-        mad = _usable_median(log_spe, degenerate, n_use, fn=functools.partial(_abs_dev, med))
+        # log_residual never decreases, so the median's order statistics are the logs of the
+        # SPE's own: two sweeps without a log (np.log of 30M values: 0.1 s a sweep)
+        ks = [(n_use - 1) // 2, n_use // 2]
+        a, b = log_residual(kth_smallest(spe, ks, exclude=degenerate, message="calibration"))
+        med = a if ks[0] == ks[1] else 0.5 * (a + b)
+        mad = _usable_median(spe, degenerate, n_use, fn=functools.partial(_log_dev, med))
     wide = bounds_cut(med, mad)
     cut = calibration_cut(med, mad)
-    if isinstance(log_spe, np.ndarray) and isinstance(degenerate, np.ndarray):
+    if isinstance(spe, np.ndarray) and isinstance(degenerate, np.ndarray):
         bounds = rowwise(lambda v, g: ~g & (v <= wide), log_spe, degenerate, name="calibration")
         keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
         n_keep = count_true(keep)
         left_out = np.logical_not(bounds)
     else:
-        keep, left_out, n_keep = _sliced_masks(log_spe, degenerate, cut, wide)
+        keep, left_out, n_keep = _sliced_masks(spe, degenerate, cut, wide)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
         keep = rowwise(np.logical_not, degenerate, name="calibration")
         return keep, n_use, None, rowwise(np.logical_not, keep, name="calibration")
     return keep, n_keep, cut, left_out
 
 
-def _sliced_masks(log_spe, degenerate, cut, wide):
+def _log_dev(centre, spe):
+    """|log SPE - centre| of a slice of SPE, in one new array."""
+    return _abs_dev(centre, log_residual(spe))
+
+
+def _sliced_masks(spe, degenerate, cut, wide):
     """(the calibration rows, the rows left out of the bounds, the count of the former) of
     per-row results read in slices: one sweep, held or stored by the budget's rule."""
     from ..bigdata._rows import fill_rows, sliceable
     count = [0]
 
-    def block(v, g):
+    def block(s, g):
+        v = log_residual(s)
         usable = ~np.asarray(g, bool)
         keep = usable & (v <= cut)
         count[0] += int(np.count_nonzero(keep))
         return {"keep": keep, "left_out": ~(usable & (v <= wide))}
     out = fill_rows(block, {"keep": (np.dtype(bool), ()), "left_out": (np.dtype(bool), ())},
-                    [sliceable(log_spe, "log_spe"), sliceable(degenerate, "degenerate")], name="calibration",
+                    [sliceable(spe, "spe"), sliceable(degenerate, "degenerate")], name="calibration",
                     working=True)
     return out["keep"], out["left_out"], count[0]
 

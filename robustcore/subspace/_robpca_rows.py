@@ -53,6 +53,14 @@ class CentredRows:
             self._buf = huge_empty((size,), np.float64)
         return self._buf[:size].reshape(-1, self.shape[1])
 
+    def spare_bytes(self):
+        """The block buffer as raw bytes (uint8), or None before a read made it: scratch for a
+        stage that reads no block meanwhile (the outlyingness's univariate MCDs), memory the
+        process has touched already. A fresh page can cost far more than its zeroing: on a VM
+        whose host takes freed memory back (free page reporting, in 2 MB blocks), the first
+        touch of a huge page cost up to 3-4 ms (benchmarks/results_robpca.md, round 11)."""
+        return None if self._buf is None else self._buf.view(np.uint8)
+
     def blocks(self, rows=None):
         """(start, block) over every row, in blocks of ``rows`` (a buffer reused from one
         block to the next, and by the next read, when there is a shift: use each block before
@@ -152,18 +160,19 @@ class CentredRows:
 
 
 def huge_empty(shape, dtype) -> np.ndarray:
-    """``np.empty(shape, dtype)`` starting on a 2 MB boundary when it takes 2 MB or more (its
-    allocation is then 4 MB or more, which numpy asks huge pages for), so that every 2 MB of it
-    can be one transparent huge page (one fault instead of 512). numpy's allocation starts a
-    few bytes past a 4 kB page, so the first and last partial 2 MB of an 8 MB array were 4 kB
+    """``np.empty(shape, dtype)`` starting on a 2 MB boundary when it takes 1 MB or more (its
+    allocation is then made 4 MB or more, which numpy asks huge pages for), so that every 2 MB
+    of it can be one transparent huge page (one fault instead of 512). numpy's allocation starts
+    a few bytes past a 4 kB page, so the first and last partial 2 MB of an 8 MB array were 4 kB
     pages: about 1,000 faults a fit at 10,000 x 200 for the float32 copy and the block of
-    projections. The unused head of the allocation is never touched, so it costs address space
-    only. The same numbers either way (contents undefined, as np.empty)."""
+    projections; an array of 1-2 MB (the rows' block buffer, a block of projections) is one
+    huge page. The unused head and tail of the allocation are never touched, so they cost
+    address space only. The same numbers either way (contents undefined, as np.empty)."""
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes < _HUGE:
+    if nbytes < _HUGE // 2:
         return np.empty(shape, dtype=dtype)
-    raw = np.empty(nbytes + _HUGE, dtype=np.uint8)
+    raw = np.empty(max(nbytes, _HUGE) + _HUGE, dtype=np.uint8)
     skip = (-raw.ctypes.data) % _HUGE
     return raw[skip:skip + nbytes].view(dtype).reshape(shape)
 

@@ -19,16 +19,19 @@ import numpy as np
 from scipy import special, stats
 
 from ._robpca_params import CRIT
-from ._robpca_rows import abs_max, dense, huge_empty, single_rows
+from ._robpca_rows import CentredRows, abs_max, dense, huge_empty, single_rows
 
 __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_directions", "chi2_ppf",
            "trim_factor"]
 
 # Directions through pairs of points (the paper's 250: all pairs when there are fewer).
 MAX_DIRECTIONS = 250
-# Entries of the n x directions projection matrix sorted at a time (a block stays in cache-
-# friendly tens of MB whatever n).
-_BLOCK_ENTRIES = 1 << 21
+# Entries of the n x directions projection matrix made at a time: 2 MB in float32, one huge
+# page of fresh memory (a fresh page's first touch cost up to 1.7 ms a MB on the development
+# VM, whose host takes freed memory back: benchmarks/results_robpca.md, round 11); 8 MB blocks
+# of 209 directions at 10,000 x 200 before. (The float32 products' bits depend on the split,
+# by about 3e-7 of the largest; no fit's answer changed on 264 arrays, round 11.)
+_BLOCK_ENTRIES = 1 << 19
 # Entries of the projections whose univariate MCDs are computed at a time: the sorted copy and
 # the window sums of a chunk stay in cache (one chunk of the whole block took 1.5x as long at
 # 10,000 x 200, most of it page faults of its fresh 16 MB arrays).
@@ -88,11 +91,15 @@ class Scratch:
 
     ``arena``: bytes of one block, 2 MB-aligned (``huge_empty``), that the slots are cut from
     while they fit, so that the chunks' 2.8 MB at 10,000 x 200 fault as two huge pages rather
-    than some 700 small ones; a slot that does not fit gets an array of its own."""
+    than some 700 small ones; a slot that does not fit gets an array of its own. Or a uint8
+    array to cut them from: memory touched already (``CentredRows.spare_bytes``)."""
 
-    def __init__(self, arena: int = 0):
+    def __init__(self, arena: int | np.ndarray = 0):
         self._bufs = {}
-        self._arena = huge_empty((arena,), np.uint8) if arena > 0 else None
+        if isinstance(arena, np.ndarray):
+            self._arena = arena
+        else:
+            self._arena = huge_empty((arena,), np.uint8) if arena > 0 else None
         self._used = 0
 
     def take(self, slot, shape, dtype):
@@ -243,26 +250,41 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         return np.zeros(X.shape[0])
     # |projection| <= |row| <= size sqrt(r)
     big = max(size * np.sqrt(X.shape[1]), 1e-300)
+    spare = X.spare_bytes() if isinstance(X, CentredRows) else None
     if single:
-        out = _outlyingness(X32, A.astype(np.float32), h, _SINGLE_FLOOR * big, rep)
+        out = _outlyingness(X32, A.astype(np.float32), h, _SINGLE_FLOOR * big, rep, spare)
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
-    return _outlyingness(dense(X), A, h, 1e-12 * big, rep)
+    return _outlyingness(dense(X), A, h, 1e-12 * big, rep, spare)
 
 
-def _outlyingness(X, A, h: int, tiny: float, rep):
+def _mcd_work(m: int, n: int, h: int, dtype, spare):
+    """(chunk, Scratch) for the univariate MCDs of chunks of at most ``m`` rows of ``n`` values:
+    the Scratch cut from ``spare`` (bytes touched already, or None) when chunks of at least half
+    that many rows fit in it (each row's MCD is its own, so the chunk's size changes no number;
+    at 10,000 x 200 a chunk of 9 rows fits the rows' 2 MB block buffer, 13 do not, and the
+    2.8 MB arena of 13 was two fresh huge pages), else an arena of its own."""
+    if spare is not None:
+        fit = m
+        while fit > 1 and unimcd_scratch(fit, n, h, dtype) > spare.size:
+            fit -= 1
+        if 2 * fit >= m and unimcd_scratch(fit, n, h, dtype) <= spare.size:
+            return fit, Scratch(spare)
+    return m, Scratch(unimcd_scratch(m, n, h, dtype))
+
+
+def _outlyingness(X, A, h: int, tiny: float, rep, spare=None):
     """outlyingness over the directions A (m, r) in X's precision; directions whose scale is
     at most ``tiny`` are skipped, or, for float32, give None (the caller redoes it in float64)
-    unless the scale is exactly 0."""
+    unless the scale is exactly 0. ``spare``: bytes the chunks' MCDs may use (_mcd_work)."""
     n = X.shape[0]
     out = np.zeros(n)
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
-    chunk = max(1, _CHUNK_ENTRIES // max(n, 1))
     # (one buffer for every block of projections and one Scratch for every chunk's MCD: the
     # memory of one is the next one's, already faulted in; the same products as before)
     Ybuf = huge_empty((min(step, A.shape[0]), n), X.dtype)
-    work = Scratch(unimcd_scratch(min(chunk, A.shape[0]), n, h, X.dtype))
+    chunk, work = _mcd_work(min(max(1, _CHUNK_ENTRIES // max(n, 1)), A.shape[0]), n, h, X.dtype, spare)
     for s in range(0, A.shape[0], step):
         As = A[s:s + step]
         Y = np.matmul(As, X.T, out=Ybuf[:As.shape[0]])          # (directions, n): rows contiguous

@@ -126,7 +126,8 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
         (both in the scaled, centred units the decomposition works in). Smaller ones are the
         solver's residue, not structure: on noisy data the inexact ALM leaves a few at 1e-9 to
         7e-4 of X's scale (a planted rank 3 came out as "rank 7, far from low-rank"). They stay
-        in L, ``components_`` and ``singular_values_``; ``history_["rank"]`` counts them too.
+        in L, ``components_`` and ``singular_values_``; ``history_["rank"]`` counts as this does
+        at every iteration (its last entry is ``rank_``), ``history_["svp"]`` counts them too.
     components_ : ndarray of shape (n_singular, n_features)
         Orthonormal right singular vectors of L in the scaled units (its row space), one per
         nonzero singular value (``n_singular >= rank_``).
@@ -144,8 +145,9 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
     converged_ : bool
         Whether the tolerance was met.
     history_ : dict of equal-length lists
-        One entry per iteration: "residual" (||X - L - S||_F / ||X||_F), "rank" (of L), "nnz"
-        (of S), "mu" (penalty used), "time" (seconds since the start of the fit).
+        One entry per iteration: "residual" (||X - L - S||_F / ||X||_F), "rank" (of L, counted as
+        ``rank_`` is), "svp" (the singular values the thresholding kept, the solver's residue
+        included), "nnz" (of S), "mu" (penalty used), "time" (seconds since the start of the fit).
     lam_ : float
         The lambda used.
     mu_ : float
@@ -251,7 +253,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
 
         norm_fro = float(np.sqrt(np.dot(M.ravel(), M.ravel()))) if M.flags.c_contiguous \
             else float(np.linalg.norm(M))
-        hist = {"residual": [], "rank": [], "nnz": [], "mu": [], "time": []}
+        hist = {"residual": [], "rank": [], "svp": [], "nnz": [], "mu": [], "time": []}
         if norm_fro == 0.0:
             progress(1.0, "X is all zeros: L = S = 0")
             mu0 = float(p["mu"] or 1.0)
@@ -305,10 +307,13 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
                 mu_next = min(mu * rho, mu_bar)
                 last = it == max_iter
                 svp = solver.lowrank_step(1.0 / mu)
+                # counted as rank_ is (RANK_TOL): the last iteration's is the rank reported
+                rank = int(np.count_nonzero(solver.sL > RANK_TOL * norm2))
                 res = solver.sweep(mu / mu_next, lam / mu_next, final=last) / norm_fro
                 solver.last_res = res
                 hist["residual"].append(res)
-                hist["rank"].append(svp)
+                hist["rank"].append(rank)
+                hist["svp"].append(svp)
                 hist["nnz"].append(solver.nnz_cur)
                 hist["mu"].append(mu)
                 hist["time"].append(time.perf_counter() - t_start)
@@ -322,7 +327,7 @@ class PCP(OneToOneFeatureMixin, TransformerMixin, OutlierScores, ScaledInput, Es
                     frac = 1.0
                 elif res < res0:
                     frac = max(frac, min(1.0, math.log(res0 / res) / math.log(res0 / tol)))
-                progress(frac, f"iter {it}: residual {res:.1e}, rank {svp}")
+                progress(frac, f"iter {it}: residual {res:.1e}, rank {rank}")
                 if converged:
                     break
                 solver.advance()

@@ -198,6 +198,45 @@ def test_shutdown_joins_running_threads(qtbot):
         r.submit(_loop(1))
 
 
+def test_a_runner_deleted_with_its_parent_cancels_its_job_and_its_thread_is_joined(qtbot):
+    """A view's runners go with the view (Qt deletes them with their parent): the job they run
+    is cancelled then, not left to read a closed view's data to the end, and its thread is
+    joined and let go from the GUI thread, what it read no longer held."""
+    import gc
+    import weakref
+
+    import shiboken6
+    from PySide6.QtCore import QObject
+
+    from app import tasks
+
+    parent = QObject()
+    r = TaskRunner(parent, throttle=0.05, background=True)
+    started = threading.Event()
+
+    class Data:   # what the job reads
+        pass
+
+    data = Data()
+    held = weakref.ref(data)
+
+    def fn(progress, data=data):
+        started.set()
+        while progress(0.5, "working") is not False:
+            time.sleep(0.002)
+        return data
+
+    job = r.submit(fn)
+    del fn, data
+    assert started.wait(5)
+    del r
+    shiboken6.delete(parent)
+    assert job.cancel_requested
+    qtbot.waitUntil(lambda: not any(t.job is job for t in tasks._LIVE), timeout=5000)
+    gc.collect()
+    assert job.status == "cancelled" and held() is None
+
+
 # -- fits in a worker process (app.fit_process) ----------------------------------------------------
 
 

@@ -70,13 +70,16 @@ def views_for(qtbot):
     from app.views import ResultViews
 
     configure_pyqtgraph()
+    made = []   # kept for the test's length: a view read after its helper returned is still there
 
     def build(state, size=(1100, 720)):
         w = ResultViews(state)
         qtbot.addWidget(w)
+        made.append(w)
         w.resize(*size)
         w.show()
         qtbot.waitExposed(w)
         return w
 
-    return build
+    yield build
+    made.clear()

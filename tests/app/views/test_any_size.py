@@ -118,6 +118,21 @@ def assert_tiles_match(v, n, d=D, **params) -> None:
         np.testing.assert_array_equal(items["sparse"].image, tiles["S"])
 
 
+@pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW_VIEWS else v
+                                  for v in VIEW_METHODS])
+def test_every_view_draws_and_exports_the_fewest_rows_a_fit_takes(view, views_for, qtbot, tmp_path):
+    """The low end of "from 1 row" (issue 33.1): two rows, the fewest the estimators fit, are
+    drawn and exported by every view; one row is refused by the fit, with the reason."""
+    from app.views import render_view
+    state = state_of(2, VIEW_METHODS[view])
+    v = shown(views_for, state, view, qtbot)
+    assert_drawable(v)
+    path = render_view(view, state, str(tmp_path / f"{view}.png"), size=(1000, 700))
+    assert os.path.getsize(path) > 1000
+    with pytest.raises(ValueError, match="1 sample|fewer than 2"):
+        get_method(VIEW_METHODS[view][0]).run(table(1), dict(FIT_PARAMS.get(VIEW_METHODS[view][0], {})))
+
+
 # the quick pass (-m "not slow") keeps the first height past Qt's limit; the full run all three
 @pytest.mark.parametrize("n", [h if h == 32_768 else pytest.param(h, marks=pytest.mark.slow) for h in HEIGHTS])
 @pytest.mark.parametrize("view", [pytest.param(v, marks=pytest.mark.slow) if v in SLOW_VIEWS else v
@@ -298,11 +313,32 @@ def test_the_detail_of_a_wide_sample_bins_its_bars(n, d, views_for, qtbot):
     assert "per feature" in v.bar_plot.titleLabel.text
 
 
+#: The views the two tests above leave out, at 100,000 columns: (rows, fit parameters). SCW's full
+#: covariance of 100,001 features would be 149 GiB: the fit refuses it and names the diagonal one.
+WIDE_VIEWS = {"scatter": (60, {}), "outlier-map": (60, {}), "contour": (60, {}), "evaluation": (60, {}),
+              "comparison": (60, {}), "ranking": (60, {}), "learning-curve": (400, {"covariance": "diagonal"})}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("view", list(WIDE_VIEWS))
+def test_every_other_view_draws_and_exports_100000_columns(view, views_for, qtbot, tmp_path):
+    """Issue 33.1's "from 1 to 100,000 columns" for the views other than L + S and the detail."""
+    from app.views import render_view
+    n, params = WIDE_VIEWS[view]
+    state = state_of(n, VIEW_METHODS[view], 100_000, **params)
+    v = shown(views_for, state, view, qtbot)
+    assert_drawable(v)
+    path = render_view(view, state, str(tmp_path / f"{view}.png"), size=(1000, 700))
+    assert os.path.getsize(path) > 1000
+
+
 # -- a million rows ------------------------------------------------------------------------------
 MILLION = 1_000_000
-#: The scatter and the outlier map are being redrawn as densities (branch views-cloud). The
-#: comparison's table of flagged samples is a model over arrays (its cells made only when shown).
-MILLION_VIEWS = ("decomposition", "detail", "contour", "evaluation", "scatter", "outlier-map", "comparison")
+#: Every view but the ranking (test_the_ranking_draws_a_million_rows): ESFS's neighbour graph of a
+#: million rows takes more than 9 minutes on a loaded 2-core box (the learning curve's SCW about 30 s). The comparison's table of
+#: flagged samples is a model over arrays (its cells made only when shown).
+MILLION_VIEWS = ("decomposition", "detail", "contour", "evaluation", "scatter", "outlier-map", "comparison",
+                 "learning-curve")
 
 
 @pytest.mark.slow
@@ -319,6 +355,33 @@ def test_a_million_rows(view, views_for, qtbot, tmp_path):
         assert not v.pictures.shown_region().rows.binned
         assert_tiles_match(v, MILLION)
     path = render_view(view, state, str(tmp_path / f"{view}.png"), size=(1000, 700))
+    assert os.path.getsize(path) > 1000
+
+
+@pytest.mark.slow
+def test_the_ranking_draws_a_million_rows(views_for, qtbot, tmp_path):
+    """The ranking's pair plot is the one part of it that grows with the rows. ESFS's graph of a
+    million rows takes minutes (MILLION_VIEWS), so the ranking is fitted on the table's first
+    20,000 rows and shown with the million: the pair plot draws all of them, binned, and the
+    figure exports."""
+    from dataclasses import replace
+
+    from app.state import AppState
+    from app.views import render_view
+    big = table(MILLION)
+    head = Dataset(X=big.X[:20_000], name="head", labels=big.labels[:20_000], class_names=big.class_names,
+                   outliers=big.outliers[:20_000])
+    res = get_method("esfs").run(head, dict(FIT_PARAMS["esfs"]))
+    state = AppState()
+    state.set_dataset(big)
+    assert state.add_result(replace(res, data_fingerprint=state.data_fingerprint()))
+    state.set_current_method("esfs")
+    v = shown(views_for, state, "ranking", qtbot)
+    assert_drawable(v)
+    qtbot.waitUntil(lambda: v.cloud.binned.active and not v.cloud.drawing(), timeout=120_000)
+    assert v.cloud.binned.source.n == MILLION
+    assert v.cloud.drawn_count() < MILLION      # a picture of them, not a million symbols
+    path = render_view("ranking", state, str(tmp_path / "ranking.png"), size=(1000, 700))
     assert os.path.getsize(path) > 1000
 
 

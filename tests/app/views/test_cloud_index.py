@@ -316,6 +316,47 @@ def test_fine_counts_filled_by_the_first_pass_equal_the_index_s_and_a_histogram(
     _same(own.picture(whole.extent, **how), reused.picture(whole.extent, **how))
 
 
+def test_fine_counts_are_counted_as_batches_come_in_their_own_types():
+    """The fine counts are filled while the window's other views arrive: each batch is counted
+    into the grids as it comes, in their final types (int32 counts and sizes), so that filling
+    them holds the grids and a batch, not 1M gathered cells and a whole int64 grid per count
+    (at 30M rows: 144 MB at once with the mean score, against 32 MB of grids); and the counts
+    equal a histogram of each layer, the sums and sizes the scores'."""
+    import tracemalloc
+
+    from app.views._cloud_pyramid import Pyramid
+    n, batch = 1_200_000, 100_000
+    rng = np.random.default_rng(9)
+    x, y = rng.standard_normal(n), 2 * rng.standard_normal(n)
+    flags, score = rng.random(n) < 0.05, rng.random(n)
+    score[::50] = np.nan
+    extent = (-6.0, 6.0, -12.0, 12.0)
+    x, y = np.clip(x, -6, 6), np.clip(y, -12, 12)
+    tracemalloc.start()
+    try:
+        fine = Pyramid(extent, flags=True, score=True, mean_score=True, fine=512, top=1_000)
+        grids, _ = tracemalloc.get_traced_memory()
+        tracemalloc.reset_peak()
+        for a in range(0, n, batch):
+            fine.add(x[a:a + batch], y[a:a + batch], np.arange(a, a + batch), flags=flags[a:a + batch],
+                     score=score[a:a + batch])
+        _, peak = tracemalloc.get_traced_memory()
+        fine.done()
+    finally:
+        tracemalloc.stop()
+    # grids: 2 layers x 512 x 512 x (4 + 8 + 4) bytes = 8 MB; a batch's temporaries (100,000
+    # rows) about 10 MB; before: 12 MB of grids (int64), then 1M cells gathered and a grid per count
+    assert grids < 9 << 20 and peak - grids < 16 << 20, (grids, peak)
+    assert fine.counts.dtype == fine.sizes.dtype == np.int32 and fine.counts.shape == (2, 512, 512)
+    edges = (np.linspace(-6, 6, 513), np.linspace(-12, 12, 513))
+    for k, rows in enumerate((~flags, flags)):
+        np.testing.assert_array_equal(fine.counts[k], _histogram(x[rows], y[rows], *edges, True, True))
+        ok = rows & np.isfinite(score)
+        np.testing.assert_array_equal(fine.sizes[k], _histogram(x[ok], y[ok], *edges, True, True))
+        want, _, _ = np.histogram2d(x[ok], y[ok], bins=edges, weights=score[ok])
+        np.testing.assert_allclose(fine.sums[k], want, rtol=1e-9)
+
+
 def test_a_narrow_view_drawn_coarsely_counts_exactly_its_whole_fine_cells():
     """Before the index exists a narrow view is first drawn from the fine counts, in bins of whole
     fine cells: each bin holds exactly the samples within its edges."""
@@ -438,6 +479,45 @@ def test_measuring_a_cloud_gives_its_mapped_pages_back_as_it_goes(tmp_path, monk
     # 32 MB of columns read; resident at any block: the rows since the last hand-back (50,000
     # and a block, 1.1 MB) in the system's units of mapping and reading ahead (3 MB a column)
     assert len(seen) >= 80 and max(seen) < 10_000, max(seen)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="reads Linux's /proc/self/smaps")
+def test_a_pass_reads_mapped_columns_without_mapping_their_pages(tmp_path, monkeypatch):
+    """A large result's columns are mapped files: a pass over them (the extent, a picture, the
+    index build) reads them with plain reads, so none of their pages is counted in the window,
+    even between two hand-backs (none here: the window's own passes hand back every 1M rows,
+    and three of them at once held up to 95 MB at 30M rows). The values are the map's, block
+    for block, in any dtype asked; a private map or a removed file is read through the map."""
+    from app import mapped_tables
+    monkeypatch.setattr(agg, "GIVE_BACK", 10**12)
+    n = 1_000_000
+    rng = np.random.default_rng(6)
+    xs, ys, fl = rng.standard_normal(n), 2 * rng.standard_normal(n), rng.random(n) < 0.05
+    xs[3] = np.nan
+    cols = {}
+    for name, v in (("x", xs), ("y", ys), ("flags", fl)):
+        np.save(tmp_path / f"result-{name}.npy", v)
+        cols[name] = mapped_tables._open(str(tmp_path / f"result-{name}.npy"))
+    seen = []
+    got = agg.extent(cols["x"], cols["y"], report=lambda f, m: seen.append(_mapped_kb(tmp_path)), block=50_000)
+    pic = agg.aggregate(cols["x"], cols["y"], flags=cols["flags"], rng=got[:4], bins=(40, 40), max_points=0,
+                        report=lambda f, m: seen.append(_mapped_kb(tmp_path)), block=50_000)
+    ref = agg.aggregate(xs, ys, flags=fl, rng=got[:4], bins=(40, 40), max_points=0)
+    np.testing.assert_array_equal(pic.counts, ref.counts)
+    np.testing.assert_array_equal(pic.points["index"], ref.points["index"])
+    ok = np.isfinite(xs)
+    assert got == (xs[ok].min(), xs[ok].max(), ys.min(), ys.max(), int(ok.sum()))
+    # 17 MB of columns read, none of it through their maps (before: all of it, 17,000 kB)
+    assert len(seen) >= 40 and max(seen) < 100, max(seen)
+    # a part of a map, as another dtype; a map of private pages; a file removed under its map
+    part = agg.Column(cols["y"][1000:], dtype=np.float32)
+    np.testing.assert_array_equal(part.read(5, 70_005), ys[1005:71_005].astype(np.float32))
+    np.testing.assert_array_equal(agg.Column(cols["flags"], dtype=bool).read(999_990, 10**6), fl[999_990:])
+    private = np.load(tmp_path / "result-x.npy", mmap_mode="c")
+    private[10] = 7.0
+    assert agg.Column(private).read(9, 12)[1] == 7.0
+    os.unlink(tmp_path / "result-y.npy")
+    np.testing.assert_array_equal(agg.Column(cols["y"]).read(0, 50), ys[:50])
 
 
 def test_a_bucket_holds_at_most_twice_its_rows_or_one_cell():

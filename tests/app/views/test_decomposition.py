@@ -86,6 +86,26 @@ def test_convergence_plot_has_one_point_per_iteration(video):
     np.testing.assert_array_equal(r, res.arrays["history_rank"])
 
 
+def test_the_rank_per_iteration_ends_at_the_rank_of_l_reported(views_for, qtbot):
+    """A planted rank 3 plus noise and 1 % gross rows: the L + S view's "rank of L per iteration"
+    ends where the result's rank of L is (it counted the solver's residue: 10 against 3)."""
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(5)
+    n, d = 20_000, 20
+    X = rng.normal(size=(n, 3)) @ rng.normal(size=(3, d)) + 0.1 * rng.normal(size=(n, d))
+    bad = rng.random(n) < 0.01
+    X[bad] += 5 * rng.normal(size=(int(bad.sum()), d))
+    ds = Dataset(X=X, name="planted rank 3")
+    res = get_method("pcp").run(ds, {"scale": "none", "random_state": 0})
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(res)
+    v = views_for(state).show_view("decomposition")
+    qtbot.waitUntil(lambda: not v.tables.loading(), timeout=60_000)   # the plots follow the tables' scales
+    _, r = v.convergence.rank_curve.getData()
+    assert res.decomposition.rank_of_L == 3 and r[-1] == 3 and np.all(r <= 3)
 @pytest.mark.slow
 def test_tables_show_heatmaps_and_mark_the_selection(views_for):
     state = make_state("iris", "pcp")

@@ -82,3 +82,28 @@ def test_few_points_stay_dots(views_for):
     v.method_box.set_key("pca")
     assert not v.cloud.density.active and v.cloud.drawn_count() == 5000
     assert v.color_box.isEnabled() and v.size_box.isEnabled()
+
+
+def test_lone_bins_are_spread_so_that_they_can_be_seen_and_a_cloud_is_not(qtbot):
+    """Samples on a few distinct values (PCP's rank-1 subspace of a8a: 22,696 samples on three
+    score distances and whole-number scores) filled a few dozen lone bins of 2.5 px each, and the
+    picture looked empty: such bins are drawn 5 x 5 bins wide (Datashader's dynspread), the
+    counts kept as they are. A cloud whose bins touch is drawn bin for bin."""
+    import pyqtgraph as pg
+
+    from app.views._density import SPREAD_MAX, Density
+
+    plot = pg.PlotItem()
+    d = Density(plot)
+    lone = np.zeros((1, 250, 150), dtype=np.int64)
+    lone[0, [10, 100, 200], 30] = [5000, 12000, 5696]
+    lone[0, 100, 90] = 3
+    d.show(lone, (0, 1, 0, 1), [None])
+    drawn = d.images[0].image
+    assert np.count_nonzero(drawn) == 4 * (2 * SPREAD_MAX + 1) ** 2
+    assert drawn[100, 30] == drawn[100 + SPREAD_MAX, 30 - SPREAD_MAX] > drawn[100, 90] > 0
+    assert d.n_binned == 22_699 and np.count_nonzero(d.counts) == 4   # the counts are the samples' own
+    rng = np.random.default_rng(0)
+    cloud = np.histogram2d(rng.normal(size=20_000), rng.normal(size=20_000), bins=(250, 150))[0]
+    d.show(cloud[None].astype(np.int64), (0, 1, 0, 1), [None])
+    assert np.count_nonzero(d.images[0].image) == np.count_nonzero(cloud)

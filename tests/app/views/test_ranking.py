@@ -95,3 +95,24 @@ def test_a_pair_of_binary_features_says_how_many_samples_lie_on_each_point(views
     # a continuous pair has no such labels
     v.show_pair(None)
     assert v.counts == []
+
+
+def test_few_points_counts_exactly_and_gives_up_on_continuous_pairs():
+    """The ranking's point counts (a8a's 0/1 pairs) without a sort of every row: the counts equal
+    np.unique's, a rare point the probe misses is still counted below the exact bound, and a
+    continuous pair, or one with more than FEW_POINTS points, gets no labels."""
+    from app.views.ranking import FEW_POINTS, _few_points
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 2, 300_000).astype(float)
+    y = rng.integers(0, 3, 300_000).astype(float)
+    pts, n = _few_points(x, y)
+    want_pts, want_n = np.unique(np.column_stack([x, y]), axis=0, return_counts=True)
+    np.testing.assert_array_equal(pts, want_pts)
+    np.testing.assert_array_equal(n, want_n)
+    x2, y2 = x[:50_000].copy(), y[:50_000].copy()
+    x2[12_346], y2[12_346] = 7.0, 7.0          # one rare point, off the probe's stride of 5
+    pts, n = _few_points(x2, y2)
+    assert (7.0, 7.0) in {tuple(p) for p in pts} and n.sum() == x2.size
+    assert _few_points(rng.normal(size=100_000), rng.normal(size=100_000)) == (None, None)
+    many = np.arange(100_000) % (FEW_POINTS + 1)
+    assert _few_points(many.astype(float), np.zeros(100_000)) == (None, None)

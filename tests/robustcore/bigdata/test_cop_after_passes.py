@@ -2,8 +2,9 @@
 results: each against the route it replaces on the same scores (in memory, or the stored route
 as it was), to the bit.
 
-- the calibration rows: the MAD's deviations made slice by slice (never written), both masks
-  and the count in one sweep (``_cop_passes._calibration_mask``);
+- the calibration rows: the log SPE and the MAD's deviations made slice by slice from the SPE
+  (never written), both masks and the count in one sweep (``_cop_passes._calibration_mask``);
+  the residual pass then stores no log SPE;
 - the limits' training T² in plain slices of the stored projections, with the combined score's
   histogram over the rows not excluded counted in the same sweep (``_base._sliced_t2``);
 - a robust outlier map's median and MAD of OD^(2/3) from one np.cbrt of the SPE
@@ -53,13 +54,14 @@ def planted():
     return log_spe, degenerate, P, spe
 
 
-def test_calibration_rows_from_stored_log_spe_equal_the_in_memory_rows(planted, tmp_path):
-    log_spe, degenerate, _, _ = planted
+def test_calibration_rows_from_stored_spe_equal_the_in_memory_rows(planted, tmp_path):
+    _, degenerate, _, spe = planted
+    log_spe = np.log(spe)
     n_use = N - int(degenerate.sum())
-    mem = _calibration_mask(log_spe, degenerate, n_use, 5)
-    st = _stored(tmp_path, "cal", log_spe=log_spe, degenerate=degenerate)
+    mem = _calibration_mask(spe, degenerate, n_use, 5)
+    st = _stored(tmp_path, "cal", spe=spe, degenerate=degenerate)
     with settings(memory_budget=BUDGET, store_dir=tmp_path):
-        got = _calibration_mask(st["log_spe"], st["degenerate"], n_use, 5)
+        got = _calibration_mask(st["spe"], st["degenerate"], n_use, 5)
     keep, n_keep, cut, left_out = mem
     assert got[1] == n_keep and got[2] == cut
     np.testing.assert_array_equal(_values(got[0]), keep)
@@ -74,14 +76,33 @@ def test_calibration_rows_from_stored_log_spe_equal_the_in_memory_rows(planted, 
 
 
 def test_too_few_calibration_rows_fall_back_to_every_usable_row_out_of_core_too(planted, tmp_path):
-    log_spe, degenerate, _, _ = planted
+    _, degenerate, _, spe = planted
     n_use = N - int(degenerate.sum())
-    st = _stored(tmp_path, "cal", log_spe=log_spe, degenerate=degenerate)
+    st = _stored(tmp_path, "cal", spe=spe, degenerate=degenerate)
     with settings(memory_budget=BUDGET, store_dir=tmp_path):
-        keep, n_keep, cut, left_out = _calibration_mask(st["log_spe"], st["degenerate"], n_use, N)
+        keep, n_keep, cut, left_out = _calibration_mask(st["spe"], st["degenerate"], n_use, N)
     assert n_keep == n_use and cut is None
     np.testing.assert_array_equal(_values(keep), ~degenerate)
     np.testing.assert_array_equal(_values(left_out), degenerate)
+
+
+def test_the_residual_pass_stores_no_log_spe_out_of_core(tmp_path):
+    """The calibration mask makes the log SPE from the stored SPE in each sweep: the residual
+    pass writes the SPE and the coordinates only (a 240 MB log SPE at 30M rows was written and
+    read back five times), and the fit's calibration rows are those of the fit in memory."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((N, 4)) @ rng.standard_normal((4, 12)) + 0.1 * rng.standard_normal((N, 12))
+    X[:300] += 5.0 * rng.standard_normal((300, 12))
+    mem = CoherencePursuit(n_components=4).fit(X)
+    with settings(memory_budget=1, store_dir=tmp_path):
+        lazy = CoherencePursuit(n_components=4).fit(da.from_array(X, chunks=(CHUNK, 12)))
+        calibration = _values(lazy.calibration_indices_)
+    stored = {p.name for p in tmp_path.rglob("*") if p.is_dir() and p.parent.suffix in (".zarr", ".partial")}
+    assert "spe" in stored and "projection" in stored and "log_spe" not in stored
+    np.testing.assert_array_equal(calibration, mem.calibration_indices_)
+    # (in memory and out of core differ in their BLAS products' rounding only)
+    assert lazy.spe_limit_ == pytest.approx(mem.spe_limit_, rel=1e-10)
+    assert lazy.t2_limit_ == pytest.approx(mem.t2_limit_, rel=1e-10)
 
 
 @pytest.mark.parametrize("trimmed", [False, True])

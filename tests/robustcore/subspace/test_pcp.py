@@ -437,7 +437,7 @@ def test_skipping_the_power_step_once_the_rank_settled_keeps_the_solution(shape,
     assert 0 in fast.powers and 0 not in slow.powers
     # the step was skipped only after an iteration whose rank equalled the previous one, or
     # once after each change of rank (when that iteration's SVD showed the gap)
-    ranks = fast.history_["rank"]
+    ranks = fast.history_["svp"]   # the thresholding's own count, what the skip follows
     assert fast.powers.count(0) <= len(ranks) - 1
     assert fast.powers.count(0) - sum(a == b for a, b in zip(ranks, ranks[1:])) <= sum(
         a != b for a, b in zip(ranks, ranks[1:]))
@@ -516,7 +516,7 @@ def test_rank_prediction_from_the_spectrum_does_not_overshoot_after_a_jump(monke
     # (gap = 0: the spectrum is never known, the growth rule alone)
     new, old = fits_with(L0 + S0, "gap", (SweepOptions().gap, 0.0), sizes, svd="randomized")
     for est in (new, old):    # the SVDs of the iterations after the one whose rank reached 50
-        est.later = est.record[-(est.n_iter_ - 1 - est.history_["rank"].index(50)):]
+        est.later = est.record[-(est.n_iter_ - 1 - est.history_["svp"].index(50)):]
     check_exact_recovery(new, L0, S0)
     check_exact_recovery(old, L0, S0)
     assert max(new.later) <= 50 + 1 + svt._OVERSAMPLE

@@ -121,8 +121,27 @@ def test_the_rank_of_l_counts_singular_values_above_a_thousandth_of_xs_largest()
     assert est.rank_ == 3 and not [w for w in caught if issubclass(w.category, DegenerateFitWarning)]
     top = np.linalg.norm(X - est.center_, 2)   # X's largest singular value in the fit's units
     sv = est.singular_values_
-    assert sv.size > 3 and est.history_["rank"][-1] == sv.size          # the residue is kept ...
+    assert sv.size > 3 and est.history_["svp"][-1] == sv.size            # the residue is kept ...
     assert np.all(sv[:3] > 0.1 * top) and np.all(sv[3:] < 0.2 * RANK_TOL * top)   # ... and far under
     np.testing.assert_allclose(np.linalg.svd(est.low_rank_ - est.center_, compute_uv=False)[:sv.size], sv,
                                rtol=1e-6, atol=1e-9 * top)   # L itself: its values as reported
     assert np.linalg.norm(X - est.low_rank_ - est.sparse_) <= 1e-6 * np.linalg.norm(X)   # X = L + S
+
+
+def test_the_rank_per_iteration_counts_as_the_final_rank_does():
+    """The L + S view's "rank of L per iteration" and the progress lines read ``history_["rank"]``:
+    it counts L's singular values above RANK_TOL of X's largest at every iteration, as ``rank_``
+    does, so its last entry is the rank reported (it counted the solver's residue: a planted
+    rank 3 ended at 10 per iteration against rank_ 3). The solver's own count of the values it
+    kept is ``history_["svp"]``."""
+    rng = np.random.default_rng(5)
+    n, d = 20_000, 20
+    X = rng.normal(size=(n, 3)) @ rng.normal(size=(3, d)) + 0.1 * rng.normal(size=(n, d))
+    bad = rng.random(n) < 0.01
+    X[bad] += 5 * rng.normal(size=(int(bad.sum()), d))
+    est = rc.PCP(random_state=0).fit(X)
+    h = est.history_
+    assert est.rank_ == 3 and h["rank"][-1] == est.rank_
+    assert h["svp"][-1] == est.singular_values_.size > est.rank_   # the residue, kept apart
+    assert all(r <= s for r, s in zip(h["rank"], h["svp"]))
+    assert len(h["svp"]) == len(h["rank"]) == est.n_iter_

@@ -398,6 +398,55 @@ def test_univariate_mcds_from_one_arena_are_those_of_separate_slots(dtype):
     assert arena._used <= arena._arena.size
 
 
+def test_outlyingness_mcds_take_their_scratch_from_the_rows_block_buffer(monkeypatch):
+    """The outlyingness's univariate MCDs cut their scratch from the centred rows' block buffer,
+    memory an earlier read touched (CentredRows.spare_bytes), in chunks small enough to fit it,
+    rather than from a fresh arena; the outlyingness is that of plain rows with an arena of
+    their own, to the bit."""
+    from robustcore.subspace._robpca_rows import CentredRows, dense
+    rng = np.random.default_rng(31)
+    Z = 3.0 + rng.standard_normal((4000, 100)) * rng.uniform(0.5, 3.0, 100)
+    Z[:300] += 8.0
+    rows = CentredRows(Z, Z.mean(axis=0))
+    rows.survey(4)                                  # (the read that makes the block buffer)
+    seen = []
+    work_of = steps._mcd_work
+
+    def spy(m, n, h, dtype, spare):
+        chunk, work = work_of(m, n, h, dtype, spare)
+        seen.append((m, chunk, work))
+        return chunk, work
+    monkeypatch.setattr(steps, "_mcd_work", spy)
+    h = 3000
+    got = steps.outlyingness(rows, h, np.random.default_rng(5))
+    (m, chunk, work), = seen
+    assert work._arena is not None and np.shares_memory(work._arena, rows._buf)
+    assert m // 2 <= chunk < m and steps.unimcd_scratch(chunk, 4000, h, np.float32) <= rows._buf.nbytes
+    assert all(np.shares_memory(buf, rows._buf) for buf in work._bufs.values())
+    want = steps.outlyingness(dense(rows), h, np.random.default_rng(5))
+    assert seen[1][2]._arena is not None and not np.shares_memory(seen[1][2]._arena, rows._buf)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_block_of_projections_is_one_huge_page(monkeypatch):
+    """The outlyingness makes its float32 projections in blocks of at most 2 MB, each starting
+    on a 2 MB boundary: one huge page of fresh memory (8.4 MB at 10,000 rows before)."""
+    from robustcore.subspace import _robpca_rows
+    made = []
+
+    def spy(shape, dtype):
+        out = _robpca_rows.huge_empty(shape, dtype)
+        made.append(out)
+        return out
+    monkeypatch.setattr(steps, "huge_empty", spy)
+    rng = np.random.default_rng(37)
+    X = rng.standard_normal((10_000, 30))
+    steps.outlyingness(X, 7_500, np.random.default_rng(1))
+    Y, = [a for a in made if a.shape[1:] == (10_000,)]
+    assert Y.dtype == np.float32 and Y.nbytes <= 1 << 21 and Y.shape[0] >= 50
+    assert Y.ctypes.data % (1 << 21) == 0
+
+
 def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
     """Arrays of 2 MB or more start on a 2 MB boundary (small ones are plain np.empty), with the
     shape, dtype and C order asked for, and hold what is written to them."""
@@ -409,3 +458,6 @@ def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
     np.testing.assert_array_equal(big[208], np.arange(10_000, dtype=np.float32))
     small = huge_empty((10, 10), np.float64)
     assert small.shape == (10, 10) and small.flags.owndata
+    # 1-2 MB (the rows' block buffer, a block of projections): one huge page, from its start
+    block = huge_empty((1310, 200), np.float64)
+    assert block.ctypes.data % (1 << 21) == 0 and block.shape == (1310, 200)
