@@ -335,8 +335,9 @@ def test_every_other_view_draws_and_exports_100000_columns(view, views_for, qtbo
 # -- a million rows ------------------------------------------------------------------------------
 MILLION = 1_000_000
 #: Every view but the ranking (test_the_ranking_draws_a_million_rows): ESFS's neighbour graph of a
-#: million rows takes more than 9 minutes on a loaded 2-core box (the learning curve's SCW about 30 s). The comparison's table of
-#: flagged samples is a model over arrays (its cells made only when shown).
+#: million rows takes more than 9 minutes on a loaded 2-core box (the learning curve's SCW about
+#: 30 s). The comparison's table of flagged samples is a model over arrays (its cells made only
+#: when shown).
 MILLION_VIEWS = ("decomposition", "detail", "contour", "evaluation", "scatter", "outlier-map", "comparison",
                  "learning-curve")
 
