@@ -193,25 +193,32 @@ def test_the_t2_map_and_the_key_are_built_in_later_turns_and_drawn_the_same(view
     assert set(u.plots) == {"spe", "t2"} and u.key is not None
 
 
+def _planted_map_state(seed, n, rank, d, noise, method, params, gross=0, gross_scale=0.0, name="planted"):
+    """A state holding a rank-``rank`` table of n x d plus ``noise``, its first ``gross`` rows
+    pushed off by ``gross_scale``, and one fit of ``method`` on it (the current result)."""
+    from app.state import AppState
+    from robustcore.datasets import Dataset
+    from robustcore.methods import get_method
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, rank)) @ rng.normal(size=(rank, d)) + noise * rng.normal(size=(n, d))
+    X[:gross] += gross_scale * rng.normal(size=(gross, d))
+    ds = Dataset(X=X, name=name)
+    state = AppState()
+    state.set_dataset(ds)
+    assert state.add_result(get_method(method).run(ds, params))
+    state.set_current_method(method)
+    return state
+
+
 @pytest.mark.slow
 def test_a_large_maps_legend_counts_read_in_thousands_and_sit_level(views_for, qtbot):
     """12,000 samples in 40 dimensions: the legend's five entries, one of them on two lines
     ("flagged in all 40 dims: ..."), and the counts of the legend and the status as the other
     views write them ("within limits (49250)" and "750 of 50000 flagged" beside "50,000
     samples" on a w8a-like table at 1280 x 800)."""
-    from app.state import AppState
-    from robustcore.datasets import Dataset
-    from robustcore.methods import get_method
-
     from ._text_rects import misaligned_legend_rows
-    rng = np.random.default_rng(3)
-    X = rng.normal(size=(12_000, 3)) @ rng.normal(size=(3, 40)) + 0.3 * rng.normal(size=(12_000, 40))
-    X[:150] += 3 * rng.normal(size=(150, 40))
-    ds = Dataset(X=X, name="twelve thousand")
-    state = AppState()
-    state.set_dataset(ds)
-    assert state.add_result(get_method("residual").run(ds, {"n_components": 3}))
-    state.set_current_method("residual")
+    state = _planted_map_state(3, 12_000, 3, 40, 0.3, "residual", {"n_components": 3}, gross=150,
+                               gross_scale=3.0, name="twelve thousand")
     v = views_for(state, size=(700, 600)).show_view("contour")   # the figure's width in the window
     v.finish_drawing()
     qtbot.wait(100)
@@ -232,20 +239,12 @@ def test_a_binned_maps_legend_names_the_flagged_density_and_keeps_its_height(vie
     them ("flagged ... (19,781)" over a pink density it did not name, PCA on 1,000,000 rows).
     Naming it must not move the user's framing when the rule changes: the plots' aspect is
     locked, and a legend of another height under another rule changed their height."""
-    from app.state import AppState
     from app.views import _style as style
     from app.views._binned import FLAG_POINTS
-    from robustcore.datasets import Dataset
-    from robustcore.methods import get_method
 
-    rng = np.random.default_rng(4)
-    X = rng.normal(size=(30_000, 2)) @ rng.normal(size=(2, 10)) + 0.2 * rng.normal(size=(30_000, 10))
-    ds = Dataset(X=X, name="thirty thousand")
-    state = AppState()
-    state.set_dataset(ds)
     # alpha = 10 %: thousands flagged (a million rows at 1 % flag as many)
-    assert state.add_result(get_method("residual").run(ds, {"n_components": 2, "alpha": 0.1}))
-    state.set_current_method("residual")
+    state = _planted_map_state(4, 30_000, 2, 10, 0.2, "residual", {"n_components": 2, "alpha": 0.1},
+                               name="thirty thousand")
     views = views_for(state, size=(1280, 800))
     v = views.show_view("contour")
     v.finish_drawing()
@@ -276,19 +275,10 @@ def test_a_binned_maps_six_entries_fill_its_legend_down_the_columns_in_three_row
     each column, and a 1,000,000-row map's six entries stood in one column of six rows (150 px
     of legend under the plots). Filled down the columns, the samples' entries stand in the first
     column and the lines' in the next: three rows, every entry whole."""
-    from app.state import AppState
     from app.views import _map_texts
-    from robustcore.datasets import Dataset
-    from robustcore.methods import get_method
     monkeypatch.setattr(_map_texts, "FLAG_POINTS", 50)   # flagged drawn as a density: six entries
-    rng = np.random.default_rng(5)
-    X = rng.normal(size=(12_000, 3)) @ rng.normal(size=(3, 20)) + 0.1 * rng.normal(size=(12_000, 20))
-    X[:200] += 2 * rng.normal(size=(200, 20))
-    ds = Dataset(X=X, name="twelve thousand")
-    state = AppState()
-    state.set_dataset(ds)
-    assert state.add_result(get_method("pca").run(ds, {}))
-    state.set_current_method("pca")
+    state = _planted_map_state(5, 12_000, 3, 20, 0.1, "pca", {}, gross=200, gross_scale=2.0,
+                               name="twelve thousand")
     v = views_for(state, size=(690, 700)).show_view("contour")
     v.finish_drawing()
     leg = v.legend
