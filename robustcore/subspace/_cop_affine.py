@@ -8,7 +8,7 @@ directions from the centre, and rows near the centre, short and pointing anywher
 incoherent.
 
 "affine" keeps the offset as a direction while measuring from a point that moves with the
-data: each row y (scaled, minus the columns' medians m) is lifted to (y, s), s a robust length
+data: each row y (scaled, minus the columns' medians m of the sampled rows) is lifted to (y, s), s a robust length
 of the rows (the median |y| of the first pass's sampled rows), and Coherence Pursuit runs on
 the lifted rows unchanged. Inliers near an r-dimensional flat of the data lie near an
 (r + 1)-dimensional linear subspace of the lifted space; its vectors with a last coordinate
@@ -18,7 +18,10 @@ its point. Shifting a column shifts m by the same amount and changes nothing els
 After the subspace the fit is a centred one (``mean_`` = the flat's point, ``components_`` =
 its r directions): residuals, limits and scores are those of every centred fit. The lifting is
 done in the passes' ``prep`` (one more column in the scratch block), so in memory and out of
-core run the same code; the medians are those of ``center="median"``.
+core run the same code. m and s come from the first pass's sampled rows (every stride-th row,
+about 100,000; every row up to 200,000: ``_cop_calibration.sample_stride``), the same rows in
+memory and out of core: on 1M x 50 the exact medians (np.median) cost more CPU than a whole
+``center="none"`` fit, and m need only move with the columns and resist gross rows.
 """
 from __future__ import annotations
 

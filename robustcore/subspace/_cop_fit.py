@@ -55,7 +55,12 @@ def _centre(rows, sc, how, n):
     """The centre (in scaled units) of ``center``."""
     if how == "mean":
         centre = sc.scaled_mean()
-    elif how in ("median", AFFINE):
+    elif how == AFFINE:
+        # the columns' medians of the first pass's sampled rows (every stride-th row, about
+        # 100,000: all rows up to 200,000), the same rows in memory and out of core; a shift
+        # of a column shifts them as much (np.median of 1M x 50 costs more than a whole fit)
+        centre = (np.median(np.asarray(sc.sample, dtype=np.float64), axis=0) - sc.center) / sc.scale
+    elif how == "median":
         if rows.lazy:
             v = rows.column_order_statistics(sc.sketches, [(n - 1) // 2, n // 2], message="medians")
             med = 0.5 * (v[0] + v[1])
@@ -268,7 +273,7 @@ def _first_pass(rows, p, how, pairs, rep):
     fused = how == "none" and p["scale"] in ("none", "auto") and not pairs
     row_sq = np.empty(rows.n) if fused and not rows.lazy else None
     sc = scan(rows, p["scale"], method="Coherence Pursuit", scatter=False, gram=fused,
-              sample_stride=sample_stride(rows.n), want_sketch=how in ("median", AFFINE), row_sq=row_sq, progress=rep)
+              sample_stride=sample_stride(rows.n), want_sketch=how == "median", row_sq=row_sq, progress=rep)
     usable = fused and sc.identity and sc.mom.row_sq_ok
     return sc, fused, row_sq if usable else None
 
