@@ -8,9 +8,9 @@ the 15th). It never reads the evaluation data.
 
 Candidates: the rank rule of PCA / ResidualScorer / Coherence Pursuit (robustcore/rank.py and
 the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
-1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``), Coherence Pursuit's ``center`` with shifted columns and
-its flags (``--study cop-center``); and (``--study flags``, not a
-ROC-AUC) the share of known inliers each method flags at its stated rate; and
+1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``),
+Coherence Pursuit's ``center`` with shifted columns and its flags (``--study cop-center``);
+and (``--study flags``, not a ROC-AUC) the share of known inliers each method flags at its stated rate; and
 (``--study calibration``) candidate calibration rules scored on each method's training scores,
 and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection;
 (``--study flag-limits``) every number of core spreads per method, a gap candidate, and what a
@@ -286,14 +286,16 @@ def report_cop_center(res):
     inv = [k for k in res if k.startswith("invariance | ")]
     if inv:
         print("\n### Coherence Pursuit's centre: the answer when every column is shifted\n")
-        print("| center | largest change of a score / largest score (max over tables) | flags changed (sum over tables) |")
+        print("| center | largest change of a score / largest score (max over tables) "
+              "| flags changed (sum over tables) |")
         print("|---|---|---|")
         for k in inv:
             v = res[k].values()
             print(f"| {k.split('| ')[1]} | {max(a for a, _ in v):.2e} | {sum(b for _, b in v)} |")
     if "usps | eights caught, ones flagged" in res:
+        usps = res["usps | eights caught, ones flagged"]
         print("\nusps-1-vs-8 (guard: at least 40 of the 50 eights, ones within [α/3, 3α]): " + "; ".join(
-            f"{c}: {e} eights, ones {100 * o:.1f} %" for c, (e, o) in res["usps | eights caught, ones flagged"].items()))
+            f"{c}: {e} eights, ones {100 * o:.1f} %" for c, (e, o) in usps.items()))
 
 
 # Rows a table keeps in the flag-rate study (a stratified random subsample beyond it: PCP's cost
@@ -1005,7 +1007,8 @@ STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "flag-diagnos
            "robpca-scale": study_robpca_scale,
            "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
-           "pcp-center": study_pcp_center, "cop-center": study_cop_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
+           "pcp-center": study_pcp_center, "cop-center": study_cop_center, "rank": study_rank, "cop": study_cop,
+           "pca-scale": study_pca_scale,
            "pcp": study_pcp, "joint": study_joint,
            "local": study_local}
 # The defaults before this study (issue 23), what every candidate is compared with.
