@@ -18,7 +18,8 @@ PARAMS = (
               "at most half of min(n_samples, n_features) (robustcore.rank): with "
               'center="none", one direction for the samples\' common offset plus the elbow '
               "of the log scree plot of the rest (mean ROC-AUC 0.739 -> 0.762 on the 15 "
-              "development tables, benchmarks/results_outliers.md); with a centre, the "
+              "development tables, benchmarks/results_outliers.md); with center=\"affine\" the "
+              "same rule on the lifted rows, less the offset; with a centre, the "
               'elbow itself. Not with selection="adaptive", which needs r first.'),
     Param("norm", int, 2, "Coherence score: 2 = squared inner products (default), "
           "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1),
