@@ -9,7 +9,8 @@ the 15th). It never reads the evaluation data.
 Candidates: the rank rule of PCA / ResidualScorer / Coherence Pursuit (robustcore/rank.py and
 the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
 1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``),
-Coherence Pursuit's ``center`` with shifted columns and its flags (``--study cop-center``);
+Coherence Pursuit's ``center`` with shifted columns and its flags (``--study cop-center``; the
+"affine" centre's lift, ``--study cop-lift``);
 and (``--study flags``, not a ROC-AUC) the share of known inliers each method flags at its stated rate; and
 (``--study calibration``) candidate calibration rules scored on each method's training scores,
 and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection;
@@ -278,6 +279,38 @@ def study_cop_center(tables):
             warnings.simplefilter("ignore")
             f = CoherencePursuit(center=c).fit(Xu).predict(Xu) == -1
         out.setdefault("usps | eights caught, ones flagged", {})[c] = (int(f[yu == 1].sum()), float(f[yu == 0].mean()))
+    return out
+
+
+# Factors on center="affine"'s lift s (the median row length of the sampled rows): a sensitivity
+# scan, not a candidate list (the factor 1 was fixed before any run).
+LIFT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def study_cop_lift(tables):
+    """How center="affine" moves with its lift: s times each of LIFT_FACTORS, ROC-AUC on the
+    15 development tables ("CoP lift | ..."), flags on the 21 tasks and the checks, usps-1-vs-8's
+    eights ("usps | ..." as in study_cop_center)."""
+    import robustcore.subspace._cop_fit as cop_fit
+    from robustcore.subspace.coherence_pursuit import CoherencePursuit
+    lift = cop_fit.lift_length
+    out = {}
+    uname, _fam, Xu, yu = _usps_demo()
+    try:
+        for fac in LIFT_FACTORS:
+            cop_fit.lift_length = lambda sample, prep, fac=fac: fac * lift(sample, prep)
+            label = f"affine, lift x{fac:g}"
+            for name, _f, _c, X, y in tables:
+                out.setdefault(f"CoP lift | {label}", {})[name] = (_auc(y, CoherencePursuit(center="affine"), X), None)
+            out.update(_flag_shares(tables, {f"Coherence Pursuit {label}": lambda: CoherencePursuit(center="affine")},
+                                    f"lift x{fac:g}"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f = CoherencePursuit(center="affine").fit(Xu).predict(Xu) == -1
+            out.setdefault("usps | eights caught, ones flagged", {})[label] = (int(f[yu == 1].sum()),
+                                                                              float(f[yu == 0].mean()))
+    finally:
+        cop_fit.lift_length = lift
     return out
 
 
@@ -1007,7 +1040,8 @@ STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "flag-diagnos
            "robpca-scale": study_robpca_scale,
            "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
-           "pcp-center": study_pcp_center, "cop-center": study_cop_center, "rank": study_rank, "cop": study_cop,
+           "pcp-center": study_pcp_center, "cop-center": study_cop_center, "cop-lift": study_cop_lift,
+           "rank": study_rank, "cop": study_cop,
            "pca-scale": study_pca_scale,
            "pcp": study_pcp, "joint": study_joint,
            "local": study_local}
@@ -1021,6 +1055,7 @@ CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
            "PCP-centre": "PCP centre | center=none",
            "CoP-centre2": "CoP centre | center=none",
            "CoP-centre-shifted": "CoP centre, columns shifted | center=none",
+           "CoP-lift": "CoP lift | affine, lift x1",
            "rankavg": "rankavg | Coherence Pursuit (best single default)",
            "robpca-scale": "robpca-scale | scale=none"}
 
