@@ -8,8 +8,10 @@ the 15th). It never reads the evaluation data.
 
 Candidates: the rank rule of PCA / ResidualScorer / Coherence Pursuit (robustcore/rank.py and
 the rules below), Coherence Pursuit's ``center``, PCP's ``lam`` (a factor on
-1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``); and (``--study flags``, not a
-ROC-AUC) the share of known inliers each method flags at its stated rate; and
+1 / sqrt(max(n, d))), ``scale``, ``score_norm`` and ``center`` (``--study pcp-center``),
+Coherence Pursuit's ``center`` with shifted columns and its flags (``--study cop-center``; the
+"affine" centre's lift, ``--study cop-lift``);
+and (``--study flags``, not a ROC-AUC) the share of known inliers each method flags at its stated rate; and
 (``--study calibration``) candidate calibration rules scored on each method's training scores,
 and (``--study calibration-heldout``, reported only) the shipped rule on the held-out collection;
 (``--study flag-limits``) every number of core spreads per method, a gap candidate, and what a
@@ -240,6 +242,93 @@ def study_pcp_center(tables):
                 (_auc(y, rc.PCP(center=center, random_state=0), Xs), None)
         print(f"  pcp centre: {name}", file=sys.stderr, flush=True)
     return out
+
+
+COP_CENTERS = ("none", "median", "mean", "affine")
+
+
+def study_cop_center(tables):
+    """Coherence Pursuit's ``center`` (issue 35 points 2 and 3): each candidate's ROC-AUC on the
+    15 development tables as given and with every column shifted (``_shifted``), how much its
+    answer moves there (largest change of a score, relative to the largest score; flags that
+    change), its flags on the 21 target tasks and the checks (``_flag_shares``), and
+    usps-1-vs-8's eights caught (the guard)."""
+    from robustcore.subspace.coherence_pursuit import CoherencePursuit
+    out = {}
+    for name, _f, _c, X, y in tables:
+        Xs = _shifted(X)
+        for center in COP_CENTERS:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                a = CoherencePursuit(center=center).fit(X)
+                b = CoherencePursuit(center=center).fit(Xs)
+                sa, sb = a.score_samples(X), b.score_samples(Xs)
+                fa, fb = a.predict(X), b.predict(Xs)
+            out.setdefault(f"CoP centre | center={center}", {})[name] = \
+                (outlier_metrics(y, -sa)["roc_auc"], int(a.n_components_))
+            out.setdefault(f"CoP centre, columns shifted | center={center}", {})[name] = \
+                (outlier_metrics(y, -sb)["roc_auc"], int(b.n_components_))
+            out.setdefault(f"invariance | center={center}", {})[name] = \
+                (float(np.max(np.abs(sa - sb)) / np.max(np.abs(sa))), int(np.count_nonzero(fa != fb)))
+        print(f"  cop centre: {name}", file=sys.stderr, flush=True)
+    makers = {f"Coherence Pursuit center={c}": (lambda c=c: CoherencePursuit(center=c)) for c in COP_CENTERS}
+    out.update(_flag_shares(tables, makers, "cop centre flags"))
+    uname, _fam, Xu, yu = _usps_demo()
+    for c in COP_CENTERS:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            f = CoherencePursuit(center=c).fit(Xu).predict(Xu) == -1
+        out.setdefault("usps | eights caught, ones flagged", {})[c] = (int(f[yu == 1].sum()), float(f[yu == 0].mean()))
+    return out
+
+
+# Factors on center="affine"'s lift s (the median row length of the sampled rows): a sensitivity
+# scan, not a candidate list (the factor 1 was fixed before any run).
+LIFT_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def study_cop_lift(tables):
+    """How center="affine" moves with its lift: s times each of LIFT_FACTORS, ROC-AUC on the
+    15 development tables ("CoP lift | ..."), flags on the 21 tasks and the checks, usps-1-vs-8's
+    eights ("usps | ..." as in study_cop_center)."""
+    import robustcore.subspace._cop_fit as cop_fit
+    from robustcore.subspace.coherence_pursuit import CoherencePursuit
+    lift = cop_fit.lift_length
+    out = {}
+    uname, _fam, Xu, yu = _usps_demo()
+    try:
+        for fac in LIFT_FACTORS:
+            cop_fit.lift_length = lambda sample, prep, fac=fac: fac * lift(sample, prep)
+            label = f"affine, lift x{fac:g}"
+            for name, _f, _c, X, y in tables:
+                out.setdefault(f"CoP lift | {label}", {})[name] = (_auc(y, CoherencePursuit(center="affine"), X), None)
+            out.update(_flag_shares(tables, {f"Coherence Pursuit {label}": lambda: CoherencePursuit(center="affine")},
+                                    f"lift x{fac:g}"))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f = CoherencePursuit(center="affine").fit(Xu).predict(Xu) == -1
+            out.setdefault("usps | eights caught, ones flagged", {})[label] = (int(f[yu == 1].sum()),
+                                                                              float(f[yu == 0].mean()))
+    finally:
+        cop_fit.lift_length = lift
+    return out
+
+
+def report_cop_center(res):
+    """The shift table (largest relative change of a score, flags changed) and usps's guard."""
+    inv = [k for k in res if k.startswith("invariance | ")]
+    if inv:
+        print("\n### Coherence Pursuit's centre: the answer when every column is shifted\n")
+        print("| center | largest change of a score / largest score (max over tables) "
+              "| flags changed (sum over tables) |")
+        print("|---|---|---|")
+        for k in inv:
+            v = res[k].values()
+            print(f"| {k.split('| ')[1]} | {max(a for a, _ in v):.2e} | {sum(b for _, b in v)} |")
+    if "usps | eights caught, ones flagged" in res:
+        usps = res["usps | eights caught, ones flagged"]
+        print("\nusps-1-vs-8 (guard: at least 40 of the 50 eights, ones within [α/3, 3α]): " + "; ".join(
+            f"{c}: {e} eights, ones {100 * o:.1f} %" for c, (e, o) in usps.items()))
 
 
 # Rows a table keeps in the flag-rate study (a stratified random subsample beyond it: PCP's cost
@@ -951,7 +1040,9 @@ STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "flag-diagnos
            "robpca-scale": study_robpca_scale,
            "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
-           "pcp-center": study_pcp_center, "rank": study_rank, "cop": study_cop, "pca-scale": study_pca_scale,
+           "pcp-center": study_pcp_center, "cop-center": study_cop_center, "cop-lift": study_cop_lift,
+           "rank": study_rank, "cop": study_cop,
+           "pca-scale": study_pca_scale,
            "pcp": study_pcp, "joint": study_joint,
            "local": study_local}
 # The defaults before this study (issue 23), what every candidate is compared with.
@@ -962,6 +1053,9 @@ CURRENT = {"PCA": "PCA | elbow (current)", "CoP": "CoP | elbow (current)",
            "PCA-joint": "PCA joint | scale=auto", "local": "local | Coherence Pursuit's score",
            "PCP-joint": "PCP joint | lam=1/sqrt(max(n,d)), scale=auto",
            "PCP-centre": "PCP centre | center=none",
+           "CoP-centre2": "CoP centre | center=none",
+           "CoP-centre-shifted": "CoP centre, columns shifted | center=none",
+           "CoP-lift": "CoP lift | affine, lift x1",
            "rankavg": "rankavg | Coherence Pursuit (best single default)",
            "robpca-scale": "robpca-scale | scale=none"}
 
@@ -981,13 +1075,14 @@ def loto(res, keys, current):
 
 
 def report(res):
+    report_cop_center(res)
     report_flags(res)
     report_flag_limits(res)
     report_flag_diagnosis(res)
     groups = {}
     for k in res:
         if k.startswith(("flags | ", "flags check | ", "calibration | ", "held-out | ", "limits | ",
-                         "diagnosis | ")):
+                         "diagnosis | ", "invariance | ", "usps | ")):
             continue
         head = k.split(" | ")[0]
         groups.setdefault(head + (" rank" if "joint" not in head and any(r in k for r in RANK_RULES) else ""),

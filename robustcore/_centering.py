@@ -4,6 +4,10 @@ data, declared once for every estimator that has it (PCP, Coherence Pursuit).
 * ``"none"``: the data as they are: entries are measured from zero.
 * ``"median"``: each column's median: not moved by a minority of gross errors in the column.
 * ``"mean"``: each column's mean.
+* ``"affine"`` (Coherence Pursuit only): the median, then one more constant coordinate, a
+  robust length of the centred rows, before the rows are normalised (homogeneous
+  coordinates: the subspace through the origin of the lifted rows is a flat of the data;
+  ``robustcore.subspace._cop_affine``).
 
 Why it matters: a method that measures entries from zero (PCP's l1 penalty, Coherence
 Pursuit's row normalisation) gives a different answer when a column is shifted by a constant,
@@ -18,16 +22,22 @@ import numpy as np
 
 from ._params import Param
 
-__all__ = ["CENTERS", "center_param", "column_location"]
+__all__ = ["CENTERS", "AFFINE_CENTERS", "center_param", "column_location"]
 
 CENTERS = ("none", "median", "mean")
+# Coherence Pursuit's: the centres plus the homogeneous-coordinates one (module doc)
+AFFINE_CENTERS = CENTERS + ("affine",)
 
 
-def center_param(default: str, doc: str = "") -> Param:
+def center_param(default: str, doc: str = "", choices=CENTERS) -> Param:
     """The ``center`` declaration; each estimator states its default, and in ``doc`` why."""
-    return Param("center", str, default, "Location subtracted from each column first: none (entries "
-                 "measured from zero), the median (robust to gross errors) or the mean.",
-                 choices=CENTERS, doc=doc)
+    text = ("Location subtracted from each column first: none (entries measured from zero), the "
+            "median (robust to gross errors) or the mean")
+    if "affine" in choices:
+        text += ("; affine: the median plus one constant coordinate, so the subspace is a flat "
+                 "that keeps the common offset (none's model without its dependence on each "
+                 "column's zero)")
+    return Param("center", str, default, text + ".", choices=choices, doc=doc)
 
 
 def column_location(X, how: str) -> np.ndarray:

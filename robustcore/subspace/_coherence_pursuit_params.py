@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .._contamination import CONTAMINATION
-from .._centering import center_param
+from .._centering import AFFINE_CENTERS, center_param
 from .._params import Param, SeedParam, scale_param
 
 __all__ = ["PARAMS"]
@@ -18,7 +18,8 @@ PARAMS = (
               "at most half of min(n_samples, n_features) (robustcore.rank): with "
               'center="none", one direction for the samples\' common offset plus the elbow '
               "of the log scree plot of the rest (mean ROC-AUC 0.739 -> 0.762 on the 15 "
-              "development tables, benchmarks/results_outliers.md); with a centre, the "
+              "development tables, benchmarks/results_outliers.md); with center=\"affine\" the "
+              "same rule on the lifted rows, less the offset; with a centre, the "
               'elbow itself. Not with selection="adaptive", which needs r first.'),
     Param("norm", int, 2, "Coherence score: 2 = squared inner products (default), "
           "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1),
@@ -40,7 +41,10 @@ PARAMS = (
           doc='"none" is the paper\'s formulation: the inliers\' common offset becomes one of '
               "the subspace's directions. On the 15 development tables it scored a mean "
               "ROC-AUC of 0.762 against 0.752 (median) and 0.746 (mean), and its selections "
-              "held fewer known outliers (benchmarks/results_outliers.md)."),
+              "held fewer known outliers (benchmarks/results_outliers.md). \"affine\" lifts each "
+              "row minus the columns' medians by one constant coordinate (a robust row length) "
+              "before normalising: the linear subspace of the lifted rows is a flat of the data "
+              "(robustcore.subspace._cop_affine).", choices=AFFINE_CENTERS),
     Param("refine", bool, False, "Refit by PCA on all samples near the CoP subspace.",
           doc="PCA of the un-normalised samples whose residual is below a robust limit "
               "(:func:`residual_limit` at ``refine_alpha``), repeated until the kept set "

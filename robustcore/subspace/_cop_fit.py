@@ -29,6 +29,7 @@ from ._cop_calibration import (CalibrationBand, calibration_band, residual_block
 from ._cop_passes import (_calibration_mask, _coherence_block, _CoherenceForm, _Prep, _sampled, _Selected,
                           _SelectedR, _select_top, _selection_band, _take, _UnitGram, selection_count,
                           warn_rank_deficient)
+from ._cop_affine import AFFINE, LiftedPrep, affine_rank, flat_of, lift_length
 from ._cop_selection import SelectionBand
 from ._scan import scan
 
@@ -54,6 +55,11 @@ def _centre(rows, sc, how, n):
     """The centre (in scaled units) of ``center``."""
     if how == "mean":
         centre = sc.scaled_mean()
+    elif how == AFFINE:
+        # the columns' medians of the first pass's sampled rows (every stride-th row, about
+        # 100,000: all rows up to 200,000), the same rows in memory and out of core; a shift
+        # of a column shifts them as much (np.median of 1M x 50 costs more than a whole fit)
+        centre = (np.median(np.asarray(sc.sample, dtype=np.float64), axis=0) - sc.center) / sc.scale
     elif how == "median":
         if rows.lazy:
             v = rows.column_order_statistics(sc.sketches, [(n - 1) // 2, n // 2], message="medians")
@@ -76,6 +82,8 @@ def _prepared(X, prep):
         Y /= prep.scale[1]
     if prep.centre is not None:
         Y -= prep.centre
+    if getattr(prep, "lift", None) is not None:       # center="affine" (_cop_affine)
+        Y = np.column_stack([Y, np.full(Y.shape[0], prep.lift)])
     return Y
 
 
@@ -128,6 +136,10 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     scale = None if sc.identity else (sc.center, sc.scale)
     centre = _centre(rows, sc, how, n)
     prep = _Prep(scale, centre)
+    lift = None
+    if how == AFFINE:       # the lifted rows (y, s) up to the subspace, a flat after (_cop_affine)
+        lift = lift_length(thinned(sc.sample), prep)
+        prep, d, r = LiftedPrep(scale, centre, lift), d + 1, r + 1
     Xn = None            # ŷ of every row, when a random-access step needs them
     sel_band = band_acc = decided = sq = None     # sq: every row's |y|² when the bounds pass made them
     if pairs:
@@ -200,10 +212,15 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     else:
         s, vt = _subspace(rows, prep, cut, selected, k, d, band_acc.gram_at(tau, k) if band_acc else None, rep, sq)
     if estimate:
-        r = min(rank_rule(how)(s * s, rank_cap(n, d)), min(n, d) - 1)
+        r = affine_rank(s * s, n, d - 1) + 1 if lift is not None else min(rank_rule(how)(s * s, rank_cap(n, d)),
+                                                                           min(n, d) - 1)
     warn_rank_deficient(s, r, k)
     sel_idx = indices(selected, lazy=rows.lazy)
     fit = Refined(vt[:r], centre, s[:r].copy(), sel_idx)
+    if lift is not None:
+        fit, d, r = flat_of(fit, centre, lift), d - 1, r - 1
+        prep, sq = _Prep(scale, fit.mean), None
+        sample = _sampled(thinned(sc.sample), prep, 0.0)
     if p["refine"]:
         Xs = rows.X if scale is None else (rows.X - scale[0]) / scale[1]
         fit = refine(Xs, fit, ~degenerate, r, p, rep.span(0.7, 0.75))

@@ -180,7 +180,7 @@ def _sampled(sample, prep, cut):
     if prep.scale is None and prep.centre is None:
         Y = np.asarray(sample, dtype=np.float64)
     else:       # a new array, not prep's scratch (which would stay at the sample's size)
-        Y = np.empty(sample.shape)
+        Y = np.empty((sample.shape[0], sample.shape[1] + (getattr(prep, "lift", None) is not None)))
         for s in range(0, sample.shape[0], _SAMPLE_BLOCK):
             Y[s:s + _SAMPLE_BLOCK] = prep(sample[s:s + _SAMPLE_BLOCK])
     usable = np.sqrt(np.einsum("ij,ij->i", Y, Y)) > cut

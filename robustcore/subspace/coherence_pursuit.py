@@ -39,7 +39,8 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     components_ : ndarray (r, d)
         Orthonormal basis rows of the subspace, sign-fixed (largest absolute entry positive).
     mean_ : ndarray (d,)
-        The centre used (zeros for center="none"; after refinement the mean of the kept samples).
+        The centre used (zeros for center="none"; for "affine" the point of the flat nearest the
+        columns' medians; after refinement the mean of the kept samples).
     coherence_ : ndarray (n,)
         Coherence score per training sample; higher = more inlier-like. 0 for degenerate samples.
         After an ℓ2 fit in memory it is made when first read: the fit selects from bounds on it

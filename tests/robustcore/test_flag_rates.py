@@ -38,6 +38,8 @@ METHODS = {
     "PCA": lambda: rc.PCA(),
     "ResidualScorer": lambda: rc.ResidualScorer(),
     "CoherencePursuit": lambda: rc.CoherencePursuit(),
+    # the homogeneous-coordinates centre (robustcore.subspace._cop_affine), not the default
+    "CoherencePursuit affine": lambda: rc.CoherencePursuit(center="affine"),
     "PCP": lambda: rc.PCP(random_state=0),
 }
 
@@ -206,6 +208,36 @@ def test_coherence_pursuit_says_when_a_cluster_it_does_not_fit_is_flagged():
     res = get_method("coherence-pursuit").run(Dataset(X=X, name="clusters", outliers=y), {})
     text = "\n".join(summary_lines(res))
     assert "known inliers" in text and "beyond the robust core" in text
+
+
+def _three_clusters(seed, d=20, r=3, n_in=2850, n_out=150):
+    """Inliers in three clusters around a rank-3 plane (centres 4 spreads apart in each of
+    20 columns; their flat has 3 + 2 dimensions), 5 % outliers uniform in the box."""
+    rng = np.random.default_rng(seed)
+    B = np.linalg.qr(rng.standard_normal((d, r)))[0].T
+    centres = rng.standard_normal((3, d)) * 4
+    inl = centres[rng.integers(0, 3, n_in)] + rng.standard_normal((n_in, r)) @ B + 0.3 * rng.standard_normal((n_in, d))
+    X = np.vstack([inl, rng.uniform(-10, 10, (n_out, d))])
+    return X, np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_coherence_pursuits_affine_centre_flags_clustered_inliers_at_the_rate_or_says_not(seed):
+    """center="affine" on three clusters: when its flat holds all three (5 dimensions: seeds
+    2 and 3) the inliers are flagged within [alpha / 3, 3 alpha]; when the most coherent half
+    of the rows comes from two clusters (seeds 0 and 1: a flat of 4), the third is beyond the
+    rows that bound the limits, and the fit says so. Every outlier is caught either way.
+    (center="none" leaves a cluster out on 6 of seeds 0-7; "affine" on 4.)"""
+    X, y = _three_clusters(seed)
+    est, flagged = _flags("CoherencePursuit affine", X)
+    share = flagged[~y].mean()
+    assert flagged[y].all()
+    if est.n_components_ >= 5:
+        assert ALPHA / 3 <= share <= 3 * ALPHA, f"{100 * share:.2f} % of known inliers flagged"
+        assert est.limit_calibration_["caveat"] == ""
+    else:
+        assert share > 0.25 and "beyond the robust core" in est.limit_calibration_["caveat"]
+    assert (est.n_components_ >= 5) == (seed >= 2)
 
 
 def test_a_run_with_known_outliers_shows_the_fits_caveat_in_its_summary():
