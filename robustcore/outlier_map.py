@@ -142,6 +142,11 @@ def _rounding_only(od_max: float, scale2: float) -> bool:
     return bool(np.sqrt(max(od_max, 0.0)) <= 1e-10 * max(np.sqrt(max(scale2, 0.0)), 1e-300))
 
 
+def _cbrt(spe):
+    """OD^(2/3) of a slice of SPE (float64, as the stored OD^(2/3) was made)."""
+    return np.cbrt(np.asarray(spe, dtype=np.float64))
+
+
 def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dict:
     """:func:`outlier_map_of_scores` of per-row results held in memory or stored (not Dask
     arrays: a fit's results are always these, in memory, out of core and with a cluster), in
@@ -177,16 +182,8 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
             na, tot = acc["n"], acc["n"] + b
             delta = m - acc["mean"]
             acc.update(n=tot, mean=acc["mean"] + delta * b / tot, m2=acc["m2"] + m2 + delta * delta * na * b / tot)
-        out = {"sd": np.sqrt(T2), "od": np.sqrt(S)}
-        if robust_cut:
-            out["w"] = np.cbrt(S)      # OD^(2/3), as the Dask route's da.cbrt of the float64 SPE
-        return out
-    # a robust cut's median and MAD of OD^(2/3) read its values four times (two sweeps each):
-    # made once here, not in every sweep (30M rows: 0.6 s each), and stored: held, 240 MB at 30M
-    # rows would raise the peak (page cache is not the process's memory)
-    robust_cut = cutoffs is None and robust
-    got = fill_rows(distances, {"sd": ("f8", ()), "od": ("f8", ()), **({"w": ("f8", ())} if robust_cut else {})},
-                    [t2, spe], name="outlier_map", stored=("w",))
+        return {"sd": np.sqrt(T2), "od": np.sqrt(S)}
+    got = fill_rows(distances, {"sd": ("f8", ()), "od": ("f8", ())}, [t2, spe], name="outlier_map")
     t2_max, od_max = float(acc["t2_max"]), float(acc["spe_max"])
     _check(crit, bool(np.isfinite(t2_max)))
     sd, od = got["sd"], got["od"]
@@ -207,11 +204,13 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
         if classical:
             centre, spread = float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
         else:
-            # median and MAD of OD^(2/3), exact, over slices of the SPE
-            w = got.pop("w")
-            centre = percentile_of(lambda ks: kth_of_slices_of(w, ks), n, 50.0)
+            # median and MAD of OD^(2/3) = cbrt(SPE) (as the Dask route's da.cbrt of the float64
+            # SPE), exact, over slices of the SPE, made again in each of the four sweeps: a
+            # sweep's cbrt took 0.02 s at 30M rows, where storing them cost a write of 240 MB
+            # (0.4-0.6 s of system time on the machine of benchmarks/results_bigdata.md 3.19)
+            centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
             spread = MAD_NORMAL * percentile_of(
-                lambda ks: kth_of_slices_of(w, ks, fn=lambda v: abs(v - centre)), n, 50.0)
+                lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
         return _od_cutoff(centre, spread, crit)
     sd_cut = float(cutoffs[0]) if cutoffs is not None else _sd_cutoff(k, crit)
     od_cut = od_cutoff()

@@ -70,8 +70,11 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     fields["subspace"] = Subspace(components=C, mean=m, rank_rule=rank_rule, source=source,
                                   variances=est.variances_, explained_variance_ratio=ratio,
                                   **_scaling_of(est))
-    calibration = getattr(est, "calibration_indices_", None)
     n = int(X.n_samples if lazy else X.shape[0])
+    # (out of core Coherence Pursuit's indices are made when first read: only their count here)
+    sized = getattr(est, "_calibration_size", None)
+    calibration = None if lazy or sized is None else est.calibration_indices_
+    n_calibration = sized() if sized is not None else n
     if est.residual_eigenvalues_.size == 0:
         # Full rank: nothing is left off the subspace, so SPE is 0 and only T² can flag.
         why = "the subspace has full rank, so no residual is left: SPE is 0 and has no limit"
@@ -86,7 +89,7 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
             plane, direction = principal_plane(Zc), residual_direction(Zc, C, m)
         fields["limits"] = Limits(spe=float(est.spe_limit_), t2=float(est.t2_limit_), alpha=rule.alpha_for(values),
                                   spe_method=str(est.spe_limit_method_),
-                                  calibration_rows=n if calibration is None else int(np.size(calibration)),
+                                  calibration_rows=n_calibration,
                                   calibration=calibration_text, data_plane=plane, residual_direction=direction,
                                   **_adjustment(est))
     fields["outliers"] = Outliers(rule=rule.describe(values), score="outlier_score",
@@ -94,7 +97,7 @@ def _model_fields(est, X, rows, *, rule, values, source, rank_rule, calibration_
     # in memory or on disk alike (an out-of-core fit's distances are per-row results too)
     from ..outlier_map import outlier_map_of_scores
     try:
-        om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=calibration is not None,
+        om = outlier_map_of_scores(rows.spe, rows.t2, rows.projection, robust=sized is not None,
                                    cutoffs=(est.sd_cutoff_, est.od_cutoff_) if own_cutoffs else None,
                                    variances=est.variances_)
     except ValueError as exc:   # a flat component: no score distance along it

@@ -215,7 +215,9 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         r = affine_rank(s * s, n, d - 1) + 1 if lift is not None else min(rank_rule(how)(s * s, rank_cap(n, d)),
                                                                            min(n, d) - 1)
     warn_rank_deficient(s, r, k)
-    sel_idx = indices(selected, lazy=rows.lazy)
+    # out of core the index arrays are made when first read (not by the command line, which
+    # stores the masks): 15M + 30M int64 at 30M rows, 360 MB of fresh memory and of writes
+    sel_idx = _LazyIndices(selected, k) if rows.lazy else indices(selected)
     fit = Refined(vt[:r], centre, s[:r].copy(), sel_idx)
     if lift is not None:
         fit, d, r = flat_of(fit, centre, lift), d - 1, r - 1
@@ -258,7 +260,8 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                                training=est._training_provider(rows, sc.scaling, comps, fit.mean,
                                                                kept=kept, exclude=not_kept))
     # out of core the index arrays are per-sample results too (stored beyond the budget)
-    out = dict(**sc.scaling, **limits, calibration_indices_=indices(keep, lazy=rows.lazy), n_components_=r,
+    out = dict(**sc.scaling, **limits, n_components_=r,
+               calibration_indices_=_LazyIndices(keep, n_keep) if rows.lazy else indices(keep),
                components_=comps, mean_=fit.mean, coherence_=coh, selected_indices_=sel_idx,
                inlier_indices_=fit.inliers, degenerate_=degenerate, singular_values_=fit.singular_values,
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
@@ -295,6 +298,28 @@ def _exact_coherence(rows, prep, form, cut, progress=None, reduce=None):
     return rows.map(_coherence_block, {"coherence": (np.dtype("f8"), ()), "degenerate": (np.dtype(bool), ())},
                     prep, form, cut, progress=progress, message="coherence scores", name="coherence",
                     reduce=reduce)
+
+
+class _LazyIndices:
+    """np.flatnonzero of a per-row mask out of core (``robustcore._passes.indices``: held or
+    stored by the budget's rule, under the out-of-core settings of the fit), made when first
+    read; ``size``: their count, known before."""
+
+    def __init__(self, mask, size: int):
+        from ..bigdata._dask import get_settings
+        self.mask, self.size, self._made = mask, int(size), None
+        self.settings = get_settings()
+
+    def __call__(self):
+        if self._made is None:
+            from ..bigdata._dask import _CURRENT
+            token = _CURRENT.set(self.settings)
+            try:
+                self._made = indices(self.mask, lazy=True)
+            finally:
+                _CURRENT.reset(token)
+            self.mask = None
+        return self._made
 
 
 class _LazyCoherence:

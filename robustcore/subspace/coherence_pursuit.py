@@ -8,6 +8,8 @@ over the whole space are nearly orthogonal to everything, so ranking samples by 
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._base import Estimator, fit_protocol
 # (calibration_rows and residual_limit live in robustcore._outlier; their names stay here)
 from .._outlier import OutlierScores, calibration_rows, residual_limit  # noqa: F401
@@ -18,6 +20,11 @@ from ._cop_memory import RankDeficientWarning, coherence_scores
 from ._cop_fit import fit_cop
 from ._scan import input_rows
 from ._coherence_pursuit_params import PARAMS
+
+# Out of core, the index arrays are made when first read (_cop_fit._LazyIndices; the command line
+# reads only the calibration rows' count); inlier_indices_ is selected_indices_ without the
+# refinement, made by the same maker.
+_INDICES_MADE_WHEN_READ = ("selected_indices_", "inlier_indices_", "calibration_indices_")
 
 __all__ = ["CoherencePursuit", "coherence_scores", "residual_limit",
            "RankDeficientWarning"]
@@ -151,9 +158,13 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         if p["chunk_size"] is not None:
             rows.block_rows = int(p["chunk_size"])
         self.__dict__.pop("_coherence_maker", None)
+        self.__dict__.pop("_index_makers", None)
         fit, kept, rows = fit_cop(self, rows, p, progress, selection_band_in_memory=_selection_band_in_memory)
         if callable(fit["coherence_"]):
             self._coherence_maker = fit.pop("coherence_")
+        makers = {k: fit.pop(k) for k in _INDICES_MADE_WHEN_READ if callable(fit.get(k))}
+        if makers:
+            self._index_makers = makers
         self._set_fitted(**fit)
         self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept))
         self._keep_rows(rows=rows, **kept)
@@ -168,12 +179,27 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
                 self.__dict__["coherence_"] = value = make()
                 del self.__dict__["_coherence_maker"]
                 return value
+        # out of core, the index arrays (_INDICES_MADE_WHEN_READ)
+        makers = self.__dict__.get("_index_makers")
+        if makers and name in makers:
+            self.__dict__[name] = value = makers.pop(name)()
+            if not makers:
+                del self.__dict__["_index_makers"]
+            return value
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __getstate__(self):
         if "_coherence_maker" in self.__dict__:      # a copy or a pickle holds the values
             self.coherence_  # noqa: B018
+        for name in list(self.__dict__.get("_index_makers", ())):
+            getattr(self, name)
         return super().__getstate__()
+
+    def _calibration_size(self) -> int:
+        """How many rows the limits were calibrated on (``calibration_indices_``'s size, without
+        making the indices when they are made when first read)."""
+        make = self.__dict__.get("_index_makers", {}).get("calibration_indices_")
+        return int(make.size) if make is not None else int(np.size(self.calibration_indices_))
 
     @staticmethod
     def _rank_to_use(p, n, d):

@@ -328,3 +328,29 @@ def test_killed_worker_gives_the_same_result(data, files):
     close(got.components_, ref.components_)
     np.testing.assert_array_equal(got.selected_indices_, ref.selected_indices_)
     assert got.spe_limit_ == pytest.approx(ref.spe_limit_, rel=TOL)
+
+
+def test_coherence_pursuit_index_arrays_are_made_when_first_read_out_of_core(data, tmp_path):
+    """Out of core the selected and calibration rows' indices are made when first read (the
+    command line reads only their count): a fit writes no index store (at 30M rows they were
+    360 MB of fresh memory and writes); read, they are what an in-memory fit gives, by the
+    budget's rule of the fit's settings."""
+    pytest.importorskip("zarr")
+    from robustcore.bigdata import StoredRows
+    a = CoherencePursuit(n_components=3).fit(data)
+    with settings(memory_budget=1000, store_dir=tmp_path):
+        b = CoherencePursuit(n_components=3).fit(chunked(data))
+        stores = sorted(p.name.split("-")[0] for p in tmp_path.glob("*.zarr"))
+    assert "indices" not in stores
+    for name in ("selected_indices_", "inlier_indices_", "calibration_indices_"):
+        assert name not in vars(b)
+    assert b._calibration_size() == a.calibration_indices_.size
+    assert isinstance(b.calibration_indices_, StoredRows)      # stored: the fit's budget
+    np.testing.assert_array_equal(b.calibration_indices_, a.calibration_indices_)
+    np.testing.assert_array_equal(b.selected_indices_, a.selected_indices_)
+    assert b.inlier_indices_ is b.selected_indices_
+    c = CoherencePursuit(n_components=3).fit(chunked(data))
+    import pickle
+    d = pickle.loads(pickle.dumps(c))           # a pickle holds the values
+    np.testing.assert_array_equal(d.calibration_indices_, a.calibration_indices_)
+    np.testing.assert_array_equal(d.inlier_indices_, a.inlier_indices_)

@@ -148,3 +148,25 @@ def test_the_variance_bound_gives_the_same_map_and_reads_no_coordinates_when_it_
         np.testing.assert_array_equal(got["region"][:], np.asarray(ref["region"][:]))
         np.testing.assert_array_equal(got["orthogonal_distance"][:], np.asarray(ref["orthogonal_distance"][:]))
         assert got["counts"] == ref["counts"]
+
+
+def test_a_robust_cut_from_stored_scores_stores_only_the_distances(tmp_path):
+    """OD^(2/3)'s median and MAD come from slices of the SPE (cbrt made in each sweep): nothing
+    but the two distances is written (before, OD^(2/3) itself was stored: 240 MB at 30M rows),
+    and the cut-off is the one of the same scores in memory, to the bit."""
+    import zarr
+    from robustcore.bigdata import materialize
+    rng = np.random.default_rng(6)
+    var = np.array([2.0, 1.0])
+    T = rng.standard_normal((1500, 2)) * np.sqrt(var)
+    spe = rng.chisquare(4, 1500)
+    t2 = np.sum(T ** 2 / var, axis=1)
+    with settings(memory_budget=400, store_dir=tmp_path):
+        stored = materialize({"spe": da.from_array(spe, chunks=300), "t2": da.from_array(t2, chunks=300)})
+        before = set(tmp_path.glob("*.zarr"))
+        got = outlier_map_of_scores(stored["spe"], stored["t2"], T, robust=True, variances=var)
+        made = set(tmp_path.glob("*.zarr")) - before
+    arrays = sorted(k for p in made for k in zarr.open_group(str(p), mode="r").array_keys())
+    assert arrays == ["od", "region", "sd"]
+    want = outlier_map_of_scores(spe, t2, T, robust=True)
+    assert got["od_cutoff"] == want["od_cutoff"] and got["counts"] == want["counts"]
