@@ -11,13 +11,26 @@ stored copy computed it, ``z - shift`` in float64, so every stage sees the same 
 """
 from __future__ import annotations
 
+import contextvars
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
+from .._lanes import pass_threads
 from .._residual import SCORE_BLOCK_ENTRIES, ResidualKernel
+from .._threads import Governor
 
-__all__ = ["CentredRows", "abs_max", "dense", "huge_empty", "single_rows"]
+__all__ = ["CentredRows", "Lanes", "abs_max", "block_lanes", "dense", "no_report", "huge_empty", "single_rows"]
+
+# Lanes a read of the rows (or the outlyingness's directions) is cut into when it takes more
+# than one block: each lane a contiguous part, read in blocks of its own, so that one thread running them
+# one after the other and two running them side by side make the same sums in the same order
+# (robustcore._lanes's rule), the lanes' sums added in lane order. Two: the machines this runs
+# on have two cores or more, and more lanes would cut the work smaller for every user.
+LANES = 2
 
 # The size of a transparent huge page (x86-64 and most 64-bit Linux): numpy asks the kernel for
 # them on arrays of 4 MB or more, and the kernel can back only the whole 2 MB-aligned stretches.
@@ -33,6 +46,10 @@ class CentredRows:
         self._single = None         # (the float32 copy, its largest |entry|) made by survey,
         # until single_rows or astype takes it
         self._buf = None            # the block buffer every read shares (_buffer)
+        self._lent = False          # whether a lane holds it (_take_buffer), and the
+        self._free = []             # buffers of lanes that ran beside it, for the next ones
+        self._lock = threading.Lock()
+        self._lanes = None          # the fit's Lanes (lanes), made at the first read in lanes
 
     def rows_per_block(self) -> int:
         return max(1, SCORE_BLOCK_ENTRIES // max(self.shape[1], 1))
@@ -53,6 +70,34 @@ class CentredRows:
             self._buf = huge_empty((size,), np.float64)
         return self._buf[:size].reshape(-1, self.shape[1])
 
+    def lanes(self) -> Lanes:
+        """The Lanes every read of these rows runs on (one per fit: its governor's decisions
+        carry from one read to the next)."""
+        if self._lanes is None:
+            self._lanes = Lanes()
+        return self._lanes
+
+    def _take_buffer(self, rows):
+        """A block buffer of ``rows`` rows for one lane of a read (:meth:`scatter`): the shared
+        one (``_buffer``) unless a lane running at the same time holds it, then another, kept
+        for the next such lane (two lanes on two threads take two buffers; on one thread, one)."""
+        size = min(rows, self.shape[0]) * self.shape[1]
+        with self._lock:
+            if not self._lent:
+                self._lent = True
+                return self._buffer(rows)
+            if self._free and self._free[-1].size >= size:
+                return self._free.pop()[:size].reshape(-1, self.shape[1])
+        return huge_empty((size,), np.float64).reshape(-1, self.shape[1])
+
+    def _give_buffer(self, buf):
+        """Hand back a buffer of :meth:`_take_buffer`."""
+        with self._lock:
+            if self._buf is not None and np.shares_memory(buf, self._buf):
+                self._lent = False
+            else:
+                self._free.append(buf.reshape(-1))
+
     def spare_bytes(self):
         """The block buffer as raw bytes (uint8), or None before a read made it: scratch for a
         stage that reads no block meanwhile (the outlyingness's univariate MCDs), memory the
@@ -72,26 +117,66 @@ class CentredRows:
             B = self.Z[s:s + b]
             yield s, (B if buf is None else np.subtract(B, self.shift, out=buf[:B.shape[0]]))
 
-    def scatter(self, mask):
+    def each_block(self, fn, rows=None, runner=None):
+        """``fn(start, block, buf)`` for every block of ``rows`` rows (as :meth:`blocks`;
+        ``buf``: a float64 scratch of the block's size, the block's own memory when there is a
+        shift), in lanes (:func:`block_lanes`) on the threads of ``runner``
+        (a :class:`Lanes`; by default :meth:`lanes`). For reads in
+        which each row's result is its own (``fn`` writes rows start to start + len(block) of
+        its outputs): the same numbers on one thread or two."""
+        n = self.shape[0]
+        b = rows or self.rows_per_block()
+
+        def lane(lo, hi, tick):
+            buf = self._take_buffer(b)
+            try:
+                for s in range(lo, hi, b):
+                    B = self.Z[s:min(s + b, hi)]
+                    if self.shift is not None:
+                        B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
+                    fn(s, B, buf)
+                    tick()
+            finally:
+                self._give_buffer(buf)
+        (runner or self.lanes()).run(lane, block_lanes(n, b), b)
+
+    def scatter(self, mask, runner=None):
         """Mean and scatter matrix (sum of outer products about it) of the rows ``mask`` (a
         boolean mask), for rows with a shift (``Z - mean``), a block of rows at a time in one
         buffer: the sums of the rows and of their outer products, less count x the mean's
         outer product (the rows are centred near that mean already, so the difference keeps
         its digits: the same matrix to about 1e-15 of its largest entry). Copying the rows out
-        took the largest fresh array of a fit (at 10,000 x 200, 12 MB for 7,500 rows)."""
+        took the largest fresh array of a fit (at 10,000 x 200, 12 MB for 7,500 rows).
+
+        The blocks run in lanes (:func:`block_lanes`), their sums added in lane order, on the
+        threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`): the same matrix on
+        one thread or two."""
         n, d = self.shape
         b = self.rows_per_block()
-        buf = self._buffer(b)
-        total, G, prod = np.zeros(d), np.zeros((d, d)), np.empty((d, d))
-        for s in range(0, n, b):
-            rows = np.flatnonzero(mask[s:s + b])
-            # (take with mode="clip" writes into the buffer itself: compress, and take in its
-            # default mode, fill a fresh copy of ``out`` and copy it back, 1 ms more at 10,000 x
-            # 200; the indices are in range, so clipping changes nothing)
-            B = np.take(self.Z[s:s + b], rows, axis=0, out=buf[:rows.size], mode="clip")
-            B -= self.shift
-            total += B.sum(axis=0)
-            G += np.matmul(B.T, B, out=prod)
+
+        def lane(lo, hi, tick):
+            buf = self._take_buffer(b)
+            try:
+                total, G, prod = np.zeros(d), np.zeros((d, d)), np.empty((d, d))
+                for s in range(lo, hi, b):
+                    e = min(s + b, hi)
+                    rows = np.flatnonzero(mask[s:e])
+                    # (take with mode="clip" writes into the buffer itself: compress, and take
+                    # in its default mode, fill a fresh copy of ``out`` and copy it back, 1 ms
+                    # more at 10,000 x 200; the indices are in range, so clipping changes nothing)
+                    B = np.take(self.Z[s:e], rows, axis=0, out=buf[:rows.size], mode="clip")
+                    B -= self.shift
+                    total += B.sum(axis=0)
+                    G += np.matmul(B.T, B, out=prod)
+                    tick()
+            finally:
+                self._give_buffer(buf)
+            return total, G
+        parts = (runner or self.lanes()).run(lane, block_lanes(n, b), b)
+        total, G = parts[0]
+        for t, g in parts[1:]:
+            total += t
+            G += g
         count = int(np.count_nonzero(mask))
         m = total / count
         G -= count * np.outer(m, m)
@@ -151,12 +236,115 @@ class CentredRows:
                     spe[s:s + B.shape[0]] = kern(B, buf)[1]
             return out, spe
         out = np.empty((V.shape[1], n))
-        for s, B in self.blocks():
+
+        def block(s, B, buf):
             out[:, s:s + B.shape[0]] = V.T @ B.T
             if kern is not None:
-                # (the block is the rows' own buffer, centred again in place)
+                # (the block is the lane's own buffer, centred again in place)
                 spe[s:s + B.shape[0]] = kern(B, B)[1]
+        self.each_block(block)
         return out, spe
+
+
+def block_lanes(n: int, step: int) -> list[tuple[int, int]]:
+    """(start, stop) of the lanes of ``n`` items read in blocks of ``step``: one lane when they
+    fit one block, else ``LANES`` parts as equal as they can be, each read in blocks of its own."""
+    if n <= step:
+        return [(0, n)]
+    edges = [round(n * i / LANES) for i in range(LANES + 1)]
+    return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
+
+
+def no_report(fraction, message):
+    """A progress callback that reports nowhere (for lanes of a read without one)."""
+
+
+class _Stop(Exception):
+    """The helper's lane stopped because the caller's failed or was cancelled."""
+
+
+_HELPER = None
+_HELPER_LOCK = threading.Lock()
+
+
+def _helper():
+    """The one helper thread of the lanes (made on first use; a forked child makes its own)."""
+    global _HELPER
+    with _HELPER_LOCK:
+        if _HELPER is None:
+            _HELPER = ThreadPoolExecutor(1, thread_name_prefix="robustcore-robpca-lane")
+        return _HELPER
+
+
+def _forget_helper_in_child():
+    global _HELPER, _HELPER_LOCK
+    _HELPER, _HELPER_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper_in_child)
+
+
+class Lanes:
+    """Runs the lanes of a fit's reads (:func:`block_lanes`): the caller's thread the first, one
+    helper thread the second side by side, when the process has pass threads to spare
+    (robustcore._lanes.pass_threads: two cores or more unless the user set a thread count, such
+    as ``OPENBLAS_NUM_THREADS=1``) and the machine is free for them (a robustcore._threads
+    Governor: not while another job keeps a core busy, and not again after two threads gave
+    less than 1.4 cores); else one after the other on the caller's. The caller's own lane does
+    the work too, so a hand-off costs one wake-up (a pool's lanes cost the caller's and two
+    workers'), and progress and Cancel stay on the caller's thread.
+
+    ``jobs``: the threads (the process's pass threads by default); ``adaptive=False``: every
+    read on ``jobs`` threads whatever the machine's load (tests)."""
+
+    def __init__(self, jobs: int | None = None, *, adaptive: bool = True):
+        self.jobs = min(pass_threads() if jobs is None else int(jobs), LANES)
+        self._adaptive = adaptive
+        self._governor = None       # (made at the first read in lanes: it looks at the machine)
+
+    def _threaded(self, lanes: int) -> bool:
+        if lanes < 2 or self.jobs < 2:
+            return False
+        if self._governor is None:
+            self._governor = Governor(self.jobs, adaptive=self._adaptive)
+        return self._governor.threaded()
+
+    def run(self, work, ranges, step, rep=no_report, message=""):
+        """``[work(lo, hi, tick) for (lo, hi) in ranges]``, in order, for lanes read in blocks
+        of ``step``; ``work`` calls ``tick()`` after each block, and the caller's lane reports
+        the share of every lane's blocks done to ``rep(fraction, message)``, which may cancel
+        (the helper's lane then stops at its next block)."""
+        total = max(1, sum(-(-(hi - lo) // step) for lo, hi in ranges))
+        done = [0]
+        every = max(1, total // 20)
+
+        def tick_caller():
+            done[0] += 1
+            if done[0] % every == 0:
+                rep(min(1.0, done[0] / total), message)
+
+        if not self._threaded(len(ranges)):
+            out = [work(lo, hi, tick_caller) for lo, hi in ranges]
+            rep(1.0, message)
+            return out
+        stop = threading.Event()
+
+        def tick_helper():
+            done[0] += 1                # (progress only: a count the GIL keeps near enough)
+            if stop.is_set():
+                raise _Stop()
+        with self._governor.measure(True):
+            later = _helper().submit(contextvars.copy_context().run, work, *ranges[1], tick_helper)
+            try:
+                first = work(*ranges[0], tick_caller)
+            except BaseException:
+                stop.set()
+                wait([later])
+                raise
+            rest = later.result()
+        rep(1.0, message)
+        return [first, rest]
 
 
 def huge_empty(shape, dtype) -> np.ndarray:

@@ -442,9 +442,12 @@ def test_a_block_of_projections_is_one_huge_page(monkeypatch):
     rng = np.random.default_rng(37)
     X = rng.standard_normal((10_000, 30))
     steps.outlyingness(X, 7_500, np.random.default_rng(1))
-    Y, = [a for a in made if a.shape[1:] == (10_000,)]
-    assert Y.dtype == np.float32 and Y.nbytes <= 1 << 21 and Y.shape[0] >= 50
-    assert Y.ctypes.data % (1 << 21) == 0
+    # (one buffer per lane running at once: one on one thread, two on two)
+    blocks = [a for a in made if a.shape[1:] == (10_000,)]
+    assert 1 <= len(blocks) <= 2
+    for Y in blocks:
+        assert Y.dtype == np.float32 and Y.nbytes <= 1 << 21 and Y.shape[0] >= 50
+        assert Y.ctypes.data % (1 << 21) == 0
 
 
 def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
@@ -461,3 +464,123 @@ def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
     # 1-2 MB (the rows' block buffer, a block of projections): one huge page, from its start
     block = huge_empty((1310, 200), np.float64)
     assert block.ctypes.data % (1 << 21) == 0 and block.shape == (1310, 200)
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Pass threads on two cores, whatever this machine's load (the governor's first look at
+    the machine sees it idle): lanes run side by side on the lane pool."""
+    import robustcore._threads as threads_module
+    from robustcore.subspace import _robpca_rows
+    monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None: 2)
+    monkeypatch.setattr(threads_module, "busy_elsewhere", lambda samples=3: 0.0)
+
+
+def _runner(jobs):
+    from robustcore.subspace._robpca_rows import Lanes
+    return Lanes(jobs, adaptive=False)
+
+
+def _threads_of(monkeypatch, module, name):
+    """The threads that call module.name from now on (a spy in its place)."""
+    import threading
+    seen = set()
+    real = getattr(module, name)
+
+    def spy(*a, **kw):
+        seen.add(threading.get_ident())
+        return real(*a, **kw)
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
+def test_block_lanes_are_two_halves_of_more_than_one_block():
+    from robustcore.subspace._robpca_rows import block_lanes
+    assert block_lanes(250, 52) == [(0, 125), (125, 250)]
+    assert block_lanes(10_000, 1310) == [(0, 5000), (5000, 10_000)]
+    assert block_lanes(52, 52) == [(0, 52)] and block_lanes(1, 1) == [(0, 1)]
+    assert block_lanes(3, 2) == [(0, 2), (2, 3)]
+
+
+def test_outlyingness_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
+    """The directions run in two lanes (halves, each in blocks of its own): one thread running
+    them one after the other and two threads side by side give the same bits (each direction's
+    MCD is its own, the maximum exact); against one block of every direction, the same to
+    float32's rounding of the products."""
+    import threading
+    rng = np.random.default_rng(41)
+    X = (3.0 + rng.standard_normal((3000, 40)) * rng.uniform(0.5, 3.0, 40)).astype(np.float32)
+    X[:200] += 6.0
+    A = steps.pair_directions(X, np.random.default_rng(2)).astype(np.float32)
+    h = 2250
+    single = steps._outlyingness(X, A, h, 0.0, None)            # 250 directions, one block
+    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 3000 * 40)     # 40 directions a block
+    seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
+    one = steps._outlyingness(X, A, h, 0.0, None, runner=_runner(1))
+    assert seen == {threading.get_ident()}
+    seen.clear()
+    two = steps._outlyingness(X, A, h, 0.0, None, runner=_runner(2))
+    assert len(seen) == 2
+    np.testing.assert_array_equal(two, one)
+    np.testing.assert_allclose(one, single, rtol=1e-5)
+
+
+def test_outlyingness_on_two_threads_redoes_in_float64_what_float32_cannot_resolve(monkeypatch, two_threads):
+    """A lane that meets a direction float32 cannot resolve stops both lanes, and the whole
+    outlyingness is redone in float64 (as on one thread)."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3000, 3))
+    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 3000 * 20)
+    exact = steps.outlyingness(X, 2250, np.random.default_rng(1), single=False)
+    monkeypatch.setattr(steps, "_SINGLE_FLOOR", 1.0)
+    np.testing.assert_array_equal(steps.outlyingness(X, 2250, np.random.default_rng(1)), exact)
+
+
+def test_reads_of_the_rows_on_two_threads_are_one_threads_to_the_bit():
+    """The scatter of a subset and every read by blocks (each_block) in two lanes: the same
+    bits on one thread and on two."""
+    from robustcore.subspace._robpca_rows import CentredRows
+    rng = np.random.default_rng(43)
+    Z = 1e3 + rng.standard_normal((3000, 250)) * np.linspace(0.1, 10.0, 250)
+    mean = Z.mean(axis=0)
+    rows = CentredRows(Z, mean)
+    assert rows.rows_per_block() < 1500
+    mask = rng.random(3000) < 0.75
+    m1, G1 = rows.scatter(mask, runner=_runner(1))
+    m2, G2 = rows.scatter(mask, runner=_runner(2))
+    np.testing.assert_array_equal(m2, m1)
+    np.testing.assert_array_equal(G2, G1)
+    Zm = (Z - mean)[mask]
+    np.testing.assert_allclose(G1, (Zm - Zm.mean(axis=0)).T @ (Zm - Zm.mean(axis=0)), rtol=0,
+                               atol=1e-12 * np.abs(G1).max())
+    for runner in (_runner(1), _runner(2)):
+        got = np.empty_like(Z)
+        rows.each_block(lambda s, B, buf: got.__setitem__(slice(s, s + B.shape[0]), B), runner=runner)
+        np.testing.assert_array_equal(got, Z - mean)
+    assert len(rows._free) <= 1 and not rows._lent      # (a second buffer only if the lanes overlapped)
+
+
+def test_a_fit_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
+    """A whole fit (outlyingness, scatter, orthogonal distances, projections in lanes) gives the
+    same fitted attributes and row results, to the bit, with one pass thread and with two."""
+    import robustcore._threads as threads_module
+    from robustcore import ROBPCA
+    from robustcore.subspace import _robpca_rows
+    rng = np.random.default_rng(47)
+    X = 2.0 + rng.standard_normal((3000, 4)) @ rng.standard_normal((4, 200)) + 0.1 * rng.standard_normal((3000, 200))
+    X[:150] += 3.0 * rng.standard_normal(200)
+    monkeypatch.setattr(threads_module, "busy_elsewhere", lambda samples=3: 0.0)
+    fits = []
+    for jobs in (1, 2):
+        monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None, jobs=jobs: jobs)
+        seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
+        m = ROBPCA(n_components=4, random_state=0, scale="none")
+        res = m.fit_row_results(X)
+        assert len(seen) == jobs
+        fits.append((m, res))
+    (a, ra), (b, rb) = fits
+    for name in ("components_", "mean_", "explained_variance_", "residual_eigenvalues_", "od_cutoff_",
+                 "sd_cutoff_", "offset_", "n_components_", "h_"):
+        np.testing.assert_array_equal(getattr(b, name), getattr(a, name), err_msg=name)
+    np.testing.assert_array_equal(np.asarray(rb.outlier_score), np.asarray(ra.outlier_score))
+    np.testing.assert_array_equal(np.asarray(rb.outlier), np.asarray(ra.outlier))
