@@ -11,6 +11,7 @@ stored copy computed it, ``z - shift`` in float64, so every stage sees the same 
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import math
 import os
@@ -23,14 +24,12 @@ from .._lanes import pass_threads
 from .._residual import SCORE_BLOCK_ENTRIES, ResidualKernel
 from .._threads import Governor
 
-__all__ = ["CentredRows", "Lanes", "abs_max", "block_lanes", "dense", "no_report", "huge_empty", "single_rows"]
+__all__ = ["CentredRows", "Lanes", "THREADS", "abs_max", "dense", "huge_empty", "no_report", "single_rows"]
 
-# Lanes a read of the rows (or the outlyingness's directions) is cut into when it takes more
-# than one block: each lane a contiguous part, read in blocks of its own, so that one thread running them
-# one after the other and two running them side by side make the same sums in the same order
-# (robustcore._lanes's rule), the lanes' sums added in lane order. Two: the machines this runs
-# on have two cores or more, and more lanes would cut the work smaller for every user.
-LANES = 2
+# Threads a fit's reads run on at most: the caller's and one helper (the machines this runs on
+# have two cores or more; the reads are short, and a second helper would cost more in
+# hand-offs than it gains).
+THREADS = 2
 
 # The size of a transparent huge page (x86-64 and most 64-bit Linux): numpy asks the kernel for
 # them on arrays of 4 MB or more, and the kernel can back only the whole 2 MB-aligned stretches.
@@ -118,27 +117,30 @@ class CentredRows:
             yield s, (B if buf is None else np.subtract(B, self.shift, out=buf[:B.shape[0]]))
 
     def each_block(self, fn, rows=None, runner=None):
-        """``fn(start, block, buf)`` for every block of ``rows`` rows (as :meth:`blocks`;
+        """``fn(start, block, buf)`` for every block of ``rows`` rows (those of :meth:`blocks`;
         ``buf``: a float64 scratch of the block's size, the block's own memory when there is a
-        shift), in lanes (:func:`block_lanes`) on the threads of ``runner``
-        (a :class:`Lanes`; by default :meth:`lanes`). For reads in
-        which each row's result is its own (``fn`` writes rows start to start + len(block) of
-        its outputs): the same numbers on one thread or two."""
+        shift), on the threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`), for
+        reads in which each row's result is its own (``fn`` writes rows start to start +
+        len(block) of its outputs): the same numbers on one thread or two."""
         n = self.shape[0]
         b = rows or self.rows_per_block()
+        lent = []
 
-        def lane(lo, hi, tick):
+        def start():
             buf = self._take_buffer(b)
-            try:
-                for s in range(lo, hi, b):
-                    B = self.Z[s:min(s + b, hi)]
-                    if self.shift is not None:
-                        B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
-                    fn(s, B, buf)
-                    tick()
-            finally:
+            lent.append(buf)
+            return buf
+
+        def block(buf, i):
+            B = self.Z[i * b:(i + 1) * b]
+            if self.shift is not None:
+                B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
+            fn(i * b, B, buf)
+        try:
+            (runner or self.lanes()).run(start, block, -(-n // b))
+        finally:
+            for buf in lent:
                 self._give_buffer(buf)
-        (runner or self.lanes()).run(lane, block_lanes(n, b), b)
 
     def scatter(self, mask, runner=None):
         """Mean and scatter matrix (sum of outer products about it) of the rows ``mask`` (a
@@ -148,35 +150,38 @@ class CentredRows:
         its digits: the same matrix to about 1e-15 of its largest entry). Copying the rows out
         took the largest fresh array of a fit (at 10,000 x 200, 12 MB for 7,500 rows).
 
-        The blocks run in lanes (:func:`block_lanes`), their sums added in lane order, on the
-        threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`): the same matrix on
-        one thread or two."""
+        On the threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`), each block's
+        product made on its thread and added in the blocks' order: the same matrix on one
+        thread or two."""
         n, d = self.shape
         b = self.rows_per_block()
+        runner = runner or self.lanes()
+        total, G = np.zeros(d), np.zeros((d, d))
+        lent = []
 
-        def lane(lo, hi, tick):
+        def start():
             buf = self._take_buffer(b)
-            try:
-                total, G, prod = np.zeros(d), np.zeros((d, d)), np.empty((d, d))
-                for s in range(lo, hi, b):
-                    e = min(s + b, hi)
-                    rows = np.flatnonzero(mask[s:e])
-                    # (take with mode="clip" writes into the buffer itself: compress, and take
-                    # in its default mode, fill a fresh copy of ``out`` and copy it back, 1 ms
-                    # more at 10,000 x 200; the indices are in range, so clipping changes nothing)
-                    B = np.take(self.Z[s:e], rows, axis=0, out=buf[:rows.size], mode="clip")
-                    B -= self.shift
-                    total += B.sum(axis=0)
-                    G += np.matmul(B.T, B, out=prod)
-                    tick()
-            finally:
+            lent.append(buf)
+            return buf, np.empty((d, d))
+
+        def block(state, i):
+            buf, prod = state
+            rows = np.flatnonzero(mask[i * b:(i + 1) * b])
+            # (take with mode="clip" writes into the buffer itself: compress, and take in its
+            # default mode, fill a fresh copy of ``out`` and copy it back, 1 ms more at 10,000 x
+            # 200; the indices are in range, so clipping changes nothing)
+            B = np.take(self.Z[i * b:(i + 1) * b], rows, axis=0, out=buf[:rows.size], mode="clip")
+            B -= self.shift
+            part = B.sum(axis=0)
+            np.matmul(B.T, B, out=prod)
+            with runner.in_turn(i):
+                np.add(total, part, out=total)
+                np.add(G, prod, out=G)
+        try:
+            runner.run(start, block, -(-n // b))
+        finally:
+            for buf in lent:
                 self._give_buffer(buf)
-            return total, G
-        parts = (runner or self.lanes()).run(lane, block_lanes(n, b), b)
-        total, G = parts[0]
-        for t, g in parts[1:]:
-            total += t
-            G += g
         count = int(np.count_nonzero(mask))
         m = total / count
         G -= count * np.outer(m, m)
@@ -246,21 +251,12 @@ class CentredRows:
         return out, spe
 
 
-def block_lanes(n: int, step: int) -> list[tuple[int, int]]:
-    """(start, stop) of the lanes of ``n`` items read in blocks of ``step``: one lane when they
-    fit one block, else ``LANES`` parts as equal as they can be, each read in blocks of its own."""
-    if n <= step:
-        return [(0, n)]
-    edges = [round(n * i / LANES) for i in range(LANES + 1)]
-    return [(lo, hi) for lo, hi in zip(edges[:-1], edges[1:]) if hi > lo]
-
-
 def no_report(fraction, message):
-    """A progress callback that reports nowhere (for lanes of a read without one)."""
+    """A progress callback that reports nowhere (for reads without one)."""
 
 
 class _Stop(Exception):
-    """The helper's lane stopped because the caller's failed or was cancelled."""
+    """The helper stopped because the caller failed or was cancelled."""
 
 
 _HELPER = None
@@ -268,11 +264,11 @@ _HELPER_LOCK = threading.Lock()
 
 
 def _helper():
-    """The one helper thread of the lanes (made on first use; a forked child makes its own)."""
+    """The one helper thread of the reads (made on first use; a forked child makes its own)."""
     global _HELPER
     with _HELPER_LOCK:
         if _HELPER is None:
-            _HELPER = ThreadPoolExecutor(1, thread_name_prefix="robustcore-robpca-lane")
+            _HELPER = ThreadPoolExecutor(1, thread_name_prefix="robustcore-robpca")
         return _HELPER
 
 
@@ -286,65 +282,105 @@ if hasattr(os, "register_at_fork"):
 
 
 class Lanes:
-    """Runs the lanes of a fit's reads (:func:`block_lanes`): the caller's thread the first, one
-    helper thread the second side by side, when the process has pass threads to spare
-    (robustcore._lanes.pass_threads: two cores or more unless the user set a thread count, such
-    as ``OPENBLAS_NUM_THREADS=1``) and the machine is free for them (a robustcore._threads
-    Governor: not while another job keeps a core busy, and not again after two threads gave
-    less than 1.4 cores); else one after the other on the caller's. The caller's own lane does
-    the work too, so a hand-off costs one wake-up (a pool's lanes cost the caller's and two
-    workers'), and progress and Cancel stay on the caller's thread.
+    """Runs the blocks of a fit's reads on the caller's thread, and on one helper thread beside
+    it when the process has threads to spare (robustcore._lanes.pass_threads: every core unless
+    the user set a thread count, such as ``OPENBLAS_NUM_THREADS=1``) and the machine is free
+    for them (a robustcore._threads Governor: not while another job keeps a core busy, and not
+    again soon after two threads gave less than 1.4 cores).
 
-    ``jobs``: the threads (the process's pass threads by default); ``adaptive=False``: every
-    read on ``jobs`` threads whatever the machine's load (tests)."""
+    The blocks are the same either way (those of one thread), and each thread takes the next
+    block not yet taken, so a helper that gets no core costs the caller at most the one block it
+    holds. Whatever a block adds to a sum is added in the blocks' order (:meth:`in_turn`), so
+    the numbers are those of one thread, to the bit. Progress and Cancel stay on the caller's
+    thread.
+
+    ``jobs``: the threads (by default the process's pass threads, at most ``THREADS``);
+    ``adaptive=False``: every read on ``jobs`` threads whatever the machine's load (tests)."""
 
     def __init__(self, jobs: int | None = None, *, adaptive: bool = True):
-        self.jobs = min(pass_threads() if jobs is None else int(jobs), LANES)
+        self.jobs = min(pass_threads() if jobs is None else int(jobs), THREADS)
         self._adaptive = adaptive
-        self._governor = None       # (made at the first read in lanes: it looks at the machine)
+        self._governor = None       # (made at the first read of several blocks: it looks at the machine)
+        self._turn = threading.Condition()
+        self._next = 0              # the block whose sums go next (in_turn)
+        self._stop = threading.Event()
 
-    def _threaded(self, lanes: int) -> bool:
-        if lanes < 2 or self.jobs < 2:
+    def _threaded(self, blocks: int) -> bool:
+        if blocks < 2 or self.jobs < 2:
             return False
         if self._governor is None:
             self._governor = Governor(self.jobs, adaptive=self._adaptive)
         return self._governor.threaded()
 
-    def run(self, work, ranges, step, rep=no_report, message=""):
-        """``[work(lo, hi, tick) for (lo, hi) in ranges]``, in order, for lanes read in blocks
-        of ``step``; ``work`` calls ``tick()`` after each block, and the caller's lane reports
-        the share of every lane's blocks done to ``rep(fraction, message)``, which may cancel
-        (the helper's lane then stops at its next block)."""
-        total = max(1, sum(-(-(hi - lo) // step) for lo, hi in ranges))
-        done = [0]
-        every = max(1, total // 20)
-
-        def tick_caller():
-            done[0] += 1
-            if done[0] % every == 0:
-                rep(min(1.0, done[0] / total), message)
-
-        if not self._threaded(len(ranges)):
-            out = [work(lo, hi, tick_caller) for lo, hi in ranges]
+    def run(self, start, block, blocks: int, rep=no_report, message=""):
+        """``block(state, i)`` for every i in range(``blocks``), each thread's ``state`` from
+        ``start()`` (its buffers, its partial results): the threads' states, the caller's
+        first. ``rep(fraction of the blocks done, message)`` is called on the caller's thread
+        and may cancel (the helper then stops before its next block)."""
+        self._next = 0
+        self._stop.clear()
+        every = max(1, blocks // 20)
+        if not self._threaded(blocks):
+            state = start()
+            for i in range(blocks):
+                block(state, i)
+                if (i + 1) % every == 0:
+                    rep((i + 1) / blocks, message)
             rep(1.0, message)
-            return out
-        stop = threading.Event()
+            return [state]
+        taken = [0]
+        lock = threading.Lock()
 
-        def tick_helper():
-            done[0] += 1                # (progress only: a count the GIL keeps near enough)
-            if stop.is_set():
-                raise _Stop()
-        with self._governor.measure(True):
-            later = _helper().submit(contextvars.copy_context().run, work, *ranges[1], tick_helper)
+        def lane(report):
+            state = start()
+            while True:
+                with lock:
+                    i = taken[0]
+                    if i >= blocks or self._stop.is_set():
+                        return state
+                    taken[0] += 1
+                block(state, i)
+                report(i)
+
+        def caller_report(i):
+            if (i + 1) % every == 0:
+                rep(min(1.0, (i + 1) / blocks), message)
+
+        def helper_lane():
             try:
-                first = work(*ranges[0], tick_caller)
+                return lane(lambda i: None)
             except BaseException:
-                stop.set()
+                self._stop.set()            # (the caller takes no further block either)
+                with self._turn:
+                    self._turn.notify_all()
+                raise
+        with self._governor.measure(True):
+            later = _helper().submit(contextvars.copy_context().run, helper_lane)
+            try:
+                first = lane(caller_report)
+            except BaseException:
+                self._stop.set()
+                with self._turn:
+                    self._turn.notify_all()
                 wait([later])
                 raise
             rest = later.result()
         rep(1.0, message)
         return [first, rest]
+
+    @contextlib.contextmanager
+    def in_turn(self, i: int):
+        """Hold the body until the blocks before ``i`` have had theirs (sums in the blocks' order)."""
+        with self._turn:
+            while self._next != i:
+                if self._stop.is_set():
+                    raise _Stop()
+                self._turn.wait(0.05)
+            try:
+                yield
+            finally:
+                self._next = i + 1
+                self._turn.notify_all()
 
 
 def huge_empty(shape, dtype) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import special, stats
 
 from ._robpca_params import CRIT
-from ._robpca_rows import CentredRows, Lanes, abs_max, block_lanes, dense, huge_empty, no_report, single_rows
+from ._robpca_rows import CentredRows, Lanes, abs_max, dense, huge_empty, no_report, single_rows
 
 __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_directions", "chi2_ppf",
            "trim_factor"]
@@ -287,60 +287,47 @@ def _outlyingness(X, A, h: int, tiny: float, rep, rows=None, runner=None):
     unless the scale is exactly 0. ``rows``: the CentredRows whose block buffers the chunks'
     MCDs may use (_mcd_work), or None.
 
-    The directions run in lanes (``_robpca_rows.block_lanes``: each direction's MCD is its own
-    and the maximum over directions is exact) on the threads of ``runner`` (a
-    ``_robpca_rows.Lanes``, by default the rows' own or a new one: two threads when the user's
-    script leaves the process its cores, one under ``OPENBLAS_NUM_THREADS=1``), the same
-    numbers on one thread or two."""
+    The blocks of directions run on the threads of ``runner`` (a ``_robpca_rows.Lanes``, by
+    default a new one: two threads when the user's script leaves the process its cores, one
+    under ``OPENBLAS_NUM_THREADS=1``), each thread keeping the largest values of the blocks
+    it took: the same numbers on one thread or two (each direction's MCD is its own, and the
+    maximum over directions is exact)."""
     n = X.shape[0]
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
-    ranges = block_lanes(A.shape[0], step)
     m_chunk = min(max(1, _CHUNK_ENTRIES // max(n, 1)), A.shape[0])
-    # (one buffer for every block of projections and one Scratch for every chunk's MCD, per
-    # lane running at once: the memory of one block is the next one's, already faulted in,
-    # and lanes run one after the other share them; each set's Scratch is cut from a block
-    # buffer of the rows, the first the one their reads made, a second one kept by the rows
-    # for the second lanes of their later reads)
-    free, lent, lock = [], [], threading.Lock()
+    # (per thread, one buffer for every block of projections and one Scratch for every chunk's
+    # MCD: the memory of one block is the next one's, already faulted in; each Scratch is cut
+    # from a block buffer of the rows, the first the one their reads made, a second kept by
+    # the rows for the helper's share of their later reads)
+    lent, lock = [], threading.Lock()
 
-    def buffers():
-        with lock:
-            if free:
-                return free.pop()
-            spare = None
-            if rows is not None:
+    def start():
+        spare = None
+        if rows is not None:
+            with lock:
                 buf = rows._take_buffer(rows.rows_per_block())
                 lent.append(buf)
-                spare = buf.reshape(-1).view(np.uint8)
+            spare = buf.reshape(-1).view(np.uint8)
         Ybuf = huge_empty((min(step, A.shape[0]), n), X.dtype)
-        return (Ybuf, *_mcd_work(m_chunk, n, h, X.dtype, spare))
+        return (np.zeros(n), Ybuf, *_mcd_work(m_chunk, n, h, X.dtype, spare))
 
-    def lane(lo, hi, tick):
-        out = np.zeros(n)
-        kit = buffers()
-        try:
-            Ybuf, chunk, work = kit
-            for s in range(lo, hi, step):
-                As = A[s:min(s + step, hi)]
-                Y = np.matmul(As, X.T, out=Ybuf[:As.shape[0]])          # (directions, n): rows contiguous
-                for c in range(0, Y.shape[0], chunk):
-                    _chunk_outlyingness(Y[c:c + chunk], h, tiny, work, out)
-                tick()
-        finally:
-            with lock:
-                free.append(kit)
-        return out
+    def block(state, i):
+        out, Ybuf, chunk, work = state
+        As = A[i * step:(i + 1) * step]
+        Y = np.matmul(As, X.T, out=Ybuf[:As.shape[0]])          # (directions, n): rows contiguous
+        for c in range(0, Y.shape[0], chunk):
+            _chunk_outlyingness(Y[c:c + chunk], h, tiny, work, out)
 
     try:
-        parts = (runner or Lanes()).run(lane, ranges, step, rep or no_report, "outlyingness")
+        states = (runner or Lanes()).run(start, block, -(-A.shape[0] // step), rep or no_report, "outlyingness")
     except _Unresolved:
         return None
     finally:
         for buf in lent:
             rows._give_buffer(buf)
-    out = parts[0]
-    for part in parts[1:]:
-        np.maximum(out, part, out=out)
+    out = states[0][0]
+    for state in states[1:]:
+        np.maximum(out, state[0], out=out)
     return out
 
 

@@ -481,32 +481,65 @@ def _runner(jobs):
     return Lanes(jobs, adaptive=False)
 
 
-def _threads_of(monkeypatch, module, name):
-    """The threads that call module.name from now on (a spy in its place)."""
+def _threads_of(monkeypatch, module, name, helper=False):
+    """The threads that call module.name from now on (a spy in its place). With ``helper``, the
+    caller's first call waits (up to 5 s) for a call from another thread, so that the helper
+    thread takes a block before the caller has taken them all."""
     import threading
     seen = set()
     real = getattr(module, name)
+    caller = threading.get_ident()
+    helped = threading.Event()
 
     def spy(*a, **kw):
-        seen.add(threading.get_ident())
+        me = threading.get_ident()
+        if me != caller:
+            helped.set()
+        elif caller not in seen and helper:
+            helped.wait(5.0)
+        seen.add(me)
         return real(*a, **kw)
     monkeypatch.setattr(module, name, spy)
     return seen
 
 
-def test_block_lanes_are_two_halves_of_more_than_one_block():
-    from robustcore.subspace._robpca_rows import block_lanes
-    assert block_lanes(250, 52) == [(0, 125), (125, 250)]
-    assert block_lanes(10_000, 1310) == [(0, 5000), (5000, 10_000)]
-    assert block_lanes(52, 52) == [(0, 52)] and block_lanes(1, 1) == [(0, 1)]
-    assert block_lanes(3, 2) == [(0, 2), (2, 3)]
+
+def test_blocks_on_two_threads_add_in_the_blocks_order_and_a_slow_thread_holds_one_block():
+    """Lanes: each thread takes the next block not yet taken; what a block adds to a sum waits
+    for the blocks before it (in_turn), so the sum is one thread's to the bit even when blocks
+    finish out of order; a helper that sleeps through its block leaves every other block to the
+    caller."""
+    import threading
+    import time
+    caller = threading.get_ident()
+    values = np.random.default_rng(3).standard_normal(12) * 10.0 ** np.arange(12)
+    for slow in ("caller", "helper"):
+        lanes = _runner(2)
+        order, who, total = [], {}, np.zeros(1)
+
+        def block(state, i, lanes=lanes, order=order, who=who, total=total, slow=slow):
+            mine = threading.get_ident() == caller
+            who[i] = mine
+            if (slow == "caller") == mine and i < 2:
+                time.sleep(0.2 if slow == "helper" else 0.02)
+            with lanes.in_turn(i):
+                order.append(i)
+                np.add(total, values[i], out=total)
+        states = lanes.run(lambda: None, block, 12)
+        assert len(states) == 2 and order == list(range(12))
+        want = np.zeros(1)
+        for v in values:
+            np.add(want, v, out=want)
+        assert total[0] == want[0]
+        helped = sum(not mine for mine in who.values())
+        # (a slow caller: the helper takes the blocks after its first; a slow helper: its one)
+        assert helped >= 1 if slow == "caller" else helped <= 1
 
 
 def test_outlyingness_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
-    """The directions run in two lanes (halves, each in blocks of its own): one thread running
-    them one after the other and two threads side by side give the same bits (each direction's
-    MCD is its own, the maximum exact); against one block of every direction, the same to
-    float32's rounding of the products."""
+    """The blocks of directions on one thread and on two: the same bits (each direction's MCD is
+    its own, the maximum exact); against one block of every direction, the same to float32's
+    rounding of the products."""
     import threading
     rng = np.random.default_rng(41)
     X = (3.0 + rng.standard_normal((3000, 40)) * rng.uniform(0.5, 3.0, 40)).astype(np.float32)
@@ -514,11 +547,11 @@ def test_outlyingness_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
     A = steps.pair_directions(X, np.random.default_rng(2)).astype(np.float32)
     h = 2250
     single = steps._outlyingness(X, A, h, 0.0, None)            # 250 directions, one block
-    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 3000 * 40)     # 40 directions a block
+    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 3000 * 20)     # 20 directions a block
     seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
     one = steps._outlyingness(X, A, h, 0.0, None, runner=_runner(1))
     assert seen == {threading.get_ident()}
-    seen.clear()
+    seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness", helper=True)
     two = steps._outlyingness(X, A, h, 0.0, None, runner=_runner(2))
     assert len(seen) == 2
     np.testing.assert_array_equal(two, one)
@@ -537,14 +570,14 @@ def test_outlyingness_on_two_threads_redoes_in_float64_what_float32_cannot_resol
 
 
 def test_reads_of_the_rows_on_two_threads_are_one_threads_to_the_bit():
-    """The scatter of a subset and every read by blocks (each_block) in two lanes: the same
-    bits on one thread and on two."""
+    """The scatter of a subset and every read by blocks (each_block) on one thread and on two:
+    the same bits, the rows' shared buffer handed back."""
     from robustcore.subspace._robpca_rows import CentredRows
     rng = np.random.default_rng(43)
     Z = 1e3 + rng.standard_normal((3000, 250)) * np.linspace(0.1, 10.0, 250)
     mean = Z.mean(axis=0)
     rows = CentredRows(Z, mean)
-    assert rows.rows_per_block() < 1500
+    assert rows.rows_per_block() < 1500                  # three blocks
     mask = rng.random(3000) < 0.75
     m1, G1 = rows.scatter(mask, runner=_runner(1))
     m2, G2 = rows.scatter(mask, runner=_runner(2))
@@ -557,7 +590,7 @@ def test_reads_of_the_rows_on_two_threads_are_one_threads_to_the_bit():
         got = np.empty_like(Z)
         rows.each_block(lambda s, B, buf: got.__setitem__(slice(s, s + B.shape[0]), B), runner=runner)
         np.testing.assert_array_equal(got, Z - mean)
-    assert len(rows._free) <= 1 and not rows._lent      # (a second buffer only if the lanes overlapped)
+    assert len(rows._free) <= 1 and not rows._lent      # (a second buffer only if the threads overlapped)
 
 
 def test_a_fit_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
@@ -573,7 +606,7 @@ def test_a_fit_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
     fits = []
     for jobs in (1, 2):
         monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None, jobs=jobs: jobs)
-        seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
+        seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness", helper=jobs > 1)
         m = ROBPCA(n_components=4, random_state=0, scale="none")
         res = m.fit_row_results(X)
         assert len(seen) == jobs
