@@ -197,20 +197,45 @@ class CentredRows:
         float32 copy) took 3.2 MB of fresh memory and two more passes at 10,000 x 200, and the
         copy's largest |entry| two passes over its 8 MB."""
         n, d = self.shape
-        G, prod = np.zeros((d, d)), np.empty((d, d))
+        b = self.rows_per_block()
+        runner = self.lanes()
+        G = np.zeros((d, d))
         single = huge_empty((n, d), np.float32)
-        sq = 0
-        size = 0.0
-        with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
-            for s, B in self.blocks():
-                part = single[s:s + B.shape[0]]
-                part[...] = B
-                size = max(size, abs_max(part))
-                sq += np.einsum("ij,ij->", B, B)
-                P = B[(-s) % step::step]
-                G += np.matmul(P.T, P, out=prod)
-        self._single = single, size
-        return float(sq), G
+        sums = [0, 0.0]                     # the sum of squares, the largest |entry|
+        lent = []
+
+        def start():
+            buf = self._take_buffer(b)
+            lent.append(buf)
+            return buf, np.empty((d, d))
+
+        def block(state, i):
+            # (each block's numbers on its thread, added in the blocks' order: one thread's sums)
+            buf, prod = state
+            s = i * b
+            B = self.Z[s:s + b]
+            if self.shift is not None:
+                B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
+            part = single[s:s + B.shape[0]]
+            part[...] = B
+            size = abs_max(part)
+            sq = np.einsum("ij,ij->", B, B)
+            P = B[(-s) % step::step]
+            np.matmul(P.T, P, out=prod)
+            with runner.in_turn(i):
+                sums[1] = max(sums[1], size)
+                sums[0] += sq
+                np.add(G, prod, out=G)
+        try:
+            with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
+                # (not measured: its blocks are short, and the fit's first read would otherwise
+                # decide alone whether the outlyingness, a read of 4x its time, gets the threads)
+                runner.run(start, block, -(-n // b), measure=False)
+        finally:
+            for buf in lent:
+                self._give_buffer(buf)
+        self._single = single, sums[1]
+        return float(sums[0]), G
 
     def astype(self, dtype):
         """The rows in ``dtype`` (as ``dense(self).astype(dtype)``: the same rounding)."""
@@ -312,11 +337,12 @@ class Lanes:
             self._governor = Governor(self.jobs, adaptive=self._adaptive)
         return self._governor.threaded()
 
-    def run(self, start, block, blocks: int, rep=no_report, message=""):
+    def run(self, start, block, blocks: int, rep=no_report, message="", measure=True):
         """``block(state, i)`` for every i in range(``blocks``), each thread's ``state`` from
         ``start()`` (its buffers, its partial results): the threads' states, the caller's
         first. ``rep(fraction of the blocks done, message)`` is called on the caller's thread
-        and may cancel (the helper then stops before its next block)."""
+        and may cancel (the helper then stops before its next block). ``measure``: whether the
+        governor learns from this read how many cores two threads got."""
         self._next = 0
         self._stop.clear()
         every = max(1, blocks // 20)
@@ -354,7 +380,7 @@ class Lanes:
                 with self._turn:
                     self._turn.notify_all()
                 raise
-        with self._governor.measure(True):
+        with self._governor.measure(True) if measure else contextlib.nullcontext():
             later = _helper().submit(contextvars.copy_context().run, helper_lane)
             try:
                 first = lane(caller_report)
