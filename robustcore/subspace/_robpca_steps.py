@@ -37,6 +37,11 @@ _BLOCK_ENTRIES = 1 << 19
 # the window sums of a chunk stay in cache (one chunk of the whole block took 1.5x as long at
 # 10,000 x 200, most of it page faults of its fresh 16 MB arrays).
 _CHUNK_ENTRIES = 1 << 17
+# Fewest directions a chunk must hold for the outlyingness to run on two threads: with fewer,
+# the MCDs' Python steps (which hold the GIL) outweigh their numpy work, and a second thread
+# adds hand-offs only (50,000 x 10, 2 directions a chunk: the same wall time, 40 % more CPU;
+# 10,000 x 200, 9-13 a chunk: 24 -> 17-19 ms of wall; benchmarks/results_robpca.md, round 12).
+_THREADED_CHUNK = 8
 # Smallest MCD scale, relative to the largest |projection|, the float32 outlyingness resolves.
 _SINGLE_FLOOR = 1e-4
 # Largest |entry| for which float32 holds the projections (its range is 1e-38 to 3e38; the
@@ -289,8 +294,9 @@ def _outlyingness(X, A, h: int, tiny: float, rep, rows=None, runner=None):
 
     The blocks of directions run on the threads of ``runner`` (a ``_robpca_rows.Lanes``, by
     default a new one: two threads when the user's script leaves the process its cores, one
-    under ``OPENBLAS_NUM_THREADS=1``), each thread keeping the largest values of the blocks
-    it took: the same numbers on one thread or two (each direction's MCD is its own, and the
+    under ``OPENBLAS_NUM_THREADS=1``; one whenever a chunk holds fewer than
+    ``_THREADED_CHUNK`` directions), each thread keeping the largest values of the blocks it
+    took: the same numbers on one thread or two (each direction's MCD is its own, and the
     maximum over directions is exact)."""
     n = X.shape[0]
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
@@ -318,6 +324,8 @@ def _outlyingness(X, A, h: int, tiny: float, rep, rows=None, runner=None):
         for c in range(0, Y.shape[0], chunk):
             _chunk_outlyingness(Y[c:c + chunk], h, tiny, work, out)
 
+    if m_chunk < _THREADED_CHUNK:
+        runner = Lanes(1)
     try:
         states = (runner or Lanes()).run(start, block, -(-A.shape[0] // step), rep or no_report, "outlyingness")
     except _Unresolved:

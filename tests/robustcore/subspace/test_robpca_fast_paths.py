@@ -617,3 +617,18 @@ def test_a_fit_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
         np.testing.assert_array_equal(getattr(b, name), getattr(a, name), err_msg=name)
     np.testing.assert_array_equal(np.asarray(rb.outlier_score), np.asarray(ra.outlier_score))
     np.testing.assert_array_equal(np.asarray(rb.outlier), np.asarray(ra.outlier))
+
+
+def test_outlyingness_of_few_directions_a_chunk_stays_on_one_thread(monkeypatch):
+    """Where a chunk holds fewer than _THREADED_CHUNK directions (many rows), the outlyingness
+    runs on the caller's thread alone even when two are offered (the GIL-bound steps would only
+    add hand-offs)."""
+    import threading
+    rng = np.random.default_rng(53)
+    X = rng.standard_normal((20_000, 3)).astype(np.float32)
+    A = steps.pair_directions(X, np.random.default_rng(4)).astype(np.float32)
+    assert steps._CHUNK_ENTRIES // 20_000 < steps._THREADED_CHUNK
+    seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
+    two = steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(2))
+    assert seen == {threading.get_ident()}
+    np.testing.assert_array_equal(two, steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(1)))
