@@ -403,7 +403,10 @@ def test_outlyingness_mcds_take_their_scratch_from_the_rows_block_buffer(monkeyp
     memory an earlier read touched (CentredRows.spare_bytes), in chunks small enough to fit it,
     rather than from a fresh arena; the outlyingness is that of plain rows with an arena of
     their own, to the bit."""
+    from robustcore.subspace import _robpca_rows
     from robustcore.subspace._robpca_rows import CentredRows, dense
+    # (one thread: on two, the helper's Scratch is cut from a second block buffer of the rows)
+    monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None: 1)
     rng = np.random.default_rng(31)
     Z = 3.0 + rng.standard_normal((4000, 100)) * rng.uniform(0.5, 3.0, 100)
     Z[:300] += 8.0
