@@ -31,7 +31,9 @@ machine between the two modes' races cannot pass for a difference between the mo
 
 ``--against DIR``: ours alone, this checkout against another (DIR: a checkout of an earlier
 commit, e.g. ``git archive main | tar -x -C DIR``), interleaved round by round with one BLAS
-thread, so that what a change saved is measured with the machine's drift shared by both.
+thread (or in each mode of an explicit ``--blas``: ``--blas default`` for the wall time a
+change's threads save), so that what a change saved is measured with the machine's drift
+shared by both.
 """
 from __future__ import annotations
 
@@ -132,10 +134,10 @@ def threads_check(shape, a, tmp):
             *_bench.race_table(runs, "ours, default"), ""], [one, default]
 
 
-def against(shape, a, tmp):
+def against(shape, a, tmp, mode="1"):
     """Markdown lines: ours against ours from the checkout ``a.against`` (another commit, e.g.
-    main before a change), interleaved round by round with one BLAS thread: the paired ratio
-    says what a change saved, with the machine's drift shared by both (``--against``)."""
+    main before a change), interleaved round by round in the BLAS mode ``mode``: the paired
+    ratio says what a change saved, with the machine's drift shared by both (``--against``)."""
     n, d, r = SHAPES[shape]
     data = os.path.join(tmp, f"{shape}.npy")
     np.save(data, make(n, d, r)[0])
@@ -143,8 +145,8 @@ def against(shape, a, tmp):
     ours = contenders(data, answers, r, a.robpy)[1]
     before = dataclasses.replace(ours, name=f"ours at {a.against}",
                                  setup=f"import sys\nsys.path.insert(0, {a.against!r})\n" + ours.setup)
-    runs = _bench.race([before, ours], a.repeat, "1", timeout=1800)
-    return [f"### {shape}: ours against ours at {a.against}, interleaved, one BLAS thread; "
+    runs = _bench.race([before, ours], a.repeat, mode, timeout=1800)
+    return [f"### {shape}: ours against ours at {a.against}, interleaved, {_bench.blas_label(mode)}; "
             f"load {_bench.load_span(runs)} (1 min) before the runs", "",
             *_bench.race_table(runs, "ours"), ""], [before, ours]
 
@@ -160,6 +162,7 @@ def main():
     ap.add_argument("--against", metavar="DIR",
                     help="only ours, against ours from another checkout DIR (module doc)")
     a = ap.parse_args()
+    a.blas_given = any(arg == "--blas" or arg.startswith("--blas=") for arg in sys.argv[1:])
     print("# bench_robpca\n")
     print(_bench.conditions([f"command: {' '.join(sys.argv)}"]), "\n", flush=True)
     calls = []
@@ -167,9 +170,14 @@ def main():
         for shape in a.shapes.split(","):
             if shape not in SHAPES:
                 ap.error(f"--shapes takes {', '.join(SHAPES)}; got {shape!r}")
-            if a.threads_check or a.against:
-                lines, calls = (threads_check if a.threads_check else against)(shape, a, tmp)
+            if a.threads_check:
+                lines, calls = threads_check(shape, a, tmp)
                 print("\n".join(lines), flush=True)
+                continue
+            if a.against:
+                for mode in _bench.blas_modes(a.blas if a.blas_given else "1"):
+                    lines, calls = against(shape, a, tmp, mode)
+                    print("\n".join(lines), flush=True)
                 continue
             for mode in _bench.blas_modes(a.blas):
                 lines, calls = section(shape, mode, a, tmp)

@@ -11,13 +11,25 @@ stored copy computed it, ``z - shift`` in float64, so every stage sees the same 
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
 
 import numpy as np
 
+from .._lanes import pass_threads
 from .._residual import SCORE_BLOCK_ENTRIES, ResidualKernel
+from .._threads import Governor
 
-__all__ = ["CentredRows", "abs_max", "dense", "huge_empty", "single_rows"]
+__all__ = ["CentredRows", "Lanes", "THREADS", "abs_max", "dense", "huge_empty", "no_report", "single_rows"]
+
+# Threads a fit's reads run on at most: the caller's and one helper (the machines this runs on
+# have two cores or more; the reads are short, and a second helper would cost more in
+# hand-offs than it gains).
+THREADS = 2
 
 # The size of a transparent huge page (x86-64 and most 64-bit Linux): numpy asks the kernel for
 # them on arrays of 4 MB or more, and the kernel can back only the whole 2 MB-aligned stretches.
@@ -33,6 +45,10 @@ class CentredRows:
         self._single = None         # (the float32 copy, its largest |entry|) made by survey,
         # until single_rows or astype takes it
         self._buf = None            # the block buffer every read shares (_buffer)
+        self._lent = False          # whether a lane holds it (_take_buffer), and the
+        self._free = []             # buffers of lanes that ran beside it, for the next ones
+        self._lock = threading.Lock()
+        self._lanes = None          # the fit's Lanes (lanes), made at the first read in lanes
 
     def rows_per_block(self) -> int:
         return max(1, SCORE_BLOCK_ENTRIES // max(self.shape[1], 1))
@@ -53,6 +69,34 @@ class CentredRows:
             self._buf = huge_empty((size,), np.float64)
         return self._buf[:size].reshape(-1, self.shape[1])
 
+    def lanes(self) -> Lanes:
+        """The Lanes every read of these rows runs on (one per fit: its governor's decisions
+        carry from one read to the next)."""
+        if self._lanes is None:
+            self._lanes = Lanes()
+        return self._lanes
+
+    def _take_buffer(self, rows):
+        """A block buffer of ``rows`` rows for one lane of a read (:meth:`scatter`): the shared
+        one (``_buffer``) unless a lane running at the same time holds it, then another, kept
+        for the next such lane (two lanes on two threads take two buffers; on one thread, one)."""
+        size = min(rows, self.shape[0]) * self.shape[1]
+        with self._lock:
+            if not self._lent:
+                self._lent = True
+                return self._buffer(rows)
+            if self._free and self._free[-1].size >= size:
+                return self._free.pop()[:size].reshape(-1, self.shape[1])
+        return huge_empty((size,), np.float64).reshape(-1, self.shape[1])
+
+    def _give_buffer(self, buf):
+        """Hand back a buffer of :meth:`_take_buffer`."""
+        with self._lock:
+            if self._buf is not None and np.shares_memory(buf, self._buf):
+                self._lent = False
+            else:
+                self._free.append(buf.reshape(-1))
+
     def spare_bytes(self):
         """The block buffer as raw bytes (uint8), or None before a read made it: scratch for a
         stage that reads no block meanwhile (the outlyingness's univariate MCDs), memory the
@@ -72,26 +116,72 @@ class CentredRows:
             B = self.Z[s:s + b]
             yield s, (B if buf is None else np.subtract(B, self.shift, out=buf[:B.shape[0]]))
 
-    def scatter(self, mask):
+    def each_block(self, fn, rows=None, runner=None):
+        """``fn(start, block, buf)`` for every block of ``rows`` rows (those of :meth:`blocks`;
+        ``buf``: a float64 scratch of the block's size, the block's own memory when there is a
+        shift), on the threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`), for
+        reads in which each row's result is its own (``fn`` writes rows start to start +
+        len(block) of its outputs): the same numbers on one thread or two."""
+        n = self.shape[0]
+        b = rows or self.rows_per_block()
+        lent = []
+
+        def start():
+            buf = self._take_buffer(b)
+            lent.append(buf)
+            return buf
+
+        def block(buf, i):
+            B = self.Z[i * b:(i + 1) * b]
+            if self.shift is not None:
+                B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
+            fn(i * b, B, buf)
+        try:
+            (runner or self.lanes()).run(start, block, -(-n // b))
+        finally:
+            for buf in lent:
+                self._give_buffer(buf)
+
+    def scatter(self, mask, runner=None):
         """Mean and scatter matrix (sum of outer products about it) of the rows ``mask`` (a
         boolean mask), for rows with a shift (``Z - mean``), a block of rows at a time in one
         buffer: the sums of the rows and of their outer products, less count x the mean's
         outer product (the rows are centred near that mean already, so the difference keeps
         its digits: the same matrix to about 1e-15 of its largest entry). Copying the rows out
-        took the largest fresh array of a fit (at 10,000 x 200, 12 MB for 7,500 rows)."""
+        took the largest fresh array of a fit (at 10,000 x 200, 12 MB for 7,500 rows).
+
+        On the threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`), each block's
+        product made on its thread and added in the blocks' order: the same matrix on one
+        thread or two."""
         n, d = self.shape
         b = self.rows_per_block()
-        buf = self._buffer(b)
-        total, G, prod = np.zeros(d), np.zeros((d, d)), np.empty((d, d))
-        for s in range(0, n, b):
-            rows = np.flatnonzero(mask[s:s + b])
+        runner = runner or self.lanes()
+        total, G = np.zeros(d), np.zeros((d, d))
+        lent = []
+
+        def start():
+            buf = self._take_buffer(b)
+            lent.append(buf)
+            return buf, np.empty((d, d))
+
+        def block(state, i):
+            buf, prod = state
+            rows = np.flatnonzero(mask[i * b:(i + 1) * b])
             # (take with mode="clip" writes into the buffer itself: compress, and take in its
             # default mode, fill a fresh copy of ``out`` and copy it back, 1 ms more at 10,000 x
             # 200; the indices are in range, so clipping changes nothing)
-            B = np.take(self.Z[s:s + b], rows, axis=0, out=buf[:rows.size], mode="clip")
+            B = np.take(self.Z[i * b:(i + 1) * b], rows, axis=0, out=buf[:rows.size], mode="clip")
             B -= self.shift
-            total += B.sum(axis=0)
-            G += np.matmul(B.T, B, out=prod)
+            part = B.sum(axis=0)
+            np.matmul(B.T, B, out=prod)
+            with runner.in_turn(i):
+                np.add(total, part, out=total)
+                np.add(G, prod, out=G)
+        try:
+            runner.run(start, block, -(-n // b))
+        finally:
+            for buf in lent:
+                self._give_buffer(buf)
         count = int(np.count_nonzero(mask))
         m = total / count
         G -= count * np.outer(m, m)
@@ -107,20 +197,45 @@ class CentredRows:
         float32 copy) took 3.2 MB of fresh memory and two more passes at 10,000 x 200, and the
         copy's largest |entry| two passes over its 8 MB."""
         n, d = self.shape
-        G, prod = np.zeros((d, d)), np.empty((d, d))
+        b = self.rows_per_block()
+        runner = self.lanes()
+        G = np.zeros((d, d))
         single = huge_empty((n, d), np.float32)
-        sq = 0
-        size = 0.0
-        with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
-            for s, B in self.blocks():
-                part = single[s:s + B.shape[0]]
-                part[...] = B
-                size = max(size, abs_max(part))
-                sq += np.einsum("ij,ij->", B, B)
-                P = B[(-s) % step::step]
-                G += np.matmul(P.T, P, out=prod)
-        self._single = single, size
-        return float(sq), G
+        sums = [0, 0.0]                     # the sum of squares, the largest |entry|
+        lent = []
+
+        def start():
+            buf = self._take_buffer(b)
+            lent.append(buf)
+            return buf, np.empty((d, d))
+
+        def block(state, i):
+            # (each block's numbers on its thread, added in the blocks' order: one thread's sums)
+            buf, prod = state
+            s = i * b
+            B = self.Z[s:s + b]
+            if self.shift is not None:
+                B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
+            part = single[s:s + B.shape[0]]
+            part[...] = B
+            size = abs_max(part)
+            sq = np.einsum("ij,ij->", B, B)
+            P = B[(-s) % step::step]
+            np.matmul(P.T, P, out=prod)
+            with runner.in_turn(i):
+                sums[1] = max(sums[1], size)
+                sums[0] += sq
+                np.add(G, prod, out=G)
+        try:
+            with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
+                # (not measured: its blocks are short, and the fit's first read would otherwise
+                # decide alone whether the outlyingness, a read of 4x its time, gets the threads)
+                runner.run(start, block, -(-n // b), measure=False)
+        finally:
+            for buf in lent:
+                self._give_buffer(buf)
+        self._single = single, sums[1]
+        return float(sums[0]), G
 
     def astype(self, dtype):
         """The rows in ``dtype`` (as ``dense(self).astype(dtype)``: the same rounding)."""
@@ -151,12 +266,147 @@ class CentredRows:
                     spe[s:s + B.shape[0]] = kern(B, buf)[1]
             return out, spe
         out = np.empty((V.shape[1], n))
-        for s, B in self.blocks():
+
+        def block(s, B, buf):
             out[:, s:s + B.shape[0]] = V.T @ B.T
             if kern is not None:
-                # (the block is the rows' own buffer, centred again in place)
+                # (the block is the lane's own buffer, centred again in place)
                 spe[s:s + B.shape[0]] = kern(B, B)[1]
+        self.each_block(block)
         return out, spe
+
+
+def no_report(fraction, message):
+    """A progress callback that reports nowhere (for reads without one)."""
+
+
+class _Stop(Exception):
+    """The helper stopped because the caller failed or was cancelled."""
+
+
+_HELPER = None
+_HELPER_LOCK = threading.Lock()
+
+
+def _helper():
+    """The one helper thread of the reads (made on first use; a forked child makes its own)."""
+    global _HELPER
+    with _HELPER_LOCK:
+        if _HELPER is None:
+            _HELPER = ThreadPoolExecutor(1, thread_name_prefix="robustcore-robpca")
+        return _HELPER
+
+
+def _forget_helper_in_child():
+    global _HELPER, _HELPER_LOCK
+    _HELPER, _HELPER_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper_in_child)
+
+
+class Lanes:
+    """Runs the blocks of a fit's reads on the caller's thread, and on one helper thread beside
+    it when the process has threads to spare (robustcore._lanes.pass_threads: every core unless
+    the user set a thread count, such as ``OPENBLAS_NUM_THREADS=1``) and the machine is free
+    for them (a robustcore._threads Governor: not while another job keeps a core busy, and not
+    again soon after two threads gave less than 1.4 cores).
+
+    The blocks are the same either way (those of one thread), and each thread takes the next
+    block not yet taken, so a helper that gets no core costs the caller at most the one block it
+    holds. Whatever a block adds to a sum is added in the blocks' order (:meth:`in_turn`), so
+    the numbers are those of one thread, to the bit. Progress and Cancel stay on the caller's
+    thread.
+
+    ``jobs``: the threads (by default the process's pass threads, at most ``THREADS``);
+    ``adaptive=False``: every read on ``jobs`` threads whatever the machine's load (tests)."""
+
+    def __init__(self, jobs: int | None = None, *, adaptive: bool = True):
+        self.jobs = min(pass_threads() if jobs is None else int(jobs), THREADS)
+        self._adaptive = adaptive
+        self._governor = None       # (made at the first read of several blocks: it looks at the machine)
+        self._turn = threading.Condition()
+        self._next = 0              # the block whose sums go next (in_turn)
+        self._stop = threading.Event()
+
+    def _threaded(self, blocks: int) -> bool:
+        if blocks < 2 or self.jobs < 2:
+            return False
+        if self._governor is None:
+            self._governor = Governor(self.jobs, adaptive=self._adaptive)
+        return self._governor.threaded()
+
+    def run(self, start, block, blocks: int, rep=no_report, message="", measure=True):
+        """``block(state, i)`` for every i in range(``blocks``), each thread's ``state`` from
+        ``start()`` (its buffers, its partial results): the threads' states, the caller's
+        first. ``rep(fraction of the blocks done, message)`` is called on the caller's thread
+        and may cancel (the helper then stops before its next block). ``measure``: whether the
+        governor learns from this read how many cores two threads got."""
+        self._next = 0
+        self._stop.clear()
+        every = max(1, blocks // 20)
+        if not self._threaded(blocks):
+            state = start()
+            for i in range(blocks):
+                block(state, i)
+                if (i + 1) % every == 0:
+                    rep((i + 1) / blocks, message)
+            rep(1.0, message)
+            return [state]
+        taken = [0]
+        lock = threading.Lock()
+
+        def lane(report):
+            state = start()
+            while True:
+                with lock:
+                    i = taken[0]
+                    if i >= blocks or self._stop.is_set():
+                        return state
+                    taken[0] += 1
+                block(state, i)
+                report(i)
+
+        def caller_report(i):
+            if (i + 1) % every == 0:
+                rep(min(1.0, (i + 1) / blocks), message)
+
+        def helper_lane():
+            try:
+                return lane(lambda i: None)
+            except BaseException:
+                self._stop.set()            # (the caller takes no further block either)
+                with self._turn:
+                    self._turn.notify_all()
+                raise
+        with self._governor.measure(True) if measure else contextlib.nullcontext():
+            later = _helper().submit(contextvars.copy_context().run, helper_lane)
+            try:
+                first = lane(caller_report)
+            except BaseException:
+                self._stop.set()
+                with self._turn:
+                    self._turn.notify_all()
+                wait([later])
+                raise
+            rest = later.result()
+        rep(1.0, message)
+        return [first, rest]
+
+    @contextlib.contextmanager
+    def in_turn(self, i: int):
+        """Hold the body until the blocks before ``i`` have had theirs (sums in the blocks' order)."""
+        with self._turn:
+            while self._next != i:
+                if self._stop.is_set():
+                    raise _Stop()
+                self._turn.wait(0.05)
+            try:
+                yield
+            finally:
+                self._next = i + 1
+                self._turn.notify_all()
 
 
 def huge_empty(shape, dtype) -> np.ndarray:

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 import numpy as np
 from scipy import special, stats
 
 from ._robpca_params import CRIT
-from ._robpca_rows import CentredRows, abs_max, dense, huge_empty, single_rows
+from ._robpca_rows import CentredRows, Lanes, abs_max, dense, huge_empty, no_report, single_rows
 
 __all__ = ["unimcd", "outlyingness", "od_cutoff", "choose_k", "h_size", "pair_directions", "chi2_ppf",
            "trim_factor"]
@@ -36,6 +37,11 @@ _BLOCK_ENTRIES = 1 << 19
 # the window sums of a chunk stay in cache (one chunk of the whole block took 1.5x as long at
 # 10,000 x 200, most of it page faults of its fresh 16 MB arrays).
 _CHUNK_ENTRIES = 1 << 17
+# Fewest directions a chunk must hold for the outlyingness to run on two threads: with fewer,
+# the MCDs' Python steps (which hold the GIL) outweigh their numpy work, and a second thread
+# adds hand-offs only (50,000 x 10, 2 directions a chunk: the same wall time, 40 % more CPU;
+# 10,000 x 200, 9-13 a chunk: 24 -> 17-19 ms of wall; benchmarks/results_robpca.md, round 12).
+_THREADED_CHUNK = 8
 # Smallest MCD scale, relative to the largest |projection|, the float32 outlyingness resolves.
 _SINGLE_FLOOR = 1e-4
 # Largest |entry| for which float32 holds the projections (its range is 1e-38 to 3e38; the
@@ -250,13 +256,15 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         return np.zeros(X.shape[0])
     # |projection| <= |row| <= size sqrt(r)
     big = max(size * np.sqrt(X.shape[1]), 1e-300)
-    spare = X.spare_bytes() if isinstance(X, CentredRows) else None
+    # (the rows' block buffers, memory a read touched already, as the MCDs' scratch)
+    rows = X if isinstance(X, CentredRows) and X.spare_bytes() is not None else None
+    lanes = X.lanes() if isinstance(X, CentredRows) else Lanes()
     if single:
-        out = _outlyingness(X32, A.astype(np.float32), h, _SINGLE_FLOOR * big, rep, spare)
+        out = _outlyingness(X32, A.astype(np.float32), h, _SINGLE_FLOOR * big, rep, rows, lanes)
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
-    return _outlyingness(dense(X), A, h, 1e-12 * big, rep, spare)
+    return _outlyingness(dense(X), A, h, 1e-12 * big, rep, rows, lanes)
 
 
 def _mcd_work(m: int, n: int, h: int, dtype, spare):
@@ -274,36 +282,77 @@ def _mcd_work(m: int, n: int, h: int, dtype, spare):
     return m, Scratch(unimcd_scratch(m, n, h, dtype))
 
 
-def _outlyingness(X, A, h: int, tiny: float, rep, spare=None):
+class _Unresolved(Exception):
+    """A float32 direction's MCD scale below the floor: the outlyingness is redone in float64."""
+
+
+def _outlyingness(X, A, h: int, tiny: float, rep, rows=None, runner=None):
     """outlyingness over the directions A (m, r) in X's precision; directions whose scale is
     at most ``tiny`` are skipped, or, for float32, give None (the caller redoes it in float64)
-    unless the scale is exactly 0. ``spare``: bytes the chunks' MCDs may use (_mcd_work)."""
+    unless the scale is exactly 0. ``rows``: the CentredRows whose block buffers the chunks'
+    MCDs may use (_mcd_work), or None.
+
+    The blocks of directions run on the threads of ``runner`` (a ``_robpca_rows.Lanes``, by
+    default a new one: two threads when the user's script leaves the process its cores, one
+    under ``OPENBLAS_NUM_THREADS=1``; one whenever a chunk holds fewer than
+    ``_THREADED_CHUNK`` directions), each thread keeping the largest values of the blocks it
+    took: the same numbers on one thread or two (each direction's MCD is its own, and the
+    maximum over directions is exact)."""
     n = X.shape[0]
-    out = np.zeros(n)
     step = max(1, _BLOCK_ENTRIES // max(n, 1))
-    # (one buffer for every block of projections and one Scratch for every chunk's MCD: the
-    # memory of one is the next one's, already faulted in; the same products as before)
-    Ybuf = huge_empty((min(step, A.shape[0]), n), X.dtype)
-    chunk, work = _mcd_work(min(max(1, _CHUNK_ENTRIES // max(n, 1)), A.shape[0]), n, h, X.dtype, spare)
-    for s in range(0, A.shape[0], step):
-        As = A[s:s + step]
+    m_chunk = min(max(1, _CHUNK_ENTRIES // max(n, 1)), A.shape[0])
+    # (per thread, one buffer for every block of projections and one Scratch for every chunk's
+    # MCD: the memory of one block is the next one's, already faulted in; each Scratch is cut
+    # from a block buffer of the rows, the first the one their reads made, a second kept by
+    # the rows for the helper's share of their later reads)
+    lent, lock = [], threading.Lock()
+
+    def start():
+        spare = None
+        if rows is not None:
+            with lock:
+                buf = rows._take_buffer(rows.rows_per_block())
+                lent.append(buf)
+            spare = buf.reshape(-1).view(np.uint8)
+        Ybuf = huge_empty((min(step, A.shape[0]), n), X.dtype)
+        return (np.zeros(n), Ybuf, *_mcd_work(m_chunk, n, h, X.dtype, spare))
+
+    def block(state, i):
+        out, Ybuf, chunk, work = state
+        As = A[i * step:(i + 1) * step]
         Y = np.matmul(As, X.T, out=Ybuf[:As.shape[0]])          # (directions, n): rows contiguous
         for c in range(0, Y.shape[0], chunk):
-            Z = Y[c:c + chunk]
-            loc, scale = unimcd_rows(Z, h, work)
-            ok = scale > tiny
-            if not ok.all():
-                if X.dtype != np.float64 and np.any(scale[~ok] > 0.0):
-                    return None
-                Z, loc, scale = Z[ok], loc[ok], scale[ok]
-            if Z.shape[0]:
-                Z -= loc[:, None].astype(Z.dtype)
-                Z /= scale[:, None].astype(Z.dtype)
-                np.abs(Z, out=Z)
-                np.maximum(out, Z.max(axis=0), out=out)
-        if rep is not None:
-            rep(min(1.0, (s + step) / A.shape[0]), "outlyingness")
+            _chunk_outlyingness(Y[c:c + chunk], h, tiny, work, out)
+
+    if m_chunk < _THREADED_CHUNK:
+        runner = Lanes(1)
+    try:
+        states = (runner or Lanes()).run(start, block, -(-A.shape[0] // step), rep or no_report, "outlyingness")
+    except _Unresolved:
+        return None
+    finally:
+        for buf in lent:
+            rows._give_buffer(buf)
+    out = states[0][0]
+    for state in states[1:]:
+        np.maximum(out, state[0], out=out)
     return out
+
+
+def _chunk_outlyingness(Z, h, tiny, work, out):
+    """Fold the outlyingness of the projections Z (directions, n), overwritten, into ``out``
+    (n,): the largest |z - MCD location| / MCD scale over its directions (_outlyingness)."""
+    loc, scale = unimcd_rows(Z, h, work)
+    ok = scale > tiny
+    if not ok.all():
+        if Z.dtype != np.float64 and np.any(scale[~ok] > 0.0):
+            raise _Unresolved()
+        Z, loc, scale = Z[ok], loc[ok], scale[ok]
+    if Z.shape[0]:
+        Z -= loc[:, None].astype(Z.dtype)
+        Z /= scale[:, None].astype(Z.dtype)
+        np.abs(Z, out=Z)
+        np.maximum(out, Z.max(axis=0), out=out)
 
 
 def od_cutoff(od, h: int) -> float:

@@ -383,13 +383,13 @@ def _spectrum(G, count, top=None, every_value=False):
 
 def _orthogonal(X, V, centre):
     """Distances of the rows of X (CentredRows) to ``centre + span(V)`` (V's columns
-    orthonormal), in blocks of rows (robustcore._residual's kernel, as residual_scores)."""
+    orthonormal), in blocks of rows (robustcore._residual's kernel, as residual_scores), in
+    lanes (CentredRows.each_block)."""
     kern = ResidualKernel(V.T, centre)
-    n = X.shape[0]
-    b = kern.rows_per_block()
-    spe = np.empty(n)
-    # (rows with a shift come in the rows' own buffer, centred again there: 2 MB fresh fewer)
-    buf = np.empty((min(b, n), X.shape[1])) if X.shift is None else None
-    for s, B in X.blocks(b):
-        spe[s:s + B.shape[0]] = kern(B, B if buf is None else buf)[1]
+    spe = np.empty(X.shape[0])
+
+    def block(s, B, buf):
+        # (rows with a shift come in the lane's buffer, centred again there: 2 MB fresh fewer)
+        spe[s:s + B.shape[0]] = kern(B, buf)[1]
+    X.each_block(block, kern.rows_per_block())
     return np.sqrt(spe)

@@ -403,7 +403,10 @@ def test_outlyingness_mcds_take_their_scratch_from_the_rows_block_buffer(monkeyp
     memory an earlier read touched (CentredRows.spare_bytes), in chunks small enough to fit it,
     rather than from a fresh arena; the outlyingness is that of plain rows with an arena of
     their own, to the bit."""
+    from robustcore.subspace import _robpca_rows
     from robustcore.subspace._robpca_rows import CentredRows, dense
+    # (one thread: on two, the helper's Scratch is cut from a second block buffer of the rows)
+    monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None: 1)
     rng = np.random.default_rng(31)
     Z = 3.0 + rng.standard_normal((4000, 100)) * rng.uniform(0.5, 3.0, 100)
     Z[:300] += 8.0
@@ -442,9 +445,12 @@ def test_a_block_of_projections_is_one_huge_page(monkeypatch):
     rng = np.random.default_rng(37)
     X = rng.standard_normal((10_000, 30))
     steps.outlyingness(X, 7_500, np.random.default_rng(1))
-    Y, = [a for a in made if a.shape[1:] == (10_000,)]
-    assert Y.dtype == np.float32 and Y.nbytes <= 1 << 21 and Y.shape[0] >= 50
-    assert Y.ctypes.data % (1 << 21) == 0
+    # (one buffer per lane running at once: one on one thread, two on two)
+    blocks = [a for a in made if a.shape[1:] == (10_000,)]
+    assert 1 <= len(blocks) <= 2
+    for Y in blocks:
+        assert Y.dtype == np.float32 and Y.nbytes <= 1 << 21 and Y.shape[0] >= 50
+        assert Y.ctypes.data % (1 << 21) == 0
 
 
 def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
@@ -461,3 +467,171 @@ def test_huge_empty_starts_on_a_huge_page_and_is_an_ordinary_array():
     # 1-2 MB (the rows' block buffer, a block of projections): one huge page, from its start
     block = huge_empty((1310, 200), np.float64)
     assert block.ctypes.data % (1 << 21) == 0 and block.shape == (1310, 200)
+
+
+@pytest.fixture
+def two_threads(monkeypatch):
+    """Pass threads on two cores, whatever this machine's load (the governor's first look at
+    the machine sees it idle): lanes run side by side on the lane pool."""
+    import robustcore._threads as threads_module
+    from robustcore.subspace import _robpca_rows
+    monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None: 2)
+    monkeypatch.setattr(threads_module, "busy_elsewhere", lambda samples=3: 0.0)
+
+
+def _runner(jobs):
+    from robustcore.subspace._robpca_rows import Lanes
+    return Lanes(jobs, adaptive=False)
+
+
+def _threads_of(monkeypatch, module, name, helper=False):
+    """The threads that call module.name from now on (a spy in its place). With ``helper``, the
+    caller's first call waits (up to 5 s) for a call from another thread, so that the helper
+    thread takes a block before the caller has taken them all."""
+    import threading
+    seen = set()
+    real = getattr(module, name)
+    caller = threading.get_ident()
+    helped = threading.Event()
+
+    def spy(*a, **kw):
+        me = threading.get_ident()
+        if me != caller:
+            helped.set()
+        elif caller not in seen and helper:
+            helped.wait(5.0)
+        seen.add(me)
+        return real(*a, **kw)
+    monkeypatch.setattr(module, name, spy)
+    return seen
+
+
+
+def test_blocks_on_two_threads_add_in_the_blocks_order_and_a_slow_thread_holds_one_block():
+    """Lanes: each thread takes the next block not yet taken; what a block adds to a sum waits
+    for the blocks before it (in_turn), so the sum is one thread's to the bit even when blocks
+    finish out of order; a helper that sleeps through its block leaves every other block to the
+    caller."""
+    import threading
+    import time
+    caller = threading.get_ident()
+    values = np.random.default_rng(3).standard_normal(12) * 10.0 ** np.arange(12)
+    for slow in ("caller", "helper"):
+        lanes = _runner(2)
+        order, who, total = [], {}, np.zeros(1)
+
+        def block(state, i, lanes=lanes, order=order, who=who, total=total, slow=slow):
+            mine = threading.get_ident() == caller
+            who[i] = mine
+            if (slow == "caller") == mine and i < 2:
+                time.sleep(0.2 if slow == "helper" else 0.02)
+            with lanes.in_turn(i):
+                order.append(i)
+                np.add(total, values[i], out=total)
+        states = lanes.run(lambda: None, block, 12)
+        assert len(states) == 2 and order == list(range(12))
+        want = np.zeros(1)
+        for v in values:
+            np.add(want, v, out=want)
+        assert total[0] == want[0]
+        helped = sum(not mine for mine in who.values())
+        # (a slow caller: the helper takes the blocks after its first; a slow helper: its one)
+        assert helped >= 1 if slow == "caller" else helped <= 1
+
+
+def test_outlyingness_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
+    """The blocks of directions on one thread and on two: the same bits (each direction's MCD is
+    its own, the maximum exact); against one block of every direction, the same to float32's
+    rounding of the products."""
+    import threading
+    rng = np.random.default_rng(41)
+    X = (3.0 + rng.standard_normal((3000, 40)) * rng.uniform(0.5, 3.0, 40)).astype(np.float32)
+    X[:200] += 6.0
+    A = steps.pair_directions(X, np.random.default_rng(2)).astype(np.float32)
+    h = 2250
+    single = steps._outlyingness(X, A, h, 0.0, None)            # 250 directions, one block
+    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 3000 * 20)     # 20 directions a block
+    seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
+    one = steps._outlyingness(X, A, h, 0.0, None, runner=_runner(1))
+    assert seen == {threading.get_ident()}
+    seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness", helper=True)
+    two = steps._outlyingness(X, A, h, 0.0, None, runner=_runner(2))
+    assert len(seen) == 2
+    np.testing.assert_array_equal(two, one)
+    np.testing.assert_allclose(one, single, rtol=1e-5)
+
+
+def test_outlyingness_on_two_threads_redoes_in_float64_what_float32_cannot_resolve(monkeypatch, two_threads):
+    """A lane that meets a direction float32 cannot resolve stops both lanes, and the whole
+    outlyingness is redone in float64 (as on one thread)."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((3000, 3))
+    monkeypatch.setattr(steps, "_BLOCK_ENTRIES", 3000 * 20)
+    exact = steps.outlyingness(X, 2250, np.random.default_rng(1), single=False)
+    monkeypatch.setattr(steps, "_SINGLE_FLOOR", 1.0)
+    np.testing.assert_array_equal(steps.outlyingness(X, 2250, np.random.default_rng(1)), exact)
+
+
+def test_reads_of_the_rows_on_two_threads_are_one_threads_to_the_bit():
+    """The scatter of a subset and every read by blocks (each_block) on one thread and on two:
+    the same bits, the rows' shared buffer handed back."""
+    from robustcore.subspace._robpca_rows import CentredRows
+    rng = np.random.default_rng(43)
+    Z = 1e3 + rng.standard_normal((3000, 250)) * np.linspace(0.1, 10.0, 250)
+    mean = Z.mean(axis=0)
+    rows = CentredRows(Z, mean)
+    assert rows.rows_per_block() < 1500                  # three blocks
+    mask = rng.random(3000) < 0.75
+    m1, G1 = rows.scatter(mask, runner=_runner(1))
+    m2, G2 = rows.scatter(mask, runner=_runner(2))
+    np.testing.assert_array_equal(m2, m1)
+    np.testing.assert_array_equal(G2, G1)
+    Zm = (Z - mean)[mask]
+    np.testing.assert_allclose(G1, (Zm - Zm.mean(axis=0)).T @ (Zm - Zm.mean(axis=0)), rtol=0,
+                               atol=1e-12 * np.abs(G1).max())
+    for runner in (_runner(1), _runner(2)):
+        got = np.empty_like(Z)
+        rows.each_block(lambda s, B, buf: got.__setitem__(slice(s, s + B.shape[0]), B), runner=runner)
+        np.testing.assert_array_equal(got, Z - mean)
+    assert len(rows._free) <= 1 and not rows._lent      # (a second buffer only if the threads overlapped)
+
+
+def test_a_fit_on_two_threads_is_one_threads_to_the_bit(monkeypatch):
+    """A whole fit (outlyingness, scatter, orthogonal distances, projections in lanes) gives the
+    same fitted attributes and row results, to the bit, with one pass thread and with two."""
+    import robustcore._threads as threads_module
+    from robustcore import ROBPCA
+    from robustcore.subspace import _robpca_rows
+    rng = np.random.default_rng(47)
+    X = 2.0 + rng.standard_normal((3000, 4)) @ rng.standard_normal((4, 200)) + 0.1 * rng.standard_normal((3000, 200))
+    X[:150] += 3.0 * rng.standard_normal(200)
+    monkeypatch.setattr(threads_module, "busy_elsewhere", lambda samples=3: 0.0)
+    fits = []
+    for jobs in (1, 2):
+        monkeypatch.setattr(_robpca_rows, "pass_threads", lambda environ=None, jobs=jobs: jobs)
+        seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness", helper=jobs > 1)
+        m = ROBPCA(n_components=4, random_state=0, scale="none")
+        res = m.fit_row_results(X)
+        assert len(seen) == jobs
+        fits.append((m, res))
+    (a, ra), (b, rb) = fits
+    for name in ("components_", "mean_", "explained_variance_", "residual_eigenvalues_", "od_cutoff_",
+                 "sd_cutoff_", "offset_", "n_components_", "h_"):
+        np.testing.assert_array_equal(getattr(b, name), getattr(a, name), err_msg=name)
+    np.testing.assert_array_equal(np.asarray(rb.outlier_score), np.asarray(ra.outlier_score))
+    np.testing.assert_array_equal(np.asarray(rb.outlier), np.asarray(ra.outlier))
+
+
+def test_outlyingness_of_few_directions_a_chunk_stays_on_one_thread(monkeypatch):
+    """Where a chunk holds fewer than _THREADED_CHUNK directions (many rows), the outlyingness
+    runs on the caller's thread alone even when two are offered (the GIL-bound steps would only
+    add hand-offs)."""
+    import threading
+    rng = np.random.default_rng(53)
+    X = rng.standard_normal((20_000, 3)).astype(np.float32)
+    A = steps.pair_directions(X, np.random.default_rng(4)).astype(np.float32)
+    assert steps._CHUNK_ENTRIES // 20_000 < steps._THREADED_CHUNK
+    seen = _threads_of(monkeypatch, steps, "_chunk_outlyingness")
+    two = steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(2))
+    assert seen == {threading.get_ident()}
+    np.testing.assert_array_equal(two, steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(1)))
