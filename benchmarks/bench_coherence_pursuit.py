@@ -158,12 +158,12 @@ def products_by_stage(X, r, cop=None):
             B = X[s:min(s + b, rows)]
             m = B.shape[0]
             W[:m] = B
-            T = dgemm(1.0, W[:m].T, CT, trans_a=1)     # (the fast orientation: _residual.thin_product)
-            dgemm(-1.0, CT, T, trans_b=1, beta=1.0, c=W[:m].T, overwrite_c=1)
+            T = W[:m] @ CT                               # (the fastest kernel here: _residual.thin_product)
+            dgemm(-1.0, CT, T.T, beta=1.0, c=W[:m].T, overwrite_c=1)
 
     def coords(rows):                # T = Y Cᵀ alone (SPE from |y|² - |t|²)
         for s in range(0, rows, b):
-            dgemm(1.0, X[s:min(s + b, rows)].T, CT, trans_a=1)
+            X[s:min(s + b, rows)] @ CT
 
     steps = (("column moments", lambda: gram(n)),            # C = Σ ŷŷᵀ over every row
              ("coherence bounds", lambda: coords(n)),         # m = 5 products per row

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.blas import dgemm as _dgemm
 
+from ._blas_policy import fits_on_one_blas_thread
 from ._passes import gil_free, scratch
 
 __all__ = ["ResidualKernel", "residual_scores", "residual_sq", "thin_product", "SCORE_BLOCK_ENTRIES"]
@@ -95,8 +96,7 @@ class ResidualKernel:
         return spe
 
     def _coordinates(self, Y):
-        """Y Cᵀ (rows, k) of C-ordered float64 rows Y, by the library of ``_pass`` (a
-        Fortran-ordered result: :func:`thin_product`)."""
+        """Y Cᵀ (rows, k) of C-ordered float64 rows Y (:func:`thin_product`)."""
         return thin_product(Y, self.C, self.CT)
 
     def residuals(self, B, buf=None):
@@ -114,10 +114,10 @@ class ResidualKernel:
             T = np.zeros((b, 0))
             E = Bc
         else:
-            # Both products go to one library: alternating between the two libraries' thread
-            # pools made this loop 10x slower with their default threads. Out of core numpy's,
-            # which releases the GIL (robustcore._passes.gil_free); else scipy's, whose update
-            # in place saves a sweep of the block.
+            # The update out of core by numpy's library, which releases the GIL
+            # (robustcore._passes.gil_free); else by scipy's, whose update in place saves a
+            # sweep of the block (thin_product keeps to it where BLAS runs several threads:
+            # alternating between the two libraries' pools made this loop 10x slower).
             T = thin_product(Bc, self.C, self.CT)                  # Bc Cᵀ, (rows, k)
             if not want_residual:
                 return T, None
@@ -130,23 +130,29 @@ class ResidualKernel:
         return T, E
 
     def _update(self, Bc, T):
-        """Bc - T C in place in the C-ordered Bc (scipy's product: Bcᵀ - Cᵀ Tᵀ on its
-        Fortran-ordered view)."""
+        """Bc - T C in place in the C-ordered Bc (scipy's product: Bcᵀ - Cᵀ Tᵀ on their
+        Fortran-ordered views)."""
         with np.errstate(invalid="ignore", over="ignore"):
             if gil_free():
                 return np.subtract(Bc, T @ self.C, out=Bc)
+            if T.flags.c_contiguous:           # (numpy's thin_product: its Fortran-ordered view)
+                return _dgemm(-1.0, self.CT, T.T, beta=1.0, c=Bc.T, overwrite_c=1).T
             return _dgemm(-1.0, self.CT, T, trans_b=1, beta=1.0, c=Bc.T, overwrite_c=1).T
 
 
 def thin_product(Y, C, CT):
     """Y Cᵀ (rows, k) of C-ordered float64 rows Y (rows, d) and a C-ordered C (k, d), ``CT`` its
-    Fortran-ordered view C.T: a Fortran-ordered result. Numpy's library where the GIL must be
-    released (robustcore._passes.gil_free), else scipy's. Both are asked for (C Yᵀ) in the
-    orientation whose long side is the rows': on 1M x 50 rows and k = 5, one thread, C Yᵀ by
-    numpy took 0.094-0.099 s against 0.157-0.162 s for Y Cᵀ, and scipy's dgemm with Y's
-    transpose flag 0.085-0.089 s against 0.171-0.175 s for Cᵀ's (the same numbers to 2e-15)."""
-    if gil_free():
-        return (C @ Y.T).T
+    Fortran-ordered view C.T. By numpy's library (a C-ordered result) wherever BLAS runs on one
+    thread (the fits' rule, robustcore._blas_policy) or the GIL must be released
+    (robustcore._passes.gil_free); by scipy's (a Fortran-ordered result) where the user chose
+    several BLAS threads and the loop's other products are scipy's (a loop alternating between
+    the two libraries' thread pools stalls). On this machine (Zen 5; one thread; 1M x 50 rows
+    in blocks of 5,242, k = 5, the result written out) numpy's Y Cᵀ took 44.2-45.8 ms, numpy's
+    C Yᵀ 51-54 ms and scipy's dgemm with Y's transpose flag 60-64 ms; on the previous machine
+    the order was the other way round (Y Cᵀ 0.157-0.162 s, scipy's 0.085-0.089 s). The
+    results agree to a few units of rounding (3e-16 relative)."""
+    if gil_free() or fits_on_one_blas_thread():
+        return Y @ CT
     return _dgemm(1.0, Y.T, CT, trans_a=1)
 
 
