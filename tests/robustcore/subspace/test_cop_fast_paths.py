@@ -398,3 +398,21 @@ def test_residual_pass_without_explicit_residuals_equals_the_explicit_route(monk
         m.setattr(_cop_calibration, "PAP_MAX_RATIO", 0.0)
         exact = CoherencePursuit(**kw).fit(X)
     _assert_fits_agree(fast, exact, X)
+
+
+def test_t2_and_t_squares_of_every_route_come_from_one_kernel():
+    """T² of the score pass, of the fit's training rows (fit_row_results) and of residual_scores,
+    and |t|² inside the SPE, are robustcore._residual.weighted_squares of the coordinates: the
+    same bits on every route (one square and a product, not the three-operand einsum)."""
+    from robustcore._residual import weighted_squares
+    X = _tables()["noise 0.1"]
+    cop = CoherencePursuit(n_components=4, scale="none")
+    res = cop.fit_row_results(X)
+    T = cop.transform(X)
+    want = weighted_squares(T, 1.0 / cop.variances_)
+    np.testing.assert_array_equal(res.t2, want)
+    np.testing.assert_array_equal(cop.row_results(X).t2, want)
+    spe, t2, _ = residual_scores(X, cop.components_, cop.mean_, 1.0 / cop.variances_)
+    np.testing.assert_array_equal(t2, want)
+    kern = ResidualKernel(cop.components_, cop.mean_)
+    np.testing.assert_array_equal(kern.spe(X - cop.mean_, T), res.spe)
