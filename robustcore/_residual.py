@@ -33,8 +33,6 @@ __all__ = ["ResidualKernel", "residual_scores", "residual_sq", "thin_product", "
 SCORE_BLOCK_ENTRIES = 262_144
 # The kernel's scratch slot (robustcore._passes.scratch) for T C, apart from the passes' own.
 _SLOT = 9
-# ... and for the squares of weighted_squares.
-_SQ_SLOT = 10
 # Relative accuracy of an SPE taken as |y|² - |t|² (module doc); rows that cannot promise it
 # get the explicit residual.
 SPE_RTOL = 1e-10
@@ -164,10 +162,8 @@ def weighted_squares(T, w):
     """Σ_j w_j T_ij² of every row of T (rows, k): T² with w = 1 / the variances, |t|² with w = 1.
     Every T² and |t|² of the package comes from here (the same bits wherever a row's are made).
     One square and a product with w: 1.9-2.0 ms per million rows of 5 coordinates here, against
-    10.0 ms for the three-operand einsum and 4.3 ms for einsum's |t|². The squares go to a
-    scratch buffer: a fresh (rows, k) temporary each block cost page faults (500 more in the
-    1M x 50 fit's residual pass)."""
-    return np.square(T, out=scratch(T.shape[0], T.shape[1], _SQ_SLOT)) @ w
+    10.0 ms for the three-operand einsum and 4.3 ms for einsum's |t|²."""
+    return np.square(T) @ w
 
 
 def residual_scores(Z, components, mean, inv_var=None, *, want_spe=True, want_t2=True,
