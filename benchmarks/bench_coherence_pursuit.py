@@ -21,10 +21,10 @@ reference); Coherence Pursuit with its defaults and n_components=5, ``fit(X)`` t
 what each output costs (``fit(X)`` alone; ``fit(X)`` then ``coherence_``, made when first read),
 and "floor": the BLAS products alone that the fit + score_samples makes (C = Σ ŷŷᵀ, the
 coherence bounds' thin product (m = 5 directions here; the exact form of the few rows near the
-cut is left out), the selected rows' Gram, the residual pass's two thin products, the calibration
-rows' EᵀE, the score pass's one thin product), each by the fastest kernel here, with the block
-copies the in-place ones work on and no other sweep over memory (norms, normalising, logs,
-selection): a lower bound of the fit + score_samples CPU on one core, timed by its own clock.
+cut is left out), the selected rows' Gram, the residual pass's thin product (its SPE is |y|² -
+|t|²) and the calibration rows' scatter A (EᵀE = P A P, no explicit residual), the score pass's
+one thin product), each by the fastest kernel here, and no other sweep over memory (norms,
+normalising, logs, selection): a lower bound of the fit + score_samples CPU on one core, timed by its own clock.
 Extra memory = the process's peak minus its memory once the data exist (the peak is reset there
 through /proc/self/clear_refs where Linux allows it). Our runs' limits, score sum and selection
 are printed with their spread across runs and contenders (the same numbers every time).
@@ -136,7 +136,6 @@ def products_by_stage(X, r, cop=None):
     import time
 
     import numpy as np
-    from scipy.linalg.blas import dgemm
 
     from robustcore.subspace.coherence_pursuit import CoherencePursuit
     if cop is None:
@@ -146,29 +145,20 @@ def products_by_stage(X, r, cop=None):
     CT = C.T
     d = X.shape[1]
     b = 262_144 // d
-    W = np.empty((b, d))
 
     def gram(rows):                  # numpy's syrk: faster here than scipy's
         for s in range(0, rows, b):
             B = X[s:min(s + b, rows)]
             B.T @ B
 
-    def thin(rows):                  # T = Y Cᵀ and E = Y - T C, E made in place
-        for s in range(0, rows, b):
-            B = X[s:min(s + b, rows)]
-            m = B.shape[0]
-            W[:m] = B
-            T = dgemm(1.0, W[:m].T, CT, trans_a=1)     # (the fast orientation: _residual.thin_product)
-            dgemm(-1.0, CT, T, trans_b=1, beta=1.0, c=W[:m].T, overwrite_c=1)
-
     def coords(rows):                # T = Y Cᵀ alone (SPE from |y|² - |t|²)
         for s in range(0, rows, b):
-            dgemm(1.0, X[s:min(s + b, rows)].T, CT, trans_a=1)
+            X[s:min(s + b, rows)] @ CT
 
     steps = (("column moments", lambda: gram(n)),            # C = Σ ŷŷᵀ over every row
              ("coherence bounds", lambda: coords(n)),         # m = 5 products per row
              ("subspace", lambda: gram(k)),                   # the selected rows' Σ ŷŷᵀ
-             ("residuals", lambda: (thin(n), gram(n_c))),     # the residual pass, the calibration EᵀE
+             ("residuals", lambda: (coords(n), gram(n_c))),   # the residual pass, the calibration rows' A
              ("score_samples(X)", lambda: coords(n)))
     out = {}
     for name, run in steps:

@@ -42,7 +42,7 @@ from .._outlier import OUTPUTS, outlier_output
 from .._passes import Rows, scratch
 from .._order_stats import kth_values
 from .._progress import Reporter
-from .._residual import ResidualKernel, residual_sq
+from .._residual import ResidualKernel, residual_sq, weighted_squares
 from .._scaling import ScaledInput
 from .._validation import nonfinite_error
 from ..limits import control_limits
@@ -151,7 +151,7 @@ class _RowKernel:
         if self.need_spe and not np.isfinite(spe.sum()):
             _check_finite_block(B)
         out = {}
-        t2 = np.einsum("ij,ij,j->i", T, T, self.inv) if self.inv is not None else None
+        t2 = weighted_squares(T, self.inv) if self.inv is not None else None
         for w in self.want:
             if w == "spe":
                 out[w] = spe
@@ -184,7 +184,7 @@ def _check_finite_block(B):
 
 def _derive_block(P, start, spe, inv, spe_limit, t2_limit, threshold):
     """The row results that follow from a row's SPE and projection P (t2, score, flags)."""
-    t2 = np.einsum("ij,ij,j->i", P, P, inv)
+    t2 = weighted_squares(P, inv)
     return {"t2": t2, **_flags_block(t2, spe, spe_limit, t2_limit, threshold)}
 
 
@@ -548,7 +548,7 @@ class _CountingKernel:
 
 
 def _t2_block(P, start, inv):
-    return {"t2": np.einsum("ij,ij,j->i", P, P, inv)}
+    return {"t2": weighted_squares(P, inv)}
 
 
 class TrainingScores:

@@ -23,12 +23,14 @@ nothing n x d is ever formed. With y the scaled, centred rows and ŷ = y / |y| (
    3: pass 1 samples every ``stride``-th row (about 100,000), whose coherences place the
    selection cut in a band; pass 3 sums the rows above it and keeps the few inside
    (``_cop_selection``), and this pass is made only when the band misses the cut;
-5. every row's SPE (robustcore._residual's rule) and coordinates, kept as in 3, from the explicit
-   residuals, which the calibration sums read;
+5. every row's SPE and coordinates, kept as in 3: one thin product per row, the SPE |y|² - |t|²
+   with the explicit residual only where that difference would lose digits
+   (robustcore._residual's rule);
    the calibration rows: all usable rows but those whose log SPE exceeds median + 3 MAD
    (order statistics of the kept SPE); their calibration spectrum (Σ t² along each component,
-   EᵀE, d x d) is summed in this same pass, over the rows below a band around the sample's
-   cut (from the same sample) plus the few rows inside it kept aside (``_cop_calibration``);
+   EᵀE = P A P from their scatter A, d x d, the explicit residual only where that would lose
+   digits) is summed in this same pass, over the rows below a band around the sample's cut
+   (from the same sample) plus the few rows inside it kept aside (``_cop_calibration``);
 6. only when the band misses the cut (or holds too many rows): the calibration spectrum in a
    pass of its own.
 

@@ -98,7 +98,8 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
     **What each output costs** (n rows, d features, rank r, k selected, n_c calibration rows;
     "a pass": one sweep over the rows). The fit: C = Σ ŷŷᵀ (n d²/2), bounds on every row's
     coherence (n d m, m the directions the rows share), the selected rows' Σ ŷŷᵀ (k d²/2), the
-    residual pass (2 n d r) with the calibration rows' EᵀE (n_c d²/2). ``score_samples``,
+    residual pass (n d r: SPE as |y|² - |t|²) with the calibration rows' scatter (n_c d²/2; their
+    EᵀE is P A P, ``_cop_calibration``). ``score_samples``,
     ``predict``, ``transform``: one pass, n d r (the SPE is |y|² - |t|², the explicit
     residual only in the rows where that difference would lose digits: robustcore._residual).
     ``fit_row_results``: the fit plus every row's exact coherence (n d²/2), no score pass.

@@ -23,6 +23,7 @@ from robustcore.bigdata._rows import held_rows, hold, materialize  # noqa: E402
 from robustcore.outlier_map import MAD_NORMAL, _od_cutoff, _sliced_map  # noqa: E402
 from robustcore.subspace._base import TrainingScores, _calibrate_stored  # noqa: E402
 from robustcore.subspace._cop_passes import _calibration_mask  # noqa: E402
+from robustcore._residual import weighted_squares  # noqa: E402
 
 N, K, CHUNK = 20_000, 3, 1_500
 BUDGET = int(8 * N / 0.4) + 1        # one float64 per row held; anything more is stored
@@ -122,7 +123,7 @@ def test_training_t2_in_slices_with_its_histogram_calibrates_as_in_memory(plante
         made = training._get()
         # the stored route as it was: its own histogram sweep over the same scores
         before = _calibrate_stored(spe_held, made["t2"], exclude, *lim, 0.01, trimmed)
-    t2 = np.einsum("ij,ij,j->i", P, P, 1.0 / var)
+    t2 = weighted_squares(P, 1.0 / var)
     np.testing.assert_array_equal(_values(made["t2"]), t2)
     np.testing.assert_array_equal(_values(est._training_t2[1]), t2)
     assert made["histogram"][0] == lim and made["histogram_excludes"]
@@ -135,7 +136,7 @@ def test_robust_od_cutoff_in_slices_is_the_percentiles_of_cbrt_spe(planted, tmp_
     _, _, P, spe = planted
     spe = spe * 0.1
     var = P.var(axis=0, ddof=1)
-    t2 = np.einsum("ij,ij,j->i", P, P, 1 / var)
+    t2 = weighted_squares(P, 1 / var)
     st = _stored(tmp_path, "map", t2=t2, projection=P, **({} if spe_held else {"spe": spe}))
     with settings(memory_budget=BUDGET, store_dir=tmp_path):
         got = _sliced_map(hold(spe.copy()) if spe_held else st["spe"], st["t2"], st["projection"], robust=True,

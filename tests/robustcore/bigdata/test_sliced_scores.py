@@ -18,6 +18,7 @@ from robustcore.bigdata._dask import compute  # noqa: E402
 from robustcore.bigdata._rows import fill_rows, held_rows, hold, materialize  # noqa: E402
 from robustcore.outlier_map import _sliced_map, outlier_map_of_scores  # noqa: E402
 from robustcore.subspace._base import SubspaceModel  # noqa: E402
+from robustcore._residual import weighted_squares  # noqa: E402
 
 N, K, CHUNK = 20_000, 3, 1_500
 
@@ -36,7 +37,7 @@ def scores(tmp_path):
     var = P.var(axis=0, ddof=1)
     spe = hold(rng.chisquare(20, N) * 0.1)     # counted against the budget, as a fit's
     spe[300:600] *= 9.0
-    t2 = np.einsum("ij,ij,j->i", P, P, 1 / var)
+    t2 = weighted_squares(P, 1 / var)
     with settings(memory_budget=int(8 * N / 0.4) + 1, store_dir=tmp_path):
         got = materialize({"t2": held_rows(t2, (CHUNK,)), "projection": held_rows(P, (CHUNK, K))}, name="scores")
         assert all(isinstance(v, StoredRows) for v in got.values())

@@ -287,3 +287,132 @@ def test_thin_products_in_either_orientation_give_the_plain_product(released):
     q = np.einsum("ij,ij->i", Yn @ (G / np.trace(G)).astype(np.longdouble), Yn)
     assert np.all(out["q_lo"] <= q) and np.all(q <= out["q_hi"])
     assert np.median(out["q_hi"] - out["q_lo"]) < 0.5 * np.ptp(q)     # bounds that decide something
+
+
+# -- the calibration EᵀE from the rows' own scatter (_cop_calibration: P A P) -----------------
+
+def _band_spectrum(Y, C, max_ratio=None, monkeypatch=None):
+    """CalibrationBand's spectrum of every row of Y (centred) against components C, every row
+    below the band, fed in blocks of 97 rows as the residual pass feeds it."""
+    from robustcore.subspace import _cop_calibration
+    from robustcore.subspace._cop_calibration import CalibrationBand
+    if max_ratio is not None:
+        monkeypatch.setattr(_cop_calibration, "PAP_MAX_RATIO", max_ratio)
+    kern = ResidualKernel(C, np.zeros(C.shape[1]))
+    acc = CalibrationBand(C, np.zeros(C.shape[1]), (np.inf, np.inf))
+    for s in range(0, Y.shape[0], 97):
+        B = np.ascontiguousarray(Y[s:s + 97])
+        T = kern._coordinates(B)
+        sq = np.einsum("ij,ij->i", B, B)
+        acc.feed(B, T, kern.spe(B, T, s=sq), sq, np.ones(B.shape[0], bool))
+    return acc.spectrum_at(np.inf, Y.shape[0], C.shape[0])
+
+
+def _thetas(lam):
+    return np.array([np.sum(np.asarray(lam, dtype=np.longdouble) ** p) for p in (1, 2, 3)], dtype=np.float64)
+
+
+@pytest.mark.parametrize("kind", ["generic", "near", "exact"])
+def test_calibration_spectrum_from_the_rows_scatter_equals_the_explicit_residuals(monkeypatch, kind):
+    """EᵀE as P A P (A the rows' scatter) where a row's |y|² / SPE keeps A's rounding small,
+    the explicit residual elsewhere: the residual eigenvalues and the limits' θ (their sums of
+    powers) of the extended-precision residuals, to 1e-10, on generic rows with some of every
+    kind, on rows only near the subspace (|e|² / |y|² from 1e-14 to 0.1, and rows 1e6 from the
+    origin with residuals of 1e-3: the spectrum is the small residuals themselves), and on
+    rows exactly in it with a few off it."""
+    rng = np.random.default_rng(11)
+    Y, C = _rows_that_cancel(rng)
+    if kind == "near":
+        Y = Y[400:]
+    elif kind == "exact":
+        Y = np.vstack([Y[300:400], Y[:60]])
+    E = Y.astype(np.longdouble) - (Y.astype(np.longdouble) @ C.T.astype(np.longdouble)) @ C.astype(np.longdouble)
+    ref = np.linalg.eigvalsh((E.T @ E).astype(np.float64))[::-1][: Y.shape[1] - C.shape[0]] / (Y.shape[0] - 1)
+    n, var, lam = _band_spectrum(Y, C)
+    assert n == Y.shape[0]
+    # each to 1e-10 relative, or a few units of rounding of the largest (eigvalsh's own), or
+    # the explicit residuals' own rounding (about d u |y| |e| a row: the far rows')
+    e = np.sqrt((E * E).sum(axis=1)).astype(np.float64)
+    floor = 8 * Y.shape[1] * U * np.sum(np.linalg.norm(Y, axis=1) * e) / (Y.shape[0] - 1)
+    assert np.all(np.abs(lam - ref) <= 1e-10 * ref + 1e-13 * ref[0] + floor)
+    if kind == "generic":
+        _same(_thetas(lam), _thetas(ref), 1e-10)
+    # the explicit residual of every row (the route before): the same numbers
+    _, var_e, lam_e = _band_spectrum(Y, C, max_ratio=0.0, monkeypatch=monkeypatch)
+    _same(var, var_e, 1e-12)
+    _same(_thetas(lam), _thetas(lam_e), 1e-10)
+
+
+def test_calibration_spectrum_from_the_scatter_alone_would_lose_the_near_rows(monkeypatch):
+    """Without the explicit residual of the rows whose |y|² / SPE is large (every row into A),
+    the near rows' spectrum loses its digits: what the ratio's guard is for."""
+    Y, C = _rows_that_cancel(np.random.default_rng(11))
+    Y = Y[400:]
+    _, _, lam = _band_spectrum(Y, C)
+    _, _, lam_a = _band_spectrum(Y, C, max_ratio=np.inf, monkeypatch=monkeypatch)
+    assert abs(_thetas(lam_a)[0] - _thetas(lam)[0]) > 1e-6 * _thetas(lam)[0]
+
+
+def _tables():
+    """Planted tables (80 % inliers, the rest Gaussian outliers): noise 0.1 (every calibration
+    row through A), noise 0.01 (|y|² / SPE about 1e4: rows on both sides), inliers exactly in
+    the subspace 1e4 from the origin (every inlier explicit)."""
+    rng = np.random.default_rng(12)
+    d, r = 24, 4
+    B = np.linalg.qr(rng.standard_normal((d, r)))[0]
+    out = {}
+    for name, scale, noise in (("noise 0.1", 1.0, 0.1), ("noise 0.01", 1.0, 0.01), ("exact", 1e4, 0.0)):
+        inl = scale * rng.standard_normal((4000, r)) * [3.0, 2.0, 1.5, 1.2] @ B.T
+        inl += noise * rng.standard_normal((4000, d))
+        out[name] = np.vstack([inl, scale * rng.standard_normal((1000, d))])
+    return out
+
+
+@pytest.mark.parametrize("name", ["noise 0.1", "noise 0.01", "exact"])
+def test_residual_pass_without_explicit_residuals_equals_the_explicit_route(monkeypatch, name):
+    """The fit's residual pass forms no explicit residual where |y|² - |t|² and P A P keep their
+    digits (none on the noise-0.1 table: before, every row's), and its selection, limits,
+    spectrum and scores are those of the explicit route (every row's residual), to 1e-10."""
+    from robustcore._residual import ResidualKernel as K
+    from robustcore.subspace import _cop_calibration
+    X = _tables()[name]
+    kw = dict(n_components=4, scale="none", chunk_size=701)
+    made = {"pass": 0, "update": 0}
+    pass_, update = K._pass, K._update
+
+    def spy_pass(self, B, buf, want_residual):
+        made["pass"] += B.shape[0] if want_residual else 0
+        return pass_(self, B, buf, want_residual)
+
+    def spy_update(self, Bc, T):
+        made["update"] += Bc.shape[0]
+        return update(self, Bc, T)
+    with monkeypatch.context() as m:
+        m.setattr(K, "_pass", spy_pass)
+        m.setattr(K, "_update", spy_update)
+        fast = CoherencePursuit(**kw).fit(X)
+    assert made["pass"] == 0
+    if name == "noise 0.1":
+        assert made["update"] <= 0.001 * X.shape[0]
+    with monkeypatch.context() as m:
+        m.setattr(_cop_calibration, "PAP_MAX_RATIO", 0.0)
+        exact = CoherencePursuit(**kw).fit(X)
+    _assert_fits_agree(fast, exact, X)
+
+
+def test_t2_and_t_squares_of_every_route_come_from_one_kernel():
+    """T² of the score pass, of the fit's training rows (fit_row_results) and of residual_scores,
+    and |t|² inside the SPE, are robustcore._residual.weighted_squares of the coordinates: the
+    same bits on every route (one square and a product, not the three-operand einsum)."""
+    from robustcore._residual import weighted_squares
+    X = _tables()["noise 0.1"]
+    cop = CoherencePursuit(n_components=4, scale="none")
+    res = cop.fit_row_results(X)
+    T = cop.transform(X)
+    want = weighted_squares(T, 1.0 / cop.variances_)
+    np.testing.assert_array_equal(res.t2, want)
+    np.testing.assert_array_equal(cop.row_results(X).t2, want)
+    spe, t2, _ = residual_scores(X, cop.components_, cop.mean_, 1.0 / cop.variances_)
+    np.testing.assert_array_equal(t2, want)
+    kern = ResidualKernel(cop.components_, cop.mean_)
+    np.testing.assert_array_equal(kern.spe(X - cop.mean_, T), res.spe)

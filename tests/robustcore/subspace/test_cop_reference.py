@@ -282,13 +282,14 @@ def test_calibration_band_caps_the_merged_total():
     from robustcore.subspace._cop_calibration import CalibrationBand
     rng = np.random.default_rng(2)
     comps = np.linalg.qr(rng.standard_normal((6, 2)))[0].T
-    E, T = rng.standard_normal((80, 6)), rng.standard_normal((80, 2))
+    Y, T = rng.standard_normal((80, 6)), rng.standard_normal((80, 2))
     log_spe = rng.uniform(0.0, 1.0, 80)
+    spe, sq = np.exp(log_spe), np.einsum("ij,ij->i", Y, Y)
     usable = np.ones(80, bool)
     inside = int(np.count_nonzero((log_spe > 0.2) & (log_spe <= 0.9)))
     a, b = (CalibrationBand(comps, np.zeros(6), (0.2, 0.9), max_rows=inside + inside // 2) for _ in range(2))
-    a.feed(E, T, log_spe, usable)
-    b.feed(E, T, log_spe, usable)
+    a.feed(Y, T, spe, sq, usable)
+    b.feed(Y, T, spe, sq, usable)
     assert not a.overflow and not b.overflow and a.n_kept == inside
     merged = a.merge(b)
     assert merged.overflow and merged.kept == []
