@@ -118,20 +118,13 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     rows' sum rides on the coherence pass in memory too (always out of core; in memory the
     band's masks cost more than the pass they save: 15-25 ms on 1M x 50)."""
     from ._cop_memory import Refined, adaptive_sampling, coherence_scores, refine, svd_rows
-    from ._scan import load_rows
     n, d = rows.n, rows.d
     r, estimate = est._rank_to_use(p, n, d)
     how = p["center"]
     pairs = pairs_needed(p, n, d)
     adaptive = p["selection"] == "adaptive"
     if pairs and rows.lazy:
-        from .._passes import Rows
-        # (ℓ1 out of core was refused before: only a wide table comes here)
-        X = load_rows(rows, "Coherence Pursuit", "on a table with fewer than two rows per feature "
-                      "compares every pair of rows")
-        loaded = Rows(X, block_rows=rows.block_rows)
-        loaded.passes = rows.passes
-        rows = loaded
+        rows = _loaded_for_pairs(rows)
     sc, fused, first_sq = _first_pass(rows, p, how, pairs, rep.span(0.0, 0.2))
     scale = None if sc.identity else (sc.center, sc.scale)
     centre = _centre(rows, sc, how, n)
@@ -190,16 +183,14 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         n_valid = n - count_true(degenerate)
     _check_usable(n_valid, how, r)
     rep(0.6, "selecting samples")
-    if decided is not None:
-        pass
-    elif adaptive:
+    if decided is None and adaptive:
         if Xn is None:
             Xn = _unit_rows(rows.X, prep, cut)[0]
         picked = adaptive_sampling(Xn, coh, ~degenerate, r, p, _random_state(p))
         k = picked.size
         selected = np.zeros(n, dtype=bool)
         selected[picked] = True
-    else:
+    elif decided is None:
         k = selection_count(p, n, n_valid, r)
         selected, tau = _select_top(coh, degenerate, k, n_valid)
     if rows.lazy and isinstance(selected, np.ndarray):
@@ -267,6 +258,18 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
                n_samples_fit_=n)
     return out, kept, rows
+
+
+def _loaded_for_pairs(rows):
+    """The table in memory for the steps that compare every pair of rows (ℓ1 out of core was
+    refused before: only a wide table comes here), or the reason it cannot be loaded."""
+    from .._passes import Rows
+    from ._scan import load_rows
+    X = load_rows(rows, "Coherence Pursuit", "on a table with fewer than two rows per feature "
+                  "compares every pair of rows")
+    loaded = Rows(X, block_rows=rows.block_rows)
+    loaded.passes = rows.passes
+    return loaded
 
 
 def _first_pass(rows, p, how, pairs, rep):
