@@ -75,6 +75,19 @@ def syrk_lower(B, G=None):
     return _dsyrk(1.0, B.T, beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
 
 
+def scale_rows(Y, inv, out):
+    """Rows of Y times ``inv`` (one factor a row) into ``out``; rows whose factor is 0 come out
+    +0.0 (what the einsum this replaced gave; a plain product gives -0.0 for negative entries,
+    which no result reads but would change stored bits of a Gram over every row). numpy's
+    broadcast multiply: 0.52 s per 30M x 50 rows against einsum's 0.62 s on this machine, the
+    same products."""
+    np.multiply(Y, inv[:, None], out=out)
+    zero = inv == 0
+    if zero.any():
+        out[zero] = 0.0
+    return out
+
+
 def gram_add(B, G=None):
     """G + BᵀB, both triangles, by numpy's BLAS (its syrk for BᵀB), for loops that call no
     scipy BLAS: a loop that alternates between the two libraries' thread pools stalls when they
@@ -283,8 +296,7 @@ class Moments:
         if live.any():
             inv = np.zeros(b)
             inv[live] = 1.0 / nrm[live]
-            # (einsum scales the rows faster than a broadcast multiply, the same products)
-            Xn = np.einsum("ij,i->ij", Bg, inv, out=scratch(b, d, 2))
+            Xn = scale_rows(Bg, inv, scratch(b, d, 2))
             self.G = gram_add(Xn, self.G)
             self.top_norm = max(self.top_norm, _ldexp(float(nrm.max()), eg))
             self.low_norm = min(self.low_norm, _ldexp(float(nrm[live].min()), eg))

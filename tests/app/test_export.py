@@ -229,3 +229,15 @@ def test_result_of_other_data_and_bad_paths_are_refused(tmp_path, iris_pca):
         export.export_results(res, demo("clusters-3d"), tmp_path / "x.csv")
     with pytest.raises(ValueError, match="end in .csv or .npz"):
         export.export_results(res, demo("iris"), tmp_path / "x.xlsx")
+
+
+def test_library_versions_name_pyside6_without_importing_qt():
+    # a command-line run records the versions in its run.json; importing Qt for PySide6's
+    # version (pip installs it as PySide6-Essentials, no "PySide6" metadata) cost 0.05-0.1 s
+    import subprocess
+    import sys
+    code = ("import sys; from app.export import library_versions as v; got = v(); "
+            "import PySide6.QtCore as q; print(got['PySide6'] == q.__version__, 'shiboken6' in before)")
+    code = code.replace("import PySide6.QtCore", "before = set(sys.modules); import PySide6.QtCore")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False"]

@@ -5,7 +5,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from robustcore._row_stats import Moments, column_min_max
+from robustcore._row_stats import Moments, column_min_max, scale_rows
 
 
 @pytest.mark.parametrize("rows", [1, 31, 32, 33, 1000, 5243])
@@ -119,3 +119,16 @@ def test_the_one_sweep_path_changes_no_fit(monkeypatch):
     np.testing.assert_allclose(c1.spe_limit_, c2.spe_limit_, rtol=1e-10)
     np.testing.assert_allclose(p1.scale_, p2.scale_, rtol=1e-12)
     np.testing.assert_allclose(np.abs(p1.components_), np.abs(p2.components_), atol=1e-10)
+
+
+def test_scale_rows_gives_einsums_bits_with_positive_zeros_for_zero_factors():
+    # the rows' normalisation by a broadcast multiply (faster than einsum): every product the
+    # same, and a row whose factor is 0 (no length) +0.0 as einsum's sum gave, not -0.0
+    rng = np.random.default_rng(3)
+    Y = rng.standard_normal((1000, 50)) * rng.lognormal(0, 3, (1000, 1))
+    inv = 1.0 / np.sqrt(np.einsum("ij,ij->i", Y, Y))
+    inv[::7] = 0.0
+    want = np.einsum("ij,i->ij", Y, inv)
+    got = scale_rows(Y, inv, np.empty_like(Y))
+    assert got.tobytes() == want.tobytes()
+    assert not np.signbit(got[::7]).any()
