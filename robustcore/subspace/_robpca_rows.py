@@ -122,22 +122,28 @@ class CentredRows:
         shift), on the threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`), for
         reads in which each row's result is its own (``fn`` writes rows start to start +
         len(block) of its outputs): the same numbers on one thread or two."""
-        n = self.shape[0]
         b = rows or self.rows_per_block()
-        lent = []
-
-        def start():
-            buf = self._take_buffer(b)
-            lent.append(buf)
-            return buf
 
         def block(buf, i):
             B = self.Z[i * b:(i + 1) * b]
             if self.shift is not None:
                 B = np.subtract(B, self.shift, out=buf[:B.shape[0]])
             fn(i * b, B, buf)
+        self._run_on_buffers(runner or self.lanes(), block, b)
+
+    def _run_on_buffers(self, runner, block, b, product=False, **run):
+        """``runner.run`` of ``block(state, i)`` over every block of ``b`` rows, each thread's
+        state a buffer lent by :meth:`_take_buffer` (with a d x d product of its own when
+        ``product``), every buffer handed back after, also when a block fails."""
+        n, d = self.shape
+        lent = []
+
+        def start():
+            buf = self._take_buffer(b)
+            lent.append(buf)
+            return (buf, np.empty((d, d))) if product else buf
         try:
-            (runner or self.lanes()).run(start, block, -(-n // b))
+            runner.run(start, block, -(-n // b), **run)
         finally:
             for buf in lent:
                 self._give_buffer(buf)
@@ -153,16 +159,10 @@ class CentredRows:
         On the threads of ``runner`` (a :class:`Lanes`; by default :meth:`lanes`), each block's
         product made on its thread and added in the blocks' order: the same matrix on one
         thread or two."""
-        n, d = self.shape
+        d = self.shape[1]
         b = self.rows_per_block()
         runner = runner or self.lanes()
         total, G = np.zeros(d), np.zeros((d, d))
-        lent = []
-
-        def start():
-            buf = self._take_buffer(b)
-            lent.append(buf)
-            return buf, np.empty((d, d))
 
         def block(state, i):
             buf, prod = state
@@ -177,11 +177,7 @@ class CentredRows:
             with runner.in_turn(i):
                 np.add(total, part, out=total)
                 np.add(G, prod, out=G)
-        try:
-            runner.run(start, block, -(-n // b))
-        finally:
-            for buf in lent:
-                self._give_buffer(buf)
+        self._run_on_buffers(runner, block, b, product=True)
         count = int(np.count_nonzero(mask))
         m = total / count
         G -= count * np.outer(m, m)
@@ -202,12 +198,6 @@ class CentredRows:
         G = np.zeros((d, d))
         single = huge_empty((n, d), np.float32)
         sums = [0, 0.0]                     # the sum of squares, the largest |entry|
-        lent = []
-
-        def start():
-            buf = self._take_buffer(b)
-            lent.append(buf)
-            return buf, np.empty((d, d))
 
         def block(state, i):
             # (each block's numbers on its thread, added in the blocks' order: one thread's sums)
@@ -226,14 +216,10 @@ class CentredRows:
                 sums[1] = max(sums[1], size)
                 sums[0] += sq
                 np.add(G, prod, out=G)
-        try:
-            with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
-                # (not measured: its blocks are short, and the fit's first read would otherwise
-                # decide alone whether the outlyingness, a read of 4x its time, gets the threads)
-                runner.run(start, block, -(-n // b), measure=False)
-        finally:
-            for buf in lent:
-                self._give_buffer(buf)
+        with np.errstate(over="ignore"):    # (an entry beyond float32: the outlyingness's range test)
+            # (not measured: its blocks are short, and the fit's first read would otherwise
+            # decide alone whether the outlyingness, a read of 4x its time, gets the threads)
+            self._run_on_buffers(runner, block, b, product=True, measure=False)
         self._single = single, sums[1]
         return float(sums[0]), G
 
