@@ -48,14 +48,7 @@ class LiftedPrep(_Prep):
     def __call__(self, B, slot=3):
         b, d = B.shape
         Y = scratch(b, d + 1, slot)
-        Yd = Y[:, :d]
-        if self.scale is not None:
-            np.subtract(B, self.scale[0], out=Yd)
-            Yd /= self.scale[1]
-            if self.centre is not None:
-                Yd -= self.centre
-        else:
-            np.subtract(B, self.centre, out=Yd)
+        self._into(B, Y[:, :d])
         Y[:, d] = self.lift
         return Y
 

@@ -88,8 +88,10 @@ class _Prep:
     def __call__(self, B, slot=3):
         if self.scale is None and self.centre is None:
             return B
-        b, d = B.shape
-        Y = scratch(b, d, slot)
+        return self._into(B, scratch(*B.shape, slot))
+
+    def _into(self, B, Y):
+        """Y := the block's scaled, centred rows (Y of B's shape; not both scale and centre None)."""
         if self.scale is not None:
             np.subtract(B, self.scale[0], out=Y)
             Y /= self.scale[1]
