@@ -18,7 +18,8 @@ and (``--study calibration-heldout``, reported only) the shipped rule on the hel
 limit inside the band would take on each task outside; (``--study flag-diagnosis``) why each
 task outside misses, from its known outliers, whether its run says so, and the fewest tasks
 outside over 720 cores per method; (``--study robpca-scale``) ROBPCA's flags and ROC-AUC per
-``scale``.
+``scale``; (``--study robpca-flags``) ROBPCA's flags under candidate changes to its estimate
+(its k, ties, consistency factors, each direction's scale) and why each task outside misses.
 
     python benchmarks/study_outlier_defaults.py --study calibration calibration-heldout --scores /tmp/flag-scores
 """
@@ -1014,6 +1015,228 @@ def study_robpca_scale(tables, alpha=0.01):
 ROBPCA_SCALES = ("none", "auto", "standard", "robust")
 
 
+# -- ROBPCA's flags: why its tasks outside the band miss, and changes to its estimate (issue 35) ----
+
+def _robpca_fit(X, **kw):
+    import robustcore as rc
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return rc.ROBPCA(random_state=0, **kw).fit(X)
+
+
+def _robpca_distances(m, X):
+    """(scores T (n, k) on the final loadings, squared score distance and squared orthogonal
+    distance, each in units of the paper's cut-off) of the training rows X."""
+    Z = m._input(X)
+    spe, t2 = m._spe_t2(Z)[:2]
+    od2 = spe / m.od_cutoff_ ** 2 if m.od_cutoff_ > 0 else np.zeros_like(spe)
+    return (Z - m.mean_) @ m.components_.T, t2 / m.t2_limit_, od2
+
+
+def _calibrated_flags(s2):
+    """The shipped rule (robustcore._calibration) on squared scores s2, nominal limit 1, at
+    ROBPCA's rate: what its "auto" flags for these scores."""
+    from robustcore._calibration import calibrate_scores
+    return s2 > calibrate_scores(s2, 1.0, ROBPCA_ALPHA).limit
+
+
+def _robpca_ratio_k(X):
+    """Candidate: a k the paper's rule chose cut to the final MCD eigenvalues at least the
+    rule's ratio (choose_k's 1e-3) times the first, refitted until none is below (the rule reads the h least
+    outlying rows' eigenvalues; the score distance divides by the MCD's)."""
+    import inspect
+
+    from robustcore.subspace._robpca_steps import choose_k
+    ratio = inspect.signature(choose_k).parameters["ratio"].default
+    m = _robpca_fit(X)
+    while True:
+        lam = m.explained_variance_
+        usable = int(np.sum(lam >= ratio * lam[0]))
+        if not 0 < usable < m.n_components_:
+            return m
+        m = _robpca_fit(X, n_components=usable)
+
+
+def _mcd_on_distinct_rows(X2T, ev, h, rng, search=True):
+    """Candidate (ties): the MCD stage on the distinct projected rows only (each once, h scaled
+    to their number), then one reweighting of every row from the h rows nearest that estimate."""
+    from robustcore.subspace import _robpca_mcd as M
+    k, n = X2T.shape
+    first = np.unique(X2T.T, axis=0, return_index=True)[1]
+    if first.size == n:
+        return M.mcd_subspace(X2T, ev, h, rng, search)
+    U = np.ascontiguousarray(X2T[:, np.sort(first)])
+    loc, cov, _ = M.mcd_subspace(U, ev, min(U.shape[1], max(k + 1, -(-h * U.shape[1] // n))), rng, search)
+    d2 = M._whitened_d2(X2T, loc, *np.linalg.eigh(cov))
+    return M._reweighted(X2T, np.argpartition(d2, h - 1)[:h])
+
+
+def _reweighted_raw_by_h(XT, subset):
+    """Candidate (consistency): the raw MCD scatter made consistent by Croux & Haesbroeck's
+    factor for the share h / n (robustbase's covMcd) instead of the median of its distances."""
+    from robustcore.subspace import _robpca_mcd as M
+    k, n = XT.shape
+    loc, cov = M._mean_cov_t(XT[:, subset])
+    cov = cov * M.trim_factor(len(subset) / n, k)
+    d2 = M._mahalanobis(XT, loc, cov)
+    if d2 is None:
+        return loc, cov, np.isin(np.arange(n), subset)
+    keep = d2 < M.chi2_ppf(CRIT, k)
+    loc, cov = M._mean_cov_t(XT[:, keep])
+    return loc, cov * M.trim_factor(keep.sum() / n, k), keep
+
+
+def _robpca_patched(target, name, new):
+    def fit(X):
+        from unittest import mock
+        with mock.patch(f"{target}.{name}", new):
+            return _robpca_fit(X)
+    return fit
+
+
+def _robpca_direction_scales(X):
+    """Candidate (a degenerate MCD direction): each final direction's variance from the
+    univariate MCD (same h) of every training row's score along it, not the k-variate MCD's
+    eigenvalue; flags by the shipped rule on the resulting squared score."""
+    from robustcore.subspace._robpca_steps import unimcd
+    m = _robpca_fit(X)
+    T, _sd2, od2 = _robpca_distances(m, X)
+    lam = np.array([unimcd(T[:, j], m.h_)[1] ** 2 for j in range(T.shape[1])])
+    s2 = np.maximum((T * T / np.maximum(lam, 1e-300)).sum(axis=1) / m.t2_limit_, od2)
+    return _calibrated_flags(s2), s2
+
+
+# Numbers of components given to ROBPCA on each task outside, beside the one its rule chose.
+ROBPCA_K_SCAN = (1, 2, 3, 4, 6, 10)
+
+def _k_elbow_when_short(ev, kmax, share=0.8, ratio=1e-3, total=None):
+    """Candidate (the choice of k): the paper's rule, except that when its kmax components
+    explain less than ``share`` of the total (the rule then answers kmax, its cap, not a
+    choice) k is the elbow of the leading kmax eigenvalues' log scree plot
+    (robustcore.rank.scree_elbow, the other methods' rule)."""
+    from robustcore.subspace._robpca_steps import choose_k
+    k = choose_k(ev, kmax, share, ratio, total)
+    ev = np.asarray(ev, dtype=np.float64)
+    if np.sum(ev[:k]) >= share * (ev.sum() if total is None else total):
+        return k
+    return min(k, scree_elbow(ev[:kmax], kmax))
+
+
+ROBPCA_CANDIDATES = {
+    "shipped (the paper's estimate, calibrated \"auto\")": None,
+    "k cut to the MCD eigenvalues >= 1e-3 x the first (the rule's ratio), refitted": _robpca_ratio_k,
+    "MCD on the distinct projected rows (ties counted once)": _robpca_patched(
+        "robustcore.subspace.robpca", "mcd_subspace", _mcd_on_distinct_rows),
+    "raw MCD consistency by h / n (Croux-Haesbroeck) instead of the median distance": _robpca_patched(
+        "robustcore.subspace._robpca_mcd", "_reweighted", _reweighted_raw_by_h),
+    "each direction's variance from the univariate MCD of its scores": _robpca_direction_scales,
+    "k by the scree elbow when the 80 % rule reaches kmax short of 80 %": _robpca_patched(
+        "robustcore.subspace.robpca", "choose_k", _k_elbow_when_short),
+}
+
+
+def _robpca_diagnosis(m, X, y):
+    """Why ROBPCA's "auto" flags the inliers of one task: the share of inliers each distance
+    flags when calibrated alone; with each final direction scaled by the KNOWN INLIERS' own
+    robust spread (an oracle: if this is inside the band, the MCD's scale along some direction
+    is the defect; if not, the inliers' shape); the inliers beyond the robust core; the
+    largest share of identical rows; the direction with the most inliers beyond 3 of its MCD
+    spreads (a Gaussian: 0.27 %) and that share."""
+    from robustcore._calibration import core_cut
+    T, sd2, od2 = _robpca_distances(m, X)
+    s2 = np.maximum(sd2, od2)
+    spread = (np.quantile(T[~y], 0.75, axis=0) - np.quantile(T[~y], 0.25, axis=0)) / (2 * _Z75)
+    oracle = np.maximum((T * T / np.maximum(spread, 1e-300) ** 2).sum(axis=1) / m.t2_limit_, od2)
+    cut = core_cut(*np.quantile(s2, (0.25, 0.5, 0.75)))[0]
+    z = np.abs(T[~y]) / np.sqrt(m.explained_variance_)
+    tail = np.mean(z > 3, axis=0)
+    return dict(k=int(m.n_components_), d=X.shape[1], n=X.shape[0], scaling=m.scaling_,
+                sd=float(_calibrated_flags(sd2)[~y].mean()),
+                od=float(_calibrated_flags(od2)[~y].mean()) if m.od_cutoff_ > 0 else None,
+                oracle=float(_calibrated_flags(oracle)[~y].mean()),
+                beyond=float(np.mean(s2[~y] > cut)) if cut is not None else None,
+                repeated=float(np.unique(X, axis=0, return_counts=True)[1].max() / X.shape[0]),
+                direction=int(np.argmax(tail)) + 1, tail=float(tail.max()))
+
+
+def _robpca_k_scan(m, X, y, ks=ROBPCA_K_SCAN):
+    """{k: (share of known inliers flagged, ROC-AUC)} with n_components = k given, for the ks
+    up to the rank of the data (the paper's rule chose m.n_components_)."""
+    out = {}
+    for k in ks:
+        if k <= m.rank_:
+            f = _robpca_fit(X, n_components=k)
+            out[k] = (float((f.predict(X) == -1)[~y].mean()),
+                      float(outlier_metrics(y.astype(int), -f.score_samples(X))["roc_auc"]))
+    return out
+
+
+def study_robpca_flags(tables, alpha=0.01):
+    """ROBPCA's flags (issue 35 point 3): for every candidate change to its estimate
+    (ROBPCA_CANDIDATES), the share of known inliers flagged at ROBPCA_ALPHA on the 21 target
+    tasks and the 6 checks, and the ROC-AUC on the 15 development tables (subsampled as in
+    study_flags); for each task the shipped estimate leaves outside, _robpca_diagnosis."""
+    out = {}
+    for name, fam, _c, X, y in list(tables) + synthetic_tasks() + check_tasks():
+        X, y = _subsample(X, y)
+        y = np.asarray(y) == 1
+        for label, make in ROBPCA_CANDIDATES.items():
+            if make is None:
+                m = _robpca_fit(X)
+                flags, score = m.predict(X) == -1, -m.score_samples(X)
+                if not ROBPCA_ALPHA / 3 <= flags[~y].mean() <= 3 * ROBPCA_ALPHA and fam != "check":
+                    out[f"robpca-flags diagnosis | {name}"] = _robpca_diagnosis(m, X, y)
+                    out[f"robpca-flags k | {name}"] = _robpca_k_scan(m, X, y)
+            else:
+                got = make(X)
+                flags, score = got if isinstance(got, tuple) else (got.predict(X) == -1, -got.score_samples(X))
+            auc = outlier_metrics(y.astype(int), score)["roc_auc"]
+            out.setdefault(f"robpca-flags | {label}", {})[name] = (float(flags[~y].mean()), float(auc), fam)
+        print(f"  robpca flags: {name}", file=sys.stderr, flush=True)
+    return out
+
+
+def report_robpca_flags(res):
+    keys = [k for k in res if k.startswith("robpca-flags | ")]
+    if not keys:
+        return
+    a = ROBPCA_ALPHA
+    print(f"\n### ROBPCA's flags: candidate estimates (α = {100 * a:g} %, band [{100 * a / 3:.2f} %, "
+          f"{100 * 3 * a:g} %])\n")
+    rows = []
+    for k in keys:
+        r = res[k]
+        target = {t: v for t, v in r.items() if v[2] != "check"}
+        out = [f"{t} {100 * v[0]:.2f} %" for t, v in target.items() if not a / 3 <= v[0] <= 3 * a]
+        checks = sum(1 for v in r.values() if v[2] == "check" and not a / 3 <= v[0] <= 3 * a)
+        dev = [v[1] for v in target.values() if v[2] != "synthetic"]
+        rows.append((k.split(" | ", 1)[1], f"{len(out)} of {len(target)}", ", ".join(out) or "-", str(checks),
+                     f"{np.mean(dev):.4f} ({len(dev)})"))
+    _md_table(("estimate", "tasks outside", "which", "checks outside", "mean ROC-AUC, development tables"), rows)
+    diag = [k for k in res if k.startswith("robpca-flags diagnosis | ")]
+    if diag:
+        print("\nEach task the shipped estimate leaves outside (inliers flagged at the calibrated limit of each "
+              "score alone; \"oracle\": every direction scaled by the known inliers' own robust spread):\n")
+
+        def pct(v):
+            return "-" if v is None else f"{100 * v:.2f} %"
+        _md_table(("task", "n x d, k, scaling", "by SD alone", "by OD alone", "oracle direction scales",
+                   "inliers beyond the core", "largest share of identical rows",
+                   "inliers beyond 3 MCD spreads on the worst direction"),
+                  [(k.split(" | ", 1)[1], f"{g['n']} x {g['d']}, {g['k']}, {g['scaling']}", pct(g["sd"]), pct(g["od"]),
+                    pct(g["oracle"]), pct(g["beyond"]), pct(g["repeated"]), f"{pct(g['tail'])} (#{g['direction']})")
+                   for k in diag for g in [res[k]]])
+        scans = [k for k in res if k.startswith("robpca-flags k | ")]
+        print("\nThe same tasks with k given (inliers flagged / ROC-AUC; the rule's k in bold):\n")
+        ks = sorted({int(k) for key in scans for k in res[key]})
+        _md_table(("task", *[f"k = {k}" for k in ks]),
+                  [(key.split(" | ", 1)[1], *[
+                      "-" if str(k) not in r and k not in r else
+                      (lambda v, k=k: ("**{}**" if k == res["robpca-flags diagnosis | " + key.split(" | ", 1)[1]]["k"]
+                                       else "{}").format(f"{100 * v[0]:.2f} % / {v[1]:.3f}"))(r.get(k, r.get(str(k))))
+                      for k in ks]) for key in scans for r in [res[key]]])
+
+
 def study_rank_average(tables):
     """The Target paragraph of issue 35: does a rank average of the defaults' scores (each
     score's ranks over the rows, scaled to (0, 1], averaged) beat the best single default? A
@@ -1037,7 +1260,7 @@ def study_rank_average(tables):
 
 
 STUDIES = {"flags": study_flags, "flag-limits": study_flag_limits, "flag-diagnosis": study_flag_diagnosis,
-           "robpca-scale": study_robpca_scale,
+           "robpca-scale": study_robpca_scale, "robpca-flags": study_robpca_flags,
            "rank-average": study_rank_average, "calibration": study_calibration,
            "calibration-heldout": study_calibration_heldout,
            "pcp-center": study_pcp_center, "cop-center": study_cop_center, "cop-lift": study_cop_lift,
@@ -1079,10 +1302,12 @@ def report(res):
     report_flags(res)
     report_flag_limits(res)
     report_flag_diagnosis(res)
+    report_robpca_flags(res)
     groups = {}
     for k in res:
         if k.startswith(("flags | ", "flags check | ", "calibration | ", "held-out | ", "limits | ",
-                         "diagnosis | ", "invariance | ", "usps | ")):
+                         "diagnosis | ", "invariance | ", "usps | ",
+                         "robpca-flags")):
             continue
         head = k.split(" | ")[0]
         groups.setdefault(head + (" rank" if "joint" not in head and any(r in k for r in RANK_RULES) else ""),
