@@ -1122,6 +1122,46 @@ def _k_elbow_when_short(ev, kmax, share=0.8, ratio=1e-3, total=None):
     return min(k, scree_elbow(ev[:kmax], kmax))
 
 
+def _robpca_fit_recorded(X, k=None):
+    """(fit, the ratio of each final direction's MCD eigenvalue to the variance the stage-3
+    covariance (the rows within the orthogonal cut-off, robustcore.subspace.robpca._stages)
+    gives along it): under the model both estimate one variance (0.96-1.05 on the Gaussian
+    checks); far below 1 the MCD's h-subset is near-constant along a direction the rows spread
+    over."""
+    from unittest import mock
+
+    import robustcore.subspace.robpca as R
+    seen = {}
+    spectrum, span = R._spectrum, R._affine_span
+
+    def rec_spectrum(*a, **kw):
+        seen["stage"] = spectrum(*a, **kw)
+        return seen["stage"]
+
+    def rec_span(*a, **kw):
+        seen["span"] = span(*a, **kw)
+        return seen["span"]
+    with mock.patch.object(R, "_spectrum", rec_spectrum), mock.patch.object(R, "_affine_span", rec_span):
+        m = _robpca_fit(X, n_components=k)
+    (w, V), rot, k = seen["stage"], seen["span"][1], m.n_components_
+    Vf = V[:, :k] if rot is None else rot.T @ V[:, :k]
+    P = m.components_ @ Vf                                # final directions in stage 3's basis
+    return m, m.explained_variance_ / np.einsum("kj,j,kj->k", P, w[:k], P)
+
+
+def _robpca_mcd_ratio_k(t):
+    """Candidate (a degenerate MCD direction): a k the rule chose cut to the final directions
+    whose MCD eigenvalue is at least ``t`` times stage 3's variance along it
+    (_robpca_fit_recorded), refitted until every direction passes; the others go to the
+    orthogonal distance."""
+    def fit(X):
+        m, ratio = _robpca_fit_recorded(X)
+        while 0 < int(np.sum(ratio >= t)) < m.n_components_:
+            m, ratio = _robpca_fit_recorded(X, int(np.sum(ratio >= t)))
+        return m
+    return fit
+
+
 ROBPCA_CANDIDATES = {
     "shipped (the paper's estimate, calibrated \"auto\")": None,
     "k cut to the MCD eigenvalues >= 1e-3 x the first (the rule's ratio), refitted": _robpca_ratio_k,
@@ -1132,6 +1172,9 @@ ROBPCA_CANDIDATES = {
     "each direction's variance from the univariate MCD of its scores": _robpca_direction_scales,
     "k by the scree elbow when the 80 % rule reaches kmax short of 80 %": _robpca_patched(
         "robustcore.subspace.robpca", "choose_k", _k_elbow_when_short),
+    "k cut to the directions whose MCD eigenvalue is >= 0.5 x stage 3's variance there, refitted":
+        _robpca_mcd_ratio_k(0.5),
+    "the same, >= 0.25 x": _robpca_mcd_ratio_k(0.25),
 }
 
 
