@@ -416,7 +416,6 @@ def _binary_mode(seed, n_in=4000, n_out=200, d=12, r=3, share=0.15, jump=6.0):
     return X + 2.0, np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("seed", [7, 8])
 def test_robpca_flags_a_minority_mode_of_its_inliers_and_the_run_says_so(seed):
     """Issue 35 point 3, ROBPCA's development tasks above 3 alpha (benchmarks/results_outliers.md,
