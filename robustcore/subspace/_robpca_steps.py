@@ -249,6 +249,7 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         X32, size = single_rows(X) if single else (None, 0.0)
     single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
     if not single:
+        _float64_only(X)
         X = dense(X)
         size, X32 = abs_max(X), None
     A = pair_directions(X, rng, size=size)
@@ -264,7 +265,15 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
+        _float64_only(X)
     return _outlyingness(dense(X), A, h, 1e-12 * big, rep, rows, lanes)
+
+
+def _float64_only(X):
+    """Where float32 cannot hold the rows (an entry out of its range) or resolve a direction's
+    spread, no later stage uses their float32 copy either (CentredRows.scatter)."""
+    if isinstance(X, CentredRows):
+        X.rows32 = None
 
 
 def _mcd_work(m: int, n: int, h: int, dtype, spare):
