@@ -217,12 +217,15 @@ def _stages(Z, p, rng, rep, n_total):
             ev1, V1 = _spectrum(G1, int(keep.sum()), top=k, every_value=True)
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
     X0.rows32 = None        # (the float32 copy's last reader was the scatter)
-    # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns); when
-    # the rows are their own coordinates, the same read gives every row's SPE about m1 +
+    # the projections about m1 as columns (k, n): the MCD stage's layout (_robpca_mcd._columns);
+    # when the rows are their own coordinates, the same read gives every row's SPE about m1 +
     # span(V1): the final subspace is that span and its centre differs from m1 within it, so
     # that is the final SPE (one pass over the rows fewer: _final_projection)
-    X2T, spe = X0.project(V1[:, :k], about=m1 if rot is None else None)
-    X2T -= (m1 @ V1[:, :k])[:, None]
+    if rot is None:
+        X2T, spe = X0.project(V1[:, :k], about=m1)
+    else:
+        X2T, spe = X0.project(V1[:, :k])
+        X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
     loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
     lam, P = np.linalg.eigh(cov2)
