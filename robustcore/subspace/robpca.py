@@ -401,8 +401,19 @@ def _rescatter(X, old, centre, G, new):
     D = X[drop]
     D -= centre
     shift = (A.sum(axis=0) - D.sum(axis=0)) / count       # new mean - centre
-    G = G + A.T @ A - D.T @ D - count * np.outer(shift, shift)
+    # (a G of float32 products (_subset_scatter) is updated by float32 products: float32's
+    # rounding either way, in 0.7 ms instead of 1.5 at 10,000 x 200)
+    single = np.float32 if _single_scatter(X) else None
+    G = G + _gram(A, single) - _gram(D, single) - count * np.outer(shift, shift)
     return centre + shift, G
+
+
+def _gram(B, dtype=None):
+    """Bᵀ B (float64), the product in ``dtype`` when one is given."""
+    if dtype is None:
+        return B.T @ B
+    B = B.astype(dtype)
+    return (B.T @ B).astype(np.float64)
 
 
 def _spectrum(G, count, top=None, every_value=False):
@@ -425,13 +436,13 @@ def _spectrum(G, count, top=None, every_value=False):
 
 def _orthogonal(X, V, centre):
     """Distances of the rows of X (CentredRows) to ``centre + span(V)`` (V's columns
-    orthonormal), in blocks of rows (robustcore._residual's kernel, as residual_scores), in
-    lanes (CentredRows.each_block)."""
-    kern = ResidualKernel(V.T, centre)
+    orthonormal), in blocks of rows less the centre (robustcore._residual's kernel, as
+    residual_scores), in lanes (CentredRows.each_block)."""
+    kern = ResidualKernel(V.T, np.zeros(V.shape[0]))
     spe = np.empty(X.shape[0])
 
     def block(s, B, buf):
-        # (rows with a shift come in the lane's buffer, centred again there: 2 MB fresh fewer)
+        # (the block comes centred in the lane's buffer: the kernel reads it as it is)
         spe[s:s + B.shape[0]] = kern(B, buf)[1]
-    X.each_block(block, kern.rows_per_block())
+    X.each_block(block, kern.rows_per_block(), about=centre)
     return np.sqrt(spe)

@@ -146,3 +146,48 @@ def test_outlyingness_in_float64_leaves_the_scatter_in_float64():
         rows = _rows(Z)
     steps.outlyingness(rows, 1500, np.random.default_rng(0))
     assert rows.rows32 is None
+
+
+def test_rescatter_of_float32_scatters_is_the_float64_one_to_float32s_rounding():
+    """_rescatter from a float32 scatter (the rows that move added and taken out by float32
+    products) against the float64 scatter of the new rows: within 1e-6 of its largest entry;
+    rows without the copy: the float64 update as before (its bits)."""
+    from robustcore.subspace.robpca import _gram, _rescatter
+    Z = _offset_table(seed=53)
+    rows = _rows(Z)
+    rng = np.random.default_rng(4)
+    old = rng.random(Z.shape[0]) < 0.75
+    new = old.copy()
+    new[rng.choice(Z.shape[0], 200, replace=False)] ^= True     # a few rows move
+    m0, G0 = rows.scatter(old)
+    m1, G1 = _rescatter(rows, old, m0, G0, new)
+    m64, G64 = rows.scatter(new, exact=True)
+    np.testing.assert_allclose(G1, G64, rtol=0, atol=1e-6 * np.abs(G64).max())
+    np.testing.assert_allclose(m1, m64, rtol=0, atol=1e-7 * np.abs(Z - Z.mean(axis=0)).max())
+    plain = CentredRows(Z, Z.mean(axis=0))
+    p0, P0 = plain.scatter(old)
+    p1, P1 = _rescatter(plain, old, p0, P0, new)
+    A, D = plain[new & ~old] - p0, plain[old & ~new] - p0
+    shift = (A.sum(axis=0) - D.sum(axis=0)) / int(new.sum())
+    np.testing.assert_array_equal(P1, P0 + A.T @ A - D.T @ D - int(new.sum()) * np.outer(shift, shift))
+    np.testing.assert_array_equal(_gram(A), A.T @ A)
+
+
+def test_reads_less_a_centre_are_the_rows_less_it_to_rounding():
+    """each_block with ``about``: every row less the centre, in one subtraction (with a shift
+    and without), to rounding; and project's projections and distances about a centre from that
+    read, against the explicit ones."""
+    rng = np.random.default_rng(59)
+    Z = 1e3 + rng.standard_normal((3000, 120)) * np.linspace(0.1, 10.0, 120)
+    mean = Z.mean(axis=0)
+    about = rng.standard_normal(120)
+    want = (Z - mean) - about
+    V = np.linalg.qr(rng.standard_normal((120, 3)))[0]
+    E = want - (want @ V) @ V.T
+    for rows in (CentredRows(Z, mean), CentredRows(Z - mean)):
+        got = np.empty_like(Z)
+        rows.each_block(lambda s, B, buf: got.__setitem__(slice(s, s + B.shape[0]), B), about=about)
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12 * np.abs(Z).max())
+        P, spe = rows.project(V, about=about)
+        np.testing.assert_allclose(P, V.T @ want.T, rtol=0, atol=1e-11 * np.abs(Z).max())
+        np.testing.assert_allclose(spe, np.einsum("ij,ij->i", E, E), rtol=1e-10)
