@@ -61,7 +61,11 @@ def trim_factor(delta, k: int):
     inside its chi2_k(delta) ellipsoid: delta / P(chi2_(k+2) <= chi2_k(delta)) (Croux &
     Haesbroeck 1999); 1 where delta is 1 (nothing trimmed) or 0 (nothing kept)."""
     delta = np.asarray(delta, dtype=np.float64)
-    inner = special.chdtr(k + 2, chi2_ppf(delta, k))
+    # (k = 1, every univariate MCD's: chi2_1's quantile is 2 erfinv(delta)², the same to 2e-14
+    # and 100x faster than the incomplete gamma's inverse: 4 us against 0.43 ms for the 250
+    # directions of an outlyingness)
+    q = 2.0 * np.square(special.erfinv(delta)) if k == 1 else chi2_ppf(delta, k)
+    inner = special.chdtr(k + 2, q)
     return np.divide(delta, inner, out=np.ones_like(delta), where=(delta < 1.0) & (inner > 0.0))
 
 

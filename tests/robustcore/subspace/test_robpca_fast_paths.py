@@ -636,3 +636,22 @@ def test_outlyingness_of_few_directions_a_chunk_stays_on_one_thread(monkeypatch)
     two = steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(2))
     assert seen == {threading.get_ident()}
     np.testing.assert_array_equal(two, steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(1)))
+
+
+def test_univariate_trim_factor_by_erfinv_is_the_chi2_quantiles(monkeypatch):
+    """trim_factor(delta, 1) (chi2_1's quantile as 2 erfinv(delta)², not the incomplete gamma's
+    slow inverse) against delta / P(chi2_3 <= chi2_1's quantile by scipy.stats) over shares from
+    1e-9 to 1 - 1e-9: within 1e-13; 1 at 0 and 1; other k as before."""
+    from scipy import stats
+    delta = np.concatenate([np.geomspace(1e-9, 0.5, 400), 1.0 - np.geomspace(1e-9, 0.5, 400)])
+    want = delta / stats.chi2.cdf(stats.chi2.ppf(delta, 1), 3)
+    want3 = delta[::50] / stats.chi2.cdf(stats.chi2.ppf(delta[::50], 3), 5)
+    real = steps.special.gammaincinv
+
+    def only_for_other_k(a, p):
+        assert np.all(np.asarray(a) != 0.5), "chi2_1's quantile by gammaincinv"
+        return real(a, p)
+    monkeypatch.setattr(steps.special, "gammaincinv", only_for_other_k)
+    np.testing.assert_allclose(steps.trim_factor(delta, 1), want, rtol=1e-13)
+    np.testing.assert_array_equal(steps.trim_factor(np.array([0.0, 1.0]), 1), [1.0, 1.0])
+    np.testing.assert_allclose(steps.trim_factor(delta[::50], 3), want3, rtol=1e-13)
