@@ -148,29 +148,34 @@ def test_outlyingness_in_float64_leaves_the_scatter_in_float64():
     assert rows.rows32 is None
 
 
-def test_rescatter_of_float32_scatters_is_the_float64_one_to_float32s_rounding():
-    """_rescatter from a float32 scatter (the rows that move added and taken out by float32
-    products) against the float64 scatter of the new rows: within 1e-6 of its largest entry;
-    rows without the copy: the float64 update as before (its bits)."""
-    from robustcore.subspace.robpca import _gram, _rescatter
+def test_rescatter_by_blocks_is_the_scatter_of_the_new_rows():
+    """_rescatter of centred rows (the rows that move read by blocks, their sums about the centre
+    from their scatters) against the scatter of the new rows: with the float32 copy within 1e-6
+    of its largest entry, without it within 1e-12; with nothing taken out; rows without a shift
+    (octane's and glass's coordinates): the copied rows' update as before (its bits)."""
+    from robustcore.subspace.robpca import _rescatter
     Z = _offset_table(seed=53)
-    rows = _rows(Z)
     rng = np.random.default_rng(4)
     old = rng.random(Z.shape[0]) < 0.75
     new = old.copy()
     new[rng.choice(Z.shape[0], 200, replace=False)] ^= True     # a few rows move
-    m0, G0 = rows.scatter(old)
-    m1, G1 = _rescatter(rows, old, m0, G0, new)
-    m64, G64 = rows.scatter(new, exact=True)
-    np.testing.assert_allclose(G1, G64, rtol=0, atol=1e-6 * np.abs(G64).max())
-    np.testing.assert_allclose(m1, m64, rtol=0, atol=1e-7 * np.abs(Z - Z.mean(axis=0)).max())
-    plain = CentredRows(Z, Z.mean(axis=0))
-    p0, P0 = plain.scatter(old)
+    size = np.abs(Z - Z.mean(axis=0)).max()
+    for rows, tol in ((_rows(Z), 1e-6), (CentredRows(Z, Z.mean(axis=0)), 1e-12)):
+        m0, G0 = rows.scatter(old)
+        m64, G64 = rows.scatter(new, exact=True)
+        m1, G1 = _rescatter(rows, old, m0, G0, new)
+        np.testing.assert_allclose(G1, G64, rtol=0, atol=tol * np.abs(G64).max())
+        np.testing.assert_allclose(m1, m64, rtol=0, atol=tol * size)
+        grown = old | new                                          # rows added only
+        m2, G2 = _rescatter(rows, old, m0, G0, grown)
+        np.testing.assert_allclose(G2, rows.scatter(grown, exact=True)[1], rtol=0, atol=tol * np.abs(G64).max())
+    plain = CentredRows(Z - Z.mean(axis=0))
+    p0, P0 = robpca_module._subset_scatter(plain, old)
     p1, P1 = _rescatter(plain, old, p0, P0, new)
     A, D = plain[new & ~old] - p0, plain[old & ~new] - p0
     shift = (A.sum(axis=0) - D.sum(axis=0)) / int(new.sum())
     np.testing.assert_array_equal(P1, P0 + A.T @ A - D.T @ D - int(new.sum()) * np.outer(shift, shift))
-    np.testing.assert_array_equal(_gram(A), A.T @ A)
+    np.testing.assert_array_equal(p1, p0 + shift)
 
 
 def test_reads_less_a_centre_are_the_rows_less_it_to_rounding():
