@@ -374,9 +374,12 @@ def _leading(X0, H0, h, k, kmax):
     covariance (ev, V: k's, or kmax's for the rule; only those are used) and k (given, or by the
     paper's rule). From the float32 scatter when the rows hold their float32 copy and the gap
     after k holds its eigenvectors (_SINGLE_GAP; one eigenvalue more is asked for to see it),
-    else from the float64 scatter."""
+    else from the float64 scatter, and the copy is let go (the reweighting's update in float64
+    too)."""
     top = k if k is not None else kmax
     for exact in (False, True):
+        if exact and isinstance(X0, CentredRows):
+            X0.rows32 = None
         single = not exact and _single_scatter(X0)
         mh, G0 = _subset_scatter(X0, H0, exact=exact)
         ev, V = _spectrum(G0, h, top=top + 1 if single else top)
