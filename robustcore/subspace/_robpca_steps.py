@@ -61,7 +61,11 @@ def trim_factor(delta, k: int):
     inside its chi2_k(delta) ellipsoid: delta / P(chi2_(k+2) <= chi2_k(delta)) (Croux &
     Haesbroeck 1999); 1 where delta is 1 (nothing trimmed) or 0 (nothing kept)."""
     delta = np.asarray(delta, dtype=np.float64)
-    inner = special.chdtr(k + 2, chi2_ppf(delta, k))
+    # (k = 1, every univariate MCD's: chi2_1's quantile is 2 erfinv(delta)², the same to 2e-14
+    # and 100x faster than the incomplete gamma's inverse: 4 us against 0.43 ms for the 250
+    # directions of an outlyingness)
+    q = 2.0 * np.square(special.erfinv(delta)) if k == 1 else chi2_ppf(delta, k)
+    inner = special.chdtr(k + 2, q)
     return np.divide(delta, inner, out=np.ones_like(delta), where=(delta < 1.0) & (inner > 0.0))
 
 
@@ -249,6 +253,7 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         X32, size = single_rows(X) if single else (None, 0.0)
     single = single and _SINGLE_RANGE[0] < size < _SINGLE_RANGE[1]
     if not single:
+        _float64_only(X)
         X = dense(X)
         size, X32 = abs_max(X), None
     A = pair_directions(X, rng, size=size)
@@ -264,7 +269,15 @@ def outlyingness(X, h: int, rng, rep=None, single: bool = True) -> np.ndarray:
         if out is not None:
             return out
         rep = None      # (its fraction would start again; the redo is the rare case)
+        _float64_only(X)
     return _outlyingness(dense(X), A, h, 1e-12 * big, rep, rows, lanes)
+
+
+def _float64_only(X):
+    """Where float32 cannot hold the rows (an entry out of its range) or resolve a direction's
+    spread, no later stage uses their float32 copy either (CentredRows.scatter)."""
+    if isinstance(X, CentredRows):
+        X.rows32 = None
 
 
 def _mcd_work(m: int, n: int, h: int, dtype, spare):

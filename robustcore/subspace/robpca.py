@@ -202,12 +202,7 @@ def _stages(Z, p, rng, rep, n_total):
     out = outlyingness(X0, h, rng, rep.span(0.05, 0.7))
     # (the h least outlying as a mask by a selection: argpartition only when ties cross the cut)
     H0 = nearest_mask(out[None, :], h)[0]
-    mh, G0 = _subset_scatter(X0, H0)
-    # only the leading eigenpairs of this covariance are used (k's, or kmax's for the rule)
-    ev, V = _spectrum(G0, h, top=k if k is not None else kmax)
-    if k is None:
-        k = choose_k(ev, kmax, total=np.trace(G0) / max(h - 1, 1))
-    k = min(k, int(np.sum(ev > ev[0] * 1e-12)))
+    mh, G0, ev, V, k = _leading(X0, H0, h, k, kmax)
     rep(0.7, "reweighting")
     m1, ev1, V1 = mh, ev, V
     if k < r:
@@ -216,13 +211,21 @@ def _stages(Z, p, rng, rep, n_total):
         m1, G1 = _rescatter(X0, H0, mh, G0, keep)
         # (every eigenvalue: those beyond k are the residual eigenvalues; vectors only for k)
         ev1, V1 = _spectrum(G1, int(keep.sum()), top=k, every_value=True)
+        if _single_scatter(X0) and not _gap_holds(ev1, k, ev1.sum()):
+            # (G1 carries G0's float32 rounding: _leading)
+            m1, G1 = X0.scatter(keep, exact=True)
+            ev1, V1 = _spectrum(G1, int(keep.sum()), top=k, every_value=True)
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
-    # the projections as columns (k, n): the MCD stage's layout (_robpca_mcd._columns); when
-    # the rows are their own coordinates, the same read gives every row's SPE about m1 +
+    X0.rows32 = None        # (the float32 copy's last reader was the scatter)
+    # the projections about m1 as columns (k, n): the MCD stage's layout (_robpca_mcd._columns);
+    # when the rows are their own coordinates, the same read gives every row's SPE about m1 +
     # span(V1): the final subspace is that span and its centre differs from m1 within it, so
     # that is the final SPE (one pass over the rows fewer: _final_projection)
-    X2T, spe = X0.project(V1[:, :k], about=m1 if rot is None else None)
-    X2T -= (m1 @ V1[:, :k])[:, None]
+    if rot is None:
+        X2T, spe = X0.project(V1[:, :k], about=m1)
+    else:
+        X2T, spe = X0.project(V1[:, :k])
+        X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
     loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
     lam, P = np.linalg.eigh(cov2)
@@ -335,14 +338,56 @@ def _scatter(X):
     return m, X.T @ X
 
 
-def _subset_scatter(X, mask):
+def _subset_scatter(X, mask, exact=False):
     """_scatter of the rows X[mask] (X an array or CentredRows): of centred rows a block at a
     time (CentredRows.scatter, no copy of the rows; the same matrix to about 1e-15 of its
-    largest entry), else of their copy (the rows' coordinates in their affine span, octane's
-    and glass's case: as ever)."""
+    largest entry, or from the rows' float32 copy while they hold one and not ``exact``, to
+    about 1e-7), else of their copy (the rows' coordinates in their affine span, octane's and
+    glass's case: as ever)."""
     if isinstance(X, CentredRows) and X.shift is not None:
-        return X.scatter(mask)
+        return X.scatter(mask, exact=exact)
     return _scatter(X[mask])
+
+
+def _single_scatter(X) -> bool:
+    """Whether _subset_scatter of X is float32's product (CentredRows.scatter)."""
+    return isinstance(X, CentredRows) and X.shift is not None and X.rows32 is not None
+
+
+# Narrowest gap between the k-th and (k+1)-th eigenvalue of an h-subset's covariance, as a share
+# of its trace, that keeps the eigenvectors of a scatter made by float32 products: an error E
+# turns the k-dimensional subspace by about |E| / gap, and float32's is about 1e-7 of the
+# largest entry (on 10,000 x 200 its subspace was float64's within 1e-8 radians, the gap there
+# 5 % of the trace), so at 1e-3 of the trace it turns by at most about 1e-4 radians (subspace
+# cosines above 0.99999999). A narrower gap: the scatter is made again in float64.
+_SINGLE_GAP = 1e-3
+
+
+def _gap_holds(ev, k: int, total: float) -> bool:
+    """Whether the eigenvalues ``ev`` (descending, at least k + 1 unless k is all of them)
+    leave a gap of at least _SINGLE_GAP of ``total`` after the k-th."""
+    return k >= ev.size or ev[k - 1] - ev[k] >= _SINGLE_GAP * total
+
+
+def _leading(X0, H0, h, k, kmax):
+    """The h-subset H0's mean and scatter (mh, G0), the leading eigenvalues and vectors of its
+    covariance (ev, V: k's, or kmax's for the rule; only those are used) and k (given, or by the
+    paper's rule). From the float32 scatter when the rows hold their float32 copy and the gap
+    after k holds its eigenvectors (_SINGLE_GAP; one eigenvalue more is asked for to see it),
+    else from the float64 scatter, and the copy is let go (the reweighting's update in float64
+    too)."""
+    top = k if k is not None else kmax
+    for exact in (False, True):
+        if exact and isinstance(X0, CentredRows):
+            X0.rows32 = None
+        single = not exact and _single_scatter(X0)
+        mh, G0 = _subset_scatter(X0, H0, exact=exact)
+        ev, V = _spectrum(G0, h, top=top + 1 if single else top)
+        total = np.trace(G0) / max(h - 1, 1)
+        got = choose_k(ev[:top], kmax, total=total) if k is None else k
+        got = min(got, int(np.sum(ev[:top] > ev[0] * 1e-12)))
+        if not single or _gap_holds(ev, got, total):
+            return mh, G0, ev[:top], V[:, :top], got
 
 
 def _rescatter(X, old, centre, G, new):
@@ -353,13 +398,29 @@ def _rescatter(X, old, centre, G, new):
     count = int(new.sum())
     if int(add.sum() + drop.sum()) > count // 2:
         return _subset_scatter(X, new)
-    # (rows by a mask are a new array, never a view: centred in place, no second copy)
-    A = X[add]
-    A -= centre
-    D = X[drop]
-    D -= centre
-    shift = (A.sum(axis=0) - D.sum(axis=0)) / count       # new mean - centre
-    G = G + A.T @ A - D.T @ D - count * np.outer(shift, shift)
+    if isinstance(X, CentredRows) and X.shift is not None:
+        # each set's sums about ``centre`` from its scatter, read by blocks through the rows'
+        # buffer (float32 products while the rows hold their copy, as G's): the rows' copies
+        # were 3 MB of fresh memory, whose first touch cost 1-4 ms at 10,000 x 200
+        part = []
+        for mask in (add, drop):
+            n_set = int(mask.sum())
+            if n_set == 0:
+                part.append((np.zeros(G.shape[0]), np.zeros_like(G)))
+                continue
+            m, S = _subset_scatter(X, mask)
+            a = m - centre
+            part.append((n_set * a, S + n_set * np.outer(a, a)))
+        (sa, Sa), (sd, Sd) = part
+    else:
+        # (rows by a mask are a new array, never a view: centred in place, no second copy)
+        A = X[add]
+        A -= centre
+        D = X[drop]
+        D -= centre
+        sa, sd, Sa, Sd = A.sum(axis=0), D.sum(axis=0), A.T @ A, D.T @ D
+    shift = (sa - sd) / count       # new mean - centre
+    G = G + Sa - Sd - count * np.outer(shift, shift)
     return centre + shift, G
 
 
@@ -383,13 +444,13 @@ def _spectrum(G, count, top=None, every_value=False):
 
 def _orthogonal(X, V, centre):
     """Distances of the rows of X (CentredRows) to ``centre + span(V)`` (V's columns
-    orthonormal), in blocks of rows (robustcore._residual's kernel, as residual_scores), in
-    lanes (CentredRows.each_block)."""
-    kern = ResidualKernel(V.T, centre)
+    orthonormal), in blocks of rows less the centre (robustcore._residual's kernel, as
+    residual_scores), in lanes (CentredRows.each_block)."""
+    kern = ResidualKernel(V.T, np.zeros(V.shape[0]))
     spe = np.empty(X.shape[0])
 
     def block(s, B, buf):
-        # (rows with a shift come in the lane's buffer, centred again there: 2 MB fresh fewer)
+        # (the block comes centred in the lane's buffer: the kernel reads it as it is)
         spe[s:s + B.shape[0]] = kern(B, buf)[1]
-    X.each_block(block, kern.rows_per_block())
+    X.each_block(block, kern.rows_per_block(), about=centre)
     return np.sqrt(spe)

@@ -226,13 +226,14 @@ def test_centred_rows_read_as_the_stored_copy_would():
     assert none is None
     plain = CentredRows(Zc)
     np.testing.assert_array_equal(plain.project(V)[0], V.T @ Zc.T)
-    # with a centre, the same read gives each row's squared distance to centre + span(V), as
-    # the explicit residual gives it (with or without a shift)
+    # with a centre, the same read (and product) gives the projections about it and each row's
+    # squared distance to centre + span(V), as the explicit residual gives it (with or without
+    # a shift)
     about = rng.standard_normal(300)
     E = (Zc - about) - ((Zc - about) @ V) @ V.T
     for source in (rows, plain):
         P2, spe = source.project(V, about=about)
-        np.testing.assert_array_equal(P2, source.project(V)[0])
+        np.testing.assert_allclose(P2, V.T @ (Zc - about).T, rtol=0, atol=1e-12 * np.abs(Zc).max())
         np.testing.assert_allclose(spe, np.einsum("ij,ij->i", E, E), rtol=1e-10)
     assert dense(plain) is Zc and plain.astype(np.float32).dtype == np.float32
 
@@ -635,3 +636,22 @@ def test_outlyingness_of_few_directions_a_chunk_stays_on_one_thread(monkeypatch)
     two = steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(2))
     assert seen == {threading.get_ident()}
     np.testing.assert_array_equal(two, steps._outlyingness(X, A, 15_000, 0.0, None, runner=_runner(1)))
+
+
+def test_univariate_trim_factor_by_erfinv_is_the_chi2_quantiles(monkeypatch):
+    """trim_factor(delta, 1) (chi2_1's quantile as 2 erfinv(delta)², not the incomplete gamma's
+    slow inverse) against delta / P(chi2_3 <= chi2_1's quantile by scipy.stats) over shares from
+    1e-9 to 1 - 1e-9: within 1e-13; 1 at 0 and 1; other k as before."""
+    from scipy import stats
+    delta = np.concatenate([np.geomspace(1e-9, 0.5, 400), 1.0 - np.geomspace(1e-9, 0.5, 400)])
+    want = delta / stats.chi2.cdf(stats.chi2.ppf(delta, 1), 3)
+    want3 = delta[::50] / stats.chi2.cdf(stats.chi2.ppf(delta[::50], 3), 5)
+    real = steps.special.gammaincinv
+
+    def only_for_other_k(a, p):
+        assert np.all(np.asarray(a) != 0.5), "chi2_1's quantile by gammaincinv"
+        return real(a, p)
+    monkeypatch.setattr(steps.special, "gammaincinv", only_for_other_k)
+    np.testing.assert_allclose(steps.trim_factor(delta, 1), want, rtol=1e-13)
+    np.testing.assert_array_equal(steps.trim_factor(np.array([0.0, 1.0]), 1), [1.0, 1.0])
+    np.testing.assert_allclose(steps.trim_factor(delta[::50], 3), want3, rtol=1e-13)
