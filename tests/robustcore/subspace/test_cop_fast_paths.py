@@ -416,3 +416,25 @@ def test_t2_and_t_squares_of_every_route_come_from_one_kernel():
     np.testing.assert_array_equal(t2, want)
     kern = ResidualKernel(cop.components_, cop.mean_)
     np.testing.assert_array_equal(kern.spe(X - cop.mean_, T), res.spe)
+
+
+def test_index_arrays_are_made_when_first_read_in_memory_too(monkeypatch):
+    """On the route of the bounds the fit leaves selected_indices_, inlier_indices_ and
+    calibration_indices_ to be made when first read (a fit that only scores never needs them):
+    the arrays of the route that makes them at once (fit_row_results), and their count known
+    before."""
+    X = _planted(seed=5)
+    fast = CoherencePursuit(n_components=4, scale="none").fit(X)
+    makers = fast.__dict__.get("_index_makers", {})
+    assert set(makers) == {"selected_indices_", "inlier_indices_", "calibration_indices_"}
+    n_cal = fast._calibration_size()
+    est = CoherencePursuit(n_components=4, scale="none")
+    est.fit_row_results(X)
+    assert "_index_makers" not in est.__dict__
+    for name in ("selected_indices_", "inlier_indices_", "calibration_indices_"):
+        got = getattr(fast, name)
+        assert isinstance(got, np.ndarray) and got.dtype == np.intp
+        np.testing.assert_array_equal(got, getattr(est, name))
+    assert n_cal == fast.calibration_indices_.size
+    assert fast.selected_indices_ is fast.inlier_indices_
+    assert "_index_makers" not in fast.__dict__
