@@ -109,11 +109,21 @@ def both(first, second):
     passes (two order statistics of a million values), which otherwise leave a core idle."""
     from ._threads import busy_elsewhere
     jobs = pass_threads()
-    if jobs < 2 or getattr(_IN_LANE, "on", False) or busy_elsewhere() >= jobs - 1:
+    # (one sample of the load: a busy machine's three cost a millisecond of sleeps a call)
+    if jobs < 2 or getattr(_IN_LANE, "on", False) or busy_elsewhere(1) >= jobs - 1:
         return first(), second()
-    future = _pool(jobs).submit(contextvars.copy_context().run, first)
+
+    def marked(call):
+        # calls nested inside either side run on its own thread (no third thread on two cores)
+        before = getattr(_IN_LANE, "on", False)
+        _IN_LANE.on = True
+        try:
+            return call()
+        finally:
+            _IN_LANE.on = before
+    future = _pool(jobs).submit(contextvars.copy_context().run, marked, first)
     try:
-        b = second()
+        b = marked(second)
     finally:
         a = future.result()
     return a, b
