@@ -438,6 +438,13 @@ def test_index_arrays_are_made_when_first_read_in_memory_too(monkeypatch):
     assert n_cal == fast.calibration_indices_.size
     assert fast.selected_indices_ is fast.inlier_indices_
     assert "_index_makers" not in fast.__dict__
+    # a refit on other rows: its own indices, not the arrays the first fit's reads left
+    Y = _planted(seed=6)
+    fast.fit(Y)
+    other = CoherencePursuit(n_components=4, scale="none")
+    other.fit_row_results(Y)
+    np.testing.assert_array_equal(fast.selected_indices_, other.selected_indices_)
+    np.testing.assert_array_equal(fast.calibration_indices_, other.calibration_indices_)
 
 
 @pytest.mark.parametrize("busy", [0.0, 5.0])
