@@ -32,7 +32,8 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from ._blas_policy import DEFAULTED_VARIABLE, USER_THREAD_VARIABLES
 from ._threads import Governor, available_cores
 
-__all__ = ["LANES", "MIN_LANE_BLOCKS", "MIN_TABLE_BLOCKS", "DEFAULTED_VARIABLE", "lanes", "pass_threads", "LaneRunner"]
+__all__ = ["LANES", "MIN_LANE_BLOCKS", "MIN_TABLE_BLOCKS", "DEFAULTED_VARIABLE", "lanes", "pass_threads", "LaneRunner",
+           "both"]
 
 # Lanes a table is cut into at most: enough for 8 cores; with fewer, a thread takes several.
 LANES = 8
@@ -98,6 +99,34 @@ def _pool(workers: int) -> ThreadPoolExecutor:
             # its idle threads end once it is collected
             _POOL = ThreadPoolExecutor(workers, thread_name_prefix="robustcore-lane")
         return _POOL
+
+
+def both(first, second):
+    """``(first(), second())`` of two independent calls: the first on a lane thread while the
+    caller makes the second when the process has a core to spare (:func:`pass_threads` > 1, no
+    other task running: ``_threads.busy_elsewhere``; not inside a lane), else one after the
+    other. The same results either way. For the few-millisecond sweeps between two threaded
+    passes (two order statistics of a million values), which otherwise leave a core idle."""
+    from ._threads import busy_elsewhere
+    jobs = pass_threads()
+    # (one sample of the load: a busy machine's three cost a millisecond of sleeps a call)
+    if jobs < 2 or getattr(_IN_LANE, "on", False) or busy_elsewhere(1) >= jobs - 1:
+        return first(), second()
+
+    def marked(call):
+        # calls nested inside either side run on its own thread (no third thread on two cores)
+        before = getattr(_IN_LANE, "on", False)
+        _IN_LANE.on = True
+        try:
+            return call()
+        finally:
+            _IN_LANE.on = before
+    future = _pool(jobs).submit(contextvars.copy_context().run, marked, first)
+    try:
+        b = marked(second)
+    finally:
+        a = future.result()
+    return a, b
 
 
 class _Stop(Exception):

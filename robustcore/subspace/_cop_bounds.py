@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._lanes import both
 from .._order_stats import kth_values
 from .._residual import thin_product
 
@@ -85,11 +86,13 @@ def bounds_block_sq(B, start, sq, prep, bounds: CoherenceBounds, cut):
 
 
 def decide(lo, hi, valid, k: int):
-    """(rows selected whatever the exact values, rows left to decide) as bool arrays, for the
-    k rows of largest q among the ``valid`` ones (module doc)."""
+    """(rows selected whatever the exact values, rows left to decide, as bool arrays; hi_(k),
+    below which every selected-for-sure row's lower bound lies) for the k rows of largest q
+    among the ``valid`` ones (module doc). The two order statistics are independent: on two
+    threads where the process has them (``both``)."""
     at = [int(np.count_nonzero(valid)) - k]
-    hi_k = float(kth_values(hi, at, ~valid)[0])
-    lo_k = float(kth_values(lo, at, ~valid)[0])
+    excl = ~valid
+    hi_k, lo_k = (float(v[0]) for v in both(lambda: kth_values(hi, at, excl), lambda: kth_values(lo, at, excl)))
     sure = valid & (lo > hi_k)
     undecided = valid & ~sure & (hi >= lo_k)
-    return sure, undecided
+    return sure, undecided, hi_k

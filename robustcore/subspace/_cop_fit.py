@@ -208,7 +208,11 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     warn_rank_deficient(s, r, k)
     # out of core the index arrays are made when first read (not by the command line, which
     # stores the masks): 15M + 30M int64 at 30M rows, 360 MB of fresh memory and of writes
-    sel_idx = _LazyIndices(selected, k) if rows.lazy else indices(selected)
+    # in memory, on the route of the bounds (the default), made when first read as well: a fit
+    # that only scores never needs them (np.flatnonzero of 1M rows, 4-6 MB of fresh pages each,
+    # a serial step between the threaded passes)
+    lazy_idx = rows.lazy or (decided is not None and not p["refine"])
+    sel_idx = _indices_when_read(selected, k, rows.lazy) if lazy_idx else indices(selected)
     fit = Refined(vt[:r], centre, s[:r].copy(), sel_idx)
     if lift is not None:
         fit, d, r = flat_of(fit, centre, lift), d - 1, r - 1
@@ -252,7 +256,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                                                                kept=kept, exclude=not_kept))
     # out of core the index arrays are per-sample results too (stored beyond the budget)
     out = dict(**sc.scaling, **limits, n_components_=r,
-               calibration_indices_=_LazyIndices(keep, n_keep) if rows.lazy else indices(keep),
+               calibration_indices_=_indices_when_read(keep, n_keep, rows.lazy) if lazy_idx else indices(keep),
                components_=comps, mean_=fit.mean, coherence_=coh, selected_indices_=sel_idx,
                inlier_indices_=fit.inliers, degenerate_=degenerate, singular_values_=fit.singular_values,
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
@@ -325,6 +329,24 @@ class _LazyIndices:
         return self._made
 
 
+def _indices_when_read(mask, size, lazy):
+    """The indices of a per-row mask, made when first read (``size``: their count)."""
+    return _LazyIndices(mask, size) if lazy else _MaskIndices(mask, size)
+
+
+class _MaskIndices:
+    """np.flatnonzero of an in-memory per-row mask, made when first read; ``size``: their
+    count, known before."""
+
+    def __init__(self, mask, size: int):
+        self.mask, self.size, self._made = mask, int(size), None
+
+    def __call__(self):
+        if self._made is None:
+            self._made, self.mask = np.flatnonzero(self.mask), None
+        return self._made
+
+
 class _LazyCoherence:
     """Every row's coherence, made by the coherence pass when first asked for (``coherence_``)."""
 
@@ -356,10 +378,11 @@ def _select_by_bounds(rows, prep, form, C, cut, p, r, how, rep, sq=None):
     n_valid = int(np.count_nonzero(valid))
     _check_usable(n_valid, how, r)
     k = selection_count(p, rows.n, n_valid, r)
-    sure, undecided = decide(out["q_lo"], out["q_hi"], valid, k)
+    sure, undecided, hi_k = decide(out["q_lo"], out["q_hi"], valid, k)
     idx = np.flatnonzero(undecided)
-    # (coherence is sqrt(max(q - 1, 0)): a cut where q <= 1 ties rows the bounds on q tell apart)
-    if idx.size > MAX_UNDECIDED * n_valid or not np.all(out["q_lo"][sure] > 1.0):
+    # (coherence is sqrt(max(q - 1, 0)): a cut where q <= 1 ties rows the bounds on q tell
+    # apart; a sure row's lower bound exceeds hi_k, so hi_k >= 1 settles it without a sweep)
+    if idx.size > MAX_UNDECIDED * n_valid or not (hi_k >= 1.0 or np.all(out["q_lo"][sure] > 1.0)):
         return None
     coh = _coherence_block(rows.X[idx], 0, prep, form, cut)["coherence"]
     need = k - int(np.count_nonzero(sure))

@@ -310,10 +310,11 @@ def _calibration_mask(spe, degenerate, n_use, r):
     of logs cost: 0.1 s each), and both masks and the count come from one sweep
     (``_sliced_masks``)."""
     if isinstance(spe, np.ndarray):
-        log_spe = log_residual(spe)
+        log_spe = _halves(_log_into, np.float64, spe)           # log_residual(spe)
         med = _usable_median(log_spe, degenerate, n_use)
-        dev = rowwise(functools.partial(_abs_dev, med), log_spe, name="calibration")
+        dev = _halves(functools.partial(_abs_dev_into, med), np.float64, log_spe)
         mad = _usable_median(dev, degenerate, n_use)
+        del dev
     else:
         # log_residual never decreases, so the median's order statistics are the logs of the
         # SPE's own: two sweeps without a log (np.log of 30M values: 0.1 s a sweep)
@@ -324,16 +325,53 @@ def _calibration_mask(spe, degenerate, n_use, r):
     wide = bounds_cut(med, mad)
     cut = calibration_cut(med, mad)
     if isinstance(spe, np.ndarray) and isinstance(degenerate, np.ndarray):
-        bounds = rowwise(lambda v, g: ~g & (v <= wide), log_spe, degenerate, name="calibration")
-        keep = rowwise(lambda v, g: ~g & (v <= cut), log_spe, degenerate, name="calibration")
+        keep = _halves(functools.partial(_usable_at_most, cut), bool, log_spe, degenerate)
         n_keep = count_true(keep)
-        left_out = np.logical_not(bounds)
+        left_out = _halves(functools.partial(_usable_at_most, wide, invert=True), bool, log_spe, degenerate)
     else:
         keep, left_out, n_keep = _sliced_masks(spe, degenerate, cut, wide)
     if n_keep <= r + 1:            # a tiny data set: too few rows left to estimate spreads
         keep = rowwise(np.logical_not, degenerate, name="calibration")
         return keep, n_use, None, rowwise(np.logical_not, keep, name="calibration")
     return keep, n_keep, cut, left_out
+
+
+def _halves(fill, dtype, *arrays):
+    """A new per-row array ``out`` (in memory) with ``fill(out, *arrays)`` (element-wise) made
+    on the two halves of the rows side by side where the process has a free core
+    (``_lanes.both``; from ``_order_stats.SPLIT_MIN`` rows), else at once: the same values. These
+    sweeps run between two threaded passes, and the first touch of a fresh array of a million
+    rows costs 6-8 ms of page faults here, shared by the halves too."""
+    from .._lanes import both
+    from .._order_stats import SPLIT_MIN
+    n = arrays[0].shape[0]
+    out = np.empty(n, dtype)
+    if n < SPLIT_MIN:
+        fill(out, *arrays)
+        return out
+    h = n // 2
+    both(lambda: fill(out[:h], *[a[:h] for a in arrays]), lambda: fill(out[h:], *[a[h:] for a in arrays]))
+    return out
+
+
+def _log_into(out, spe):
+    """``log_residual(spe)`` into ``out`` (its operations: the same bits)."""
+    np.maximum(spe, np.finfo(float).tiny, out=out)
+    np.log(out, out=out)
+
+
+def _abs_dev_into(centre, out, v):
+    """``_abs_dev(centre, v)`` into ``out``."""
+    np.subtract(v, centre, out=out)
+    np.abs(out, out=out)
+
+
+def _usable_at_most(cut, out, v, degenerate, invert=False):
+    """Usable rows (not ``degenerate``) with ``v`` <= ``cut`` into ``out``; ``invert``: the others."""
+    np.less_equal(v, cut, out=out)
+    out &= np.logical_not(degenerate)
+    if invert:
+        np.logical_not(out, out=out)
 
 
 def _log_dev(centre, spe):

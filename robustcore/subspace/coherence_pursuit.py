@@ -21,9 +21,9 @@ from ._cop_fit import fit_cop
 from ._scan import input_rows
 from ._coherence_pursuit_params import PARAMS
 
-# Out of core, the index arrays are made when first read (_cop_fit._LazyIndices; the command line
-# reads only the calibration rows' count); inlier_indices_ is selected_indices_ without the
-# refinement, made by the same maker.
+# Out of core, and in memory on the route of the bounds, the index arrays are made when first read
+# (_cop_fit._LazyIndices, _MaskIndices; the command line reads only the calibration rows' count);
+# inlier_indices_ is selected_indices_ without the refinement, made by the same maker.
 _INDICES_MADE_WHEN_READ = ("selected_indices_", "inlier_indices_", "calibration_indices_")
 
 __all__ = ["CoherencePursuit", "coherence_scores", "residual_limit",
@@ -56,7 +56,10 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
         every row, about what the fit's C costs). Until then the estimator keeps a reference
         to X (not a copy); a copy or a pickle of the estimator makes it first.
     selected_indices_ : ndarray of int
-        Sorted indices of the samples CoP selected (before refinement).
+        Sorted indices of the samples CoP selected (before refinement). Like
+        ``inlier_indices_`` and ``calibration_indices_``, made from the fit's per-row masks
+        when first read (out of core, and in memory when the selection came from bounds): one
+        sweep of the masks, no pass over X.
     inlier_indices_ : ndarray of int
         Sorted indices of the samples the final subspace was fitted on (the refined set when
         ``refine=True``, otherwise ``selected_indices_``).
@@ -180,7 +183,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
                 self.__dict__["coherence_"] = value = make()
                 del self.__dict__["_coherence_maker"]
                 return value
-        # out of core, the index arrays (_INDICES_MADE_WHEN_READ)
+        # the index arrays made when first read (_INDICES_MADE_WHEN_READ)
         makers = self.__dict__.get("_index_makers")
         if makers and name in makers:
             self.__dict__[name] = value = makers.pop(name)()

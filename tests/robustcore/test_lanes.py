@@ -197,3 +197,51 @@ def test_a_forked_child_runs_its_lanes_on_threads_of_its_own():
     assert child.exitcode == 0, "the child's pass did not finish"
     total, threaded = q.get(timeout=5)
     assert total == 2_000_000.0 and threaded
+
+
+def _two_threads(monkeypatch, busy=0.0):
+    monkeypatch.setattr(lanes_mod, "pass_threads", lambda environ=None: 2)
+    monkeypatch.setattr(threads_mod, "busy_elsewhere", lambda samples=3: busy)
+
+
+def test_both_runs_the_first_call_on_a_lane_thread_when_a_core_is_free(monkeypatch):
+    from robustcore._lanes import both
+    _two_threads(monkeypatch)
+    caller = threading.get_ident()
+    first, second = both(threading.get_ident, threading.get_ident)
+    assert second == caller and first != caller
+    # a busy machine (or one core): one after the other on the caller's thread
+    _two_threads(monkeypatch, busy=5.0)
+    assert both(threading.get_ident, threading.get_ident) == (caller, caller)
+
+
+@pytest.mark.parametrize("busy", [0.0, 5.0])
+def test_both_hands_back_each_calls_error(monkeypatch, busy):
+    from robustcore._lanes import both
+    _two_threads(monkeypatch, busy)
+
+    def fails():
+        raise ValueError("first")
+    with pytest.raises(ValueError, match="first"):
+        both(fails, lambda: 1)
+    with pytest.raises(KeyError):
+        both(lambda: 1, lambda: {}["x"])
+
+
+def test_the_selection_from_bounds_is_the_same_with_its_order_statistics_threaded(monkeypatch):
+    """The bounds' two order statistics (_cop_bounds.decide) on two threads or one: the same rows."""
+    from robustcore.subspace import _cop_bounds
+    rng = np.random.default_rng(3)
+    lo = rng.standard_normal(300_000)
+    hi = lo + rng.random(300_000) * 1e-3
+    valid = rng.random(300_000) > 0.01
+    _two_threads(monkeypatch)
+    a = _cop_bounds.decide(lo, hi, valid, 150_000)
+    _two_threads(monkeypatch, busy=5.0)
+    b = _cop_bounds.decide(lo, hi, valid, 150_000)
+    for x, y in zip(a, b):
+        assert np.array_equal(x, y)
+    sure, undecided, hi_k = a
+    # hi_k is the k-th largest upper bound of the valid rows, and no sure row's lower bound is below it
+    assert hi_k == np.sort(hi[valid])[-150_000]
+    assert np.all(lo[sure] > hi_k) and not np.any(sure & undecided)

@@ -49,3 +49,39 @@ def test_short_arrays_and_own_arrays():
     assert kth_values(v, [1], np.array([False, True, False])).tolist() == [3.0]
     w = v.copy()
     assert kth_values(w, [1], own=True).tolist() == [2.0]
+
+
+@pytest.mark.parametrize("busy", [0.0, 5.0])
+@pytest.mark.parametrize("name,v", list(_cases()), ids=[c[0] for c in _cases()])
+def test_the_sweeps_on_two_halves_give_the_same_values(monkeypatch, busy, name, v):
+    """From SPLIT_MIN values the sweeps run on the array's two halves, side by side where a core
+    is free (robustcore._lanes.both) or one after the other: np.partition's values either way."""
+    import threading
+
+    import robustcore._lanes as lanes_mod
+    import robustcore._threads as threads_mod
+    monkeypatch.setattr(os_mod, "SPLIT_MIN", os_mod.BRACKET_MIN)
+    monkeypatch.setattr(lanes_mod, "pass_threads", lambda environ=None: 2)
+    monkeypatch.setattr(threads_mod, "busy_elsewhere", lambda samples=3: busy)
+    seen = set()
+    sweep = os_mod._sweep
+
+    def spy(*a):
+        seen.add(threading.get_ident())
+        return sweep(*a)
+    monkeypatch.setattr(os_mod, "_sweep", spy)
+    rng = np.random.default_rng(8)
+    exclude = rng.random(v.size) < 0.2
+    for ex in (None, exclude):
+        kept = v if ex is None else v[~ex]
+        m = kept.size
+        ks = np.array([0, m // 4, (m - 1) // 2, m // 2, m - 1, *rng.integers(0, m, 4)])
+        np.testing.assert_array_equal(kth_values(v, ks, ex), np.partition(kept, np.unique(ks))[ks])
+    # the caller's thread and a lane thread (whichever the pool hands out), or the caller's alone;
+    # NaN at a bracket's end: the partition, no sweeps
+    if name == "NaN":
+        assert not seen
+    elif busy:
+        assert seen == {threading.get_ident()}
+    else:
+        assert threading.get_ident() in seen and len(seen) >= 2

@@ -416,3 +416,63 @@ def test_t2_and_t_squares_of_every_route_come_from_one_kernel():
     np.testing.assert_array_equal(t2, want)
     kern = ResidualKernel(cop.components_, cop.mean_)
     np.testing.assert_array_equal(kern.spe(X - cop.mean_, T), res.spe)
+
+
+def test_index_arrays_are_made_when_first_read_in_memory_too(monkeypatch):
+    """On the route of the bounds the fit leaves selected_indices_, inlier_indices_ and
+    calibration_indices_ to be made when first read (a fit that only scores never needs them):
+    the arrays of the route that makes them at once (fit_row_results), and their count known
+    before."""
+    X = _planted(seed=5)
+    fast = CoherencePursuit(n_components=4, scale="none").fit(X)
+    makers = fast.__dict__.get("_index_makers", {})
+    assert set(makers) == {"selected_indices_", "inlier_indices_", "calibration_indices_"}
+    n_cal = fast._calibration_size()
+    est = CoherencePursuit(n_components=4, scale="none")
+    est.fit_row_results(X)
+    assert "_index_makers" not in est.__dict__
+    for name in ("selected_indices_", "inlier_indices_", "calibration_indices_"):
+        got = getattr(fast, name)
+        assert isinstance(got, np.ndarray) and got.dtype == np.intp
+        np.testing.assert_array_equal(got, getattr(est, name))
+    assert n_cal == fast.calibration_indices_.size
+    assert fast.selected_indices_ is fast.inlier_indices_
+    assert "_index_makers" not in fast.__dict__
+    # a refit on other rows: its own indices, not the arrays the first fit's reads left
+    Y = _planted(seed=6)
+    fast.fit(Y)
+    other = CoherencePursuit(n_components=4, scale="none")
+    other.fit_row_results(Y)
+    np.testing.assert_array_equal(fast.selected_indices_, other.selected_indices_)
+    np.testing.assert_array_equal(fast.calibration_indices_, other.calibration_indices_)
+
+
+@pytest.mark.parametrize("busy", [0.0, 5.0])
+def test_calibration_mask_on_two_halves_gives_the_plain_sweeps_bits(monkeypatch, busy):
+    """The calibration mask's sweeps (log SPE, deviations, both masks) on the rows' two halves,
+    side by side or one after the other: the values of the plain whole-array expressions."""
+    import robustcore._lanes as lanes_mod
+    import robustcore._order_stats as os_mod
+    import robustcore._threads as threads_mod
+    from robustcore._outlier import log_residual
+    from robustcore.subspace import _cop_passes
+    from robustcore.subspace._cop_calibration import bounds_cut, calibration_cut
+    monkeypatch.setattr(os_mod, "SPLIT_MIN", 1000)
+    monkeypatch.setattr(lanes_mod, "pass_threads", lambda environ=None: 2)
+    monkeypatch.setattr(threads_mod, "busy_elsewhere", lambda samples=3: busy)
+    rng = np.random.default_rng(6)
+    n = 100_001
+    spe = rng.chisquare(3, n) * 1e-4
+    spe[rng.random(n) < 0.2] *= 1e4          # gross outliers
+    spe[:50] = 0.0                           # exact fits
+    degenerate = rng.random(n) < 0.01
+    keep, n_keep, cut, left_out = _cop_passes._calibration_mask(spe, degenerate, int((~degenerate).sum()), 3)
+    log_spe = log_residual(spe)
+    u = log_spe[~degenerate]
+    med = np.median(u)
+    mad = np.median(np.abs(u - med))
+    assert cut == calibration_cut(med, mad)
+    np.testing.assert_array_equal(keep, ~degenerate & (log_spe <= cut))
+    assert n_keep == int(keep.sum())
+    np.testing.assert_array_equal(left_out, ~(~degenerate & (log_spe <= bounds_cut(med, mad))))
+    np.testing.assert_array_equal(_cop_passes._halves(_cop_passes._log_into, np.float64, spe), log_spe)
