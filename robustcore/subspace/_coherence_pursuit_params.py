@@ -19,7 +19,7 @@ PARAMS = (
               'center="none", one direction for the samples\' common offset plus the elbow '
               "of the log scree plot of the rest (mean ROC-AUC 0.739 -> 0.762 on the 15 "
               "development tables, benchmarks/results_outliers.md); with center=\"affine\" the "
-              "same rule on the lifted rows, less the offset; with a centre, the "
+              "elbow of the whole spectrum of the lifted rows, less the offset; with a centre, the "
               'elbow itself. Not with selection="adaptive", which needs r first.'),
     Param("norm", int, 2, "Coherence score: 2 = squared inner products (default), "
           "1 = absolute ones (better against repeated outliers, slower).", choices=(2, 1),
@@ -42,7 +42,8 @@ PARAMS = (
               "the subspace's directions. On the 15 development tables it scored a mean "
               "ROC-AUC of 0.762 against 0.752 (median) and 0.746 (mean), and its selections "
               "held fewer known outliers (benchmarks/results_outliers.md). \"affine\" lifts each "
-              "row minus the columns' medians by one constant coordinate (a robust row length) "
+              "row minus the columns' medians by one constant coordinate (twice the median row "
+              "length) "
               "before normalising: the linear subspace of the lifted rows is a flat of the data "
               "(robustcore.subspace._cop_affine).", choices=AFFINE_CENTERS),
     Param("refine", bool, False, "Refit by PCA on all samples near the CoP subspace.",
