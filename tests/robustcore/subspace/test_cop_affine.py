@@ -139,3 +139,15 @@ def test_the_rank_is_the_elbow_of_the_whole_lifted_spectrum():
     assert affine_rank(ev, 1000, 40) == 1
     # a clear elbow beyond the offset is kept: three strong directions, then noise
     assert affine_rank(np.r_[1000.0, 30.0, 25.0, 20.0, np.geomspace(2.0, 0.5, 37)], 1000, 40) == 3
+
+
+def test_range_messages_count_the_offsets_direction_apart_from_n_components():
+    """center="affine" selects at least n_components + 1 rows (the lifted offset is one more
+    direction): a count out of range names that bound as such, not as n_components."""
+    X = np.random.default_rng(0).standard_normal((50, 10))
+    with pytest.raises(ValueError, match=r"integer in \[4, 50\] \(between n_components \+ 1 \(center=\"affine\""):
+        _fit(X, n_components=3, n_inliers=51)
+    with pytest.raises(ValueError, match=r"at least n_components \+ 1 \(center=\"affine\"[^)]*\) = 4 of the 50"):
+        _fit(X, n_components=3, selection="fraction", outlier_fraction=0.95)
+    with pytest.raises(ValueError, match=r"n_components = 4 \(and the offset of center=\"affine\"\) needs at least 6"):
+        _fit(X[:5], n_components=4)
