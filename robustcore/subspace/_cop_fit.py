@@ -46,9 +46,11 @@ def degenerate_cut(top: float) -> float:
 
 
 def _check_usable(n_valid, how, r):
+    """Refused when r (with center="affine" the lifted rank: n_components + 1) needs more rows."""
     if n_valid <= r:
+        asked = f"{r - 1} (and the offset of center=\"affine\")" if how == AFFINE else f"{r}"
         raise ValueError(f"X has only {n_valid} sample(s) that differ from the centre "
-                         f"({how}), but n_components = {r} needs at least {r + 1}")
+                         f"({how}), but n_components = {asked} needs at least {r + 1}")
 
 
 def _centre(rows, sc, how, n):

@@ -399,20 +399,23 @@ def _sliced_masks(spe, degenerate, cut, wide):
 
 def selection_count(p, n, n_valid, r) -> int:
     """How many of the ``n_valid`` usable rows (of ``n``) to select (``selection`` "count" or
-    "fraction"); refused with a message when that leaves fewer than r."""
+    "fraction"); refused with a message when that leaves fewer than r. With center="affine"
+    r counts the lifted offset's direction too (``_cop_affine``), and the messages say so."""
+    bound = ("n_components + 1 (center=\"affine\" fits the offset too)" if p.get("center") == "affine"
+             else "n_components")
     if p["selection"] == "count":
         deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
         k = p["n_inliers"]
         if k is None:
             k = max(r, math.ceil(n_valid / 2))
         return check_range("n_inliers", k, r, n_valid, integer=True,
-                           hint=f"between n_components and the {n_valid} usable samples{deg_note}")
+                           hint=f"between {bound} and the {n_valid} usable samples{deg_note}")
     f = p["outlier_fraction"]
     keep = n_valid - math.floor(f * n_valid)
     if keep < r:
         fmax = (n_valid - r) / n_valid
         raise param_error("outlier_fraction", f"a number in [0, {fmax:.4g}] so that at least "
-                          f"n_components = {r} of the {n_valid} usable samples remain", f)
+                          f"{bound} = {r} of the {n_valid} usable samples remain", f)
     return keep
 
 

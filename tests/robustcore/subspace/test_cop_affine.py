@@ -104,3 +104,50 @@ def test_affine_is_coherence_pursuits_alone():
     X, *_ = planted_flat(0, n_in=100, n_out=10, d=5)
     with pytest.raises(ValueError, match="center"):
         PCP(center="affine").fit(X)
+
+
+def test_usps_flags_catch_the_eights_with_the_ones_at_the_stated_rate():
+    """The bundled usps-1-vs-8 (50 eights among 264 ones), center="affine": at least 40 of the
+    eights flagged with the ones within [alpha / 3, 3 alpha], the guard a default must pass
+    (benchmarks/results_outliers.md). Stop 48's lift (the median row length) and rank rule
+    caught 31: 24 eights were inside the rows that bound the limits."""
+    from robustcore.datasets import demo
+    ds = demo("usps-1-vs-8")
+    X, truth = np.asarray(ds.X, float), np.asarray(ds.outliers, bool)
+    flagged = _fit(X).predict(X) == -1
+    assert flagged[truth].sum() >= 40
+    assert 0.01 / 3 <= flagged[~truth].mean() <= 0.03
+
+
+def test_the_lift_is_twice_the_median_row_length():
+    """s, the lifted coordinate, is twice the median length of the centred sampled rows
+    (robustcore.subspace._cop_affine's doc: why twice)."""
+    from robustcore.subspace._cop_affine import lift_length
+    from robustcore.subspace._cop_passes import _Prep
+    Y = np.random.default_rng(3).standard_normal((1001, 5)) + 7.0
+    centre = np.median(Y, axis=0)
+    s = lift_length(Y, _Prep(None, centre))
+    assert s == pytest.approx(2.0 * np.median(np.linalg.norm(Y - centre, axis=1)), rel=1e-12)
+
+
+def test_the_rank_is_the_elbow_of_the_whole_lifted_spectrum():
+    """A lifted spectrum with the offset's eigenvalue and then a smooth decay (no elbow beyond
+    the offset): the flat has rank 1. Stop 48's rule took the elbow of the rest alone, which
+    on a smooth decay lands at the cap, half the dimensions (20 here; InternetAds 44)."""
+    from robustcore.subspace._cop_affine import affine_rank
+    ev = np.r_[1000.0, np.geomspace(10.0, 0.01, 40)]
+    assert affine_rank(ev, 1000, 40) == 1
+    # a clear elbow beyond the offset is kept: three strong directions, then noise
+    assert affine_rank(np.r_[1000.0, 30.0, 25.0, 20.0, np.geomspace(2.0, 0.5, 37)], 1000, 40) == 3
+
+
+def test_range_messages_count_the_offsets_direction_apart_from_n_components():
+    """center="affine" selects at least n_components + 1 rows (the lifted offset is one more
+    direction): a count out of range names that bound as such, not as n_components."""
+    X = np.random.default_rng(0).standard_normal((50, 10))
+    with pytest.raises(ValueError, match=r"integer in \[4, 50\] \(between n_components \+ 1 \(center=\"affine\""):
+        _fit(X, n_components=3, n_inliers=51)
+    with pytest.raises(ValueError, match=r"at least n_components \+ 1 \(center=\"affine\"[^)]*\) = 4 of the 50"):
+        _fit(X, n_components=3, selection="fraction", outlier_fraction=0.95)
+    with pytest.raises(ValueError, match=r"n_components = 4 \(and the offset of center=\"affine\"\) needs at least 6"):
+        _fit(X[:5], n_components=4)
