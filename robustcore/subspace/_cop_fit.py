@@ -119,7 +119,7 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
     table is loaded when it fits (``load_rows``). ``selection_band_in_memory``: the selected
     rows' sum rides on the coherence pass in memory too (always out of core; in memory the
     band's masks cost more than the pass they save: 15-25 ms on 1M x 50)."""
-    from ._cop_memory import Refined, adaptive_sampling, coherence_scores, refine, svd_rows
+    from ._cop_memory import Refined, coherence_scores, refine, svd_rows
     n, d = rows.n, rows.d
     r, estimate = est._rank_to_use(p, n, d)
     how = p["center"]
@@ -185,16 +185,10 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
         n_valid = n - count_true(degenerate)
     _check_usable(n_valid, how, r)
     rep(0.6, "selecting samples")
-    if decided is None and adaptive:
-        if Xn is None:
+    if decided is None:
+        if adaptive and Xn is None:
             Xn = _unit_rows(rows.X, prep, cut)[0]
-        picked = adaptive_sampling(Xn, coh, ~degenerate, r, p, _random_state(p))
-        k = picked.size
-        selected = np.zeros(n, dtype=bool)
-        selected[picked] = True
-    elif decided is None:
-        k = selection_count(p, n, n_valid, r)
-        selected, tau = _select_top(coh, degenerate, k, n_valid)
+        selected, k, tau = _select(Xn if adaptive else None, coh, degenerate, p, n, n_valid, r)
     if rows.lazy and isinstance(selected, np.ndarray):
         from ..bigdata._rows import hold
         hold(selected)      # a per-row result like the others (the budget's share counts it)
@@ -264,6 +258,21 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                refine_limit_=fit.limit, n_refine_passes_=fit.passes, converged_=fit.converged,
                n_samples_fit_=n)
     return out, kept, rows
+
+
+def _select(Xn, coh, degenerate, p, n, n_valid, r):
+    """(selected mask, its count, the coherence at the cut or None) when the coherence of every
+    row is known: the paper's adaptive sampling from the unit rows ``Xn`` when given, else the
+    rows of largest coherence."""
+    if Xn is not None:
+        from ._cop_memory import adaptive_sampling
+        picked = adaptive_sampling(Xn, coh, ~degenerate, r, p, _random_state(p))
+        selected = np.zeros(n, dtype=bool)
+        selected[picked] = True
+        return selected, picked.size, None
+    k = selection_count(p, n, n_valid, r)
+    selected, tau = _select_top(coh, degenerate, k, n_valid)
+    return selected, k, tau
 
 
 def _loaded_for_pairs(rows):
