@@ -119,7 +119,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
 
     def __init__(self, n_components: int | None = None, *, norm: int = 2, selection: str = "count",
                  n_inliers: int | None = None, outlier_fraction: float = 0.5,
-                 center: str = "affine", refine: bool = False, refine_alpha: float = 0.01,
+                 center: str = "none", refine: bool = False, refine_alpha: float = 0.01,
                  noise_threshold: float = 0.0, n_repeats: int = 1, chunk_size: int | None = None,
                  random_state=None, scale: str = "auto", contamination="auto"):
         self.n_components = n_components

@@ -38,10 +38,8 @@ METHODS = {
     "PCA": lambda: rc.PCA(),
     "ResidualScorer": lambda: rc.ResidualScorer(),
     "CoherencePursuit": lambda: rc.CoherencePursuit(),
-    # the homogeneous-coordinates centre (robustcore.subspace._cop_affine), the default, by name
+    # the homogeneous-coordinates centre (robustcore.subspace._cop_affine), not the default
     "CoherencePursuit affine": lambda: rc.CoherencePursuit(center="affine"),
-    # the paper's formulation, the default until stop 49
-    "CoherencePursuit none": lambda: rc.CoherencePursuit(center="none"),
     "PCP": lambda: rc.PCP(random_state=0),
 }
 
@@ -204,10 +202,10 @@ def test_coherence_pursuit_says_when_a_cluster_it_does_not_fit_is_flagged():
     inl = centres[rng.integers(0, 3, n_in)] + rng.standard_normal((n_in, r)) @ B + 0.3 * rng.standard_normal((n_in, d))
     X = np.vstack([inl, rng.uniform(-10, 10, (n_out, d))])
     y = np.r_[np.zeros(n_in, bool), np.ones(n_out, bool)]
-    est, flagged = _flags("CoherencePursuit none", X)
+    est, flagged = _flags("CoherencePursuit", X)
     assert flagged[~y].mean() > 0.25                       # the cluster the model leaves out
     assert "beyond the robust core" in est.limit_calibration_["caveat"]
-    res = get_method("coherence-pursuit").run(Dataset(X=X, name="clusters", outliers=y), {"center": "none"})
+    res = get_method("coherence-pursuit").run(Dataset(X=X, name="clusters", outliers=y), {})
     text = "\n".join(summary_lines(res))
     assert "known inliers" in text and "beyond the robust core" in text
 

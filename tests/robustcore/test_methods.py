@@ -12,7 +12,7 @@ def test_coherence_pursuit_limits_hold_their_false_alarm_rate_on_the_inliers():
     inliers may be flagged. Limits calibrated on the selected (most coherent) half would be
     far too tight: that half is chosen for fitting well."""
     X, is_out, _ = subspace_with_outliers()
-    res = get_method("coherence-pursuit").run(Dataset(X=X), {"n_components": 2, "random_state": 0, "center": "none"})
+    res = get_method("coherence-pursuit").run(Dataset(X=X), {"n_components": 2, "random_state": 0})
     flagged = res.flags["outlier"]
     assert flagged[is_out].all()
     false_alarms = flagged[~is_out].mean()

@@ -92,7 +92,7 @@ def test_coherence_pursuit_without_centring_keeps_the_offset_and_the_affine_dire
         m = 5 * rng.standard_normal(20)
         inl = m + (2 * rng.standard_normal((400, r))) @ U.T + 0.05 * rng.standard_normal((400, 20))
         X = np.vstack([inl, m + 3 * rng.standard_normal((40, 20))])
-        est = CoherencePursuit(center="none").fit(X)
+        est = CoherencePursuit().fit(X)
         assert est.n_components_ == r + 1
         # the fitted linear subspace contains the inliers' affine one: residuals at noise level
         E = (inl - m) - (inl - m) @ est.components_.T @ est.components_

@@ -259,9 +259,7 @@ def test_a_result_left_out_is_named_and_counts_read_in_thousands(views_for):
     state = AppState()
     state.set_dataset(ds)
     for m in ("pca", "coherence-pursuit", "pcp"):
-        # (center="none": with "affine" Coherence Pursuit flags 177 more of these rows, and
-        # "unflagged by all" is no longer read in thousands)
-        assert state.add_result(get_method(m).run(ds, {"center": "none"} if m == "coherence-pursuit" else {}))
+        assert state.add_result(get_method(m).run(ds, {}))
     assert state.result("pcp").subspace is None          # (what this test is about)
     v = views_for(state).show_view("comparison")
     assert v.available_methods() == ["pca", "coherence-pursuit"]

@@ -40,12 +40,11 @@ def _same(a, b, tol=1e-8):
 
 
 # passes over the table: PCA and SPE/T² one for the fit and one for the rows; Coherence Pursuit
-# (defaults: no scaling for one-unit data, center="affine") five (the calibration rides on the
-# residual pass: subspace/_cop_calibration.py; the first pass cannot form C with a centre, so C
-# takes a pass of its own), four out of core (the selected rows' matrix rides on the coherence
-# pass: subspace/_cop_selection.py), its rows from the kept SPE
-PASSES = {PCA: 2, ResidualScorer: 2, CoherencePursuit: 5}
-LAZY_PASSES = {**PASSES, CoherencePursuit: 4}
+# (defaults: no scaling for one-unit data, no centring) four (the calibration rides on the
+# residual pass: subspace/_cop_calibration.py), three out of core (the selected rows' matrix
+# rides on the coherence pass: subspace/_cop_selection.py), its rows from the kept SPE
+PASSES = {PCA: 2, ResidualScorer: 2, CoherencePursuit: 4}
+LAZY_PASSES = {**PASSES, CoherencePursuit: 3}
 
 
 @pytest.mark.slow

@@ -262,11 +262,11 @@ def test_rank_deficient_selection_warns():
 def test_n_inliers_out_of_range_names_the_range():
     X = np.random.default_rng(0).standard_normal((50, 10))
     with pytest.raises(ValueError, match=r"'n_inliers' parameter must be an integer in \[3, 50\].*Got 51"):
-        CoherencePursuit(center="none", n_components=3, n_inliers=51).fit(X)
+        CoherencePursuit(n_components=3, n_inliers=51).fit(X)
     with pytest.raises(ValueError, match=r"'n_inliers' parameter must be an integer in \[3, 50\].*Got 2"):
-        CoherencePursuit(center="none", n_components=3, n_inliers=2).fit(X)
+        CoherencePursuit(n_components=3, n_inliers=2).fit(X)
     with pytest.raises(ValueError, match="n_inliers"):
-        CoherencePursuit(center="none", n_components=3, n_inliers=0).fit(X)
+        CoherencePursuit(n_components=3, n_inliers=0).fit(X)
 
 
 def test_rank_must_be_below_min_n_d():
@@ -304,7 +304,7 @@ def test_bad_parameters(kw, name):
 def test_fraction_leaving_too_few_samples():
     X = np.random.default_rng(0).standard_normal((20, 5))
     with pytest.raises(ValueError, match=r"'outlier_fraction' parameter must be a number in \[0, 0.85\]"):
-        CoherencePursuit(center="none", n_components=3, selection="fraction", outlier_fraction=0.9).fit(X)
+        CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.9).fit(X)
 
 
 def test_width_mismatch_and_unfitted():

@@ -80,7 +80,7 @@ def test_cop_scores_of_planted_rows_with_spe_near_zero_equal_the_explicit_ones()
     X = np.vstack([1e4 * rng.standard_normal((600, r)) @ B.T,
                    1e4 * rng.standard_normal((200, r)) @ B.T + rng.standard_normal((200, d)),
                    1e4 * rng.standard_normal((200, d))])
-    cop = CoherencePursuit(center="none", n_components=r, scale="none").fit(X)
+    cop = CoherencePursuit(n_components=r, scale="none").fit(X)
     C = cop.components_
     ref = _explicit_long(X - cop.mean_, C).astype(np.float64)
     t = (X - cop.mean_) @ C.T
@@ -119,7 +119,7 @@ def _exact_fit(monkeypatch, X, **kw):
 def test_selection_from_bounds_equals_the_exact_selection(monkeypatch, ties):
     from robustcore.subspace import _cop_bounds
     X = _planted(ties=ties)
-    kw = dict(center="none", n_components=4, scale="none")
+    kw = dict(n_components=4, scale="none")
     if ties:
         # k puts the cut inside the 41 equal rows: ties at the cut go in index order
         coh = _exact_fit(monkeypatch, X, **kw).coherence_
@@ -155,7 +155,7 @@ def test_coherence_made_when_first_read_survives_copies_and_refits(monkeypatch):
     import copy
     import pickle
     X = _planted(seed=4)
-    cop = CoherencePursuit(center="none", n_components=4, scale="none").fit(X)
+    cop = CoherencePursuit(n_components=4, scale="none").fit(X)
     assert "_coherence_maker" in cop.__dict__
     twin = pickle.loads(pickle.dumps(cop))
     np.testing.assert_array_equal(twin.coherence_, copy.deepcopy(cop).coherence_)
@@ -164,7 +164,7 @@ def test_coherence_made_when_first_read_survives_copies_and_refits(monkeypatch):
         cop.set_params(n_inliers=10 ** 7).fit(X)
     assert not hasattr(cop, "coherence_")
     # fit_row_results holds every row's coherence (made in the fit, not later)
-    res = CoherencePursuit(center="none", n_components=4, scale="none").fit_row_results(X)
+    res = CoherencePursuit(n_components=4, scale="none").fit_row_results(X)
     np.testing.assert_array_equal(res.extra["coherence"], twin.coherence_)
 
 
@@ -193,7 +193,7 @@ def test_fused_passes_across_block_boundaries_equal_the_exact_route(monkeypatch,
     gives the exact route's selection and numbers, and the same as other block sizes."""
     from robustcore.subspace import _cop_calibration
     X = _planted(seed=5, n=6007, d=24, r=4)
-    kw = dict(center="none", n_components=4, scale="none", chunk_size=chunk)
+    kw = dict(n_components=4, scale="none", chunk_size=chunk)
     handed = []
     block = _cop_calibration.residual_block_sq
 
@@ -210,7 +210,7 @@ def test_fused_passes_across_block_boundaries_equal_the_exact_route(monkeypatch,
         assert len(handed) == 7 and handed[-1] == 6007 - 6 * 997
     exact = _exact_fit(monkeypatch, X, **kw)
     _assert_fits_agree(fast, exact, X)
-    other = CoherencePursuit(center="none", n_components=4, scale="none", chunk_size=1500).fit(X)
+    other = CoherencePursuit(n_components=4, scale="none", chunk_size=1500).fit(X)
     _assert_fits_agree(fast, other, X)
     # the training rows' results of fit_row_results (no bounds: every row's exact coherence)
     res = CoherencePursuit(**kw).fit_row_results(X)
@@ -227,7 +227,7 @@ def test_fused_passes_keep_the_explicit_residual_where_the_difference_cancels(mo
     B = np.linalg.qr(rng.standard_normal((d, r)))[0]
     X = np.vstack([1e4 * rng.standard_normal((3000, r)) @ B.T + 1e-3 * rng.standard_normal((3000, d)),
                    1e4 * rng.standard_normal((1001, d))])
-    kw = dict(center="none", n_components=r, scale="none", chunk_size=777)
+    kw = dict(n_components=r, scale="none", chunk_size=777)
     fast = CoherencePursuit(**kw).fit(X)
     assert "_coherence_maker" in fast.__dict__
     exact = _exact_fit(monkeypatch, X, **kw)
@@ -376,7 +376,7 @@ def test_residual_pass_without_explicit_residuals_equals_the_explicit_route(monk
     from robustcore._residual import ResidualKernel as K
     from robustcore.subspace import _cop_calibration
     X = _tables()[name]
-    kw = dict(center="none", n_components=4, scale="none", chunk_size=701)
+    kw = dict(n_components=4, scale="none", chunk_size=701)
     made = {"pass": 0, "update": 0}
     pass_, update = K._pass, K._update
 
@@ -406,7 +406,7 @@ def test_t2_and_t_squares_of_every_route_come_from_one_kernel():
     same bits on every route (one square and a product, not the three-operand einsum)."""
     from robustcore._residual import weighted_squares
     X = _tables()["noise 0.1"]
-    cop = CoherencePursuit(center="none", n_components=4, scale="none")
+    cop = CoherencePursuit(n_components=4, scale="none")
     res = cop.fit_row_results(X)
     T = cop.transform(X)
     want = weighted_squares(T, 1.0 / cop.variances_)

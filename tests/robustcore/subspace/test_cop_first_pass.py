@@ -41,7 +41,7 @@ def _spy_bounds(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_bounds_pass_reads_the_first_pass_row_norms_and_equals_the_exact_route(monkeypatch, dtype):
     X = _planted(seed=8, n=5003, d=24, r=4).astype(dtype)
-    kw = dict(center="none", n_components=4, scale="none", chunk_size=601)
+    kw = dict(n_components=4, scale="none", chunk_size=601)
     handed, made = _spy_bounds(monkeypatch)
     fast = CoherencePursuit(**kw).fit(X)
     assert "_coherence_maker" in fast.__dict__                     # selected from bounds
@@ -63,7 +63,7 @@ def test_rescaled_blocks_make_their_row_norms_in_the_bounds_pass(monkeypatch, fa
     by a power of two, so its |x|² are not the rows' and the bounds pass makes its own; the fit
     is the unscaled table's, scaled (limits by factor², scores the same)."""
     X = _planted(seed=9, n=3001, d=24, r=4)
-    kw = dict(center="none", n_components=4, scale="none")
+    kw = dict(n_components=4, scale="none")
     handed, made = _spy_bounds(monkeypatch)
     big = CoherencePursuit(**kw).fit(X * factor)
     assert not handed and sum(made) == X.shape[0]
@@ -80,7 +80,7 @@ def test_calibration_sums_by_either_syrk_agree():
     from robustcore.subspace._cop_passes import _Prep
     from robustcore._residual import ResidualKernel
     X = _planted(seed=10, n=4000, d=24, r=4)
-    comps = CoherencePursuit(center="none", n_components=4, scale="none").fit(X).components_
+    comps = CoherencePursuit(n_components=4, scale="none").fit(X).components_
     zero = np.zeros(X.shape[1])
     band = calibration_band(X, comps)
     sums = []
@@ -119,6 +119,6 @@ def test_numpy_syrk_only_where_fits_run_blas_on_one_thread(monkeypatch):
         for var in USER_THREAD_VARIABLES:
             monkeypatch.setenv(var, value)
         flags.clear()
-        fits.append(CoherencePursuit(center="none", n_components=4, scale="none").fit(X))
+        fits.append(CoherencePursuit(n_components=4, scale="none").fit(X))
         assert flags and all(f is (value == "1") for f in flags)
     _assert_fits_agree(fits[0], fits[1], X, rtol=1e-12)

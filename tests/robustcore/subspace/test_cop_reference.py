@@ -173,7 +173,7 @@ def test_tall_table_passes_equal_the_formulas_with_a_singular_coherence_matrix()
     rng = np.random.default_rng(5)
     U = np.linalg.qr(rng.standard_normal((6, R)))[0]
     X = rng.standard_normal((400, R)) @ U.T
-    cop = CoherencePursuit(center="none", n_components=R, n_inliers=200, scale="none").fit(X)
+    cop = CoherencePursuit(n_components=R, n_inliers=200, scale="none").fit(X)
     ref = _reference(X, "none", 2, 200)
     np.testing.assert_allclose(cop.coherence_, ref["coherence"], rtol=1e-9, atol=1e-9)
     np.testing.assert_array_equal(cop.selected_indices_, ref["selected"])
@@ -193,7 +193,7 @@ def test_calibration_in_the_residual_pass_or_its_own_gives_the_same_limits(monke
         monkeypatch.setattr(_cop_calibration, "BAND_MAX_ROWS", 0)
     X = _data(seed=7, n=3000, d=9)
     ref = _reference(X, "none", 2, 1500)
-    res = CoherencePursuit(center="none", n_components=R, n_inliers=1500, scale="none").fit_row_results(X)
+    res = CoherencePursuit(n_components=R, n_inliers=1500, scale="none").fit_row_results(X)
     assert res.passes == (4 if band == "estimated" else 5)
     np.testing.assert_allclose(res.spe, ref["spe"], rtol=1e-8, atol=1e-12)
     np.testing.assert_array_equal(res.outside_spe, ref["spe"] > ref["spe_limit"])
@@ -222,15 +222,14 @@ def test_subspace_summed_in_the_coherence_pass_or_its_own_gives_the_same_fit(mon
     if band == "ties":
         # 41 equal rows, and k puts the cut inside them: ties at the cut are taken in index order
         X[:40] = X[40]
-        coh = CoherencePursuit(center="none", n_components=R, n_inliers=k, scale="none").fit(X).coherence_
+        coh = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X).coherence_
         assert np.all(coh[:41] == coh[40])
         k = int(np.count_nonzero(coh > coh[40])) + 20
-        apart = CoherencePursuit(center="none", n_components=R, n_inliers=k, scale="none").fit(X)
+        apart = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X)
         assert np.isin(np.arange(41), apart.selected_indices_).sum() == 20
     assert used == []                     # not in memory unless asked for
     ref = _reference(X, "none", 2, k)
-    cop = CoherencePursuit(center="none", n_components=R, n_inliers=k, scale="none").fit(
-        X, _selection_band_in_memory=True)
+    cop = CoherencePursuit(n_components=R, n_inliers=k, scale="none").fit(X, _selection_band_in_memory=True)
     assert used == [band in ("estimated", "ties")]
     res = cop.row_results(X)
     if band == "ties":        # the separate pass's selection (the reference's ties may round apart)
