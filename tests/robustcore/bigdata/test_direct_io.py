@@ -2,9 +2,6 @@
 the files are Zarr's, byte for byte, they leave no pages in the page cache, they read back the
 same (around the cache too, also after their store is renamed into place), and where O_DIRECT is
 refused they are written the ordinary way."""
-import ctypes
-import ctypes.util
-import mmap
 import os
 
 import numpy as np
@@ -15,26 +12,7 @@ pytest.importorskip("dask.array")
 
 from robustcore.bigdata import _direct_io  # noqa: E402
 from robustcore.bigdata._rows import RawChunks, result_codecs  # noqa: E402
-
-
-def _cached_pages(path) -> int:
-    """Pages of the file at ``path`` in the page cache (mincore over a mapping never touched)."""
-    size = os.path.getsize(path)
-    if size == 0:
-        return 0
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-    pages = -(-size // mmap.PAGESIZE)
-    vec = (ctypes.c_ubyte * pages)()
-    with open(path, "r+b") as fh, mmap.mmap(fh.fileno(), size) as m:
-        addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
-        try:
-            if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) != 0:
-                pytest.skip("mincore is not available here")
-        finally:
-            del addr
-            import gc
-            gc.collect()            # the ctypes view must go before the mapping closes
-    return sum(v & 1 for v in vec)
+from tests.page_cache import cached_pages as _cached_pages  # noqa: E402
 
 
 def _direct_supported(tmp_path) -> bool:
