@@ -260,14 +260,16 @@ class Rows:
         return out[0], list(out[1:])
 
     def map(self, fn, spec: dict, *args, extra=(), progress=None, message="pass", name="rows",
-            reduce=None):
+            reduce=None, direct=()):
         """Per-row outputs of ``fn(block, start, *extra_blocks, *args) -> {name: array}`` over
         every block: one pass. ``spec``: name -> (dtype, trailing shape). Returns name -> numpy
         array, or (out of core, beyond the memory budget) -> a stored array
         (:class:`robustcore.bigdata.StoredRows`).
 
         ``reduce``: also an accumulator (``make()``, merged as in :meth:`reduce`) that ``fn``
-        feeds in the same pass (it is passed as ``acc=``); then ``(outputs, accumulator)``."""
+        feeds in the same pass (it is passed as ``acc=``); then ``(outputs, accumulator)``.
+        ``direct``: outputs read at most once more, stored around the page cache if stored
+        (``bigdata._rows.materialize``)."""
         rep = progress if isinstance(progress, Reporter) else Reporter(progress)
         self.passes += 1
         if not self.lazy:
@@ -286,7 +288,7 @@ class Rows:
                 return acc
             accs = self._over_lanes(feed, rep, message)
             return out if reduce is None else (out, _merge(*accs))
-        return map_lazy(self, fn, spec, args, extra, rep, message, name, reduce)
+        return map_lazy(self, fn, spec, args, extra, rep, message, name, reduce, direct)
 
     def column_order_statistics(self, sketches, ks, *, progress=None, message="order statistics"):
         """Exact ks-th smallest values (len(ks), d) of every column, out of core: one pass that
@@ -318,7 +320,7 @@ class Rows:
         return np.asarray(compute(self.X, message="loading")[0], dtype=np.float64)
 
 
-def map_lazy(rows, fn, spec, args, extra, rep, message, name, reduce=None):
+def map_lazy(rows, fn, spec, args, extra, rep, message, name, reduce=None, direct=()):
     """Rows.map out of core: each Dask block runs the in-memory loop; the outputs of a block are
     one task shared by every output array (and its accumulator, merged in a tree), so storing
     them all reads each block once."""
@@ -340,8 +342,8 @@ def map_lazy(rows, fn, spec, args, extra, rep, message, name, reduce=None):
             accs.append(delayed(operator.getitem)(part, _ACC))
     lazy = {k: da.concatenate(v) if len(v) > 1 else v[0] for k, v in arrays.items()}
     if reduce is None:
-        return materialize(lazy, progress=rep, message=message, name=name)
-    out, (acc,) = materialize(lazy, progress=rep, message=message, name=name,
+        return materialize(lazy, progress=rep, message=message, name=name, direct=direct)
+    out, (acc,) = materialize(lazy, progress=rep, message=message, name=name, direct=direct,
                               also=(red.tree_reduce(accs, _merge),))
     return out, acc
 

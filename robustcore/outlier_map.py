@@ -183,7 +183,9 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
             delta = m - acc["mean"]
             acc.update(n=tot, mean=acc["mean"] + delta * b / tot, m2=acc["m2"] + m2 + delta * delta * na * b / tot)
         return {"sd": np.sqrt(T2), "od": np.sqrt(S)}
-    got = fill_rows(distances, {"sd": ("f8", ()), "od": ("f8", ())}, [t2, spe], name="outlier_map")
+    # the distances are read once more, for the regions
+    got = fill_rows(distances, {"sd": ("f8", ()), "od": ("f8", ())}, [t2, spe], name="outlier_map",
+                    direct=("sd", "od"))
     t2_max, od_max = float(acc["t2_max"]), float(acc["spe_max"])
     _check(crit, bool(np.isfinite(t2_max)))
     sd, od = got["sd"], got["od"]

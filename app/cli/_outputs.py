@@ -193,8 +193,9 @@ def _write_store(res, dataset, out: str, force: bool, header: dict) -> str:
         rows = max(1, min(n, (16 << 20) // row_bytes))
         codecs = result_codecs(v.dtype) if hasattr(group, "create_array") else {}
         z = make(k, shape=shape, dtype=v.dtype, chunks=(rows,) + shape[1:], **codecs)
-        # uncompressed fields are written as Zarr's chunk files directly (RawChunks)
-        jobs.append((RawChunks(z) if RawChunks.takes(z) else z, v, rows))
+        # uncompressed fields are written as Zarr's chunk files directly (RawChunks), around
+        # the page cache: nothing in this run reads them again
+        jobs.append((RawChunks(z, direct=True) if RawChunks.takes(z) else z, v, rows))
     # two fields at a time: file writes and the flags' compression release the GIL (30M rows:
     # 0.9 GB of fields took 2.6 s one after another)
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

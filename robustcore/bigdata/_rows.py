@@ -21,6 +21,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from . import _direct_io
 from ._dask import compute, get_settings, require_dask
 
 __all__ = ["materialize", "fill_rows", "aligned_step", "in_slices", "sliceable", "row_slices", "sliced_indices",
@@ -106,7 +107,7 @@ def _split_by_budget(arrays: dict) -> tuple[list, list]:
     return mem, stored
 
 
-def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows", also=()):
+def materialize(arrays: dict, progress=None, message: str = "scores", name: str = "rows", also=(), direct=()):
     """Compute 1-D or 2-D Dask arrays (rows first) in one pass over their common inputs.
 
     Returns name -> numpy array for those that fit in :data:`RESULTS_SHARE` of the memory
@@ -114,7 +115,8 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
     name -> :class:`StoredRows` for the rest, in a new Zarr store written under ``NAME.partial``
     and renamed into place when complete (a store under its own name is always whole).
     ``also``: Dask values computed in the same pass (sharing its tasks); then
-    ``(that dict, [their values])``.
+    ``(that dict, [their values])``. ``direct``: the names of results read at most once more,
+    whose chunks, if stored, are written around the page cache (:class:`RawChunks`).
     """
     require_dask()
     import dask.array as da
@@ -134,7 +136,7 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
     store = _NewStore(name) if keep_out else None
     for k in keep_out:
         a = arrays[k]
-        t = store.array(k, a.shape, a.dtype, max(a.chunks[0]))
+        t = store.array(k, a.shape, a.dtype, max(a.chunks[0]), direct=k in direct)
         sources.append(a.rechunk((chunks_of(t),) + tuple((v,) for v in a.shape[1:])))
         targets.append(t)
     try:
@@ -156,12 +158,13 @@ def materialize(arrays: dict, progress=None, message: str = "scores", name: str 
 
 
 def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20, stored=(),
-              working: bool = False) -> dict:
+              working: bool = False, direct=()) -> dict:
     """Per-row results ``fn(*row slices of arrays) -> {name: values}`` of numpy per-row
     ``arrays`` (of one length), without Dask: slices of ``step`` rows written into results held
     in memory or stored, by :func:`materialize`'s budget rule; the names in ``stored`` always
     stored (an intermediate read a few times in slices, which would only raise the memory peak);
-    ``working``: the results are intermediates, stored uncompressed (:func:`result_codecs`).
+    ``working``: the results are intermediates, stored uncompressed (:func:`result_codecs`);
+    ``direct``: as :func:`materialize`'s.
     ``spec``: name -> (dtype, trailing shape). (Element-wise work on results already in memory
     gains nothing from Dask's blocks, only their scheduling.)"""
     n = int(arrays[0].shape[0])
@@ -178,7 +181,7 @@ def fill_rows(fn, spec: dict, arrays, *, name: str = "rows", step: int = 1 << 20
     try:
         targets = dict(out)
         for k in keep_out:
-            targets[k] = store.array(k, shapes[k].shape, shapes[k].dtype, chunk)
+            targets[k] = store.array(k, shapes[k].shape, shapes[k].dtype, chunk, direct=k in direct)
         for s0 in range(0, n, step):
             res = fn(*[a[s0:s0 + step] for a in arrays])
             for k in spec:
@@ -282,12 +285,13 @@ class _NewStore:
         self.partial = self.path.with_name(self.path.name + ".partial")
         self.group = zarr.open_group(str(self.partial), mode="w")
 
-    def array(self, key, shape, dtype, chunk_rows: int):
+    def array(self, key, shape, dtype, chunk_rows: int, direct: bool = False):
+        """A new array; ``direct``: read at most once more (RawChunks' ``direct``)."""
         chunks = (int(chunk_rows),) + tuple(shape[1:])
         if hasattr(self.group, "create_array"):
             z = self.group.create_array(key, shape=shape, dtype=dtype, chunks=chunks,
                                          **result_codecs(dtype, self.working))
-            return RawChunks(z) if RawChunks.takes(z) else z
+            return RawChunks(z, direct) if RawChunks.takes(z) else z
         return self.group.create_dataset(key, shape=shape, dtype=dtype, chunks=chunks)   # zarr 2
 
     def abandon(self):
@@ -296,6 +300,7 @@ class _NewStore:
     def finish(self, keys) -> dict:
         import zarr
         os.replace(self.partial, self.path)
+        _direct_io.moved(str(self.partial), str(self.path))
         group = zarr.open_group(str(self.path), mode="r")
         return {k: StoredRows(group[k]) for k in keys}
 
@@ -305,10 +310,15 @@ class RawChunks:
     very files Zarr writes (the chunk's bytes, little-endian, C order, an edge chunk padded with
     the fill value, under ``c/i/0...``), without Zarr's codec pipeline and event loop: 240 MB of
     float64 results in 1.3 MB chunks took 0.5-0.9 s of CPU to write through Zarr and 0.14-0.5 s
-    as plain writes. Any other selection is Zarr's own read or write."""
+    as plain writes. Any other selection is Zarr's own read or write.
 
-    def __init__(self, z):
+    ``direct``: chunks are written around the page cache (:mod:`._direct_io`), for a result
+    read at most once more; the chunks of such an array are read so too, by any RawChunks of
+    it in this process."""
+
+    def __init__(self, z, direct: bool = False):
         self.z = z
+        self.direct = direct
         self.shape, self.dtype, self.chunks = tuple(z.shape), np.dtype(z.dtype), tuple(z.chunks)
         self.folder = os.path.join(str(z.store.root), z.path, "c")
         self.fill = np.asarray(z.fill_value, dtype=self.dtype)
@@ -362,8 +372,12 @@ class RawChunks:
                 piece = full
             path = os.path.join(self.folder, str(i), *tail)
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            data = np.ascontiguousarray(piece).data
+            if self.direct and _direct_io.write_file(path, data):
+                _direct_io.mark(self.folder)
+                continue
             with open(path, "wb") as fh:
-                fh.write(np.ascontiguousarray(piece).data)
+                fh.write(data)
 
     @property
     def ndim(self) -> int:
@@ -383,10 +397,15 @@ class RawChunks:
         out = np.empty((stop - start,) + self.shape[1:], self.dtype)
         tail = ("0",) * (len(self.shape) - 1)
         size = c * int(np.prod(self.shape[1:], dtype=np.int64))
+        # the file's bytes are the array's (little-endian) when read around the cache
+        direct = _direct_io.is_direct(self.folder) and self.dtype == self.dtype.newbyteorder("<")
         for i in range(start // c, -(-stop // c)):
             part = out[i * c - start:(i + 1) * c - start]
+            path = os.path.join(self.folder, str(i), *tail)
             try:
-                with open(os.path.join(self.folder, str(i), *tail), "rb") as fh:
+                if direct and _direct_io.read_into(path, part) == part.nbytes:
+                    continue
+                with open(path, "rb") as fh:
                     chunk = np.fromfile(fh, dtype=self.dtype.newbyteorder("<"), count=size)
             except FileNotFoundError:
                 part[...] = self.fill

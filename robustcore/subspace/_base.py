@@ -377,7 +377,8 @@ class SubspaceModel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ScaledInp
             from ..bigdata._rows import fill_rows, sliceable
             t2 = sliceable(t2, "t2")
             out = fill_rows(functools.partial(_flags_block, spe_limit=limits[0], t2_limit=limits[1],
-                                              threshold=limits[2]), spec, [t2, sliceable(spe, "spe")], name="scores")
+                                              threshold=limits[2]), spec, [t2, sliceable(spe, "spe")], name="scores",
+                            direct=("outlier_score",))
             if progress is not None:
                 Reporter(progress)(1.0, "limits")
             return {"t2": t2, **out}

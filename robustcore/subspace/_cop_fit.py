@@ -231,6 +231,8 @@ def fit_cop(est, rows, p, rep, *, selection_band_in_memory=False):
                    {"spe": (np.dtype("f8"), ()), "projection": (np.dtype("f8"), (r,))},
                    prep, ResidualKernel(comps, np.zeros(d)), extra=(degenerate,) if sq is None else (degenerate, sq),
                    progress=rep.span(0.75, 0.88), message="residuals", name="residuals",
+                   # the projections are read once more (the T² of every row), the SPE many times
+                   direct=("projection",),
                    reduce=functools.partial(CalibrationBand, comps, np.zeros(d), band,
                                             numpy_syrk=fits_on_one_blas_thread()) if band else None)
     out, cal = out if band is not None else (out, None)

@@ -37,6 +37,26 @@ def table(tmp_path_factory):
 
 
 @pytest.mark.slow
+def test_the_results_store_is_written_around_the_page_cache(tmp_path, capsys, table):
+    """The float fields of METHOD-results.zarr that the run read at most once more (copied by
+    the command line, or stored by the fit around the cache: projections, distances, outlier
+    score) leave nothing in the page cache (their values: the test below)."""
+    from robustcore.bigdata import _direct_io
+    from tests.page_cache import cached_pages
+    if not _direct_io.write_file(str(tmp_path / "probe"), bytes(10)):
+        pytest.skip("this file system refuses O_DIRECT")
+    code, _, err = run_cli(capsys, "run", "--data", table / "t.npy", "--method", "coherence-pursuit",
+                           "--param", "n_components=3", "--memory-budget", "0.0001", "--lazy", "--out", tmp_path / "o")
+    assert code == 0, err
+    g = zarr.open_group(str(tmp_path / "o" / "coherence-pursuit-results.zarr"), mode="r")
+    direct = ("score_coherence", "projection", "score_outlier_score", "score_distance", "orthogonal_distance")
+    for k in direct:
+        files = [f for f in (tmp_path / "o" / "coherence-pursuit-results.zarr" / k / "c").rglob("*") if f.is_file()]
+        assert files and all(cached_pages(f) == 0 for f in files), k
+        assert g[k].shape[0] == 4000
+
+
+@pytest.mark.slow
 def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys, table):
     code, out, err = run_cli(capsys, "run", "--data", table / "t.zarr", "--method", "coherence-pursuit",
                              "--method", "pca", "--param", "n_components=3", "--memory-budget", "0.0001",
