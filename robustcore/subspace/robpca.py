@@ -300,10 +300,19 @@ def _affine_span(Z, n):
         if step > 1:
             rows = CentredRows(Z, mean)
             # (one read: the sum of squares, the tenth's Gram matrix and the outlyingness's
-            # float32 copy, which the rows keep)
-            sq, part_gram = rows.survey(step)
-            if _above(part_gram, 1e-8 * sq):
+            # float32 copy, which the rows keep). The Gram matrix is float32's products to
+            # within ``err`` (spectral norm): the exact one's smallest eigenvalue is at least
+            # the computed one's less err, so the test with the floor raised by err passes
+            # only where the exact one would (at 10,000 x 200 err is 9e-7 of the sum of
+            # squares, the tenth's smallest eigenvalue 8e-6 of it, the floor 1e-8); where
+            # that margin is not there, the tenth's float64 Gram matrix decides as before.
+            sq, part_gram, err = rows.survey(step)
+            if _above(part_gram, 1e-8 * sq + err):
                 return mean, None, rows
+            if err > 0.0:
+                P = Z[::step] - mean
+                if _above(P.T @ P, 1e-8 * sq):
+                    return mean, None, rows
         Zc = Z - mean
         w = np.linalg.eigvalsh(Zc.T @ Zc)
         if w[0] > 1e-8 * w[-1]:
