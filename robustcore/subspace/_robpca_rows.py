@@ -312,15 +312,18 @@ _GRAM_RANGE = (1e-15, 1e15)
 
 
 def _single_gram_error(frob2: float, m: int, d: int) -> float:
-    """A bound on the spectral norm of the error of the float32 Gram matrix of m rows whose
-    entries' sum of squares (in float64) is ``frob2``: the rows' rounding to float32 (relative
-    u = 2^-24 each entry: at most (2u + u²) frob2), the product's float32 sums of m terms in any
-    order (at most gamma_m frob2 (1 + u)², gamma_m = m u / (1 - m u), Higham's bound of |Pᵀ||P|,
-    whose spectral norm is at most frob2), and underflows (at most 2^-149 a term, m d² terms),
-    with a tenth more for the float64 sums' own rounding."""
+    """A bound on the spectral norm of the error of the float32 Gram matrix of m rows (m x d)
+    whose entries' sum of squares (in float64) is ``frob2``: the rows' rounding to float32
+    (relative u = 2^-24 each entry: at most (2u + u²) frob2; an entry below float32's smallest
+    normal number is off by at most 2^-150 more, at most 2 sqrt(m d) 2^-150 sqrt(frob2) in all),
+    the product's float32 sums of m terms in any order (at most gamma_m frob2 (1 + u)², gamma_m =
+    m u / (1 - m u), Higham's bound of |Pᵀ||P|, whose spectral norm is at most frob2), and the
+    products' underflows (at most 2^-149 a term, m d² terms), with a tenth more for the float64
+    sums' own rounding."""
     u = 2.0 ** -24
     gamma = m * u / (1.0 - m * u)
-    return 1.1 * ((2.0 * u + u * u + gamma * (1.0 + u) ** 2) * frob2 + m * d * d * 2.0 ** -149)
+    return 1.1 * ((2.0 * u + u * u + gamma * (1.0 + u) ** 2) * frob2
+                  + 2.0 * math.sqrt(m * d * frob2) * 2.0 ** -150 + m * d * d * 2.0 ** -149)
 
 
 def no_report(fraction, message):

@@ -31,6 +31,17 @@ def test_survey_gram_error_is_bounded_by_the_stated_error(spread):
     assert err < 1e-4 * sq
 
 
+def test_survey_gram_error_bound_holds_where_the_tenth_is_below_float32s_normal_range():
+    """Blocks of ordinary size whose tenth of rows is tiny (entries and products below float32's
+    smallest normal number): the bound still holds (its absolute terms)."""
+    rng = np.random.default_rng(4)
+    Z = rng.standard_normal((3000, 30)) * 1e-10
+    Z[::5] = rng.standard_normal((600, 30)) * 1e-40
+    rows = CentredRows(Z, np.zeros(30))
+    sq, G, err = rows.survey(5)
+    assert np.linalg.norm(G - _exact_gram(Z, np.zeros(30), 5), 2) <= err
+
+
 def test_survey_gram_of_entries_beyond_float32s_products_is_float64s():
     """Entries whose products float32 cannot hold: the block's product in float64, error 0."""
     rng = np.random.default_rng(1)
