@@ -200,10 +200,12 @@ def _random_starts(S0, count, rng):
 
 
 def _part_starts(S0, parts, count, rng):
-    """[_random_starts(S0[rows], count, rng) for rows in parts], with the same draws and the
-    same bits, in one batch when the parts are of one size and no start is singular (the
-    usual case: then every draw is one uniform matrix per part, in the parts' order, and one
-    matrix of all of them is the same stream); otherwise part by part from the same state."""
+    """([_random_starts(S0[rows], count, rng) for rows in parts], inverses), with the same
+    draws and the same bits, in one batch when the parts are of one size and no start is
+    singular (the usual case: then every draw is one uniform matrix per part, in the parts'
+    order, and one matrix of all of them is the same stream; ``inverses`` (g, count, k, k):
+    the starts' inverse covariances, which the regularity test made, for the first C-step:
+    :func:`_two_csteps_parts`); otherwise part by part from the same state (``inverses`` None)."""
     g, size = len(parts), parts[0].size
     if g > 1 and all(rows.size == size for rows in parts):
         state = rng.bit_generator.state
@@ -211,10 +213,12 @@ def _part_starts(S0, parts, count, rng):
         order = _nearest(rng.random((g * count, size)), k + 1)
         P = S0[np.stack(parts)]                                    # (g, size, k)
         loc, cov = _batch_mean_cov(P[np.repeat(np.arange(g), count)[:, None], order])
-        if _regular(cov)[1].all():
-            return list(zip(loc.reshape(g, count, k), cov.reshape(g, count, k, k)))
+        _, regular, inverse = _regular(cov)
+        if regular.all():
+            return (list(zip(loc.reshape(g, count, k), cov.reshape(g, count, k, k))),
+                    inverse.reshape(g, count, k, k))
         rng.bit_generator.state = state
-    return [_random_starts(S0[rows], count, rng) for rows in parts]
+    return [_random_starts(S0[rows], count, rng) for rows in parts], None
 
 
 class _Features:
@@ -269,10 +273,13 @@ def _two_csteps(feat, loc, cov, hs):
     return loc, cov, ld, M
 
 
-def _two_csteps_parts(P0, starts, hp):
+def _two_csteps_parts(P0, starts, hp, inverses=None):
     """:func:`_two_csteps` of each part's starts on its own points, the g parts (g, m, k) of
     one size at once (one product per step for all: the parts' many small arrays cost more
-    in calls than in arithmetic): [(loc, cov, log det)] per part, singular ones dropped."""
+    in calls than in arithmetic): [(loc, cov, log det)] per part, singular ones dropped.
+    ``inverses``: the starts' inverse covariances (g, count, k, k) when every part has
+    ``count`` starts (:func:`_part_starts`: its regularity test made them; inverting them
+    again here took 0.2 ms for 500 5 x 5 matrices)."""
     g, _, k = P0.shape
     counts = [st[0].shape[0] for st in starts]
     c = max(counts)
@@ -284,7 +291,7 @@ def _two_csteps_parts(P0, starts, hp):
     for p, (lp, cp) in enumerate(starts):
         loc[p, :counts[p]], cov[p, :counts[p]], valid[p, :counts[p]] = lp, cp, True
     feat = _Features(P0)
-    A = np.linalg.inv(cov)
+    A = inverses if inverses is not None and min(counts) == c else np.linalg.inv(cov)
     ld = None
     for _ in range(2):
         d2 = feat.d2(loc, A).reshape(g * c, -1)
@@ -301,13 +308,15 @@ def _regular(cov):
     eigenvalue above 1e-12 times the largest) and their inverses. The eigenvalues (the cost
     of this step in batches of small matrices) only where the inverse cannot tell: the
     smallest eigenvalue is at least 1 / |inverse|_F and the largest at most the trace."""
-    sign, ld = np.linalg.slogdet(cov)
-    keep = sign > 0
-    A = np.zeros_like(cov)
-    try:
-        A[keep] = np.linalg.inv(cov[keep])
-    except np.linalg.LinAlgError:
-        keep[:] = False
+    ld, keep, A = _cholesky_inverse(cov) if cov.shape[0] >= _CHOLESKY_BATCH else (None, None, None)
+    if ld is None:
+        sign, ld = np.linalg.slogdet(cov)
+        keep = sign > 0
+        A = np.zeros_like(cov)
+        try:
+            A[keep] = np.linalg.inv(cov[keep])
+        except np.linalg.LinAlgError:
+            keep[:] = False
     unsure = ~keep | ~(1e-12 * np.einsum("bii->b", cov) * np.sqrt(np.einsum("bij,bij->b", A, A)) < 1.0)
     if unsure.any():
         w = np.linalg.eigvalsh(cov[unsure])
@@ -317,6 +326,36 @@ def _regular(cov):
             A[redo] = np.linalg.inv(cov[redo])
             ld[redo] = np.log(w[keep[unsure]]).sum(axis=1)
     return ld, keep, A
+
+
+# Fewest covariances for which _regular takes their inverses and log determinants from one
+# batched Cholesky factorisation (below that, numpy's LU routines' per-call cost is the smaller).
+_CHOLESKY_BATCH = 100
+
+
+def _cholesky_inverse(cov):
+    """(log determinants, all True, inverses) of the covariances (b, k, k) from their Cholesky
+    factors L (cov = L Lᵀ): log det = 2 sum log diag L, inverse = L⁻ᵀ L⁻¹ with L⁻¹ by
+    forward substitution, a row at a time for all b at once. For 500 5 x 5 matrices 0.17 ms
+    against 0.27 ms for numpy's slogdet and inv (LU, matrix by matrix); the same numbers to
+    rounding (5e-16 relative). (None, None, None) when some matrix is not numerically positive
+    definite: the caller's LU route then decides each."""
+    try:
+        L = np.linalg.cholesky(cov)
+    except np.linalg.LinAlgError:
+        return None, None, None
+    k = cov.shape[-1]
+    diag = np.diagonal(L, axis1=-2, axis2=-1)
+    with np.errstate(divide="ignore"):      # (a zero pivot: log det -inf, caught by the bound)
+        ld = 2.0 * np.log(diag).sum(axis=-1)
+        inv_diag = 1.0 / diag
+    Li = np.zeros_like(L)
+    for i in range(k):
+        Li[:, i, i] = inv_diag[:, i]
+        if i:
+            Li[:, i, :i] = np.einsum("bp,bpj->bj", L[:, i, :i], Li[:, :i, :i])
+            Li[:, i, :i] *= -inv_diag[:, i, None]
+    return ld, np.ones(cov.shape[0], bool), np.matmul(Li.transpose(0, 2, 1), Li)
 
 
 def fast_mcd(X, h: int, rng, **settings):
@@ -348,11 +387,11 @@ def _search(XT, h, rng, n_starts, n_best, sample, part):
     else:
         parts = np.array_split(rng.permutation(m), groups)
         # (every part's starts drawn first, in the parts' order: the C-steps draw nothing)
-        starts = _part_starts(S0, parts, n_starts // groups, rng)
+        starts, inverses = _part_starts(S0, parts, n_starts // groups, rng)
         cands = []
         if len({rows.size for rows in parts}) == 1:
             hp = min(parts[0].size, max(k + 1, int(np.ceil(h * parts[0].size / n))))
-            for lp, cp, ldp in _two_csteps_parts(S0[np.stack(parts)], starts, hp):
+            for lp, cp, ldp in _two_csteps_parts(S0[np.stack(parts)], starts, hp, inverses):
                 top = np.argsort(ldp)[:n_best]
                 cands.append((lp[top], cp[top]))
         else:

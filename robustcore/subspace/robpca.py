@@ -33,7 +33,7 @@ from .._base import Estimator, fit_protocol
 from .._outlier import OutlierScores
 from .._params import check_range
 from .._residual import ResidualKernel, residual_scores
-from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
+from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, finite_in_range
 from ..limits import calibration_record
 from ..linalg import fix_signs
 from ._base import SubspaceModel
@@ -135,9 +135,13 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
             progress = progress.span(0.3, 1.0)
         else:
             X = load_rows(rows, "ROBPCA", "needs every row for its outlyingness")
-            bounds = check_finite(X)
+            # (one pass that proves both checks fine, 0.2-0.45 ms less at 10,000 x 200; where it
+            # does not, the checks run as ever, in their order and with their messages)
+            proven = finite_in_range(X)
+            bounds = None if proven else check_finite(X)
             Z, scaling = self._fit_scaled(X, p["scale"])
-            check_magnitude(Z, method="ROBPCA", fix=OVERFLOW_FIX, bounds=bounds if Z is X else None)
+            if not (proven and Z is X):
+                check_magnitude(Z, method="ROBPCA", fix=OVERFLOW_FIX, bounds=bounds if Z is X else None)
         fitted, kept = _stages(Z, p, rng, progress, rows.n)
         self._set_fitted(**scaling, **fitted, n_samples_fit_=rows.n, n_samples_robust_=int(Z.shape[0]))
         # the SPE and projection of every training row, when Z holds them all: the row results
@@ -300,10 +304,19 @@ def _affine_span(Z, n):
         if step > 1:
             rows = CentredRows(Z, mean)
             # (one read: the sum of squares, the tenth's Gram matrix and the outlyingness's
-            # float32 copy, which the rows keep)
-            sq, part_gram = rows.survey(step)
-            if _above(part_gram, 1e-8 * sq):
+            # float32 copy, which the rows keep). The Gram matrix is float32's products to
+            # within ``err`` (spectral norm): the exact one's smallest eigenvalue is at least
+            # the computed one's less err, so the test with the floor raised by err passes
+            # only where the exact one would (at 10,000 x 200 err is 9e-7 of the sum of
+            # squares, the tenth's smallest eigenvalue 8e-6 of it, the floor 1e-8); where
+            # that margin is not there, the tenth's float64 Gram matrix decides as before.
+            sq, part_gram, err = rows.survey(step)
+            if _above(part_gram, 1e-8 * sq + err):
                 return mean, None, rows
+            if err > 0.0:
+                P = Z[::step] - mean
+                if _above(P.T @ P, 1e-8 * sq):
+                    return mean, None, rows
         Zc = Z - mean
         w = np.linalg.eigvalsh(Zc.T @ Zc)
         if w[0] > 1e-8 * w[-1]:

@@ -115,6 +115,12 @@ def test_two_c_steps_of_all_parts_at_once_are_each_parts_own():
     starts = [mcd._random_starts(P0[p], 25, rng) for p in range(4)]
     starts[3] = (starts[3][0][:0], starts[3][1][:0])      # a part left with no start
     got = mcd._two_csteps_parts(P0, starts, 40)
+    # with the starts' inverses given (every part with its starts): the same bits
+    full = [mcd._random_starts(P0[p], 25, np.random.default_rng(p)) for p in range(4)]
+    inverses = np.stack([np.linalg.inv(c) for _, c in full])
+    for a, b in zip(mcd._two_csteps_parts(P0, full, 40, inverses), mcd._two_csteps_parts(P0, full, 40)):
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
     for p in range(4):
         loc, cov, ld, _ = mcd._two_csteps(mcd._Features(P0[p]), *starts[p], 40)
         np.testing.assert_allclose(got[p][0], loc, rtol=1e-12, atol=1e-13)
@@ -137,6 +143,43 @@ def test_regularity_from_the_inverse_is_the_eigenvalue_rule():
     np.testing.assert_allclose(A[keep], np.linalg.inv(cov[keep]), rtol=1e-6)
 
 
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_regularity_of_a_large_batch_from_cholesky_is_the_lu_routes(k, monkeypatch):
+    """From _CHOLESKY_BATCH covariances on, _regular takes the log determinants and inverses
+    from one batched Cholesky factorisation: the LU route's numbers to rounding and the same
+    decisions, also with near-singular and singular matrices in the batch (then a matrix is
+    not positive definite, and the LU route decides every one)."""
+    rng = np.random.default_rng(11)
+    b = mcd._CHOLESKY_BATCH + 20
+    X = rng.standard_normal((b, 40, k)) * rng.uniform(0.1, 10.0, (b, 1, k))
+    cov = np.einsum("bni,bnj->bij", X, X) / 40
+    ld, keep, A = mcd._cholesky_inverse(cov)
+    assert keep.all()
+    np.testing.assert_allclose(ld, np.linalg.slogdet(cov)[1], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(A, np.linalg.inv(cov), rtol=1e-11, atol=1e-11 * np.abs(A).max())
+    got, want = mcd._regular(cov), _regular_by_lu(cov, monkeypatch)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[0], want[0], rtol=0, atol=1e-12)
+    # near-singular (decided by the eigenvalue rule) and singular members
+    Q = np.linalg.qr(rng.standard_normal((k, k)))[0]
+    for i, c in enumerate([1e11, 1e13, np.inf][:k + 1]):
+        w = np.linspace(1.0, 2.0, k)
+        w[0] = 1.0 / c if np.isfinite(c) else 0.0
+        cov[i] = (Q * w) @ Q.T
+    got, want = mcd._regular(cov), _regular_by_lu(cov, monkeypatch)
+    np.testing.assert_array_equal(got[1], want[1])
+    np.testing.assert_allclose(got[0][got[1]], want[0][want[1]], rtol=0, atol=1e-9)
+    if k > 1:
+        assert not got[1][1:3].any() and got[1][3:].all()
+
+
+def _regular_by_lu(cov, monkeypatch):
+    """_regular as it was for every batch: numpy's slogdet and inv (LU), matrix by matrix."""
+    with monkeypatch.context() as m:
+        m.setattr(mcd, "_CHOLESKY_BATCH", 10 ** 9)
+        return mcd._regular(cov)
+
+
 def _starts_one_part_at_a_time(S0, parts, count, rng):
     return [mcd._random_starts(S0[rows], count, rng) for rows in parts]
 
@@ -153,13 +196,18 @@ def test_every_parts_starts_at_once_are_each_parts_own_with_the_same_draws(singu
         S0[:400] = np.round(S0[:400])          # many repeated rows: some starts are flat
     parts = np.array_split(rng.permutation(600), 4)
     a, b = np.random.default_rng(3), np.random.default_rng(3)
-    got = mcd._part_starts(S0, parts, 30, a)
+    got, inverses = mcd._part_starts(S0, parts, 30, a)
     want = _starts_one_part_at_a_time(S0, parts, 30, b)
     assert len(got) == len(want) == 4
-    for (gl, gc), (wl, wc) in zip(got, want):
+    for p, ((gl, gc), (wl, wc)) in enumerate(zip(got, want)):
         np.testing.assert_array_equal(gl, wl)
         np.testing.assert_array_equal(gc, wc)
+        if inverses is not None:
+            # (the batch's inverse covariances, for the first C-step: its own to rounding)
+            np.testing.assert_allclose(inverses[p], np.linalg.inv(gc), rtol=1e-12,
+                                       atol=1e-12 * np.abs(inverses[p]).max())
     assert a.random() == b.random()
+    assert (inverses is None) == singular
     # the case each parameter is for did occur: singular starts grown (more draws) or none
     assert _grown_starts(S0, parts, 30) == singular
 
@@ -213,9 +261,10 @@ def test_centred_rows_read_as_the_stored_copy_would():
     np.testing.assert_array_equal(dense(rows), Zc)
     # one read for the affine span's test and the outlyingness: the sum of squares, the Gram
     # matrix of every 3rd row, and the float32 copy, handed to the next astype (then made anew)
-    sq, G = rows.survey(3)
+    sq, G, err = rows.survey(3)
     assert sq == pytest.approx(np.einsum("ij,ij->", Zc, Zc), rel=1e-12)
-    np.testing.assert_allclose(G, Zc[::3].T @ Zc[::3], rtol=0, atol=1e-12 * np.abs(G).max())
+    # (the Gram matrix from the float32 copy's products, within the error the survey states)
+    assert 0.0 < np.linalg.norm(G - Zc[::3].T @ Zc[::3], 2) <= err < 1e-5 * sq
     kept = rows.astype(np.float32)
     np.testing.assert_array_equal(kept, Zc.astype(np.float32))
     again = rows.astype(np.float32)
