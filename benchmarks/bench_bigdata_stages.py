@@ -9,8 +9,12 @@ steps: "column moments" is pass 1, "coherence scores" pass 2, "residuals" pass 3
 user and system CPU, with the bytes the process read and wrote through system calls in the
 stage (``/proc/self/io`` rchar and wchar: the table's reads, the result stores' writes, those
 around the page cache included), its wall time and its page faults (as MB of 4 KB pages: memory
-first touched, each a fresh page on this VM), the whole process's CPU and wall, and its
-peak memory (VmHWM). System CPU is mostly the kernel
+first touched, each a fresh page on this VM), the transparent huge pages the kernel allocated
+on faults in the stage (MB of 2 MB pages: numpy asks for huge pages for arrays of 4 MB or more,
+and such a fault counts once in the page faults above, so they miss nearly all of a large
+array's fresh memory; the kernel counts these for the whole machine, ``/proc/vmstat``
+thp_fault_alloc, so other processes' show too: read it on a quiet machine), the whole
+process's CPU and wall, and its peak memory (VmHWM). System CPU is mostly the kernel
 copying those bytes (30M x 50: a third of the run's CPU; see results_bigdata.md). ``NUM_WORKERS=1`` in the environment
 runs the out-of-core passes on one local Dask thread instead of one per core. Not a race: one
 run, no floor; take it under ``/work/tools/bench`` for figures, and read the floor's shares from
@@ -34,7 +38,17 @@ def _now() -> tuple:
             io = {k: int(v) for k, v in (line.split(":") for line in fh)}
     except OSError:      # not Linux: no byte counts
         pass
-    return r.ru_utime, r.ru_stime, io.get("rchar", 0), io.get("wchar", 0), time.perf_counter(), r.ru_minflt
+    return (r.ru_utime, r.ru_stime, io.get("rchar", 0), io.get("wchar", 0), time.perf_counter(), r.ru_minflt,
+            _huge_faults())
+
+
+def _huge_faults() -> int:
+    """Transparent huge pages allocated on faults so far, machine-wide (0 where not Linux)."""
+    try:
+        with open("/proc/vmstat") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("thp_fault_alloc ")), 0)
+    except OSError:
+        return 0
 
 
 def _since(a: tuple, b: tuple) -> tuple:
@@ -57,10 +71,10 @@ def main() -> None:
 
     def done():
         steps.append((last[1] + " (to exit)", _since(last[0], _now())))
-        print("STAGE     CPU    user  system  read MB  written MB    wall  faults MB  stage", file=sys.stderr)
-        for name, (user, system, read, written, wall, faults) in steps:
+        print("STAGE     CPU    user  system  read MB  written MB    wall  faults MB  THP MB  stage", file=sys.stderr)
+        for name, (user, system, read, written, wall, faults, huge) in steps:
             print(f"STAGE {user + system:7.2f} {user:7.2f} {system:7.2f} {read / 1e6:8.0f} {written / 1e6:11.0f} "
-                  f"{wall:7.2f} {faults * 4096 / 1e6:10.0f}  {name}", file=sys.stderr)
+                  f"{wall:7.2f} {faults * 4096 / 1e6:10.0f} {huge * 2.097152:7.0f}  {name}", file=sys.stderr)
         with open("/proc/self/status") as fh:
             hwm = next((line.split(":")[1].strip() for line in fh if line.startswith("VmHWM")), "?")
         user, system, read, written = (sum(s[i] for _, s in steps) for i in range(4))
