@@ -184,11 +184,38 @@ class _StallSampler:
         self.ticks, self.cpu_ticks = ticks, cpu_ticks
         self._file = tempfile.TemporaryFile()
         self.ends = []   # (tick index, bytes written so far): a dump before it is from that gap
+        self.kernel = {}   # tick index: the GUI thread's counters (thread_counters) at that tick
 
     def tick(self) -> None:
         import faulthandler
         self.ends.append((len(self.ticks) - 1, os.fstat(self._file.fileno()).st_size))
+        self.kernel[len(self.ticks) - 1] = self.thread_counters()
         faulthandler.dump_traceback_later(self.LATE, repeat=True, file=self._file)
+
+    @staticmethod
+    def thread_counters(stat_path: str = "/proc/thread-self/stat"):
+        """The calling thread's (user CPU s, system CPU s, minor faults, major faults) from
+        Linux's /proc, or None elsewhere. A turn's GUI CPU may be the kernel's, not the
+        window's code: page faults of fresh memory, or the reclaim they start when memory is
+        short, are charged to the thread that touched the page (system time)."""
+        try:
+            with open(stat_path) as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            return None
+        tick = os.sysconf("SC_CLK_TCK")
+        # after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+        # cmajflt utime stime (in clock ticks)
+        return int(fields[11]) / tick, int(fields[12]) / tick, int(fields[7]), int(fields[9])
+
+    def kernel_line(self, i: int) -> str:
+        """The GUI thread's user / system CPU and page faults between tick ``i`` and ``i + 1``."""
+        a, b = self.kernel.get(i), self.kernel.get(i + 1)
+        if a is None or b is None:
+            return ""
+        return (f"  GUI thread in it: user {1000 * (b[0] - a[0]):.0f} ms, system {1000 * (b[1] - a[1]):.0f} ms "
+                f"(clock ticks of {1000 // os.sysconf('SC_CLK_TCK')} ms), {b[2] - a[2]} minor and "
+                f"{b[3] - a[3]} major page faults\n")
 
     def dumps(self, i: int) -> str:
         """What was written between tick ``i`` and tick ``i + 1``."""
@@ -237,6 +264,7 @@ class _StallSampler:
                 inside = Counter(self.stacks(self.dumps(i), main))
                 f.write(f"worst gap by {what}: {1000 * (t[i + 1] - t[i]):.0f} ms, GUI CPU "
                         f"{1000 * (c[i + 1] - c[i]):.0f} ms, {sum(inside.values())} thread stacks\n")
+                f.write(self.kernel_line(i))
                 for stack, n in inside.most_common(14):
                     f.write(f"  {n:4d}  {stack}\n")
         self._file.close()
