@@ -82,3 +82,21 @@ def test_thread_counters_read_linux_proc_stat_past_a_command_name_with_spaces(tm
     stat.write_text(f"123 (python (a) b) R 1 2 3 4 5 6 700 0 8 0 {3 * tick} {2 * tick} 0 0 20 0\n")
     assert bench_views._StallSampler.thread_counters(str(stat)) == (3.0, 2.0, 700, 8)
     assert bench_views._StallSampler.thread_counters(str(tmp_path / "missing")) is None
+
+
+def test_arrival_prints_each_long_turn_on_one_line_from_the_report(tmp_path):
+    report = tmp_path / "stalls.txt"
+    report.write_text(
+        "worst gap by wall: 48 ms, GUI CPU 0 ms, 0 thread stacks\n"
+        "  GUI thread in it: user 0 ms, system 0 ms (clock ticks of 10 ms), 0 minor and 0 major page faults\n"
+        "worst gap by GUI CPU: 62 ms, GUI CPU 41 ms, 2 thread stacks\n"
+        "  GUI thread in it: user 30 ms, system 10 ms (clock ticks of 10 ms), 191 minor and 0 major page faults\n"
+        "     1  [other thread] bulk_pipe.py:76 recv < tasks.py:205 run\n"
+        "     1  [GUI thread] a.py:1 inner < b.py:2 outer\n"
+        "worst gap by wall: 25 ms, GUI CPU 17 ms, 0 thread stacks\n"
+        "worst gap by GUI CPU: 25 ms, GUI CPU 17 ms, 0 thread stacks\n")
+    assert bench_views.worst_turns(str(report)) == [
+        "62 ms, GUI CPU 41 ms, 2 thread stacks (user 30 ms, system 10 ms (clock ticks of 10 ms), 191 minor and 0 "
+        "major page faults) in a.py:1 inner < b.py:2 outer",
+        "25 ms, GUI CPU 17 ms, 0 thread stacks ()"]
+    assert bench_views.worst_turns(str(tmp_path / "none.txt")) == ["no stall report"]
