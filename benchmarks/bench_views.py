@@ -17,6 +17,10 @@ process's resident memory (VmRSS after, VmHWM the peak) against the 20,000-row o
 gap; memory no more than 300 MB above the 20,000-row window's. ``--big-only``: the 20,000-row
 reference and the 30M rows only. Out of core the scatter and the outlier map are also zoomed
 (:func:`zoom_case`; target: a zoom answered within 300 ms at 30M rows).
+Every call samples the GUI thread's long turns (``BENCH_STALLS``, :class:`_StallSampler`: a
+faulthandler dump past 30 ms and the thread's counters at each tick) and prints each case's
+longest turn by GUI CPU under the table: a turn that comes once in several calls is named in the
+call that had it.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_views.py arrival [--big]
 
@@ -184,11 +188,38 @@ class _StallSampler:
         self.ticks, self.cpu_ticks = ticks, cpu_ticks
         self._file = tempfile.TemporaryFile()
         self.ends = []   # (tick index, bytes written so far): a dump before it is from that gap
+        self.kernel = {}   # tick index: the GUI thread's counters (thread_counters) at that tick
 
     def tick(self) -> None:
         import faulthandler
         self.ends.append((len(self.ticks) - 1, os.fstat(self._file.fileno()).st_size))
+        self.kernel[len(self.ticks) - 1] = self.thread_counters()
         faulthandler.dump_traceback_later(self.LATE, repeat=True, file=self._file)
+
+    @staticmethod
+    def thread_counters(stat_path: str = "/proc/thread-self/stat"):
+        """The calling thread's (user CPU s, system CPU s, minor faults, major faults) from
+        Linux's /proc, or None elsewhere. A turn's GUI CPU may be the kernel's, not the
+        window's code: page faults of fresh memory, or the reclaim they start when memory is
+        short, are charged to the thread that touched the page (system time)."""
+        try:
+            with open(stat_path) as f:
+                fields = f.read().rpartition(")")[2].split()
+        except OSError:
+            return None
+        tick = os.sysconf("SC_CLK_TCK")
+        # after "pid (comm)": state ppid pgrp session tty tpgid flags minflt cminflt majflt
+        # cmajflt utime stime (in clock ticks)
+        return int(fields[11]) / tick, int(fields[12]) / tick, int(fields[7]), int(fields[9])
+
+    def kernel_line(self, i: int) -> str:
+        """The GUI thread's user / system CPU and page faults between tick ``i`` and ``i + 1``."""
+        a, b = self.kernel.get(i), self.kernel.get(i + 1)
+        if a is None or b is None:
+            return ""
+        return (f"  GUI thread in it: user {1000 * (b[0] - a[0]):.0f} ms, system {1000 * (b[1] - a[1]):.0f} ms "
+                f"(clock ticks of {1000 // os.sysconf('SC_CLK_TCK')} ms), {b[2] - a[2]} minor and "
+                f"{b[3] - a[3]} major page faults\n")
 
     def dumps(self, i: int) -> str:
         """What was written between tick ``i`` and tick ``i + 1``."""
@@ -237,6 +268,7 @@ class _StallSampler:
                 inside = Counter(self.stacks(self.dumps(i), main))
                 f.write(f"worst gap by {what}: {1000 * (t[i + 1] - t[i]):.0f} ms, GUI CPU "
                         f"{1000 * (c[i + 1] - c[i]):.0f} ms, {sum(inside.values())} thread stacks\n")
+                f.write(self.kernel_line(i))
                 for stack, n in inside.most_common(14):
                     f.write(f"  {n:4d}  {stack}\n")
         self._file.close()
@@ -607,6 +639,24 @@ def _table(path: str, rows: int, cols: int = 20, block: int = 1_000_000) -> str:
     return path
 
 
+def worst_turns(path: str) -> list[str]:
+    """Each "worst gap by GUI CPU" block of a stall report, on one line: the gap, the GUI
+    thread's user / system CPU and page faults, and its stack sampled most often (when the turn
+    lasted past the sampler's 30 ms)."""
+    try:
+        blocks = open(path).read().split("worst gap by ")[1:]
+    except OSError:
+        return ["no stall report"]
+    out = []
+    for b in (b for b in blocks if b.startswith("GUI CPU")):
+        lines = b.splitlines()
+        kernel = next((ln.strip()[len("GUI thread in it: "):] for ln in lines if "GUI thread in it:" in ln), "")
+        gui = next((ln.split("[GUI thread] ", 1)[1] for ln in lines if "[GUI thread]" in ln), "")
+        out.append(f"{lines[0][len('GUI CPU: '):]} ({kernel})" + (f" in {' < '.join(gui.split(' < ')[:6])}"
+                                                                  if gui else ""))
+    return out
+
+
 def arrival(big: bool = False, big_only: bool = False):
     import json
     import shutil
@@ -633,10 +683,15 @@ def arrival(big: bool = False, big_only: bool = False):
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     base = None
     results = []
+    stalls = {}   # case: its stall sampler's report (a call's rare long turn is named when it happens)
     for name, path, budget in cases:
+        # BENCH_STALLS set: the whole reports kept as BENCH_STALLS-0, -1, ... (one per case)
+        stalls[name] = (os.environ["BENCH_STALLS"] + f"-{len(stalls)}" if os.environ.get("BENCH_STALLS")
+                        else os.path.join(tmp, f"stalls-{len(stalls)}.txt"))
         p = subprocess.run([sys.executable, os.path.abspath(__file__), "arrival-one", path, str(budget)]
                            + (["--zoom"] if "out of core" in name else []),
-                           capture_output=True, text=True, env=env, cwd=root, timeout=7200)
+                           capture_output=True, text=True, env=dict(env, BENCH_STALLS=stalls[name]), cwd=root,
+                           timeout=7200)
         line = next((ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")), None)
         if line is None:
             print(f"| {name} | failed: exit {p.returncode}: {p.stderr.strip().splitlines()[-1:] } |")
@@ -651,6 +706,10 @@ def arrival(big: bool = False, big_only: bool = False):
               f"{gap / base[0]:.2f}x | {r['gap_cpu_s'] * 1000:.0f} ms | "
               f"{r['rss_mb']:.0f} / {r['hwm_mb']:.0f} MB | {r['rss_mb'] - base[1]:+.0f} MB | "
               f"{r['run_s']:.1f} | {', '.join(r['views'])} |", flush=True)
+    print("\nThe longest turn of each case by GUI-thread CPU (stall sampler, `_StallSampler`; arrival, then the "
+          "views shown once):\n")
+    for name, _r in results:
+        print(f"- {name}: " + "; ".join(worst_turns(stalls[name])))
     zooms = [(name, r) for name, r in results if r.get("zoom")]
     if zooms:
         print("\nZoom into 1 % x 1 % of the framed range (3 places x 3 times), and to 0.05 % (a few samples, "
