@@ -11,20 +11,13 @@ zarr = pytest.importorskip("zarr")
 pytest.importorskip("dask.array")
 
 from robustcore.bigdata import _direct_io  # noqa: E402
-from robustcore.bigdata._rows import RawChunks, result_codecs  # noqa: E402
+from robustcore.bigdata._rows import RawChunks  # noqa: E402
 from tests.page_cache import cached_pages as _cached_pages  # noqa: E402
+from tests.robustcore.bigdata.test_raw_chunks import _pair  # noqa: E402
 
 
 def _direct_supported(tmp_path) -> bool:
     return _direct_io.write_file(str(tmp_path / "probe"), bytes(10))
-
-
-def _pair(tmp_path, shape, dtype, rows):
-    out = []
-    for name in ("raw", "zarr"):
-        g = zarr.open_group(str(tmp_path / f"{name}.zarr"), mode="w")
-        out.append(g.create_array("a", shape=shape, dtype=dtype, chunks=(rows,) + shape[1:], **result_codecs(dtype)))
-    return out
 
 
 @pytest.mark.slow
