@@ -162,6 +162,14 @@ def _map_into(out, fn, B, start, extra, args, block_rows=None, acc=None):
     return out
 
 
+def _block_output(shape, dtype):
+    """An output of one block of a pass out of core (every row written by ``_map_into``), in
+    memory no block refers to any more (``bigdata._tables._OUTPUTS``)."""
+    from .bigdata._tables import _OUTPUTS
+    dtype = np.dtype(dtype)
+    return _OUTPUTS.take(int(np.prod(shape, dtype=np.int64)) * dtype.itemsize).view(dtype).reshape(shape)
+
+
 def _map_block(B, start, fn, spec, block_rows, nextra, make, *rest):
     with _GilFree():
         return _map_block_here(B, start, fn, spec, block_rows, nextra, make, *rest)
@@ -170,7 +178,7 @@ def _map_block(B, start, fn, spec, block_rows, nextra, make, *rest):
 def _map_block_here(B, start, fn, spec, block_rows, nextra, make, *rest):
     B = np.asarray(B)
     extra, args = [np.asarray(e) for e in rest[:nextra]], rest[nextra:]
-    out = {k: np.empty((B.shape[0],) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
+    out = {k: _block_output((B.shape[0],) + tuple(tail), dtype) for k, (dtype, tail) in spec.items()}
     acc = make() if make is not None else None
     out = _map_into(out, fn, B, start, extra, args, block_rows, acc)
     if acc is not None:

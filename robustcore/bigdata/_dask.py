@@ -319,6 +319,7 @@ def compute(*collections, progress=None, message: str = "computing"):
             tables = sys.modules.get("robustcore.bigdata._tables")
             if tables is not None:
                 tables._BUFFERS.clear()
+                tables._OUTPUTS.clear()
     _digest.finish(planned, out[len(collections):])
     return tuple(out[:len(collections)])
 
