@@ -704,3 +704,25 @@ def test_univariate_trim_factor_by_erfinv_is_the_chi2_quantiles(monkeypatch):
     np.testing.assert_allclose(steps.trim_factor(delta, 1), want, rtol=1e-13)
     np.testing.assert_array_equal(steps.trim_factor(np.array([0.0, 1.0]), 1), [1.0, 1.0])
     np.testing.assert_allclose(steps.trim_factor(delta[::50], 3), want3, rtol=1e-13)
+
+
+def test_the_cutoffs_quantiles_are_scipy_stats_numbers_without_its_wrappers(monkeypatch):
+    # the normal and chi-squared quantiles of the cut-offs come from the special functions
+    # scipy.stats calls, to the bit, and a fit calls no stats wrapper (30 us a call)
+    from scipy import stats
+
+    from robustcore import ROBPCA
+    from robustcore.subspace._robpca_params import CRIT
+    assert steps._NORMAL_CRIT == float(stats.norm.ppf(CRIT))
+    for k in range(1, 31):
+        assert float(steps.chi2_ppf(CRIT, k)) == float(stats.chi2.ppf(CRIT, k))
+    want = float(np.sqrt(stats.chi2.ppf(CRIT, 2)))
+
+    def refused(*a, **kw):
+        raise AssertionError("a stats wrapper was called")
+    monkeypatch.setattr(stats.norm, "ppf", refused)
+    monkeypatch.setattr(stats.chi2, "ppf", refused)
+    X = np.random.default_rng(3).standard_normal((400, 6)) @ np.diag([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])
+    m = ROBPCA(n_components=2, random_state=0).fit(X)
+    assert m.sd_cutoff_ == want
+    assert m.od_cutoff_ > 0.0
