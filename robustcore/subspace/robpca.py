@@ -44,7 +44,7 @@ from ._robpca_mcd import mcd_subspace, nearest_mask
 from ._robpca_params import CRIT, CUTOFFS, PARAMS
 from ._robpca_rows import CentredRows
 from ._robpca_sample import SAMPLE_ROWS, sampled_rows
-from ._robpca_steps import chi2_ppf, choose_k, h_size, od_cutoff, outlyingness
+from ._robpca_steps import Scratch, chi2_ppf, choose_k, h_size, od_cutoff, outlyingness
 from ._scan import constant_error, input_rows, load_rows
 
 __all__ = ["ROBPCA"]
@@ -236,7 +236,10 @@ def _stages(Z, p, rng, rep, n_total):
             m1, G1 = X0.scatter(keep, exact=True)
             ev1, V1 = _spectrum(G1, int(keep.sum()), top=k, every_value=True)
         k = min(k, int(np.sum(ev1 > ev1[0] * 1e-12)))
-    X0.rows32 = None        # (the float32 copy's last reader was the scatter)
+    # (the float32 copy's last reader was the scatter: its memory, touched already, becomes the
+    # MCD stage's scratch; fresh, those temporaries cost a process's first fit about 1 ms)
+    spare = X0.rows32
+    X0.rows32 = None
     # the projections about m1 as columns (k, n): the MCD stage's layout (_robpca_mcd._columns);
     # when the rows are their own coordinates, the same read gives every row's SPE about m1 +
     # span(V1): the final subspace is that span and its centre differs from m1 within it, so
@@ -247,7 +250,9 @@ def _stages(Z, p, rng, rep, n_total):
         X2T, spe = X0.project(V1[:, :k])
         X2T -= (m1 @ V1[:, :k])[:, None]
     rep(0.75, "MCD")
-    loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng)
+    work = None if spare is None else Scratch(spare.reshape(-1).view(np.uint8))
+    loc2, cov2, _ = mcd_subspace(X2T, ev1, h, rng, work=work)
+    del spare, work
     lam, P = np.linalg.eigh(cov2)
     lam, P = lam[::-1], P[:, ::-1]
     if not lam[-1] > 0:

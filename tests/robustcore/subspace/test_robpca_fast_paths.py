@@ -775,3 +775,50 @@ def test_an_integer_seed_makes_its_randomstate_once_and_gives_that_randomstates_
     for m in (again, legacy):
         np.testing.assert_array_equal(m.components_, first.components_)
         np.testing.assert_array_equal(m.mean_, first.mean_)
+
+
+def test_the_mcd_stage_takes_its_largest_temporaries_from_a_given_scratch():
+    # the parts' uniform draws, distances, selections and masks are cut from memory the fit
+    # touched already (the rows' float32 copy, robpca._stages), so a process's first fit faults
+    # in no fresh pages for them; the numbers are those of fresh arrays, to the bit
+    rng = np.random.default_rng(41)
+    n, k = 4000, 4
+    X2T = rng.standard_normal((k, n)) * np.array([[3.0], [2.0], [1.0], [0.5]])
+    X2T[:, :300] += 6.0
+    ev = np.array([9.0, 4.0, 1.0, 0.25])
+    h = 3000
+    arena = np.empty(8 << 20, np.uint8)
+    work = steps.Scratch(arena)
+    got = mcd.mcd_subspace(X2T, ev, h, np.random.default_rng(3), work=work)
+    want = mcd.mcd_subspace(X2T, ev, h, np.random.default_rng(3))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert {"draws", "select", "d2", "mask"} <= set(work._bufs)
+    assert all(np.shares_memory(buf, arena) for buf in work._bufs.values())
+
+
+def test_a_fit_hands_the_rows_float32_copy_to_the_mcd_stage_as_scratch(monkeypatch):
+    # robpca._stages gives the MCD stage a Scratch cut from the survey's float32 copy (released
+    # after it); the fit is the one without it, to the bit
+    from robustcore import ROBPCA
+    from robustcore.subspace import robpca as mod
+    seen = []
+    real = mod.mcd_subspace
+
+    def spy(*a, work=None, **kw):
+        seen.append(work)
+        return real(*a, work=work, **kw)
+
+    def without(*a, work=None, **kw):
+        return real(*a, **kw)
+    rng = np.random.default_rng(12)
+    X = 2.0 + rng.standard_normal((6000, 30)) * np.linspace(3.0, 0.2, 30)
+    X[:300] += 5.0
+    monkeypatch.setattr(mod, "mcd_subspace", without)
+    want = ROBPCA(n_components=3, random_state=0).fit(X)
+    monkeypatch.setattr(mod, "mcd_subspace", spy)
+    got = ROBPCA(n_components=3, random_state=0).fit(X)
+    (work,) = seen
+    assert work is not None and work._arena.nbytes >= 6000 * 30 * 4
+    for a in ("components_", "mean_", "explained_variance_", "od_cutoff_"):
+        np.testing.assert_array_equal(getattr(got, a), getattr(want, a))
