@@ -140,16 +140,7 @@ def unimcd_scratch(m: int, n: int, h: int, dtype) -> int:
     item = np.dtype(dtype).itemsize
     t = max(n - h, 0)
     wide = 0 if item == 8 else m * n * 8            # (float64 values sort in place: no slot 1)
-    steps = 0 if _steps_in_sorted(n, t, item) else m * t * 16
-    return m * n * item + wide + steps + m * (t + 1) * 16 + 4 * 64
-
-
-def _steps_in_sorted(n: int, t: int, item: int) -> bool:
-    """Whether unimcd_rows's window steps (t complex numbers a row) take the memory of the
-    sorted copy (n values of ``item`` bytes a row): where the values are not float64, whose
-    sorted copy is no longer read once its float64 differences from the median are made, and it
-    is large enough (h at least 3/4 of n for float32, the default alpha's)."""
-    return item != 8 and t * 16 <= n * item
+    return m * n * item + wide + m * t * 16 + m * (t + 1) * 24 + 5 * 64
 
 
 def unimcd_rows(R, h: int, work: Scratch | None = None):
@@ -183,12 +174,7 @@ def unimcd_rows(R, h: int, work: Scratch | None = None):
     # Both running sums in one cumsum, as the real and imaginary parts of complex numbers:
     # the same additions in the same order (so the same bits), two chains per step (a running
     # sum waits on its previous value; 0.85 of the time of two cumsums at 13 x 2,500)
-    # (the steps, and once they are summed the criterion, in memory no longer read: the sorted
-    # float32 copy's where it is large enough, else a slot of their own; a chunk's scratch is
-    # then 160 rather than 220 kB a row at 10,000 values, and 13 rows rather than 9 fit the
-    # rows' 2 MB block buffer: fewer chunks, the same numbers)
-    spare = 0 if _steps_in_sorted(n, t, R.dtype.itemsize) else 2
-    steps = work.take(spare, (m, t), np.complex128)
+    steps = work.take(2, (m, t), np.complex128)
     pair = steps.view(np.float64).reshape(m, t, 2)
     np.subtract(high, low, out=pair[:, :, 0])
     np.add(high, low, out=pair[:, :, 1])
@@ -201,7 +187,7 @@ def unimcd_rows(R, h: int, work: Scratch | None = None):
     s2[:, 0] = 0.0
     s1[:, 1:] += s1[:, :1]
     # h x the window's variance, less window 0's sum of squares
-    crit = np.square(s1, out=work.take(spare, s1.shape, np.float64))
+    crit = np.square(s1, out=work.take(4, s1.shape, np.float64))
     crit /= -h
     crit += s2
     best = np.argmin(crit, axis=1)
