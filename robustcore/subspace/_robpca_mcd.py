@@ -213,8 +213,9 @@ def _part_starts(S0, parts, count, rng, work=None):
     singular (the usual case: then every draw is one uniform matrix per part, in the parts'
     order, and one matrix of all of them is the same stream; ``inverses`` (g, count, k, k):
     the starts' inverse covariances, which the regularity test made, for the first C-step:
-    :func:`_two_csteps_parts`); otherwise part by part from the same state (``inverses`` None). ``work``: a Scratch for
-    the uniform draws and their selection (slots "draws" and "select"; the same numbers)."""
+    :func:`_two_csteps_parts`); otherwise part by part from the same state (``inverses`` None).
+    ``work``: a Scratch for the uniform draws and their selection (slots "draws" and "select";
+    the same numbers)."""
     g, size = len(parts), parts[0].size
     if g > 1 and all(rows.size == size for rows in parts):
         state = rng.bit_generator.state
