@@ -4,7 +4,8 @@ what a change saved in the stage it touched, below the spread of whole fresh-pro
 Each process (one BLAS thread) makes issue 35's 10,000 x 200 table (benchmarks/bench_robpca.py's
 ``make``), fits its first 500 rows once (the benchmark's warm-up), then times ``--fits`` fits of
 ``fit_row_results`` and reports the median CPU of the whole fit, of the affine span
-(``_affine_span``), of the MCD stage (``mcd_subspace``) and of the fit outside the stages
+(``_affine_span``), of the outlyingness (``outlyingness``), of the MCD stage (``mcd_subspace``)
+and of the fit outside the stages
 (``_stages``: the input checks, the offset, the row results). The summary gives each checkout's
 median (range) over the rounds and the paired difference (other - this) per round.
 
@@ -26,7 +27,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _bench  # noqa: E402
 
-PARTS = ("fit", "_affine_span", "mcd_subspace", "outside")
+PARTS = ("fit", "_affine_span", "outlyingness", "mcd_subspace", "outside")
 
 CHILD = r'''
 import sys, time, json, numpy as np
@@ -46,7 +47,7 @@ def wrap(name):
         finally:
             spent[name] = spent.get(name, 0.0) + time.process_time() - c
     setattr(R, name, call)
-for name in ("_affine_span", "mcd_subspace", "_stages"):
+for name in ("_affine_span", "outlyingness", "mcd_subspace", "_stages"):
     wrap(name)
 res = {{p: [] for p in {parts!r}}}
 for _ in range({fits}):
@@ -56,6 +57,7 @@ for _ in range({fits}):
     t = time.process_time() - c
     res["fit"].append(t)
     res["_affine_span"].append(spent["_affine_span"])
+    res["outlyingness"].append(spent["outlyingness"])
     res["mcd_subspace"].append(spent["mcd_subspace"])
     res["outside"].append(t - spent["_stages"])
 print("RESULT " + json.dumps({{p: float(np.median(v)) * 1e3 for p, v in res.items()}}))

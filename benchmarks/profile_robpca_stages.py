@@ -9,9 +9,11 @@ core); ``no-thp`` (numpy asks for no transparent huge pages, ``NUMPY_MADVISE_HUG
 every fault is one 4 kB page and the faults count the fresh memory); ``default`` (the BLAS
 libraries' default threads, every thread variable removed: robustcore still limits BLAS to one
 thread inside the fit, so this compares that limit with ``OPENBLAS_NUM_THREADS=1`` and friends).
-Each run prints its stages' ``CPU ms/faults``; the summary gives each setting's median (range)
-of the fit's CPU, and, over all runs, each stage's median in the fastest and the slowest third of the runs with its
-correlation with the total.
+Each run prints its stages' ``CPU ms/faults/huge pages`` (the huge pages: transparent huge pages
+the kernel faulted in during the stage, ``/proc/vmstat`` thp_fault_alloc, machine-wide: one fault
+each in the minor count, 2 MB of fresh memory each; read it on a quiet machine); the summary
+gives each setting's median (range) of the fit's CPU, and, over all runs, each stage's median in
+the fastest and the slowest third of the runs with its correlation with the total.
 
 ``--fits N``: each process times N fits one after the other (the first is the one the summaries
 use); a first fit slower than the later ones is a first-call cost of the process (fresh memory,
@@ -32,6 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import _bench  # noqa: E402
+from bench_bigdata_stages import _huge_faults  # noqa: E402
 from bench_robpca import SHAPES, make  # noqa: E402
 
 # (module, function) of each stage, robustcore.subspace.robpca's names for them
@@ -43,8 +46,10 @@ SETTINGS = {"as-is": {}, "cpu0": {"cpu": 0}, "cpu1": {"cpu": 1}, "no-thp": {"env
 
 
 def _usage():
+    """(CPU s, minor faults, huge pages faulted in machine-wide): a 2 MB page is one fault in
+    the minor count, so the fresh memory of numpy's large arrays shows in the third."""
     r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime, r.ru_minflt
+    return r.ru_utime + r.ru_stime, r.ru_minflt, _huge_faults()
 
 
 def child(data, k, cpu, fits=1):
@@ -60,14 +65,15 @@ def child(data, k, cpu, fits=1):
 
     def wrapped(fn, name):
         def call(*a, **kw):
-            c0, f0 = _usage()
+            c0, f0, h0 = _usage()
             try:
                 return fn(*a, **kw)
             finally:
-                c1, f1 = _usage()
-                s = spent.setdefault(name, [0.0, 0])
+                c1, f1, h1 = _usage()
+                s = spent.setdefault(name, [0.0, 0, 0])
                 s[0] += (c1 - c0) * 1e3
                 s[1] += f1 - f0
+                s[2] += h1 - h0
         return call
     for mod, name in STAGES:
         owner = importlib.import_module(f"robustcore.subspace.{mod}")
@@ -77,10 +83,10 @@ def child(data, k, cpu, fits=1):
         setattr(owner, attr, wrapped(getattr(owner, attr), name))
     totals, first = [], None
     for _ in range(fits):
-        c0, f0 = _usage()
+        c0, f0, h0 = _usage()
         ROBPCA(n_components=k, random_state=0, scale="none").fit_row_results(X)
-        c1, f1 = _usage()
-        totals.append([(c1 - c0) * 1e3, f1 - f0])
+        c1, f1, h1 = _usage()
+        totals.append([(c1 - c0) * 1e3, f1 - f0, h1 - h0])
         first = first or {name: list(v) for name, v in spent.items()}
         spent.clear()
     _bench.child_result(total=totals[0], stages=first, later=totals[1:],
@@ -119,31 +125,34 @@ def main():
                     print(f"{s:7s} round {rnd + 1}: {res['error']}", flush=True)
                     continue
                 runs[s].append(res)
-                stages = " ".join(f"{k}={v[0]:.0f}/{v[1]}" for k, v in res["stages"].items())
-                later = "".join(f", then {t:.0f} ms/{f}" for t, f in res.get("later", []))
+                stages = " ".join(f"{k}={v[0]:.0f}/{v[1]}/{v[2]}" for k, v in res["stages"].items())
+                later = "".join(f", then {t:.0f} ms/{f}/{h}" for t, f, h in res.get("later", []))
                 print(f"{s:7s} round {rnd + 1}, load {load:.2f}: total={res['total'][0]:.0f} ms/"
-                      f"{res['total'][1]} faults{later}, {res['switches']} preemptions; {stages}", flush=True)
-    print("\n| setting | runs | fit CPU ms, median (range) | faults, median | later fits' CPU ms, median (range) |"
-          "\n|---|--:|--:|--:|--:|")
+                      f"{res['total'][1]} faults/{res['total'][2]} huge{later}, {res['switches']} preemptions; "
+                      f"{stages} (CPU ms/faults/huge pages)", flush=True)
+    print("\n| setting | runs | fit CPU ms, median (range) | faults, median | huge pages, median | "
+          "later fits' CPU ms, median (range) |\n|---|--:|--:|--:|--:|--:|")
     for s in names:
         t = [x["total"][0] for x in runs[s]]
         later = [f[0] for x in runs[s] for f in x.get("later", [])]
         if t:
             after = f"{np.median(later):.0f} ({min(later):.0f}-{max(later):.0f})" if later else "-"
             print(f"| {s} | {len(t)} | {np.median(t):.0f} ({min(t):.0f}-{max(t):.0f}) | "
-                  f"{np.median([x['total'][1] for x in runs[s]]):.0f} | {after} |")
+                  f"{np.median([x['total'][1] for x in runs[s]]):.0f} | "
+                  f"{np.median([x['total'][2] for x in runs[s]]):.0f} | {after} |")
     every = [x for s in names for x in runs[s]]
     if len(every) >= 6:
         order = np.argsort([x["total"][0] for x in every])
         third = len(every) // 3
         tot = np.array([x["total"][0] for x in every])
-        print("\n| stage | fastest third, ms | slowest third, ms | faults, median | correlation with the total |"
-              "\n|---|--:|--:|--:|--:|")
+        print("\n| stage | fastest third, ms | slowest third, ms | faults, median | huge pages, median (max) | "
+              "correlation with the total |\n|---|--:|--:|--:|--:|--:|")
         for _, name in STAGES:
             v = np.array([x["stages"].get(name, [0.0, 0])[0] for x in every])
-            f = [x["stages"].get(name, [0.0, 0])[1] for x in every]
+            f = [x["stages"].get(name, [0.0, 0, 0])[1] for x in every]
+            hp = [x["stages"].get(name, [0.0, 0, 0])[2] for x in every]
             print(f"| {name} | {np.median(v[order[:third]]):.0f} | {np.median(v[order[-third:]]):.0f} | "
-                  f"{np.median(f):.0f} | {np.corrcoef(v, tot)[0, 1]:.2f} |")
+                  f"{np.median(f):.0f} | {np.median(hp):.0f} ({max(hp)}) | {np.corrcoef(v, tot)[0, 1]:.2f} |")
 
 
 if __name__ == "__main__":

@@ -53,11 +53,18 @@ def _columns(X):
     return np.ascontiguousarray(np.asarray(X, dtype=np.float64).T)
 
 
-def nearest_mask(d2, h):
+def nearest_mask(d2, h, work=None):
     """Masks (b, n) of the h smallest entries of each row of d2 (b, n): one selection of each
     row's h-th value and a comparison; an argpartition only for a row whose ties at the cut
-    make the set ambiguous."""
-    kth = np.partition(d2, h - 1, axis=1)[:, h - 1]
+    make the set ambiguous. ``work``: a Scratch whose slot "select" holds the selection's copy
+    of d2 (np.partition's own copy otherwise: the same values)."""
+    if work is None:
+        kth = np.partition(d2, h - 1, axis=1)[:, h - 1]
+    else:
+        sel = work.take("select", d2.shape, d2.dtype)
+        np.copyto(sel, d2)
+        sel.partition(h - 1, axis=1)
+        kth = sel[:, h - 1].copy()
     M = d2 <= kth[:, None]
     # every row marks at least h entries, so a total of b h means exactly h in each (one count
     # of the whole mask: counting along rows took as long as the comparison)
@@ -69,11 +76,12 @@ def nearest_mask(d2, h):
     return M
 
 
-def _nearest(d2, h):
-    """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n)."""
+def _nearest(d2, h, work=None):
+    """Sorted indices (b, h) of the h smallest entries of each row of d2 (b, n) (``work``:
+    nearest_mask's)."""
     b, n = d2.shape
     # (flat indices: np.nonzero of a 2-D mask took 9x as long, making both index arrays)
-    return np.flatnonzero(nearest_mask(d2, h)).reshape(b, h) - (np.arange(b) * n)[:, None]
+    return np.flatnonzero(nearest_mask(d2, h, work)).reshape(b, h) - (np.arange(b) * n)[:, None]
 
 
 def _converge(XT, subsets, max_iter: int = 100):
@@ -199,18 +207,22 @@ def _random_starts(S0, count, rng):
     return loc[~flat], cov[~flat]
 
 
-def _part_starts(S0, parts, count, rng):
+def _part_starts(S0, parts, count, rng, work=None):
     """([_random_starts(S0[rows], count, rng) for rows in parts], inverses), with the same
     draws and the same bits, in one batch when the parts are of one size and no start is
     singular (the usual case: then every draw is one uniform matrix per part, in the parts'
     order, and one matrix of all of them is the same stream; ``inverses`` (g, count, k, k):
     the starts' inverse covariances, which the regularity test made, for the first C-step:
-    :func:`_two_csteps_parts`); otherwise part by part from the same state (``inverses`` None)."""
+    :func:`_two_csteps_parts`); otherwise part by part from the same state (``inverses`` None).
+    ``work``: a Scratch for the uniform draws and their selection (slots "draws" and "select";
+    the same numbers)."""
     g, size = len(parts), parts[0].size
     if g > 1 and all(rows.size == size for rows in parts):
         state = rng.bit_generator.state
         k = S0.shape[1]
-        order = _nearest(rng.random((g * count, size)), k + 1)
+        shape = (g * count, size)
+        draws = rng.random(shape) if work is None else rng.random(out=work.take("draws", shape, np.float64))
+        order = _nearest(draws, k + 1, work)
         P = S0[np.stack(parts)]                                    # (g, size, k)
         loc, cov = _batch_mean_cov(P[np.repeat(np.arange(g), count)[:, None], order])
         _, regular, inverse = _regular(cov)
@@ -239,14 +251,14 @@ class _Features:
         self.pos[self.iu, self.ju] = self.pos[self.ju, self.iu] = np.arange(q)
         self.twice = np.where(self.iu == self.ju, 1.0, 2.0)
 
-    def d2(self, loc, A):
+    def d2(self, loc, A, out=None):
         """Squared Mahalanobis distances (b, m) of the points to b (loc, cov) pairs, given the
         inverses A (b, k, k) of the covariances ((g, b, m) from (g, b, k) and (g, b, k, k)
-        for groups)."""
+        for groups); in ``out`` when given."""
         Al = np.matmul(A, loc[..., None])[..., 0]
         W = np.concatenate([A[..., self.iu, self.ju] * self.twice, -2.0 * Al,
                             np.einsum("...k,...k->...", Al, loc)[..., None]], axis=-1)
-        return W @ np.swapaxes(self.F, -1, -2)
+        return np.matmul(W, np.swapaxes(self.F, -1, -2), out=out)
 
     def moments(self, M, size):
         """Means (b, k) and ML covariances (b, k, k) of the subsets marked 1.0 in M (b, m)
@@ -273,14 +285,15 @@ def _two_csteps(feat, loc, cov, hs):
     return loc, cov, ld, M
 
 
-def _two_csteps_parts(P0, starts, hp, inverses=None):
+def _two_csteps_parts(P0, starts, hp, inverses=None, work=None):
     """:func:`_two_csteps` of each part's starts on its own points, the g parts (g, m, k) of
     one size at once (one product per step for all: the parts' many small arrays cost more
     in calls than in arithmetic): [(loc, cov, log det)] per part, singular ones dropped.
     ``inverses``: the starts' inverse covariances (g, count, k, k) when every part has
     ``count`` starts (:func:`_part_starts`: its regularity test made them; inverting them
-    again here took 0.2 ms for 500 5 x 5 matrices)."""
-    g, _, k = P0.shape
+    again here took 0.2 ms for 500 5 x 5 matrices). ``work``: a Scratch for the distances, their
+    selection and the subsets' masks (slots "d2", "select", "mask"; the same numbers)."""
+    g, m, k = P0.shape
     counts = [st[0].shape[0] for st in starts]
     c = max(counts)
     if c == 0:
@@ -294,8 +307,13 @@ def _two_csteps_parts(P0, starts, hp, inverses=None):
     A = inverses if inverses is not None and min(counts) == c else np.linalg.inv(cov)
     ld = None
     for _ in range(2):
-        d2 = feat.d2(loc, A).reshape(g * c, -1)
-        M = nearest_mask(d2, hp).astype(np.float64).reshape(g, c, -1)
+        if work is None:
+            d2 = feat.d2(loc, A).reshape(g * c, -1)
+            M = nearest_mask(d2, hp).astype(np.float64).reshape(g, c, -1)
+        else:
+            d2 = feat.d2(loc, A, out=work.take("d2", (g, c, m), np.float64)).reshape(g * c, -1)
+            M = work.take("mask", (g, c, m), np.float64)
+            np.copyto(M.reshape(g * c, -1), nearest_mask(d2, hp, work))
         loc, cov = feat.moments(M, hp)
         ld, keep, A = _regular(cov.reshape(g * c, k, k))
         valid &= keep.reshape(g, c)
@@ -371,9 +389,10 @@ def fast_mcd(X, h: int, rng, **settings):
     return (a, b) if done else _converge(XT, a[None, :])[0]
 
 
-def _search(XT, h, rng, n_starts, n_best, sample, part):
+def _search(XT, h, rng, n_starts, n_best, sample, part, work=None):
     """fast_mcd up to its last stage on the points XT (k, n) as columns: (True, subset, log
-    det) when that is the answer, or (False, the h points to concentrate from, None)."""
+    det) when that is the answer, or (False, the h points to concentrate from, None).
+    ``work``: a Scratch for the parts' largest temporaries (:func:`mcd_subspace`)."""
     k, n = XT.shape
     ST = XT if n <= sample else XT[:, rng.choice(n, sample, replace=False)]
     S = ST.T
@@ -387,11 +406,11 @@ def _search(XT, h, rng, n_starts, n_best, sample, part):
     else:
         parts = np.array_split(rng.permutation(m), groups)
         # (every part's starts drawn first, in the parts' order: the C-steps draw nothing)
-        starts, inverses = _part_starts(S0, parts, n_starts // groups, rng)
+        starts, inverses = _part_starts(S0, parts, n_starts // groups, rng, work)
         cands = []
         if len({rows.size for rows in parts}) == 1:
             hp = min(parts[0].size, max(k + 1, int(np.ceil(h * parts[0].size / n))))
-            for lp, cp, ldp in _two_csteps_parts(S0[np.stack(parts)], starts, hp, inverses):
+            for lp, cp, ldp in _two_csteps_parts(S0[np.stack(parts)], starts, hp, inverses, work):
                 top = np.argsort(ldp)[:n_best]
                 cands.append((lp[top], cp[top]))
         else:
@@ -422,13 +441,19 @@ def _search(XT, h, rng, n_starts, n_best, sample, part):
     return False, np.argpartition(d2, h - 1)[:h], None
 
 
-def mcd_subspace(X2T, eigenvalues, h: int, rng, search: bool = True):
+def mcd_subspace(X2T, eigenvalues, h: int, rng, search: bool = True, work=None):
     """The MCD stage of ROBPCA on the projected points X2T (k, n) (as columns, see
     :func:`_columns`), centred on the reweighted centre and rotated to the eigenvectors of the
     reweighted covariance (its ``eigenvalues``): C-steps from the h points nearest in that
     metric (the paper's start), and, with ``search``, FastMCD from random subsets
     (:func:`fast_mcd`); the subset of smaller determinant is reweighted (:func:`reweighted`).
-    Returns (location, covariance, weights)."""
+    Returns (location, covariance, weights).
+
+    ``work``: a Scratch (robustcore.subspace._robpca_steps) for the search's largest
+    temporaries, the parts' uniform draws, distances, selections and masks (about 5 MB at
+    10,000 rows), the same numbers either way: cut from memory the fit touched already (the
+    rows' float32 copy, robpca._stages), a process's first fit no longer faults in fresh
+    pages for them (about 300-500 small faults, 1 ms, at 10,000 x 200)."""
     k, n = X2T.shape
     ev = np.maximum(np.asarray(eigenvalues[:k], dtype=np.float64), 1e-300)
     W = X2T / np.sqrt(ev)[:, None]
@@ -436,7 +461,7 @@ def mcd_subspace(X2T, eigenvalues, h: int, rng, search: bool = True):
     del W
     if not (search and h < n):
         return _reweighted(X2T, _converge(X2T, start[None, :])[0][0])
-    done, other, ld_other = _search(X2T, h, rng, **_FAST)
+    done, other, ld_other = _search(X2T, h, rng, **_FAST, work=work)
     if done:
         (subset, ld), = _converge(X2T, start[None, :])
     else:

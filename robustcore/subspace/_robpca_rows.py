@@ -238,7 +238,9 @@ class CentredRows:
             part = single[s:s + B.shape[0]]
             part[...] = B
             size = abs_max(part)
-            sq = np.einsum("ij,ij->", B, B)
+            # (BLAS's dot product of the contiguous block: 27 against einsum's 66 us a block at
+            # 10,000 x 200; the sum only scales the affine span's floor, 1e-8 of it)
+            sq = _sum_of_squares(B)
             first = (-s) % step
             P = B[first::step]
             if _GRAM_RANGE[0] <= size <= _GRAM_RANGE[1]:
@@ -303,6 +305,15 @@ class CentredRows:
             out[:, s:s + B.shape[0]] = T.T
         self.each_block(block, about=about)
         return out, spe
+
+
+def _sum_of_squares(B) -> float:
+    """The sum of the squares of B's entries (a dot product of the flat entries where B is
+    contiguous: no copy)."""
+    if B.flags.c_contiguous:
+        flat = B.reshape(-1)
+        return float(flat @ flat)
+    return float(np.einsum("ij,ij->", B, B))
 
 
 # Largest |entry| of a block whose rows' Gram matrix the survey takes from their float32 copy,

@@ -704,3 +704,96 @@ def test_univariate_trim_factor_by_erfinv_is_the_chi2_quantiles(monkeypatch):
     np.testing.assert_allclose(steps.trim_factor(delta, 1), want, rtol=1e-13)
     np.testing.assert_array_equal(steps.trim_factor(np.array([0.0, 1.0]), 1), [1.0, 1.0])
     np.testing.assert_allclose(steps.trim_factor(delta[::50], 3), want3, rtol=1e-13)
+
+
+def test_the_cutoffs_quantiles_are_scipy_stats_numbers_without_its_wrappers(monkeypatch):
+    # the normal and chi-squared quantiles of the cut-offs come from the special functions
+    # scipy.stats calls, to the bit, and a fit calls no stats wrapper (30 us a call)
+    from scipy import stats
+
+    from robustcore import ROBPCA
+    from robustcore.subspace._robpca_params import CRIT
+    assert steps._NORMAL_CRIT == float(stats.norm.ppf(CRIT))
+    for k in range(1, 31):
+        assert float(steps.chi2_ppf(CRIT, k)) == float(stats.chi2.ppf(CRIT, k))
+    want = float(np.sqrt(stats.chi2.ppf(CRIT, 2)))
+
+    def refused(*a, **kw):
+        raise AssertionError("a stats wrapper was called")
+    monkeypatch.setattr(stats.norm, "ppf", refused)
+    monkeypatch.setattr(stats.chi2, "ppf", refused)
+    X = np.random.default_rng(3).standard_normal((400, 6)) @ np.diag([3.0, 2.0, 1.0, 0.5, 0.2, 0.1])
+    m = ROBPCA(n_components=2, random_state=0).fit(X)
+    assert m.sd_cutoff_ == want
+    assert m.od_cutoff_ > 0.0
+
+
+def test_an_integer_seed_makes_its_randomstate_once_and_gives_that_randomstates_fit(monkeypatch):
+    # the fit's Generator is seeded by the first draw below 2^31 of scikit-learn's RandomState of
+    # the seed; for an integer seed that draw is made once (seeding the Mersenne Twister took
+    # 85 us of every fit), and a fit gives the numbers of the RandomState route
+    from robustcore import ROBPCA
+    from robustcore.subspace import robpca as mod
+    made = []
+    real = mod.check_random_state
+
+    def counted(seed):
+        made.append(seed)
+        return real(seed)
+    monkeypatch.setattr(mod, "check_random_state", counted)
+    X = np.random.default_rng(8).standard_normal((300, 5)) @ np.diag([3.0, 2.0, 1.0, 0.3, 0.1])
+    seed = 918_273
+    first = ROBPCA(n_components=2, random_state=seed).fit(X)
+    again = ROBPCA(n_components=2, random_state=np.int64(seed)).fit(X)
+    assert made == [seed]
+    legacy = ROBPCA(n_components=2, random_state=np.random.RandomState(seed)).fit(X)
+    for m in (again, legacy):
+        np.testing.assert_array_equal(m.components_, first.components_)
+        np.testing.assert_array_equal(m.mean_, first.mean_)
+
+
+def test_the_mcd_stage_takes_its_largest_temporaries_from_a_given_scratch():
+    # the parts' uniform draws, distances, selections and masks are cut from memory the fit
+    # touched already (the rows' float32 copy, robpca._stages), so a process's first fit faults
+    # in no fresh pages for them; the numbers are those of fresh arrays, to the bit
+    rng = np.random.default_rng(41)
+    n, k = 4000, 4
+    X2T = rng.standard_normal((k, n)) * np.array([[3.0], [2.0], [1.0], [0.5]])
+    X2T[:, :300] += 6.0
+    ev = np.array([9.0, 4.0, 1.0, 0.25])
+    h = 3000
+    arena = np.empty(8 << 20, np.uint8)
+    work = steps.Scratch(arena)
+    got = mcd.mcd_subspace(X2T, ev, h, np.random.default_rng(3), work=work)
+    want = mcd.mcd_subspace(X2T, ev, h, np.random.default_rng(3))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert {"draws", "select", "d2", "mask"} <= set(work._bufs)
+    assert all(np.shares_memory(buf, arena) for buf in work._bufs.values())
+
+
+def test_a_fit_hands_the_rows_float32_copy_to_the_mcd_stage_as_scratch(monkeypatch):
+    # robpca._stages gives the MCD stage a Scratch cut from the survey's float32 copy (released
+    # after it); the fit is the one without it, to the bit
+    from robustcore import ROBPCA
+    from robustcore.subspace import robpca as mod
+    seen = []
+    real = mod.mcd_subspace
+
+    def spy(*a, work=None, **kw):
+        seen.append(work)
+        return real(*a, work=work, **kw)
+
+    def without(*a, work=None, **kw):
+        return real(*a, **kw)
+    rng = np.random.default_rng(12)
+    X = 2.0 + rng.standard_normal((6000, 30)) * np.linspace(3.0, 0.2, 30)
+    X[:300] += 5.0
+    monkeypatch.setattr(mod, "mcd_subspace", without)
+    want = ROBPCA(n_components=3, random_state=0).fit(X)
+    monkeypatch.setattr(mod, "mcd_subspace", spy)
+    got = ROBPCA(n_components=3, random_state=0).fit(X)
+    (work,) = seen
+    assert work is not None and work._arena.nbytes >= 6000 * 30 * 4
+    for a in ("components_", "mean_", "explained_variance_", "od_cutoff_"):
+        np.testing.assert_array_equal(getattr(got, a), getattr(want, a))
