@@ -47,21 +47,28 @@ def flag_limits(result, sd, od, flags, block: int = 1 << 20) -> dict[str, float]
     """Where the flags' own boundary lies on the map: {"sd": √(T² limit), "od": √(SPE limit)}
     (one or both) when the flags are exactly the samples beyond those lines (SD² = T², OD² =
     SPE); {} when they follow another rule (a contamination share, a score of another kind).
+    The limits are taken as recorded (PCA and Coherence Pursuit calibrate them in place), else
+    times the calibration's factor: ROBPCA keeps the paper's cut-offs as its limits and flags
+    beyond that multiple of them (its calibrated cut-offs), which drew no line at all.
     The columns may be stored (a mapped or chunked array): read ``block`` rows at a time."""
     lim = getattr(result, "limits", None)
     if lim is None or flags is None:
         return {}
-    rules = {("od", "sd"): True, ("od",): True, ("sd",): True}
+    scales = [1.0] + ([float(lim.factor)] if float(lim.factor) not in (0.0, 1.0) else [])
+    rules = {(s, keys): True for s in scales for keys in (("od", "sd"), ("od",), ("sd",))}
     for i in range(0, len(flags), block):
         f = np.asarray(flags[i:i + block], dtype=bool)
-        beyond = {"sd": np.asarray(sd[i:i + block], dtype=float) ** 2 > lim.t2,
-                  "od": np.asarray(od[i:i + block], dtype=float) ** 2 > lim.spe}
-        for keys, holds in rules.items():
-            rules[keys] = holds and np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), f)
+        sd2 = np.asarray(sd[i:i + block], dtype=float) ** 2
+        od2 = np.asarray(od[i:i + block], dtype=float) ** 2
+        for s in scales:
+            beyond = {"sd": sd2 > s * lim.t2, "od": od2 > s * lim.spe}
+            for (at, keys), holds in rules.items():
+                if at == s and holds:
+                    rules[at, keys] = np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), f)
         if not any(rules.values()):
             return {}
-    keys = next(k for k, holds in rules.items() if holds)
-    return {k: float(np.sqrt(lim.t2 if k == "sd" else lim.spe)) for k in keys}
+    s, keys = next(k for k, holds in rules.items() if holds)
+    return {k: float(np.sqrt(s * (lim.t2 if k == "sd" else lim.spe))) for k in keys}
 
 
 class OutlierMapView(BaseView):
@@ -77,7 +84,7 @@ class OutlierMapView(BaseView):
         self.method_box.currentIndexChanged.connect(self.redraw)
         self.plot = self.legend = self.cloud = None
         self.cut_lines, self.flag_lines, self.region_labels = {}, {}, {}
-        self._framing = self._framed_range = None   # (SD, OD) the view was framed to, see _place
+        self._framing = self._framed_range = None   # (SD, OD, upper names shown) framed to, see _place
         self._swatches = []
         self._binned_text = ""   # binned: the status after what the picture shows
         # The figure's parts, one per idle turn (build_step): built in one turn, the view was the
@@ -239,18 +246,26 @@ class OutlierMapView(BaseView):
             t.setText(f"{r} ({counts[r]:,})")
         at = {"regular": ((0.0, 0.0), (0, 0)), "good leverage": ((x_hi, 0.0), (1, 0)),
               "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
+        # The upper regions' names lie in a strip above the largest OD, the same way (_frame):
+        # hung from the top of the data's range, "bad leverage (6)" covered the farthest sample
+        # (octane's sample 26, the one a user looks for first).
         for r, t in self.region_labels.items():
             pos, anchor = at[r]
             t.setAnchor(anchor)
             t.setPos(*pos)
             t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
-        self._framing = (x_hi, y_hi)
+        self._framing = (x_hi, y_hi, od_cut > 0)
         self._frame()
 
     def _frame(self) -> None:
-        x_hi, y_hi = self._framing
+        x_hi, y_hi, upper = self._framing
+        strip = self._label_strip(y_hi, 2 if upper else 1)
+        top = y_hi + strip if upper else y_hi
+        for r in ("orthogonal outlier", "bad leverage"):
+            t = self.region_labels[r]
+            t.setPos(t.pos().x(), top)
         vb = self.plot.getViewBox()
-        vb.setRange(xRange=(0, x_hi), yRange=(-self._label_strip(y_hi), y_hi), padding=0.02)
+        vb.setRange(xRange=(0, x_hi), yRange=(-strip, top), padding=0.02)
         self._framed_range = vb.viewRange()
 
     def _on_plot_resized(self, *_) -> None:
@@ -258,13 +273,14 @@ class OutlierMapView(BaseView):
         if self._framing is not None and np.allclose(self.plot.getViewBox().viewRange(), self._framed_range):
             self._frame()
 
-    def _label_strip(self, y_hi: float) -> float:
-        """How far below OD = 0 the view reaches so that a region name fits there, in OD units,
-        for a view showing OD up to ``y_hi`` (at the plot's height now, or a typical one)."""
+    def _label_strip(self, y_hi: float, strips: int = 1) -> float:
+        """The height of a strip a region name fits in, in OD units, for a view showing OD from
+        0 to ``y_hi`` plus ``strips`` such strips (under OD = 0, and above ``y_hi``), at the
+        plot's height now, or a typical one."""
         text = max(t.boundingRect().height() for t in self.region_labels.values()) + 2
         height = self.plot.getViewBox().height()
         height = height if height > 4 * text else 400.0
-        return y_hi * text / (height - text)
+        return y_hi * text / (height - strips * text)
 
     def _redraw_binned(self, res, ds):
         """A large map: columns handed to the cloud unread; known outliers per region counted

@@ -1,9 +1,13 @@
 """ROBPCA in the window, as a user meets it: picked in the Method panel's list, run with the Run
 button on a demo, and its outlier map on screen drawing its own distances and cut-offs."""
+import pathlib
+
 import numpy as np
+import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
 
+from app.views._common import fmt
 from robustcore.outlier_map import REGIONS
 
 
@@ -39,3 +43,59 @@ def test_robpca_picked_in_the_method_panel_runs_and_its_outlier_map_shows_it(qtb
     truth = window.state.dataset.outliers
     assert np.all(region[truth] > 0)
     np.testing.assert_array_equal(res.flags["outlier"], est.predict(X) == -1)
+
+
+OCTANE = pathlib.Path(__file__).resolve().parents[1] / "robustcore" / "subspace" / "data" / "octane.npz"
+ALCOHOL = np.array([25, 26, 36, 37, 38, 39]) - 1      # octane samples with added alcohol (0-based)
+
+
+@pytest.fixture
+def octane_csv(tmp_path):
+    """The paper's octane spectra as the CSV file a user would open (39 x 226, one header row)."""
+    with np.load(OCTANE, allow_pickle=False) as z:
+        X = z["X"]
+    path = tmp_path / "octane.csv"
+    np.savetxt(path, X, delimiter=",", header=",".join(f"nm{1102 + 2 * j}" for j in range(X.shape[1])),
+               comments="", fmt="%.17g")
+    return path
+
+
+def _run_robpca_on_octane(qtbot, window, path, k: str):
+    with qtbot.waitSignal(window.datasetLoaded, timeout=30000):
+        window.open_path(str(path))
+    panel = window.method_panel
+    panel.combo.setCurrentIndex(panel.combo.findData("robpca"))
+    qtbot.keyClicks(panel.form().editor("n_components"), k)     # typed, as a user does
+    with qtbot.waitSignal(window.runFinished, timeout=120000) as blocker:
+        qtbot.mouseClick(panel.run_button, Qt.MouseButton.LeftButton)
+    return blocker.args[0]
+
+
+@pytest.mark.slow   # a ROBPCA run in the worker process on 39 x 226
+def test_octane_map_shows_the_paper_s_six_and_where_the_rings_start(qtbot, window, octane_csv):
+    """The paper's example, opened and run as a user would (k = 2): the six alcohol samples are
+    the bad leverage points, in sight (the "bad leverage (6)" name covered the farthest, sample
+    26), and the rings' boundary, ROBPCA's calibrated cut-offs, is drawn and named (ROBPCA's
+    rings started inside the dashed lines with no line saying why: sample 31 ringed as
+    "regular")."""
+    res = _run_robpca_on_octane(qtbot, window, octane_csv, "2")
+    v = window.views.show_view("outlier-map")
+    qtbot.wait(50)
+    v.grab()
+    x, y = v.cloud.points()
+    sd_cut, od_cut = v.cut_lines["sd"].value(), v.cut_lines["od"].value()
+    np.testing.assert_array_equal(np.flatnonzero((x > sd_cut) & (y > od_cut)), ALCOHOL)
+    assert v.region_labels["bad leverage"].textItem.toPlainText() == "bad leverage (6)"
+    vb = v.plot.getViewBox()
+    for t in v.region_labels.values():       # no region name over a sample
+        rect = t.sceneBoundingRect()
+        for i in range(x.size):
+            assert not rect.contains(vb.mapViewToScene(pg.Point(x[i], y[i]))), (t.textItem.toPlainText(), i)
+    # the rings start at the solid lines, which the legend names in map units
+    flags = np.asarray(res.flags["outlier"], dtype=bool)
+    lines = {k: line.value() for k, line in v.flag_lines.items() if line.isVisible()}
+    assert set(lines) == {"sd", "od"}
+    np.testing.assert_array_equal((x > lines["sd"]) | (y > lines["od"]), flags)
+    assert lines["sd"] < sd_cut and lines["od"] < od_cut      # calibrated below the paper's here
+    ringed = next(label.text for _, label in v.legend.items if label.text.startswith("ringed"))
+    assert "solid" in ringed and f"SD > {fmt(lines['sd'])}" in ringed
