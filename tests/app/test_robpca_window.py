@@ -99,3 +99,32 @@ def test_octane_map_shows_the_paper_s_six_and_where_the_rings_start(qtbot, windo
     assert lines["sd"] < sd_cut and lines["od"] < od_cut      # calibrated below the paper's here
     ringed = next(label.text for _, label in v.legend.items if label.text.startswith("ringed"))
     assert "solid" in ringed and f"SD > {fmt(lines['sd'])}" in ringed
+
+
+@pytest.mark.slow   # a ROBPCA run in the worker process on 39 x 226
+def test_octane_results_exported_from_the_window_carry_the_outlier_map(qtbot, window, octane_csv, tmp_path):
+    """Results > Export to a folder after an octane run: the samples CSV has the map's own
+    numbers (score and orthogonal distance, region by name; they were only in the NPZ), the
+    cut-offs they are measured against, and an outlier score described as ROBPCA's (it said
+    "SPE and T² ... above 1 = flagged" beside flagged rows under 1)."""
+    from .test_export import _read_csv
+
+    res = _run_robpca_on_octane(qtbot, window, octane_csv, "2")
+    (tmp_path / "out").mkdir()      # the folder the dialog picks
+    written = window.export_results_to(str(tmp_path / "out"), overwrite=False)
+    path = next(p for p in written if p.endswith("robpca-samples.csv"))
+    header, cols, rows = _read_csv(path)
+    col = {name: [r[cols.index(name)] for r in rows] for name in cols}
+    np.testing.assert_array_equal(np.array(col["score_distance"], dtype=float), res.arrays["score_distance"])
+    np.testing.assert_array_equal(np.array(col["orthogonal_distance"], dtype=float),
+                                  res.arrays["orthogonal_distance"])
+    assert [i for i, r in enumerate(col["map_region"]) if r == "bad leverage"] == ALCOHOL.tolist()
+    assert set(col["map_region"]) == {"regular", "bad leverage"}
+    assert header["outlier map"]["SD cut-off"] == res.summary["SD cut-off"]
+    assert header["outlier map"]["OD cut-off"] == res.summary["OD cut-off"]
+    # flagged rows under 1 (calibrated cut-offs): the description must not say 1 is the limit
+    score = np.array(col["outlier_score"], dtype=float)
+    flagged = np.array(col["flag_outlier"]) == "1"
+    assert np.any(flagged & (score < 1))
+    said = header["score directions"]["outlier_score"]
+    assert "SD and OD" in said and "calibrated" in said and "above 1 = flagged" not in said
