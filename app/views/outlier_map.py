@@ -2,7 +2,8 @@
 far ALONG the subspace, SD² = T²) against its orthogonal distance (how far OFF it, OD² = SPE),
 with both cut-offs and the four regions named. SPE alone cannot see a good-leverage point (far
 along the subspace, close to it); the map shows it. Known outliers are drawn in their own colour,
-the method's flags ringed, the selection shared with every view.
+the method's flags ringed, the selection shared with every view; the samples farthest outside
+the regular region are named beside their points, as in the paper's figures (_point_names).
 
 The dashed lines are the map's 97.5 % cut-offs, which name the regions. The rings follow the
 method's own rule, often the calibrated SPE/T² limits instead: those are drawn as lines of their
@@ -28,7 +29,8 @@ from . import _style as st
 from ._binned import Source, add_flag_entries, layer_entries
 from ._cloud import PointCloud, new_plot
 from ._density import DENSITY_POINTS
-from ._common import Choice, describe_sample, fmt, labelled, title_of
+from ._common import Choice, describe_sample, fmt, labelled, sample_id, title_of
+from ._point_names import MAX_NAMED, PointNames, most_outlying
 from .base import BaseView
 
 NEED = ("score_distance", "orthogonal_distance", "map_region")
@@ -82,14 +84,14 @@ class OutlierMapView(BaseView):
         self.controls.addWidget(labelled("Result", self.method_box))
         self.controls.addWidget(self.method_box)
         self.method_box.currentIndexChanged.connect(self.redraw)
-        self.plot = self.legend = self.cloud = None
+        self.plot = self.legend = self.cloud = self.names = None
         self.cut_lines, self.flag_lines, self.region_labels = {}, {}, {}
         self._framing = self._framed_range = None   # (SD, OD, upper names shown) framed to, see _place
         self._swatches = []
         self._binned_text = ""   # binned: the status after what the picture shows
         # The figure's parts, one per idle turn (build_step): built in one turn, the view was the
         # longest stop of a result's arrival (about 80 ms of the GUI thread; issue 33.2).
-        self._parts = [self._add_plot, self._add_lines, self._add_region_labels]
+        self._parts = [self._add_plot, self._add_lines, self._add_region_labels, *[self._add_names] * 3]
 
     def build_step(self) -> bool:
         if not self._parts:
@@ -127,6 +129,10 @@ class OutlierMapView(BaseView):
         for t in self.region_labels.values():
             t.setZValue(20)   # over the points
             self.plot.addItem(t)
+        self.names = PointNames(self.plot, avoid=lambda: list(self.region_labels.values()))
+
+    def _add_names(self) -> None:
+        self.names.add_items(min(4, MAX_NAMED - len(self.names.items)))   # 4, 4, 2
 
     @classmethod
     def missing(cls, state, method=None):
@@ -155,6 +161,7 @@ class OutlierMapView(BaseView):
         if om is None or any(k not in a for k in NEED):
             self.drawn = None
             self.cloud.clear()
+            self.names.clear()
             self.set_status(f"{title_of(res.method)}: no outlier map: "
                             f"{res.no_outlier_map or res.no_limits or 'no distances in this result'}")
             return
@@ -185,6 +192,8 @@ class OutlierMapView(BaseView):
         counts = {r: int(np.sum(region == i)) for i, r in enumerate(REGIONS)}
         limits = flag_limits(res, sd, od, flags)
         self._place(om, float(sd.max(initial=0.0)), float(od.max(initial=0.0)), counts, limits)
+        named = most_outlying(sd, od, sd_cut, od_cut, region)
+        self.names.set(named, [sample_id(ds, int(i)) for i in named], sd, od)
         self.legend.clear()
         for color, text in legend:
             self.legend.addItem(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None), text)
@@ -197,8 +206,11 @@ class OutlierMapView(BaseView):
             k = ds.outliers.astype(bool)
             truth = (" · known outliers by region: "
                      + ", ".join(f"{r} {int(np.sum(k & (region == i))):,}" for i, r in enumerate(REGIONS)))
+        naming = (f" · named: the {len(named)} farthest outside the regular region where a name fits"
+                  + (" (row numbers from 0)" if all(sample_id(ds, int(i)) == str(i) for i in named) else "")
+                  if len(named) else "")
         self.set_status(f"{title_of(res.method)}: SD² = T², OD² = SPE; cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
-                        f"(97.5 %); " + ", ".join(f"{counts[r]:,} {r}" for r in REGIONS) + truth)
+                        f"(97.5 %); " + ", ".join(f"{counts[r]:,} {r}" for r in REGIONS) + truth + naming)
 
     def _add_cut_entry(self) -> None:
         self._cut_sample = pg.PlotDataItem(pen=self.cut_lines["sd"].pen)
@@ -286,6 +298,7 @@ class OutlierMapView(BaseView):
         """A large map: columns handed to the cloud unread; known outliers per region counted
         on the worker with the columns; range, legend and status when the picture comes."""
         a, om = res.arrays, res.outlier_map
+        self.names.clear()   # (the samples are not read here: see _point_names)
         flags = res.flags.get("outlier")   # as stored: read by blocks on the worker
         self._rule = der.outlier_rule(res) if flags is not None else ""
         score = res.sample_scores.get(res.primary_score) if res.primary_score else None
@@ -349,4 +362,6 @@ class OutlierMapView(BaseView):
     def clear(self):
         if self.cloud is not None:
             self.cloud.clear()
+        if self.names is not None:
+            self.names.clear()
         self.drawn = None

@@ -1,5 +1,6 @@
 """ROBPCA in the window, as a user meets it: picked in the Method panel's list, run with the Run
 button on a demo, and its outlier map on screen drawing its own distances and cut-offs."""
+import itertools
 import pathlib
 
 import numpy as np
@@ -8,6 +9,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.views._common import fmt
+from app.views._point_names import _inked
 from robustcore.outlier_map import REGIONS
 
 
@@ -86,11 +88,26 @@ def test_octane_map_shows_the_paper_s_six_and_where_the_rings_start(qtbot, windo
     sd_cut, od_cut = v.cut_lines["sd"].value(), v.cut_lines["od"].value()
     np.testing.assert_array_equal(np.flatnonzero((x > sd_cut) & (y > od_cut)), ALCOHOL)
     assert v.region_labels["bad leverage"].textItem.toPlainText() == "bad leverage (6)"
+    # the six are named beside their points (the paper's figure names them), the farthest, the
+    # paper's 26, always; the names shown cover no other text
+    assert sorted(int(t.textItem.toPlainText()) for t in v.names.items[:len(v.names.indices)]) == ALCOHOL.tolist()
+    assert v.names.shown()[0] == "25" and "named: the 6 farthest" in v.status.text()
+    texts = [t for t in [*v.names.items, *v.region_labels.values()] if t.isVisible()]
+    for a, b in itertools.combinations(texts, 2):
+        assert not _inked(a).intersects(_inked(b)), (a.textItem.toPlainText(), b.textItem.toPlainText())
     vb = v.plot.getViewBox()
     for t in v.region_labels.values():       # no region name over a sample
         rect = t.sceneBoundingRect()
         for i in range(x.size):
             assert not rect.contains(vb.mapViewToScene(pg.Point(x[i], y[i]))), (t.textItem.toPlainText(), i)
+    # zoomed on the three close together, each gets its name; the one out of sight none
+    hidden = set(v.names.shown()) ^ {str(i) for i in ALCOHOL}
+    assert hidden
+    vb.setRange(xRange=(5.0, 5.6), yRange=(0.7, 0.9), padding=0)
+    qtbot.wait(50)
+    v.grab()
+    assert hidden <= set(v.names.shown()) and "25" not in v.names.shown()
+    vb.autoRange()
     # the rings start at the solid lines, which the legend names in map units
     flags = np.asarray(res.flags["outlier"], dtype=bool)
     lines = {k: line.value() for k, line in v.flag_lines.items() if line.isVisible()}
