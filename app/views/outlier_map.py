@@ -181,9 +181,7 @@ class OutlierMapView(BaseView):
         got = der.outlier_flags(res)
         flags, rule = (got if got is not None else (None, ""))
         self.cloud.set_points(sd, od, brushes=brushes, flags=flags)
-        names = np.array(REGIONS)
-        self.cloud.describe = (lambda i: describe_sample(ds, i, None)
-                               + f" · SD {fmt(sd[i])} · OD {fmt(od[i])} · {names[region[i]]}")
+        self.cloud.describe = lambda i: describe_sample(ds, i, None) + " · " + der.map_place(res, i)
         self.drawn = res
         m = der.short_title(res.method)
         st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
@@ -319,11 +317,8 @@ class OutlierMapView(BaseView):
             colors, self._names = ["#333333"], ["samples"]
         self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts),
                                                    self._facts()["limits"])
-        region = np.array(REGIONS)
-        sd, od = a["score_distance"], a["orthogonal_distance"]
-        self.cloud.describe = (lambda i: describe_sample(ds, i, None)
-                               + f" · SD {fmt(sd[i])} · OD {fmt(od[i])} · {region[int(a['map_region'][i])]}")
-        self.cloud.set_source(Source(make=make, n=len(sd), colors=colors))
+        self.cloud.describe = lambda i: describe_sample(ds, i, None) + " · " + der.map_place(res, i)
+        self.cloud.set_source(Source(make=make, n=len(a["score_distance"]), colors=colors))
         self.drawn = res
         m = der.short_title(res.method)
         st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
@@ -331,7 +326,8 @@ class OutlierMapView(BaseView):
         self.legend.clear()
         self._binned_text = (f"cut-offs SD {fmt(om.sd_cutoff)}, OD {fmt(om.od_cutoff)} (97.5 %); "
                              + ", ".join(f"{om.counts[r]:,} {r}" for r in REGIONS))
-        self.set_status(f"{title_of(res.method)}: {len(sd):,} samples: binning them off the window's thread ...")
+        n = len(a["score_distance"])
+        self.set_status(f"{title_of(res.method)}: {n:,} samples: binning them off the window's thread ...")
 
     def _on_picture(self, pic, _levels):
         res, b = self.drawn, self.cloud.binned

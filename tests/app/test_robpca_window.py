@@ -6,7 +6,7 @@ import pathlib
 import numpy as np
 import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from app.views._common import fmt
 from app.views._point_names import _inked
@@ -116,6 +116,13 @@ def test_octane_map_shows_the_paper_s_six_and_where_the_rings_start(qtbot, windo
     assert lines["sd"] < sd_cut and lines["od"] < od_cut      # calibrated below the paper's here
     ringed = next(label.text for _, label in v.legend.items if label.text.startswith("ringed"))
     assert "solid" in ringed and f"SD > {fmt(lines['sd'])}" in ringed
+    # a click on the farthest point picks it; the sample detail says where the map puts it
+    p = v.figure.mapFromScene(vb.mapViewToScene(pg.Point(x[25], y[25])))
+    qtbot.mouseClick(v.figure.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(int(p.x()), int(p.y())))
+    qtbot.waitUntil(lambda: list(window.state.selection) == [25], timeout=5000)
+    d = window.views.show_view("detail")
+    qtbot.waitUntil(lambda: "#25" in d.status.text(), timeout=5000)
+    assert f"SD {fmt(x[25])} · OD {fmt(y[25])} · bad leverage" in d.status.text()
 
 
 @pytest.mark.slow   # a ROBPCA run in the worker process on 39 x 226
