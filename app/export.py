@@ -154,15 +154,19 @@ def provenance_header(result, dataset) -> dict:
             "fingerprint": getattr(result, "data_fingerprint", None),
             "sha256": prov.get("sha256"), "path": prov.get("path"), "demo": prov.get("demo"),
             "loader": prov.get("loader"), "loader_options": prov.get("options")}
-    from robustcore.methods import SCORE_DIRECTIONS
+    from robustcore.methods import METHOD_SCORE_DIRECTIONS, SCORE_DIRECTIONS
     # Which way each score column runs, so no reader has to guess (scikit-learn's score_samples
     # runs the other way from the SPE written here).
-    directions = {k: SCORE_DIRECTIONS[k] for k in getattr(result, "sample_scores", {}) or {}
-                  if k in SCORE_DIRECTIONS}
-    return _jsonable({"method": result.method, "params": params, "seed": params.get("random_state"),
-                      "data": data, "versions": library_versions(),
-                      "score directions": directions,
-                      "warnings": list(getattr(result, "warnings", []) or [])})
+    known = {**SCORE_DIRECTIONS, **METHOD_SCORE_DIRECTIONS.get(result.method, {})}
+    directions = {k: known[k] for k in getattr(result, "sample_scores", {}) or {} if k in known}
+    header = {"method": result.method, "params": params, "seed": params.get("random_state"),
+              "data": data, "versions": library_versions(), "score directions": directions}
+    om = getattr(result, "outlier_map", None)
+    if om is not None:   # what the map's columns are measured against
+        header["outlier map"] = {"SD cut-off": om.sd_cutoff, "OD cut-off": om.od_cutoff,
+                                 "regions": dict(om.counts)}
+    header["warnings"] = list(getattr(result, "warnings", []) or [])
+    return _jsonable(header)
 
 
 def _comment_block(header: dict) -> str:
@@ -197,6 +201,7 @@ def samples_csv_text(result, dataset) -> str:
         cols.append((name, np.asarray(v)))
     for name, v in result.flags.items():
         cols.append((f"flag_{name}", np.asarray(v, dtype=bool)))
+    cols += _outlier_map_columns(result)
     for name, col in cols:
         if len(col) != n:
             raise ValueError(f"column {name!r} has {len(col)} values but the data set has {n} samples")
@@ -209,6 +214,19 @@ def samples_csv_text(result, dataset) -> str:
     for s0 in range(0, n, 65_536):
         w.writerows(zip(*(_column_text(col[s0:s0 + 65_536]) for _, col in cols)))
     return buf.getvalue()
+
+
+def _outlier_map_columns(result) -> list[tuple[str, np.ndarray]]:
+    """The outlier map's numbers per sample (score and orthogonal distance, region by name), for
+    a result that has the map: ROBPCA's are its own diagnostic (its distances in the cut-offs'
+    units, not SPE and T² under other names), and were only in the NPZ."""
+    from robustcore.outlier_map import REGIONS
+    a = result.arrays
+    if result.outlier_map is None or any(k not in a for k in ("score_distance", "orthogonal_distance", "map_region")):
+        return []
+    return [("score_distance", np.asarray(a["score_distance"], dtype=float)),
+            ("orthogonal_distance", np.asarray(a["orthogonal_distance"], dtype=float)),
+            ("map_region", np.asarray(REGIONS)[np.asarray(a["map_region"], dtype=np.int64)])]
 
 
 def _column_text(col) -> list[str]:

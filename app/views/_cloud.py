@@ -155,7 +155,16 @@ class SelectViewBox(MenuOnDemandViewBox):
         super().mouseClickEvent(ev)
 
 
-class GroupScatter(pg.ScatterPlotItem):
+class PassScatter(pg.ScatterPlotItem):
+    """A cloud's scatter item that lets clicks through to the view box, which picks the sample
+    nearest the cursor (CloudSelection._on_pick): pyqtgraph's ScatterPlotItem takes a click on
+    its own points, so a click right on a point, or on a flagged point's ring, selected nothing."""
+
+    def mouseClickEvent(self, ev):
+        ev.ignore()
+
+
+class GroupScatter(PassScatter):
     """A ScatterPlotItem for points that all share one symbol, size, pen and brush.
 
     pyqtgraph's ``updateSpots`` builds a Python tuple per point to look up each point's symbol
@@ -237,10 +246,10 @@ class PointCloud(CloudSelection, QObject):
         self._pending: list = []    # parts still to draw (sample indices)
         self._part_timer = next_turn(self, self._next_part)
         self._perm = np.zeros(0, dtype=np.int64)
-        self.flag_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 5, symbol="o", brush=None,
-                                            pen=st.pen(st.FLAG_COLOR, 1.3), name="flagged")
-        self.sel_item = pg.ScatterPlotItem(pxMode=True, size=self.size + 10, symbol="o", brush=None,
-                                           pen=st.pen(st.SELECT_COLOR, 2.5), name="selected")
+        self.flag_item = PassScatter(pxMode=True, size=self.size + 5, symbol="o", brush=None,
+                                     pen=st.pen(st.FLAG_COLOR, 1.3), name="flagged")
+        self.sel_item = PassScatter(pxMode=True, size=self.size + 10, symbol="o", brush=None,
+                                    pen=st.pen(st.SELECT_COLOR, 2.5), name="selected")
         self.flag_item.setZValue(5)
         self.sel_item.setZValue(10)
         for it in (self.flag_item, self.sel_item):

@@ -101,6 +101,20 @@ def outlier_flags(result) -> tuple[np.ndarray, str] | None:
     return np.asarray(result.flags["outlier"], dtype=bool), outlier_rule(result)
 
 
+def map_place(result, i: int) -> str:
+    """'SD 7.84 · OD 1.27 · bad leverage': where sample i lies on the result's outlier map ("" for
+    a result without one). One row is read: the columns may be stored."""
+    a = result.arrays if result is not None else {}
+    if result is None or result.outlier_map is None or \
+            any(k not in a for k in ("score_distance", "orthogonal_distance", "map_region")):
+        return ""
+    from robustcore.outlier_map import REGIONS
+
+    from ._common import fmt
+    return (f"SD {fmt(float(a['score_distance'][i]))} · OD {fmt(float(a['orthogonal_distance'][i]))} · "
+            f"{REGIONS[int(a['map_region'][i])]}")
+
+
 def map_model(result) -> tuple[dict | None, str]:
     """What the SPE/T² map draws: ``({"components", "mean", "variances", "spe_limit",
     "t2_limit", "residual_direction", "data_plane"}, "")``, or ``(None, why not)``."""

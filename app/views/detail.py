@@ -299,5 +299,6 @@ class DetailView(BaseView):
             self.bar_plot.enableAutoRange()
             why += " · largest: " + ", ".join(f"{ds.feature_names[j]} ({fmt(vals[j])})" for j in top)
         fl = der.outlier_flags(res)
+        place = der.map_place(res, i)   # the region the outlier map puts it in (ROBPCA's diagnostic)
         self.set_status(f"{title_of(res.method)} · " + describe_sample(ds, i, res, fl[0] if fl else None)
-                        + " · " + why)
+                        + (f" · {place}" if place else "") + " · " + why)

@@ -2,7 +2,8 @@
 far ALONG the subspace, SD² = T²) against its orthogonal distance (how far OFF it, OD² = SPE),
 with both cut-offs and the four regions named. SPE alone cannot see a good-leverage point (far
 along the subspace, close to it); the map shows it. Known outliers are drawn in their own colour,
-the method's flags ringed, the selection shared with every view.
+the method's flags ringed, the selection shared with every view; the samples farthest outside
+the regular region are named beside their points, as in the paper's figures (_point_names).
 
 The dashed lines are the map's 97.5 % cut-offs, which name the regions. The rings follow the
 method's own rule, often the calibrated SPE/T² limits instead: those are drawn as lines of their
@@ -28,7 +29,8 @@ from . import _style as st
 from ._binned import Source, add_flag_entries, layer_entries
 from ._cloud import PointCloud, new_plot
 from ._density import DENSITY_POINTS
-from ._common import Choice, describe_sample, fmt, labelled, title_of
+from ._common import Choice, describe_sample, fmt, labelled, sample_id, title_of
+from ._point_names import MAX_NAMED, PointNames, most_outlying
 from .base import BaseView
 
 NEED = ("score_distance", "orthogonal_distance", "map_region")
@@ -47,21 +49,28 @@ def flag_limits(result, sd, od, flags, block: int = 1 << 20) -> dict[str, float]
     """Where the flags' own boundary lies on the map: {"sd": √(T² limit), "od": √(SPE limit)}
     (one or both) when the flags are exactly the samples beyond those lines (SD² = T², OD² =
     SPE); {} when they follow another rule (a contamination share, a score of another kind).
+    The limits are taken as recorded (PCA and Coherence Pursuit calibrate them in place), else
+    times the calibration's factor: ROBPCA keeps the paper's cut-offs as its limits and flags
+    beyond that multiple of them (its calibrated cut-offs), which drew no line at all.
     The columns may be stored (a mapped or chunked array): read ``block`` rows at a time."""
     lim = getattr(result, "limits", None)
     if lim is None or flags is None:
         return {}
-    rules = {("od", "sd"): True, ("od",): True, ("sd",): True}
+    scales = [1.0] + ([float(lim.factor)] if float(lim.factor) not in (0.0, 1.0) else [])
+    rules = {(s, keys): True for s in scales for keys in (("od", "sd"), ("od",), ("sd",))}
     for i in range(0, len(flags), block):
         f = np.asarray(flags[i:i + block], dtype=bool)
-        beyond = {"sd": np.asarray(sd[i:i + block], dtype=float) ** 2 > lim.t2,
-                  "od": np.asarray(od[i:i + block], dtype=float) ** 2 > lim.spe}
-        for keys, holds in rules.items():
-            rules[keys] = holds and np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), f)
+        sd2 = np.asarray(sd[i:i + block], dtype=float) ** 2
+        od2 = np.asarray(od[i:i + block], dtype=float) ** 2
+        for s in scales:
+            beyond = {"sd": sd2 > s * lim.t2, "od": od2 > s * lim.spe}
+            for (at, keys), holds in rules.items():
+                if at == s and holds:
+                    rules[at, keys] = np.array_equal(np.logical_or.reduce([beyond[k] for k in keys]), f)
         if not any(rules.values()):
             return {}
-    keys = next(k for k, holds in rules.items() if holds)
-    return {k: float(np.sqrt(lim.t2 if k == "sd" else lim.spe)) for k in keys}
+    s, keys = next(k for k, holds in rules.items() if holds)
+    return {k: float(np.sqrt(s * (lim.t2 if k == "sd" else lim.spe))) for k in keys}
 
 
 class OutlierMapView(BaseView):
@@ -75,14 +84,14 @@ class OutlierMapView(BaseView):
         self.controls.addWidget(labelled("Result", self.method_box))
         self.controls.addWidget(self.method_box)
         self.method_box.currentIndexChanged.connect(self.redraw)
-        self.plot = self.legend = self.cloud = None
+        self.plot = self.legend = self.cloud = self.names = None
         self.cut_lines, self.flag_lines, self.region_labels = {}, {}, {}
-        self._framing = self._framed_range = None   # (SD, OD) the view was framed to, see _place
+        self._framing = self._framed_range = None   # (SD, OD, upper names shown) framed to, see _place
         self._swatches = []
         self._binned_text = ""   # binned: the status after what the picture shows
         # The figure's parts, one per idle turn (build_step): built in one turn, the view was the
         # longest stop of a result's arrival (about 80 ms of the GUI thread; issue 33.2).
-        self._parts = [self._add_plot, self._add_lines, self._add_region_labels]
+        self._parts = [self._add_plot, self._add_lines, self._add_region_labels, *[self._add_names] * 3]
 
     def build_step(self) -> bool:
         if not self._parts:
@@ -120,6 +129,10 @@ class OutlierMapView(BaseView):
         for t in self.region_labels.values():
             t.setZValue(20)   # over the points
             self.plot.addItem(t)
+        self.names = PointNames(self.plot, avoid=lambda: list(self.region_labels.values()))
+
+    def _add_names(self) -> None:
+        self.names.add_items(min(4, MAX_NAMED - len(self.names.items)))   # 4, 4, 2
 
     @classmethod
     def missing(cls, state, method=None):
@@ -148,6 +161,7 @@ class OutlierMapView(BaseView):
         if om is None or any(k not in a for k in NEED):
             self.drawn = None
             self.cloud.clear()
+            self.names.clear()
             self.set_status(f"{title_of(res.method)}: no outlier map: "
                             f"{res.no_outlier_map or res.no_limits or 'no distances in this result'}")
             return
@@ -167,9 +181,7 @@ class OutlierMapView(BaseView):
         got = der.outlier_flags(res)
         flags, rule = (got if got is not None else (None, ""))
         self.cloud.set_points(sd, od, brushes=brushes, flags=flags)
-        names = np.array(REGIONS)
-        self.cloud.describe = (lambda i: describe_sample(ds, i, None)
-                               + f" · SD {fmt(sd[i])} · OD {fmt(od[i])} · {names[region[i]]}")
+        self.cloud.describe = lambda i: describe_sample(ds, i, None) + " · " + der.map_place(res, i)
         self.drawn = res
         m = der.short_title(res.method)
         st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
@@ -178,6 +190,8 @@ class OutlierMapView(BaseView):
         counts = {r: int(np.sum(region == i)) for i, r in enumerate(REGIONS)}
         limits = flag_limits(res, sd, od, flags)
         self._place(om, float(sd.max(initial=0.0)), float(od.max(initial=0.0)), counts, limits)
+        named = most_outlying(sd, od, sd_cut, od_cut, region)
+        self.names.set(named, [sample_id(ds, int(i)) for i in named], sd, od)
         self.legend.clear()
         for color, text in legend:
             self.legend.addItem(pg.ScatterPlotItem(symbol="o", size=8, brush=st.brush(color), pen=None), text)
@@ -190,8 +204,11 @@ class OutlierMapView(BaseView):
             k = ds.outliers.astype(bool)
             truth = (" · known outliers by region: "
                      + ", ".join(f"{r} {int(np.sum(k & (region == i))):,}" for i, r in enumerate(REGIONS)))
+        naming = (f" · named: the {len(named)} farthest outside the regular region where a name fits"
+                  + (" (row numbers from 0)" if all(sample_id(ds, int(i)) == str(i) for i in named) else "")
+                  if len(named) else "")
         self.set_status(f"{title_of(res.method)}: SD² = T², OD² = SPE; cut-offs SD {fmt(sd_cut)}, OD {fmt(od_cut)} "
-                        f"(97.5 %); " + ", ".join(f"{counts[r]:,} {r}" for r in REGIONS) + truth)
+                        f"(97.5 %); " + ", ".join(f"{counts[r]:,} {r}" for r in REGIONS) + truth + naming)
 
     def _add_cut_entry(self) -> None:
         self._cut_sample = pg.PlotDataItem(pen=self.cut_lines["sd"].pen)
@@ -239,18 +256,26 @@ class OutlierMapView(BaseView):
             t.setText(f"{r} ({counts[r]:,})")
         at = {"regular": ((0.0, 0.0), (0, 0)), "good leverage": ((x_hi, 0.0), (1, 0)),
               "orthogonal outlier": ((0.0, y_hi), (0, 0)), "bad leverage": ((x_hi, y_hi), (1, 0))}
+        # The upper regions' names lie in a strip above the largest OD, the same way (_frame):
+        # hung from the top of the data's range, "bad leverage (6)" covered the farthest sample
+        # (octane's sample 26, the one a user looks for first).
         for r, t in self.region_labels.items():
             pos, anchor = at[r]
             t.setAnchor(anchor)
             t.setPos(*pos)
             t.setVisible(od_cut > 0 or r in ("regular", "good leverage"))
-        self._framing = (x_hi, y_hi)
+        self._framing = (x_hi, y_hi, od_cut > 0)
         self._frame()
 
     def _frame(self) -> None:
-        x_hi, y_hi = self._framing
+        x_hi, y_hi, upper = self._framing
+        strip = self._label_strip(y_hi, 2 if upper else 1)
+        top = y_hi + strip if upper else y_hi
+        for r in ("orthogonal outlier", "bad leverage"):
+            t = self.region_labels[r]
+            t.setPos(t.pos().x(), top)
         vb = self.plot.getViewBox()
-        vb.setRange(xRange=(0, x_hi), yRange=(-self._label_strip(y_hi), y_hi), padding=0.02)
+        vb.setRange(xRange=(0, x_hi), yRange=(-strip, top), padding=0.02)
         self._framed_range = vb.viewRange()
 
     def _on_plot_resized(self, *_) -> None:
@@ -258,18 +283,20 @@ class OutlierMapView(BaseView):
         if self._framing is not None and np.allclose(self.plot.getViewBox().viewRange(), self._framed_range):
             self._frame()
 
-    def _label_strip(self, y_hi: float) -> float:
-        """How far below OD = 0 the view reaches so that a region name fits there, in OD units,
-        for a view showing OD up to ``y_hi`` (at the plot's height now, or a typical one)."""
+    def _label_strip(self, y_hi: float, strips: int = 1) -> float:
+        """The height of a strip a region name fits in, in OD units, for a view showing OD from
+        0 to ``y_hi`` plus ``strips`` such strips (under OD = 0, and above ``y_hi``), at the
+        plot's height now, or a typical one."""
         text = max(t.boundingRect().height() for t in self.region_labels.values()) + 2
         height = self.plot.getViewBox().height()
         height = height if height > 4 * text else 400.0
-        return y_hi * text / (height - text)
+        return y_hi * text / (height - strips * text)
 
     def _redraw_binned(self, res, ds):
         """A large map: columns handed to the cloud unread; known outliers per region counted
         on the worker with the columns; range, legend and status when the picture comes."""
         a, om = res.arrays, res.outlier_map
+        self.names.clear()   # (the samples are not read here: see _point_names)
         flags = res.flags.get("outlier")   # as stored: read by blocks on the worker
         self._rule = der.outlier_rule(res) if flags is not None else ""
         score = res.sample_scores.get(res.primary_score) if res.primary_score else None
@@ -290,11 +317,8 @@ class OutlierMapView(BaseView):
             colors, self._names = ["#333333"], ["samples"]
         self.cloud.frame = lambda pic: self._place(om, pic.extent[1], pic.extent[3], dict(om.counts),
                                                    self._facts()["limits"])
-        region = np.array(REGIONS)
-        sd, od = a["score_distance"], a["orthogonal_distance"]
-        self.cloud.describe = (lambda i: describe_sample(ds, i, None)
-                               + f" · SD {fmt(sd[i])} · OD {fmt(od[i])} · {region[int(a['map_region'][i])]}")
-        self.cloud.set_source(Source(make=make, n=len(sd), colors=colors))
+        self.cloud.describe = lambda i: describe_sample(ds, i, None) + " · " + der.map_place(res, i)
+        self.cloud.set_source(Source(make=make, n=len(a["score_distance"]), colors=colors))
         self.drawn = res
         m = der.short_title(res.method)
         st.style_plot(self.plot, title=f"{title_of(res.method)} — outlier map of {ds.name}",
@@ -302,7 +326,8 @@ class OutlierMapView(BaseView):
         self.legend.clear()
         self._binned_text = (f"cut-offs SD {fmt(om.sd_cutoff)}, OD {fmt(om.od_cutoff)} (97.5 %); "
                              + ", ".join(f"{om.counts[r]:,} {r}" for r in REGIONS))
-        self.set_status(f"{title_of(res.method)}: {len(sd):,} samples: binning them off the window's thread ...")
+        n = len(a["score_distance"])
+        self.set_status(f"{title_of(res.method)}: {n:,} samples: binning them off the window's thread ...")
 
     def _on_picture(self, pic, _levels):
         res, b = self.drawn, self.cloud.binned
@@ -333,4 +358,6 @@ class OutlierMapView(BaseView):
     def clear(self):
         if self.cloud is not None:
             self.cloud.clear()
+        if self.names is not None:
+            self.names.clear()
         self.drawn = None

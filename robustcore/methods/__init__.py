@@ -21,11 +21,12 @@ SPE/T²; ``_pcp``; ``_esfs``; ``_scw``, SCW's stream protocol; ``_streaming``), 
 from ..result import RunResult
 from ._method import Method, View, estimator_params
 from ._migration import RENAMED_PARAMS, upgrade_params
-from ._rules import LIMITS_RULE, PCP_RULE, RESIDUAL_RULE, ROBPCA_RULE, SCORE_DIRECTIONS, SPARSE_RULE, OutlierRule
+from ._rules import (LIMITS_RULE, METHOD_SCORE_DIRECTIONS, PCP_RULE, RESIDUAL_RULE, ROBPCA_RULE,
+                     SCORE_DIRECTIONS, SPARSE_RULE, OutlierRule)
 from ._takes import LAZY_KINDS, lazy_methods, refusal
 from .registry import METHODS, VIEW_MIN_METHODS, get_method, method_names, methods_for_view, view_requirement
 
 __all__ = ["Method", "View", "RunResult", "OutlierRule", "METHODS", "get_method", "method_names", "methods_for_view",
            "view_requirement", "VIEW_MIN_METHODS", "upgrade_params", "RENAMED_PARAMS", "SCORE_DIRECTIONS",
-           "LAZY_KINDS", "refusal", "lazy_methods", "estimator_params", "LIMITS_RULE", "RESIDUAL_RULE",
-           "SPARSE_RULE", "PCP_RULE", "ROBPCA_RULE"]
+           "METHOD_SCORE_DIRECTIONS", "LAZY_KINDS", "refusal", "lazy_methods", "estimator_params", "LIMITS_RULE",
+           "RESIDUAL_RULE", "SPARSE_RULE", "PCP_RULE", "ROBPCA_RULE"]

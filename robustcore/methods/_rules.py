@@ -13,7 +13,7 @@ from .._contamination import LIMIT_ALPHA, N_MAD, contamination_rule
 from ..subspace._robpca_params import CRIT as _ROBPCA_CRIT, CUTOFFS  # (no scikit-learn import)
 
 __all__ = ["OutlierRule", "Cut", "LIMITS_RULE", "RESIDUAL_RULE", "SPARSE_RULE", "PCP_RULE", "ROBPCA_RULE",
-           "SCORE_DIRECTIONS"]
+           "SCORE_DIRECTIONS", "METHOD_SCORE_DIRECTIONS"]
 
 #: What a rule cuts its score at: the score's own control limit(s) at a false-alarm rate,
 #: ROBPCA's cut-offs, or median + n_mad MAD of the training scores.
@@ -78,4 +78,13 @@ SCORE_DIRECTIONS = {
     "coherence": "higher = more coherent with the other samples (more normal)",
     "outlier_score": "higher = more abnormal (the larger of SPE and T², each in units of its limit; "
                      "above 1 = flagged)",
+}
+# Where a method's score of the same name is another quantity: ROBPCA's outlier score is in the
+# outlier map's units (robustcore.subspace.robpca), and with contamination="auto" it flags above
+# its calibrated cut-offs, not at 1 (an export said "above 1 = flagged" beside flagged rows at 0.94).
+METHOD_SCORE_DIRECTIONS = {
+    "robpca": {"outlier_score": "higher = more abnormal (the larger of SD and OD, each in units of its "
+                                "cut-off on the outlier map: above 1 = beyond a cut-off; flag_outlier is "
+                                "above the calibrated cut-offs with contamination='auto', above 1 with "
+                                "'cutoffs')"},
 }

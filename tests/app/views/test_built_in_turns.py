@@ -19,6 +19,8 @@ def test_the_outlier_map_is_built_one_part_per_idle_turn(qtbot):
     assert v.build_step() and v.plot is not None and v.cloud is not None and not v.cut_lines
     assert v.build_step() and set(v.cut_lines) == {"sd", "od"} and not v.region_labels
     assert v.build_step() and len(v.region_labels) == 4
+    for k in (4, 8, 10):   # the samples' names, at most four text items a turn
+        assert v.build_step() and len(v.names.items) == k
     assert not v.build_step()
     # Half built, then drawn: finished first, drawn as one built at once.
     half, whole = OutlierMapView(state), OutlierMapView(state)
@@ -170,5 +172,5 @@ def test_a_view_half_built_ahead_is_finished_one_part_per_turn_when_its_tab_is_c
     done = _turns_of_drawing(views, OutlierMapView, monkeypatch)
     turns = _run_turns(views, done, lambda: views.setCurrentWidget(v))
     assert all(len(t) <= 1 for t in turns), turns
-    assert [w for t in turns for w in t] == ["part", "part", "draw"], turns
+    assert [w for t in turns for w in t] == ["part"] * 5 + ["draw"], turns   # lines, labels, names x3
     assert v.drawn is state.result("pca") and len(v.region_labels) == 4

@@ -103,6 +103,32 @@ def test_the_lower_regions_names_cover_no_sample(state_views, qtbot):
         assert top <= 1e-9 * max(1.0, float(y.max())), (name, top)   # under OD = 0: over no sample
 
 
+def test_the_upper_regions_names_cover_no_sample(state_views, qtbot):
+    """The names of the two regions above the OD cut-off lie in a strip above the largest OD:
+    hung from the top of the data's range, "bad leverage (6)" covered the farthest sample of
+    octane (sample 26), the one a user looks for first."""
+    state, views = state_views
+    state.set_current_method("coherence-pursuit")
+    v = views.show_view("outlier-map")
+    qtbot.wait(50)
+    v.grab()
+    vb = v.plot.getViewBox()
+    _, y = v.cloud.points()
+    for name in ("orthogonal outlier", "bad leverage"):
+        t = v.region_labels[name]
+        assert t.isVisible()
+        rect = t.sceneBoundingRect()
+        assert vb.sceneBoundingRect().adjusted(-2, -2, 2, 2).contains(rect), name   # in sight
+        bottom = vb.mapSceneToView(rect.bottomLeft()).y()
+        assert bottom > y.max(), (name, bottom, y.max())   # above every sample
+    v.resize(v.width(), v.height() - 200)   # the strip follows the plot's height
+    qtbot.wait(50)
+    v.grab()
+    rect = v.region_labels["bad leverage"].sceneBoundingRect()
+    assert vb.mapSceneToView(rect.bottomLeft()).y() > y.max()
+    assert vb.sceneBoundingRect().adjusted(-2, -2, 2, 2).contains(rect)
+
+
 def test_the_rings_boundary_is_drawn_where_the_flags_start(state_views, qtbot):
     """Coherence Pursuit flags beyond its calibrated SPE/T² limits, not at the map's 97.5 %
     cut-offs: the rings started far past the dashed line with nothing saying why. The flags' own

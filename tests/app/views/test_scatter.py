@@ -243,3 +243,24 @@ def test_a_robust_pca_with_an_empty_low_rank_part_is_not_drawn_as_a_subspace(vie
         assert why is not None and "no low-rank part" in why, (name, why)
         assert name not in views.available_views()
     assert "decomposition" in views.available_views()
+
+
+def test_a_click_right_on_a_ringed_point_selects_it(scatter, qtbot):
+    """pyqtgraph's scatter items took a click on their own points (the flags' rings above all),
+    so a click right on a point selected nothing; the view box picks the nearest sample."""
+    import pyqtgraph as pg
+    state, v = scatter
+    v.method_box.set_key("coherence-pursuit")
+    v.flag_box.set_key(("derived", None))
+    x, y = v.cloud.points()
+    flags = np.asarray(state.result("coherence-pursuit").flags["outlier"], dtype=bool)
+    vb = v.cloud.vb
+    (x0, x1), (y0, y1) = vb.viewRange()
+    inside = (x > x0) & (x < x1) & (y > y0) & (y < y1)
+    for i in (np.flatnonzero(flags & inside)[0], np.flatnonzero(~flags & inside)[0]):
+        p = v.figure.mapFromScene(vb.mapViewToScene(pg.Point(x[i], y[i])))
+        qtbot.mouseClick(v.figure.viewport(), Qt.MouseButton.LeftButton, pos=QPoint(int(p.x()), int(p.y())))
+        qtbot.waitUntil(lambda i=i: state.selection.size == 1, timeout=2000)
+        j = int(state.selection[0])
+        assert j == i or np.hypot(x[j] - x[i], y[j] - y[i]) < 1e-9, (i, j)   # the point clicked (or its twin)
+        state.set_selection([], "replace")
