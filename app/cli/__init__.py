@@ -232,6 +232,10 @@ def _fit_all(con, dataset, runs, args, out: str, saved_params: bool = False) -> 
                 raise UsageError(f"{m.name}: {what}{exc}") from None
             finally:
                 con.end_progress()
+            if lazy and results[m.name].storage.out_of_core:
+                # the fit's store lies in out/.work, removed after the run: the summary names
+                # the store the run leaves, METHOD-results.zarr
+                results[m.name].storage.results_in = os.path.join(out, f"{m.name}-results.zarr")
             con.result(results[m.name])
     return results
 

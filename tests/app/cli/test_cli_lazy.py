@@ -82,6 +82,12 @@ def test_zarr_table_runs_out_of_core_with_the_in_memory_numbers(tmp_path, capsys
         assert summary["data"]["fingerprint"].startswith("shallow:")
     assert not (tmp_path / "lazy" / ".work").exists()
     assert "pca-results.zarr" in out
+    # the summary (printed and in the files) names the store the run leaves, not its working folder
+    for m in ("pca", "coherence-pursuit"):
+        where = str(tmp_path / "lazy" / f"{m}-results.zarr")
+        assert json.loads((tmp_path / "lazy" / f"{m}-summary.json").read_text())["summary"]["results in"] == where
+        assert f"results in: {where}" in out
+    assert ".work" not in out
     # PCA out of core: the column moments with the scatter matrix, then the scores (which also
     # calibrate the limits); the flags come from the stored scores, not from the data
     pca_part = out.split("pca: done")[1].split("coherence-pursuit")[0] if "pca: done" in out else out
