@@ -7,13 +7,15 @@ from dataclasses import replace
 from .._contamination import CONTAMINATION
 from .._params import Param, SeedParam, scale_param
 
-__all__ = ["PARAMS", "CRIT", "CUTOFFS"]
+__all__ = ["PARAMS", "CRIT", "CUTOFFS", "MIN_SAMPLES"]
 
 # The quantile of both cut-offs and of every reweighting step (the paper's and rrcov's 0.975):
 # a clean normal sample lies beyond the score cut-off with probability 1 - CRIT.
 CRIT = 0.975
 # contamination's name for the paper's cut-offs as they are (what "auto" calibrates)
 CUTOFFS = "cutoffs"
+# the fewest rows max_samples may name: the fewest ROBPCA fits (two rows span a line)
+MIN_SAMPLES = 2
 
 PARAMS = (
     Param("n_components", int, None, "Number of robust principal components k.", low=1,
@@ -28,7 +30,22 @@ PARAMS = (
           high=1.0, doc="h = max(floor(alpha n), floor((n + k + 1) / 2)) samples: the fit resists "
           "up to n - h outliers. Smaller is more robust and less efficient; 0.5 gives the highest "
           "breakdown point, 0.75 (the paper's default) more precision on clean data."),
-    SeedParam("Seed of the directions through pairs of samples and of the MCD's random subsets."),
+    Param("max_samples", int, "auto", "Rows the robust stages are fitted on: a seeded random sample of "
+          "this many when the data have more; every row is scored.", low=MIN_SAMPLES,
+          special=("auto", "all"), advanced=True,
+          doc='As scikit-learn\'s IsolationForest ``max_samples``: "auto" is 100,000 rows, an integer '
+              "that many (a table with no more rows than that is fitted on every row, without a "
+              'draw), "all" every row. The rule is the same in memory and out of core: the same '
+              "seeded draw of row indices (the fit's first use of ``random_state``), the scaling "
+              "fitted on every row, the outlyingness, the reweighting and the MCD on the sample, "
+              "then every row scored with the sample's cut-offs; a contamination's offset and the "
+              "calibration of \"auto\" read every row's score. So a table gives the same fit whether "
+              "it is in memory or opened out of core. Out of core the sampled rows (every row for "
+              '"all") are held in memory as float64 and must fit the memory budget '
+              "(robustcore.bigdata.settings); beyond it the fit is refused with how to fix it. "
+              "Tables of at most 100,000 rows are fitted on every row by default."),
+    SeedParam("Seed of the row sample (max_samples), the directions through pairs of samples and of "
+              "the MCD's random subsets."),
     scale_param("auto", doc='"auto" by default, as for every method: ROBPCA is not scale '
                             "equivariant, so columns in different units are standardised and "
                             'data in one unit are left as they are. "none" is the paper\'s, '

@@ -16,7 +16,9 @@ The fit, in the estimator's scaled units (the stages are in :mod:`._robpca_steps
    from the paper's start, and FastMCD's 500 random starts; the smaller determinant wins) gives
    the final centre, loadings and eigenvalues.
 
-Out of core, stages 1-4 run on a random sample of the rows (:mod:`._robpca_sample`).
+On more than ``max_samples`` rows (100,000 by default), stages 1-4 run on a seeded random
+sample of that many, in memory and out of core alike, and every row is scored with the sample's
+cut-offs (:mod:`._robpca_sample`).
 
 Why our own FastMCD rather than scikit-learn's MinCovDet, on measurement (benchmarks/
 results_robpca.md): on glass's 3-D projections MinCovDet's 30 starts (n < 500) stopped at a
@@ -43,7 +45,7 @@ from ._base import SubspaceModel
 from ._robpca_mcd import mcd_subspace, nearest_mask
 from ._robpca_params import CRIT, CUTOFFS, PARAMS
 from ._robpca_rows import CentredRows
-from ._robpca_sample import SAMPLE_ROWS, sampled_rows
+from ._robpca_sample import check_budget, sample_index, sample_size, sampled_rows
 from ._robpca_steps import Scratch, chi2_ppf, choose_k, h_size, od_cutoff, outlyingness
 from ._scan import constant_error, input_rows, load_rows
 
@@ -96,9 +98,9 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
     n_features_in_, n_samples_fit_ : int
         Features and training samples seen by ``fit``.
     n_samples_robust_ : int
-        Rows the robust stages were fitted on: every training row, except a table opened out of
-        core with more than 100,000 rows, fitted on a random sample of that many
-        (robustcore.subspace._robpca_sample).
+        Rows the robust stages were fitted on: every training row, or a seeded random sample of
+        ``max_samples`` of them when there are more (in memory and out of core alike;
+        robustcore.subspace._robpca_sample).
     feature_names_in_ : ndarray of str
         Column names, when X had string column names.
 
@@ -116,10 +118,11 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
     _distance_score = True
 
     def __init__(self, n_components: int | None = None, *, kmax: int = 10, alpha: float = 0.75,
-                 random_state=None, scale: str = "auto", contamination="auto"):
+                 max_samples="auto", random_state=None, scale: str = "auto", contamination="auto"):
         self.n_components = n_components
         self.kmax = kmax
         self.alpha = alpha
+        self.max_samples = max_samples
         self.random_state = random_state
         self.scale = scale
         self.contamination = contamination
@@ -130,10 +133,14 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         may cancel (robustcore._progress)."""
         rows = input_rows(self, X, reset=True, min_samples=2)
         rng = np.random.default_rng(_seed(p["random_state"]))
-        if rows.lazy and rows.n > SAMPLE_ROWS:
-            # out of core: the robust stages on a random sample, the rows scored later in one
-            # pass (fit_row_results, row_results); module doc of _robpca_sample
-            Z, scaling = sampled_rows(rows, p["scale"], rng, progress.span(0.0, 0.3))
+        # the robust stages on a seeded random sample of m rows when the data have more (None:
+        # every row), by one rule in memory and out of core (module doc of _robpca_sample)
+        m = sample_size(p["max_samples"], rows.n)
+        if rows.lazy:
+            check_budget(rows, m, p["max_samples"])
+        if rows.lazy and m is not None:
+            # the rows scored later in one pass (fit_row_results, row_results)
+            Z, scaling = sampled_rows(rows, p["scale"], rng, progress.span(0.0, 0.3), m)
             progress = progress.span(0.3, 1.0)
         else:
             X = load_rows(rows, "ROBPCA", "needs every row for its outlyingness")
@@ -144,10 +151,14 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
             Z, scaling = self._fit_scaled(X, p["scale"])
             if not (proven and Z is X):
                 check_magnitude(Z, method="ROBPCA", fix=OVERFLOW_FIX, bounds=bounds if Z is X else None)
+            if m is not None:
+                # the out-of-core draw, after the same checks and scaling of every row
+                Z = Z[sample_index(rng, rows.n, m)]
         fitted, kept = _stages(Z, p, rng, progress, rows.n)
         self._set_fitted(**scaling, **fitted, n_samples_fit_=rows.n, n_samples_robust_=int(Z.shape[0]))
         # the SPE and projection of every training row, when Z holds them all: the row results
-        # and a contamination's offset derive from them (fit_row_results makes no second pass)
+        # and a contamination's offset derive from them (fit_row_results makes no second pass);
+        # from a sample, every row is scored in a pass of its own, in memory as out of core
         kept = kept if Z.shape[0] == rows.n else {}
         self._set_fitted(**self._training_offset(p["contamination"], rows, kept=kept or None))
         self._keep_rows(rows=rows, **kept)

@@ -10,14 +10,13 @@ da = pytest.importorskip("dask.array")
 from robustcore import Cancelled, ROBPCA  # noqa: E402
 from robustcore._passes import Rows  # noqa: E402
 from robustcore.bigdata import open_lazy, open_table  # noqa: E402
-from robustcore.subspace import _robpca_sample, robpca  # noqa: E402
+from robustcore.subspace import _robpca_sample  # noqa: E402
 
 BOUND = 1500      # the sample bound these tests set (100,000 in use): small tables stay quick
 
 
 @pytest.fixture
 def bound(monkeypatch):
-    monkeypatch.setattr(robpca, "SAMPLE_ROWS", BOUND)
     monkeypatch.setattr(_robpca_sample, "SAMPLE_ROWS", BOUND)
     return BOUND
 
