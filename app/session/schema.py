@@ -5,9 +5,9 @@ run's method, validated parameters and seed, the library versions, the current v
 selection. It is plain JSON with a versioned schema (never pickle). This module imports no Qt and
 no window code: the command line uses it headless.
 
-Schema, version 2 (every field is written; readers ignore fields they do not know)::
+Schema, version 3 (every field is written; readers ignore fields they do not know)::
 
-    {"format": "robust-subspace-studio session", "schema_version": 2, "created": ISO-8601 UTC,
+    {"format": "robust-subspace-studio session", "schema_version": 3, "created": ISO-8601 UTC,
      "versions": {"python", "robustcore", "numpy", "scipy", "PySide6", "pyqtgraph", ...},
      "dataset": {"name", "loader", "options", "path", "relative_path", "size", "sha256", "demo",
                  "fingerprint", "n_samples", "n_features", "snapshot", "lazy", "identity", "digest"} or null,
@@ -51,7 +51,7 @@ __all__ = ["FORMAT_NAME", "SCHEMA_VERSION", "SESSION_SUFFIX", "RESULTS_SUFFIX", 
            "session_from_results", "session_from_state", "session_to_json", "session_from_json"]
 
 FORMAT_NAME = "robust-subspace-studio session"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SESSION_SUFFIX = ".rss.json"
 RESULTS_SUFFIX = ".results.npz"
 DATA_SUFFIX = ".data.npz"
@@ -341,9 +341,24 @@ def _upgrade_run_params(d: dict) -> dict:
     return d
 
 
+def _robpca_sample_rule(d: dict) -> dict:
+    """2 -> 3: ROBPCA's ``max_samples`` (robustcore 0.2's sample rule). Before it, ROBPCA fitted
+    every row of data in memory and a sample of 100,000 rows out of core: a saved run without
+    the parameter is given what it did then ("all" in memory, "auto" out of core), so that a
+    replay repeats its numbers."""
+    runs, ds = d.get("runs"), d.get("dataset")
+    lazy = isinstance(ds, dict) and ds.get("lazy") is True
+    if isinstance(runs, list):
+        d = {**d, "runs": [{**r, "params": {**r["params"], "max_samples": "auto" if lazy else "all"}}
+                           if isinstance(r, dict) and r.get("method") == "robpca"
+                           and isinstance(r.get("params"), dict) and "max_samples" not in r["params"] else r
+                           for r in runs]}
+    return d
+
+
 # from-version -> function turning a parsed document of that version into the next version's.
 # A format change adds its step here (never edits old files).
-_MIGRATIONS: dict = {1: _upgrade_run_params}
+_MIGRATIONS: dict = {1: _upgrade_run_params, 2: _robpca_sample_rule}
 
 
 def session_from_json(text: str, source: str | None = None) -> Session:

@@ -107,6 +107,26 @@ def test_sessions_of_0_1_open_with_renamed_parameters(tmp_path):
         assert get_method(r.method).validate(r.params)
 
 
+@pytest.mark.parametrize("lazy, rule", [(False, "all"), (True, "auto")])
+def test_robpca_runs_saved_before_max_samples_replay_as_they_were_fitted(lazy, rule):
+    """Schema 2 had no max_samples: ROBPCA then fitted every row in memory and a 100,000-row
+    sample out of core; such a run opens with the rule it was fitted by, and validates."""
+    ds = planted()
+    doc = json.loads(S.session_to_json(S.session_from_results(ds, [run(ds)])))
+    robpca_run = dict(doc["runs"][0], method="robpca", params={"n_components": 2, "random_state": 0})
+    doc.update(schema_version=2, runs=[robpca_run, doc["runs"][0]])
+    if doc.get("dataset") is not None:
+        doc["dataset"]["lazy"] = lazy
+    back = S.session_from_json(json.dumps(doc))
+    assert back.schema_version == S.SCHEMA_VERSION == 3
+    assert back.runs[0].params["max_samples"] == rule
+    assert "max_samples" not in back.runs[1].params            # other methods are untouched
+    assert get_method("robpca").validate(back.runs[0].params)
+    # a value saved with the parameter is kept
+    doc["runs"][0]["params"]["max_samples"] = 500
+    assert S.session_from_json(json.dumps(doc)).runs[0].params["max_samples"] == 500
+
+
 # -- refusing bad files --------------------------------------------------------------------------
 
 def good_doc(tmp_path):
