@@ -93,3 +93,27 @@ def test_the_robust_sliced_map_sweeps_the_spe_only_when_the_windows_fail(monkeyp
     assert got["od_cutoff"] == ref["od_cutoff"] > 0
     assert got["counts"] == ref["counts"]
     np.testing.assert_array_equal(got["region"], ref["region"])
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_an_answer_is_np_partitions_value_or_unproven_never_another(seed):
+    """Adversarial slices: few distinct values (ties on the windows' edges), a first slice drawn
+    from a shifted or narrower law, sizes where the windows hold a handful of values."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(50, 30_000))
+    v = rng.integers(0, int(rng.integers(2, 60)), n).astype(np.float64) / 7.0
+    head = int(rng.integers(1, n))
+    v[:head] = v[:head] * rng.choice([1.0, 0.97, 1.05]) + rng.choice([0.0, 0.01, -0.02])
+    w = _fed(v, int(rng.integers(1, n + 1)))
+    ks = _ranks(n)
+    try:
+        got = w.kth_values(ks)
+    except Unproven:
+        return
+    np.testing.assert_array_equal(got, np.partition(v, ks)[ks])
+    centre = float(got[0] + (got[1] - got[0]) * 0.5)
+    try:
+        dev = w.kth_deviations(centre, ks)
+    except Unproven:
+        return
+    np.testing.assert_array_equal(dev, np.partition(np.abs(v - centre), ks)[ks])
