@@ -161,6 +161,8 @@ def _median_and_mad(spe, n: int, window) -> tuple[float, float]:
             return centre, percentile_of(lambda ks: window.kth_deviations(centre, ks), n, 50.0)
         except Unproven:
             pass
+        finally:
+            window.release()
     centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
     return centre, percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
 

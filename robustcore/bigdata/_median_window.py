@@ -88,6 +88,11 @@ class MedianWindow:
         # the median c in [m1, m2] and the MAD t in [t_lo, t_hi] put c - t and c + t in these
         return m1, m2, m1 - t_hi, m2 - t_lo, m1 + t_lo, m2 + t_hi
 
+    def release(self) -> None:
+        """Drops the kept values (the map's regions sweep follows: its peak without them)."""
+        self.near_centre, self.near_mad = [], []
+        self.failed = True
+
     def _ready(self):
         if self.failed or self.windows is None or self.seen != self.n:
             raise Unproven("the windows were abandoned or not fed every value")

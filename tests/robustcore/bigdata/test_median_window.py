@@ -117,3 +117,13 @@ def test_an_answer_is_np_partitions_value_or_unproven_never_another(seed):
     except Unproven:
         return
     np.testing.assert_array_equal(dev, np.partition(np.abs(v - centre), ks)[ks])
+
+
+def test_released_windows_hold_no_values():
+    v = np.random.default_rng(4).random(10_000)
+    w = _fed(v, 2_500)
+    assert w.kept and w.near_centre
+    w.release()
+    assert w.near_centre == [] and w.near_mad == []
+    with pytest.raises(Unproven):
+        w.kth_values(_ranks(v.size))
