@@ -147,6 +147,26 @@ def _cbrt(spe):
     return np.cbrt(np.asarray(spe, dtype=np.float64))
 
 
+def _median_and_mad(spe, n: int, window) -> tuple[float, float]:
+    """Median of OD^(2/3) = cbrt(SPE) (as the Dask route's da.cbrt of the float64 SPE) and the
+    median of its absolute deviations from it, exact: from the distances' sweep's windows
+    (robustcore.bigdata._median_window, no sweep) when they prove both, else over slices of
+    the SPE, made again in each of four sweeps (a histogram and a gather each: at 30M rows
+    0.63 s of CPU; storing the cube roots would cost a write of 240 MB)."""
+    from ._passes import kth_of_slices_of, percentile_of
+    from .bigdata._median_window import Unproven
+    if window is not None:
+        try:
+            centre = percentile_of(window.kth_values, n, 50.0)
+            return centre, percentile_of(lambda ks: window.kth_deviations(centre, ks), n, 50.0)
+        except Unproven:
+            pass
+        finally:
+            window.release()
+    centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
+    return centre, percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
+
+
 def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dict:
     """:func:`outlier_map_of_scores` of per-row results held in memory or stored (not Dask
     arrays: a fit's results are always these, in memory, out of core and with a cluster), in
@@ -154,18 +174,21 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
     stored: 3.1-3.8 s of CPU through Dask's blocks, ~1 s in slices). The first sweep makes both
     distances, the maxima of the rounding test and, for a classical fit, the mean and spread of
     OD^(2/3) (merged slice by slice); the second the regions and their counts. A robust fit's
-    median and MAD of OD^(2/3) are exact order statistics over slices of the SPE (never written
+    median and MAD of OD^(2/3) are exact order statistics: from the values near them that the
+    first sweep keeps (:func:`_median_and_mad`), else over slices of the SPE (never written
     whole). ``projection`` may stay a Dask array: it is read only where the rounding test needs
     it. There ``variances`` (k,), the score variances T² was computed with, bound |t|² by
     max(variances) T²: when that bound already fails the rounding test, the coordinates are
     not read."""
-    from ._passes import kth_of_slices_of, percentile_of
     from .bigdata._dask import compute
+    from .bigdata._median_window import MedianWindow
     from .bigdata._rows import StoredRows, as_dask_rows, chunks_of, fill_rows
     n = int(spe.shape[0])
     k = int(np.prod(projection.shape[1:], dtype=np.int64)) if len(projection.shape) > 1 else 1
     classical = cutoffs is None and not robust
     acc = {"t2_max": -np.inf, "spe_max": -np.inf, "n": 0, "mean": 0.0, "m2": 0.0}
+    # a robust fit's median and MAD of OD^(2/3), from values this sweep makes anyway
+    window = MedianWindow(n) if cutoffs is None and robust else None
 
     def distances(t2_part, spe_part):
         T2 = np.asarray(t2_part, dtype=np.float64)
@@ -173,6 +196,8 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
         # NaN and inf of T² surface in its maximum (np.maximum keeps a NaN)
         acc["t2_max"] = np.maximum(acc["t2_max"], np.max(T2, initial=-np.inf))
         acc["spe_max"] = np.maximum(acc["spe_max"], np.max(S, initial=-np.inf))
+        if window is not None:
+            window.add(np.cbrt(S))
         if classical and S.size:
             # OD^(2/3)'s count, mean and squared deviations, merged (Chan et al.)
             W = np.cbrt(S)
@@ -206,13 +231,8 @@ def _sliced_map(spe, t2, projection, *, robust, crit, cutoffs, variances) -> dic
         if classical:
             centre, spread = float(acc["mean"]), float(np.sqrt(acc["m2"] / (acc["n"] - 1))) if acc["n"] > 1 else 0.0
         else:
-            # median and MAD of OD^(2/3) = cbrt(SPE) (as the Dask route's da.cbrt of the float64
-            # SPE), exact, over slices of the SPE, made again in each of the four sweeps: a
-            # sweep's cbrt took 0.02 s at 30M rows, where storing them cost a write of 240 MB
-            # (0.4-0.6 s of system time on the machine of benchmarks/results_bigdata.md 3.19)
-            centre = percentile_of(lambda ks: kth_of_slices_of(spe, ks, fn=_cbrt), n, 50.0)
-            spread = MAD_NORMAL * percentile_of(
-                lambda ks: kth_of_slices_of(spe, ks, fn=lambda v: abs(_cbrt(v) - centre)), n, 50.0)
+            centre, spread = _median_and_mad(spe, n, window if np.isfinite(od_max) else None)
+            spread *= MAD_NORMAL
         return _od_cutoff(centre, spread, crit)
     sd_cut = float(cutoffs[0]) if cutoffs is not None else _sd_cutoff(k, crit)
     od_cut = od_cutoff()
