@@ -8,10 +8,32 @@ from .._contamination import CONTAMINATION
 from .._centering import AFFINE_CENTERS, center_param
 from .._params import Param, SeedParam, scale_param
 
-__all__ = ["PARAMS"]
+__all__ = ["PARAMS", "inliers_bound"]
+
+
+def _rank_rule(n, d, values):
+    return 1, min(n, d) - 1, (f"below min(n_samples, n_features) = {min(n, d)}; here n_samples = {n}, "
+                              f"n_features = {d}")
+
+
+def inliers_bound(n, n_valid, r, affine):
+    """(low, high, hint) of n_inliers: between the rank r the fit works with (with
+    center="affine" n_components + 1) and the ``n_valid`` usable (non-degenerate) samples of n.
+    The fit knows n_valid; from the shape alone it is n."""
+    bound = 'n_components + 1 (center="affine" fits the offset too)' if affine else "n_components"
+    deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
+    return r, n_valid, f"between {bound} and the {n_valid} usable samples{deg_note}"
+
+
+def _inliers_rule(n, d, values):
+    if values.get("selection", "count") != "count":
+        return None
+    affine = values.get("center") == "affine"
+    return inliers_bound(n, n, (values.get("n_components") or 1) + affine, affine)
+
 
 PARAMS = (
-    Param("n_components", int, None, "Rank of the subspace to recover.", low=1,
+    Param("n_components", int, None, "Rank of the subspace to recover.", low=1, shape_rule=_rank_rule,
           allow_none=True, none_label="estimate (elbow of the scree plot)",
           doc="1 <= n_components < min(n_samples, n_features). None estimates it from the "
               "singular values of the selected (normalised) samples, as the authors suggest, "
@@ -32,7 +54,7 @@ PARAMS = (
               "adds a new direction, r times, in a random sketch of dimension 2r, repeated "
               "``n_repeats`` times (Remark 1)."),
     Param("n_inliers", int, None, "Number of most coherent samples to use (selection=count).",
-          low=1, allow_none=True, none_label="half of the samples",
+          low=1, allow_none=True, none_label="half of the samples", shape_rule=_inliers_rule,
           doc="Between r and the number of non-degenerate samples. Half of them (the paper's "
               "choice for Hopkins155) assumes fewer outliers than inliers."),
     Param("outlier_fraction", float, 0.5, "Upper bound on the share of outliers "

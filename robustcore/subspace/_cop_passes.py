@@ -63,6 +63,7 @@ from .._row_stats import scale_rows, syrk_lower
 from ._cop_memory import RankDeficientWarning
 from ._cop_calibration import bounds_cut, calibration_cut
 from ._cop_selection import selection_band
+from ._coherence_pursuit_params import inliers_bound
 
 __all__ = ["RankDeficientWarning", "warn_rank_deficient", "selection_count"]
 
@@ -401,15 +402,14 @@ def selection_count(p, n, n_valid, r) -> int:
     """How many of the ``n_valid`` usable rows (of ``n``) to select (``selection`` "count" or
     "fraction"); refused with a message when that leaves fewer than r. With center="affine"
     r counts the lifted offset's direction too (``_cop_affine``), and the messages say so."""
-    bound = ("n_components + 1 (center=\"affine\" fits the offset too)" if p.get("center") == "affine"
-             else "n_components")
+    affine = p.get("center") == "affine"
+    bound = "n_components + 1 (center=\"affine\" fits the offset too)" if affine else "n_components"
     if p["selection"] == "count":
-        deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
         k = p["n_inliers"]
         if k is None:
             k = max(r, math.ceil(n_valid / 2))
-        return check_range("n_inliers", k, r, n_valid, integer=True,
-                           hint=f"between {bound} and the {n_valid} usable samples{deg_note}")
+        low, high, hint = inliers_bound(n, n_valid, r, affine)   # the declared rule, n_valid known
+        return check_range("n_inliers", k, low, high, integer=True, hint=hint)
     f = p["outlier_fraction"]
     keep = n_valid - math.floor(f * n_valid)
     if keep < r:
