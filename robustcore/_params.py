@@ -134,7 +134,8 @@ class Param:
     extra: Mapping[str, Any] = field(default_factory=dict)
     doc: str = ""
     # The bound the data's SHAPE sets on a number: (n_samples, n_features, the run's other
-    # values) -> (low, high, hint) for check_range, or None where these values set none. Stated
+    # values) -> (low, high, hint[, low_inclusive, high_inclusive]) for check_range (bounds
+    # inclusive unless said), or None where these values set none. Stated
     # here once, it is what the estimator's fit refuses (check_shape), what the window's form
     # marks red as soon as data are loaded, and what the command line refuses before loading,
     # all with the same message. Bounds that need the values (a rank) stay in the fit.
@@ -203,8 +204,9 @@ class Param:
         bound = self.shape_rule(int(n_samples), int(n_features), values or {})
         if bound is None:
             return value
-        low, high, hint = bound
-        return check_range(self.name, value, low, high, integer=self.kind is int, hint=hint)
+        low, high, hint, low_in, high_in = (*bound, True, True)[:5]
+        return check_range(self.name, value, low, high, low_inclusive=low_in, high_inclusive=high_in,
+                           integer=self.kind is int, hint=hint)
 
     def shape_allowed(self, n_samples: int, n_features: int,
                       values: Mapping[str, Any] | None = None) -> str | None:
@@ -214,8 +216,8 @@ class Param:
                                                                      values or {})
         if bound is None:
             return None
-        low, high, hint = bound
-        return _range_allowed(low, high, True, True, self.kind is int, hint)
+        low, high, hint, low_in, high_in = (*bound, True, True)[:5]
+        return _range_allowed(low, high, low_in, high_in, self.kind is int, hint)
 
     def parse(self, text: str) -> Any:
         """Parse a value typed by a user (command line ``key=value`` or a form) and validate it."""

@@ -8,7 +8,7 @@ from .._contamination import CONTAMINATION
 from .._centering import AFFINE_CENTERS, center_param
 from .._params import Param, SeedParam, scale_param
 
-__all__ = ["PARAMS", "inliers_bound"]
+__all__ = ["PARAMS", "inliers_bound", "fraction_bound"]
 
 
 def _rank_rule(n, d, values):
@@ -16,13 +16,33 @@ def _rank_rule(n, d, values):
                               f"n_features = {d}")
 
 
+def _rank_words(affine):
+    return 'n_components + 1 (center="affine" fits the offset too)' if affine else "n_components"
+
+
+def _degenerate_note(n, n_valid):
+    return f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
+
+
 def inliers_bound(n, n_valid, r, affine):
     """(low, high, hint) of n_inliers: between the rank r the fit works with (with
     center="affine" n_components + 1) and the ``n_valid`` usable (non-degenerate) samples of n.
     The fit knows n_valid; from the shape alone it is n."""
-    bound = 'n_components + 1 (center="affine" fits the offset too)' if affine else "n_components"
-    deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
-    return r, n_valid, f"between {bound} and the {n_valid} usable samples{deg_note}"
+    return r, n_valid, f"between {_rank_words(affine)} and the {n_valid} usable samples{_degenerate_note(n, n_valid)}"
+
+
+def fraction_bound(n, n_valid, r, affine):
+    """(low, high, hint, low_inclusive, high_inclusive) of outlier_fraction: the fit keeps
+    n_valid - floor(f n_valid) samples, at least r of them, so f < (n_valid - r + 1) / n_valid."""
+    return (0.0, (n_valid - r + 1) / n_valid, f"so that at least {_rank_words(affine)} = {r} of the "
+            f"{n_valid} usable samples remain{_degenerate_note(n, n_valid)}", True, False)
+
+
+def _fraction_rule(n, d, values):
+    if values.get("selection", "count") != "fraction":
+        return None
+    affine = values.get("center") == "affine"
+    return fraction_bound(n, n, (values.get("n_components") or 1) + affine, affine)
 
 
 def _inliers_rule(n, d, values):
@@ -58,7 +78,7 @@ PARAMS = (
           doc="Between r and the number of non-degenerate samples. Half of them (the paper's "
               "choice for Hopkins155) assumes fewer outliers than inliers."),
     Param("outlier_fraction", float, 0.5, "Upper bound on the share of outliers "
-          "(selection=fraction).", low=0.0, high=1.0, high_inclusive=False),
+          "(selection=fraction).", low=0.0, high=1.0, high_inclusive=False, shape_rule=_fraction_rule),
     center_param("none",
           doc='"none" is the paper\'s formulation: the inliers\' common offset becomes one of '
               "the subspace's directions. On the 15 development tables it scored a mean "

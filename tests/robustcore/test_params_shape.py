@@ -14,6 +14,10 @@ CASES = [
     ("coherence-pursuit", {"n_components": 5}, (20, 5), "n_components"),
     ("coherence-pursuit", {"n_components": 2, "n_inliers": 21}, (20, 5), "n_inliers"),
     ("coherence-pursuit", {"n_components": 2, "n_inliers": 2, "center": "affine"}, (20, 5), "n_inliers"),
+    ("coherence-pursuit", {"n_components": 3, "selection": "fraction", "outlier_fraction": 0.9}, (20, 5),
+     "outlier_fraction"),
+    ("coherence-pursuit", {"n_components": 2, "selection": "fraction", "outlier_fraction": 0.9,
+                           "center": "affine"}, (20, 5), "outlier_fraction"),
     ("robpca", {"n_components": 20}, (20, 30), "n_components"),
     ("robpca", {"n_components": 6}, (20, 5), "n_components"),
     ("esfs", {"n_eigenpairs": 20}, (20, 5), "n_eigenpairs"),
@@ -46,6 +50,9 @@ def test_the_declared_shape_rule_and_the_fit_refuse_with_the_same_message(method
     ("pca", {"n_components": 5}, (20, 5)),
     ("residual", {"n_components": 4}, (20, 5)),
     ("coherence-pursuit", {"n_components": 4, "n_inliers": 20}, (20, 5)),
+    ("coherence-pursuit", {"n_components": 3, "selection": "fraction", "outlier_fraction": 0.89}, (20, 5)),
+    # n_inliers is not read with selection="fraction"
+    ("coherence-pursuit", {"n_inliers": 50, "selection": "fraction"}, (20, 5)),
     ("robpca", {"n_components": 19}, (20, 30)),
     ("esfs", {"n_eigenpairs": 19, "n_features_to_select": 5, "n_neighbors": 19, "graph": "knn"}, (20, 5)),
     # a dense graph has no neighbours: n_neighbors is not bounded by the rows then
