@@ -29,7 +29,7 @@ def _fit_message(method, values, X):
 def test_robpca_n_components_above_the_octane_shape_is_red_with_the_fits_message(window, qtbot):
     ds = _octane()
     assert ds.X.shape == (39, 226)
-    window.settings.set_keep_params_on_new_data(True)
+    window.act_keep_params.trigger()               # Run > Keep parameters for new data
     window.set_dataset(ds)
     panel = window.method_panel
     assert panel.set_method("robpca")
@@ -76,7 +76,7 @@ def test_a_value_typed_before_the_data_turns_red_when_they_are_loaded(window):
     form = panel.form()
     form.set_text("n_components", "100")
     assert form.errors() == {} and form.shape() is None      # no data: no shape to check against
-    window.settings.set_keep_params_on_new_data(True)
+    window.act_keep_params.trigger()               # Run > Keep parameters for new data
     window.set_dataset(_octane())
     assert form.shape() == (39, 226)
     assert list(form.errors()) == ["n_components"]
