@@ -307,7 +307,8 @@ def test_fraction_leaving_too_few_samples():
     with pytest.raises(ValueError, match=r"'outlier_fraction' parameter must be a number in \[0, 0.9\) "
                                          r"\(so that at least n_components = 3 of the 20 usable"):
         CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.9).fit(X)
-    assert CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.89).fit(X).selected_indices_.size == 3
+    cop = CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.89).fit(X)
+    assert cop.selected_indices_.size == 3
 
 
 def test_width_mismatch_and_unfitted():
