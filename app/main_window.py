@@ -294,6 +294,7 @@ class MainWindow(ListMenus, FileDrop, QMainWindow):
         self.data.show_out_of_core()
         self.dataset_panel.set_dataset(ds)
         self.method_panel.set_restricted(method_restrictions(self.methods, ds))
+        self.method_panel.set_data_shape(None if ds is None else (ds.n_samples, ds.n_features))
         if ds is None:
             self.data_status.setText("No data")
             self.setWindowTitle("Robust Subspace Studio")

@@ -9,9 +9,15 @@ from ._params import Param, scale_param
 
 __all__ = ["PARAMS"]
 
+
+def _rank_rule(n, d, values):
+    return 1, min(n, d) - 1, (f"below min(n_samples, n_features) = {min(n, d)}, or no residual is left; "
+                              f"here n_samples = {n}, n_features = {d}")
+
+
 PARAMS = (
     Param("n_components", int, None, "Dimension of the subspace the scores are measured against.",
-          low=1, allow_none=True, none_label="elbow of the scree plot",
+          low=1, allow_none=True, none_label="elbow of the scree plot", shape_rule=_rank_rule,
           doc="1 <= n_components < min(n_samples, n_features). None takes the elbow of the "
               "log scree plot, at most half of min(n_samples, n_features) (robustcore.rank: "
               "a rank that keeps nearly every direction leaves SPE nothing to measure)."),

@@ -11,12 +11,12 @@ import math
 import numbers
 from dataclasses import dataclass, field
 from typing import Any
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = ["Param", "SeedParam", "SCALES", "scale_param", "param_error", "param_message", "validate_params",
-           "check_range"]
+           "check_range", "check_shape", "shape_errors"]
 
 
 def _fmt(value: Any) -> str:
@@ -88,10 +88,16 @@ def check_range(name: str, value, low=None, high=None, *, low_inclusive=True,
     """
     out = _number_in_range(value, low, high, low_inclusive, high_inclusive, integer)
     if out is None:
-        kind = "an integer" if integer else "a number"
-        allowed = f"{kind} {_interval(low, high, low_inclusive, high_inclusive)}".strip()
-        raise param_error(name, f"{allowed} ({hint})" if hint else allowed, value, owner)
+        raise param_error(name, _range_allowed(low, high, low_inclusive, high_inclusive, integer, hint),
+                          value, owner)
     return out
+
+
+def _range_allowed(low, high, low_inclusive, high_inclusive, integer, hint) -> str:
+    """What :func:`check_range` says is allowed: "an integer in [1, 38] (hint)"."""
+    kind = "an integer" if integer else "a number"
+    allowed = f"{kind} {_interval(low, high, low_inclusive, high_inclusive)}".strip()
+    return f"{allowed} ({hint})" if hint else allowed
 
 
 @dataclass(frozen=True)
@@ -127,6 +133,13 @@ class Param:
     scriptable_only: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
     doc: str = ""
+    # The bound the data's SHAPE sets on a number: (n_samples, n_features, the run's other
+    # values) -> (low, high, hint[, low_inclusive, high_inclusive]) for check_range (bounds
+    # inclusive unless said), or None where these values set none. Stated
+    # here once, it is what the estimator's fit refuses (check_shape), what the window's form
+    # marks red as soon as data are loaded, and what the command line refuses before loading,
+    # all with the same message. Bounds that need the values (a rank) stay in the fit.
+    shape_rule: Callable[[int, int, Mapping[str, Any]], tuple | None] | None = None
 
     def parts(self) -> list[tuple[str, str]]:
         """What the parameter takes, as ``(kind, wording)`` pairs; ``kind`` is "special",
@@ -180,6 +193,31 @@ class Param:
         if out is _INVALID:
             raise param_error(self.name, self.allowed(), value)
         return out
+
+    def check_shape(self, value: Any, n_samples: int, n_features: int,
+                    values: Mapping[str, Any] | None = None) -> Any:
+        """``value`` (already validated) checked against :attr:`shape_rule` for data of this
+        shape; raises ``ValueError`` in the library's style. Names ("auto") and None pass: what
+        they resolve to is the fit's business."""
+        if self.shape_rule is None or value is None or isinstance(value, str):
+            return value
+        bound = self.shape_rule(int(n_samples), int(n_features), values or {})
+        if bound is None:
+            return value
+        low, high, hint, low_in, high_in = (*bound, True, True)[:5]
+        return check_range(self.name, value, low, high, low_inclusive=low_in, high_inclusive=high_in,
+                           integer=self.kind is int, hint=hint)
+
+    def shape_allowed(self, n_samples: int, n_features: int,
+                      values: Mapping[str, Any] | None = None) -> str | None:
+        """What data of this shape allow (the wording of :meth:`check_shape`'s refusal), or
+        None where the shape sets no bound."""
+        bound = None if self.shape_rule is None else self.shape_rule(int(n_samples), int(n_features),
+                                                                     values or {})
+        if bound is None:
+            return None
+        low, high, hint, low_in, high_in = (*bound, True, True)[:5]
+        return _range_allowed(low, high, low_in, high_in, self.kind is int, hint)
 
     def parse(self, text: str) -> Any:
         """Parse a value typed by a user (command line ``key=value`` or a form) and validate it."""
@@ -265,6 +303,29 @@ def validate_params(specs: Sequence[Param], values: Mapping[str, Any]) -> dict:
     out = {}
     for p in specs:
         out[p.name] = p.validate(values.get(p.name, p.default))
+    return out
+
+
+def check_shape(specs: Sequence[Param], name: str, values: Mapping[str, Any], n_samples: int,
+                n_features: int) -> Any:
+    """``values[name]`` checked against its declaration's shape rule (:meth:`Param.check_shape`):
+    how a fit applies the declared rule."""
+    spec = next(p for p in specs if p.name == name)
+    return spec.check_shape(values[name], n_samples, n_features, values)
+
+
+def shape_errors(specs: Sequence[Param], values: Mapping[str, Any], n_samples: int,
+                 n_features: int) -> dict[str, str]:
+    """name -> message, for every value in ``values`` (validated) that data of this shape
+    refuse: what a form or the command line can say before the data are read."""
+    out = {}
+    for p in specs:
+        if p.shape_rule is None or p.name not in values:
+            continue
+        try:
+            p.check_shape(values[p.name], n_samples, n_features, values)
+        except ValueError as exc:
+            out[p.name] = str(exc)
     return out
 
 

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_array, check_is_fitted
 
 from ._base import Estimator, fit_protocol
 from ._outlier import OutlierScores
-from ._params import check_range
+from ._params import check_shape
 # The limit formulas live in robustcore.limits; their names stay importable from here.
 from .limits import (box_limit, jackson_mudholkar_limit, spe_limit, t2_limit_new,  # noqa: F401
                      t2_limit_training)
@@ -169,9 +169,7 @@ class ResidualScorer(SubspaceModel, OutlierScores, Estimator):
 
     @staticmethod
     def _check_rank(p, n, d):
-        return check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
-                           hint=f"below min(n_samples, n_features) = {min(n, d)}, or no residual "
-                                f"is left; here n_samples = {n}, n_features = {d}")
+        return check_shape(PARAMS, "n_components", p, n, d)
 
     def _limits(self, p, n, d, comps, mean, var, lam, plane, training=None):
         return dict(components_=comps, mean_=mean, plane_=plane, n_samples_fit_=n,

@@ -256,6 +256,9 @@ def _cmd_run(args) -> int:
     out = None
     try:
         lazy = dataset.is_lazy
+        for m in methods:   # the values the data's shape refuses, before any fit reads the rows
+            for why in m.shape_errors(m.validate(params[m.name]), dataset.n_samples, dataset.n_features).values():
+                raise UsageError(f"{m.name}: {why}")
         check_video(args.video, names, dataset)
         check_figures(args.figure, methods, dataset)
         out = check_out(args.out, planned_names(names, args.figure, lazy, args.video), args.force)

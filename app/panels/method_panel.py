@@ -40,6 +40,7 @@ class MethodPanel(QWidget):
         self._unavailable: dict[str, str] = {}
         self._busy = False
         self._blocker: str | None = None  # reason from outside the form (no data, no labels)
+        self._shape: tuple[int, int] | None = None  # the loaded data's, which every form checks against
 
         self.combo = QComboBox()
         self.combo.setObjectName("method_combo")
@@ -151,6 +152,7 @@ class MethodPanel(QWidget):
                 return None
             form = ParamForm(params)
             form.setObjectName(f"form_{name}")
+            form.set_shape(self._shape)
             form.changed.connect(lambda n=name: self._on_form_changed(n))
             self._forms[name] = form
             self.stack.addWidget(form)
@@ -183,6 +185,14 @@ class MethodPanel(QWidget):
             for idx in range(self.combo.count()):
                 if self.combo.itemData(idx) not in reasons and self.set_method(self.combo.itemData(idx)):
                     break
+
+    def set_data_shape(self, shape: tuple[int, int] | None) -> None:
+        """The loaded data's (n_samples, n_features) (None: no data): every form marks the values
+        this shape refuses (ParamForm.set_shape), so Run is disabled before it would fail."""
+        self._shape = shape
+        for form in self._forms.values():
+            form.set_shape(shape)
+        self._update_run_enabled()
 
     def reset_current(self) -> None:
         form = self.form()

@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QFormLayout, QHBoxLayout, QLabel, QLineEdit,
                                QPushButton, QSizePolicy, QToolButton, QVBoxLayout, QWidget)
 
-from robustcore._params import param_message
+from robustcore._params import param_message, shape_errors
 
 __all__ = ["ParamForm", "format_value", "pretty_name"]
 
@@ -35,10 +35,17 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def _tooltip(p) -> str:
+def _tooltip(p, shape=None, values=None) -> str:
+    """The parameter's help; with data loaded (``shape``), also what their shape allows."""
     default = "automatic" if p.default is None else format_value(p.default)
-    return (f"<b>{p.name}</b><br>{p.help}<br><br>Allowed: {p.allowed()}<br>"
+    text = (f"<b>{p.name}</b><br>{p.help}<br><br>Allowed: {p.allowed()}<br>"
             f"Default: {default}")
+    bound = None if shape is None else p.shape_allowed(*shape, values)
+    if bound is not None:
+        # bounds that need the values themselves (a rank) are checked when Run reads them
+        text += (f"<br>For the loaded data ({shape[0]:,} × {shape[1]:,}): {bound}. Limits that "
+                 f"depend on the values, not the shape, are checked at Run.")
+    return text
 
 
 def _same(a, b) -> bool:
@@ -97,10 +104,11 @@ class _Field:
             raise ValueError(param_message(self.p.name, self.p.allowed(), None, got="an empty field"))
         return self.p.parse(text)
 
-    def mark(self, error: str | None) -> None:
+    def mark(self, error: str | None, shape=None, values=None) -> None:
         if isinstance(self.widget, QLineEdit):
             self.widget.setStyleSheet(_INVALID_STYLE if error else "")
-        self.widget.setToolTip(_tooltip(self.p) + (f"<br><br><b>Invalid:</b> {error}" if error else ""))
+        self.widget.setToolTip(_tooltip(self.p, shape, values)
+                               + (f"<br><br><b>Invalid:</b> {error}" if error else ""))
 
 
 class ParamForm(QWidget):
@@ -110,6 +118,9 @@ class ParamForm(QWidget):
     -------
     changed()                any edit (valid or not).
     validityChanged(bool)    the form became valid / invalid.
+
+    With a data shape set (:meth:`set_shape`), values the shape refuses are marked too, by the
+    declarations' own shape rules (``Param.shape_rule``, the rules the fits apply).
     """
 
     changed = Signal()
@@ -121,6 +132,7 @@ class ParamForm(QWidget):
         self._fields: dict[str, _Field] = {}
         self._valid = True
         self._loading = False
+        self._shape: tuple[int, int] | None = None
 
         outer = QVBoxLayout(self)
         outer.setContentsMargins(0, 0, 0, 0)
@@ -187,6 +199,17 @@ class ParamForm(QWidget):
     def defaults(self) -> dict:
         return {p.name: p.default for p in self.params}
 
+    def set_shape(self, shape: tuple[int, int] | None) -> None:
+        """The loaded data's (n_samples, n_features), or None without data: values the shape
+        refuses are then marked as invalid, as any other."""
+        shape = None if shape is None else (int(shape[0]), int(shape[1]))
+        if shape != self._shape:
+            self._shape = shape
+            self._on_edit()
+
+    def shape(self) -> tuple[int, int] | None:
+        return self._shape
+
     def reset(self) -> None:
         """Back to the declared defaults."""
         self.set_values(self.defaults())
@@ -203,14 +226,23 @@ class ParamForm(QWidget):
         self._on_edit()
 
     def errors(self) -> dict[str, str]:
-        """name -> reason, for every editor whose content is not a valid value."""
-        out = {}
+        """name -> reason, for every editor whose content is not a valid value, or (with a
+        shape set) a value the data's shape refuses."""
+        out, values = self._read_all()
+        if self._shape is not None:
+            for name, why in shape_errors(self.params, values, *self._shape).items():
+                out.setdefault(name, why)
+        return out
+
+    def _read_all(self) -> tuple[dict[str, str], dict]:
+        """(name -> reason for editors that do not read, name -> value for those that do)."""
+        errors, values = {}, {}
         for name, f in self._fields.items():
             try:
-                f.read()
+                values[name] = f.read()
             except ValueError as exc:
-                out[name] = str(exc)
-        return out
+                errors[name] = str(exc)
+        return errors, values
 
     def is_valid(self) -> bool:
         return not self.errors()
@@ -238,8 +270,9 @@ class ParamForm(QWidget):
         if self._loading:
             return
         errors = self.errors()
+        values = self._read_all()[1]
         for name, f in self._fields.items():
-            f.mark(errors.get(name))
+            f.mark(errors.get(name), self._shape, values)
         if errors:
             self.error_label.setText("\n".join(errors.values()))
             # An invalid advanced value must not hide in a folded section.

@@ -9,6 +9,31 @@ __all__ = ["PARAMS"]
 # The share of the samples an eigenvector must live on to count (see min_support's doc).
 DEFAULT_MIN_SUPPORT = 0.02
 
+# graph="auto" builds the dense graph (the exact model, O(n²) memory: 72 MB per n x n array at
+# n = 3000) up to this many samples and the kNN graph beyond. Measured (benchmarks/results_esfs.md):
+# with the defaults' other rules, on 33 real sets the dense graph ranked none below chance, the kNN
+# graph (K = 10) one (iris, where it also fails the petal check); on the two-cluster demo kNN put
+# the noise feature above an informative one in 0-10 of 20 seeds over K = 5, 10, 20 and
+# sigma_scale 0.5-2 (3 at K = 10), the dense graph in 0 of 20 for every sigma_scale.
+AUTO_DENSE_MAX_SAMPLES = 3000
+
+
+def _below_n(n, d, values):
+    return 1, n - 1, f"fewer than n_samples = {n}"
+
+
+def _neighbors_rule(n, d, values):
+    # only a kNN graph has neighbours ("auto" is kNN beyond AUTO_DENSE_MAX_SAMPLES samples;
+    # the fit passes the graph it resolved)
+    graph = values.get("graph", "auto")
+    if graph == "knn" or (graph == "auto" and n > AUTO_DENSE_MAX_SAMPLES):
+        return _below_n(n, d, values)
+    return None
+
+
+def _select_rule(n, d, values):
+    return 1, d, f"at most n_features = {d}"
+
 PARAMS = (
     Param("sigma", float, None, "Gaussian width σ of the similarity graph.", low=0.0,
           low_inclusive=False, allow_none=True, none_label="sigma_scale x median distance",
@@ -25,7 +50,7 @@ PARAMS = (
               "for kNN the K-th neighbour distance is already a local scale, and scales 0.5 to "
               "2 ranked alike there, so 1.0 is kept."),
     Param("n_eigenpairs", int, None, "Number of smallest non-trivial eigenpairs summed in EVSC.",
-          low=1, allow_none=True, none_label="largest eigengap, up to 5",
+          low=1, allow_none=True, none_label="largest eigengap, up to 5", shape_rule=_below_n,
           doc="k counts the smallest **non-trivial** pairs (after the λ = 0 pair of each "
               "connected component of the graph) whose eigenvectors are not concentrated on a "
               "few samples (``min_support``). c well-separated groups are described by the "
@@ -61,7 +86,7 @@ PARAMS = (
               "rules: iris; on a few others, e.g. MNIST 4 v 9, kNN was ahead); beyond that size "
               "the n x n arrays (72 MB each at n = 3000) and O(n² d) time make kNN the only "
               "practical graph (benchmarks/results_esfs.md)."),
-    Param("n_neighbors", int, 10, "Neighbours per sample in the kNN graph.", low=1,
+    Param("n_neighbors", int, 10, "Neighbours per sample in the kNN graph.", low=1, shape_rule=_neighbors_rule,
           doc="K must satisfy 1 <= K < n_samples. The derivative treats the set of kNN edges as "
               "fixed (it changes discontinuously with the weights)."),
     scale_param("auto", doc="The scaling is applied before the graph is built: \"standard\" "
@@ -75,7 +100,7 @@ PARAMS = (
                 "pair). Constant features get scale 1 and score 0. (Sessions of 0.1 said "
                 "``standardize=True/False``.)"),
     Param("n_features_to_select", int, None, "Top-ranked features kept by transform.", low=1,
-          allow_none=True, none_label="half of the features",
+          allow_none=True, none_label="half of the features", shape_rule=_select_rule,
           doc="Half is ``max(1, n_features // 2)``, scikit-learn's RFE convention, so "
               ":meth:`transform` always reduces."),
     SeedParam("Seed of the eigensolver's starting vector.",

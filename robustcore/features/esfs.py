@@ -12,21 +12,16 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._base import ConvergenceWarning, Estimator, fit_protocol
-from .._params import check_range
+from .._params import check_shape
 from .._scaling import ScaledInput
 from .._validation import check_magnitude, check_random_state, validate_X
 from . import _graph, _spectral
-from ._esfs_params import DEFAULT_MIN_SUPPORT, PARAMS
+from ._esfs_params import AUTO_DENSE_MAX_SAMPLES, DEFAULT_MIN_SUPPORT, PARAMS
 
 __all__ = ["ESFS", "AUTO_DENSE_MAX_SAMPLES", "AUTO_MAX_EIGENPAIRS", "DEFAULT_MIN_SUPPORT"]
 
-# graph="auto" builds the dense graph (the exact model, O(n²) memory: 72 MB per n x n array at
-# n = 3000) up to this many samples and the kNN graph beyond. Measured (benchmarks/results_esfs.md):
-# with the defaults' other rules, on 33 real sets the dense graph ranked none below chance, the kNN
-# graph (K = 10) one (iris, where it also fails the petal check); on the two-cluster demo kNN put
-# the noise feature above an informative one in 0-10 of 20 seeds over K = 5, 10, 20 and
-# sigma_scale 0.5-2 (3 at K = 10), the dense graph in 0 of 20 for every sigma_scale.
-AUTO_DENSE_MAX_SAMPLES = 3000
+# AUTO_DENSE_MAX_SAMPLES (declared in _esfs_params with the rule it feeds) is read from this
+# module's namespace by fit, where tests may lower it.
 
 # n_eigenpairs=None picks k <= AUTO_MAX_EIGENPAIRS by the largest relative eigengap.
 AUTO_MAX_EIGENPAIRS = 5
@@ -151,22 +146,14 @@ class ESFS(SelectorMixin, ScaledInput, Estimator):
         """
         X = validate_X(self, X, reset=True, min_samples=2, min_features=2)
         n, d = X.shape
-        k = p["n_eigenpairs"]
-        if k is not None:
-            k = check_range("n_eigenpairs", k, 1, n - 1, integer=True,
-                            hint=f"fewer than n_samples = {n}")
-        n_select = p["n_features_to_select"]
-        if n_select is not None:
-            n_select = check_range("n_features_to_select", n_select, 1, d, integer=True,
-                                   hint=f"at most n_features = {d}")
-        else:
+        k = check_shape(PARAMS, "n_eigenpairs", p, n, d)
+        n_select = check_shape(PARAMS, "n_features_to_select", p, n, d)
+        if n_select is None:
             n_select = max(1, d // 2)
         graph = p["graph"]
         if graph == "auto":
             graph = "dense" if n <= AUTO_DENSE_MAX_SAMPLES else "knn"
-        if graph == "knn":
-            check_range("n_neighbors", p["n_neighbors"], 1, n - 1, integer=True,
-                        hint=f"fewer than n_samples = {n}")
+        check_shape(PARAMS, "n_neighbors", {**p, "graph": graph}, n, d)
 
         progress(0.0, "preparing data")
         Xc, constant, scaling = self._prepared(X, p["scale"])

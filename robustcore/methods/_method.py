@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._params import Param, validate_params
+from .._params import Param, shape_errors, validate_params
 from .._progress import Reporter
 from ..datasets._kind import Kind
 from ..result import RunResult
@@ -89,6 +89,11 @@ class Method:
 
     def validate(self, params: dict) -> dict:
         return validate_params(self.params(), params)
+
+    def shape_errors(self, values: dict, n_samples: int, n_features: int) -> dict[str, str]:
+        """name -> message for the validated ``values`` that data of this shape refuse, by the
+        declarations' shape rules (the fit's own): known before the data are read."""
+        return shape_errors(self.params(), values, n_samples, n_features)
 
     def takes_sparse(self, values: dict) -> bool:
         """Whether a fit with the validated ``values`` takes sparse input without a dense copy."""

@@ -8,10 +8,52 @@ from .._contamination import CONTAMINATION
 from .._centering import AFFINE_CENTERS, center_param
 from .._params import Param, SeedParam, scale_param
 
-__all__ = ["PARAMS"]
+__all__ = ["PARAMS", "inliers_bound", "fraction_bound"]
+
+
+def _rank_rule(n, d, values):
+    return 1, min(n, d) - 1, (f"below min(n_samples, n_features) = {min(n, d)}; here n_samples = {n}, "
+                              f"n_features = {d}")
+
+
+def _rank_words(affine):
+    return 'n_components + 1 (center="affine" fits the offset too)' if affine else "n_components"
+
+
+def _degenerate_note(n, n_valid):
+    return f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
+
+
+def inliers_bound(n, n_valid, r, affine):
+    """(low, high, hint) of n_inliers: between the rank r the fit works with (with
+    center="affine" n_components + 1) and the ``n_valid`` usable (non-degenerate) samples of n.
+    The fit knows n_valid; from the shape alone it is n."""
+    return r, n_valid, f"between {_rank_words(affine)} and the {n_valid} usable samples{_degenerate_note(n, n_valid)}"
+
+
+def fraction_bound(n, n_valid, r, affine):
+    """(low, high, hint, low_inclusive, high_inclusive) of outlier_fraction: the fit keeps
+    n_valid - floor(f n_valid) samples, at least r of them, so f < (n_valid - r + 1) / n_valid."""
+    return (0.0, (n_valid - r + 1) / n_valid, f"so that at least {_rank_words(affine)} = {r} of the "
+            f"{n_valid} usable samples remain{_degenerate_note(n, n_valid)}", True, False)
+
+
+def _fraction_rule(n, d, values):
+    if values.get("selection", "count") != "fraction":
+        return None
+    affine = values.get("center") == "affine"
+    return fraction_bound(n, n, (values.get("n_components") or 1) + affine, affine)
+
+
+def _inliers_rule(n, d, values):
+    if values.get("selection", "count") != "count":
+        return None
+    affine = values.get("center") == "affine"
+    return inliers_bound(n, n, (values.get("n_components") or 1) + affine, affine)
+
 
 PARAMS = (
-    Param("n_components", int, None, "Rank of the subspace to recover.", low=1,
+    Param("n_components", int, None, "Rank of the subspace to recover.", low=1, shape_rule=_rank_rule,
           allow_none=True, none_label="estimate (elbow of the scree plot)",
           doc="1 <= n_components < min(n_samples, n_features). None estimates it from the "
               "singular values of the selected (normalised) samples, as the authors suggest, "
@@ -32,11 +74,11 @@ PARAMS = (
               "adds a new direction, r times, in a random sketch of dimension 2r, repeated "
               "``n_repeats`` times (Remark 1)."),
     Param("n_inliers", int, None, "Number of most coherent samples to use (selection=count).",
-          low=1, allow_none=True, none_label="half of the samples",
+          low=1, allow_none=True, none_label="half of the samples", shape_rule=_inliers_rule,
           doc="Between r and the number of non-degenerate samples. Half of them (the paper's "
               "choice for Hopkins155) assumes fewer outliers than inliers."),
     Param("outlier_fraction", float, 0.5, "Upper bound on the share of outliers "
-          "(selection=fraction).", low=0.0, high=1.0, high_inclusive=False),
+          "(selection=fraction).", low=0.0, high=1.0, high_inclusive=False, shape_rule=_fraction_rule),
     center_param("none",
           doc='"none" is the paper\'s formulation: the inliers\' common offset becomes one of '
               "the subspace's directions. On the 15 development tables it scored a mean "

@@ -56,13 +56,14 @@ from scipy.linalg.blas import dtrmm as _dtrmm
 
 from .._blas_nogil import trmm_rows
 from .._blas_policy import fits_on_one_blas_thread
-from .._params import check_range, param_error
+from .._params import check_range
 from .._outlier import log_residual
 from .._passes import count_true, gil_free, kth_of_slices_of, kth_smallest, rowwise, scratch
 from .._row_stats import scale_rows, syrk_lower
 from ._cop_memory import RankDeficientWarning
 from ._cop_calibration import bounds_cut, calibration_cut
 from ._cop_selection import selection_band
+from ._coherence_pursuit_params import fraction_bound, inliers_bound
 
 __all__ = ["RankDeficientWarning", "warn_rank_deficient", "selection_count"]
 
@@ -401,22 +402,18 @@ def selection_count(p, n, n_valid, r) -> int:
     """How many of the ``n_valid`` usable rows (of ``n``) to select (``selection`` "count" or
     "fraction"); refused with a message when that leaves fewer than r. With center="affine"
     r counts the lifted offset's direction too (``_cop_affine``), and the messages say so."""
-    bound = ("n_components + 1 (center=\"affine\" fits the offset too)" if p.get("center") == "affine"
-             else "n_components")
+    affine = p.get("center") == "affine"
     if p["selection"] == "count":
-        deg_note = f"; {n - n_valid} sample(s) are degenerate" if n_valid < n else ""
         k = p["n_inliers"]
         if k is None:
             k = max(r, math.ceil(n_valid / 2))
-        return check_range("n_inliers", k, r, n_valid, integer=True,
-                           hint=f"between {bound} and the {n_valid} usable samples{deg_note}")
-    f = p["outlier_fraction"]
-    keep = n_valid - math.floor(f * n_valid)
-    if keep < r:
-        fmax = (n_valid - r) / n_valid
-        raise param_error("outlier_fraction", f"a number in [0, {fmax:.4g}] so that at least "
-                          f"{bound} = {r} of the {n_valid} usable samples remain", f)
-    return keep
+        low, high, hint = inliers_bound(n, n_valid, r, affine)   # the declared rule, n_valid known
+        return check_range("n_inliers", k, low, high, integer=True, hint=hint)
+    low, high, hint, low_in, high_in = fraction_bound(n, n_valid, r, affine)   # the declared rule
+    f = check_range("outlier_fraction", p["outlier_fraction"], low, high, low_inclusive=low_in,
+                    high_inclusive=high_in, hint=hint)
+    # (at least r: f n_valid may round up to the next integer when f is an ulp below the bound)
+    return max(r, n_valid - math.floor(f * n_valid))
 
 
 def _selection_band(sample, form, p, n, n_sampled, r):

@@ -6,8 +6,13 @@ from .._params import Param
 
 __all__ = ["PARAMS"]
 
+
+def _rank_rule(n, d, values):
+    return 1, d - 1, f"below n_features = {d}, the pixels of a frame"
+
+
 PARAMS = (
-    Param("n_components", int, 1, "Rank of the low-rank part (background).", low=1,
+    Param("n_components", int, 1, "Rank of the low-rank part (background).", low=1, shape_rule=_rank_rule,
           doc="The number k of basis vectors. A static background needs 1, and its coefficient "
               "follows global changes of light. More directions can follow more complex changes "
               "but also absorb slow objects (on the benchmark video, k = 3 lost 0.07 of "

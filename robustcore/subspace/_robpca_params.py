@@ -17,9 +17,17 @@ CUTOFFS = "cutoffs"
 # the fewest rows max_samples may name: the fewest ROBPCA fits (two rows span a line)
 MIN_SAMPLES = 2
 
+
+def _rank_rule(n, d, values):
+    # The shape's part of the fit's rule (n_components <= the rank of the centred data): that
+    # rank is at most min(n - 1, d); the rank itself is known only from the values, at Run.
+    m = min(n - 1, d)
+    return 1, m, (f"at most min(n_samples - 1, n_features) = {m}, the largest rank of centred data "
+                  f"of this shape; here n_samples = {n}, n_features = {d}")
+
 PARAMS = (
     Param("n_components", int, None, "Number of robust principal components k.", low=1,
-          allow_none=True, none_label="the paper's rule (80 % of the robust variance)",
+          allow_none=True, none_label="the paper's rule (80 % of the robust variance)", shape_rule=_rank_rule,
           doc="1 <= n_components <= the rank of the data. None takes the paper's rule on the "
               "covariance of the h least outlying samples: the smallest k whose components "
               "explain 80 % of its total variance, among the eigenvalues at least 1e-3 times "

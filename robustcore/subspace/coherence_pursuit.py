@@ -13,7 +13,7 @@ import numpy as np
 from .._base import Estimator, fit_protocol
 # (calibration_rows and residual_limit live in robustcore._outlier; their names stay here)
 from .._outlier import OutlierScores, calibration_rows, residual_limit  # noqa: F401
-from .._params import check_range, param_error
+from .._params import check_shape, param_error
 from .._scaling import auto_scaling, frames_input
 from ._base import SubspaceModel
 from ._cop_memory import RankDeficientWarning, coherence_scores
@@ -215,9 +215,7 @@ class CoherencePursuit(SubspaceModel, OutlierScores, Estimator):
                                   "samples r directions, so r must be given; use selection='count' "
                                   "to estimate it)", None)
             return 1, True
-        r = check_range("n_components", p["n_components"], 1, min(n, d) - 1, integer=True,
-                        hint=f"below min(n_samples, n_features) = {min(n, d)}; here n_samples = "
-                             f"{n}, n_features = {d}")
+        r = check_shape(PARAMS, "n_components", p, n, d)
         return r, False
 
 

@@ -38,6 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin
 
 from .._base import Estimator, fit_protocol
+from .._params import check_shape
 from .._validation import check_finite, validate_X
 from .pca import fix_signs
 from ._online_rpca_params import PARAMS
@@ -296,9 +297,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         n, d = source.n_frames, source.n_features
         if n < 1 or d < 2:
             raise ValueError(f"X must have at least 1 frame of at least 2 pixels; got {n} x {d}")
-        k = self._p["n_components"]
-        if k >= d:
-            raise ValueError(f"n_components must be below n_features = {d}; got {k}")
+        check_shape(PARAMS, "n_components", self._p, n, d)
         own_sink = sink is None
         if sink is None:
             need = FrameSink.estimate_bytes(n, d, self.FIELDS)
@@ -376,9 +375,7 @@ class OnlineRPCA(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Estimator):
         X = validate_X(self, X, reset=not fitted, min_features=1 if fitted else 2)
         if not fitted:
             self._prepare(X.shape[1], None, X)
-            if self._p["n_components"] >= X.shape[1]:
-                raise ValueError(f"n_components must be below n_features = {X.shape[1]}; got "
-                                 f"{self._p['n_components']}")
+            check_shape(PARAMS, "n_components", self._p, *X.shape)
         else:
             self._restore()
         self._step(X, first=not fitted)

@@ -7,7 +7,7 @@ import numpy as np
 
 from .._base import Estimator, fit_protocol
 from .._outlier import LIMIT_ALPHA, OutlierScores
-from .._params import check_range
+from .._params import check_shape
 from .._row_stats import RFactor, symmetric
 from .._scaling import varies
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude
@@ -15,13 +15,11 @@ from ..linalg import GRAM_RCOND, fix_signs
 from ..rank import rank_cap, scree_elbow
 from ._base import SubspaceModel
 from ._scan import constant_error, input_rows, load_rows, scan
-from ._pca_params import PARAMS
+from ._pca_params import PARAMS, rank_hint
 
 __all__ = ["PCA", "fix_signs", "rank_hint", "OVERFLOW_FIX", "principal_axes"]
 
 
-def rank_hint(n: int, d: int) -> str:
-    return f"at most min(n_samples, n_features) = {min(n, d)}; here n_samples = {n}, n_features = {d}"
 
 # From this many rows per feature on, the principal axes come from the scatter matrix (one
 # pass, a d x d eigh), as scikit-learn's "covariance_eigh" solver does for tall data; below, the
@@ -151,8 +149,7 @@ class PCA(SubspaceModel, OutlierScores, Estimator):
         n, d = rows.n, rows.d
         rep(0.0, "centring")
         if p["n_components"] is not None:
-            r = check_range("n_components", p["n_components"], 1, min(n, d), integer=True,
-                            hint=rank_hint(n, d))
+            r = check_shape(PARAMS, "n_components", p, n, d)
         if n >= _COVARIANCE_ROWS * d:
             sc, mean, var, vt = principal_axes(rows, p["scale"], p["center"], rep.span(0.0, 0.9), method)
             scaling = sc.scaling

@@ -36,7 +36,7 @@ from sklearn.utils import check_random_state
 
 from .._base import Estimator, fit_protocol
 from .._outlier import OutlierScores
-from .._params import check_range
+from .._params import check_range, check_shape
 from .._residual import ResidualKernel, residual_scores
 from .._validation import OVERFLOW_FIX, check_finite, check_magnitude, finite_in_range
 from ..limits import calibration_record
@@ -132,6 +132,7 @@ class ROBPCA(SubspaceModel, OutlierScores, Estimator):
         """Fit on X (n_samples, n_features). Returns self. ``progress(fraction, message)``
         may cancel (robustcore._progress)."""
         rows = input_rows(self, X, reset=True, min_samples=2)
+        check_shape(PARAMS, "n_components", p, rows.n, rows.d)   # the rank's bound by shape, declared
         rng = np.random.default_rng(_seed(p["random_state"]))
         # the robust stages on a seeded random sample of m rows when the data have more (None:
         # every row), by one rule in memory and out of core (module doc of _robpca_sample)

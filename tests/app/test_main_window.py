@@ -230,11 +230,19 @@ def test_each_method_runs_on_a_demo(qtbot, window):
 
 def test_data_dependent_error_reaches_user_as_message(qtbot, window):
     _load(qtbot, window, "iris")
-    window.method_panel.set_method("pca")
+    window.method_panel.set_method("robpca")
+    # what the shape refuses, the form refuses before Run (tests/app/panels/test_shape_rules_form.py)
     window.method_panel.form().set_text("n_components", "9")  # iris has 4 features
+    assert not window.method_panel.run_button.isEnabled()
+    # what only the values refuse reaches the user from the fit: the centred rank is 3 here
+    X = window.state.dataset.X.copy()
+    X[:, 3] = X[:, 0] + X[:, 1]
+    window.set_dataset(Dataset(X=X, name="iris, rank 3"))
+    window.method_panel.form().set_text("n_components", "4")
+    assert window.method_panel.run_button.isEnabled()
     with qtbot.waitSignal(window.runFailed, timeout=20000) as blocker:
         window.run()
-    assert "n_components" in blocker.args[0]
+    assert "n_components" in blocker.args[0] and "rank of the centred data, here 3" in blocker.args[0]
     assert window.error_box.isVisible() and "n_components" in window.error_box.text()
     assert window.run_log.last().outcome == "failed"
 

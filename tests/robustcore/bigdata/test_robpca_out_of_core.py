@@ -112,10 +112,19 @@ def test_the_same_refusals_as_in_memory(tmp_path, bound):
         ROBPCA().fit(lazy(tmp_path, X))
     assert str(ooc.value) == str(mem.value)
     X, _, _ = planted(4000, d=5)
-    with pytest.raises(ValueError, match="n_components.*rank of the centred data, here 5"):
+    # above what the shape allows (the declared rule, known before a row is read)
+    with pytest.raises(ValueError, match=r"n_components.*\[1, 5\] \(at most min\(n_samples - 1") as mem:
         ROBPCA(n_components=6).fit(X)
-    with pytest.raises(ValueError, match="n_components.*rank of the centred data, here 5"):
+    with pytest.raises(ValueError) as ooc:
         ROBPCA(n_components=6).fit(lazy(tmp_path, X))
+    assert str(ooc.value) == str(mem.value)
+    # above the rank of the centred data (4: a column is the sum of two others), found by the fit
+    X[:, 4] = X[:, 0] + X[:, 1]
+    (tmp_path / "rank4").mkdir()
+    with pytest.raises(ValueError, match="n_components.*rank of the centred data, here 4"):
+        ROBPCA(n_components=5).fit(X)
+    with pytest.raises(ValueError, match="n_components.*rank of the centred data, here 4"):
+        ROBPCA(n_components=5).fit(lazy(tmp_path / "rank4", X))
 
 
 def test_progress_and_cancel_out_of_core(tmp_path, bound):

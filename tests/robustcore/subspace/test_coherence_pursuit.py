@@ -303,8 +303,12 @@ def test_bad_parameters(kw, name):
 
 def test_fraction_leaving_too_few_samples():
     X = np.random.default_rng(0).standard_normal((20, 5))
-    with pytest.raises(ValueError, match=r"'outlier_fraction' parameter must be a number in \[0, 0.85\]"):
+    # keeps 20 - floor(20 f) >= 3 samples: f < 18 / 20 (the bound the form shows from the shape)
+    with pytest.raises(ValueError, match=r"'outlier_fraction' parameter must be a number in \[0, 0.9\) "
+                                         r"\(so that at least n_components = 3 of the 20 usable"):
         CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.9).fit(X)
+    cop = CoherencePursuit(n_components=3, selection="fraction", outlier_fraction=0.89).fit(X)
+    assert cop.selected_indices_.size == 3
 
 
 def test_width_mismatch_and_unfitted():

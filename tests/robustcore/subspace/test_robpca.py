@@ -352,9 +352,15 @@ def test_full_rank_leaves_no_orthogonal_cutoff():
 
 
 def test_too_many_components_is_refused_with_the_rank():
+    # above what the shape allows: the declared shape rule's message (what the form shows)
     X = np.random.default_rng(0).standard_normal((10, 30))
-    with pytest.raises(ValueError, match="n_components.*rank of the centred data, here 9"):
+    with pytest.raises(ValueError, match=r"n_components.*\[1, 9\] \(at most min\(n_samples - 1, n_features\) = 9"):
         ROBPCA(n_components=12).fit(X)
+    # within the shape's bound but above the rank of the centred data: only the fit can tell
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 3)) @ rng.standard_normal((3, 30))
+    with pytest.raises(ValueError, match="n_components.*rank of the centred data, here 3"):
+        ROBPCA(n_components=5).fit(X)
 
 
 def test_progress_is_monotone_and_cancel_leaves_unfitted():
