@@ -5,7 +5,11 @@ outlier). The pictures take the rows and columns that show them largest for the 
 
 A table with more features than the plot has room for shows them in bins (:mod:`._binning`), each
 bar the entry of largest magnitude of its bin, and zooming in bins the features on screen again,
-down to one bar per feature."""
+down to one bar per feature.
+
+The numbers come from :mod:`._detail_numbers`, for data in memory and out of core alike. Out of
+core the sample is one row read from the file (and one row of each stored result), on a worker:
+a chunk read may wait on a disk; the table is never read whole."""
 from __future__ import annotations
 
 import heapq
