@@ -134,16 +134,38 @@ def dense_rows(dataset, rows) -> np.ndarray:
     only: its whole dense copy (a 300,000 x 47,000 LIBSVM file: 113 GB) to show one sample was
     refused or took the memory of the machine (issue 24)."""
     rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
+    if getattr(dataset, "is_lazy", False):
+        return _rows_on_disk(dataset, rows)
     if getattr(dataset, "is_sparse", False):
         return np.asarray(dataset.X[rows].toarray(), dtype=np.float64)
     return np.asarray(dataset.dense()[rows])
+
+
+def _rows_on_disk(dataset, rows) -> np.ndarray:
+    """Rows of data opened out of core, read one by one from the file (a chunk read each: call
+    it off the GUI thread). The reader's rows, not a Dask block: through Dask one row read the
+    whole block that holds it (67 MB at 30,000,000 x 20)."""
+    src = dataset.source
+    if dataset.kind == "frames":
+        return np.stack([np.asarray(src.frame(int(r)), dtype=np.float64) for r in rows])
+    reader = getattr(src, "reader", None)
+    if reader is not None:
+        return np.stack([np.asarray(reader.read(int(r), int(r) + 1)[0], dtype=np.float64) for r in rows])
+    from robustcore.bigdata import compute
+    (out,) = compute(src.array[rows], message="reading samples")
+    return np.array(out, dtype=np.float64)
+
+
+def rows_of(values, rows) -> np.ndarray:
+    """Rows ``rows`` of a per-row result, in memory or on disk (StoredRows): only those read."""
+    return np.stack([np.asarray(values[int(r)]) for r in np.atleast_1d(rows)])
 
 
 def reconstruction(result, dataset, rows) -> np.ndarray | None:
     """Reconstructions of samples ``rows`` (m, d): L for PCP, the subspace projection otherwise."""
     rows = np.atleast_1d(np.asarray(rows, dtype=np.int64))
     if "low_rank" in result.arrays:
-        return np.asarray(result.arrays["low_rank"])[rows]
+        return rows_of(result.arrays["low_rank"], rows)
     sub = subspace(result)
     if sub is None:
         return None
@@ -154,9 +176,9 @@ def reconstruction(result, dataset, rows) -> np.ndarray | None:
 def contributions(result, dataset, row: int) -> np.ndarray | None:
     """Per-feature squared residuals of one sample (d,) (the result's own when it has them)."""
     if "contributions" in result.arrays:
-        return np.asarray(result.arrays["contributions"])[row]
+        return rows_of(result.arrays["contributions"], [row])[0]
     if "sparse" in result.arrays:
-        return np.asarray(result.arrays["sparse"])[row] ** 2
+        return rows_of(result.arrays["sparse"], [row])[0] ** 2
     sub = subspace(result)
     if sub is None:
         return None

@@ -5,7 +5,11 @@ outlier). The pictures take the rows and columns that show them largest for the 
 
 A table with more features than the plot has room for shows them in bins (:mod:`._binning`), each
 bar the entry of largest magnitude of its bin, and zooming in bins the features on screen again,
-down to one bar per feature."""
+down to one bar per feature.
+
+The numbers come from :mod:`._detail_numbers`, for data in memory and out of core alike. Out of
+core the sample is one row read from the file (and one row of each stored result), on a worker:
+a chunk read may wait on a disk; the table is never read whole."""
 from __future__ import annotations
 
 import heapq
@@ -21,15 +25,15 @@ from . import _derived as der
 from . import _style as st
 from ._binning import Bins, bin_vector, bins_for, fit_picture
 from ._cloud import MenuOnDemandViewBox
-from ._common import Choice, describe_sample, fmt, labelled, title_of
+from ._common import Choice, fmt, labelled, title_of
+from ._detail_numbers import sample_numbers
+from ._latest import cancel_test, runner
 from ._zoom_bins import SETTLE_MS, Extent, bins_limit
 from .base import BaseView
 
 
 class DetailView(BaseView):
     name = "detail"
-    out_of_core = ("it reconstructs samples from the whole data set (or the whole low-rank part) read "
-                   "into memory")
     title = "Sample detail"
 
     def __init__(self, state, parent=None):
@@ -47,6 +51,9 @@ class DetailView(BaseView):
         state.selectionChanged.connect(self._selection_changed)
         self._pos = 0
         self.current_sample = -1
+        # Out of core: the sample is read on a worker (_detail_numbers); what was asked for last.
+        self._pending = None
+        self._reads = runner(self, self._read_done, self._read_failed)
         self.panels = {}
         self.images = {}
         # The picture panels and their colour bar are made the first time an image data set
@@ -205,6 +212,8 @@ class DetailView(BaseView):
         self.bars.setOpts(x=[], height=[], width=0.8, brushes=None)
         self.bar_bins = None
         self.current_sample = -1
+        self._pending = None
+        self._reads.cancel()
 
     def _selection_changed(self, sel):
         self._pos = 0
@@ -217,36 +226,54 @@ class DetailView(BaseView):
             self._pos = (self._pos + k) % sel.size
             self.redraw()
 
-    def _pick_sample(self, res, ds):
-        sel = self.state.selection
-        if sel.size:
-            self._pos = min(self._pos, sel.size - 1)
-            return int(sel[self._pos]), f"{self._pos + 1} of {sel.size} selected"
-        fl = der.outlier_flags(res)
-        score = "spe" if "spe" in res.sample_scores else res.primary_score
-        s = np.asarray(res.sample_scores[score], dtype=float) if score else None
-        if fl is not None and fl[0].any():
-            cand = np.flatnonzero(fl[0])
-            i = int(cand[np.argmax(s[cand])]) if s is not None else int(cand[0])
-            return i, "nothing selected: showing the flagged sample with the highest " + (score or "score")
-        if s is not None:
-            return int(np.argmax(s)), f"nothing selected: showing the highest {score}"
-        return 0, "nothing selected: showing sample 0"
-
     def redraw(self, *_):
         res, ds = self.result(), self.state.dataset
         if res is None or ds is None:
             return
         self.drawn = res
-        i, why = self._pick_sample(res, ds)
+        sel = self.state.selection
+        self._pos = min(self._pos, max(sel.size - 1, 0))
+        ask = (res, ds, sel, self._pos)
+        if not ds.is_lazy:
+            self._show(res, ds, sample_numbers(*ask))
+            return
+        # Out of core the sample is a row of the file and its results rows of their stores: a
+        # chunk read each, which may wait on a disk or a network share. Read on a worker; the
+        # figure keeps the sample it shows until the new one has been read.
+        self._pending = ask
+        self.set_status(f"{title_of(res.method)} · reading sample "
+                        + (f"#{int(sel[self._pos])}" if sel.size else "to show") + " from disk…")
+        self._reads.submit(lambda progress: sample_numbers(*ask, cancel_test(progress, "reading a sample")),
+                           tag=ask)
+
+    def _read_done(self, job, nums) -> None:
+        if self._pending is not job.tag:   # a newer request, or the data changed meanwhile
+            return
+        self._pending = None
+        res, ds = job.tag[:2]
+        if res is self.result() and ds is self.state.dataset:
+            self._show(res, ds, nums)
+
+    def _read_failed(self, job, message, details) -> None:
+        if self._pending is job.tag:
+            self._pending = None
+            self.set_status(f"The sample could not be read: {message}")
+
+    def draw_now(self) -> None:
+        """A sample still being read on a worker, read now (an export draws it)."""
+        ask = self._pending
+        if ask is None:
+            return
+        self._reads.cancel()
+        self._pending = None
+        self._show(ask[0], ask[1], sample_numbers(*ask))
+
+    def _show(self, res, ds, nums) -> None:
+        i, why = nums.i, nums.why
         self.current_sample = i
-        x = der.dense_rows(ds, [i])[0]   # only the row shown, of sparse data too
-        recon = der.reconstruction(res, ds, [i])[0]
-        is_pcp = "sparse" in res.arrays
-        s_part = np.asarray(res.arrays["sparse"])[i] if is_pcp else None
-        resid = x - recon - (s_part if is_pcp else 0.0)
-        self.parts = {"original": x, "reconstruction": recon, "part": s_part, "residual": resid}
-        # The figure says whose sample it is (an exported picture has no window around it).
+        self.parts = parts = nums.parts
+        x, recon, s_part, resid = parts["original"], parts["reconstruction"], parts["part"], parts["residual"]
+        is_pcp = s_part is not None
         titles = {"original": f"sample #{i}: {der.short_title(res.method)}, {ds.name}",
                   "reconstruction": "low-rank part L" if is_pcp else "reconstruction",
                   "part": "sparse part S", "residual": "residual X − L − S" if is_pcp else "residual"}
@@ -282,7 +309,7 @@ class DetailView(BaseView):
             self.signed_bar.getAxis("right").setLabel("S and residual" if is_pcp else "residual",
                                                       color=st.AXIS_COLOR)
         else:
-            contrib = der.contributions(res, ds, i)
+            contrib = nums.contributions
             signed = is_pcp
             vals = np.asarray(s_part if is_pcp else contrib, dtype=float)
             self.bar_values = vals
@@ -298,7 +325,4 @@ class DetailView(BaseView):
             self._feature_ticks()
             self.bar_plot.enableAutoRange()
             why += " · largest: " + ", ".join(f"{ds.feature_names[j]} ({fmt(vals[j])})" for j in top)
-        fl = der.outlier_flags(res)
-        place = der.map_place(res, i)   # the region the outlier map puts it in (ROBPCA's diagnostic)
-        self.set_status(f"{title_of(res.method)} · " + describe_sample(ds, i, res, fl[0] if fl else None)
-                        + (f" · {place}" if place else "") + " · " + why)
+        self.set_status(f"{title_of(res.method)} · {nums.description} · {why}")

@@ -17,6 +17,8 @@ Sources hold open files: use them in a ``with`` block or call ``close()``.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
 
 import numpy as np
@@ -24,6 +26,19 @@ import numpy as np
 from .._progress import Reporter
 
 __all__ = ["FrameSource", "ArrayFrames", "as_frame_source"]
+
+
+_LOCKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _read_lock(source) -> threading.RLock:
+    """The lock of one source's reads (kept beside it, not in it: a source is pickled)."""
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(source)
+        if lock is None:
+            lock = _LOCKS[source] = threading.RLock()
+        return lock
 
 
 class FrameSource:
@@ -73,7 +88,10 @@ class FrameSource:
         start, stop = self._check_range(start, stop)
         if start == stop:
             return np.empty((0, self.n_features))
-        return self._read(start, stop)
+        # One read at a time: a video's decoder is one generator, which two threads (the window's
+        # L + S view on the GUI thread, its sample detail on a worker) broke by reading at once.
+        with _read_lock(self):
+            return self._read(start, stop)
 
     def frame(self, i: int) -> np.ndarray:
         """One frame as a (n_features,) row."""
