@@ -53,7 +53,8 @@ def _file_of(a) -> tuple[str, int] | None:
         return None
     mm = a
     while mm is not None and not isinstance(mm, np.memmap):
-        mm = mm.base
+        # (an array's base may be any buffer: bytes from np.frombuffer, an mmap, ...)
+        mm = getattr(mm, "base", None)
     # not a private map ("c"): its pages may have been written, unlike the file
     if mm is None or not getattr(mm, "filename", None) or not isinstance(mm.base, mmap.mmap) or mm.mode == "c":
         return None

@@ -391,3 +391,13 @@ def test_rows_in_any_order_given_their_sample_index_aggregate_as_in_sample_order
             np.testing.assert_array_equal(v, got.points[k], err_msg=k)
         np.testing.assert_allclose(want.mean, got.mean, rtol=1e-12, equal_nan=True)
     assert not agg.aggregate(x, y, rng=(-1.0, 1.5, -2.0, 3.0), max_points=300, **how).all_points
+
+
+def test_a_column_over_a_buffer_that_is_not_an_array_is_read_from_memory():
+    """An array whose base is a plain buffer (np.frombuffer of bytes, as a decoded file gives)
+    is not a file map: the column reads it as it is (it raised AttributeError on bytes.base)."""
+    values = np.arange(1000, dtype=np.float64)
+    a = np.frombuffer(values.tobytes(), dtype=np.float64)
+    col = agg.Column(a)
+    assert col._file is None
+    np.testing.assert_array_equal(col._raw(10, 20), values[10:20])
