@@ -83,16 +83,20 @@ def test_a_full_rank_subspace_maps_along_it_only(views_for):
     np.testing.assert_allclose(x ** 2, res.sample_scores["t2"], rtol=1e-8)
 
 
-def test_the_lower_regions_names_cover_no_sample(state_views, qtbot):
-    """The names of the two regions under the OD cut-off hang below OD = 0, where no sample can
-    be: inside them, "regular (N)" covered the regular samples' band (issue 33, at 30M rows)."""
+def _drawn_map(state_views, qtbot, method):
+    """The outlier map of ``method``'s result, drawn: (view, its view box, the samples' ODs)."""
     state, views = state_views
-    state.set_current_method("pca")
+    state.set_current_method(method)
     v = views.show_view("outlier-map")
     qtbot.wait(50)
     v.grab()
-    vb = v.plot.getViewBox()
-    x, y = v.cloud.points()
+    return v, v.plot.getViewBox(), v.cloud.points()[1]
+
+
+def test_the_lower_regions_names_cover_no_sample(state_views, qtbot):
+    """The names of the two regions under the OD cut-off hang below OD = 0, where no sample can
+    be: inside them, "regular (N)" covered the regular samples' band (issue 33, at 30M rows)."""
+    v, vb, y = _drawn_map(state_views, qtbot, "pca")
     assert y.min() >= 0
     for name in ("regular", "good leverage"):
         t = v.region_labels[name]
@@ -107,13 +111,7 @@ def test_the_upper_regions_names_cover_no_sample(state_views, qtbot):
     """The names of the two regions above the OD cut-off lie in a strip above the largest OD:
     hung from the top of the data's range, "bad leverage (6)" covered the farthest sample of
     octane (sample 26), the one a user looks for first."""
-    state, views = state_views
-    state.set_current_method("coherence-pursuit")
-    v = views.show_view("outlier-map")
-    qtbot.wait(50)
-    v.grab()
-    vb = v.plot.getViewBox()
-    _, y = v.cloud.points()
+    v, vb, y = _drawn_map(state_views, qtbot, "coherence-pursuit")
     for name in ("orthogonal outlier", "bad leverage"):
         t = v.region_labels[name]
         assert t.isVisible()

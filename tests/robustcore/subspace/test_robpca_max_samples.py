@@ -44,7 +44,9 @@ def test_tables_within_the_default_sample_are_fitted_on_every_row_without_a_draw
 
 def test_a_sample_larger_than_the_table_is_every_row():
     X = _table("glass")
-    _same(ROBPCA(random_state=2, max_samples=10 ** 9).fit(X), ROBPCA(random_state=2, max_samples="all").fit(X))
+    big = ROBPCA(random_state=2, max_samples=10 ** 9).fit(X)
+    assert big.n_samples_robust_ == big.n_samples_fit_ == X.shape[0]     # no draw: every row
+    _same(big, ROBPCA(random_state=2, max_samples="all").fit(X))
 
 
 def test_beyond_the_sample_the_robust_stages_see_only_the_sample(monkeypatch):
